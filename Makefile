@@ -1,0 +1,35 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint typecheck contracts pytest install clean
+
+test: $(STAMP) lint typecheck contracts pytest
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+
+$(STAMP): $(VENV)/bin/python pyproject.toml
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff format --check src tests
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+contracts: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+pytest: $(STAMP)
+	$(VENV)/bin/pytest --cov --cov-branch --cov-report=term-missing \
+		--cov-fail-under=0 tests
+	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov

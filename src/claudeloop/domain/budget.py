@@ -1,0 +1,87 @@
+"""Caps on what a run may spend, and the ledger of what it spent."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Caps; `None` means no cap. Zero or negative caps are refused: they mean nothing."""
+
+    max_turns: int | None = None
+    max_dollars: float | None = None
+    max_attempts: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, cap in (
+            ("max_turns", self.max_turns),
+            ("max_dollars", self.max_dollars),
+            ("max_attempts", self.max_attempts),
+        ):
+            if cap is not None and (not math.isfinite(cap) or cap <= 0):
+                raise ValueError(f"{name} must be a positive number or unset, not {cap!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLedger:
+    """What a run has spent. Immutable: spending returns a new ledger.
+
+    A turn is a prompt the model answered; an attempt is every prompt sent, including the
+    ones a limit refused. Every cost counts, refused or not: the service bills it.
+    """
+
+    budget: Budget = Budget()
+    turns: int = 0
+    attempts: int = 0
+    dollars: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.turns < 0 or self.attempts < 0 or self.dollars < 0:
+            raise ValueError("a ledger never holds negative spend")
+
+    def spend_turn(self, cost_usd: float = 0.0) -> BudgetLedger:
+        """A prompt the model answered."""
+        return replace(
+            self,
+            turns=self.turns + 1,
+            attempts=self.attempts + 1,
+            dollars=self.dollars + max(cost_usd, 0.0),
+        )
+
+    def spend_attempt(self, cost_usd: float = 0.0) -> BudgetLedger:
+        """A prompt sent that a limit or an error refused."""
+        return replace(self, attempts=self.attempts + 1, dollars=self.dollars + max(cost_usd, 0.0))
+
+    def spend_probe(self, cost_usd: float = 0.0) -> BudgetLedger:
+        """A probe: not a turn nor an attempt, but its cost is real."""
+        return replace(self, dollars=self.dollars + max(cost_usd, 0.0))
+
+    @property
+    def turns_exhausted(self) -> bool:
+        cap = self.budget.max_turns
+        return cap is not None and self.turns >= cap
+
+    @property
+    def dollars_exhausted(self) -> bool:
+        cap = self.budget.max_dollars
+        return cap is not None and self.dollars >= cap
+
+    @property
+    def attempts_exhausted(self) -> bool:
+        cap = self.budget.max_attempts
+        return cap is not None and self.attempts >= cap
+
+    @property
+    def any_exhausted(self) -> bool:
+        return self.turns_exhausted | self.dollars_exhausted | self.attempts_exhausted
+
+    def exhausted_caps(self) -> tuple[str, ...]:
+        """The caps reached, in the words of their flags."""
+        reached = (
+            ("max-turns", self.turns_exhausted),
+            ("max-dollars", self.dollars_exhausted),
+            ("max-attempts", self.attempts_exhausted),
+        )
+        return tuple(name for name, hit in reached if hit)

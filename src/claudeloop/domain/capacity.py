@@ -1,0 +1,87 @@
+"""What the backend can do for us right now, as one closed union."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import assert_never
+
+
+@dataclass(frozen=True, slots=True)
+class Available:
+    """Turns can be sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowExhausted:
+    """A usage window is closed; a clock fixes it.
+
+    `rate_limit_type` is the window as the service names it (`five_hour`, `seven_day`,
+    `seven_day_opus`, `overage`), `local` for a full local queue, `overloaded` for a
+    5xx/529 from the service itself, or `unknown` when the signals were thin.
+    `resets_at` is the announced reset, when there is one.
+    """
+
+    rate_limit_type: str
+    resets_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreditsExhausted:
+    """The credit balance is empty.
+
+    Deliberately has no `resets_at`: no clock refills credits, only a person does, so the
+    only honest policy is to probe with backoff until a top-up is noticed.
+    """
+
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthenticationFailed:
+    """The credentials were refused; every further request would be refused too."""
+
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BackendMisconfigured:
+    """The backend, as configured, cannot serve the run (model missing, unreachable...)."""
+
+    reason: str
+
+
+CapacityState = (
+    Available | WindowExhausted | CreditsExhausted | AuthenticationFailed | BackendMisconfigured
+)
+WaitableState = WindowExhausted | CreditsExhausted
+
+
+def is_waitable(state: CapacityState) -> bool:
+    """Whether waiting (and probing) can bring capacity back without a person."""
+    match state:
+        case Available() | WindowExhausted() | CreditsExhausted():
+            return True
+        case AuthenticationFailed() | BackendMisconfigured():
+            return False
+        case _:
+            assert_never(state)
+
+
+def describe(state: CapacityState) -> str:
+    """One line a person reads: what the capacity is."""
+    match state:
+        case Available():
+            return "available"
+        case WindowExhausted(rate_limit_type=kind, resets_at=None):
+            return f"{kind} window closed, no reset announced"
+        case WindowExhausted(rate_limit_type=kind, resets_at=resets_at):
+            return f"{kind} window closed until {resets_at:%Y-%m-%d %H:%M:%S} UTC"
+        case CreditsExhausted():
+            return "credits exhausted"
+        case AuthenticationFailed():
+            return "authentication failed"
+        case BackendMisconfigured(reason=reason):
+            return f"backend misconfigured: {reason}"
+        case _:
+            assert_never(state)

@@ -1,0 +1,118 @@
+"""TurnSignals -> CapacityState. The order of the rules is the point of this module.
+
+1. authentication failed outranks everything: no other reading matters if every request
+   will be refused;
+2. a billing error is credits, before any window path could claim it;
+3. a misconfigured backend (model missing anywhere; on a local backend also 404, 500,
+   prompt too long, connection refused) needs a real error signal, never text alone;
+4. a full local queue (503 on a local backend) is the one local error a clock fixes;
+5. `allowed_warning` is Available: a warning is not a rejection;
+6. a rejection with any credit signal is credits, even when a reset time came with it;
+7. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
+8. (ours) a 5xx or 529 from the service itself is a short closed window with no reset:
+   resending at once would hammer an overloaded service and giving up would lose a night
+   over a blip, so we wait and probe like any window.
+"""
+
+from __future__ import annotations
+
+import re
+
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.signals import TurnSignals
+
+_CONNECTION_REFUSED = re.compile(
+    r"connection refused|econnrefused|unable to connect|connection error|could not connect"
+    r"|unreachable|failed to connect|enotfound|getaddrinfo",
+    re.IGNORECASE,
+)
+_PROMPT_TOO_LONG = re.compile(
+    r"prompt is too long|context (?:size|length|window)|exceed_context_size", re.IGNORECASE
+)
+_SERVER_ERRORS = frozenset({"server_error", "overloaded", "api_error"})
+_CREDIT_ERROR_CODES = frozenset({"credits_required", "billing_error", "credit_balance_too_low"})
+
+
+def classify(signals: TurnSignals) -> CapacityState:
+    """The capacity a turn's signals reveal. See the module docstring for the order."""
+    if signals.assistant_error == "authentication_failed" or signals.api_error_status == 401:
+        return AuthenticationFailed(detail=signals.result_text)
+    if signals.assistant_error == "billing_error":
+        return CreditsExhausted(detail=signals.result_text)
+    misconfiguration = backend_misconfiguration(signals)
+    if misconfiguration is not None:
+        return BackendMisconfigured(reason=misconfiguration)
+    if signals.local_backend and signals.api_error_status == 503:
+        return WindowExhausted(rate_limit_type="local", resets_at=None)
+    if signals.rate_limit_status == "allowed_warning":
+        return Available()
+    if _rejected(signals):
+        if _credit_signal(signals):
+            return CreditsExhausted(detail=signals.result_text)
+        return WindowExhausted(
+            rate_limit_type=signals.rate_limit_type or "unknown", resets_at=signals.resets_at
+        )
+    if _service_failed(signals):
+        return WindowExhausted(rate_limit_type="overloaded", resets_at=None)
+    return Available()
+
+
+def backend_misconfiguration(signals: TurnSignals) -> str | None:
+    """Why the backend cannot serve the run, or None. Needs a typed error signal."""
+    status = signals.api_error_status
+    error = signals.assistant_error
+    if error is None and status is None:
+        return None
+    if error == "model_not_found":
+        return f"the model was not found ({_first_line(signals.result_text)})"
+    if not signals.local_backend:
+        return None
+    if status == 404:
+        return f"the endpoint or model was not found ({_first_line(signals.result_text)})"
+    if status == 500:
+        return f"the model failed to load ({_first_line(signals.result_text)})"
+    if _PROMPT_TOO_LONG.search(signals.result_text) and (
+        error == "invalid_request" or status == 400
+    ):
+        return "the prompt is too long for the model's context window"
+    if error is not None and status is None and _CONNECTION_REFUSED.search(signals.result_text):
+        return f"the server is unreachable ({_first_line(signals.result_text)})"
+    return None
+
+
+def _rejected(signals: TurnSignals) -> bool:
+    return (
+        signals.rate_limit_status == "rejected"
+        or signals.api_error_status == 429
+        or signals.assistant_error == "rate_limit"
+    )
+
+
+def _credit_signal(signals: TurnSignals) -> bool:
+    # An overage that is disabled only matters as credits when the overage itself was the
+    # rejected claim or the reason is an empty balance; a five-hour rejection of an
+    # account that never enabled overage is still a window a clock fixes.
+    return (
+        signals.error_code in _CREDIT_ERROR_CODES
+        or signals.overage_disabled_reason == "out_of_credits"
+        or (signals.rate_limit_type == "overage" and signals.overage_disabled_reason is not None)
+    )
+
+
+def _service_failed(signals: TurnSignals) -> bool:
+    status = signals.api_error_status
+    return (status is not None and (status >= 500 or status == 529)) or (
+        signals.assistant_error in _SERVER_ERRORS
+    )
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "no detail"
+    return line[:200]

@@ -1,0 +1,329 @@
+"""The run-loop state machine: pure decisions from what happened to what to do next.
+
+The runner executes each `Decision` and feeds back what came of it; every rule about
+what comes next lives here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import assert_never
+
+from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WaitableState,
+    WindowExhausted,
+    describe,
+)
+from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
+from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
+
+
+class Phase(enum.Enum):
+    PREFLIGHT = "preflight"
+    RUNNING = "running"
+    WAITING = "waiting"
+    PROBING = "probing"
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (Phase.COMPLETE, Phase.FAILED)
+
+
+class Outcome(enum.Enum):
+    """How a run ended, with the exit code the command line documents."""
+
+    DONE = "done"
+    BLOCKED = "blocked"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    MAX_WAIT_EXCEEDED = "max_wait_exceeded"
+    WOUND_DOWN = "wound_down"
+    AUTH_FAILED = "auth_failed"
+    BACKEND_MISCONFIGURED = "backend_misconfigured"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT_CODES[self]
+
+
+_EXIT_CODES = {
+    Outcome.DONE: 0,
+    Outcome.BLOCKED: 1,
+    Outcome.FAILED: 1,
+    Outcome.BUDGET_EXHAUSTED: 3,
+    Outcome.MAX_WAIT_EXCEEDED: 4,
+    Outcome.WOUND_DOWN: 75,
+    Outcome.AUTH_FAILED: 77,
+    Outcome.BACKEND_MISCONFIGURED: 78,
+    Outcome.STOPPED: 130,
+}
+
+
+class ControlCommand(enum.Enum):
+    """What a person can ask of a live run from outside."""
+
+    STOP = "stop"
+    WIND_DOWN = "wind-down"
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """Everything the loop knows between two decisions; persisted for resume."""
+
+    phase: Phase = Phase.PREFLIGHT
+    ledger: BudgetLedger = field(default_factory=BudgetLedger)
+    capacity: CapacityState = field(default_factory=Available)
+    probes: int = 0
+    wait_probes: int = 0
+    waiting_since: datetime | None = None
+    next_probe_at: datetime | None = None
+    remaining_work: tuple[str, ...] = ()
+    summary: str = ""
+    outcome: Outcome | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SendTurn:
+    """Send the next turn on the run's session."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunProbe:
+    """Send a throwaway probe to learn whether capacity is back."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleProbe:
+    """Wait until `at`, then probe."""
+
+    at: datetime
+    awaiting: WaitableState
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    outcome: Outcome
+    reason: str
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.exit_code
+
+
+Decision = SendTurn | RunProbe | ScheduleProbe | Finish
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    state: RunState
+    decision: Decision
+
+
+def decide_preflight(
+    state: RunState, capacity: CapacityState, *, now: datetime, config: WaitPolicyConfig
+) -> Transition:
+    """Before the first real turn: what is known of capacity decides whether to send it."""
+    if state.ledger.any_exhausted:
+        return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
+    return _by_capacity(state, capacity, now=now, config=config)
+
+
+def decide_after_turn(
+    state: RunState,
+    *,
+    capacity: CapacityState,
+    verdict: CompletionVerdict,
+    now: datetime,
+    config: WaitPolicyConfig,
+    cost_usd: float = 0.0,
+) -> Transition:
+    """After a turn. Capacity is read before the verdict, always: a Done claimed by a turn
+    that hit a limit is discarded, since the limit may have cut the work short."""
+    if isinstance(capacity, Available):
+        ledger = state.ledger.spend_turn(cost_usd)
+    else:
+        ledger = state.ledger.spend_attempt(cost_usd)
+    state = replace(state, ledger=ledger)
+    if not isinstance(capacity, Available):
+        if ledger.any_exhausted:
+            return _finish(
+                replace(state, capacity=capacity),
+                Outcome.BUDGET_EXHAUSTED,
+                _budget_reason(ledger),
+            )
+        return _by_capacity(state, capacity, now=now, config=config)
+    state = replace(state, capacity=capacity, summary=verdict_summary(verdict))
+    match verdict:
+        case Done(summary=summary):
+            return _finish(
+                replace(state, remaining_work=()),
+                Outcome.DONE,
+                summary or "the task is complete",
+                phase=Phase.COMPLETE,
+            )
+        case Blocked(reason=reason):
+            return _finish(state, Outcome.BLOCKED, f"blocked on: {reason}")
+        case Continue(remaining_work=remaining):
+            state = replace(state, remaining_work=remaining)
+            if ledger.any_exhausted:
+                return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(ledger))
+            return _send_turn(state)
+        case _:
+            assert_never(verdict)
+
+
+def begin_probe(state: RunState) -> Transition:
+    """The scheduled probe instant has come."""
+    return Transition(replace(state, phase=Phase.PROBING), RunProbe())
+
+
+def decide_after_probe(
+    state: RunState,
+    capacity: CapacityState,
+    *,
+    now: datetime,
+    config: WaitPolicyConfig,
+    cost_usd: float = 0.0,
+) -> Transition:
+    """After a probe: resume, keep waiting (backing off), or give up."""
+    state = replace(
+        state,
+        ledger=state.ledger.spend_probe(cost_usd),
+        probes=state.probes + 1,
+        wait_probes=state.wait_probes + 1,
+    )
+    if state.ledger.dollars_exhausted:
+        return _finish(
+            replace(state, capacity=capacity),
+            Outcome.BUDGET_EXHAUSTED,
+            _budget_reason(state.ledger),
+        )
+    return _by_capacity(state, capacity, now=now, config=config)
+
+
+def decide_on_control(state: RunState, command: ControlCommand) -> Transition:
+    """A person asked the run to stop or wind down; the runner calls this at a safe point."""
+    match command:
+        case ControlCommand.STOP:
+            return _finish(state, Outcome.STOPPED, "stopped by the user")
+        case ControlCommand.WIND_DOWN:
+            return _finish(state, Outcome.WOUND_DOWN, "wound down by the user; handoff written")
+        case _:
+            assert_never(command)
+
+
+def decide_on_failure(state: RunState, reason: str) -> Transition:
+    """Something outside the rules broke (the CLI crashed, a disk filled)."""
+    return _finish(state, Outcome.FAILED, reason)
+
+
+def resume_decision(state: RunState) -> Decision:
+    """What a resumed run does first, from its persisted state alone.
+
+    A run killed while waiting keeps its probe instant: no burst of probes on restart, and
+    no fresh full wait either.
+    """
+    match state.phase:
+        case Phase.PREFLIGHT | Phase.RUNNING:
+            return SendTurn()
+        case Phase.WAITING:
+            if state.next_probe_at is not None and isinstance(
+                state.capacity, WindowExhausted | CreditsExhausted
+            ):
+                return ScheduleProbe(at=state.next_probe_at, awaiting=state.capacity)
+            return RunProbe()
+        case Phase.PROBING:
+            return RunProbe()
+        case Phase.COMPLETE | Phase.FAILED:
+            outcome = state.outcome or Outcome.FAILED
+            return Finish(outcome=outcome, reason=state.reason or "the run had already ended")
+        case _:
+            assert_never(state.phase)
+
+
+def verdict_summary(verdict: CompletionVerdict) -> str:
+    return verdict.summary
+
+
+def _by_capacity(
+    state: RunState,
+    capacity: CapacityState,
+    *,
+    now: datetime,
+    config: WaitPolicyConfig,
+) -> Transition:
+    match capacity:
+        case Available():
+            return _send_turn(replace(state, capacity=capacity))
+        case WindowExhausted() | CreditsExhausted():
+            return _wait(state, capacity, now=now, config=config)
+        case AuthenticationFailed():
+            return _finish(
+                replace(state, capacity=capacity),
+                Outcome.AUTH_FAILED,
+                "authentication failed: the credentials were refused",
+            )
+        case BackendMisconfigured(reason=reason):
+            return _finish(replace(state, capacity=capacity), Outcome.BACKEND_MISCONFIGURED, reason)
+        case _:
+            assert_never(capacity)
+
+
+def _wait(
+    state: RunState, capacity: WaitableState, *, now: datetime, config: WaitPolicyConfig
+) -> Transition:
+    fresh = state.phase not in (Phase.WAITING, Phase.PROBING) or state.waiting_since is None
+    since = now if fresh else state.waiting_since
+    assert since is not None
+    # A different limit is a different wait: its backoff starts over.
+    same_limit = not fresh and type(capacity) is type(state.capacity)
+    wait_probes = state.wait_probes if same_limit else 0
+    if not fresh and wait_exceeded(started_waiting_at=since, now=now, config=config):
+        return _finish(
+            replace(state, capacity=capacity),
+            Outcome.MAX_WAIT_EXCEEDED,
+            f"waited longer than max-wait for capacity ({describe(capacity)})",
+        )
+    at = next_probe_instant(
+        capacity, now=now, started_waiting_at=since, probe_count=wait_probes, config=config
+    )
+    waiting = replace(
+        state,
+        phase=Phase.WAITING,
+        capacity=capacity,
+        waiting_since=since,
+        wait_probes=wait_probes,
+        next_probe_at=at,
+    )
+    return Transition(waiting, ScheduleProbe(at=at, awaiting=capacity))
+
+
+def _send_turn(state: RunState) -> Transition:
+    running = replace(
+        state, phase=Phase.RUNNING, waiting_since=None, next_probe_at=None, wait_probes=0
+    )
+    return Transition(running, SendTurn())
+
+
+def _finish(
+    state: RunState, outcome: Outcome, reason: str, *, phase: Phase = Phase.FAILED
+) -> Transition:
+    ended = replace(state, phase=phase, outcome=outcome, reason=reason, next_probe_at=None)
+    return Transition(ended, Finish(outcome=outcome, reason=reason))
+
+
+def _budget_reason(ledger: BudgetLedger) -> str:
+    caps = ", ".join(ledger.exhausted_caps())
+    return f"budget cap reached ({caps})"

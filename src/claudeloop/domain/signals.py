@@ -1,0 +1,48 @@
+"""Every fact about one turn that the classifier reads, already normalised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+# Epoch values above this are milliseconds: as seconds it would be the year 5138.
+_MILLISECONDS_THRESHOLD = 100_000_000_000
+
+
+def instant_from_epoch(value: float) -> datetime:
+    """An aware UTC instant from an epoch in seconds or in milliseconds.
+
+    The CLI reports resets in seconds in some places and milliseconds in others; the
+    domain only ever sees the instant.
+    """
+    seconds = value / 1000 if abs(value) >= _MILLISECONDS_THRESHOLD else value
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSignals:
+    """The typed signals of one turn, from all three SDK sources.
+
+    - the rate-limit event: `rate_limit_status`, `rate_limit_type`, `resets_at`,
+      `utilization`, `overage_status`, `overage_disabled_reason`;
+    - the assistant message: `assistant_error`;
+    - the result message: `api_error_status`, `result_text`;
+    - the error body, when one was seen: `error_code`;
+    - the profile: `local_backend` (a profile with a `base_url`).
+    """
+
+    rate_limit_status: str | None = None
+    rate_limit_type: str | None = None
+    resets_at: datetime | None = None
+    utilization: float | None = None
+    overage_status: str | None = None
+    overage_disabled_reason: str | None = None
+    error_code: str | None = None
+    api_error_status: int | None = None
+    assistant_error: str | None = None
+    result_text: str = ""
+    local_backend: bool = False
+
+    def __post_init__(self) -> None:
+        if self.resets_at is not None and self.resets_at.utcoffset() is None:
+            raise ValueError("resets_at must be an aware datetime (normalise at the edge)")

@@ -1,0 +1,100 @@
+"""When to probe next while capacity is out. Always an instant, never a duration.
+
+An instant survives what a duration does not: a crash and resume (the instant is
+persisted), a machine asleep past it (the probe is due at once on waking).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import assert_never
+
+from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+
+# Far beyond any wait anyone means; keeps every computed instant representable.
+MAX_INTERVAL = timedelta(days=365)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitPolicyConfig:
+    """The waiting policy's knobs. Every numeric field is validated here."""
+
+    window_probe_interval: timedelta = timedelta(seconds=600)
+    reset_grace: timedelta = timedelta(seconds=60)
+    credits_probe_interval: timedelta = timedelta(seconds=120)
+    credits_probe_factor: float = 1.5
+    credits_probe_ceiling: timedelta = timedelta(seconds=600)
+    max_wait: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        _positive("window_probe_interval", self.window_probe_interval)
+        _positive("credits_probe_interval", self.credits_probe_interval)
+        _positive("credits_probe_ceiling", self.credits_probe_ceiling)
+        if self.reset_grace < timedelta(0) or self.reset_grace > MAX_INTERVAL:
+            raise ValueError(f"reset_grace must be between 0 and 365 days, not {self.reset_grace}")
+        if not math.isfinite(self.credits_probe_factor) or not (
+            1.0 <= self.credits_probe_factor <= 100.0
+        ):
+            raise ValueError(
+                f"credits_probe_factor must be between 1 and 100, not {self.credits_probe_factor}"
+            )
+        if self.credits_probe_ceiling < self.credits_probe_interval:
+            raise ValueError(
+                "credits_probe_ceiling must be at least credits_probe_interval "
+                f"({self.credits_probe_ceiling} < {self.credits_probe_interval})"
+            )
+        if self.max_wait is not None:
+            _positive("max_wait", self.max_wait)
+
+
+def _positive(name: str, value: timedelta) -> None:
+    if value <= timedelta(0) or value > MAX_INTERVAL:
+        raise ValueError(f"{name} must be more than 0 and at most 365 days, not {value}")
+
+
+def next_probe_instant(
+    state: WaitableState,
+    *,
+    now: datetime,
+    started_waiting_at: datetime,
+    probe_count: int,
+    config: WaitPolicyConfig,
+) -> datetime:
+    """The instant of the next probe: never before `now`, never after `max_wait` ends."""
+    if probe_count < 0:
+        raise ValueError(f"probe_count must be 0 or more, not {probe_count}")
+    match state:
+        case CreditsExhausted():
+            candidate = now + credits_backoff(probe_count, config)
+        case WindowExhausted(resets_at=resets_at):
+            candidate = now + config.window_probe_interval
+            # An announced reset is honoured only while it is ahead of us: a reset already
+            # past that still rejects must not turn into a burst of immediate probes.
+            if resets_at is not None and resets_at + config.reset_grace > now:
+                candidate = min(candidate, resets_at + config.reset_grace)
+        case _:
+            assert_never(state)
+    if config.max_wait is not None:
+        candidate = min(candidate, started_waiting_at + config.max_wait)
+    return max(candidate, now)
+
+
+def credits_backoff(probe_count: int, config: WaitPolicyConfig) -> timedelta:
+    """interval * factor**probe_count, clamped to the ceiling.
+
+    Computed in logarithms and clamped before a timedelta exists: the plain power
+    overflows a float (and a timedelta far sooner) at realistic probe counts.
+    """
+    interval = config.credits_probe_interval.total_seconds()
+    ceiling = config.credits_probe_ceiling.total_seconds()
+    growth = probe_count * math.log(config.credits_probe_factor)
+    if growth >= math.log(ceiling / interval):
+        return config.credits_probe_ceiling
+    return timedelta(seconds=min(interval * math.exp(growth), ceiling))
+
+
+def wait_exceeded(*, started_waiting_at: datetime, now: datetime, config: WaitPolicyConfig) -> bool:
+    """Whether a wait has gone on for `max_wait` or longer; never, without a max_wait."""
+    return config.max_wait is not None and now - started_waiting_at >= config.max_wait
