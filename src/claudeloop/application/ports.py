@@ -1,0 +1,62 @@
+"""The ports the runner talks to the world through. Adapters implement them; tests fake them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.signals import TurnSignals
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """What one turn (one prompt answered by one result) brought back."""
+
+    signals: TurnSignals
+    structured: StructuredVerdict | None
+    final_text: str
+    cost_usd: float
+    session_id: str | None
+    usage: dict[str, Any] = field(default_factory=dict)
+    # Tools the permission mode refused during the turn, so the user can be told how to
+    # allow them.
+    denied_tools: tuple[str, ...] = ()
+    # A turn that ended in an error the classifier does not map to a capacity state
+    # (e.g. the CLI itself crashed). The text says what happened.
+    failure: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What a throwaway probe learned about capacity."""
+
+    signals: TurnSignals
+    cost_usd: float = 0.0
+
+
+class Gateway(Protocol):
+    """Claude Code, one turn at a time, on one session."""
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        """Send `prompt` on `session_id` (a new session when None) and wait for its result."""
+        ...
+
+    async def probe(self) -> ProbeOutcome:
+        """A minimal request on the same backend and model; persists no session."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current instant, aware, in UTC."""
+        ...
+
+
+class Sleeper(Protocol):
+    async def sleep_until(self, instant: datetime) -> bool:
+        """Wait until `instant`; return False when a control command woke it early."""
+        ...
