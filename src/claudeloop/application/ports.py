@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals
 
 
@@ -59,4 +61,22 @@ class Clock(Protocol):
 class Sleeper(Protocol):
     async def sleep_until(self, instant: datetime) -> bool:
         """Wait until `instant`; return False when a control command woke it early."""
+        ...
+
+
+class EventSink(Protocol):
+    def emit(self, event_type: str, **fields: Any) -> None:
+        """Record that something happened, as it happens."""
+        ...
+
+
+class RunStore(Protocol):
+    def save(self, record: RunRecord) -> None:
+        """Persist the record so a crash at any moment can be resumed from it."""
+        ...
+
+
+class ControlInbox(Protocol):
+    def pending(self) -> ControlCommand | None:
+        """The command a person sent to this run, if any, without consuming it."""
         ...

@@ -1,0 +1,52 @@
+"""What a run is: what the user asked for, and what it has done so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from claudeloop.domain.budget import Budget
+from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.loop import RunState
+from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What the user asked for; fixed for the life of a run."""
+
+    cwd: Path
+    task: str
+    plan_path: Path | None = None
+    budget: Budget = field(default_factory=Budget)
+    wait_policy: WaitPolicyConfig = field(default_factory=WaitPolicyConfig)
+    done_marker: str = DEFAULT_DONE_MARKER
+    marker_fallback: bool = True
+    continue_prompt: str | None = None
+    model: str | None = None
+    permission_mode: str = "acceptEdits"
+    profile: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run as persisted: enough to resume it after a crash."""
+
+    run_id: str
+    spec: RunSpec
+    state: RunState
+    started_at: datetime
+    session_id: str | None = None
+    plan: WorkPlan | None = None
+    waited_seconds: float = 0.0
+    last_turn_started_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def plan_progress(self) -> tuple[int, int] | None:
+        if self.plan is None or self.plan.total == 0:
+            return None
+        return (self.plan.done_count, self.plan.total)

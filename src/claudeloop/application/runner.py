@@ -1,0 +1,247 @@
+"""The runner: executes the domain's decisions, one at a time, and owns no rules.
+
+Every choice of what comes next is the domain's (`claudeloop.domain.loop`); the runner
+sends what it is told to send, waits as long as it is told to wait, and reports what came
+back. It talks to the world only through ports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import assert_never
+
+from claudeloop.application.ports import (
+    Clock,
+    ControlInbox,
+    EventSink,
+    Gateway,
+    RunStore,
+    Sleeper,
+    TurnOutcome,
+)
+from claudeloop.application.prompts import continue_prompt, first_prompt
+from claudeloop.application.records import RunRecord
+from claudeloop.domain.capacity import Available, describe
+from claudeloop.domain.classify import classify
+from claudeloop.domain.completion import evaluate
+from claudeloop.domain.loop import (
+    Decision,
+    Finish,
+    RunProbe,
+    ScheduleProbe,
+    SendTurn,
+    Transition,
+    begin_probe,
+    decide_after_probe,
+    decide_after_turn,
+    decide_on_control,
+    decide_on_failure,
+    decide_preflight,
+    resume_decision,
+)
+from claudeloop.domain.plan import WorkPlan
+
+
+class PlanReader:
+    """Reads the plan file as it is on disk now (the model checks items off in it)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+
+    def read(self) -> WorkPlan | None:
+        if self._path is None:
+            return None
+        try:
+            return WorkPlan.parse(self._path.read_text(encoding="utf-8"))
+        except OSError:
+            return None
+
+
+@dataclass
+class Runner:
+    gateway: Gateway
+    clock: Clock
+    sleeper: Sleeper
+    events: EventSink
+    store: RunStore
+    control: ControlInbox
+
+    async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
+        """Run until the domain says Finish; returns the final record."""
+        plan_reader = PlanReader(record.spec.plan_path)
+        if resumed:
+            decision = resume_decision(record.state)
+            self.events.emit("run.resumed", phase=record.state.phase.value)
+        else:
+            transition = decide_preflight(
+                record.state, Available(), now=self.clock.now(), config=record.spec.wait_policy
+            )
+            record = replace(record, state=transition.state)
+            decision = transition.decision
+            self.events.emit(
+                "run.started",
+                cwd=str(record.spec.cwd),
+                plan=str(record.spec.plan_path) if record.spec.plan_path else None,
+                profile=record.spec.profile,
+                model=record.spec.model,
+                permission_mode=record.spec.permission_mode,
+            )
+        self.store.save(record)
+        while True:
+            record, next_decision = await self._execute(record, decision, plan_reader)
+            if next_decision is None:
+                return record
+            decision = next_decision
+
+    async def _execute(
+        self, record: RunRecord, decision: Decision, plan_reader: PlanReader
+    ) -> tuple[RunRecord, Decision | None]:
+        match decision:
+            case SendTurn():
+                command = self.control.pending()
+                if command is not None:
+                    return self._apply(record, decide_on_control(record.state, command))
+                return await self._send_turn(record, plan_reader)
+            case ScheduleProbe(at=at, awaiting=awaiting):
+                self.events.emit(
+                    "wait.started",
+                    capacity=describe(awaiting),
+                    probe_at=at.isoformat(),
+                )
+                waited_from = self.clock.now()
+                woke_on_time = await self.sleeper.sleep_until(at)
+                record = replace(
+                    record,
+                    waited_seconds=record.waited_seconds
+                    + max((self.clock.now() - waited_from).total_seconds(), 0.0),
+                )
+                command = self.control.pending()
+                if command is not None:
+                    return self._apply(record, decide_on_control(record.state, command))
+                if not woke_on_time:
+                    return record, decision
+                return self._apply(record, begin_probe(record.state))
+            case RunProbe():
+                probe = await self.gateway.probe()
+                capacity = classify(probe.signals)
+                self.events.emit(
+                    "probe.finished", capacity=describe(capacity), cost_usd=probe.cost_usd
+                )
+                return self._apply(
+                    record,
+                    decide_after_probe(
+                        record.state,
+                        capacity,
+                        now=self.clock.now(),
+                        config=record.spec.wait_policy,
+                        cost_usd=probe.cost_usd,
+                    ),
+                )
+            case Finish(outcome=outcome, reason=reason):
+                self.events.emit(
+                    "run.finished",
+                    outcome=outcome.value,
+                    exit_code=outcome.exit_code,
+                    reason=reason,
+                )
+                self.store.save(record)
+                return record, None
+            case _:
+                assert_never(decision)
+
+    async def _send_turn(
+        self, record: RunRecord, plan_reader: PlanReader
+    ) -> tuple[RunRecord, Decision | None]:
+        spec = record.spec
+        plan = _current_plan(record, plan_reader)
+        marker = spec.done_marker if spec.marker_fallback else None
+        if record.session_id is None:
+            plan_name = spec.plan_path.name if spec.plan_path else None
+            prompt = first_prompt(spec.task, plan=plan, plan_name=plan_name, marker=marker)
+        else:
+            prompt = continue_prompt(
+                plan=plan,
+                remaining_work=record.state.remaining_work,
+                custom=spec.continue_prompt,
+                marker=marker,
+            )
+        number = record.state.ledger.attempts + 1
+        started = self.clock.now()
+        record = replace(record, last_turn_started_at=started, plan=plan)
+        self.store.save(record)
+        self.events.emit("turn.started", turn=number, session_id=record.session_id)
+        outcome = await self.gateway.run_turn(prompt, session_id=record.session_id)
+        if outcome.failure is not None:
+            self.events.emit("turn.failed", turn=number, reason=outcome.failure)
+            return self._apply(record, decide_on_failure(record.state, outcome.failure))
+        record = _with_session(record, outcome)
+        capacity = classify(outcome.signals)
+        verdict = evaluate(
+            outcome.structured,
+            final_text=outcome.final_text,
+            prompt=prompt,
+            marker=spec.done_marker,
+            marker_fallback=spec.marker_fallback,
+        )
+        transition = decide_after_turn(
+            record.state,
+            capacity=capacity,
+            verdict=verdict,
+            now=self.clock.now(),
+            config=spec.wait_policy,
+            cost_usd=outcome.cost_usd,
+        )
+        self.events.emit(
+            "turn.finished",
+            turn=number,
+            capacity=describe(capacity),
+            verdict=type(verdict).__name__.lower(),
+            summary=verdict.summary,
+            cost_usd=outcome.cost_usd,
+            session_id=record.session_id,
+            denied_tools=list(outcome.denied_tools),
+        )
+        if outcome.denied_tools:
+            self.events.emit("tools.denied", tools=list(outcome.denied_tools))
+        record = self._reconcile_plan(replace(record, state=transition.state), plan_reader)
+        return self._apply(record, transition)
+
+    def _reconcile_plan(self, record: RunRecord, plan_reader: PlanReader) -> RunRecord:
+        if record.plan is None:
+            return record
+        before = (record.plan.done_count, record.plan.total)
+        plan = record.plan.reconciled_with(record.state.remaining_work)
+        on_disk = plan_reader.read()
+        if on_disk is not None:
+            plan = plan.merged_with(on_disk)
+        if (plan.done_count, plan.total) != before:
+            self.events.emit(
+                "plan.updated",
+                done=plan.done_count,
+                total=plan.total,
+                open=[item.text for item in plan.open_items],
+            )
+        return replace(record, plan=plan)
+
+    def _apply(
+        self, record: RunRecord, transition: Transition
+    ) -> tuple[RunRecord, Decision | None]:
+        record = replace(record, state=transition.state)
+        self.store.save(record)
+        return record, transition.decision
+
+
+def _current_plan(record: RunRecord, plan_reader: PlanReader) -> WorkPlan | None:
+    on_disk = plan_reader.read()
+    if record.plan is None:
+        return on_disk
+    if on_disk is None:
+        return record.plan
+    return record.plan.merged_with(on_disk)
+
+
+def _with_session(record: RunRecord, outcome: TurnOutcome) -> RunRecord:
+    if outcome.session_id and outcome.session_id != record.session_id:
+        return replace(record, session_id=outcome.session_id)
+    return record
