@@ -1,0 +1,140 @@
+"""In-memory fakes of every port the runner uses. Fakes, not mocks: they behave."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from claudeloop.application.ports import ProbeOutcome, TurnOutcome
+from claudeloop.application.records import RunRecord
+from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.signals import TurnSignals
+
+START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+@dataclass
+class FakeClock:
+    current: datetime = START
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> None:
+        self.current += timedelta(seconds=seconds)
+
+
+@dataclass
+class FakeSleeper:
+    """Jumps the clock to the requested instant, so a week of waiting takes no time."""
+
+    clock: FakeClock
+    control: FakeControl
+    slept_until: list[datetime] = field(default_factory=list)
+    # A command to deliver while sleeping number N (0-based).
+    interrupt_at_sleep: dict[int, ControlCommand] = field(default_factory=dict)
+
+    async def sleep_until(self, instant: datetime) -> bool:
+        index = len(self.slept_until)
+        self.slept_until.append(instant)
+        if index in self.interrupt_at_sleep:
+            self.control.command = self.interrupt_at_sleep[index]
+            return False
+        self.clock.current = max(self.clock.current, instant)
+        return True
+
+
+@dataclass
+class FakeControl:
+    command: ControlCommand | None = None
+
+    def pending(self) -> ControlCommand | None:
+        return self.command
+
+
+def verdict_turn(
+    *,
+    complete: bool = False,
+    remaining: tuple[str, ...] = (),
+    blocked_on: str | None = None,
+    summary: str = "",
+    cost: float = 0.01,
+    session_id: str = "session-1",
+    signals: TurnSignals | None = None,
+) -> TurnOutcome:
+    return TurnOutcome(
+        signals=signals or TurnSignals(),
+        structured=StructuredVerdict(
+            complete=complete, remaining_work=remaining, blocked_on=blocked_on, summary=summary
+        ),
+        final_text=summary,
+        cost_usd=cost,
+        session_id=session_id,
+    )
+
+
+def rejected_turn(
+    signals: TurnSignals, *, cost: float = 0.0, complete: bool = False
+) -> TurnOutcome:
+    return verdict_turn(complete=complete, cost=cost, signals=signals)
+
+
+@dataclass
+class FakeGateway:
+    """Plays scripted turn outcomes and probe results, and records what it was sent."""
+
+    turns: deque[TurnOutcome]
+    probes: deque[TurnSignals] = field(default_factory=deque)
+    clock: FakeClock | None = None
+    prompts: list[str] = field(default_factory=list)
+    sessions: list[str | None] = field(default_factory=list)
+    probe_times: list[datetime] = field(default_factory=list)
+    turn_times: list[datetime] = field(default_factory=list)
+    closed: bool = False
+    on_turn: Any = None
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        self.prompts.append(prompt)
+        self.sessions.append(session_id)
+        if self.clock is not None:
+            self.turn_times.append(self.clock.now())
+        if self.on_turn is not None:
+            self.on_turn(len(self.prompts))
+        return self.turns.popleft()
+
+    async def probe(self) -> ProbeOutcome:
+        if self.clock is not None:
+            self.probe_times.append(self.clock.now())
+        return ProbeOutcome(signals=self.probes.popleft(), cost_usd=0.001)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
+class MemoryEvents:
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        self.events.append({"type": event_type, **fields})
+
+    def types(self) -> list[str]:
+        return [event["type"] for event in self.events]
+
+    def of(self, event_type: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["type"] == event_type]
+
+
+@dataclass
+class MemoryStore:
+    saved: list[RunRecord] = field(default_factory=list)
+
+    def save(self, record: RunRecord) -> None:
+        self.saved.append(record)
+
+    @property
+    def last(self) -> RunRecord:
+        return self.saved[-1]

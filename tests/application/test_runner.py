@@ -1,0 +1,268 @@
+"""The runner with fakes of every port: order and counts of what it sends, and when."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+
+from claudeloop.application.ports import TurnOutcome
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.runner import Runner
+from claudeloop.domain.budget import Budget, BudgetLedger
+from claudeloop.domain.capacity import WindowExhausted
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
+from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.waiting import WaitPolicyConfig
+from tests.application.fakes import (
+    START,
+    FakeClock,
+    FakeControl,
+    FakeGateway,
+    FakeSleeper,
+    MemoryEvents,
+    MemoryStore,
+    rejected_turn,
+    verdict_turn,
+)
+
+WINDOW_REJECTED = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="five_hour",
+    resets_at=START + timedelta(hours=2),
+    api_error_status=429,
+    assistant_error="rate_limit",
+)
+CREDITS_OUT = TurnSignals(assistant_error="billing_error", api_error_status=400)
+AUTH_FAILED = TurnSignals(assistant_error="authentication_failed", api_error_status=401)
+OK = TurnSignals()
+
+
+@dataclass
+class Harness:
+    gateway: FakeGateway
+    clock: FakeClock
+    control: FakeControl
+    sleeper: FakeSleeper
+    events: MemoryEvents
+    store: MemoryStore
+    runner: Runner
+
+
+def harness(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -> Harness:
+    clock = FakeClock()
+    control = FakeControl()
+    sleeper = FakeSleeper(clock=clock, control=control)
+    gateway = FakeGateway(turns=deque(turns), probes=deque(probes or []), clock=clock)
+    events = MemoryEvents()
+    store = MemoryStore()
+    runner = Runner(
+        gateway=gateway,
+        clock=clock,
+        sleeper=sleeper,
+        events=events,
+        store=store,
+        control=control,
+    )
+    return Harness(gateway, clock, control, sleeper, events, store, runner)
+
+
+def record(
+    *,
+    task: str = "Build it.",
+    plan_path: Path | None = None,
+    budget: Budget | None = None,
+    policy: WaitPolicyConfig | None = None,
+    tmp: Path = Path("."),
+) -> RunRecord:
+    spec = RunSpec(
+        cwd=tmp,
+        task=task,
+        plan_path=plan_path,
+        budget=budget or Budget(),
+        wait_policy=policy or WaitPolicyConfig(),
+    )
+    return RunRecord(
+        run_id="run-1",
+        spec=spec,
+        state=RunState(ledger=BudgetLedger(budget=spec.budget)),
+        started_at=START,
+    )
+
+
+def drive(h: Harness, rec: RunRecord, *, resumed: bool = False) -> RunRecord:
+    async def go() -> RunRecord:
+        return await h.runner.drive(rec, resumed=resumed)
+
+    return anyio.run(go)
+
+
+def test_runs_until_the_verdict_says_done_on_one_session() -> None:
+    h = harness(
+        [
+            verdict_turn(remaining=("write b",), session_id="s-1"),
+            verdict_turn(complete=True, summary="all done", session_id="s-1"),
+        ]
+    )
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.DONE
+    assert final.state.phase is Phase.COMPLETE
+    assert h.gateway.sessions == [None, "s-1"]
+    assert final.state.ledger.turns == 2
+    assert h.events.types()[0] == "run.started"
+    assert h.events.types()[-1] == "run.finished"
+    assert h.events.of("run.finished")[0]["exit_code"] == 0
+
+
+def test_continue_prompt_names_what_is_left() -> None:
+    h = harness(
+        [
+            verdict_turn(remaining=("write the parser", "add tests")),
+            verdict_turn(complete=True),
+        ]
+    )
+    drive(h, record())
+    assert "write the parser" in h.gateway.prompts[1]
+    assert "add tests" in h.gateway.prompts[1]
+
+
+def test_closed_window_waits_until_reset_plus_grace_then_probes_then_resumes() -> None:
+    policy = WaitPolicyConfig(window_probe_interval=timedelta(hours=10))
+    h = harness(
+        [
+            verdict_turn(remaining=("b",)),
+            rejected_turn(WINDOW_REJECTED, complete=True),
+            verdict_turn(complete=True),
+        ],
+        probes=[OK],
+    )
+    final = drive(h, record(policy=policy))
+    reset = START + timedelta(hours=2)
+    assert h.sleeper.slept_until == [reset + timedelta(seconds=60)]
+    assert h.gateway.probe_times == [reset + timedelta(seconds=60)]
+    # The Done claimed on the rejected turn did not end the run; the third turn did.
+    assert len(h.gateway.prompts) == 3
+    assert h.gateway.turn_times[2] >= reset
+    assert final.state.outcome is Outcome.DONE
+    assert final.state.ledger.turns == 2
+    assert final.state.ledger.attempts == 3
+    assert final.waited_seconds == (reset + timedelta(seconds=60) - START).total_seconds()
+
+
+def test_credits_out_backs_off_and_resumes_within_one_probe_of_the_top_up() -> None:
+    h = harness(
+        [rejected_turn(CREDITS_OUT), verdict_turn(complete=True)],
+        probes=[CREDITS_OUT, CREDITS_OUT, CREDITS_OUT, OK],
+    )
+    final = drive(h, record())
+    gaps = [
+        (later - earlier).total_seconds()
+        for earlier, later in zip(
+            [START, *h.gateway.probe_times], h.gateway.probe_times, strict=False
+        )
+    ]
+    assert gaps == [120.0, 180.0, 270.0, 405.0]
+    assert final.state.outcome is Outcome.DONE
+    assert final.state.probes == 4
+
+
+def test_bad_credentials_stop_at_once_without_probing() -> None:
+    h = harness([rejected_turn(AUTH_FAILED)])
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.AUTH_FAILED
+    assert h.gateway.probe_times == []
+    assert h.events.of("run.finished")[0]["exit_code"] == 77
+
+
+def test_turn_cap_ends_with_budget_exhausted_and_what_is_left() -> None:
+    h = harness([verdict_turn(remaining=("a", "b")), verdict_turn(remaining=("b",))])
+    final = drive(h, record(budget=Budget(max_turns=2)))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
+    assert final.state.remaining_work == ("b",)
+    assert len(h.gateway.prompts) == 2
+
+
+def test_cost_of_a_rejected_turn_counts() -> None:
+    h = harness(
+        [rejected_turn(CREDITS_OUT, cost=0.5), verdict_turn(complete=True, cost=0.25)],
+        probes=[OK],
+    )
+    final = drive(h, record())
+    assert final.state.ledger.dollars == 0.5 + 0.25 + 0.001
+
+
+def test_blocked_verdict_ends_with_the_blocker() -> None:
+    h = harness([verdict_turn(blocked_on="the staging database password")])
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.BLOCKED
+    assert "staging database password" in final.state.reason
+
+
+def test_stop_during_a_wait_ends_at_once() -> None:
+    h = harness([rejected_turn(WINDOW_REJECTED)])
+    h.sleeper.interrupt_at_sleep[0] = ControlCommand.STOP
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.STOPPED
+    assert h.gateway.probe_times == []
+
+
+def test_wind_down_after_the_current_turn() -> None:
+    h = harness([verdict_turn(remaining=("b",)), verdict_turn(complete=True)])
+    h.gateway.on_turn = lambda n: setattr(h.control, "command", ControlCommand.WIND_DOWN)
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.WOUND_DOWN
+    assert len(h.gateway.prompts) == 1
+
+
+def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:
+    probe_at = START + timedelta(minutes=7)
+    rec = record()
+    waiting = RunState(
+        phase=Phase.WAITING,
+        capacity=WindowExhausted("five_hour", None),
+        waiting_since=START - timedelta(minutes=3),
+        next_probe_at=probe_at,
+    )
+    h = harness([verdict_turn(complete=True)], probes=[OK])
+    final = drive(h, replace(rec, state=waiting, session_id="s-9"), resumed=True)
+    assert h.sleeper.slept_until == [probe_at]
+    assert h.gateway.sessions == ["s-9"]
+    assert final.state.outcome is Outcome.DONE
+
+
+def test_plan_progress_is_reconciled_and_the_file_never_rewritten(tmp_path: Path) -> None:
+    plan = tmp_path / "PLAN.md"
+    text = "# Plan\n- [ ] write a\n- [ ] write b\n- [ ] write c\n"
+    plan.write_text(text)
+    h = harness(
+        [
+            verdict_turn(remaining=("Write B.", "write c")),
+            verdict_turn(remaining=("write c",)),
+            verdict_turn(complete=True),
+        ]
+    )
+    final = drive(h, record(plan_path=plan))
+    updates = [(e["done"], e["total"]) for e in h.events.of("plan.updated")]
+    assert updates == [(1, 3), (2, 3)]
+    assert "write c" in h.gateway.prompts[2]
+    assert "write a" not in h.gateway.prompts[2]
+    assert plan.read_text() == text
+    assert final.plan_progress == (2, 3)
+
+
+def test_a_crashed_turn_fails_the_run_with_its_reason() -> None:
+    crashed = TurnOutcome(
+        signals=OK,
+        structured=None,
+        final_text="",
+        cost_usd=0.0,
+        session_id=None,
+        failure="the Claude Code CLI exited with code 1 and no result",
+    )
+    h = harness([crashed])
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.FAILED
+    assert "exited with code 1" in final.state.reason
