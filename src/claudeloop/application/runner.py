@@ -28,6 +28,7 @@ from claudeloop.domain.completion import evaluate
 from claudeloop.domain.loop import (
     Decision,
     Finish,
+    Phase,
     RunProbe,
     ScheduleProbe,
     SendTurn,
@@ -71,14 +72,8 @@ class Runner:
         """Run until the domain says Finish; returns the final record."""
         plan_reader = PlanReader(record.spec.plan_path)
         if resumed:
-            decision = resume_decision(record.state)
             self.events.emit("run.resumed", phase=record.state.phase.value)
         else:
-            transition = decide_preflight(
-                record.state, Available(), now=self.clock.now(), config=record.spec.wait_policy
-            )
-            record = replace(record, state=transition.state)
-            decision = transition.decision
             self.events.emit(
                 "run.started",
                 cwd=str(record.spec.cwd),
@@ -87,6 +82,15 @@ class Runner:
                 model=record.spec.model,
                 permission_mode=record.spec.permission_mode,
             )
+        if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
+            # Killed while waiting: keep the persisted probe instant.
+            decision = resume_decision(record.state)
+        else:
+            transition = decide_preflight(
+                record.state, Available(), now=self.clock.now(), config=record.spec.wait_policy
+            )
+            record = replace(record, state=transition.state)
+            decision = transition.decision
         self.store.save(record)
         while True:
             record, next_decision = await self._execute(record, decision, plan_reader)
@@ -174,6 +178,10 @@ class Runner:
         outcome = await self.gateway.run_turn(prompt, session_id=record.session_id)
         if outcome.failure is not None:
             self.events.emit("turn.failed", turn=number, reason=outcome.failure)
+            # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
+            command = self.control.pending()
+            if command is not None:
+                return self._apply(record, decide_on_control(record.state, command))
             return self._apply(record, decide_on_failure(record.state, outcome.failure))
         record = _with_session(record, outcome)
         capacity = classify(outcome.signals)

@@ -1,30 +1,236 @@
-"""The `claudeloop` command."""
+"""The `claudeloop` command: parsing, rendering, exit codes. Thin."""
 
 from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from claudeloop import __version__
+from claudeloop.cli.errors import UserError
+from claudeloop.cli.params import DURATION, POSITIVE_FLOAT, POSITIVE_INT
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EPILOG = """\b
 Examples:
-  claudeloop --version
-  claudeloop --help
+  claudeloop run PLAN.md                     work through a plan's checklist
+  claudeloop run --prompt "Fix the flaky tests" --max-dollars 5
+  claudeloop resume                          continue the most recent run here
+  claudeloop rehearse                        a full run against the rehearsal API
 """
 
 
-@click.group(
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=EPILOG,
-)
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.version_option(__version__, "-V", "--version", prog_name="claudeloop")
 def cli() -> None:
     """Run Claude Code unattended until a task is truly done.
 
     claudeloop sends a turn, reads Claude Code's typed signals and decides: continue,
     wait for a usage window and probe, back off while credits are out, or stop and say why.
+
+    \b
+    Exit codes: 0 done · 1 blocked or failed · 2 usage or configuration error ·
+    3 budget cap reached · 4 max wait exceeded · 75 wound down · 77 authentication
+    failed · 78 backend misconfigured · 130 stopped by the user.
     """
 
 
-def main() -> None:
-    cli(prog_name="claudeloop")
+def loop_options(command: F) -> F:
+    """The options `run` and `resume` share."""
+    options = [
+        click.option(
+            "--cwd",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Working directory of the run (default: the current one).",
+        ),
+        click.option("--profile", default=None, help="Backend profile name."),
+        click.option("--model", default=None, help="Model for every turn."),
+        click.option(
+            "--permission-mode",
+            default=None,
+            type=click.Choice(
+                ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
+            ),
+            help="Claude Code permission mode (default acceptEdits: edits in the "
+            "working directory, no unapproved shell).",
+        ),
+        click.option(
+            "--max-turns",
+            type=POSITIVE_INT,
+            default=None,
+            help="Stop (exit 3) after N answered turns.",
+        ),
+        click.option(
+            "--max-dollars",
+            type=POSITIVE_FLOAT,
+            default=None,
+            help="Stop (exit 3) once spend reaches X dollars.",
+        ),
+        click.option(
+            "--max-attempts",
+            type=POSITIVE_INT,
+            default=None,
+            help="Stop (exit 3) after N prompts sent, refused ones included.",
+        ),
+        click.option(
+            "--max-wait",
+            type=DURATION,
+            default=None,
+            help="Give up (exit 4) after waiting this long for capacity.",
+        ),
+        click.option(
+            "--window-probe-interval",
+            type=DURATION,
+            default=None,
+            help="Probe a closed window at least this often (default 10m).",
+        ),
+        click.option(
+            "--credits-probe-interval",
+            type=DURATION,
+            default=None,
+            help="First probe after credits run out (default 2m).",
+        ),
+        click.option(
+            "--credits-probe-ceiling",
+            type=DURATION,
+            default=None,
+            help="Longest gap between credit probes (default 10m).",
+        ),
+        click.option(
+            "--reset-grace",
+            type=DURATION,
+            default=None,
+            help="Probe this long after an announced reset (default 60s).",
+        ),
+        click.option(
+            "--done-marker", default=None, help="Marker text for the fallback completion check."
+        ),
+        click.option(
+            "--continue-prompt", default=None, help="Text that opens every continue prompt."
+        ),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Print one JSON object with the result at the end.",
+        ),
+        click.option("-v", "--verbose", count=True, help="More detail on screen."),
+        click.option("-q", "--quiet", is_flag=True, help="Only the final line."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop run PLAN.md
+  claudeloop run PLAN.md --max-turns 20 --max-dollars 10
+  claudeloop run --prompt "Migrate the tests to pytest" --permission-mode acceptEdits
+  claudeloop run PLAN.md --max-wait 8h --json
+"""
+)
+@click.argument("plan", required=False, type=click.Path(path_type=Path))
+@click.option("--prompt", default=None, help="The task, when there is no plan file.")
+@click.option("--run-id", default=None, help="Name the run (default: time-based).")
+@loop_options
+def run(plan: Path | None, prompt: str | None, run_id: str | None, **options: Any) -> None:
+    """Start a run on PLAN (a markdown file with - [ ] items) or on --prompt TEXT."""
+    from claudeloop.cli import commands
+
+    commands.run(plan=plan, prompt=prompt, run_id=run_id, **options)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop resume
+  claudeloop resume --run-id 20261130-101500-a1b2c3
+  claudeloop resume --session-id 0f6c...  --max-turns 5
+"""
+)
+@click.option("--run-id", default=None, help="The run to continue (default: the most recent).")
+@click.option("--session-id", default=None, help="Continue the run of this Claude session.")
+@loop_options
+def resume(run_id: str | None, session_id: str | None, **options: Any) -> None:
+    """Continue a run, keeping its budget ledger and its Claude session."""
+    from claudeloop.cli import commands
+
+    commands.resume(run_id=run_id, session_id=session_id, **options)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop sessions
+  claudeloop sessions --json --cwd ~/src/app
+"""
+)
+@click.option("--cwd", type=click.Path(path_type=Path), default=None)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--limit", type=POSITIVE_INT, default=20)
+def sessions(cwd: Path | None, as_json: bool, limit: int) -> None:
+    """Claude sessions of the working directory, newest first."""
+    from claudeloop.cli import commands
+
+    commands.sessions(cwd=cwd, as_json=as_json, limit=limit)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop rehearse                 a window closes mid-run and the loop resumes by itself
+  claudeloop rehearse credits         credits run out, then are topped up
+  claudeloop rehearse --list
+"""
+)
+@click.argument("scenario", required=False, default="window")
+@click.option("--list", "list_them", is_flag=True, help="List the built-in scenarios.")
+@click.option("--keep", is_flag=True, help="Keep the temporary working directory.")
+@click.option("--json", "as_json", is_flag=True)
+def rehearse(scenario: str, list_them: bool, keep: bool, as_json: bool) -> None:
+    """A complete run against the built-in rehearsal API: no Claude account needed.
+
+    Starts the rehearsal API on 127.0.0.1, copies an example plan to a temporary
+    directory and runs a real loop through the bundled Claude Code CLI.
+    """
+    from claudeloop.cli import rehearse as rehearse_command
+
+    rehearse_command.rehearse(scenario=scenario, list_them=list_them, keep=keep, as_json=as_json)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every user error ends in one line and its exit code."""
+    try:
+        cli.main(args=argv, prog_name="claudeloop", standalone_mode=False)
+    except UserError as error:
+        click.echo(f"claudeloop: error: {error}", err=True)
+        sys.exit(error.exit_code)
+    except click.UsageError as error:
+        where = f"{error.ctx.command_path}: " if error.ctx else ""
+        click.echo(f"claudeloop: error: {where}{error.format_message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as error:
+        click.echo(f"claudeloop: error: {error.format_message()}", err=True)
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.Abort:
+        click.echo("claudeloop: aborted", err=True)
+        sys.exit(130)
+
+
+def print_json(data: dict[str, Any]) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+def seconds(value: timedelta | None) -> float | None:
+    return value.total_seconds() if value is not None else None

@@ -327,3 +327,11 @@ def _finish(
 def _budget_reason(ledger: BudgetLedger) -> str:
     caps = ", ".join(ledger.exhausted_caps())
     return f"budget cap reached ({caps})"
+
+
+def reopen(state: RunState) -> RunState:
+    """A run that ended short of done, made ready to go on (after a person fixed the cause:
+    raised a cap, renewed credentials). Its ledger is kept: no budget reset."""
+    if state.outcome is Outcome.DONE:
+        raise ValueError("a run that is done cannot be reopened")
+    return replace(state, phase=Phase.PREFLIGHT, outcome=None, reason="", next_probe_at=None)

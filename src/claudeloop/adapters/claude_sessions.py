@@ -1,0 +1,29 @@
+"""Claude Code's own sessions of a working directory, as the SDK lists them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from claudeloop.domain.signals import instant_from_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSession:
+    session_id: str
+    summary: str
+    last_modified: datetime
+
+
+def list_claude_sessions(cwd: Path, limit: int) -> list[ClaudeSession]:
+    from claude_agent_sdk import list_sessions
+
+    return [
+        ClaudeSession(
+            session_id=info.session_id,
+            summary=(info.summary or "").strip().splitlines()[0][:100] if info.summary else "",
+            last_modified=instant_from_epoch(info.last_modified),
+        )
+        for info in list_sessions(directory=str(cwd), limit=limit)
+    ]

@@ -1,0 +1,188 @@
+"""RunRecord <-> JSON. Explicit, so a renamed field is a decision, not an accident."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, assert_never
+
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.domain.budget import Budget, BudgetLedger
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.loop import Outcome, Phase, RunState
+from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+FORMAT_VERSION = 1
+
+
+class CorruptRecordError(ValueError):
+    """state.json exists but cannot be read back as a run."""
+
+
+def record_to_json(record: RunRecord) -> dict[str, Any]:
+    spec = record.spec
+    state = record.state
+    return {
+        "format": FORMAT_VERSION,
+        "run_id": record.run_id,
+        "session_id": record.session_id,
+        "started_at": record.started_at.isoformat(),
+        "waited_seconds": record.waited_seconds,
+        "last_turn_started_at": _instant_out(record.last_turn_started_at),
+        "plan_text": record.plan.render() if record.plan is not None else None,
+        "spec": {
+            "cwd": str(spec.cwd),
+            "task": spec.task,
+            "plan_path": str(spec.plan_path) if spec.plan_path else None,
+            "budget": {
+                "max_turns": spec.budget.max_turns,
+                "max_dollars": spec.budget.max_dollars,
+                "max_attempts": spec.budget.max_attempts,
+            },
+            "wait_policy": _policy_out(spec.wait_policy),
+            "done_marker": spec.done_marker,
+            "marker_fallback": spec.marker_fallback,
+            "continue_prompt": spec.continue_prompt,
+            "model": spec.model,
+            "permission_mode": spec.permission_mode,
+            "profile": spec.profile,
+        },
+        "state": {
+            "phase": state.phase.value,
+            "turns": state.ledger.turns,
+            "attempts": state.ledger.attempts,
+            "dollars": state.ledger.dollars,
+            "capacity": capacity_to_json(state.capacity),
+            "probes": state.probes,
+            "wait_probes": state.wait_probes,
+            "waiting_since": _instant_out(state.waiting_since),
+            "next_probe_at": _instant_out(state.next_probe_at),
+            "remaining_work": list(state.remaining_work),
+            "summary": state.summary,
+            "outcome": state.outcome.value if state.outcome else None,
+            "reason": state.reason,
+        },
+        "extra": record.extra,
+    }
+
+
+def record_from_json(data: dict[str, Any]) -> RunRecord:
+    try:
+        raw_spec = data["spec"]
+        budget = Budget(**raw_spec["budget"])
+        spec = RunSpec(
+            cwd=Path(raw_spec["cwd"]),
+            task=raw_spec["task"],
+            plan_path=Path(raw_spec["plan_path"]) if raw_spec["plan_path"] else None,
+            budget=budget,
+            wait_policy=_policy_in(raw_spec["wait_policy"]),
+            done_marker=raw_spec["done_marker"],
+            marker_fallback=raw_spec["marker_fallback"],
+            continue_prompt=raw_spec["continue_prompt"],
+            model=raw_spec["model"],
+            permission_mode=raw_spec["permission_mode"],
+            profile=raw_spec["profile"],
+        )
+        raw = data["state"]
+        state = RunState(
+            phase=Phase(raw["phase"]),
+            ledger=BudgetLedger(
+                budget=budget,
+                turns=raw["turns"],
+                attempts=raw["attempts"],
+                dollars=raw["dollars"],
+            ),
+            capacity=capacity_from_json(raw["capacity"]),
+            probes=raw["probes"],
+            wait_probes=raw["wait_probes"],
+            waiting_since=_instant_in(raw["waiting_since"]),
+            next_probe_at=_instant_in(raw["next_probe_at"]),
+            remaining_work=tuple(raw["remaining_work"]),
+            summary=raw["summary"],
+            outcome=Outcome(raw["outcome"]) if raw["outcome"] else None,
+            reason=raw["reason"],
+        )
+        plan_text = data["plan_text"]
+        return RunRecord(
+            run_id=data["run_id"],
+            spec=spec,
+            state=state,
+            started_at=datetime.fromisoformat(data["started_at"]),
+            session_id=data["session_id"],
+            plan=WorkPlan.parse(plan_text) if plan_text is not None else None,
+            waited_seconds=data["waited_seconds"],
+            last_turn_started_at=_instant_in(data["last_turn_started_at"]),
+            extra=data.get("extra") or {},
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise CorruptRecordError(f"{type(error).__name__}: {error}") from error
+
+
+def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
+    match capacity:
+        case Available():
+            return {"kind": "available"}
+        case WindowExhausted(rate_limit_type=kind, resets_at=resets_at):
+            return {"kind": "window", "rate_limit_type": kind, "resets_at": _instant_out(resets_at)}
+        case CreditsExhausted(detail=detail):
+            return {"kind": "credits", "detail": detail}
+        case AuthenticationFailed(detail=detail):
+            return {"kind": "auth", "detail": detail}
+        case BackendMisconfigured(reason=reason):
+            return {"kind": "misconfigured", "reason": reason}
+        case _:
+            assert_never(capacity)
+
+
+def capacity_from_json(data: dict[str, Any]) -> CapacityState:
+    kind = data["kind"]
+    if kind == "available":
+        return Available()
+    if kind == "window":
+        return WindowExhausted(data["rate_limit_type"], _instant_in(data["resets_at"]))
+    if kind == "credits":
+        return CreditsExhausted(detail=data.get("detail", ""))
+    if kind == "auth":
+        return AuthenticationFailed(detail=data.get("detail", ""))
+    if kind == "misconfigured":
+        return BackendMisconfigured(reason=data["reason"])
+    raise ValueError(f"unknown capacity kind {kind!r}")
+
+
+def _policy_out(policy: WaitPolicyConfig) -> dict[str, float | None]:
+    return {
+        "window_probe_interval": policy.window_probe_interval.total_seconds(),
+        "reset_grace": policy.reset_grace.total_seconds(),
+        "credits_probe_interval": policy.credits_probe_interval.total_seconds(),
+        "credits_probe_factor": policy.credits_probe_factor,
+        "credits_probe_ceiling": policy.credits_probe_ceiling.total_seconds(),
+        "max_wait": policy.max_wait.total_seconds() if policy.max_wait else None,
+    }
+
+
+def _policy_in(data: dict[str, Any]) -> WaitPolicyConfig:
+    max_wait = data.get("max_wait")
+    return WaitPolicyConfig(
+        window_probe_interval=timedelta(seconds=data["window_probe_interval"]),
+        reset_grace=timedelta(seconds=data["reset_grace"]),
+        credits_probe_interval=timedelta(seconds=data["credits_probe_interval"]),
+        credits_probe_factor=data["credits_probe_factor"],
+        credits_probe_ceiling=timedelta(seconds=data["credits_probe_ceiling"]),
+        max_wait=timedelta(seconds=max_wait) if max_wait is not None else None,
+    )
+
+
+def _instant_out(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _instant_in(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value is not None else None

@@ -1,0 +1,213 @@
+"""One run's directory on disk, and the runs of a working directory.
+
+events.jsonl is append-only; state.json is replaced atomically (temp file, fsync,
+rename) so a crash at any moment leaves either the old state or the new, never half.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from claudeloop.adapters.run_directory.codec import (
+    CorruptRecordError,
+    record_from_json,
+    record_to_json,
+)
+from claudeloop.adapters.run_directory.redact import Redactor
+from claudeloop.application.records import RunRecord
+from claudeloop.domain.loop import ControlCommand
+
+# Long text (a summary, a model's answer) is capped in events: the log is for reading.
+MAX_FIELD_CHARS = 2000
+
+
+def runs_root(cwd: Path) -> Path:
+    return cwd / ".claudeloop" / "runs"
+
+
+def new_run_id(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
+
+
+class UnreadableEventLine(UserWarning):
+    """A line of events.jsonl that is not JSON (a crash mid-write)."""
+
+
+@dataclass(frozen=True)
+class RunDirectory:
+    path: Path
+
+    @classmethod
+    def create(cls, cwd: Path, run_id: str) -> RunDirectory:
+        root = runs_root(cwd)
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):
+            (cwd / ".claudeloop").chmod(0o700)
+        path = root / run_id
+        path.mkdir(mode=0o700)
+        return cls(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / "events.jsonl"
+
+    @property
+    def state_path(self) -> Path:
+        return self.path / "state.json"
+
+    @property
+    def control_path(self) -> Path:
+        return self.path / "control"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path / "driver.pid"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / "summary.md"
+
+    @property
+    def debug_log_path(self) -> Path:
+        return self.path / "debug.log"
+
+    # state.json
+
+    def save(self, record: RunRecord) -> None:
+        data = json.dumps(record_to_json(record), indent=2, sort_keys=True)
+        write_atomically(self.state_path, data)
+
+    def load(self) -> RunRecord:
+        """The persisted record; CorruptRecordError or FileNotFoundError when there is none."""
+        text = self.state_path.read_text(encoding="utf-8")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise CorruptRecordError(f"not JSON ({error.msg} at line {error.lineno})") from error
+        if not isinstance(data, dict):
+            raise CorruptRecordError("not a JSON object")
+        return record_from_json(data)
+
+    # control inbox
+
+    def send(self, command: ControlCommand) -> None:
+        write_atomically(self.control_path, command.value)
+
+    def pending(self) -> ControlCommand | None:
+        try:
+            text = self.control_path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        try:
+            return ControlCommand(text)
+        except ValueError:
+            return None
+
+    def clear_control(self) -> None:
+        self.control_path.unlink(missing_ok=True)
+
+    # events.jsonl
+
+    def read_events(self) -> Iterator[dict[str, Any]]:
+        """Every event, skipping (with a warning) a line a crash left half-written."""
+        import warnings
+
+        try:
+            handle = self.events_path.open(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        with handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    warnings.warn(
+                        f"{self.events_path}:{number}: skipped an unreadable event line",
+                        UnreadableEventLine,
+                        stacklevel=2,
+                    )
+                    continue
+                if isinstance(event, dict):
+                    yield event
+
+
+class EventLog:
+    """Appends events to events.jsonl as they happen, redacted and capped."""
+
+    def __init__(self, directory: RunDirectory, clock: Any, redactor: Redactor) -> None:
+        self._directory = directory
+        self._clock = clock
+        self._redactor = redactor
+        self._handle = directory.events_path.open("a", encoding="utf-8")
+        with contextlib.suppress(OSError):
+            directory.events_path.chmod(0o600)
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        event = {
+            "ts": self._clock.now().isoformat(),
+            "run_id": self._directory.run_id,
+            "type": event_type,
+            **{key: _capped(value) for key, value in fields.items()},
+        }
+        line = json.dumps(self._redactor.data(event), ensure_ascii=False)
+        self._handle.write(line + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _capped(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+        return value[:MAX_FIELD_CHARS] + f"... [{len(value) - MAX_FIELD_CHARS} more chars]"
+    if isinstance(value, list):
+        return [_capped(item) for item in value]
+    return value
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text`: temp file in the same directory, fsync, rename."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    with contextlib.suppress(OSError):
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def list_runs(cwd: Path) -> list[RunDirectory]:
+    """Runs of `cwd`, newest first (run ids start with their UTC start time)."""
+    root = runs_root(cwd)
+    if not root.is_dir():
+        return []
+    return [
+        RunDirectory(path)
+        for path in sorted(root.iterdir(), key=lambda p: p.name, reverse=True)
+        if path.is_dir()
+    ]

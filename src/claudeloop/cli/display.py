@@ -1,0 +1,134 @@
+"""What the screen shows during a run: calm, one line per thing that matters.
+
+On a terminal a live status line shows the turn, spend, plan progress and, during a
+wait, what is awaited and a countdown to the next probe. Elsewhere, plain lines.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console, ConsoleRenderable
+from rich.live import Live
+from rich.text import Text
+
+
+class ConsoleView:
+    """An event sink that renders events for a person."""
+
+    def __init__(self, *, quiet: bool = False, stream: Any = None) -> None:
+        self._console = Console(file=stream or sys.stderr, highlight=False)
+        self._quiet = quiet
+        self._live: Live | None = None
+        self._status = _Status()
+        if self._console.is_terminal and not quiet:
+            self._live = Live(
+                self._status, console=self._console, refresh_per_second=2, transient=True
+            )
+            self._live.start()
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        self._status.update(event_type, fields)
+        line = _line(event_type, fields)
+        if line is not None and not self._quiet:
+            self._console.print(line)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+class _Status:
+    """The live line; rendered anew at each refresh so the countdown moves."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self.dollars = 0.0
+        self.plan = ""
+        self.waiting_for = ""
+        self.probe_at: datetime | None = None
+
+    def update(self, event_type: str, fields: dict[str, Any]) -> None:
+        if event_type == "turn.started":
+            self.turn = fields.get("turn", self.turn)
+            self.waiting_for = ""
+            self.probe_at = None
+        elif event_type == "turn.finished":
+            self.dollars += float(fields.get("cost_usd") or 0.0)
+        elif event_type == "plan.updated":
+            self.plan = f"plan {fields['done']}/{fields['total']}"
+        elif event_type == "wait.started":
+            self.waiting_for = str(fields.get("capacity", ""))
+            self.probe_at = datetime.fromisoformat(str(fields["probe_at"]))
+
+    def __rich__(self) -> ConsoleRenderable:
+        parts = [f"turn {self.turn}", f"${self.dollars:.4f}"]
+        if self.plan:
+            parts.append(self.plan)
+        if self.probe_at is not None:
+            left = max((self.probe_at - datetime.now(UTC)).total_seconds(), 0.0)
+            parts.append(f"waiting: {self.waiting_for}; next probe in {_clock(left)}")
+        else:
+            parts.append("working")
+        return Text(" · ".join(parts), style="dim")
+
+
+def _line(event_type: str, fields: dict[str, Any]) -> str | None:
+    match event_type:
+        case "run.started":
+            return f"claudeloop: run {fields.get('run_id', '')} started in {fields.get('cwd')}"
+        case "run.resumed":
+            return f"claudeloop: resumed (phase {fields.get('phase')})"
+        case "turn.started":
+            return f"turn {fields.get('turn')}: sent"
+        case "turn.finished":
+            summary = str(fields.get("summary") or "").strip().splitlines()
+            first = f" — {summary[0][:100]}" if summary else ""
+            return (
+                f"turn {fields.get('turn')}: {fields.get('verdict')}, capacity "
+                f"{fields.get('capacity')}, ${float(fields.get('cost_usd') or 0):.4f}{first}"
+            )
+        case "turn.failed":
+            return f"turn {fields.get('turn')}: failed: {fields.get('reason')}"
+        case "tools.denied":
+            tools = ", ".join(fields.get("tools", []))
+            return (
+                f"denied tool calls: {tools}. Allow them with --permission-mode "
+                "(e.g. bypassPermissions in a sandbox) or permissions.allow in "
+                ".claude/settings.json"
+            )
+        case "plan.updated":
+            return f"plan: {fields.get('done')}/{fields.get('total')} items done"
+        case "wait.started":
+            at = datetime.fromisoformat(str(fields["probe_at"]))
+            return f"waiting: {fields.get('capacity')}; next probe at {at:%H:%M:%S} UTC"
+        case "probe.finished":
+            return f"probe: {fields.get('capacity')}"
+        case "run.finished":
+            return (
+                f"claudeloop: {fields.get('outcome')} (exit {fields.get('exit_code')}): "
+                f"{fields.get('reason')}"
+            )
+        case _:
+            return None
+
+
+def _clock(seconds: float) -> str:
+    whole = int(seconds + 0.5)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Tee:
+    """Sends each event to several sinks (the log on disk, the screen)."""
+
+    def __init__(self, *sinks: Any) -> None:
+        self._sinks = sinks
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        for sink in self._sinks:
+            sink.emit(event_type, **fields)

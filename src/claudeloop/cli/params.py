@@ -1,0 +1,63 @@
+"""Parameter types for the command line: durations and positive numbers."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+from typing import Any
+
+import click
+
+_DURATION = re.compile(r"^(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s?)?$")
+
+
+def parse_duration(text: str) -> timedelta:
+    """`90`, `90s`, `5m`, `1h30m` or `2d`; ValueError names what is accepted."""
+    match = _DURATION.match(text.strip())
+    if not text.strip() or match is None or not any(match.groupdict().values()):
+        raise ValueError(f"{text!r} is not a duration; use 90, 90s, 5m, 1h30m or 2d")
+    parts = {key: int(value) for key, value in match.groupdict().items() if value}
+    return timedelta(
+        days=parts.get("d", 0),
+        hours=parts.get("h", 0),
+        minutes=parts.get("m", 0),
+        seconds=parts.get("s", 0),
+    )
+
+
+class Duration(click.ParamType):
+    name = "DUR"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            duration = parse_duration(str(value))
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+        if duration <= timedelta(0):
+            self.fail(f"{value!r} must be longer than 0", param, ctx)
+        return duration
+
+
+class Positive(click.ParamType):
+    """A number above zero (a cap of zero or less means nothing)."""
+
+    def __init__(self, kind: type[int] | type[float]) -> None:
+        self.kind = kind
+        self.name = "N" if kind is int else "X"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = self.kind(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number; use a positive {self.kind.__name__}", param, ctx)
+        if not (number > 0 and math.isfinite(number)):
+            self.fail(f"{value!r} must be a positive {self.kind.__name__}", param, ctx)
+        return number
+
+
+DURATION = Duration()
+POSITIVE_INT = Positive(int)
+POSITIVE_FLOAT = Positive(float)

@@ -1,0 +1,138 @@
+"""`claudeloop rehearse`: a complete run against the built-in rehearsal API.
+
+Everything is real but the model: the bundled Claude Code CLI, the loop, the run
+directory. The scenario's windows are compressed to seconds, and so is the wait policy,
+so a window that closes mid-run reopens (and the loop resumes by itself) within a minute.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from datetime import timedelta
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from claudeloop.application.records import RunSpec
+from claudeloop.application.summary import result_object
+from claudeloop.cli.bootstrap import Backend, create_directory, drive, new_record
+from claudeloop.cli.commands import finish
+from claudeloop.cli.errors import UserError
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+# Probing a compressed window every few seconds plays what minutes are in a real night.
+REHEARSAL_POLICY = WaitPolicyConfig(
+    window_probe_interval=timedelta(seconds=4),
+    reset_grace=timedelta(seconds=1),
+    credits_probe_interval=timedelta(seconds=2),
+    credits_probe_factor=1.5,
+    credits_probe_ceiling=timedelta(seconds=6),
+    max_wait=timedelta(minutes=2),
+)
+# Credential variables that must not reach the rehearsal: it needs none, and a real key
+# has no business on a loopback server.
+BLANKED = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+)
+
+
+def rehearsal_env(base_url: str, home: Path) -> dict[str, str]:
+    env = dict.fromkeys(BLANKED, "")
+    env.update(
+        {
+            "ANTHROPIC_BASE_URL": base_url,
+            # A subscription-style login makes the CLI read rate-limit headers and report
+            # rate-limit events, as it does for most people running long tasks.
+            "CLAUDE_CODE_OAUTH_TOKEN": "rehearsal-token",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        }
+    )
+    return env
+
+
+def example_plan() -> str:
+    return resources.files("claudeloop.cli").joinpath("rehearsal_plan.md").read_text("utf-8")
+
+
+def rehearse(*, scenario: str, list_them: bool, keep: bool, as_json: bool) -> None:
+    from claudeloop.rehearsal import (
+        BUILTIN_SCENARIOS,
+        RehearsalServer,
+        ScenarioError,
+        builtin_scenario,
+        load_scenario,
+    )
+
+    if list_them:
+        for name in BUILTIN_SCENARIOS:
+            click.echo(name)
+        return
+    try:
+        if Path(scenario).suffix in (".toml", ".json"):
+            played = load_scenario(Path(scenario))
+        elif scenario in BUILTIN_SCENARIOS:
+            played = builtin_scenario(scenario)
+        else:
+            names = ", ".join(BUILTIN_SCENARIOS)
+            raise UserError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
+    except ScenarioError as error:
+        raise UserError(str(error)) from None
+    workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
+    try:
+        project = workdir / "project"
+        project.mkdir()
+        plan = project / "PLAN.md"
+        plan.write_text(example_plan(), encoding="utf-8")
+        with RehearsalServer(played) as server:
+            if not as_json:
+                click.echo(
+                    f"rehearsal: scenario {scenario} on {server.base_url}; working in {project}",
+                    err=True,
+                )
+            spec = RunSpec(
+                cwd=project,
+                task=f"Carry out the plan in PLAN.md. Its text:\n\n{example_plan().strip()}",
+                plan_path=plan,
+                wait_policy=REHEARSAL_POLICY,
+                permission_mode="acceptEdits",
+                profile="rehearsal",
+            )
+            record = new_record(spec, None)
+            directory = create_directory(record)
+            ended = drive(
+                directory,
+                record,
+                backend=Backend(env=rehearsal_env(server.base_url, workdir / "home")),
+                resumed=False,
+                quiet=as_json,
+            )
+            state = server.state()
+        if not as_json:
+            result = result_object(ended)
+            click.echo(
+                f"rehearsal: {result['outcome']} after {result['turns']} turns, "
+                f"{result['probes']} probes, {result['waited_seconds']:.0f}s waited; "
+                f"the API answered {state.get('turns', '?')} turn requests and "
+                f"{state.get('probes', '?')} probes",
+                err=True,
+            )
+            written = sorted(p.name for p in project.iterdir() if p.is_file())
+            click.echo(f"rehearsal: files in the project: {', '.join(written)}", err=True)
+            click.echo("", err=True)
+            click.echo(directory.summary_path.read_text(encoding="utf-8"), err=True)
+            if keep:
+                click.echo(f"rehearsal: kept {workdir}", err=True)
+        finish(ended, as_json=as_json)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
