@@ -139,7 +139,7 @@ def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirect
                 continue
         raise UserError(f"--session-id {session_id}: no run of {cwd} used that session")
     if not runs:
-        raise UserError(f"no run to resume in {cwd}; start one with `claudeloop run PLAN`")
+        raise UserError(f"no claudeloop run in {cwd}; start one with `claudeloop run PLAN`")
     return runs[0]
 
 

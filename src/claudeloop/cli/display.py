@@ -31,7 +31,7 @@ class ConsoleView:
 
     def emit(self, event_type: str, **fields: Any) -> None:
         self._status.update(event_type, fields)
-        line = _line(event_type, fields)
+        line = event_line(event_type, fields)
         if line is not None and not self._quiet:
             self._console.print(line)
 
@@ -76,7 +76,7 @@ class _Status:
         return Text(" · ".join(parts), style="dim")
 
 
-def _line(event_type: str, fields: dict[str, Any]) -> str | None:
+def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
     match event_type:
         case "run.started":
             return f"claudeloop: run {fields.get('run_id', '')} started in {fields.get('cwd')}"

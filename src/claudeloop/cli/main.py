@@ -234,3 +234,102 @@ def print_json(data: dict[str, Any]) -> None:
 
 def seconds(value: timedelta | None) -> float | None:
     return value.total_seconds() if value is not None else None
+
+
+RUN_SELECTION = [
+    click.option(
+        "--cwd",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Working directory of the run (default: the current one).",
+    ),
+    click.option("--run-id", default=None, help="The run (default: the most recent)."),
+]
+
+
+def run_selection(command: F) -> F:
+    for option in reversed(RUN_SELECTION):
+        command = option(command)
+    return command
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop status
+  claudeloop status --json --run-id 20261130-101500-a1b2c3
+"""
+)
+@run_selection
+@click.option("--json", "as_json", is_flag=True)
+def status(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
+    """Phase, turns, spend, capacity, next probe and plan progress of a run."""
+    from claudeloop.cli import inspect
+
+    inspect.status(cwd=cwd, run_id=run_id, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop logs
+  claudeloop logs -f
+  claudeloop logs --json | jq .type
+"""
+)
+@run_selection
+@click.option("-f", "--follow", is_flag=True, help="Keep printing events until the run ends.")
+@click.option("--json", "as_json", is_flag=True, help="The raw JSON lines.")
+def logs(cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
+    """The run's events as readable lines."""
+    from claudeloop.cli import inspect
+
+    inspect.logs(cwd=cwd, run_id=run_id, follow=follow, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop runs
+  claudeloop runs --json
+"""
+)
+@click.option("--cwd", type=click.Path(path_type=Path), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def runs(cwd: Path | None, as_json: bool) -> None:
+    """claudeloop runs of the working directory, newest first, with their outcome."""
+    from claudeloop.cli import inspect
+
+    inspect.runs(cwd=cwd, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop stop
+  claudeloop stop --run-id 20261130-101500-a1b2c3
+"""
+)
+@run_selection
+def stop(cwd: Path | None, run_id: str | None) -> None:
+    """Stop the live run at the next safe point (at once during a wait); it exits 130."""
+    from claudeloop.cli import inspect
+    from claudeloop.domain.loop import ControlCommand
+
+    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.STOP)
+
+
+@cli.command(
+    "wind-down",
+    epilog="""\b
+Examples:
+  claudeloop wind-down
+""",
+)
+@run_selection
+def wind_down(cwd: Path | None, run_id: str | None) -> None:
+    """Finish the current turn, write the handoff summary, exit 75."""
+    from claudeloop.cli import inspect
+    from claudeloop.domain.loop import ControlCommand
+
+    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.WIND_DOWN)

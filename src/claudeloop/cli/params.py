@@ -26,7 +26,7 @@ def parse_duration(text: str) -> timedelta:
     )
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType):  # type: ignore[type-arg]
     name = "DUR"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
@@ -41,7 +41,7 @@ class Duration(click.ParamType):
         return duration
 
 
-class Positive(click.ParamType):
+class Positive(click.ParamType):  # type: ignore[type-arg]
     """A number above zero (a cap of zero or less means nothing)."""
 
     def __init__(self, kind: type[int] | type[float]) -> None:

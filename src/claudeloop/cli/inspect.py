@@ -1,0 +1,190 @@
+"""Seeing and steering a run from another terminal: status, logs, runs, stop, wind-down.
+
+Each reads state.json or events.jsonl only, so it costs the same after 100,000 events
+as after ten (logs streams them line by line).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.run_directory.codec import CorruptRecordError
+from claudeloop.adapters.run_directory.layout import list_runs
+from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.application.records import RunRecord
+from claudeloop.cli.commands import find_run, load_record, working_directory
+from claudeloop.cli.display import event_line
+from claudeloop.cli.errors import UserError
+from claudeloop.domain.capacity import describe
+from claudeloop.domain.loop import ControlCommand
+
+
+def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> dict[str, Any]:
+    state = record.state
+    pid = live_driver(directory.lock_path)
+    probe_in = (
+        max((state.next_probe_at - now).total_seconds(), 0.0) if state.next_probe_at else None
+    )
+    progress = record.plan_progress
+    return {
+        "run_id": record.run_id,
+        "session_id": record.session_id,
+        "phase": state.phase.value,
+        "outcome": state.outcome.value if state.outcome else None,
+        "reason": state.reason,
+        "turns": state.ledger.turns,
+        "attempts": state.ledger.attempts,
+        "probes": state.probes,
+        "dollars": round(state.ledger.dollars, 6),
+        "capacity": describe(state.capacity),
+        "next_probe_at": state.next_probe_at.isoformat() if state.next_probe_at else None,
+        "next_probe_in_seconds": round(probe_in, 1) if probe_in is not None else None,
+        "plan": {"done": progress[0], "total": progress[1]} if progress else None,
+        "summary": state.summary,
+        "driver_pid": pid,
+        "driver_alive": pid is not None,
+    }
+
+
+def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
+    directory = find_run(working_directory(cwd), run_id, None)
+    record = load_record(directory)
+    data = status_object(directory, record, datetime.now(UTC))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    alive = f"driver alive (pid {data['driver_pid']})" if data["driver_alive"] else "no driver"
+    lines = [
+        f"run {data['run_id']}: {data['phase']}"
+        + (f", {data['outcome']}: {data['reason']}" if data["outcome"] else "")
+        + f" · {alive}",
+        f"turns {data['turns']} ({data['attempts']} sent, {data['probes']} probes) · "
+        f"${data['dollars']:.4f}",
+        f"capacity: {data['capacity']}",
+    ]
+    if data["next_probe_in_seconds"] is not None:
+        seconds = int(data["next_probe_in_seconds"])
+        lines.append(
+            f"waiting; next probe in {seconds // 60}m{seconds % 60:02d}s "
+            f"(at {data['next_probe_at']})"
+        )
+    if data["plan"]:
+        lines.append(f"plan: {data['plan']['done']}/{data['plan']['total']} items done")
+    if data["summary"]:
+        lines.append(f"last summary: {data['summary'].strip().splitlines()[0][:200]}")
+    click.echo("\n".join(lines))
+
+
+def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
+    directory = find_run(working_directory(cwd), run_id, None)
+    offset = _print_events(directory, 0, as_json=as_json)
+    if not follow:
+        return
+    # Until the run ends, or its driver is gone (a crashed run does not keep -f waiting).
+    while not _finished(directory) and live_driver(directory.lock_path) is not None:
+        time.sleep(0.3)
+        offset = _print_events(directory, offset, as_json=as_json)
+    _print_events(directory, offset, as_json=as_json)
+
+
+def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int:
+    """Prints whole lines from `offset`; returns the offset after the last whole line."""
+    try:
+        handle = directory.events_path.open("rb")
+    except FileNotFoundError:
+        return offset
+    with handle:
+        handle.seek(offset)
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # still being written
+            offset += len(raw)
+            text = raw.decode("utf-8", errors="replace").strip()
+            if not text:
+                continue
+            try:
+                event = json.loads(text)
+            except json.JSONDecodeError:
+                click.echo(
+                    f"claudeloop: warning: {directory.events_path}: skipped an unreadable line",
+                    err=True,
+                )
+                continue
+            if as_json:
+                click.echo(text)
+            else:
+                click.echo(_readable(event))
+    return offset
+
+
+def _readable(event: dict[str, Any]) -> str:
+    fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
+    ts = str(event.get("ts", ""))[:19].replace("T", " ")
+    kind = str(event.get("type", "?"))
+    line = event_line(kind, fields) or ", ".join(f"{k}={v}" for k, v in fields.items())
+    return f"{ts}  {kind:<15} {line}"
+
+
+def _finished(directory: RunDirectory) -> bool:
+    try:
+        return directory.load().state.phase.terminal
+    except (OSError, CorruptRecordError):
+        return False
+
+
+def runs(*, cwd: Path | None, as_json: bool) -> None:
+    directory = working_directory(cwd)
+    rows: list[dict[str, Any]] = []
+    for run_directory in list_runs(directory):
+        try:
+            record = run_directory.load()
+        except (OSError, CorruptRecordError):
+            rows.append({"run_id": run_directory.run_id, "phase": "unreadable"})
+            continue
+        pid = live_driver(run_directory.lock_path)
+        rows.append(
+            {
+                "run_id": record.run_id,
+                "started_at": record.started_at.isoformat(),
+                "phase": record.state.phase.value,
+                "outcome": record.state.outcome.value if record.state.outcome else None,
+                "turns": record.state.ledger.turns,
+                "dollars": round(record.state.ledger.dollars, 6),
+                "session_id": record.session_id,
+                "driver_alive": pid is not None,
+            }
+        )
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no claudeloop runs in {directory}")
+        return
+    for row in rows:
+        live = " (live)" if row.get("driver_alive") else ""
+        outcome = row.get("outcome") or row["phase"]
+        click.echo(
+            f"{row['run_id']}  {outcome:<22} turns {row.get('turns', '-'):<4} "
+            f"${row.get('dollars', 0):.4f}{live}"
+        )
+
+
+def control(*, cwd: Path | None, run_id: str | None, command: ControlCommand) -> None:
+    directory = find_run(working_directory(cwd), run_id, None)
+    pid = live_driver(directory.lock_path)
+    if pid is None:
+        raise UserError(f"run {directory.run_id} has no live driver; nothing to {command.value}")
+    directory.send(command)
+    when = (
+        "at once if waiting, otherwise after the current turn"
+        if command is ControlCommand.STOP
+        else "after the current turn, with a handoff summary"
+    )
+    click.echo(f"claudeloop: asked run {directory.run_id} (pid {pid}) to {command.value}: {when}")

@@ -1,0 +1,141 @@
+"""status, logs, runs, stop and wind-down read the run directory, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.capacity import WindowExhausted
+from claudeloop.domain.loop import ControlCommand, Phase, RunState
+from claudeloop.domain.plan import WorkPlan
+from tests.cli.conftest import Invocation
+
+Invoke = Callable[..., Invocation]
+
+
+def waiting_run(cwd: Path, run_id: str = "20261130-090000-aaaaaa") -> RunDirectory:
+    now = datetime.now(UTC)
+    directory = RunDirectory.create(cwd, run_id)
+    record = RunRecord(
+        run_id=run_id,
+        spec=RunSpec(cwd=cwd, task="t"),
+        state=RunState(
+            phase=Phase.WAITING,
+            ledger=BudgetLedger(turns=2, attempts=3, dollars=0.42),
+            capacity=WindowExhausted("five_hour", now + timedelta(minutes=30)),
+            waiting_since=now,
+            next_probe_at=now + timedelta(minutes=5),
+            summary="wrote the parser",
+        ),
+        started_at=now,
+        session_id="sess-1",
+        plan=WorkPlan.parse("- [x] a\n- [ ] b\n"),
+    )
+    directory.save(record)
+    with directory.events_path.open("w") as handle:
+        handle.write(
+            json.dumps(
+                {"ts": now.isoformat(), "run_id": run_id, "type": "run.started", "cwd": str(cwd)}
+            )
+            + "\n"
+        )
+        handle.write(
+            json.dumps(
+                {
+                    "ts": now.isoformat(),
+                    "run_id": run_id,
+                    "type": "wait.started",
+                    "capacity": "five_hour window closed",
+                    "probe_at": (now + timedelta(minutes=5)).isoformat(),
+                }
+            )
+            + "\n"
+        )
+    return directory
+
+
+def test_status_shows_capacity_countdown_and_plan(claudeloop: Invoke, tmp_path: Path) -> None:
+    waiting_run(tmp_path)
+    result = claudeloop("status", "--cwd", tmp_path)
+    assert result.exit_code == 0
+    assert "waiting" in result.out
+    assert "next probe in 4m" in result.out or "next probe in 5m" in result.out
+    assert "five_hour window closed" in result.out
+    assert "plan: 1/2" in result.out
+    assert "no driver" in result.out
+
+
+def test_status_json(claudeloop: Invoke, tmp_path: Path) -> None:
+    waiting_run(tmp_path)
+    data = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
+    assert data["phase"] == "waiting"
+    assert data["turns"] == 2
+    assert data["plan"] == {"done": 1, "total": 2}
+    assert 240 < data["next_probe_in_seconds"] <= 300
+    assert data["driver_alive"] is False
+
+
+def test_logs_skip_a_half_written_last_line(claudeloop: Invoke, tmp_path: Path) -> None:
+    directory = waiting_run(tmp_path)
+    with directory.events_path.open("a") as handle:
+        handle.write('{"ts": "2026-11-30T09:00:00+00:00", "type": "turn.sta\n')
+    result = claudeloop("logs", "--cwd", tmp_path)
+    assert result.exit_code == 0
+    assert "run.started" in result.out
+    assert "wait.started" in result.out
+    assert "skipped an unreadable line" in result.err
+
+
+def test_corrupt_state_is_one_line(claudeloop: Invoke, tmp_path: Path) -> None:
+    directory = waiting_run(tmp_path)
+    directory.state_path.write_text("{not json")
+    result = claudeloop("status", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    assert len(result.err.strip().splitlines()) == 1
+    assert "state.json" in result.err
+
+
+def test_missing_state_is_one_line(claudeloop: Invoke, tmp_path: Path) -> None:
+    directory = waiting_run(tmp_path)
+    directory.state_path.unlink()
+    result = claudeloop("resume", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    assert "state.json" in result.err
+    assert "missing" in result.err
+
+
+def test_runs_lists_newest_first(claudeloop: Invoke, tmp_path: Path) -> None:
+    waiting_run(tmp_path, "20261130-090000-aaaaaa")
+    waiting_run(tmp_path, "20261130-100000-bbbbbb")
+    lines = claudeloop("runs", "--cwd", tmp_path).out.strip().splitlines()
+    assert lines[0].startswith("20261130-100000-bbbbbb")
+    assert lines[1].startswith("20261130-090000-aaaaaa")
+
+
+def test_stop_without_a_live_driver_is_refused(claudeloop: Invoke, tmp_path: Path) -> None:
+    waiting_run(tmp_path)
+    result = claudeloop("stop", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    assert "no live driver" in result.err
+
+
+def test_wind_down_reaches_a_live_driver(claudeloop: Invoke, tmp_path: Path) -> None:
+    directory = waiting_run(tmp_path)
+    # This test process stands in for the driver: its pid is alive.
+    directory.lock_path.write_text(str(os.getppid()))
+    result = claudeloop("wind-down", "--cwd", tmp_path)
+    assert result.exit_code == 0
+    assert directory.pending() is ControlCommand.WIND_DOWN
+
+
+def test_run_directory_is_owner_only(tmp_path: Path) -> None:
+    directory = waiting_run(tmp_path)
+    assert directory.path.stat().st_mode & 0o077 == 0
+    assert (tmp_path / ".claudeloop").stat().st_mode & 0o077 == 0
+    assert directory.state_path.stat().st_mode & 0o077 == 0
