@@ -1,0 +1,129 @@
+"""End-to-end: `claudeloop` as a user runs it, the real bundled Claude Code CLI, and the
+rehearsal API on 127.0.0.1 playing the model and the service's failures.
+
+Windows are compressed to seconds (the scenario's durations and claudeloop's wait
+policy both); the tests assert order and counts, never how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claudeloop.rehearsal import RehearsalServer, load_scenario
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+# Wait policy compressed like the scenarios: seconds where a real night has minutes.
+FAST_WAITS = [
+    "--window-probe-interval", "3s",
+    "--reset-grace", "1s",
+    "--credits-probe-interval", "1s",
+    "--credits-probe-ceiling", "3s",
+    "--max-wait", "2m",
+]  # fmt: skip
+CREDENTIAL_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+)
+
+
+@dataclass
+class Finished:
+    exit_code: int
+    stdout: str
+    stderr: str
+    project: Path
+
+    @property
+    def result(self) -> dict[str, Any]:
+        return dict(json.loads(self.stdout))
+
+    def run_directory(self) -> Path:
+        (only,) = list((self.project / ".claudeloop" / "runs").iterdir())
+        return only
+
+    def events(self) -> list[dict[str, Any]]:
+        lines = (self.run_directory() / "events.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def event_types(self) -> list[str]:
+        return [event["type"] for event in self.events()]
+
+
+@dataclass
+class Rehearsal:
+    server: RehearsalServer
+    project: Path
+    env: dict[str, str]
+
+    def run(self, *args: str, timeout: float = 150) -> Finished:
+        return self.claudeloop("run", *args, timeout=timeout)
+
+    def claudeloop(self, *args: str, timeout: float = 150) -> Finished:
+        completed = subprocess.run(
+            [sys.executable, "-m", "claudeloop", *args, "--cwd", str(self.project), "--json"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return Finished(completed.returncode, completed.stdout, completed.stderr, self.project)
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(self.server.state()["requests"])
+
+
+def cli_env(base_url: str, home: Path, *, credentials: str = "oauth") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in CREDENTIAL_VARIABLES}
+    env.update(
+        {
+            "ANTHROPIC_BASE_URL": base_url,
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "IS_SANDBOX": "1",
+        }
+    )
+    if credentials == "oauth":
+        env["CLAUDE_CODE_OAUTH_TOKEN"] = "e2e-oauth-token-not-real"
+    else:
+        env["ANTHROPIC_API_KEY"] = "e2e-api-key-not-real"
+    return env
+
+
+@pytest.fixture
+def rehearsal(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rehearsal]:
+    """A rehearsal API playing the scenario named by the test's `scenario` marker."""
+    marker = request.node.get_closest_marker("scenario")
+    assert marker is not None, "e2e tests name their scenario with @pytest.mark.scenario"
+    name = marker.args[0]
+    credentials = marker.kwargs.get("credentials", "oauth")
+    scenario = load_scenario(SCENARIOS / f"{name}.toml")
+    project = tmp_path / "project"
+    project.mkdir()
+    with RehearsalServer(scenario) as server:
+        yield Rehearsal(
+            server, project, cli_env(server.base_url, tmp_path / "home", credentials=credentials)
+        )
+
+
+def write_plan(project: Path, items: int = 3) -> Path:
+    plan = project / "PLAN.md"
+    lines = ["# Plan", ""] + [f"- [ ] Write step{n}.txt" for n in range(1, items + 1)]
+    plan.write_text("\n".join(lines) + "\n")
+    return plan

@@ -1,0 +1,149 @@
+"""The loop end to end: exit codes, events and files, against the real Claude Code CLI."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+
+pytestmark = pytest.mark.e2e
+
+
+def instant(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+@pytest.mark.scenario("three_steps")
+def test_happy_plan_is_done_with_three_files_and_plan_three_of_three(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    before = plan.read_text()
+    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "done"
+    assert result["turns"] == 3
+    assert result["plan"] == {"done": 3, "total": 3}
+    for n in (1, 2, 3):
+        assert (rehearsal.project / f"step{n}.txt").read_text() == f"step {n}\n"
+    assert plan.read_text() == before  # never rewritten
+    types = finished.event_types()
+    assert types[0] == "run.started"
+    assert types[-1] == "run.finished"
+    assert types.count("turn.finished") == 3
+    sessions = {e["session_id"] for e in finished.events() if e["type"] == "turn.finished"}
+    assert len(sessions) == 1  # one Claude session throughout
+    assert (finished.run_directory() / "summary.md").read_text().count("done") >= 1
+
+
+@pytest.mark.scenario("window_reset_at_2")
+def test_window_with_reset_waits_past_the_reset_probes_and_resumes_the_session(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    requests = rehearsal.requests()
+    rejected_turns = [r for r in requests if r["kind"] == "turn" and r["gate"] == "window"]
+    assert len(rejected_turns) == 1  # no turn sent into the closed window after the first
+    gate = rehearsal.server.state()["gates"][0]
+    probes = [r for r in requests if r["kind"] == "probe"]
+    assert probes, "a probe must precede the resumed turn"
+    assert instant(probes[0]["at"]) >= instant(gate["ended_at"])  # first probe after reset
+    waits = [e for e in finished.events() if e["type"] == "wait.started"]
+    assert len(waits) >= 1
+    assert "five_hour" in waits[0]["capacity"]
+    sessions = {e["session_id"] for e in finished.events() if e["type"] == "turn.finished"}
+    assert len(sessions) == 1
+
+
+@pytest.mark.scenario("window_silent_at_2")
+def test_window_without_reset_probes_at_the_interval_until_it_lifts(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    requests = rehearsal.requests()
+    probes = [r for r in requests if r["kind"] == "probe"]
+    assert len(probes) >= 2  # 4 s closed, probing every 3 s
+    assert probes[-1]["gate"] is None  # the last probe saw the window open
+    assert all(p["gate"] == "window_silent" for p in probes[:-1])
+    turns_in_gate = [r for r in requests if r["kind"] == "turn" and r["gate"]]
+    assert len(turns_in_gate) == 1
+
+
+@pytest.mark.scenario("credits_at_2", credentials="api_key")
+def test_credits_out_back_off_and_resume_within_one_probe_of_the_top_up(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    requests = rehearsal.requests()
+    probes = [r for r in requests if r["kind"] == "probe"]
+    refused = [p for p in probes if p["gate"] == "credits"]
+    assert len(refused) >= 2
+    # The planned gaps grow (1 s, 1.5 s, 2.25 s) and stay at the 3 s ceiling.
+    waits = [e for e in finished.events() if e["type"] == "wait.started"]
+    planned = [(instant(e["probe_at"]) - instant(e["ts"])).total_seconds() for e in waits]
+    assert all(later >= earlier - 0.2 for earlier, later in itertools.pairwise(planned))
+    assert max(planned) <= 3.2
+    # Exactly one probe (the one that saw the top-up) between the lift and the next turn.
+    after_rejection = requests[requests.index(refused[0]) :]
+    first_ok_turn = next(r for r in after_rejection if r["kind"] == "turn" and r["answered"])
+    between = [
+        r
+        for r in after_rejection[: after_rejection.index(first_ok_turn)]
+        if r["kind"] == "probe" and r["gate"] is None
+    ]
+    assert len(between) == 1
+    assert "credits" in waits[0]["capacity"]
+
+
+@pytest.mark.scenario("auth")
+def test_bad_credentials_exit_77_after_one_turn_without_probing(rehearsal: Rehearsal) -> None:
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    assert finished.exit_code == 77, finished.stderr
+    assert finished.result["outcome"] == "auth_failed"
+    requests = rehearsal.requests()
+    assert [r for r in requests if r["kind"] == "probe"] == []
+    assert finished.result["attempts"] == 1
+
+
+@pytest.mark.scenario("model_missing")
+def test_missing_model_exit_78(rehearsal: Rehearsal) -> None:
+    finished = rehearsal.run("--prompt", "Write hello.txt", "--model", "qwen-nope", *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    assert finished.result["outcome"] == "backend_misconfigured"
+    assert "model" in finished.result["reason"]
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+
+
+@pytest.mark.scenario("five_steps")
+def test_turn_cap_ends_with_exit_3_and_says_what_is_left(rehearsal: Rehearsal) -> None:
+    plan = write_plan(rehearsal.project, items=5)
+    finished = rehearsal.run(str(plan), "--max-turns", "2", *FAST_WAITS)
+    assert finished.exit_code == 3, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "budget_exhausted"
+    assert result["turns"] == 2
+    assert result["remaining_work"] == ["Write step3.txt", "Write step4.txt", "Write step5.txt"]
+    summary = (finished.run_directory() / "summary.md").read_text()
+    assert "Write step5.txt" in summary
+    assert "claudeloop resume" in summary
+
+
+@pytest.mark.scenario("blocked")
+def test_blocked_verdict_exit_1_with_the_blocker_in_the_summary(rehearsal: Rehearsal) -> None:
+    finished = rehearsal.run("--prompt", "Deploy to staging", *FAST_WAITS)
+    assert finished.exit_code == 1, finished.stderr
+    assert finished.result["outcome"] == "blocked"
+    assert "deploy key" in finished.result["blocked_on"]
+    summary = (finished.run_directory() / "summary.md").read_text()
+    assert "deploy key" in summary
