@@ -1,0 +1,170 @@
+"""The `Gateway` port on claude-agent-sdk: one Claude Code process kept across turns.
+
+A turn is one prompt answered by one result. The CLI process (and its start-up of about
+half a second) is kept while turns succeed and stay on the same session; it is started
+afresh, resuming the session by id, for the first turn, after a crash, when the runner
+asks for another session, and after a turn that failed (what follows a failure is
+usually a long wait, and a fresh process re-reads credentials the user may have fixed).
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+from claude_agent_sdk import ClaudeSDKClient, CLIConnectionError, Message, ResultError, query
+
+from claudeloop.adapters.claude_code.options import (
+    PROBE_PROMPT,
+    GatewaySettings,
+    probe_options,
+    turn_options,
+)
+from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
+from claudeloop.adapters.claude_code.stderr_log import StderrLog, secret_values
+from claudeloop.application.ports import ProbeOutcome, TurnOutcome
+from claudeloop.domain.signals import TurnSignals
+
+
+class ClaudeCodeGateway:
+    """Claude Code through claude-agent-sdk, one turn at a time, on one session."""
+
+    def __init__(self, settings: GatewaySettings) -> None:
+        self._settings = settings
+        self._stderr = StderrLog(
+            settings.stderr_log, secrets=secret_values(os.environ, settings.env)
+        )
+        self._client: ClaudeSDKClient | None = None
+        # The session the live process is on, and the cost it has reported so far (the
+        # CLI's `total_cost_usd` counts from the start of its process, not of the turn).
+        self._session: str | None = None
+        self._process_cost = 0.0
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        messages: list[Message] = []
+        error: Exception | None = None
+        try:
+            client = await self._send(prompt, session_id)
+        except Exception as caught:
+            await self._drop()
+            where = f"resume session {session_id}" if session_id else "start a session"
+            return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
+        try:
+            async for message in client.receive_response():
+                messages.append(message)
+        except Exception as caught:
+            # The SDK raises when the CLI exits; a result read before that still counts.
+            error = caught
+        except BaseException:
+            # Cancelled or interrupted mid-turn: the process is in an unknown state.
+            with anyio.CancelScope(shield=True):
+                await self._drop()
+            raise
+        reading = read_turn(messages, local_backend=self._settings.local_backend)
+        return await self._judge(reading, requested=session_id, error=error)
+
+    async def probe(self) -> ProbeOutcome:
+        messages: list[Message] = []
+        options = probe_options(self._settings, stderr=self._stderr)
+        try:
+            async for message in query(prompt=PROBE_PROMPT, options=options):
+                messages.append(message)
+        except ResultError:
+            pass  # the CLI exits 1 after an error result, which it has already reported
+        except Exception as error:
+            self._stderr.note(f"probe ended without a result: {self._say(error)}")
+        reading = read_turn(messages, local_backend=self._settings.local_backend)
+        return ProbeOutcome(signals=reading.signals, cost_usd=reading.process_cost_usd)
+
+    async def close(self) -> None:
+        await self._drop()
+
+    async def _send(self, prompt: str, session_id: str | None) -> ClaudeSDKClient:
+        kept = self._client is not None and session_id is not None and session_id == self._session
+        if not kept:
+            await self._connect(session_id)
+        assert self._client is not None
+        try:
+            await self._client.query(prompt)
+        except CLIConnectionError:
+            if not kept:
+                raise
+            # The kept process died while idle: start one afresh on the same session.
+            self._stderr.note("the kept Claude Code process was gone; starting a new one")
+            await self._connect(session_id)
+            assert self._client is not None
+            await self._client.query(prompt)
+        return self._client
+
+    async def _connect(self, session_id: str | None) -> None:
+        await self._drop()
+        client = ClaudeSDKClient(
+            turn_options(self._settings, resume=session_id, stderr=self._stderr)
+        )
+        await client.connect()
+        self._client = client
+        self._session = session_id
+
+    async def _judge(
+        self, reading: TurnReading, *, requested: str | None, error: Exception | None
+    ) -> TurnOutcome:
+        if not reading.answered:
+            await self._drop()
+            reason = "Claude Code ended the turn without a result"
+            if error is not None:
+                reason += f": {self._say(error)}"
+            self._stderr.note(reason)
+            return self._unanswered(reason, signals=reading.signals)
+        cost = max(reading.process_cost_usd - self._process_cost, 0.0)
+        self._process_cost = reading.process_cost_usd
+        failure: str | None = None
+        if requested is not None and reading.session_id != requested:
+            failure = (
+                f"Claude Code answered on session {reading.session_id} instead of "
+                f"{requested}; claudeloop does not continue in a new session silently"
+            )
+        elif reading.cli_stop is not None:
+            failure = f"Claude Code stopped the turn: {self._stderr.redact(reading.cli_stop)}"
+        if failure is not None or reading.failed or error is not None:
+            await self._drop()
+        else:
+            self._session = reading.session_id
+        return TurnOutcome(
+            signals=reading.signals,
+            structured=reading.structured,
+            final_text=reading.final_text,
+            cost_usd=cost,
+            session_id=reading.session_id,
+            usage=reading.usage,
+            denied_tools=reading.denied_tools,
+            failure=failure,
+        )
+
+    async def _drop(self) -> None:
+        client, self._client = self._client, None
+        self._session = None
+        self._process_cost = 0.0
+        if client is None:
+            return
+        try:
+            await client.disconnect()
+        except Exception as error:
+            # A process that already died has nothing left to close.
+            self._stderr.note(f"closing Claude Code: {self._say(error)}")
+
+    def _unanswered(self, reason: str, signals: TurnSignals | None = None) -> TurnOutcome:
+        return TurnOutcome(
+            signals=signals or TurnSignals(local_backend=self._settings.local_backend),
+            structured=None,
+            final_text="",
+            cost_usd=0.0,
+            session_id=None,
+            failure=reason,
+        )
+
+    def _say(self, error: BaseException) -> str:
+        """One redacted line about an SDK error, for events and the debug log."""
+        text = error.result if isinstance(error, ResultError) and error.result else str(error)
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        line = lines[0] if lines else type(error).__name__
+        return self._stderr.redact(line[:300])

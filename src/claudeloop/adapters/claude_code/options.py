@@ -1,0 +1,162 @@
+"""How claudeloop asks the SDK for a turn and for a probe: `ClaudeAgentOptions` builders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import cast, get_args
+
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
+    PermissionMode,
+    SettingSource,
+)
+
+from claudeloop.adapters.claude_code.verdict import VERDICT_SCHEMA
+from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+
+PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
+SETTING_SOURCES: tuple[str, ...] = get_args(SettingSource)
+
+# Large tool outputs (a long file read, a verbose test run) arrive as one stdout line;
+# the SDK's 1 MiB default ends the turn with a decode error on them.
+DEFAULT_MAX_BUFFER_SIZE = 16 * 1024 * 1024
+
+UNATTENDED_NOTE = (
+    "This session runs unattended under claudeloop: no human is watching and no one will "
+    "answer questions. Do not ask for confirmation or choices. Decide yourself, state any "
+    "assumption in your summary, and keep working through the task and its plan until it "
+    "is done or truly blocked by something outside your reach."
+)
+QUESTION_DENIED = (
+    "No one is here to answer: decide yourself, state the assumption in your summary, and continue."
+)
+PROBE_PROMPT = "Reply with: ok"
+
+
+@dataclass(frozen=True, slots=True)
+class GatewaySettings:
+    """Everything the gateway needs to reach Claude Code the way the user configured it.
+
+    `permission_mode` defaults to `acceptEdits`: edits inside `cwd` go through, shell
+    commands and everything else that would prompt are refused (and reported), so an
+    unattended run never silently gets every permission. `env` is merged over the
+    process environment for the CLI; blank a variable there to hide an inherited one.
+    `setting_sources` None loads the user's, project and local settings like `claude`
+    does (their permission rules then apply); an empty tuple isolates the run.
+    """
+
+    cwd: Path
+    model: str | None = None
+    permission_mode: str = "acceptEdits"
+    env: dict[str, str] = field(default_factory=dict)
+    local_backend: bool = False
+    structured_output: bool = True
+    done_marker: str = DEFAULT_DONE_MARKER
+    cli_path: Path | None = None
+    stderr_log: Path | None = None
+    max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE
+    setting_sources: tuple[str, ...] | None = None
+    append_system_prompt: str = ""
+
+    def __post_init__(self) -> None:
+        if self.permission_mode not in PERMISSION_MODES:
+            raise ValueError(
+                f"permission mode {self.permission_mode!r} is not one of "
+                f"{', '.join(PERMISSION_MODES)}"
+            )
+        unknown = set(self.setting_sources or ()) - set(SETTING_SOURCES)
+        if unknown:
+            raise ValueError(
+                f"setting sources {', '.join(sorted(unknown))} are not among "
+                f"{', '.join(SETTING_SOURCES)}"
+            )
+        if self.max_buffer_size < 1:
+            raise ValueError("max_buffer_size must be at least 1 byte")
+
+
+def turn_options(
+    settings: GatewaySettings, *, resume: str | None, stderr: Callable[[str], None]
+) -> ClaudeAgentOptions:
+    """Options for the long-lived process that answers the turns of one session."""
+    return replace(
+        _base(settings, stderr),
+        resume=resume,
+        system_prompt={
+            "type": "preset",
+            "preset": "claude_code",
+            "append": system_note(settings),
+        },
+        output_format=(
+            {"type": "json_schema", "schema": VERDICT_SCHEMA}
+            if settings.structured_output
+            else None
+        ),
+        hooks={"PreToolUse": [HookMatcher(matcher="AskUserQuestion", hooks=[deny_question])]},
+    )
+
+
+def probe_options(
+    settings: GatewaySettings, *, stderr: Callable[[str], None]
+) -> ClaudeAgentOptions:
+    """Options for the cheapest request that still meets the same backend and model.
+
+    No tools (the request carries no tool definitions), the SDK's minimal system prompt
+    instead of Claude Code's, one inner turn, no structured output, and
+    `--no-session-persistence` so a probe leaves no session behind to be confused with
+    the run's.
+    """
+    return replace(
+        _base(settings, stderr),
+        tools=[],
+        max_turns=1,
+        extra_args={"no-session-persistence": None},
+    )
+
+
+def system_note(settings: GatewaySettings) -> str:
+    parts = [UNATTENDED_NOTE]
+    if not settings.structured_output:
+        parts.append(
+            f"When, and only when, the whole task is complete, write {settings.done_marker} "
+            "on a line of its own at the end of your answer."
+        )
+    if settings.append_system_prompt.strip():
+        parts.append(settings.append_system_prompt.strip())
+    return "\n\n".join(parts)
+
+
+async def deny_question(
+    _input: HookInput, _tool_use_id: str | None, _context: HookContext
+) -> HookJSONOutput:
+    """Refuse AskUserQuestion: an unattended run would wait forever for the answer."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": QUESTION_DENIED,
+        }
+    }
+
+
+def _base(settings: GatewaySettings, stderr: Callable[[str], None]) -> ClaudeAgentOptions:
+    sources = settings.setting_sources
+    return ClaudeAgentOptions(
+        cwd=settings.cwd,
+        model=settings.model,
+        # Validated against the same literal in GatewaySettings.__post_init__.
+        permission_mode=cast(PermissionMode, settings.permission_mode),
+        env=dict(settings.env),
+        cli_path=settings.cli_path,
+        # Without a callback the SDK lets the CLI write to our terminal.
+        stderr=stderr,
+        max_buffer_size=settings.max_buffer_size,
+        setting_sources=(
+            [cast(SettingSource, source) for source in sources] if sources is not None else None
+        ),
+    )

@@ -1,0 +1,245 @@
+"""One turn's SDK messages -> what the domain reads: signals, verdict, cost, session, text.
+
+The classifier needs signals from three sources that arrive as different messages: the
+rate-limit event (subscription logins only), the error on the assistant message, and the
+result. Everything here is pure so the shapes the CLI emits (see the contract tests) can
+be pinned in unit tests with hand-built SDK dataclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    Message,
+    RateLimitEvent,
+    RateLimitInfo,
+    ResultMessage,
+    SystemMessage,
+    TextBlock,
+)
+
+from claudeloop.adapters.claude_code.verdict import verdict_from
+from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.signals import TurnSignals, instant_from_epoch
+
+# A warning is worse than allowed and better than rejected; the worst status a turn saw
+# is the one that describes it.
+_SEVERITY = {"allowed": 0, "allowed_warning": 1, "rejected": 2}
+
+# Result subtypes that say the CLI stopped the turn for a reason of its own, not because
+# the API refused it. A missing verdict (error_max_structured_output_retries) is not one:
+# the turn still did work and the loop goes on without a verdict.
+_CLI_STOPS = frozenset({"error_during_execution", "error_max_turns", "error_max_budget_usd"})
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReading:
+    """Everything one turn's messages said, before the gateway judges the turn."""
+
+    signals: TurnSignals
+    structured: StructuredVerdict | None = None
+    final_text: str = ""
+    # The CLI reports the cost of its whole process so far, not of the turn: a process
+    # kept across turns needs the previous total subtracted (the gateway does that).
+    process_cost_usd: float = 0.0
+    session_id: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    denied_tools: tuple[str, ...] = ()
+    answered: bool = False
+    # The result reported an error (an API failure or a stop of the CLI's own).
+    failed: bool = False
+    # Set when the CLI itself stopped the turn (see `_CLI_STOPS`) without any API error
+    # the classifier could read: e.g. "error_during_execution: <errors>".
+    cli_stop: str | None = None
+
+
+def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReading:
+    """Read the messages of one turn, in the order the SDK yielded them."""
+    rate_limits: list[RateLimitInfo] = []
+    assistant_error: str | None = None
+    last_text = ""
+    retry_error: str | None = None
+    init_session: str | None = None
+    result: ResultMessage | None = None
+    for message in messages:
+        if isinstance(message, RateLimitEvent):
+            rate_limits.append(message.rate_limit_info)
+        elif isinstance(message, AssistantMessage):
+            if isinstance(message.error, str):
+                assistant_error = message.error
+            if message.parent_tool_use_id is None:
+                text = _text_of(message)
+                last_text = text or last_text
+        elif isinstance(message, SystemMessage):
+            init_session = _system_session(message) or init_session
+            retry_error = _retry_error(message) or retry_error
+        elif isinstance(message, ResultMessage):
+            result = message
+    window = _rate_limit_window(rate_limits)
+    result_text = (result.result or "") if result is not None else ""
+    api_error_status = result.api_error_status if result is not None else None
+    failed = result is not None and result.is_error
+    signals = TurnSignals(
+        rate_limit_status=window.status,
+        rate_limit_type=window.rate_limit_type,
+        resets_at=window.resets_at,
+        utilization=window.utilization,
+        overage_status=window.overage_status,
+        overage_disabled_reason=window.overage_disabled_reason,
+        # The CLI's name for the last failed attempt (`api_retry`'s `error`) is the only
+        # error code the SDK passes on; it means something only on a turn that failed.
+        error_code=retry_error if failed else None,
+        api_error_status=api_error_status if isinstance(api_error_status, int) else None,
+        assistant_error=assistant_error,
+        result_text=result_text or last_text,
+        local_backend=local_backend,
+    )
+    if result is None:
+        return TurnReading(signals=signals, final_text=last_text, session_id=init_session)
+    return TurnReading(
+        signals=signals,
+        structured=verdict_from(result.structured_output),
+        final_text=result_text or last_text,
+        process_cost_usd=_cost(result.total_cost_usd),
+        session_id=result.session_id or init_session,
+        usage=dict(result.usage or {}),
+        denied_tools=_denied_tools(result.permission_denials),
+        answered=True,
+        failed=result.is_error,
+        cli_stop=_cli_stop(result, signals),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    status: str | None = None
+    rate_limit_type: str | None = None
+    resets_at: datetime | None = None
+    utilization: float | None = None
+    overage_status: str | None = None
+    overage_disabled_reason: str | None = None
+
+
+def _rate_limit_window(events: list[RateLimitInfo]) -> _Window:
+    """The worst rate-limit state the turn saw (the latest among equals)."""
+    worst: _Window | None = None
+    for info in events:
+        window = _window_of(info)
+        if worst is None or _severity(window.status) >= _severity(worst.status):
+            worst = window
+    return worst or _Window()
+
+
+def _window_of(info: RateLimitInfo) -> _Window:
+    """One event, with a warning hidden in `unifiedWindows` brought to the top.
+
+    The CLI collapses a header `allowed_warning` into `status: "allowed"` and keeps the
+    per-window status only in the raw `unifiedWindows`; the classifier's warning rule
+    needs it back, with the warned window's own type, reset and utilization.
+    """
+    status: str | None = info.status if isinstance(info.status, str) else None
+    rate_limit_type: str | None = info.rate_limit_type
+    resets_at = info.resets_at
+    utilization = info.utilization
+    for name, detail in _unified_windows(info.raw).items():
+        window_status = detail.get("status")
+        if not isinstance(window_status, str):
+            continue
+        if _severity(window_status) > _severity(status):
+            status = window_status
+            rate_limit_type = name
+            resets_at = detail.get("resetsAt", resets_at)
+            utilization = detail.get("utilization", utilization)
+        elif window_status == status and name == rate_limit_type and utilization is None:
+            utilization = detail.get("utilization")
+    return _Window(
+        status=status,
+        rate_limit_type=rate_limit_type,
+        resets_at=_instant(resets_at),
+        utilization=_number(utilization),
+        overage_status=info.overage_status,
+        overage_disabled_reason=info.overage_disabled_reason,
+    )
+
+
+def _unified_windows(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    windows = raw.get("unifiedWindows")
+    if not isinstance(windows, Mapping):
+        return {}
+    return {
+        name: detail
+        for name, detail in windows.items()
+        if isinstance(name, str) and isinstance(detail, Mapping)
+    }
+
+
+def _severity(status: str | None) -> int:
+    return _SEVERITY.get(status or "", -1)
+
+
+def _instant(value: object) -> datetime | None:
+    epoch = _number(value)
+    if epoch is None:
+        return None
+    try:
+        return instant_from_epoch(epoch)
+    except (OverflowError, OSError, ValueError):
+        # A reset no calendar can hold is no reset: the waiting policy then probes.
+        return None
+
+
+def _number(value: object) -> float | None:
+    # bool is an int to Python, never a number to the CLI.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _text_of(message: AssistantMessage) -> str:
+    return "\n".join(block.text for block in message.content if isinstance(block, TextBlock))
+
+
+def _system_session(message: SystemMessage) -> str | None:
+    if message.subtype != "init":
+        return None
+    session = message.data.get("session_id")
+    return session if isinstance(session, str) and session else None
+
+
+def _retry_error(message: SystemMessage) -> str | None:
+    if message.subtype != "api_retry":
+        return None
+    error = message.data.get("error")
+    return error if isinstance(error, str) and error else None
+
+
+def _cost(value: object) -> float:
+    return _number(value) or 0.0
+
+
+def _denied_tools(denials: list[Any] | None) -> tuple[str, ...]:
+    """Tool names from `permission_denials` (`{tool_name, tool_use_id, tool_input}`).
+
+    Only the names leave this module: the inputs may hold anything the model wrote.
+    """
+    names: dict[str, None] = {}
+    for denial in denials or []:
+        name = denial.get("tool_name") if isinstance(denial, Mapping) else None
+        if isinstance(name, str) and name:
+            names[name] = None
+    return tuple(names)
+
+
+def _cli_stop(result: ResultMessage, signals: TurnSignals) -> str | None:
+    if not result.is_error or result.subtype not in _CLI_STOPS:
+        return None
+    if signals.api_error_status is not None or signals.assistant_error is not None:
+        return None
+    errors = "; ".join(error for error in result.errors or [] if isinstance(error, str))
+    detail = errors or signals.result_text or "no detail"
+    return f"{result.subtype}: {detail.strip().splitlines()[0][:300]}"

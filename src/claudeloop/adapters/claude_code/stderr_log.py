@@ -1,0 +1,64 @@
+"""Where the CLI's stderr goes: appended to the run's debug log, never the screen."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+# Environment variables whose values must never reach a log, whatever the CLI prints.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+# Shorter values ("1", "dummy") are flags or placeholders, and redacting them would
+# garble every line that happens to contain the same letters.
+_MIN_SECRET_LENGTH = 8
+REDACTED = "[redacted]"
+
+
+class StderrLog:
+    """A line sink for the SDK's `stderr` callback.
+
+    The file is opened per line: the CLI writes little to stderr, and a sink that holds
+    no handle cannot leak one across the reconnects of a long run.
+    """
+
+    def __init__(self, path: Path | None, *, secrets: Iterable[str] = ()) -> None:
+        self._path = path
+        self._secrets = sorted(
+            {value for value in secrets if len(value) >= _MIN_SECRET_LENGTH},
+            key=len,
+            reverse=True,
+        )
+
+    def __call__(self, line: str) -> None:
+        """One line the CLI wrote to stderr."""
+        self._append(f"[claude] {line.rstrip()}")
+
+    def note(self, text: str) -> None:
+        """One line of claudeloop's own about the CLI (a crash, a failed probe)."""
+        self._append(f"[claudeloop] {text}")
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def _append(self, line: str) -> None:
+        if self._path is None:
+            return
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            with self._path.open("a", encoding="utf-8") as log:
+                log.write(self.redact(line) + "\n")
+        except OSError:
+            # Losing a debug line must never end a turn.
+            return
+
+
+def secret_values(*environments: Mapping[str, str]) -> list[str]:
+    """The values of every credential-looking variable in the given environments."""
+    return [
+        value
+        for environment in environments
+        for name, value in environment.items()
+        if _SECRET_NAME.search(name) and value
+    ]
