@@ -1,0 +1,121 @@
+"""`python -m claudeloop.rehearsal`: serve a scenario on 127.0.0.1 until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+
+from claudeloop.rehearsal.loading import BUILTIN_SCENARIOS, ScenarioError, resolve_scenario
+from claudeloop.rehearsal.scenario import DEFAULT_DONE_MARKER, GATE_KINDS
+from claudeloop.rehearsal.server import RehearsalServer
+
+FORMAT = f"""\
+scenario files (TOML or JSON; every key is checked, unknown keys are errors):
+
+  name, description      text, optional
+  structured_output      true (default): a request offering the StructuredOutput tool
+                         is a turn, the rest are probes answered "ok"; false plays the
+                         done-marker fallback: every request offering tools is a turn
+  done_marker            default "{DEFAULT_DONE_MARKER}"
+  [usage]                input_tokens (200), output_tokens (40) reported per answer
+  [[turns]]              turn N of the run (the Nth prompt in the conversation);
+                         turns past the last repeat the last turn's verdict
+    [[turns.steps]]      one step per kind:
+      kind = "text"      text = "..."  (sent with the tool call that follows it)
+      kind = "tool"      name = "Write"|"Edit"|"Bash"|..., input = {{...}};
+                         "{{cwd}}" in the input becomes the CLI's working directory
+      kind = "verdict"   complete, remaining_work = [...], blocked_on, summary:
+                         the StructuredOutput call that ends the turn (without
+                         structured output: plain text, with the marker if complete)
+      kind = "marker"    text = "...": plain text followed by the done marker
+                         a turn without a verdict step ends with one that is
+                         complete on the last turn
+  [[gates]]              make the service fail; while active a gate answers every
+                         matching request (match = "all" | "turns" | "probes")
+    kind                 {", ".join(GATE_KINDS)}
+    start (one of)       at_turn = N (>= 1)  |  after_seconds = S (since the server started)
+    end (one of)         for_seconds = S (>= 0; 0 fails just the request that started it)
+                         | for_requests = N  |  until_lift = true (POST /_rehearsal/lift)
+    message              replaces the error message
+    announce_reset_seconds  window, window_silent, weekly, credits_overage: the reset the
+                         headers announce, from the gate's start (default: its end)
+    utilization, overage_disabled_reason   warning only (0.92, none)
+    stall_seconds        stall only (60)
+  Every duration is multiplied by --time-scale.
+
+example (window.toml):
+
+  description = "The 5-hour window closes at turn 2 for 8 seconds."
+
+  [[turns]]
+  [[turns.steps]]
+  kind = "tool"
+  name = "Write"
+  input = {{ file_path = "{{cwd}}/step1.txt", content = "one\\n" }}
+  [[turns.steps]]
+  kind = "verdict"
+  complete = false
+  remaining_work = ["step 2"]
+  summary = "Wrote step1.txt."
+
+  [[turns]]
+  [[turns.steps]]
+  kind = "verdict"
+  complete = true
+  summary = "All done."
+
+  [[gates]]
+  kind = "window"
+  at_turn = 2
+  for_seconds = 8
+
+endpoints: POST /v1/messages, POST /v1/messages/count_tokens,
+           GET /_rehearsal/state, POST /_rehearsal/lift
+
+built-in scenarios: {", ".join(BUILTIN_SCENARIOS)}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m claudeloop.rehearsal",
+        description="Serve a scripted Anthropic Messages API on 127.0.0.1 that plays a "
+        "model and the failures of the real service. Point Claude Code at it with "
+        "ANTHROPIC_BASE_URL.",
+        epilog=FORMAT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--scenario", default="happy", metavar="NAME|FILE", help="built-in name or file"
+    )
+    parser.add_argument("--port", type=int, default=0, help="0 (default) picks a free port")
+    parser.add_argument(
+        "--time-scale", type=float, default=1.0, help="multiplies every duration (default 1)"
+    )
+    args = parser.parse_args(argv)
+    if args.time_scale <= 0:
+        parser.error("--time-scale must be > 0")
+    try:
+        scenario = resolve_scenario(args.scenario)
+    except ScenarioError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    server = RehearsalServer(scenario, time_scale=args.time_scale, port=args.port)
+    try:
+        server.start()
+    except (RuntimeError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"listening on {server.base_url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""The HTTP face of a rehearsal: the Messages API the CLI talks to, and the
+`/_rehearsal/*` controls a test or a user drives.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from claudeloop.rehearsal.conversation import (
+    BadRequest,
+    Conversation,
+    credentials_kind,
+    read_conversation,
+)
+from claudeloop.rehearsal.failures import (
+    BrokenStream,
+    GateAnswer,
+    HttpFailure,
+    Warned,
+    Windows,
+    gate_answer,
+)
+from claudeloop.rehearsal.gates import GateSchedule, Timeline
+from claudeloop.rehearsal.ledger import Ledger
+from claudeloop.rehearsal.player import play
+from claudeloop.rehearsal.scenario import Scenario
+from claudeloop.rehearsal.sse import (
+    encode_event,
+    error_envelope,
+    message_json,
+    new_message_id,
+    new_request_id,
+    stream_events,
+)
+
+# uvicorn reports a response cut short as an error; here it is the point of the gate.
+_CUT_SHORT = "ASGI callable returned without completing response."
+
+
+class _QuietAboutCuts(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != _CUT_SHORT
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietAboutCuts())
+
+
+class Rehearsal:
+    """One rehearsal's state: the scenario, its clock, its gates and its ledger."""
+
+    def __init__(self, scenario: Scenario, *, time_scale: float = 1.0) -> None:
+        self.scenario = scenario
+        self.timeline = Timeline(time_scale)
+        self.gates = GateSchedule(list(scenario.gates), self.timeline)
+        self.ledger = Ledger(self.timeline)
+        self.windows = Windows(self.timeline)
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.name,
+            "time_scale": self.timeline.time_scale,
+            **self.ledger.snapshot(),
+            "gates": self.gates.snapshot(),
+        }
+
+    def lift(self) -> dict[str, Any]:
+        lifted = self.gates.lift()
+        self.ledger.lifted()
+        return {"lifted": lifted, "lifted_at": self.ledger.snapshot()["lifted_at"]}
+
+
+def build_app(rehearsal: Rehearsal) -> Starlette:
+    async def messages(request: Request) -> Response:
+        return await _messages(rehearsal, request)
+
+    async def count_tokens(request: Request) -> Response:
+        received = rehearsal.ledger.now()
+        request_id = new_request_id()
+        body = await request.body()
+        rehearsal.ledger.record(
+            received=received,
+            path=request.url.path,
+            kind="count_tokens",
+            credentials=credentials_kind(request.headers),
+            status=200,
+            request_id=request_id,
+            answered=True,
+        )
+        # Roughly four characters a token, as good as any guess without a tokenizer.
+        tokens = max(1, len(body) // 4)
+        return JSONResponse({"input_tokens": tokens}, headers={"request-id": request_id})
+
+    async def state(_request: Request) -> Response:
+        return JSONResponse(rehearsal.state())
+
+    async def lift(_request: Request) -> Response:
+        return JSONResponse(rehearsal.lift())
+
+    async def unknown(_request: Request) -> Response:
+        request_id = new_request_id()
+        envelope = error_envelope("not_found_error", "Not Found", request_id)
+        return JSONResponse(envelope, status_code=404, headers={"request-id": request_id})
+
+    return Starlette(
+        routes=[
+            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+            Route("/_rehearsal/state", state, methods=["GET"]),
+            Route("/_rehearsal/lift", lift, methods=["POST"]),
+            Route("/{path:path}", unknown, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+        ]
+    )
+
+
+async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
+    received = rehearsal.ledger.now()
+    request_id = new_request_id()
+    credentials = credentials_kind(request.headers)
+    try:
+        conversation = read_conversation(
+            json.loads(await request.body()),
+            structured_output=rehearsal.scenario.structured_output,
+        )
+    except (ValueError, BadRequest) as error:
+        rehearsal.ledger.record(
+            received=received,
+            path=request.url.path,
+            kind="invalid",
+            credentials=credentials,
+            status=400,
+            request_id=request_id,
+        )
+        text = str(error) if isinstance(error, BadRequest) else "body is not valid JSON"
+        return _error(HttpFailure(400, "invalid_request_error", text), request_id)
+
+    answering = rehearsal.gates.answering(conversation.kind, conversation.turn)
+    answer: GateAnswer | None = None
+    if answering is not None:
+        answer = gate_answer(answering, model=conversation.model, windows=rehearsal.windows)
+    reply = play(rehearsal.scenario, conversation)
+    delivered = answer is None or isinstance(answer, Warned)
+    status = answer.status if isinstance(answer, HttpFailure) else 200
+    rehearsal.ledger.record(
+        received=received,
+        path=request.url.path,
+        kind=conversation.kind,
+        credentials=credentials,
+        status=status,
+        request_id=request_id,
+        turn=conversation.turn,
+        step=conversation.step,
+        model=conversation.model,
+        stream=conversation.stream,
+        gate=None if answering is None else answering.gate.kind,
+        gate_index=None if answering is None else answering.index,
+        answered=delivered,
+        verdict=delivered and reply.verdict,
+    )
+    if isinstance(answer, HttpFailure):
+        return _error(answer, request_id)
+
+    headers = {"request-id": request_id}
+    headers |= answer.headers if isinstance(answer, Warned) else rehearsal.windows.allowed_headers()
+    message_id = new_message_id()
+    usage = rehearsal.scenario.usage
+    model = conversation.model
+    if isinstance(answer, BrokenStream):
+        return _broken(answer, rehearsal, conversation, headers, message_id)
+    if not conversation.stream:
+        body = message_json(reply, model=model, usage=usage, message_id=message_id)
+        return JSONResponse(body, headers=headers)
+    events = stream_events(reply, model=model, usage=usage, message_id=message_id)
+    return StreamingResponse(
+        _each(events), media_type="text/event-stream", headers=headers | _NO_CACHE
+    )
+
+
+_NO_CACHE = {"cache-control": "no-cache"}
+# A delta cut off mid-object: what a proxy that truncates lines would pass on.
+_NOT_JSON = (
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{\n\n'
+)
+
+
+async def _each(events: list[bytes]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event
+
+
+def _error(failure: HttpFailure, request_id: str) -> Response:
+    envelope = error_envelope(failure.error_type, failure.message, request_id)
+    headers = failure.headers | {"request-id": request_id}
+    return JSONResponse(envelope, status_code=failure.status, headers=headers)
+
+
+def _broken(
+    answer: BrokenStream,
+    rehearsal: Rehearsal,
+    conversation: Conversation,
+    headers: dict[str, str],
+    message_id: str,
+) -> Response:
+    reply = play(rehearsal.scenario, conversation)
+    usage = rehearsal.scenario.usage
+    if conversation.stream:
+        events = stream_events(reply, model=conversation.model, usage=usage, message_id=message_id)
+        # message_start, ping, the first block's start and first delta: enough for the
+        # client to believe the answer is under way.
+        head = b"".join(events[:4])
+        media = "text/event-stream"
+        tail = _NOT_JSON + encode_event("message_stop", {"type": "message_stop"})
+    else:
+        whole = json.dumps(
+            message_json(reply, model=conversation.model, usage=usage, message_id=message_id)
+        ).encode()
+        head = whole[: len(whole) // 2]
+        media = "application/json"
+        tail = b'"}}'
+    seconds = rehearsal.timeline.real(answer.stall_seconds)
+    return BrokenResponse(
+        answer.how, head=head, tail=tail, stall_seconds=seconds, media_type=media, headers=headers
+    )
+
+
+class BrokenResponse(Response):
+    """A 200 that goes wrong after its first bytes.
+
+    drop: the head, then the connection closes. stall: the head, then silence for
+    `stall_seconds` (or until the client gives up), then the connection closes.
+    malformed: the head, then a data line that is not JSON, then a normal end.
+    """
+
+    def __init__(
+        self,
+        how: str,
+        *,
+        head: bytes,
+        tail: bytes,
+        stall_seconds: float,
+        media_type: str,
+        headers: dict[str, str],
+    ) -> None:
+        super().__init__(media_type=media_type, headers=headers)
+        self._how = how
+        self._head = head
+        self._tail = tail
+        self._stall_seconds = stall_seconds
+
+    async def __call__(self, _scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self._head, "more_body": True})
+        if self._how == "malformed":
+            await send({"type": "http.response.body", "body": self._tail, "more_body": False})
+            return
+        if self._how == "stall":
+            with anyio.move_on_after(self._stall_seconds):
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+        # Returning with the body unfinished makes the server close the connection.

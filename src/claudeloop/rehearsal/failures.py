@@ -1,0 +1,200 @@
+"""What each gate kind answers: the status, headers and error the real service sends.
+
+Header names are the `anthropic-ratelimit-unified-*` family the CLI parses (CLI
+2.1.332 reads `-status`, `-reset`, `-representative-claim`, `-overage-status`,
+`-overage-disabled-reason`, `-fallback` and per window `-<5h|7d>-status|reset|utilization`).
+Bodies are Anthropic's error envelope with the wording of the service being imitated
+(Anthropic, or Ollama for the local kinds).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from claudeloop.rehearsal.gates import Answering, Timeline
+from claudeloop.rehearsal.scenario import RateLimitGate, StallGate, WarningGate
+
+_PREFIX = "anthropic-ratelimit-unified-"
+_FIVE_HOURS = 5 * 3600
+_SEVEN_DAYS = 7 * 86400
+
+RATE_LIMIT_MESSAGE = "This request would exceed your account's rate limit. Please try again later."
+CREDITS_MESSAGE = (
+    "Your credit balance is too low to access the Anthropic API. "
+    "Please go to Plans & Billing to upgrade or purchase credits."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HttpFailure:
+    status: int
+    error_type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenStream:
+    """A 200 whose body goes wrong: cut, stalled then cut, or not JSON."""
+
+    how: Literal["drop", "stall", "malformed"]
+    stall_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Warned:
+    """The normal answer, under headers that warn."""
+
+    headers: dict[str, str]
+
+
+GateAnswer = HttpFailure | BrokenStream | Warned
+
+
+class Windows:
+    """The nominal usage windows a healthy account is in, for the `allowed` headers:
+    a 5-hour and a 7-day window opened when the server started (scaled)."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self._timeline = timeline
+
+    def five_hour_reset(self) -> int:
+        return self._reset(_FIVE_HOURS)
+
+    def seven_day_reset(self) -> int:
+        return self._reset(_SEVEN_DAYS)
+
+    def allowed_headers(self) -> dict[str, str]:
+        """Sent with every normal answer, so a subscription CLI emits `allowed` events."""
+        return _unified(
+            status="allowed",
+            reset=self.five_hour_reset(),
+            claim="five_hour",
+            five_hour=("allowed", 0.12, self.five_hour_reset()),
+            seven_day=("allowed", 0.05, self.seven_day_reset()),
+        )
+
+    def _reset(self, seconds: int) -> int:
+        timeline = self._timeline
+        return math.ceil(timeline.epoch(timeline.started + timeline.real(seconds)))
+
+
+def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAnswer:
+    gate = answering.gate
+    reset = math.ceil(answering.reset_epoch) if answering.reset_epoch is not None else None
+    match gate:
+        case RateLimitGate():
+            return _rate_limited(gate, reset, windows)
+        case WarningGate():
+            headers = _unified(
+                status="allowed_warning",
+                reset=windows.five_hour_reset(),
+                claim="five_hour",
+                five_hour=("allowed_warning", gate.utilization, windows.five_hour_reset()),
+                seven_day=("allowed", 0.3, windows.seven_day_reset()),
+            )
+            if gate.overage_disabled_reason is not None:
+                headers[_PREFIX + "overage-status"] = "rejected"
+                headers[_PREFIX + "overage-disabled-reason"] = gate.overage_disabled_reason
+            return Warned(headers)
+        case StallGate():
+            return BrokenStream("stall", stall_seconds=gate.stall_seconds)
+        case _:
+            pass
+    message = gate.message
+    match gate.kind:
+        case "credits":
+            return HttpFailure(400, "invalid_request_error", message or CREDITS_MESSAGE)
+        case "auth":
+            return HttpFailure(401, "authentication_error", message or "invalid x-api-key")
+        case "model_missing":
+            text = message or f'model "{model}" not found, try pulling it first'
+            return HttpFailure(404, "not_found_error", text)
+        case "local_load_failed":
+            text = message or (
+                "model failed to load, this may be due to resource limitations "
+                "or an internal error, check ollama server logs for details"
+            )
+            return HttpFailure(500, "api_error", text)
+        case "local_busy":
+            text = message or "server busy, please try again.  maximum pending requests exceeded"
+            return HttpFailure(503, "overloaded_error", text)
+        case "overloaded":
+            return HttpFailure(529, "overloaded_error", message or "Overloaded")
+        case "prompt_too_long":
+            text = message or "prompt is too long: 250000 tokens > 200000 maximum"
+            return HttpFailure(400, "invalid_request_error", text)
+        case "drop" | "malformed" as how:
+            return BrokenStream(how)
+    raise AssertionError(f"unhandled gate kind {gate.kind}")
+
+
+def _rate_limited(gate: RateLimitGate, reset: int | None, windows: Windows) -> HttpFailure:
+    five_reset = windows.five_hour_reset()
+    seven_reset = windows.seven_day_reset()
+    match gate.kind:
+        case "window":
+            headers = _unified(
+                status="rejected",
+                reset=reset,
+                claim="five_hour",
+                five_hour=("rejected", 1.0, reset),
+                seven_day=("allowed", 0.3, seven_reset),
+            )
+        case "window_silent":
+            # The rejection without any reset: the client can only probe.
+            headers = _unified(
+                status="rejected",
+                reset=None,
+                claim="five_hour",
+                five_hour=("rejected", 1.0, None),
+                seven_day=("allowed", 0.3, None),
+            )
+        case "weekly":
+            headers = _unified(
+                status="rejected",
+                reset=reset,
+                claim="seven_day",
+                five_hour=("allowed", 0.2, five_reset),
+                seven_day=("rejected", 1.0, reset),
+            )
+        case "credits_overage":
+            # A subscription past its window whose extra usage has no credits left.
+            headers = _unified(
+                status="rejected",
+                reset=reset,
+                claim="five_hour",
+                five_hour=("rejected", 1.0, reset),
+                seven_day=("allowed", 0.3, seven_reset),
+            )
+            headers[_PREFIX + "overage-status"] = "rejected"
+            headers[_PREFIX + "overage-disabled-reason"] = "out_of_credits"
+    return HttpFailure(429, "rate_limit_error", gate.message or RATE_LIMIT_MESSAGE, headers)
+
+
+def _unified(
+    *,
+    status: str,
+    reset: int | None,
+    claim: str,
+    five_hour: tuple[str, float, int | None],
+    seven_day: tuple[str, float, int | None],
+) -> dict[str, str]:
+    headers = {
+        _PREFIX + "status": status,
+        _PREFIX + "representative-claim": claim,
+        _PREFIX + "fallback-percentage": "0.5",
+    }
+    if reset is not None:
+        headers[_PREFIX + "reset"] = str(reset)
+    for window, (window_status, utilization, window_reset) in (
+        ("5h", five_hour),
+        ("7d", seven_day),
+    ):
+        headers[f"{_PREFIX}{window}-status"] = window_status
+        headers[f"{_PREFIX}{window}-utilization"] = f"{utilization:g}"
+        if window_reset is not None:
+            headers[f"{_PREFIX}{window}-reset"] = str(window_reset)
+    return headers

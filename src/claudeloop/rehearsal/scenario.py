@@ -1,0 +1,171 @@
+"""What the rehearsal plays: the model's steps per turn and the gates that make it fail.
+
+A scenario is data (TOML or JSON), validated strictly so a typo in a user's rehearsal
+plan fails loudly instead of silently rehearsing something else.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+DEFAULT_DONE_MARKER = "CLAUDELOOP_TASK_FULLY_COMPLETE"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TextStep(_Strict):
+    """Plain text. It rides in the same message as the tool call that follows it."""
+
+    kind: Literal["text"]
+    text: str
+
+
+class ToolStep(_Strict):
+    """A call of any Claude Code tool (Write, Edit, Bash, ...); `{cwd}` in strings is
+    replaced with the working directory the CLI reports."""
+
+    kind: Literal["tool"]
+    name: str = Field(min_length=1)
+    input: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class VerdictStep(_Strict):
+    """The StructuredOutput call that ends a turn (plain text without structured output)."""
+
+    kind: Literal["verdict"]
+    complete: bool = False
+    remaining_work: list[str] = Field(default_factory=list)
+    blocked_on: str = ""
+    summary: str = ""
+
+
+class MarkerStep(_Strict):
+    """Plain text carrying the done marker, for the marker fallback path."""
+
+    kind: Literal["marker"]
+    text: str = "All done."
+
+
+Step = Annotated[TextStep | ToolStep | VerdictStep | MarkerStep, Field(discriminator="kind")]
+
+
+class Turn(_Strict):
+    steps: list[Step] = Field(default_factory=list)
+
+
+Match = Literal["all", "turns", "probes"]
+
+
+class _GateBase(_Strict):
+    """When a gate starts and ends; what it answers is up to its kind.
+
+    Start: `at_turn` (the first turn request numbered N or later) or `after_seconds`
+    (since the server started). End: `for_seconds`, `for_requests` or `until_lift`.
+    A gate started by a request always answers that request, so `for_seconds = 0`
+    fails exactly one.
+    """
+
+    at_turn: int | None = Field(default=None, ge=1)
+    after_seconds: float | None = Field(default=None, ge=0)
+    for_seconds: float | None = Field(default=None, ge=0)
+    for_requests: int | None = Field(default=None, ge=1)
+    until_lift: bool = False
+    match: Match = "all"
+    message: str | None = None
+
+    @model_validator(mode="after")
+    def _one_start_one_end(self) -> _GateBase:
+        starts = [self.at_turn is not None, self.after_seconds is not None]
+        if sum(starts) != 1:
+            raise ValueError("give exactly one start: at_turn (>= 1) or after_seconds (>= 0)")
+        ends = [self.for_seconds is not None, self.for_requests is not None, self.until_lift]
+        if sum(ends) != 1:
+            raise ValueError(
+                "give exactly one end: for_seconds (>= 0), for_requests (>= 1) or until_lift = true"
+            )
+        return self
+
+
+class RateLimitGate(_GateBase):
+    """429 with the subscription's `anthropic-ratelimit-unified-*` headers.
+
+    `announce_reset_seconds` is the reset the headers announce, from the gate's start;
+    by default the gate's own end, or a full window when the end is not a clock.
+    """
+
+    kind: Literal["window", "window_silent", "weekly", "credits_overage"]
+    announce_reset_seconds: float | None = Field(default=None, ge=0)
+
+
+class WarningGate(_GateBase):
+    """A normal answer whose headers say the window is nearly used up."""
+
+    kind: Literal["warning"]
+    utilization: float = Field(default=0.92, ge=0, le=1)
+    overage_disabled_reason: str | None = None
+
+
+class StallGate(_GateBase):
+    """The stream starts, then nothing for `stall_seconds`, then the connection closes."""
+
+    kind: Literal["stall"]
+    stall_seconds: float = Field(default=60.0, ge=0)
+
+
+class ErrorGate(_GateBase):
+    """A plain HTTP failure, or a broken stream (drop, malformed)."""
+
+    kind: Literal[
+        "credits",
+        "auth",
+        "model_missing",
+        "local_load_failed",
+        "local_busy",
+        "overloaded",
+        "prompt_too_long",
+        "drop",
+        "malformed",
+    ]
+
+
+Gate = Annotated[RateLimitGate | WarningGate | StallGate | ErrorGate, Field(discriminator="kind")]
+
+GATE_KINDS: tuple[str, ...] = (
+    "window",
+    "window_silent",
+    "weekly",
+    "warning",
+    "credits",
+    "credits_overage",
+    "auth",
+    "model_missing",
+    "local_load_failed",
+    "local_busy",
+    "overloaded",
+    "prompt_too_long",
+    "drop",
+    "stall",
+    "malformed",
+)
+
+
+class Usage(_Strict):
+    """Tokens reported per answer: small and fixed, so a run's cost is predictable."""
+
+    input_tokens: int = Field(default=200, ge=1)
+    output_tokens: int = Field(default=40, ge=1)
+
+
+class Scenario(_Strict):
+    name: str = ""
+    description: str = ""
+    # False plays the done-marker fallback: every request with tools is then a turn.
+    structured_output: bool = True
+    done_marker: str = Field(default=DEFAULT_DONE_MARKER, min_length=1)
+    usage: Usage = Field(default_factory=Usage)
+    turns: list[Turn] = Field(default_factory=list)
+    gates: list[Gate] = Field(default_factory=list)
