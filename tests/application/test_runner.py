@@ -246,11 +246,11 @@ def test_plan_progress_is_reconciled_and_the_file_never_rewritten(tmp_path: Path
     )
     final = drive(h, record(plan_path=plan))
     updates = [(e["done"], e["total"]) for e in h.events.of("plan.updated")]
-    assert updates == [(1, 3), (2, 3)]
+    assert updates == [(1, 3), (2, 3), (3, 3)]
     assert "write c" in h.gateway.prompts[2]
     assert "write a" not in h.gateway.prompts[2]
     assert plan.read_text() == text
-    assert final.plan_progress == (2, 3)
+    assert final.plan_progress == (3, 3)
 
 
 def test_a_crashed_turn_fails_the_run_with_its_reason() -> None:

@@ -45,7 +45,8 @@ def test_window_with_reset_waits_past_the_reset_probes_and_resumes_the_session(
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    # A probe interval longer than the window: the announced reset alone decides.
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     requests = rehearsal.requests()
@@ -55,6 +56,7 @@ def test_window_with_reset_waits_past_the_reset_probes_and_resumes_the_session(
     probes = [r for r in requests if r["kind"] == "probe"]
     assert probes, "a probe must precede the resumed turn"
     assert instant(probes[0]["at"]) >= instant(gate["ended_at"])  # first probe after reset
+    assert len(probes) == 1  # and it found the window open
     waits = [e for e in finished.events() if e["type"] == "wait.started"]
     assert len(waits) >= 1
     assert "five_hour" in waits[0]["capacity"]

@@ -24,7 +24,7 @@ from claudeloop.application.prompts import continue_prompt, first_prompt
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import Available, describe
 from claudeloop.domain.classify import classify
-from claudeloop.domain.completion import evaluate
+from claudeloop.domain.completion import CompletionVerdict, evaluate
 from claudeloop.domain.loop import (
     Decision,
     Finish,
@@ -42,6 +42,7 @@ from claudeloop.domain.loop import (
     resume_decision,
 )
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.progress import plan_after_verdict
 
 
 class PlanReader:
@@ -212,14 +213,17 @@ class Runner:
         )
         if outcome.denied_tools:
             self.events.emit("tools.denied", tools=list(outcome.denied_tools))
-        record = self._reconcile_plan(replace(record, state=transition.state), plan_reader)
+        if isinstance(capacity, Available):
+            record = self._reconcile_plan(record, verdict, plan_reader)
         return self._apply(record, transition)
 
-    def _reconcile_plan(self, record: RunRecord, plan_reader: PlanReader) -> RunRecord:
+    def _reconcile_plan(
+        self, record: RunRecord, verdict: CompletionVerdict, plan_reader: PlanReader
+    ) -> RunRecord:
         if record.plan is None:
             return record
         before = (record.plan.done_count, record.plan.total)
-        plan = record.plan.reconciled_with(record.state.remaining_work)
+        plan = plan_after_verdict(record.plan, verdict)
         on_disk = plan_reader.read()
         if on_disk is not None:
             plan = plan.merged_with(on_disk)
