@@ -1,0 +1,328 @@
+"""The gateway's judgement of turns, with the SDK client played by a fake.
+
+What the real CLI emits is the contract tests' business; here: when the process is kept
+or started afresh, how cost is split per turn, and which turns are failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    CLIConnectionError,
+    Message,
+    ProcessError,
+    ResultError,
+    ResultMessage,
+    TextBlock,
+)
+
+from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
+from claudeloop.adapters.claude_code import gateway as gateway_module
+from claudeloop.application.ports import TurnOutcome
+
+SESSION = "8f2ba0f9-e66a-4382-9199-b6e286b32481"
+OTHER = "0b4b9d3a-54c1-4c2b-9a57-1d7b3c0f8e11"
+
+Step = Message | Exception
+
+
+def answer(
+    *,
+    session_id: str = SESSION,
+    cost: float = 0.0016,
+    is_error: bool = False,
+    status: int | None = None,
+    subtype: str = "success",
+    errors: list[str] | None = None,
+) -> ResultMessage:
+    return ResultMessage(
+        subtype=subtype,
+        duration_ms=50,
+        duration_api_ms=20,
+        is_error=is_error,
+        num_turns=2,
+        session_id=session_id,
+        total_cost_usd=cost,
+        result="API Error: 529 Overloaded" if status else '{"complete":true}',
+        structured_output=None if is_error else {"complete": True, "summary": "done"},
+        api_error_status=status,
+        errors=errors,
+    )
+
+
+class FakeCli:
+    """Plays Claude Code: every prompt gets the next scripted turn."""
+
+    def __init__(self, *turns: list[Step]) -> None:
+        self.turns = list(turns)
+        self.resumes: list[str | None] = []
+        self.prompts: list[str] = []
+        self.disconnects = 0
+        self.connect_error: Exception | None = None
+        self.query_errors: list[Exception] = []
+
+    def client(self, options: ClaudeAgentOptions) -> FakeClient:
+        return FakeClient(self, options)
+
+
+class FakeClient:
+    def __init__(self, cli: FakeCli, options: ClaudeAgentOptions) -> None:
+        self.cli = cli
+        self.options = options
+        self.turn: list[Step] = []
+
+    async def connect(self) -> None:
+        if self.cli.connect_error is not None:
+            raise self.cli.connect_error
+        self.cli.resumes.append(self.options.resume)
+
+    async def query(self, prompt: str) -> None:
+        if self.cli.query_errors:
+            raise self.cli.query_errors.pop(0)
+        self.cli.prompts.append(prompt)
+        self.turn = self.cli.turns.pop(0)
+
+    async def receive_response(self) -> AsyncIterator[Message]:
+        for step in self.turn:
+            if isinstance(step, Exception):
+                raise step
+            yield step
+
+    async def disconnect(self) -> None:
+        self.cli.disconnects += 1
+
+
+@pytest.fixture
+def debug_log(tmp_path: Path) -> Path:
+    return tmp_path / "debug.log"
+
+
+def gateway_on(cli: FakeCli, monkeypatch: pytest.MonkeyPatch, debug_log: Path) -> ClaudeCodeGateway:
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    return ClaudeCodeGateway(GatewaySettings(cwd=Path("/work/project"), stderr_log=debug_log))
+
+
+def turns(gateway: ClaudeCodeGateway, *sessions: str | None) -> list[TurnOutcome]:
+    async def go() -> list[TurnOutcome]:
+        outcomes = []
+        for session_id in sessions:
+            outcomes.append(await gateway.run_turn("go on", session_id=session_id))
+        await gateway.close()
+        return outcomes
+
+    return anyio.run(go)
+
+
+def test_one_process_answers_every_turn_of_a_session(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer(cost=0.0016)], [answer(cost=0.0024)], [answer(cost=0.003)])
+    first, second, third = turns(gateway_on(cli, monkeypatch, debug_log), None, SESSION, SESSION)
+
+    assert cli.resumes == [None]
+    assert cli.disconnects == 1
+    # The CLI reports its process's running total; each turn pays only its own part.
+    assert [first.cost_usd, second.cost_usd, third.cost_usd] == pytest.approx(
+        [0.0016, 0.0008, 0.0006]
+    )
+    assert first.session_id == SESSION
+    assert first.failure is None
+    assert first.structured is not None
+    assert first.structured.complete
+
+
+def test_another_session_or_a_new_one_starts_a_fresh_process(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer()], [answer(session_id=OTHER, cost=0.001)], [answer()])
+    _, other, fresh = turns(gateway_on(cli, monkeypatch, debug_log), None, OTHER, None)
+
+    assert cli.resumes == [None, OTHER, None]
+    assert other.failure is None
+    assert other.cost_usd == pytest.approx(0.001)
+    assert fresh.cost_usd == pytest.approx(0.0016)
+
+
+def test_a_failed_turn_ends_the_process_and_the_next_turn_resumes(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli(
+        [answer()],
+        [AssistantMessage(content=[], model="<synthetic>", error="server_error"),
+         answer(is_error=True, status=529, cost=0.0016)],
+        [answer(cost=0.0004)],
+    )  # fmt: skip
+    _, failed, resumed = turns(gateway_on(cli, monkeypatch, debug_log), None, SESSION, SESSION)
+
+    assert failed.failure is None
+    assert failed.signals.api_error_status == 529
+    assert failed.signals.assistant_error == "server_error"
+    assert failed.cost_usd == 0.0
+    assert cli.resumes == [None, SESSION]
+    assert resumed.cost_usd == pytest.approx(0.0004)
+
+
+def test_an_answer_on_another_session_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer(session_id=OTHER)], [answer()])
+    switched, _ = turns(gateway_on(cli, monkeypatch, debug_log), SESSION, SESSION)
+
+    assert switched.failure is not None
+    assert OTHER in switched.failure
+    assert "new session" in switched.failure
+    assert cli.resumes == [SESSION, SESSION]
+
+
+def test_a_crash_before_the_result_is_a_failure_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    crash = ProcessError("Command failed with exit code 137\nmore", exit_code=137)
+    cli = FakeCli(
+        [AssistantMessage(content=[TextBlock(text="Writing")], model="m"), crash], [], [answer()]
+    )
+    crashed, silent, after = turns(gateway_on(cli, monkeypatch, debug_log), None, None, None)
+
+    assert crashed.failure == (
+        "Claude Code ended the turn without a result: Command failed with exit code 137"
+    )
+    assert crashed.cost_usd == 0.0
+    assert crashed.session_id is None
+    assert silent.failure == "Claude Code ended the turn without a result"
+    assert after.failure is None
+    assert cli.resumes == [None, None, None]
+    assert "[claudeloop] Claude Code ended the turn without a result" in debug_log.read_text()
+
+
+def test_an_exit_after_the_result_keeps_the_result(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    data = {"subtype": "success", "is_error": True, "result": "Overloaded"}
+    cli = FakeCli([answer(is_error=True, status=529), ResultError("exit", data=data, exit_code=1)])
+    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), None)
+
+    assert outcome.failure is None
+    assert outcome.signals.api_error_status == 529
+
+
+def test_a_session_that_cannot_be_resumed_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli()
+    cli.connect_error = ResultError(
+        "Claude Code returned an error result",
+        data={"is_error": True, "result": f"No conversation found with session ID: {SESSION}"},
+    )
+    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), SESSION)
+
+    assert outcome.failure == (
+        f"Claude Code could not resume session {SESSION}: "
+        f"No conversation found with session ID: {SESSION}"
+    )
+
+
+def test_a_kept_process_that_died_is_replaced_once(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer()], [answer(cost=0.0004)])
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+
+    async def go() -> TurnOutcome:
+        await gateway.run_turn("first", session_id=None)
+        cli.query_errors.append(CLIConnectionError("process gone"))
+        return await gateway.run_turn("second", session_id=SESSION)
+
+    outcome = anyio.run(go)
+    assert outcome.failure is None
+    assert outcome.cost_usd == pytest.approx(0.0004)
+    assert cli.resumes == [None, SESSION]
+    assert cli.prompts == ["first", "second"]
+
+
+def test_a_fresh_process_that_cannot_take_the_prompt_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli()
+    cli.query_errors.append(CLIConnectionError("broken pipe"))
+    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), None)
+    assert outcome.failure == "Claude Code could not start a session: broken pipe"
+
+
+def test_a_stop_of_the_cli_own_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    stopped = answer(is_error=True, subtype="error_during_execution", errors=["aborted"])
+    cli = FakeCli([stopped])
+    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), None)
+    assert outcome.failure == "Claude Code stopped the turn: error_during_execution: aborted"
+
+
+def test_a_probe_reads_its_signals_even_when_the_cli_exits_1(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    seen: list[ClaudeAgentOptions] = []
+
+    async def fake_query(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Message]:
+        seen.append(options)
+        yield AssistantMessage(content=[], model="<synthetic>", error="rate_limit")
+        yield answer(is_error=True, status=429, cost=0.0)
+        raise ResultError("exit", data={"is_error": True}, exit_code=1)
+
+    monkeypatch.setattr(gateway_module, "query", fake_query)
+    gateway = ClaudeCodeGateway(GatewaySettings(cwd=Path("/work/project"), stderr_log=debug_log))
+    probe = anyio.run(gateway.probe)
+
+    assert probe.signals.api_error_status == 429
+    assert probe.signals.assistant_error == "rate_limit"
+    assert probe.cost_usd == 0.0
+    assert seen[0].tools == []
+    assert not debug_log.exists()
+
+
+def test_a_probe_that_crashes_says_so_in_the_debug_log(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    async def fake_query(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Message]:
+        raise ProcessError("Command failed", exit_code=1)
+        yield  # pragma: no cover - makes this an async generator
+
+    monkeypatch.setattr(gateway_module, "query", fake_query)
+    gateway = ClaudeCodeGateway(GatewaySettings(cwd=Path("/work/project"), stderr_log=debug_log))
+    probe = anyio.run(gateway.probe)
+
+    assert probe.signals.api_error_status is None
+    assert "probe ended without a result: Command failed" in debug_log.read_text()
+
+
+def test_secrets_in_a_failure_are_blanked(monkeypatch: pytest.MonkeyPatch, debug_log: Path) -> None:
+    cli = FakeCli([ProcessError("bad token sk-ant-secret-value-1")])
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    settings = GatewaySettings(
+        cwd=Path("/work/project"),
+        env={"ANTHROPIC_API_KEY": "sk-ant-secret-value-1"},
+        stderr_log=debug_log,
+    )
+    (outcome,) = turns(ClaudeCodeGateway(settings), None)
+
+    assert outcome.failure is not None
+    assert "sk-ant-secret-value-1" not in outcome.failure
+    assert "sk-ant-secret-value-1" not in debug_log.read_text()
+
+
+def test_closing_twice_is_harmless(monkeypatch: pytest.MonkeyPatch, debug_log: Path) -> None:
+    cli = FakeCli([answer()])
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+
+    async def go() -> None:
+        await gateway.run_turn("go", session_id=None)
+        await gateway.close()
+        await gateway.close()
+
+    anyio.run(go)
+    assert cli.disconnects == 1

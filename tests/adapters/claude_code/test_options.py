@@ -1,0 +1,135 @@
+"""What the SDK is asked for: a turn with Claude Code's own prompt, a probe with nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from claude_agent_sdk import HookContext, PreToolUseHookInput
+
+from claudeloop.adapters.claude_code.options import (
+    QUESTION_DENIED,
+    UNATTENDED_NOTE,
+    GatewaySettings,
+    deny_question,
+    probe_options,
+    turn_options,
+)
+from claudeloop.adapters.claude_code.verdict import VERDICT_SCHEMA
+
+
+def ignore(line: str) -> None:
+    pass
+
+
+def settings(**overrides: object) -> GatewaySettings:
+    return GatewaySettings(cwd=Path("/work/project"), **overrides)  # type: ignore[arg-type]
+
+
+def test_a_turn_keeps_claude_codes_prompt_and_says_nobody_is_there() -> None:
+    options = turn_options(settings(), resume=None, stderr=ignore)
+    assert options.system_prompt == {
+        "type": "preset",
+        "preset": "claude_code",
+        "append": UNATTENDED_NOTE,
+    }
+    assert options.output_format == {"type": "json_schema", "schema": VERDICT_SCHEMA}
+    assert options.permission_mode == "acceptEdits"
+    assert options.resume is None
+    assert options.setting_sources is None
+    assert options.stderr is ignore
+    assert options.cwd == Path("/work/project")
+
+
+def test_a_turn_resumes_the_session_it_is_given() -> None:
+    options = turn_options(settings(), resume="abc", stderr=ignore)
+    assert options.resume == "abc"
+
+
+def test_without_structured_output_the_marker_is_asked_for_instead() -> None:
+    options = turn_options(
+        settings(structured_output=False, done_marker="ALL_DONE", append_system_prompt="Be terse."),
+        resume=None,
+        stderr=ignore,
+    )
+    assert options.output_format is None
+    assert isinstance(options.system_prompt, dict)
+    append = options.system_prompt.get("append")
+    assert isinstance(append, str)
+    assert "ALL_DONE" in append
+    assert append.endswith("Be terse.")
+
+
+def test_the_profile_reaches_the_cli() -> None:
+    options = turn_options(
+        settings(
+            model="qwen3",
+            permission_mode="bypassPermissions",
+            env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:11434"},
+            cli_path=Path("/opt/claude"),
+            setting_sources=(),
+            max_buffer_size=1024,
+        ),
+        resume=None,
+        stderr=ignore,
+    )
+    assert options.model == "qwen3"
+    assert options.permission_mode == "bypassPermissions"
+    assert options.env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:11434"}
+    assert options.cli_path == Path("/opt/claude")
+    assert options.setting_sources == []
+    assert options.max_buffer_size == 1024
+
+
+def test_a_turn_refuses_questions_with_guidance() -> None:
+    options = turn_options(settings(), resume=None, stderr=ignore)
+    assert options.hooks is not None
+    (matcher,) = options.hooks["PreToolUse"]
+    assert matcher.matcher == "AskUserQuestion"
+    hook_input: PreToolUseHookInput = {
+        "session_id": "s",
+        "transcript_path": "/t",
+        "cwd": "/work/project",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "AskUserQuestion",
+        "tool_input": {},
+        "tool_use_id": "t1",
+    }
+    context: HookContext = {"signal": None}
+    answer = anyio.run(deny_question, hook_input, "t1", context)
+    assert answer == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": QUESTION_DENIED,
+        }
+    }
+
+
+def test_a_probe_carries_no_tools_no_verdict_and_no_session() -> None:
+    options = probe_options(settings(model="opus", setting_sources=("user",)), stderr=ignore)
+    assert options.tools == []
+    assert options.max_turns == 1
+    assert options.output_format is None
+    assert options.system_prompt is None
+    assert options.hooks is None
+    assert options.resume is None
+    assert options.extra_args == {"no-session-persistence": None}
+    assert options.model == "opus"
+    assert options.setting_sources == ["user"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"permission_mode": "yolo"}, "yolo"),
+        ({"setting_sources": ("user", "team")}, "team"),
+        ({"max_buffer_size": 0}, "max_buffer_size"),
+    ],
+)
+def test_settings_refuse_what_the_cli_would_not_accept(
+    overrides: dict[str, object], named: str
+) -> None:
+    with pytest.raises(ValueError, match=named):
+        settings(**overrides)

@@ -1,0 +1,389 @@
+"""Reading one turn's SDK messages, built by hand in the shapes CLI 2.1.332 emitted.
+
+The contract tests (tests/contract/) prove these shapes against the real CLI; here each
+source and each normalisation is pinned on its own.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    Message,
+    RateLimitEvent,
+    RateLimitInfo,
+    ResultMessage,
+    SystemMessage,
+    TextBlock,
+    ToolUseBlock,
+)
+from claude_agent_sdk.types import AssistantMessageError
+
+from claudeloop.adapters.claude_code.signals import read_turn
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.classify import classify
+from claudeloop.domain.completion import StructuredVerdict
+
+SESSION = "8f2ba0f9-e66a-4382-9199-b6e286b32481"
+RESET = 1796043541
+RESET_INSTANT = datetime.fromtimestamp(RESET, tz=UTC)
+
+
+def rate_limit(raw: dict[str, Any]) -> RateLimitEvent:
+    """The event as the SDK's parser builds it from the CLI's `rate_limit_info`."""
+    return RateLimitEvent(
+        rate_limit_info=RateLimitInfo(
+            status=raw["status"],
+            resets_at=raw.get("resetsAt"),
+            rate_limit_type=raw.get("rateLimitType"),
+            utilization=raw.get("utilization"),
+            overage_status=raw.get("overageStatus"),
+            overage_resets_at=raw.get("overageResetsAt"),
+            overage_disabled_reason=raw.get("overageDisabledReason"),
+            raw=raw,
+        ),
+        uuid="e1",
+        session_id=SESSION,
+    )
+
+
+def synthetic_error(error: str, text: str) -> AssistantMessage:
+    # The SDK's literal lists six errors; its parser passes the CLI's others
+    # (model_not_found, ...) through unchanged, as here.
+    return AssistantMessage(
+        content=[TextBlock(text=text)],
+        model="<synthetic>",
+        error=cast(AssistantMessageError, error),
+        session_id=SESSION,
+    )
+
+
+def result(
+    *,
+    is_error: bool = False,
+    status: int | None = None,
+    text: str | None = None,
+    subtype: str = "success",
+    cost: float | None = 0.0,
+    structured: Any = None,
+    denials: list[Any] | None = None,
+    errors: list[str] | None = None,
+    session_id: str = SESSION,
+) -> ResultMessage:
+    return ResultMessage(
+        subtype=subtype,
+        duration_ms=80,
+        duration_api_ms=0,
+        is_error=is_error,
+        num_turns=1,
+        session_id=session_id,
+        total_cost_usd=cost,
+        usage={"input_tokens": 100, "output_tokens": 20},
+        result=text,
+        structured_output=structured,
+        permission_denials=denials if denials is not None else [],
+        errors=errors,
+        api_error_status=status,
+        terminal_reason="api_error" if is_error else "completed",
+    )
+
+
+def api_failure(error: str, status: int, text: str) -> list[Message]:
+    return [
+        synthetic_error(error, text),
+        result(is_error=True, status=status, text=text),
+    ]
+
+
+def test_a_five_hour_rejection_with_oauth_reads_as_a_window_with_its_reset() -> None:
+    text = "You've hit your 5-hour limit · resets 12:59pm (UTC)"
+    event = rate_limit(
+        {
+            "status": "rejected",
+            "resetsAt": RESET,
+            "rateLimitType": "five_hour",
+            "isUsingOverage": False,
+            "unifiedWindows": {
+                "five_hour": {"utilization": 1, "resetsAt": RESET, "status": "rejected"}
+            },
+        }
+    )
+    reading = read_turn([event, *api_failure("rate_limit", 429, text)], local_backend=False)
+
+    signals = reading.signals
+    assert signals.rate_limit_status == "rejected"
+    assert signals.rate_limit_type == "five_hour"
+    assert signals.resets_at == RESET_INSTANT
+    assert signals.utilization == 1.0
+    assert signals.assistant_error == "rate_limit"
+    assert signals.api_error_status == 429
+    assert signals.result_text == text
+    assert reading.failed
+    assert reading.cli_stop is None
+    assert classify(signals) == WindowExhausted("five_hour", resets_at=RESET_INSTANT)
+
+
+def test_a_reset_in_milliseconds_is_the_same_instant() -> None:
+    event = rate_limit(
+        {"status": "rejected", "resetsAt": RESET * 1000, "rateLimitType": "seven_day"}
+    )
+    reading = read_turn([event], local_backend=False)
+    assert reading.signals.resets_at == RESET_INSTANT
+    assert reading.signals.rate_limit_type == "seven_day"
+
+
+def test_a_reset_that_is_no_number_or_no_date_is_no_reset() -> None:
+    for bad in ("soon", True, 10**30):
+        event = rate_limit({"status": "rejected", "resetsAt": bad})
+        assert read_turn([event], local_backend=False).signals.resets_at is None
+
+
+def test_a_warning_hidden_in_unified_windows_surfaces_as_allowed_warning() -> None:
+    # The CLI turns the header's allowed_warning into a top-level "allowed".
+    event = rate_limit(
+        {
+            "status": "allowed",
+            "resetsAt": RESET,
+            "rateLimitType": "five_hour",
+            "overageStatus": "rejected",
+            "overageDisabledReason": "out_of_credits",
+            "isUsingOverage": False,
+            "unifiedWindows": {
+                "five_hour": {"utilization": 0.92, "resetsAt": RESET, "status": "allowed_warning"}
+            },
+        }
+    )
+    reading = read_turn([event, result(cost=0.0004)], local_backend=False)
+
+    signals = reading.signals
+    assert signals.rate_limit_status == "allowed_warning"
+    assert signals.rate_limit_type == "five_hour"
+    assert signals.utilization == 0.92
+    assert signals.overage_status == "rejected"
+    assert signals.overage_disabled_reason == "out_of_credits"
+    assert classify(signals) == Available()
+
+
+def test_the_warned_window_names_the_type_reset_and_utilization() -> None:
+    event = rate_limit(
+        {
+            "status": "allowed",
+            "resetsAt": 1,
+            "rateLimitType": "five_hour",
+            "utilization": 0.1,
+            "unifiedWindows": {
+                "five_hour": {"utilization": 0.1, "resetsAt": 1, "status": "allowed"},
+                "seven_day": {"utilization": 0.95, "resetsAt": RESET, "status": "allowed_warning"},
+            },
+        }
+    )
+    signals = read_turn([event], local_backend=False).signals
+    assert signals.rate_limit_status == "allowed_warning"
+    assert signals.rate_limit_type == "seven_day"
+    assert signals.resets_at == RESET_INSTANT
+    assert signals.utilization == 0.95
+
+
+def test_malformed_unified_windows_are_ignored() -> None:
+    event = rate_limit(
+        {
+            "status": "allowed",
+            "unifiedWindows": {"five_hour": "full", "seven_day": {"status": 3}},
+        }
+    )
+    assert read_turn([event], local_backend=False).signals.rate_limit_status == "allowed"
+    listless = rate_limit({"status": "allowed", "unifiedWindows": ["five_hour"]})
+    assert read_turn([listless], local_backend=False).signals.rate_limit_status == "allowed"
+
+
+def test_utilization_comes_from_the_window_when_the_event_has_none() -> None:
+    event = rate_limit(
+        {
+            "status": "rejected",
+            "rateLimitType": "five_hour",
+            "unifiedWindows": {"five_hour": {"utilization": 1, "status": "rejected"}},
+        }
+    )
+    assert read_turn([event], local_backend=False).signals.utilization == 1.0
+
+
+def test_the_worst_rate_limit_event_of_a_turn_describes_it() -> None:
+    allowed = rate_limit({"status": "allowed"})
+    rejected = rate_limit({"status": "rejected", "rateLimitType": "five_hour"})
+    weekly = rate_limit({"status": "rejected", "rateLimitType": "seven_day"})
+
+    worst = read_turn([allowed, rejected, allowed], local_backend=False).signals
+    assert worst.rate_limit_status == "rejected"
+    assert worst.rate_limit_type == "five_hour"
+    latest = read_turn([rejected, weekly], local_backend=False).signals
+    assert latest.rate_limit_type == "seven_day"
+
+
+def test_an_out_of_credits_rejection_reads_as_credits() -> None:
+    event = rate_limit(
+        {
+            "status": "rejected",
+            "resetsAt": RESET,
+            "rateLimitType": "five_hour",
+            "overageStatus": "rejected",
+            "overageDisabledReason": "out_of_credits",
+        }
+    )
+    text = "You've hit your 5-hour limit · resets 12:59pm (UTC)"
+    reading = read_turn([event, *api_failure("rate_limit", 429, text)], local_backend=False)
+    assert isinstance(classify(reading.signals), CreditsExhausted)
+
+
+def test_an_api_key_429_without_event_reads_as_an_unknown_window() -> None:
+    text = "API Error: Request rejected (429) · Rate limited"
+    reading = read_turn(api_failure("rate_limit", 429, text), local_backend=False)
+    assert reading.signals.rate_limit_status is None
+    assert classify(reading.signals) == WindowExhausted("unknown", resets_at=None)
+
+
+def test_a_low_credit_balance_reads_as_credits() -> None:
+    reading = read_turn(
+        api_failure("billing_error", 400, "Credit balance is too low"), local_backend=False
+    )
+    assert reading.signals.assistant_error == "billing_error"
+    assert reading.signals.api_error_status == 400
+    assert classify(reading.signals) == CreditsExhausted(detail="Credit balance is too low")
+
+
+def test_bad_credentials_read_as_authentication_with_the_retry_error_code() -> None:
+    retry = SystemMessage(
+        subtype="api_retry",
+        data={"attempt": 0, "error_status": 401, "error": "authentication_failed"},
+    )
+    text = "Not logged in · Please run /login"
+    reading = read_turn(
+        [retry, *api_failure("authentication_failed", 401, text)], local_backend=False
+    )
+    assert reading.signals.error_code == "authentication_failed"
+    assert classify(reading.signals) == AuthenticationFailed(detail=text)
+
+
+def test_a_retry_that_then_succeeded_leaves_no_error_code() -> None:
+    retry = SystemMessage(subtype="api_retry", data={"error": "overloaded"})
+    reading = read_turn([retry, result(text="done")], local_backend=False)
+    assert reading.signals.error_code is None
+
+
+def test_a_missing_model_on_a_local_backend_is_misconfiguration() -> None:
+    text = "There's an issue with the selected model (qwen3). It may not exist."
+    reading = read_turn(api_failure("model_not_found", 404, text), local_backend=True)
+    assert reading.signals.local_backend
+    assert isinstance(classify(reading.signals), BackendMisconfigured)
+
+
+def test_a_full_local_queue_is_a_local_window() -> None:
+    text = "API Error: 503 server busy, please try again."
+    reading = read_turn(api_failure("server_error", 503, text), local_backend=True)
+    assert classify(reading.signals) == WindowExhausted("local", resets_at=None)
+
+
+def test_an_overloaded_service_is_a_short_window() -> None:
+    text = "API Error: 529 Overloaded."
+    reading = read_turn(api_failure("server_error", 529, text), local_backend=False)
+    assert classify(reading.signals) == WindowExhausted("overloaded", resets_at=None)
+
+
+def test_the_verdict_cost_usage_session_and_text_come_from_the_result() -> None:
+    verdict = {
+        "complete": False,
+        "remaining_work": ["step 2"],
+        "blocked_on": None,
+        "summary": "Wrote step1.txt.",
+    }
+    reading = read_turn(
+        [
+            SystemMessage(subtype="init", data={"session_id": SESSION}),
+            AssistantMessage(
+                content=[ToolUseBlock(id="t1", name="StructuredOutput", input=verdict)],
+                model="claude-sonnet",
+            ),
+            result(text='{"complete":false}', cost=0.0016, structured=verdict),
+        ],
+        local_backend=False,
+    )
+    assert reading.answered
+    assert not reading.failed
+    assert reading.structured == StructuredVerdict(
+        complete=False, remaining_work=("step 2",), summary="Wrote step1.txt."
+    )
+    assert reading.process_cost_usd == 0.0016
+    assert reading.usage == {"input_tokens": 100, "output_tokens": 20}
+    assert reading.session_id == SESSION
+    assert reading.final_text == '{"complete":false}'
+    assert classify(reading.signals) == Available()
+
+
+def test_without_a_result_the_session_comes_from_init_and_nothing_is_answered() -> None:
+    reading = read_turn(
+        [
+            SystemMessage(subtype="init", data={"session_id": SESSION}),
+            AssistantMessage(content=[TextBlock(text="half an answer")], model="m"),
+        ],
+        local_backend=False,
+    )
+    assert not reading.answered
+    assert reading.session_id == SESSION
+    assert reading.final_text == "half an answer"
+    assert reading.signals.result_text == "half an answer"
+    assert reading.process_cost_usd == 0.0
+
+
+def test_the_final_text_falls_back_to_the_last_top_level_assistant_text() -> None:
+    reading = read_turn(
+        [
+            AssistantMessage(content=[TextBlock(text="All done. MARKER")], model="m"),
+            AssistantMessage(
+                content=[TextBlock(text="a subagent speaks")], model="m", parent_tool_use_id="t"
+            ),
+            AssistantMessage(content=[ToolUseBlock(id="t2", name="Read", input={})], model="m"),
+            result(text=None, cost=None),
+        ],
+        local_backend=False,
+    )
+    assert reading.final_text == "All done. MARKER"
+    assert reading.process_cost_usd == 0.0
+
+
+def test_denied_tools_are_named_once_each_in_order() -> None:
+    denials = [
+        {"tool_name": "Bash", "tool_use_id": "t1", "tool_input": {"command": "make"}},
+        {"tool_name": "WebFetch", "tool_use_id": "t2", "tool_input": {}},
+        {"tool_name": "Bash", "tool_use_id": "t3", "tool_input": {"command": "ls"}},
+        {"tool_use_id": "t4"},
+        "Edit",
+    ]
+    reading = read_turn([result(denials=denials)], local_backend=False)
+    assert reading.denied_tools == ("Bash", "WebFetch")
+
+
+def test_a_stop_of_the_cli_own_without_an_api_error_is_named() -> None:
+    stopped = result(
+        is_error=True,
+        subtype="error_during_execution",
+        errors=["Tool crashed\nstack trace"],
+    )
+    assert read_turn([stopped], local_backend=False).cli_stop == (
+        "error_during_execution: Tool crashed"
+    )
+    wordless = result(is_error=True, subtype="error_max_turns")
+    assert read_turn([wordless], local_backend=False).cli_stop == "error_max_turns: no detail"
+
+
+def test_an_api_error_or_a_missing_verdict_is_no_stop_of_the_cli() -> None:
+    api = result(is_error=True, subtype="error_during_execution", status=500, text="API Error")
+    assert read_turn([api], local_backend=False).cli_stop is None
+    no_verdict = result(is_error=True, subtype="error_max_structured_output_retries")
+    assert read_turn([no_verdict], local_backend=False).cli_stop is None
