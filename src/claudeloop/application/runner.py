@@ -77,6 +77,7 @@ class Runner:
         else:
             self.events.emit(
                 "run.started",
+                run_id=record.run_id,
                 cwd=str(record.spec.cwd),
                 plan=str(record.spec.plan_path) if record.spec.plan_path else None,
                 profile=record.spec.profile,
@@ -205,7 +206,10 @@ class Runner:
             "turn.finished",
             turn=number,
             capacity=describe(capacity),
-            verdict=type(verdict).__name__.lower(),
+            # A refused turn's verdict means nothing (the limit may have cut it short).
+            verdict=type(verdict).__name__.lower()
+            if isinstance(capacity, Available)
+            else "refused",
             summary=verdict.summary,
             cost_usd=outcome.cost_usd,
             session_id=record.session_id,

@@ -19,7 +19,7 @@ class ConsoleView:
     """An event sink that renders events for a person."""
 
     def __init__(self, *, quiet: bool = False, stream: Any = None) -> None:
-        self._console = Console(file=stream or sys.stderr, highlight=False)
+        self._console = Console(file=stream or sys.stderr, highlight=False, soft_wrap=True)
         self._quiet = quiet
         self._live: Live | None = None
         self._status = _Status()

@@ -122,7 +122,7 @@ def rehearse(*, scenario: str, list_them: bool, keep: bool, as_json: bool) -> No
             click.echo(
                 f"rehearsal: {result['outcome']} after {result['turns']} turns, "
                 f"{result['probes']} probes, {result['waited_seconds']:.0f}s waited; "
-                f"the API answered {state.get('turns', '?')} turn requests and "
+                f"the rehearsal API saw {state.get('turn_requests', '?')} model requests and "
                 f"{state.get('probes', '?')} probes",
                 err=True,
             )

@@ -22,6 +22,7 @@ from claudeloop.adapters.run_directory.codec import (
     record_to_json,
 )
 from claudeloop.adapters.run_directory.redact import Redactor
+from claudeloop.application.ports import Clock
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.loop import ControlCommand
 
@@ -148,7 +149,7 @@ class RunDirectory:
 class EventLog:
     """Appends events to events.jsonl as they happen, redacted and capped."""
 
-    def __init__(self, directory: RunDirectory, clock: Any, redactor: Redactor) -> None:
+    def __init__(self, directory: RunDirectory, clock: Clock, redactor: Redactor) -> None:
         self._directory = directory
         self._clock = clock
         self._redactor = redactor
@@ -158,10 +159,10 @@ class EventLog:
 
     def emit(self, event_type: str, **fields: Any) -> None:
         event = {
+            **{key: _capped(value) for key, value in fields.items()},
             "ts": self._clock.now().isoformat(),
             "run_id": self._directory.run_id,
             "type": event_type,
-            **{key: _capped(value) for key, value in fields.items()},
         }
         line = json.dumps(self._redactor.data(event), ensure_ascii=False)
         self._handle.write(line + "\n")
