@@ -250,7 +250,14 @@ class BrokenResponse(Response):
         media_type: str,
         headers: dict[str, str],
     ) -> None:
-        super().__init__(media_type=media_type, headers=headers)
+        # Not Response.__init__: it would declare a Content-Length, and a cut body must be
+        # chunked so that the client, not the server's HTTP layer, sees it end early.
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = [
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in (headers | {"content-type": media_type}).items()
+        ]
         self._how = how
         self._head = head
         self._tail = tail
