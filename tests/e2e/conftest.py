@@ -11,7 +11,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,32 @@ class Rehearsal:
         )
         return Finished(completed.returncode, completed.stdout, completed.stderr, self.project)
 
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "claudeloop", *args, "--cwd", str(self.project)]
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """`claudeloop ARGS` in the background, in its own process group (so a test can
+        kill it and its Claude Code child at once, as a crash or a reboot would)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "claudeloop", *args, "--cwd", str(self.project), "--json"],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
     def requests(self) -> list[dict[str, Any]]:
         return list(self.server.state()["requests"])
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Polls until `condition` holds; fails the test naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
 
 
 def cli_env(base_url: str, home: Path, *, credentials: str = "oauth") -> dict[str, str]:

@@ -39,7 +39,12 @@ class Backend:
 
 
 def default_backend() -> Backend:
-    return Backend(env={})
+    """Claude Code as the user's own `claude` reaches it: the inherited environment.
+
+    CLAUDELOOP_CLI_PATH names another Claude Code executable (default: the one bundled
+    with claude-agent-sdk)."""
+    cli_path = os.environ.get("CLAUDELOOP_CLI_PATH")
+    return Backend(env={}, cli_path=Path(cli_path) if cli_path else None)
 
 
 def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:

@@ -176,7 +176,9 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
         )
 
 
-def control(*, cwd: Path | None, run_id: str | None, command: ControlCommand) -> None:
+def control(
+    *, cwd: Path | None, run_id: str | None, command: ControlCommand, as_json: bool = False
+) -> None:
     directory = find_run(working_directory(cwd), run_id, None)
     pid = live_driver(directory.lock_path)
     if pid is None:
@@ -187,4 +189,7 @@ def control(*, cwd: Path | None, run_id: str | None, command: ControlCommand) ->
         if command is ControlCommand.STOP
         else "after the current turn, with a handoff summary"
     )
+    if as_json:
+        click.echo(json.dumps({"run_id": directory.run_id, "pid": pid, "command": command.value}))
+        return
     click.echo(f"claudeloop: asked run {directory.run_id} (pid {pid}) to {command.value}: {when}")

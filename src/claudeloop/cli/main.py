@@ -311,12 +311,13 @@ Examples:
 """
 )
 @run_selection
-def stop(cwd: Path | None, run_id: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True)
+def stop(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     """Stop the live run at the next safe point (at once during a wait); it exits 130."""
     from claudeloop.cli import inspect
     from claudeloop.domain.loop import ControlCommand
 
-    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.STOP)
+    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.STOP, as_json=as_json)
 
 
 @cli.command(
@@ -327,9 +328,10 @@ Examples:
 """,
 )
 @run_selection
-def wind_down(cwd: Path | None, run_id: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True)
+def wind_down(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     """Finish the current turn, write the handoff summary, exit 75."""
     from claudeloop.cli import inspect
     from claudeloop.domain.loop import ControlCommand
 
-    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.WIND_DOWN)
+    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.WIND_DOWN, as_json=as_json)

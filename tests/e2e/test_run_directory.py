@@ -1,0 +1,179 @@
+"""A run survives kill -9 and is steered from another terminal (status, logs, stop,
+wind-down), with the real CLI and the rehearsal API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+
+pytestmark = pytest.mark.e2e
+
+
+def state_of(project: Path) -> dict[str, object]:
+    (run,) = list((project / ".claudeloop" / "runs").iterdir())
+    return dict(json.loads((run / "state.json").read_text()))
+
+
+def has_state(project: Path) -> bool:
+    runs = project / ".claudeloop" / "runs"
+    return runs.is_dir() and any((r / "state.json").exists() for r in runs.iterdir())
+
+
+def phase(project: Path) -> str:
+    return str(state_of(project)["state"]["phase"]) if has_state(project) else "none"  # type: ignore[index]
+
+
+def kill_hard(process: subprocess.Popen[str]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+
+
+@pytest.mark.scenario("stall_at_2")
+def test_kill_9_during_a_turn_then_resume_finishes_with_the_persisted_ledger(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2 to be in flight"
+    )
+    kill_hard(process)
+    before = state_of(rehearsal.project)
+    assert before["state"]["turns"] == 1  # type: ignore[index]
+    finished = rehearsal.claudeloop("resume")
+    assert finished.exit_code == 0, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "done"
+    events = finished.events()
+    resumed_at = next(i for i, e in enumerate(events) if e["type"] == "run.resumed")
+    answered_after = [
+        e for e in events[resumed_at:] if e["type"] == "turn.finished" and e["verdict"] != "refused"
+    ]
+    # The persisted turn counted once, the killed turn not at all, the new ones once each.
+    assert result["turns"] == before["state"]["turns"] + len(answered_after)  # type: ignore[index]
+    assert result["session_id"] == before["session_id"]
+    assert {e["session_id"] for e in answered_after} == {before["session_id"]}
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_kill_9_during_a_wait_keeps_the_probe_instant_and_status_shows_the_wait(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "8s")
+    wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+
+    status = rehearsal.claudeloop("status")
+    shown = json.loads(status.stdout)
+    assert shown["phase"] == "waiting"
+    assert shown["driver_alive"] is True
+    assert "window closed" in shown["capacity"]
+    assert shown["next_probe_in_seconds"] is not None
+    logs = subprocess.run(
+        [*rehearsal.command("logs")], env=rehearsal.env, capture_output=True, text=True, check=True
+    )
+    assert "wait.started" in logs.stdout
+    assert "window closed" in logs.stdout
+
+    kill_hard(process)
+    persisted = state_of(rehearsal.project)["state"]["next_probe_at"]  # type: ignore[index]
+    probes_before = len([r for r in rehearsal.requests() if r["kind"] == "probe"])
+    rehearsal.server.lift()
+    finished = rehearsal.claudeloop("resume")
+    assert finished.exit_code == 0, finished.stderr
+    resumed_waits = [e for e in finished.events() if e["type"] == "wait.started"][-1]
+    assert resumed_waits["probe_at"] == persisted  # the same instant: no burst, no fresh wait
+    probes = [r for r in rehearsal.requests() if r["kind"] == "probe"]
+    assert len(probes) == probes_before + 1
+    assert probes[-1]["at"] >= persisted
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_stop_during_a_wait_exits_130_without_probing(rehearsal: Rehearsal) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+    wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+    stop = rehearsal.claudeloop("stop")
+    assert stop.exit_code == 0, stop.stderr
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+    (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
+    assert "stopped" in (run / "summary.md").read_text()
+
+
+@pytest.mark.scenario("three_steps")
+def test_wind_down_mid_run_finishes_the_turn_and_exits_75_with_a_handoff(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    wait_for(lambda: rehearsal.server.state()["turn_requests"] >= 1, "the first turn")
+    wind = rehearsal.claudeloop("wind-down")
+    assert wind.exit_code == 0, wind.stderr
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 75, err
+    result = json.loads(out)
+    assert result["outcome"] == "wound_down"
+    assert 1 <= result["turns"] < 3
+    (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
+    handoff = (run / "summary.md").read_text()
+    assert "Write step3.txt" in handoff  # what is left
+    assert "claudeloop resume" in handoff  # and how to go on
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_a_second_driver_of_a_live_run_is_refused_with_the_live_pid(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+    try:
+        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+        second = rehearsal.claudeloop("resume")
+        assert second.exit_code == 2
+        assert str(process.pid) in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+    finally:
+        kill_hard(process)
+
+
+@pytest.mark.scenario("three_steps")
+def test_secrets_never_reach_the_run_directory(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    canaries = {
+        "CLAUDE_CODE_OAUTH_TOKEN": "canary-oauth-7f3a9c1e5b",
+        "ANTHROPIC_AUTH_TOKEN": "canary-auth-token-22d81f",
+        "MY_SERVICE_API_KEY": "canary-service-key-91bc3",
+    }
+    rehearsal.env.update(canaries)
+    # A stand-in for the CLI that prints the secrets on stderr before running the real one.
+    from claude_agent_sdk import __file__ as sdk_file
+
+    real = Path(sdk_file).parent / "_bundled" / "claude"
+    wrapper = tmp_path / "claude-wrapper"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'echo "token=$CLAUDE_CODE_OAUTH_TOKEN auth=$ANTHROPIC_AUTH_TOKEN '
+        'key=$MY_SERVICE_API_KEY sk-ant-api03-abcdefghijklmnop" >&2\n'
+        f'exec "{real}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    rehearsal.env["CLAUDELOOP_CLI_PATH"] = str(wrapper)
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    run = finished.run_directory()
+    debug = (run / "debug.log").read_text()
+    assert "[redacted]" in debug  # the wrapper's line reached the log, masked
+    for path in run.iterdir():
+        text = path.read_text()
+        for canary in [*canaries.values(), "sk-ant-api03-abcdefghijklmnop"]:
+            assert canary not in text, f"{canary} leaked into {path.name}"
