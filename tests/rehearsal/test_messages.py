@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import pytest
 
-from claudeloop.rehearsal import RehearsalServer, Scenario, builtin_scenario, parse_scenario
+from claudeloop.rehearsal import RehearsalServer, builtin_scenario
 from tests.rehearsal.wire import (
     CWD,
     ENVIRONMENT,
@@ -16,28 +14,17 @@ from tests.rehearsal.wire import (
     body,
     events,
     first_turn,
+    post,
     prompt,
+    scenario,
     tool_call,
     tool_result,
 )
 
 
-def post(server: RehearsalServer, payload: dict[str, Any], **headers: str) -> httpx.Response:
-    return httpx.post(
-        f"{server.base_url}/v1/messages?beta=true",
-        json=payload,
-        headers={"x-api-key": "test", **headers},
-        timeout=5,
-    )
-
-
-def scenario(toml: str) -> Scenario:
-    return parse_scenario(toml, source="test.toml", fmt="toml")
-
-
-def test_a_first_turn_streams_text_then_the_write_call_in_api_order() -> None:
+def test_a_first_turn_streams_text_then_the_write_call_in_api_order(http: httpx.Client) -> None:
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, first_turn())
+        response = post(http, server, first_turn())
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
     names = [name for name, _ in events(response.text)]
@@ -60,10 +47,12 @@ def test_a_first_turn_streams_text_then_the_write_call_in_api_order() -> None:
     assert delta["usage"]["output_tokens"] > 0
 
 
-def test_the_tool_result_is_answered_with_the_verdict_through_structured_output() -> None:
+def test_the_tool_result_is_answered_with_the_verdict_through_structured_output(
+    http: httpx.Client,
+) -> None:
     conversation = [prompt("do the plan"), ENVIRONMENT, tool_call(), tool_result()]
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, body(conversation))
+        response = post(http, server, body(conversation))
         state = server.state()
     [verdict] = assembled(response.text)
     assert verdict["name"] == "StructuredOutput"
@@ -80,7 +69,9 @@ def test_the_tool_result_is_answered_with_the_verdict_through_structured_output(
     assert state["verdicts"] == 1
 
 
-def test_a_resumed_turn_counts_its_prompt_even_when_merged_with_the_last_tool_result() -> None:
+def test_a_resumed_turn_counts_its_prompt_even_when_merged_with_the_last_tool_result(
+    http: httpx.Client,
+) -> None:
     conversation = [
         prompt("do the plan"),
         ENVIRONMENT,
@@ -90,25 +81,25 @@ def test_a_resumed_turn_counts_its_prompt_even_when_merged_with_the_last_tool_re
         tool_result("toolu_2", then="continue"),
     ]
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, body(conversation))
+        response = post(http, server, body(conversation))
         [record] = server.state()["requests"]
     assert (record["turn"], record["step"]) == (2, 0)
     assert assembled(response.text)[0]["input"]["file_path"] == f"{CWD}/step2.txt"
 
 
-def test_system_reminders_alone_are_not_a_prompt() -> None:
+def test_system_reminders_alone_are_not_a_prompt(http: httpx.Client) -> None:
     reminder_only = {"role": "user", "content": "<system-reminder>\nnote\n</system-reminder>"}
     conversation = [prompt("do the plan"), tool_call(), reminder_only]
     with RehearsalServer(builtin_scenario("happy")) as server:
-        post(server, body(conversation))
+        post(http, server, body(conversation))
         [record] = server.state()["requests"]
     assert (record["turn"], record["step"]) == (1, 1)
 
 
-def test_turns_past_the_scenario_repeat_its_last_verdict() -> None:
+def test_turns_past_the_scenario_repeat_its_last_verdict(http: httpx.Client) -> None:
     conversation = [prompt(f"turn {n}") if n % 2 else tool_call() for n in range(1, 12)]
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, body(conversation))
+        response = post(http, server, body(conversation))
         [record] = server.state()["requests"]
     assert record["turn"] == 6
     [verdict] = assembled(response.text)
@@ -116,22 +107,28 @@ def test_turns_past_the_scenario_repeat_its_last_verdict() -> None:
     assert verdict["input"]["complete"] is True
 
 
-def test_a_turn_without_a_verdict_step_ends_with_one_complete_on_the_last_turn() -> None:
+def test_a_turn_without_a_verdict_step_ends_with_one_complete_on_the_last_turn(
+    http: httpx.Client,
+) -> None:
     plan = scenario(
         '[[turns]]\n[[turns.steps]]\nkind = "tool"\nname = "Bash"\n'
         'input = { command = "ls {cwd}" }\n'
     )
     with RehearsalServer(plan) as server:
-        bash = assembled(post(server, first_turn()).text)
-        verdict = assembled(post(server, body([prompt("go"), tool_call(), tool_result()])).text)
+        bash = assembled(post(http, server, first_turn()).text)
+        verdict = assembled(
+            post(http, server, body([prompt("go"), tool_call(), tool_result()])).text
+        )
     assert bash[0]["input"] == {"command": f"ls {CWD}"}
     assert verdict[0]["input"]["complete"] is True
 
 
-def test_without_structured_output_the_tool_is_absent_so_the_request_is_a_probe() -> None:
+def test_without_structured_output_the_tool_is_absent_so_the_request_is_a_probe(
+    http: httpx.Client,
+) -> None:
     tools = [tool for tool in TOOLS if tool["name"] != "StructuredOutput"]
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, body([prompt("quota")], tools=tools))
+        response = post(http, server, body([prompt("quota")], tools=tools))
         state = server.state()
     assert assembled(response.text) == [{"type": "text", "text": "ok"}]
     assert events(response.text)[-2][1]["delta"]["stop_reason"] == "end_turn"
@@ -139,15 +136,17 @@ def test_without_structured_output_the_tool_is_absent_so_the_request_is_a_probe(
     assert state["requests"][0]["turn"] is None
 
 
-def test_the_marker_fallback_plays_turns_on_any_tools_and_says_done_with_the_marker() -> None:
+def test_the_marker_fallback_plays_turns_on_any_tools_and_says_done_with_the_marker(
+    http: httpx.Client,
+) -> None:
     plan = scenario(
         'structured_output = false\ndone_marker = "ALL_DONE"\n'
         '[[turns]]\n[[turns.steps]]\nkind = "verdict"\ncomplete = true\nsummary = "Finished."\n'
     )
     tools = [{"name": "Bash", "input_schema": {"type": "object"}}]
     with RehearsalServer(plan) as server:
-        turn = post(server, body([prompt("go")], tools=tools))
-        side = post(server, body([prompt("title?")], tools=[]))
+        turn = post(http, server, body([prompt("go")], tools=tools))
+        side = post(http, server, body([prompt("title?")], tools=[]))
         state = server.state()
     assert assembled(turn.text) == [{"type": "text", "text": "Finished.\n\nALL_DONE"}]
     assert events(turn.text)[-2][1]["delta"]["stop_reason"] == "end_turn"
@@ -155,25 +154,25 @@ def test_the_marker_fallback_plays_turns_on_any_tools_and_says_done_with_the_mar
     assert (state["turns"], state["probes"]) == (1, 1)
 
 
-def test_a_marker_step_is_text_ending_with_the_done_marker() -> None:
+def test_a_marker_step_is_text_ending_with_the_done_marker(http: httpx.Client) -> None:
     plan = scenario('[[turns]]\n[[turns.steps]]\nkind = "marker"\ntext = "Everything works."\n')
     with RehearsalServer(plan) as server:
-        response = post(server, first_turn())
+        response = post(http, server, first_turn())
     [block] = assembled(response.text)
     assert block["text"] == "Everything works.\n\nCLAUDELOOP_TASK_FULLY_COMPLETE"
 
 
-def test_relative_paths_become_absolute_under_the_working_directory() -> None:
+def test_relative_paths_become_absolute_under_the_working_directory(http: httpx.Client) -> None:
     plan = scenario(
         '[[turns]]\n[[turns.steps]]\nkind = "tool"\nname = "Write"\n'
         'input = { file_path = "notes/a.txt", content = "x" }\n'
     )
     with RehearsalServer(plan) as server:
-        [write] = assembled(post(server, first_turn()).text)
+        [write] = assembled(post(http, server, first_turn()).text)
     assert write["input"]["file_path"] == f"{CWD}/notes/a.txt"
 
 
-def test_a_closed_verdict_schema_only_gets_its_own_keys() -> None:
+def test_a_closed_verdict_schema_only_gets_its_own_keys(http: httpx.Client) -> None:
     closed = {
         "name": "StructuredOutput",
         "input_schema": {
@@ -184,13 +183,13 @@ def test_a_closed_verdict_schema_only_gets_its_own_keys() -> None:
     }
     conversation = [prompt("go"), tool_call(), tool_result()]
     with RehearsalServer(builtin_scenario("happy")) as server:
-        [verdict] = assembled(post(server, body(conversation, tools=[closed])).text)
+        [verdict] = assembled(post(http, server, body(conversation, tools=[closed])).text)
     assert set(verdict["input"]) == {"complete", "summary"}
 
 
-def test_a_non_streaming_request_gets_the_whole_message_as_json() -> None:
+def test_a_non_streaming_request_gets_the_whole_message_as_json(http: httpx.Client) -> None:
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, body([prompt("go"), ENVIRONMENT], stream=False))
+        response = post(http, server, body([prompt("go"), ENVIRONMENT], stream=False))
     message = response.json()
     assert response.status_code == 200
     assert message["type"] == "message"
@@ -202,9 +201,9 @@ def test_a_non_streaming_request_gets_the_whole_message_as_json() -> None:
     assert message["usage"]["output_tokens"] > 0
 
 
-def test_normal_answers_carry_a_request_id_and_allowed_unified_headers() -> None:
+def test_normal_answers_carry_a_request_id_and_allowed_unified_headers(http: httpx.Client) -> None:
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, first_turn())
+        response = post(http, server, first_turn())
     headers = response.headers
     assert headers["request-id"].startswith("req_")
     assert headers["anthropic-ratelimit-unified-status"] == "allowed"
@@ -213,9 +212,9 @@ def test_normal_answers_carry_a_request_id_and_allowed_unified_headers() -> None
     assert int(headers["anthropic-ratelimit-unified-reset"]) > 0
 
 
-def test_count_tokens_answers_a_positive_count_and_is_recorded_apart() -> None:
+def test_count_tokens_answers_a_positive_count_and_is_recorded_apart(http: httpx.Client) -> None:
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = httpx.post(
+        response = http.post(
             f"{server.base_url}/v1/messages/count_tokens?beta=true", json=first_turn()
         )
         state = server.state()
@@ -233,18 +232,20 @@ def test_count_tokens_answers_a_positive_count_and_is_recorded_apart() -> None:
         ({"x-api-key": ""}, "none"),
     ],
 )
-def test_each_request_records_the_credentials_kind(headers: dict[str, str], expected: str) -> None:
+def test_each_request_records_the_credentials_kind(
+    headers: dict[str, str], expected: str, http: httpx.Client
+) -> None:
     with RehearsalServer(builtin_scenario("happy")) as server:
-        httpx.post(f"{server.base_url}/v1/messages", json=first_turn(), headers=headers)
+        http.post(f"{server.base_url}/v1/messages", json=first_turn(), headers=headers)
         [record] = server.state()["requests"]
     assert record["credentials"] == expected
     assert record["model"] == "claude-test-1"
     assert record["at"].endswith("+00:00")
 
 
-def test_a_body_without_a_model_gets_the_error_envelope() -> None:
+def test_a_body_without_a_model_gets_the_error_envelope(http: httpx.Client) -> None:
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = post(server, {"messages": []})
+        response = post(http, server, {"messages": []})
     assert response.status_code == 400
     error = response.json()
     assert error["type"] == "error"
@@ -252,8 +253,8 @@ def test_a_body_without_a_model_gets_the_error_envelope() -> None:
     assert error["request_id"] == response.headers["request-id"]
 
 
-def test_an_unknown_path_is_a_not_found_envelope() -> None:
+def test_an_unknown_path_is_a_not_found_envelope(http: httpx.Client) -> None:
     with RehearsalServer(builtin_scenario("happy")) as server:
-        response = httpx.get(f"{server.base_url}/v1/models")
+        response = http.get(f"{server.base_url}/v1/models")
     assert response.status_code == 404
     assert response.json()["error"]["type"] == "not_found_error"

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
+
+from claudeloop.rehearsal import RehearsalServer, Scenario, parse_scenario
+
 REMINDER = "<system-reminder>\nAttribution guidance.\n</system-reminder>\n"
 CWD = "/tmp/rehearsal-work"
 TOOLS = [
@@ -93,3 +97,17 @@ def assembled(text: str) -> list[dict[str, Any]]:
         elif name == "content_block_stop" and data["index"] in partial:
             blocks[data["index"]]["input"] = json.loads(partial[data["index"]])
     return blocks
+
+
+def post(
+    http: httpx.Client, server: RehearsalServer, payload: dict[str, Any], **headers: str
+) -> httpx.Response:
+    return http.post(
+        f"{server.base_url}/v1/messages?beta=true",
+        json=payload,
+        headers={"x-api-key": "test", **headers},
+    )
+
+
+def scenario(toml: str) -> Scenario:
+    return parse_scenario(toml, source="test.toml", fmt="toml")

@@ -74,8 +74,9 @@ class Rehearsal:
         }
 
     def lift(self) -> dict[str, Any]:
-        lifted = self.gates.lift()
-        self.ledger.lifted()
+        now = self.timeline.now()
+        lifted = self.gates.lift(now)
+        self.ledger.lifted(now)
         return {"lifted": lifted, "lifted_at": self.ledger.snapshot()["lifted_at"]}
 
 
@@ -143,7 +144,7 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
         text = str(error) if isinstance(error, BadRequest) else "body is not valid JSON"
         return _error(HttpFailure(400, "invalid_request_error", text), request_id)
 
-    answering = rehearsal.gates.answering(conversation.kind, conversation.turn)
+    answering = rehearsal.gates.answering(conversation.kind, conversation.turn, received)
     answer: GateAnswer | None = None
     if answering is not None:
         answer = gate_answer(answering, model=conversation.model, windows=rehearsal.windows)

@@ -88,10 +88,9 @@ class GateSchedule:
         self._timeline = timeline
         self._lock = threading.Lock()
 
-    def answering(self, kind: RequestKind, turn: int | None) -> Answering | None:
-        """The first gate, in scenario order, active for this request."""
+    def answering(self, kind: RequestKind, turn: int | None, now: float) -> Answering | None:
+        """The first gate, in scenario order, active for a request that arrived `now`."""
         with self._lock:
-            now = self._timeline.now()
             for state in self._states:
                 self._advance(state, now)
                 gate = state.gate
@@ -117,10 +116,9 @@ class GateSchedule:
                 return Answering(gate, state.index, self._reset_epoch(state))
             return None
 
-    def lift(self) -> int:
-        """End every active gate now; the number ended."""
+    def lift(self, now: float) -> int:
+        """End every active gate at `now`; the number ended."""
         with self._lock:
-            now = self._timeline.now()
             lifted = 0
             for state in self._states:
                 self._advance(state, now)

@@ -94,9 +94,9 @@ class Ledger:
             ):
                 self._first_after_lift = received
 
-    def lifted(self) -> None:
+    def lifted(self, at: float) -> None:
         with self._lock:
-            self._lifted_at = self._timeline.now()
+            self._lifted_at = at
             self._first_after_lift = None
 
     def snapshot(self) -> dict[str, Any]:
