@@ -48,6 +48,8 @@ class _PromptServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:
             server.close()
+        for sock in sockets or []:
+            sock.close()
         for connection in list(self.server_state.connections):
             connection.shutdown()
         deadline = time.monotonic() + _SHUTDOWN_GRACE
