@@ -258,3 +258,44 @@ def test_an_unknown_path_is_a_not_found_envelope(http: httpx.Client) -> None:
         response = http.get(f"{server.base_url}/v1/models")
     assert response.status_code == 404
     assert response.json()["error"]["type"] == "not_found_error"
+
+
+def test_the_clis_demand_for_structured_output_is_the_same_turn(http: httpx.Client) -> None:
+    plan = scenario(
+        '[[turns]]\n[[turns.steps]]\nkind = "marker"\n'
+        '[[turns]]\n[[turns.steps]]\nkind = "verdict"\nsummary = "turn two"\n'
+    )
+    nudge = {
+        "role": "user",
+        "content": [
+            {
+                "type": "text",
+                "text": "[structured-output-enforce] You MUST call the StructuredOutput tool "
+                "to complete this request. Call this tool now.",
+            }
+        ],
+    }
+    said_done = {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
+    with RehearsalServer(plan) as server:
+        response = post(http, server, body([prompt("go"), said_done, nudge]))
+        [record] = server.state()["requests"]
+    assert (record["turn"], record["step"]) == (1, 1)
+    [verdict] = assembled(response.text)
+    assert verdict["name"] == "StructuredOutput"
+    assert verdict["input"]["summary"] == "Turn 1 done."
+
+
+@pytest.mark.anyio
+async def test_the_server_also_runs_as_an_async_context_manager() -> None:
+    async with (
+        RehearsalServer(builtin_scenario("happy")) as server,
+        httpx.AsyncClient() as client,
+    ):
+        response = await client.post(f"{server.base_url}/v1/messages", json=first_turn())
+    assert response.status_code == 200
+    assert server.state()["turns"] == 1
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

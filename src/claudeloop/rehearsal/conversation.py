@@ -18,6 +18,9 @@ Credentials = Literal["oauth", "api_key", "none"]
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _CWD = re.compile(r"Primary working directory: *([^\n]+)")
+# Text the CLI itself sends as a user message (CLI 2.1.332): when a structured-output
+# turn ends without the StructuredOutput call, it demands one. That is the same turn.
+_CLI_NUDGES = ("[structured-output-enforce]",)
 
 
 class BadRequest(ValueError):
@@ -76,9 +79,11 @@ def turn_and_step(messages: list[object]) -> tuple[int, int]:
 
     A prompt is a user message with text of its own. Tool results are not prompts, nor
     is text made only of `<system-reminder>` blocks, which the CLI adds around prompts
-    and tool results. A resumed turn's prompt shares its message with the previous
-    turn's last tool result (the CLI merges adjacent user messages), so a tool result
-    does not disqualify a message that also carries real text.
+    and tool results, nor the CLI's own demand for the StructuredOutput call. A resumed
+    turn's prompt shares its message with the previous turn's last tool result (the CLI
+    merges adjacent user messages), so a tool result does not disqualify a message that
+    also carries real text. A turn the service refused and that is resumed later keeps
+    its number: the CLI merges the refused prompt with the new one (measured, 2.1.332).
     """
     turn = 0
     step = 0
@@ -106,7 +111,8 @@ def _has_prompt_text(content: object) -> bool:
 
 
 def _is_prompt(text: str) -> bool:
-    return bool(_REMINDER.sub("", text).strip())
+    words = _REMINDER.sub("", text).strip()
+    return bool(words) and not words.startswith(_CLI_NUDGES)
 
 
 def working_directory(body: Mapping[str, object]) -> str | None:
