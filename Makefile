@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck contracts pytest install clean
+.PHONY: test lint typecheck contracts pytest install bench clean
 
 test: $(STAMP) lint typecheck contracts pytest
 
@@ -17,8 +17,8 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests
-	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -30,6 +30,16 @@ pytest: $(STAMP)
 	$(VENV)/bin/pytest --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
+
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[dev,bench]"
+	touch $(BENCH_STAMP)
+
+# Benchmarks print figures and ratios; they never fail the tests. Results: bench/results/.
+bench: $(BENCH_STAMP)
+	$(PY) -m bench.run_all
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov

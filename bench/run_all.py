@@ -1,0 +1,141 @@
+"""`make bench`: every benchmark in one run, written to bench/results/.
+
+Benchmarks print figures and ratios against baselines measured in the same run; they
+never fail the test suite. RESULTS.md is the table the README shows.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import overhead, startup, waiting
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def waiting_table(rows: list[waiting.Figures]) -> list[str]:
+    lines = [
+        "| strategy | episodes | median lateness | p95 lateness | requests / waiting hour "
+        "| turns into a closed limit |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in rows:
+        if f.kind == "all":
+            lines.append(
+                f"| {f.strategy} | {f.episodes} | {waiting.human(f.median_lateness)} | "
+                f"{waiting.human(f.p95_lateness)} | {f.requests_per_waiting_hour:.2f} | "
+                f"{f.turns_into_closed} |"
+            )
+    return lines
+
+
+def kinds_table(rows: list[waiting.Figures]) -> list[str]:
+    kinds = ["announced reset", *waiting.KINDS]
+    lines = [
+        "| strategy | " + " | ".join(kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    by = {(f.strategy, f.kind): f for f in rows}
+    for strategy in waiting.strategies():
+        cells = [
+            f"{waiting.human(by[strategy, k].median_lateness)} / "
+            f"{waiting.human(by[strategy, k].p95_lateness)}"
+            for k in kinds
+        ]
+        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def plot(rows: list[waiting.Figures], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = ["announced reset", *waiting.KINDS]
+    strategies = list(waiting.strategies())
+    by = {(f.strategy, f.kind): f for f in rows}
+    figure, axis = plt.subplots(figsize=(11, 5))
+    width = 0.8 / len(strategies)
+    for index, strategy in enumerate(strategies):
+        values = [max(by[strategy, k].median_lateness / 60, 0.01) for k in kinds]
+        axis.bar([x + index * width for x in range(len(kinds))], values, width, label=strategy)
+    axis.set_yscale("log")
+    axis.set_ylabel("median lateness (minutes, log scale)")
+    axis.set_xticks([x + width * (len(strategies) - 1) / 2 for x in range(len(kinds))], kinds)
+    axis.set_title("Lift to next productive turn, per episode kind (simulated, same corpus)")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main() -> None:
+    started = time.perf_counter()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    print("waiting strategies (simulated)...", flush=True)
+    rows = list(waiting.run())
+    print("per-turn overhead (real CLI, rehearsal API)...", flush=True)
+    cost = overhead.run()
+    print("start-up and scale...", flush=True)
+    start = startup.run()
+    plot(rows, RESULTS / "waiting.png")
+    lines = [
+        "# Benchmark results",
+        "",
+        f"`make bench` on {datetime.now(UTC):%Y-%m-%d}, Python {platform.python_version()}, "
+        f"{platform.machine()}. Baselines are measured in the same run.",
+        "",
+        "## Waiting strategies",
+        "",
+        f"{len(waiting.corpus())} seeded limit episodes replayed in simulated time; "
+        "claudeloop through its real domain policy. Lateness runs from the lift (or from "
+        "waking, when the machine slept through it) to the next productive turn.",
+        "",
+        *waiting_table(rows),
+        "",
+        "Median / p95 lateness per episode kind:",
+        "",
+        *kinds_table(rows),
+        "",
+        "![median lateness per episode kind](waiting.png)",
+        "",
+        "## Per-turn overhead",
+        "",
+        f"{cost.turns} turns of one rehearsal scenario, the real bundled Claude Code CLI.",
+        "",
+        "| loop | wall time | ratio |",
+        "|---|---|---|",
+        f"| shell loop of `claude -p --resume ID` (baseline) | {cost.shell_seconds:.1f} s | 1.00 |",
+        f"| `claudeloop run` | {cost.claudeloop_seconds:.1f} s | {cost.ratio:.2f} |",
+        "",
+        f"claudeloop's own peak RSS (without the CLI child): {cost.claudeloop_peak_rss_mb:.0f} MB; "
+        f"its CPU per turn: {cost.claudeloop_cpu_per_turn * 1000:.0f} ms.",
+        "",
+        "## Start-up and scale",
+        "",
+        "| command | median wall time |",
+        "|---|---|",
+        f"| `claudeloop --help` | {start.help_seconds * 1000:.0f} ms |",
+        f"| `claudeloop --version` | {start.version_seconds * 1000:.0f} ms |",
+        f"| `claudeloop status` | {start.status_seconds * 1000:.0f} ms |",
+        "",
+        "| run directory | `status` time | `logs` peak memory |",
+        "|---|---|---|",
+        f"| 100 events | {start.status_small_seconds * 1000:.0f} ms | "
+        f"{start.logs_small_mb:.0f} MB |",
+        f"| 100,000 events | {start.status_large_seconds * 1000:.0f} ms | "
+        f"{start.logs_large_mb:.0f} MB |",
+        f"| ratio | {start.status_large_seconds / start.status_small_seconds:.2f} | "
+        f"{start.logs_large_mb / start.logs_small_mb:.2f} |",
+        "",
+        f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
+    ]
+    (RESULTS / "RESULTS.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
