@@ -1,0 +1,314 @@
+"""Every failure of the service, as the real CLI reports it, read by the gateway.
+
+The alarm for SDK and CLI upgrades: each case pins the signals the gateway extracts from
+what CLI 2.1.332 emitted (see ../shared/reference/claude-code-facts.md) and the capacity
+`classify` makes of them, for a subscription login, an API key and, where the gate is a
+local server's failure, a local backend profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claudeloop.application.ports import ProbeOutcome, TurnOutcome
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.classify import classify
+from claudeloop.rehearsal import RehearsalServer
+from tests.contract.conftest import Credentials, gate_at_first_turn, gateway_for, run
+
+pytestmark = pytest.mark.e2e
+
+# Stands for the instant the gate ends (its start plus ten minutes), known only once
+# the server has seen the request.
+GATE_END = object()
+
+
+@dataclass(frozen=True)
+class Case:
+    gate: str
+    credentials: Credentials
+    signals: dict[str, Any]
+    # A value to compare, or a capacity type when its detail is the CLI's own wording.
+    capacity: CapacityState | type[CapacityState]
+    extra: dict[str, float | str] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.gate}-{self.credentials}"
+
+
+def window(rate_limit_type: str, resets_at: object) -> dict[str, Any]:
+    return {
+        "rate_limit_status": "rejected",
+        "rate_limit_type": rate_limit_type,
+        "resets_at": resets_at,
+        "assistant_error": "rate_limit",
+        "api_error_status": 429,
+    }
+
+
+API_KEY_429 = {
+    "rate_limit_status": None,
+    "resets_at": None,
+    "assistant_error": "rate_limit",
+    "api_error_status": 429,
+}
+UNKNOWN_WINDOW = WindowExhausted("unknown", resets_at=None)
+OVERLOADED = WindowExhausted("overloaded", resets_at=None)
+
+
+def server_error(status: int | None) -> dict[str, Any]:
+    return {"assistant_error": "server_error", "api_error_status": status}
+
+
+CASES = [
+    Case("window", "oauth", window("five_hour", GATE_END), WindowExhausted),
+    Case("window", "api_key", API_KEY_429, UNKNOWN_WINDOW),
+    Case(
+        "window_silent",
+        "oauth",
+        window("five_hour", None),
+        WindowExhausted("five_hour", resets_at=None),
+    ),
+    Case("window_silent", "api_key", API_KEY_429, UNKNOWN_WINDOW),
+    Case("weekly", "oauth", window("seven_day", GATE_END), WindowExhausted),
+    Case("weekly", "api_key", API_KEY_429, UNKNOWN_WINDOW),
+    Case(
+        "warning",
+        "oauth",
+        {
+            # The CLI says "allowed" at the top; the warning is in unifiedWindows.
+            "rate_limit_status": "allowed_warning",
+            "rate_limit_type": "five_hour",
+            "utilization": 0.92,
+            "overage_status": "rejected",
+            "overage_disabled_reason": "out_of_credits",
+            "assistant_error": None,
+            "api_error_status": None,
+        },
+        Available(),
+        {"overage_disabled_reason": "out_of_credits"},
+    ),
+    Case(
+        "warning",
+        "api_key",
+        {"rate_limit_status": None, "assistant_error": None, "api_error_status": None},
+        Available(),
+    ),
+    Case(
+        "credits",
+        "oauth",
+        {"assistant_error": "billing_error", "api_error_status": 400},
+        CreditsExhausted("Credit balance is too low"),
+    ),
+    Case(
+        "credits",
+        "api_key",
+        {"assistant_error": "billing_error", "api_error_status": 400},
+        CreditsExhausted("Credit balance is too low"),
+    ),
+    Case(
+        "credits_overage",
+        "oauth",
+        {
+            **window("five_hour", GATE_END),
+            "overage_status": "rejected",
+            "overage_disabled_reason": "out_of_credits",
+        },
+        CreditsExhausted,
+    ),
+    # An API key never sees the subscription's overage headers: only a 429.
+    Case("credits_overage", "api_key", API_KEY_429, UNKNOWN_WINDOW),
+    Case(
+        "auth",
+        "oauth",
+        {
+            "assistant_error": "authentication_failed",
+            "api_error_status": 401,
+            # Only this path reaches the SDK's api_retry message, even with no retries.
+            "error_code": "authentication_failed",
+        },
+        AuthenticationFailed("Not logged in · Please run /login"),
+    ),
+    Case(
+        "auth",
+        "api_key",
+        {"assistant_error": "authentication_failed", "api_error_status": 401},
+        AuthenticationFailed("Invalid API key · Fix external API key"),
+    ),
+    Case(
+        "model_missing",
+        "oauth",
+        {"assistant_error": "model_not_found", "api_error_status": 404},
+        BackendMisconfigured,
+    ),
+    Case(
+        "model_missing",
+        "api_key",
+        {"assistant_error": "model_not_found", "api_error_status": 404},
+        BackendMisconfigured,
+    ),
+    Case(
+        "model_missing",
+        "local",
+        {"assistant_error": "model_not_found", "api_error_status": 404, "local_backend": True},
+        BackendMisconfigured,
+    ),
+    Case("local_load_failed", "oauth", server_error(500), OVERLOADED),
+    Case("local_load_failed", "api_key", server_error(500), OVERLOADED),
+    Case("local_load_failed", "local", server_error(500), BackendMisconfigured),
+    Case("local_busy", "oauth", server_error(503), OVERLOADED),
+    Case("local_busy", "api_key", server_error(503), OVERLOADED),
+    Case("local_busy", "local", server_error(503), WindowExhausted("local", resets_at=None)),
+    Case("overloaded", "oauth", server_error(529), OVERLOADED),
+    Case("overloaded", "api_key", server_error(529), OVERLOADED),
+    # On a hosted backend the classifier reads a too-long prompt as no capacity problem
+    # (the CLI compacts or the next turn is shorter); on a local one as misconfiguration.
+    Case(
+        "prompt_too_long",
+        "oauth",
+        {"assistant_error": "invalid_request", "api_error_status": 400},
+        Available(),
+    ),
+    Case(
+        "prompt_too_long",
+        "api_key",
+        {"assistant_error": "invalid_request", "api_error_status": 400},
+        Available(),
+    ),
+    Case(
+        "prompt_too_long",
+        "local",
+        {"assistant_error": "invalid_request", "api_error_status": 400},
+        BackendMisconfigured("the prompt is too long for the model's context window"),
+    ),
+    # A stream cut or stalled mid-answer: the CLI reports a lost connection, no status.
+    Case("drop", "oauth", server_error(None), OVERLOADED),
+    Case("drop", "api_key", server_error(None), OVERLOADED),
+    Case("stall", "oauth", server_error(None), OVERLOADED, {"stall_seconds": 0.5}),
+    Case("stall", "api_key", server_error(None), OVERLOADED, {"stall_seconds": 0.5}),
+    # A body that is not the Messages API: the CLI's catch-all error, nothing to wait on.
+    Case(
+        "malformed",
+        "oauth",
+        {"assistant_error": "unknown", "api_error_status": None},
+        Available(),
+    ),
+    Case(
+        "malformed",
+        "api_key",
+        {"assistant_error": "unknown", "api_error_status": None},
+        Available(),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_a_gate_reads_as_the_classifier_expects(case: Case, tmp_path: Path) -> None:
+    scenario = gate_at_first_turn(case.gate, **case.extra)
+    with RehearsalServer(scenario) as server:
+        gateway = gateway_for(server, tmp_path, case.credentials)
+
+        async def turn() -> TurnOutcome:
+            try:
+                return await gateway.run_turn("Start the task.", session_id=None)
+            finally:
+                await gateway.close()
+
+        outcome = run(turn)
+        state = server.state()
+
+    (request, *_) = state["requests"]
+    assert request["kind"] == "turn"
+    assert request["gate"] == case.gate
+    assert request["credentials"] == ("api_key" if case.credentials == "api_key" else "oauth")
+    assert outcome.failure is None, outcome.failure
+    assert outcome.session_id
+
+    gate_end = _instant(state["gates"][0]["started_at"]) + timedelta(seconds=600)
+    expected = {
+        name: gate_end if value is GATE_END else value for name, value in case.signals.items()
+    }
+    actual = {name: getattr(outcome.signals, name) for name in expected}
+    if expected.get("resets_at") is not None:
+        # The headers carry whole epoch seconds, rounded up.
+        assert abs(actual.pop("resets_at") - expected.pop("resets_at")) <= timedelta(seconds=2)
+    assert actual == expected
+    assert outcome.signals.local_backend == (case.credentials == "local")
+    assert outcome.signals.result_text
+
+    capacity = classify(outcome.signals)
+    if isinstance(case.capacity, type):
+        assert isinstance(capacity, case.capacity)
+    else:
+        assert capacity == case.capacity
+    if isinstance(capacity, WindowExhausted) and capacity.resets_at is not None:
+        assert capacity.resets_at == outcome.signals.resets_at
+
+
+def test_a_warned_turn_still_brings_its_verdict(tmp_path: Path) -> None:
+    scenario = gate_at_first_turn("warning", utilization=0.92)
+    with RehearsalServer(scenario) as server:
+        gateway = gateway_for(server, tmp_path, "oauth")
+
+        async def turn() -> TurnOutcome:
+            try:
+                return await gateway.run_turn("Start the task.", session_id=None)
+            finally:
+                await gateway.close()
+
+        outcome = run(turn)
+
+    assert outcome.structured is not None
+    assert outcome.structured.remaining_work == ("the rest",)
+    assert outcome.cost_usd > 0
+
+
+@pytest.mark.parametrize(
+    ("gate", "capacity"),
+    [
+        ("window", WindowExhausted),
+        ("credits", CreditsExhausted),
+        ("auth", AuthenticationFailed),
+        ("overloaded", WindowExhausted),
+    ],
+)
+def test_a_probe_meets_the_same_gate_as_the_turn(
+    gate: str, capacity: type[CapacityState], tmp_path: Path
+) -> None:
+    with RehearsalServer(gate_at_first_turn(gate)) as server:
+        gateway = gateway_for(server, tmp_path, "oauth")
+
+        async def turn_then_probe() -> tuple[TurnOutcome, ProbeOutcome]:
+            try:
+                outcome = await gateway.run_turn("Start the task.", session_id=None)
+                return outcome, await gateway.probe()
+            finally:
+                await gateway.close()
+
+        outcome, probe = run(turn_then_probe)
+        kinds = [request["kind"] for request in server.state()["requests"]]
+
+    # A subscription's 401 is tried twice by the CLI (it refreshes the login in between).
+    turns = kinds.count("turn")
+    assert turns >= 1
+    assert kinds == ["turn"] * turns + ["probe"] * (len(kinds) - turns)
+    assert len(kinds) > turns
+    assert isinstance(classify(probe.signals), capacity)
+    assert classify(probe.signals) == classify(outcome.signals)
+
+
+def _instant(iso: str) -> datetime:
+    return datetime.fromisoformat(iso)
