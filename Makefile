@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck contracts pytest install bench clean
+.PHONY: test lint typecheck contracts pytest install bench rehearse clean
 
 test: $(STAMP) lint typecheck contracts pytest
 
@@ -30,6 +30,10 @@ pytest: $(STAMP)
 	$(VENV)/bin/pytest --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
+
+# A complete run against the built-in rehearsal API: no Claude account, no network.
+rehearse: $(STAMP)
+	$(VENV)/bin/claudeloop rehearse
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
