@@ -29,7 +29,7 @@ from claudeloop.application.ports import TurnOutcome
 SESSION = "8f2ba0f9-e66a-4382-9199-b6e286b32481"
 OTHER = "0b4b9d3a-54c1-4c2b-9a57-1d7b3c0f8e11"
 
-Step = Message | Exception
+Step = Message | BaseException
 
 
 def answer(
@@ -90,7 +90,7 @@ class FakeClient:
 
     async def receive_response(self) -> AsyncIterator[Message]:
         for step in self.turn:
-            if isinstance(step, Exception):
+            if isinstance(step, BaseException):
                 raise step
             yield step
 
@@ -313,6 +313,27 @@ def test_secrets_in_a_failure_are_blanked(monkeypatch: pytest.MonkeyPatch, debug
     assert outcome.failure is not None
     assert "sk-ant-secret-value-1" not in outcome.failure
     assert "sk-ant-secret-value-1" not in debug_log.read_text()
+
+
+class Interrupted(BaseException):
+    """Stands for a cancellation or a Ctrl-C arriving mid-turn."""
+
+
+def test_an_interrupted_turn_ends_the_process_and_propagates(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer()], [answer()])
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+
+    async def go() -> None:
+        await gateway.run_turn("go", session_id=None)
+        cli.turns[0] = [Interrupted()]
+        await gateway.run_turn("go on", session_id=SESSION)
+
+    with pytest.raises(Interrupted):
+        anyio.run(go)
+    assert cli.disconnects == 1
+    assert cli.resumes == [None]
 
 
 def test_closing_twice_is_harmless(monkeypatch: pytest.MonkeyPatch, debug_log: Path) -> None:

@@ -115,7 +115,8 @@ class ClaudeCodeGateway:
                 reason += f": {self._say(error)}"
             self._stderr.note(reason)
             return self._unanswered(reason, signals=reading.signals)
-        cost = max(reading.process_cost_usd - self._process_cost, 0.0)
+        # Rounded so a difference of two running totals reads as the price it is.
+        cost = round(max(reading.process_cost_usd - self._process_cost, 0.0), 9)
         self._process_cost = reading.process_cost_usd
         failure: str | None = None
         if requested is not None and reading.session_id != requested:
