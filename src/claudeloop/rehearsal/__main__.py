@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import threading
 
 from claudeloop.rehearsal.loading import BUILTIN_SCENARIOS, ScenarioError, resolve_scenario
-from claudeloop.rehearsal.scenario import DEFAULT_DONE_MARKER, GATE_KINDS
+from claudeloop.rehearsal.scenario import DEFAULT_DONE_MARKER
 from claudeloop.rehearsal.server import RehearsalServer
+
+_BUILTINS = textwrap.fill(
+    ", ".join(BUILTIN_SCENARIOS),
+    width=88,
+    initial_indent="  ",
+    subsequent_indent="  ",
+    break_on_hyphens=False,
+)
 
 FORMAT = f"""\
 scenario files (TOML or JSON; every key is checked, unknown keys are errors):
@@ -33,12 +42,28 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
                          complete on the last turn
   [[gates]]              make the service fail; while active a gate answers every
                          matching request (match = "all" | "turns" | "probes")
-    kind                 {", ".join(GATE_KINDS)}
+    kind                 what the service answers while the gate is active:
+      window             429, the 5-hour window rejected, its reset announced
+      window_silent      429, rejected, no reset announced
+      weekly             429, the 7-day window rejected, its reset announced
+      warning            the normal answer under allowed_warning headers
+      credits            400 "Your credit balance is too low ..." (API key accounts)
+      credits_overage    429 rejected, extra usage out_of_credits (subscriptions)
+      auth               401 authentication_error
+      model_missing      404 not_found_error, in Ollama's words
+      local_load_failed  500 api_error (a local model that failed to load)
+      local_busy         503 overloaded_error (Ollama's full queue)
+      overloaded         529 overloaded_error
+      prompt_too_long    400 "prompt is too long ..."
+      drop               a 200 whose answer starts, then the connection closes
+      stall              the same, after stall_seconds of silence
+      malformed          a 200 stream with a data line that is not JSON
+                         (the CLI retries a broken answer once, without streaming)
     start (one of)       at_turn = N (>= 1)  |  after_seconds = S (since the server started)
     end (one of)         for_seconds = S (>= 0; 0 fails just the request that started it)
                          | for_requests = N  |  until_lift = true (POST /_rehearsal/lift)
     message              replaces the error message
-    announce_reset_seconds  window, window_silent, weekly, credits_overage: the reset the
+    announce_reset_seconds  window, weekly, credits_overage: the reset the
                          headers announce, from the gate's start (default: its end)
     utilization, overage_disabled_reason   warning only (0.92, none)
     stall_seconds        stall only (60)
@@ -73,7 +98,8 @@ example (window.toml):
 endpoints: POST /v1/messages, POST /v1/messages/count_tokens,
            GET /_rehearsal/state, POST /_rehearsal/lift
 
-built-in scenarios: {", ".join(BUILTIN_SCENARIOS)}
+built-in scenarios:
+{_BUILTINS}
 """
 
 
