@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from claudeloop.adapters.claude_code.stderr_log import REDACTED, StderrLog, secret_values
+from claudeloop.adapters.run_directory.redact import Redactor
 
 
 def test_lines_are_appended_with_their_origin(tmp_path: Path) -> None:
@@ -21,12 +22,18 @@ def test_credential_values_never_reach_the_log(tmp_path: Path) -> None:
         {"ANTHROPIC_API_KEY": "sk-ant-very-secret", "HOME": "/home/someone-long"},
         {"CLAUDE_CODE_OAUTH_TOKEN": "oauth-secret-value", "ANTHROPIC_AUTH_TOKEN": "short"},
     )
-    log = StderrLog(path, secrets=secrets)
+    log = StderrLog(path, redactor=Redactor(tuple(secrets)))
     log("auth sk-ant-very-secret and oauth-secret-value in /home/someone-long (short)")
     assert path.read_text() == (
         f"[claude] auth {REDACTED} and {REDACTED} in /home/someone-long (short)\n"
     )
     assert log.redact("x sk-ant-very-secret") == f"x {REDACTED}"
+
+
+def test_token_shapes_are_masked_even_when_no_variable_held_them(tmp_path: Path) -> None:
+    path = tmp_path / "debug.log"
+    StderrLog(path)("key sk-ant-api03-abcdefghijklmnop; Authorization: Bearer abcdef0123456789")
+    assert path.read_text() == f"[claude] key {REDACTED}; Authorization: {REDACTED}\n"
 
 
 def test_without_a_path_lines_go_nowhere(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from claudeloop.adapters.claude_code.options import (
 )
 from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
 from claudeloop.adapters.claude_code.stderr_log import StderrLog, secret_values
+from claudeloop.adapters.run_directory.redact import Redactor
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.domain.signals import TurnSignals
 
@@ -31,9 +32,10 @@ class ClaudeCodeGateway:
 
     def __init__(self, settings: GatewaySettings) -> None:
         self._settings = settings
-        self._stderr = StderrLog(
-            settings.stderr_log, secrets=secret_values(os.environ, settings.env)
-        )
+        # Both environments: the CLI sees settings.env over ours, and either may hold
+        # the credential it ends up printing.
+        secrets = tuple(secret_values(os.environ, settings.env))
+        self._stderr = StderrLog(settings.stderr_log, redactor=Redactor(secrets))
         self._client: ClaudeSDKClient | None = None
         # The session the live process is on, and the cost it has reported so far (the
         # CLI's `total_cost_usd` counts from the start of its process, not of the turn).

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
+
+# The run directory's own rule for what a secret looks like, so the debug log (which
+# lives there) masks exactly what every other file of the run masks.
+from claudeloop.adapters.run_directory.redact import MASK, Redactor
 
 # Environment variables whose values must never reach a log, whatever the CLI prints.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
-# Shorter values ("1", "dummy") are flags or placeholders, and redacting them would
-# garble every line that happens to contain the same letters.
-_MIN_SECRET_LENGTH = 8
-REDACTED = "[redacted]"
+REDACTED = MASK
 
 
 class StderrLog:
@@ -21,13 +22,9 @@ class StderrLog:
     no handle cannot leak one across the reconnects of a long run.
     """
 
-    def __init__(self, path: Path | None, *, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, path: Path | None, *, redactor: Redactor | None = None) -> None:
         self._path = path
-        self._secrets = sorted(
-            {value for value in secrets if len(value) >= _MIN_SECRET_LENGTH},
-            key=len,
-            reverse=True,
-        )
+        self._redactor = redactor or Redactor()
 
     def __call__(self, line: str) -> None:
         """One line the CLI wrote to stderr."""
@@ -38,9 +35,8 @@ class StderrLog:
         self._append(f"[claudeloop] {text}")
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        """`text` with credential values and token-shaped strings masked."""
+        return self._redactor.text(text)
 
     def _append(self, line: str) -> None:
         if self._path is None:
