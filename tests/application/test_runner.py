@@ -266,3 +266,19 @@ def test_a_crashed_turn_fails_the_run_with_its_reason() -> None:
     final = drive(h, record())
     assert final.state.outcome is Outcome.FAILED
     assert "exited with code 1" in final.state.reason
+
+
+def test_a_resumed_sessions_running_total_is_not_counted_twice() -> None:
+    # Claude Code reports the session's running total; a fresh process resuming the
+    # session reports earlier turns again.
+    def turn(total: float, *, complete: bool = False) -> TurnOutcome:
+        return replace(
+            verdict_turn(complete=complete, remaining=("b",), cost=total),
+            session_cost_usd=total,
+        )
+
+    h = harness([turn(0.5), turn(0.75), turn(1.25, complete=True)])
+    final = drive(h, record())
+    assert final.state.ledger.dollars == 1.25
+    assert [e["cost_usd"] for e in h.events.of("turn.finished")] == [0.5, 0.25, 0.5]
+    assert final.session_cost_usd == 1.25

@@ -25,6 +25,10 @@ class TurnOutcome:
     # Tools the permission mode refused during the turn, so the user can be told how to
     # allow them.
     denied_tools: tuple[str, ...] = ()
+    # The session's running total as Claude Code reports it. A CLI resuming a session
+    # restores its total, so a fresh process reports earlier turns' cost again; the
+    # runner takes the difference from the last total it saw, which survives a crash.
+    session_cost_usd: float | None = None
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
     failure: str | None = None

@@ -42,6 +42,8 @@ class RunRecord:
     session_id: str | None = None
     plan: WorkPlan | None = None
     waited_seconds: float = 0.0
+    # The last running total Claude Code reported for `session_id` (see TurnOutcome).
+    session_cost_usd: float = 0.0
     last_turn_started_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

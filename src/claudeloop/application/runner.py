@@ -185,7 +185,7 @@ class Runner:
             if command is not None:
                 return self._apply(record, decide_on_control(record.state, command))
             return self._apply(record, decide_on_failure(record.state, outcome.failure))
-        record = _with_session(record, outcome)
+        record, cost = _with_session(record, outcome)
         capacity = classify(outcome.signals)
         verdict = evaluate(
             outcome.structured,
@@ -200,7 +200,7 @@ class Runner:
             verdict=verdict,
             now=self.clock.now(),
             config=spec.wait_policy,
-            cost_usd=outcome.cost_usd,
+            cost_usd=cost,
         )
         self.events.emit(
             "turn.finished",
@@ -211,7 +211,7 @@ class Runner:
             if isinstance(capacity, Available)
             else "refused",
             summary=verdict.summary,
-            cost_usd=outcome.cost_usd,
+            cost_usd=cost,
             session_id=record.session_id,
             denied_tools=list(outcome.denied_tools),
         )
@@ -257,7 +257,12 @@ def _current_plan(record: RunRecord, plan_reader: PlanReader) -> WorkPlan | None
     return record.plan.merged_with(on_disk)
 
 
-def _with_session(record: RunRecord, outcome: TurnOutcome) -> RunRecord:
+def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, float]:
+    """The record on the turn's session, and what the turn cost."""
     if outcome.session_id and outcome.session_id != record.session_id:
-        return replace(record, session_id=outcome.session_id)
-    return record
+        record = replace(record, session_id=outcome.session_id, session_cost_usd=0.0)
+    if outcome.session_cost_usd is None:
+        return record, outcome.cost_usd
+    cost = max(outcome.session_cost_usd - record.session_cost_usd, 0.0)
+    seen = max(outcome.session_cost_usd, record.session_cost_usd)
+    return replace(record, session_cost_usd=seen), round(cost, 9)

@@ -137,6 +137,7 @@ class ClaudeCodeGateway:
             structured=reading.structured,
             final_text=reading.final_text,
             cost_usd=cost,
+            session_cost_usd=reading.process_cost_usd,
             session_id=reading.session_id,
             usage=reading.usage,
             denied_tools=reading.denied_tools,

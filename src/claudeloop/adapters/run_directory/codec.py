@@ -36,6 +36,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
         "session_id": record.session_id,
         "started_at": record.started_at.isoformat(),
         "waited_seconds": record.waited_seconds,
+        "session_cost_usd": record.session_cost_usd,
         "last_turn_started_at": _instant_out(record.last_turn_started_at),
         "plan_text": record.plan.render() if record.plan is not None else None,
         "spec": {
@@ -119,6 +120,7 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             session_id=data["session_id"],
             plan=WorkPlan.parse(plan_text) if plan_text is not None else None,
             waited_seconds=data["waited_seconds"],
+            session_cost_usd=data.get("session_cost_usd", 0.0),
             last_turn_started_at=_instant_in(data["last_turn_started_at"]),
             extra=data.get("extra") or {},
         )
