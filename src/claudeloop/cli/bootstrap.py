@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 
+from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
 from claudeloop.adapters.run_directory.lock import RunLocked, acquire, release
-from claudeloop.adapters.run_directory.redact import Redactor
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
-from claudeloop.application.ports import Gateway
+from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.application.summary import summary_markdown
@@ -30,21 +32,42 @@ from claudeloop.domain.loop import ControlCommand, Outcome, RunState
 
 @dataclass(frozen=True)
 class Backend:
-    """How the Claude Code CLI is reached: the environment it gets and where it is."""
+    """How the Claude Code CLI is reached: the environment it gets and where it is.
+
+    `zero_cost`: the backend's costs are not money (a model on the user's machine), so
+    the ledger counts none. `profile`: the backend profile it was resolved from, for
+    the one-line fix when the backend turns out misconfigured."""
 
     env: Mapping[str, str]
     local: bool = False
     cli_path: Path | None = None
     structured_output: bool = True
+    marker_fallback: bool = True
+    zero_cost: bool = False
+    profile: BackendProfile | None = None
+
+
+def cli_path_from_environment() -> Path | None:
+    """CLAUDELOOP_CLI_PATH names another Claude Code executable (default: the one
+    bundled with claude-agent-sdk)."""
+    cli_path = os.environ.get("CLAUDELOOP_CLI_PATH")
+    return Path(cli_path).expanduser() if cli_path else None
+
+
+def backend_for(profile: BackendProfile) -> Backend:
+    return Backend(
+        env=dict(profile.env),
+        local=profile.local,
+        cli_path=cli_path_from_environment(),
+        marker_fallback=profile.marker_fallback,
+        zero_cost=profile.zero_cost,
+        profile=profile,
+    )
 
 
 def default_backend() -> Backend:
-    """Claude Code as the user's own `claude` reaches it: the inherited environment.
-
-    CLAUDELOOP_CLI_PATH names another Claude Code executable (default: the one bundled
-    with claude-agent-sdk)."""
-    cli_path = os.environ.get("CLAUDELOOP_CLI_PATH")
-    return Backend(env={}, cli_path=Path(cli_path) if cli_path else None)
+    """Claude Code as the user's own `claude` reaches it: the inherited environment."""
+    return backend_for(DEFAULT_BACKEND)
 
 
 def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:
@@ -68,7 +91,7 @@ def make_gateway(directory: RunDirectory, spec: RunSpec, backend: Backend) -> Ga
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
-    return ClaudeCodeGateway(
+    gateway = ClaudeCodeGateway(
         GatewaySettings(
             cwd=spec.cwd,
             model=spec.model,
@@ -81,6 +104,55 @@ def make_gateway(directory: RunDirectory, spec: RunSpec, backend: Backend) -> Ga
             stderr_log=directory.debug_log_path,
         )
     )
+    return Unbilled(gateway) if backend.zero_cost else gateway
+
+
+class Unbilled:
+    """A gateway whose turns and probes cost nothing: the CLI prices a local model with
+    Anthropic's price table, which says nothing true about the user's own machine."""
+
+    def __init__(self, inner: Gateway) -> None:
+        self._inner = inner
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        return replace(await self._inner.run_turn(prompt, session_id=session_id), cost_usd=0.0)
+
+    async def probe(self) -> ProbeOutcome:
+        return replace(await self._inner.probe(), cost_usd=0.0)
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+class Advised:
+    """Passes events on; a misconfigured backend's reason gains its one-line fix."""
+
+    def __init__(self, sink: EventSink, advise: Callable[[str], str]) -> None:
+        self._sink = sink
+        self._advise = advise
+        self.reason: str | None = None
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        if (
+            event_type == "run.finished"
+            and fields.get("outcome") == Outcome.BACKEND_MISCONFIGURED.value
+        ):
+            self.reason = self._advise(str(fields.get("reason") or ""))
+            fields["reason"] = self.reason
+        self._sink.emit(event_type, **fields)
+
+
+def _advice(backend: Backend) -> Callable[[str], str]:
+    profile = backend.profile
+    if profile is None:
+        return lambda reason: reason
+
+    def advise(reason: str) -> str:
+        from claudeloop.cli.backend_advice import advise as advise_on
+
+        return advise_on(reason, profile).line
+
+    return advise
 
 
 def drive(
@@ -102,15 +174,17 @@ def drive(
         ) from None
     clock = SystemClock()
     directory.clear_control()
-    redactor = Redactor.from_environment(extra=tuple(v for v in backend.env.values() if v))
+    # The backend's credentials (a profile's token) are secrets; its URL and models not.
+    redactor = Redactor.from_environment({**os.environ, **backend.env})
     log = EventLog(directory, clock, redactor)
     view = ConsoleView(quiet=quiet)
+    events = Advised(Tee(log, view), _advice(backend))
     chosen_gateway = gateway or make_gateway(directory, record.spec, backend)
     runner = Runner(
         gateway=chosen_gateway,
         clock=clock,
         sleeper=WallClockSleeper(directory, clock),
-        events=Tee(log, view),
+        events=events,
         store=directory,
         control=directory,
     )
@@ -134,6 +208,9 @@ def drive(
         directory.clear_control()
     # No final record means a second Ctrl-C ended it at once; state.json is the truth.
     ended = final[0] if final else _stopped(directory, record)
+    if events.reason is not None and ended.state.reason != events.reason:
+        ended = replace(ended, state=replace(ended.state, reason=events.reason))
+        directory.save(ended)
     directory.summary_path.write_text(redactor.text(summary_markdown(ended)), encoding="utf-8")
     os.chmod(directory.summary_path, 0o600)
     return ended

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from claudeloop.adapters.claude_code.stderr_log import REDACTED, StderrLog, secret_values
-from claudeloop.adapters.run_directory.redact import Redactor
+from claudeloop.adapters.redaction import Redactor
 
 
 def test_lines_are_appended_with_their_origin(tmp_path: Path) -> None:

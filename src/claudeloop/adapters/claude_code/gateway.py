@@ -22,7 +22,7 @@ from claudeloop.adapters.claude_code.options import (
 )
 from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
 from claudeloop.adapters.claude_code.stderr_log import StderrLog, secret_values
-from claudeloop.adapters.run_directory.redact import Redactor
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.domain.signals import TurnSignals
 

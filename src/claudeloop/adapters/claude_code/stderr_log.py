@@ -8,7 +8,7 @@ from pathlib import Path
 
 # The run directory's own rule for what a secret looks like, so the debug log (which
 # lives there) masks exactly what every other file of the run masks.
-from claudeloop.adapters.run_directory.redact import MASK, Redactor
+from claudeloop.adapters.redaction import MASK, Redactor
 
 # Environment variables whose values must never reach a log, whatever the CLI prints.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)

@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory.codec import (
     CorruptRecordError,
     record_from_json,
     record_to_json,
 )
-from claudeloop.adapters.run_directory.redact import Redactor
 from claudeloop.application.ports import Clock
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.loop import ControlCommand
