@@ -1,0 +1,298 @@
+"""Where each setting comes from, highest first: flags, `CLAUDELOOP_*` environment
+variables, `./claudeloop.toml`, the user's `config.toml`, built-in defaults.
+
+`load_configuration` reads and checks every source, then keeps, for each setting, the
+value of the highest source that sets it and where that was. A profile's `model` ranks
+below the flag and the variable but above the files' own `model`: a backend profile
+knows which models its server has. Profiles are whole tables: a project's
+`[profiles.NAME]` replaces the user's table of that name rather than merging into it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from claudeloop.adapters.config.schema import (
+    ACCEPTED,
+    DEFAULT_PROFILE,
+    SETTING_KEYS,
+    ConfigFile,
+    ProfileTable,
+    RunSettings,
+)
+from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+PROJECT_FILE = "claudeloop.toml"
+USER_FILE = "config.toml"
+CONFIG_DIR_VARIABLE = "CLAUDELOOP_CONFIG_DIR"
+ENV_PREFIX = "CLAUDELOOP_"
+_SECRET_KEYS = frozenset({"auth_token"})
+_LONGEST_SHOWN = 60
+
+_POLICY = WaitPolicyConfig()
+DEFAULTS: dict[str, Any] = {
+    "profile": DEFAULT_PROFILE,
+    "model": None,
+    "permission_mode": "acceptEdits",
+    "max_turns": None,
+    "max_dollars": None,
+    "max_attempts": None,
+    "max_wait": _POLICY.max_wait,
+    "window_probe_interval": _POLICY.window_probe_interval,
+    "credits_probe_interval": _POLICY.credits_probe_interval,
+    "credits_probe_ceiling": _POLICY.credits_probe_ceiling,
+    "reset_grace": _POLICY.reset_grace,
+    "done_marker": DEFAULT_DONE_MARKER,
+    "continue_prompt": None,
+}
+
+
+class ConfigError(Exception):
+    """A source says something claudeloop cannot use; the message is one line naming
+    the file or variable, the key, the value and what would be accepted."""
+
+
+OriginKind = Literal["flag", "env", "project", "user", "profile", "default"]
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    kind: OriginKind
+    # The flag, the variable, the file, or the profile table a value came from.
+    where: str = ""
+
+    def describe(self) -> str:
+        match self.kind:
+            case "flag":
+                return f"flag {self.where}"
+            case "env":
+                return f"env {self.where}"
+            case "default":
+                return "default"
+            case _:
+                return self.where
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    value: Any
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class DefinedProfile:
+    name: str
+    table: ProfileTable
+    source: Path
+
+    @property
+    def where(self) -> str:
+        return f"[profiles.{self.name}] in {self.source}"
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """The effective settings, each with its origin, and the profiles the files define."""
+
+    settings: Mapping[str, Setting]
+    profiles: Mapping[str, DefinedProfile]
+    # The files that exist and were read, highest first.
+    files: tuple[Path, ...]
+
+    def value(self, key: str) -> Any:
+        return self.settings[key].value
+
+    @property
+    def profile_name(self) -> str:
+        return str(self.settings["profile"].value)
+
+    @property
+    def profile(self) -> DefinedProfile | None:
+        """The selected profile's table; None for the default (inherited) profile."""
+        return self.profiles.get(self.profile_name)
+
+
+def user_config_dir(environ: Mapping[str, str]) -> Path:
+    """CLAUDELOOP_CONFIG_DIR, else the platform's user config directory."""
+    override = environ.get(CONFIG_DIR_VARIABLE)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("claudeloop"))
+
+
+def config_files(cwd: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:
+    """(the project file, the user file), whether they exist or not."""
+    return cwd / PROJECT_FILE, user_config_dir(environ) / USER_FILE
+
+
+def load_configuration(
+    *,
+    cwd: Path,
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Configuration:
+    """Every source read and checked; raises ConfigError with a one-line message."""
+    env = os.environ if environ is None else environ
+    project_path, user_path = config_files(cwd, env)
+    given_flags = {key: value for key, value in (flags or {}).items() if value is not None}
+    unknown = set(given_flags) - set(SETTING_KEYS)
+    if unknown:
+        raise ValueError(f"not settings: {', '.join(sorted(unknown))}")
+    env_settings = _from_environment(env)
+    layers: list[tuple[dict[str, Any], OriginKind, str]] = [
+        (given_flags, "flag", ""),
+        (env_settings, "env", ""),
+    ]
+    profiles: dict[str, DefinedProfile] = {}
+    files: list[Path] = []
+    file_layers: list[tuple[dict[str, Any], OriginKind, str]] = []
+    # Lowest first, so a project's profile replaces the user's of the same name.
+    sources: tuple[tuple[Path, OriginKind], ...] = ((user_path, "user"), (project_path, "project"))
+    for path, kind in sources:
+        parsed = _read_file(path)
+        if parsed is None:
+            continue
+        files.insert(0, path)
+        file_layers.insert(0, (_set_values(parsed), kind, str(path)))
+        for name, table in parsed.profiles.items():
+            profiles[name] = DefinedProfile(name, table, path)
+    layers += file_layers
+    settings: dict[str, Setting] = {}
+    for key in SETTING_KEYS:
+        settings[key] = _highest(key, layers)
+    chosen = _check_profile(settings["profile"], profiles)
+    model = settings["model"]
+    if (
+        chosen is not None
+        and chosen.table.model is not None
+        and model.origin.kind
+        not in (
+            "flag",
+            "env",
+        )
+    ):
+        settings["model"] = Setting(chosen.table.model, Origin("profile", chosen.where))
+    return Configuration(settings=settings, profiles=profiles, files=tuple(files))
+
+
+def _highest(key: str, layers: list[tuple[dict[str, Any], OriginKind, str]]) -> Setting:
+    for values, kind, where in layers:
+        if key in values:
+            label = where
+            if kind == "flag":
+                label = "--" + key.replace("_", "-")
+            elif kind == "env":
+                label = ENV_PREFIX + key.upper()
+            return Setting(values[key], Origin(kind, label))
+    return Setting(DEFAULTS[key], Origin("default"))
+
+
+def _set_values(settings: RunSettings) -> dict[str, Any]:
+    values = {key: getattr(settings, key) for key in SETTING_KEYS}
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    raw = {
+        key: environ[ENV_PREFIX + key.upper()]
+        for key in SETTING_KEYS
+        if environ.get(ENV_PREFIX + key.upper(), "") != ""
+    }
+    try:
+        # Variables are text: read them laxly ("5" is a number here, unlike in a file).
+        parsed = RunSettings.model_validate(raw, strict=False)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = str(first["loc"][0])
+        shown = _shown(key, raw.get(key))
+        raise ConfigError(
+            f"environment variable {ENV_PREFIX}{key.upper()}={shown}: "
+            f"expected {ACCEPTED.get(key, 'a valid value')}"
+        ) from None
+    return _set_values(parsed)
+
+
+def _read_file(path: Path) -> ConfigFile | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    if DEFAULT_PROFILE in (document.get("profiles") or {}):
+        raise ConfigError(
+            f"{path}: [profiles.{DEFAULT_PROFILE}] is reserved for the inherited "
+            "environment; give the profile another name"
+        )
+    try:
+        return ConfigFile.model_validate(document)
+    except ValidationError as error:
+        raise ConfigError(file_error(path, error)) from None
+
+
+def file_error(path: Path, error: ValidationError) -> str:
+    """The first problem of a file, on one line: file, key, value, what is accepted."""
+    first = error.errors()[0]
+    loc = [part for part in first["loc"] if part != "[key]"]
+    dotted = ".".join(str(part) for part in loc)
+    if first["type"] == "extra_forbidden":
+        inside_profile = len(loc) > 2 and loc[0] == "profiles"
+        keys = [*ProfileTable.model_fields] if inside_profile else [*SETTING_KEYS, "profiles"]
+        return f"{path}: unknown key {dotted}; accepted: {', '.join(keys)}"
+    key = next((str(part) for part in reversed(loc) if str(part) in ACCEPTED), dotted)
+    if "[key]" in first["loc"]:
+        name = first["input"]
+        return f"{path}: {dotted}: the name {name!r} is not allowed; expected {ACCEPTED[key]}"
+    if first["type"] == "value_error" and len(loc) == 2 and loc[0] == "profiles":
+        reason = str(first["msg"]).removeprefix("Value error, ")
+        return f"{path}: [profiles.{loc[1]}]: {reason}"
+    shown = _shown(key, first.get("input"))
+    return f"{path}: {dotted} = {shown}: expected {ACCEPTED.get(key, 'a valid value')}"
+
+
+def _shown(key: str, value: object) -> str:
+    if key in _SECRET_KEYS:
+        return "****"
+    if isinstance(value, str):
+        text = '"' + value.replace("\n", "\\n") + '"'
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, dict):
+        text = "{...}"
+    else:
+        text = repr(value)
+    return text if len(text) <= _LONGEST_SHOWN else text[: _LONGEST_SHOWN - 3] + "..."
+
+
+def _check_profile(
+    chosen: Setting, profiles: Mapping[str, DefinedProfile]
+) -> DefinedProfile | None:
+    name = str(chosen.value)
+    if name == DEFAULT_PROFILE:
+        return None
+    if name in profiles:
+        return profiles[name]
+    defined = ", ".join(sorted(profiles)) or "none"
+    raise ConfigError(
+        f"profile {name!r} (from {chosen.origin.describe()}) is not defined; "
+        f"defined profiles: {defined}; add a [profiles.{name}] table to {PROJECT_FILE} "
+        f"or to the user {USER_FILE}"
+    )

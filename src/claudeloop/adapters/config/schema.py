@@ -1,0 +1,189 @@
+"""What a configuration source may say: every key, its type and its range.
+
+Strict pydantic models, unknown keys refused. Files are TOML and typed, so they are read
+strictly (`max_turns = "5"` is an error); environment variables are text, so they are
+read laxly (`CLAUDELOOP_MAX_TURNS=5`). `ACCEPTED` words what each key takes, for the
+one-line errors.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from claudeloop.adapters.config.durations import DURATION_FORMS, parse_duration
+
+PRESETS: tuple[str, ...] = ("ollama", "lmstudio", "llamacpp", "vllm", "litellm")
+PERMISSION_MODES: tuple[str, ...] = (
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+)
+# The profile that means "no profile": the environment as the user's `claude` sees it.
+DEFAULT_PROFILE = "default"
+_LONGEST = timedelta(days=365)
+_PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_WHOLE = "a whole number above 0"
+_DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
+_TEXT = "non-empty text"
+_MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
+
+ACCEPTED: dict[str, str] = {
+    "profile": "the name of a [profiles.NAME] table, or default (the inherited environment)",
+    "model": _MODEL,
+    "permission_mode": "one of " + ", ".join(PERMISSION_MODES),
+    "max_turns": _WHOLE,
+    "max_dollars": "a number above 0",
+    "max_attempts": _WHOLE,
+    "max_wait": _DURATION,
+    "window_probe_interval": _DURATION,
+    "credits_probe_interval": _DURATION,
+    "credits_probe_ceiling": _DURATION,
+    "reset_grace": _DURATION,
+    "done_marker": _TEXT,
+    "continue_prompt": _TEXT,
+    "profiles": "[profiles.NAME] tables, NAME made of letters, digits, - and _",
+    "preset": "one of " + ", ".join(PRESETS),
+    "base_url": "an http:// or https:// URL, such as http://localhost:11434",
+    "auth_token": _TEXT,
+    "auth_token_env": "the name of an environment variable, such as OLLAMA_API_KEY",
+    "small_fast_model": _MODEL,
+    "context_window": f"{_WHOLE} (tokens)",
+    "max_output_tokens": f"{_WHOLE} (tokens)",
+    "done_marker_fallback": "true or false",
+    "cost": '"reported" or "zero"',
+    "extra_env": 'a table of environment variables, NAME = "text"',
+}
+
+
+def _duration(value: object) -> object:
+    """A bare number is seconds; text is `90s`, `5m`, `1h30m`, `2d`."""
+    if isinstance(value, bool):
+        return value  # refused by the strict check that follows
+    if isinstance(value, int):
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        return parse_duration(value)
+    return value
+
+
+def _within_a_year(value: timedelta) -> timedelta:
+    if value <= timedelta(0) or value > _LONGEST:
+        raise ValueError("out of range")
+    return value
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("not finite")
+    return value
+
+
+def _url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http(s) URL")
+    try:
+        _ = parts.port
+    except ValueError:
+        raise ValueError("bad port") from None
+    return value.rstrip("/")
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("blank")
+    return value
+
+
+def _profile_name(value: str) -> str:
+    if not _PROFILE_NAME.match(value):
+        raise ValueError("bad name")
+    return value
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise ValueError("bad variable name")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_duration), AfterValidator(_within_a_year)]
+WholeAboveZero = Annotated[int, Field(ge=1)]
+Dollars = Annotated[float, Field(gt=0), AfterValidator(_finite)]
+Text = Annotated[str, AfterValidator(_not_blank)]
+ProfileName = Annotated[str, AfterValidator(_profile_name)]
+EnvName = Annotated[str, AfterValidator(_env_name)]
+Url = Annotated[str, AfterValidator(_url)]
+
+
+class RunSettings(BaseModel):
+    """The settings of `run` and `resume`, as one source gives them (unset: None)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    profile: ProfileName | None = None
+    model: Text | None = None
+    permission_mode: (
+        Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] | None
+    ) = None
+    max_turns: WholeAboveZero | None = None
+    max_dollars: Dollars | None = None
+    max_attempts: WholeAboveZero | None = None
+    max_wait: Duration | None = None
+    window_probe_interval: Duration | None = None
+    credits_probe_interval: Duration | None = None
+    credits_probe_ceiling: Duration | None = None
+    reset_grace: Duration | None = None
+    done_marker: Text | None = None
+    continue_prompt: Text | None = None
+
+
+SETTING_KEYS: tuple[str, ...] = tuple(RunSettings.model_fields)
+
+
+class ProfileTable(BaseModel):
+    """One `[profiles.NAME]` table: how the Claude Code CLI reaches a backend."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    preset: Literal["ollama", "lmstudio", "llamacpp", "vllm", "litellm"] | None = None
+    base_url: Url | None = None
+    auth_token: Text | None = None
+    auth_token_env: EnvName | None = None
+    model: Text | None = None
+    small_fast_model: Text | None = None
+    context_window: WholeAboveZero | None = None
+    max_output_tokens: WholeAboveZero | None = None
+    done_marker_fallback: bool | None = None
+    cost: Literal["reported", "zero"] | None = None
+    extra_env: dict[EnvName, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ProfileTable:
+        if self.auth_token is not None and self.auth_token_env is not None:
+            raise ValueError("set auth_token or auth_token_env, not both")
+        if self.preset is not None and self.model is None:
+            raise ValueError(f'preset "{self.preset}" needs model = "NAME" (the model to serve)')
+        if self.base_url is not None and self.model is None:
+            raise ValueError(
+                'a profile with base_url needs model = "NAME": without it Claude Code asks '
+                "the server for claude-* models"
+            )
+        return self
+
+
+class ConfigFile(RunSettings):
+    """A whole file: the run settings at the top level, and `[profiles.NAME]` tables."""
+
+    profiles: dict[ProfileName, ProfileTable] = Field(default_factory=dict)

@@ -1,0 +1,36 @@
+"""The one duration reader the flags and the files share."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from claudeloop.adapters.config.durations import format_duration, parse_duration
+from claudeloop.cli.params import parse_duration as cli_parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 90), ("90s", 90), ("5m", 300), ("1h30m", 5400), ("2d", 172800), (" 1d2h3m4s ", 93784)],
+)
+def test_the_forms_people_write(text: str, seconds: int) -> None:
+    assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["", "5x", "h", "-3m", "1.5h", "m5"])
+def test_anything_else_names_the_accepted_forms(text: str) -> None:
+    with pytest.raises(ValueError, match="use 90, 90s, 5m, 1h30m or 2d"):
+        parse_duration(text)
+
+
+def test_the_command_line_reads_durations_with_the_same_parser() -> None:
+    assert cli_parse_duration is parse_duration
+
+
+@given(st.integers(min_value=0, max_value=400 * 86400))
+def test_a_formatted_duration_reads_back(seconds: int) -> None:
+    value = timedelta(seconds=seconds)
+    assert parse_duration(format_duration(value)) == value
