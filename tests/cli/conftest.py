@@ -1,11 +1,23 @@
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from claudeloop.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No test reads the real user's config.toml or their CLAUDELOOP_* variables."""
+    for name in list(os.environ):
+        if name.startswith("CLAUDELOOP_") and name != "CLAUDELOOP_CLI_PATH":
+            monkeypatch.delenv(name)
+    user_config = tmp_path / "user-config"
+    monkeypatch.setenv("CLAUDELOOP_CONFIG_DIR", str(user_config))
+    return user_config
 
 
 @dataclass

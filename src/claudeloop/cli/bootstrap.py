@@ -10,11 +10,10 @@ import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
@@ -28,6 +27,9 @@ from claudeloop.cli.display import ConsoleView, Tee
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.loop import ControlCommand, Outcome, RunState
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.config.profiles import BackendProfile
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ def backend_for(profile: BackendProfile) -> Backend:
 
 def default_backend() -> Backend:
     """Claude Code as the user's own `claude` reaches it: the inherited environment."""
+    from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
+
     return backend_for(DEFAULT_BACKEND)
 
 
@@ -115,7 +119,8 @@ class Unbilled:
         self._inner = inner
 
     async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
-        return replace(await self._inner.run_turn(prompt, session_id=session_id), cost_usd=0.0)
+        outcome = await self._inner.run_turn(prompt, session_id=session_id)
+        return replace(outcome, cost_usd=0.0, session_cost_usd=0.0)
 
     async def probe(self) -> ProbeOutcome:
         return replace(await self._inner.probe(), cost_usd=0.0)

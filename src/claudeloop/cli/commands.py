@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,14 +16,24 @@ from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import Backend, create_directory, default_backend, drive, new_record
+from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import Budget
-from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.loop import Outcome, Phase, reopen
 from claudeloop.domain.waiting import WaitPolicyConfig
 
-DEFAULT_PERMISSION_MODE = "acceptEdits"
+if TYPE_CHECKING:
+    from claudeloop.adapters.config.loading import Configuration, Setting
+    from claudeloop.adapters.config.profiles import BackendProfile
+
+_WAIT_KEYS = (
+    "window_probe_interval",
+    "credits_probe_interval",
+    "credits_probe_ceiling",
+    "reset_grace",
+    "max_wait",
+)
+_BUDGET_KEYS = ("max_turns", "max_dollars", "max_attempts")
 
 
 def working_directory(cwd: Path | None) -> Path:
@@ -50,32 +60,57 @@ def read_plan(plan: Path, cwd: Path) -> tuple[Path, str]:
     return path.resolve(), text
 
 
-def wait_policy(options: dict[str, Any], base: WaitPolicyConfig | None = None) -> WaitPolicyConfig:
-    policy = base or WaitPolicyConfig()
-    changes: dict[str, timedelta] = {
-        name: options[name]
-        for name in (
-            "window_probe_interval",
-            "credits_probe_interval",
-            "credits_probe_ceiling",
-            "reset_grace",
-            "max_wait",
-        )
-        if options.get(name) is not None
-    }
+def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
+    """Flags over CLAUDELOOP_* variables over ./claudeloop.toml over the user's file."""
+    # Imported here: status, logs and stop never read the configuration (nor pydantic).
+    from claudeloop.adapters.config.loading import ConfigError, load_configuration
+    from claudeloop.adapters.config.schema import SETTING_KEYS
+
+    flags = {key: options.get(key) for key in SETTING_KEYS}
     try:
-        return replace(policy, **changes)  # type: ignore[arg-type]
-    except ValueError as error:
+        return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
+    except ConfigError as error:
         raise UserError(str(error)) from None
 
 
-def budget(options: dict[str, Any], base: Budget | None = None) -> Budget:
+def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
+    from claudeloop.adapters.config.loading import ConfigError
+    from claudeloop.adapters.config.profiles import resolve_profile
+
+    try:
+        return resolve_profile(config, os.environ, model=model)
+    except ConfigError as error:
+        raise UserError(str(error)) from None
+
+
+def wait_policy(
+    values: dict[str, Setting], base: WaitPolicyConfig | None = None
+) -> WaitPolicyConfig:
+    policy = base or WaitPolicyConfig()
+    changes = {key: values[key].value for key in _WAIT_KEYS if key in values}
+    try:
+        return replace(policy, **changes)
+    except ValueError as error:
+        origins = ", ".join(
+            f"{key} from {values[key].origin.describe()}" for key in _WAIT_KEYS if key in values
+        )
+        raise UserError(f"{error} ({origins})" if origins else str(error)) from None
+
+
+def budget(values: dict[str, Setting], base: Budget | None = None) -> Budget:
     current = base or Budget()
-    return Budget(
-        max_turns=options.get("max_turns") or current.max_turns,
-        max_dollars=options.get("max_dollars") or current.max_dollars,
-        max_attempts=options.get("max_attempts") or current.max_attempts,
-    )
+    changes = {key: values[key].value for key in _BUDGET_KEYS if key in values}
+    return replace(current, **changes)
+
+
+def _set(config: Configuration, *, kinds: tuple[str, ...] | None = None) -> dict[str, Setting]:
+    """The settings that a source sets (of the given kinds), defaults left out."""
+    return {
+        key: setting
+        for key, setting in config.settings.items()
+        if setting.value is not None
+        and (setting.origin.kind in kinds if kinds else setting.origin.kind != "default")
+    }
 
 
 def run(
@@ -91,23 +126,28 @@ def run(
         raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
     if prompt is not None and not prompt.strip():
         raise UserError("--prompt is empty; say what the task is")
+    config = configuration(cwd, options)
     plan_path: Path | None = None
     if plan is not None:
         plan_path, text = read_plan(plan, cwd)
         task = f"Carry out the plan in {plan_path.name}. Its text:\n\n{text.strip()}"
     else:
         task = str(prompt)
+    model = config.value("model")
+    chosen = backend or backend_for(backend_profile(config, model))
+    values = _set(config)
     spec = RunSpec(
         cwd=cwd,
         task=task,
         plan_path=plan_path,
-        budget=budget(options),
-        wait_policy=wait_policy(options),
-        done_marker=options.get("done_marker") or DEFAULT_DONE_MARKER,
-        continue_prompt=options.get("continue_prompt"),
-        model=options.get("model"),
-        permission_mode=options.get("permission_mode") or DEFAULT_PERMISSION_MODE,
-        profile=options.get("profile") or "default",
+        budget=budget(values),
+        wait_policy=wait_policy(values),
+        done_marker=config.value("done_marker"),
+        marker_fallback=chosen.marker_fallback,
+        continue_prompt=config.value("continue_prompt"),
+        model=model,
+        permission_mode=config.value("permission_mode"),
+        profile=config.profile_name,
     )
     record = new_record(spec, run_id)
     directory = create_directory(record)
@@ -115,7 +155,7 @@ def run(
         drive(
             directory,
             record,
-            backend=backend or default_backend(),
+            backend=chosen,
             resumed=False,
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
         ),
@@ -162,6 +202,9 @@ def resume(
     backend: Backend | None = None,
     **options: Any,
 ) -> None:
+    """Continue a run with the settings it started with; flags and CLAUDELOOP_*
+    variables change them (the files were read when it started). Its profile changes
+    only when --profile names the new one."""
     cwd = working_directory(options.get("cwd"))
     directory = find_run(cwd, run_id, session_id)
     record = load_record(directory)
@@ -170,15 +213,42 @@ def resume(
         click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
         finish(record, as_json=bool(options.get("as_json")))
     spec = record.spec
-    new_budget = budget(options, spec.budget)
+    config = configuration(cwd, options)
+    selected = config.settings["profile"]
+    if selected.value != spec.profile:
+        if selected.origin.kind in ("env", "project", "user"):
+            raise UserError(
+                f"run {record.run_id} was made with profile {spec.profile!r} but "
+                f"{selected.origin.describe()} selects {selected.value!r}; resume with "
+                f"--profile {spec.profile} to keep its backend or --profile "
+                f"{selected.value} to switch"
+            )
+        if selected.origin.kind == "default":
+            # Nothing selects a profile now: the run keeps the one it started with.
+            if spec.profile not in config.profiles:
+                raise UserError(
+                    f"run {record.run_id} was made with profile {spec.profile!r}, which no "
+                    f"configuration file defines now; define [profiles.{spec.profile}] "
+                    "again or resume with --profile NAME"
+                )
+            config = configuration(cwd, {**options, "profile": spec.profile})
+    switched = config.profile_name != spec.profile
+    overrides = _set(config, kinds=("flag", "env"))
+    model = overrides["model"].value if "model" in overrides else spec.model
+    if switched and "model" not in overrides:
+        model = config.value("model")
+    chosen = backend or backend_for(backend_profile(config, model))
+    new_budget = budget(overrides, spec.budget)
     spec = replace(
         spec,
         budget=new_budget,
-        wait_policy=wait_policy(options, spec.wait_policy),
-        model=options.get("model") or spec.model,
-        permission_mode=options.get("permission_mode") or spec.permission_mode,
-        done_marker=options.get("done_marker") or spec.done_marker,
-        continue_prompt=options.get("continue_prompt") or spec.continue_prompt,
+        wait_policy=wait_policy(overrides, spec.wait_policy),
+        model=model,
+        permission_mode=_override(overrides, "permission_mode", spec.permission_mode),
+        done_marker=_override(overrides, "done_marker", spec.done_marker),
+        continue_prompt=_override(overrides, "continue_prompt", spec.continue_prompt),
+        profile=config.profile_name,
+        marker_fallback=chosen.marker_fallback if switched else spec.marker_fallback,
     )
     if state.phase.terminal:
         state = reopen(state)
@@ -188,12 +258,16 @@ def resume(
         drive(
             directory,
             record,
-            backend=backend or default_backend(),
+            backend=chosen,
             resumed=state.phase is not Phase.PREFLIGHT,
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
         ),
         as_json=bool(options.get("as_json")),
     )
+
+
+def _override(values: dict[str, Setting], key: str, current: Any) -> Any:
+    return values[key].value if key in values else current
 
 
 def finish(record: RunRecord, *, as_json: bool) -> None:

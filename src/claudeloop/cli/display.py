@@ -33,7 +33,8 @@ class ConsoleView:
         self._status.update(event_type, fields)
         line = event_line(event_type, fields)
         if line is not None and not self._quiet:
-            self._console.print(line)
+            # Lines hold text from elsewhere ([profiles.local], a model's summary): not markup.
+            self._console.print(line, markup=False)
 
     def close(self) -> None:
         if self._live is not None:

@@ -22,7 +22,14 @@ Examples:
   claudeloop run PLAN.md                     work through a plan's checklist
   claudeloop run --prompt "Fix the flaky tests" --max-dollars 5
   claudeloop resume                          continue the most recent run here
+  claudeloop doctor                          check the CLI, credentials, backend, model
+  claudeloop config show                     effective settings and where each came from
   claudeloop rehearse                        a full run against the rehearsal API
+
+\b
+Settings come from flags, then CLAUDELOOP_* variables (CLAUDELOOP_MAX_TURNS=20), then
+./claudeloop.toml, then config.toml in the user config directory (CLAUDELOOP_CONFIG_DIR
+overrides where that is), then built-in defaults.
 """
 
 
@@ -50,7 +57,12 @@ def loop_options(command: F) -> F:
             default=None,
             help="Working directory of the run (default: the current one).",
         ),
-        click.option("--profile", default=None, help="Backend profile name."),
+        click.option(
+            "--profile",
+            default=None,
+            help="Backend profile: a [profiles.NAME] table of claudeloop.toml or the user "
+            "config (default: the inherited environment).",
+        ),
         click.option("--model", default=None, help="Model for every turn."),
         click.option(
             "--permission-mode",
@@ -335,3 +347,70 @@ def wind_down(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     from claudeloop.domain.loop import ControlCommand
 
     inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.WIND_DOWN, as_json=as_json)
+
+
+@cli.group(
+    epilog="""\b
+Examples:
+  claudeloop config show
+  claudeloop config show --profile local --json
+"""
+)
+def config() -> None:
+    """Configuration: claudeloop.toml, the user config.toml, CLAUDELOOP_* variables."""
+
+
+@config.command(
+    "show",
+    epilog="""\b
+Examples:
+  claudeloop config show
+  claudeloop config show --json | jq .settings.max_turns
+  CLAUDELOOP_MAX_TURNS=5 claudeloop config show --profile local
+""",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Project directory whose claudeloop.toml counts (default: the current one).",
+)
+@click.option("--profile", default=None, help="Show this profile instead of the selected one.")
+@click.option("--json", "as_json", is_flag=True)
+def config_show(cwd: Path | None, profile: str | None, as_json: bool) -> None:
+    """The effective settings, where each came from, and the selected profile's
+    environment for Claude Code. Secrets are masked."""
+    from claudeloop.cli import show_config
+
+    show_config.show(cwd=cwd, profile=profile, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop doctor
+  claudeloop doctor --profile local
+  claudeloop doctor --no-probe --json
+
+\b
+Exit codes: 0 every check passed · 78 the backend or the model is misconfigured ·
+2 a configuration file or variable is invalid · 1 anything else failed.
+"""
+)
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Project directory whose claudeloop.toml counts (default: the current one).",
+)
+@click.option("--profile", default=None, help="Check this profile instead of the selected one.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object with every check.")
+@click.option(
+    "--no-probe", is_flag=True, help="Do not send the model a probe (no request, no cost)."
+)
+def doctor(cwd: Path | None, profile: str | None, as_json: bool, no_probe: bool) -> None:
+    """Check what a run needs: the Claude Code CLI, credentials, configuration, the
+    profile, the backend and the model, and a writable run directory."""
+    from claudeloop.cli import doctor as doctor_command
+
+    doctor_command.doctor(cwd=cwd, profile=profile, as_json=as_json, probe=not no_probe)

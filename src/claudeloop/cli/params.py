@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import math
-import re
 from datetime import timedelta
 from typing import Any
 
 import click
 
-_DURATION = re.compile(r"^(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s?)?$")
+from claudeloop.adapters.config.durations import parse_duration
 
-
-def parse_duration(text: str) -> timedelta:
-    """`90`, `90s`, `5m`, `1h30m` or `2d`; ValueError names what is accepted."""
-    match = _DURATION.match(text.strip())
-    if not text.strip() or match is None or not any(match.groupdict().values()):
-        raise ValueError(f"{text!r} is not a duration; use 90, 90s, 5m, 1h30m or 2d")
-    parts = {key: int(value) for key, value in match.groupdict().items() if value}
-    return timedelta(
-        days=parts.get("d", 0),
-        hours=parts.get("h", 0),
-        minutes=parts.get("m", 0),
-        seconds=parts.get("s", 0),
-    )
+__all__ = ["DURATION", "POSITIVE_FLOAT", "POSITIVE_INT", "Duration", "Positive", "parse_duration"]
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]

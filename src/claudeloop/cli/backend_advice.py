@@ -1,0 +1,150 @@
+"""A misconfigured backend, said in one line with the fix: which model, which server,
+which profile table to edit and the command that usually mends it.
+
+The domain says what kind of misconfiguration the signals show (`classify`'s reasons);
+this module knows the profile and its server. A 404 is ambiguous on a local server: the
+CLI reports a missing model and a missing Messages endpoint alike (`model_not_found`,
+measured with CLI 2.1.332), so the server is asked directly which it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from claudeloop.adapters.backend_http import NotFound, why_not_found
+from claudeloop.adapters.config.profiles import BackendProfile
+
+# The first words of each of `claudeloop.domain.classify.backend_misconfiguration`'s
+# reasons, pinned by tests/cli/test_backend_advice.py.
+_KINDS = (
+    ("the model was not found", "not_found"),
+    ("the endpoint or model was not found", "not_found"),
+    ("the model failed to load", "load_failed"),
+    ("the prompt is too long", "prompt_too_long"),
+    ("the server is unreachable", "unreachable"),
+)
+_DETAIL = re.compile(r"\((?P<detail>.*)\)\s*$")
+_API_ERROR = re.compile(r"^API Error:\s*(?:\d{3}\s+)?")
+
+_GET_MODEL = {
+    "ollama": "pull it (`ollama pull {model}`)",
+    "lmstudio": "download and load it (`lms get {model}`, `lms load {model}`)",
+    "llamacpp": "start llama-server with it (`llama-server -m MODEL.gguf --alias {model}`)",
+    "vllm": "serve it (`vllm serve {model}`)",
+    "litellm": "add it to the proxy's model_list",
+}
+_START_SERVER = {
+    "ollama": "`ollama serve`",
+    "lmstudio": "`lms server start`",
+    "llamacpp": "`llama-server -m MODEL.gguf --port 8080`",
+    "vllm": "`vllm serve {model}`",
+    "litellm": "`litellm --config config.yaml`",
+}
+_LONGER_CONTEXT = {
+    "ollama": "`OLLAMA_CONTEXT_LENGTH=32768 ollama serve`",
+    "lmstudio": "`lms load {model} --context-length 32768`",
+    "llamacpp": "`llama-server -c 32768`",
+    "vllm": "`vllm serve {model} --max-model-len 32768`",
+}
+
+Diagnose = Callable[[BackendProfile], NotFound]
+
+
+def misconfiguration_kind(reason: str) -> str | None:
+    for prefix, kind in _KINDS:
+        if reason.startswith(prefix):
+            return kind
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    problem: str
+    fix: str = ""
+
+    @property
+    def line(self) -> str:
+        return f"{self.problem}: {self.fix}" if self.fix else self.problem
+
+
+def advise(reason: str, profile: BackendProfile, *, diagnose: Diagnose | None = None) -> Advice:
+    """What `reason` (a BackendMisconfigured reason) means for this profile, and the fix."""
+    kind = misconfiguration_kind(reason)
+    if not profile.local or profile.base_url is None:
+        if kind == "not_found":
+            return Advice(
+                reason, "fix --model or `model` (`claudeloop config show` says where it is set)"
+            )
+        return Advice(reason)
+    url = profile.base_url
+    model = profile.model or "?"
+    table = f"[profiles.{profile.name}]"
+    preset = profile.preset or ""
+    match kind:
+        case "not_found":
+            found = (diagnose or _diagnose)(profile)
+            if found.cause == "model":
+                missing = found.model or model
+                get = _GET_MODEL.get(preset, "make the server serve it").format(model=missing)
+                field = "small_fast_model" if missing != profile.model else "model"
+                return Advice(
+                    f"the model '{missing}' was not found on {url}",
+                    f"{get} or fix `{field}` in {table}",
+                )
+            if found.cause == "endpoint":
+                said = f" ({found.said})" if found.said else ""
+                return Advice(
+                    f"{url} has no Anthropic Messages endpoint (POST /v1/messages answered "
+                    f"404{said})",
+                    f"fix `base_url` in {table} (the server's root, without /v1) or use a "
+                    "server version that serves /v1/messages",
+                )
+            return Advice(
+                f"the model '{model}' or the Messages endpoint was not found on {url}",
+                f"check `model` and `base_url` in {table} "
+                f"(`claudeloop doctor --profile {profile.name}` tells which)",
+            )
+        case "load_failed":
+            return Advice(
+                f"the model '{model}' failed to load on {url}{_said(reason)}",
+                f"check the server's log and free memory, or pick a smaller `model` in {table}",
+            )
+        case "prompt_too_long":
+            longer = _LONGER_CONTEXT.get(preset, "the server's context-size setting")
+            return Advice(
+                f"the prompt is too long for the context window of '{model}' on {url}",
+                f"serve it with a longer context ({longer.format(model=model)}) and set "
+                f"`context_window` in {table} so Claude Code compacts before the limit",
+            )
+        case "unreachable":
+            start = _START_SERVER.get(preset, "the server").format(model=model)
+            return Advice(
+                f"nothing answers at {url}{_said(reason)}",
+                f"start {start} or fix `base_url` in {table}",
+            )
+        case _:
+            return Advice(reason, f"check {table} (`claudeloop doctor --profile {profile.name}`)")
+
+
+def _said(reason: str) -> str:
+    """The server's words inside a reason, first sentence only, without the CLI's prefix."""
+    found = _DETAIL.search(reason)
+    if found is None:
+        return ""
+    detail = found.group("detail")
+    if re.search(r"connection refused|econnrefused", detail, re.IGNORECASE):
+        return " (connection refused)"
+    detail = _API_ERROR.sub("", detail).split(". ")[0].rstrip(".")
+    return f" ({detail})" if detail else ""
+
+
+def _diagnose(profile: BackendProfile) -> NotFound:
+    assert profile.base_url is not None
+    models = tuple(m for m in (profile.model, profile.small_fast_model) if m)
+    if not models:
+        return NotFound("unknown")
+    return why_not_found(
+        profile.base_url, models, token=profile.env.get("ANTHROPIC_AUTH_TOKEN") or None
+    )

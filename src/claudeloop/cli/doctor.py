@@ -1,0 +1,422 @@
+"""`claudeloop doctor`: is everything a run needs in place? One line per check, with the
+fix when it fails.
+
+Exit 0 when every check passes (a closed usage window is a warning, not a failure),
+78 when the backend or the model is misconfigured (unreachable, model missing, ...),
+2 when a configuration file or variable is invalid, 1 for anything else (no Claude
+Code CLI, no credentials, refused credentials, a run directory that cannot be written).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from claudeloop.adapters.backend_http import reach
+from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
+from claudeloop.adapters.config.profiles import BackendProfile, resolve_profile
+from claudeloop.adapters.run_directory import runs_root
+from claudeloop.application.ports import ProbeOutcome
+from claudeloop.cli.backend_advice import advise
+from claudeloop.cli.bootstrap import cli_path_from_environment
+from claudeloop.cli.commands import working_directory
+
+Status = Literal["ok", "warn", "fail", "skip"]
+ANTHROPIC_API = "https://api.anthropic.com"
+# A doctor should answer in seconds: the CLI's own ten retries with backoff would take
+# minutes to say that a server is down.
+_PROBE_RETRIES = "1"
+_PROBE_TIMEOUT = 90.0
+_CLI_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+    # The exit code this check's failure calls for.
+    exit_code: int = 1
+
+    def line(self) -> str:
+        mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}[self.status]
+        fix = f" — fix: {self.fix}" if self.fix and self.status in ("fail", "warn") else ""
+        return f"{mark}  {self.name:<12} {self.detail}{fix}"
+
+
+def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool) -> None:
+    directory = working_directory(cwd)
+    checks: list[Check] = []
+    cli_path = _cli_check(checks)
+    _sdk_check(checks)
+    config = _config_check(checks, directory, profile)
+    backend: BackendProfile | None = None
+    if config is None:
+        checks.append(Check("profile", "skip", "the configuration is invalid"))
+    else:
+        backend = _profile_check(checks, config)
+    if backend is None:
+        checks += [
+            Check("credentials", "skip", "the profile did not resolve"),
+            Check("backend", "skip", "the profile did not resolve"),
+            Check("model", "skip", "the profile did not resolve"),
+        ]
+    else:
+        _credentials_check(checks, backend)
+        reachable = _backend_check(checks, backend)
+        if not probe:
+            checks.append(Check("model", "skip", "not probed (--no-probe)"))
+        elif not reachable:
+            checks.append(Check("model", "skip", "not probed: the backend is unreachable"))
+        elif cli_path is None:
+            checks.append(Check("model", "skip", "not probed: no Claude Code CLI"))
+        else:
+            assert config is not None
+            checks.append(_model_check(config, backend, directory, cli_path))
+    _run_directory_check(checks, directory)
+    failed = [check for check in checks if check.status == "fail"]
+    codes = {check.exit_code for check in failed}
+    exit_code = 2 if 2 in codes else 78 if 78 in codes else 1 if failed else 0
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "exit_code": exit_code,
+                    "profile": backend.name if backend else None,
+                    "checks": [
+                        {k: v for k, v in asdict(check).items() if k != "exit_code"}
+                        for check in checks
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        for check in checks:
+            click.echo(check.line())
+        verdict = "all checks passed" if not failed else f"{len(failed)} check(s) failed"
+        click.echo(f"claudeloop doctor: {verdict} (exit {exit_code})")
+    sys.exit(exit_code)
+
+
+def _cli_check(checks: list[Check]) -> Path | None:
+    configured = cli_path_from_environment()
+    if configured is not None:
+        path, how = configured, "CLAUDELOOP_CLI_PATH"
+    else:
+        bundled = _bundled_cli()
+        on_path = shutil.which("claude")
+        if bundled is not None:
+            path, how = bundled, "bundled with claude-agent-sdk"
+        elif on_path is not None:
+            path, how = Path(on_path), "on PATH"
+        else:
+            checks.append(
+                Check(
+                    "cli",
+                    "fail",
+                    "no Claude Code CLI: none bundled with claude-agent-sdk, none on PATH",
+                    "reinstall claudeloop (its claude-agent-sdk wheel bundles the CLI) or "
+                    "set CLAUDELOOP_CLI_PATH",
+                )
+            )
+            return None
+    try:
+        done = subprocess.run(
+            [str(path), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=_CLI_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        checks.append(
+            Check(
+                "cli",
+                "fail",
+                f"{path} ({how}) does not run: {error}",
+                "point CLAUDELOOP_CLI_PATH at a working `claude` or unset it",
+            )
+        )
+        return None
+    version = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+    version = version.removesuffix(" (Claude Code)")
+    if done.returncode != 0 or not version:
+        checks.append(
+            Check(
+                "cli",
+                "fail",
+                f"{path} ({how}) --version exited {done.returncode}",
+                "point CLAUDELOOP_CLI_PATH at a working `claude` or unset it",
+            )
+        )
+        return None
+    checks.append(Check("cli", "ok", f"Claude Code {version} at {path} ({how})"))
+    return path
+
+
+def _bundled_cli() -> Path | None:
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    candidate = Path(next(iter(spec.submodule_search_locations))) / "_bundled" / "claude"
+    return candidate if candidate.is_file() else None
+
+
+def _sdk_check(checks: list[Check]) -> None:
+    try:
+        version = importlib.metadata.version("claude-agent-sdk")
+    except importlib.metadata.PackageNotFoundError:
+        checks.append(
+            Check("sdk", "fail", "claude-agent-sdk is not installed", "reinstall claudeloop")
+        )
+        return
+    checks.append(Check("sdk", "ok", f"claude-agent-sdk {version}"))
+
+
+def _config_check(checks: list[Check], cwd: Path, profile: str | None) -> Configuration | None:
+    try:
+        config = load_configuration(cwd=cwd, flags={"profile": profile}, environ=os.environ)
+    except ConfigError as error:
+        checks.append(
+            Check(
+                "config",
+                "fail",
+                str(error),
+                "correct that key (`claudeloop config show` lists the settings)",
+                exit_code=2,
+            )
+        )
+        return None
+    files = ", ".join(str(path) for path in config.files) or "no configuration files"
+    checks.append(Check("config", "ok", f"valid: {files}"))
+    return config
+
+
+def _profile_check(checks: list[Check], config: Configuration) -> BackendProfile | None:
+    try:
+        backend = resolve_profile(config, os.environ)
+    except ConfigError as error:
+        checks.append(Check("profile", "fail", str(error), "set it as the message says", 2))
+        return None
+    if backend.local:
+        preset = f"preset {backend.preset}, " if backend.preset else ""
+        detail = (
+            f"{backend.name}: {preset}{backend.base_url}, model {backend.model} ({backend.where})"
+        )
+    elif backend.name != "default":
+        detail = f"{backend.name}: Anthropic's service ({backend.where})"
+    else:
+        detail = "default: Claude Code's own environment (no profile)"
+    checks.append(Check("profile", "ok", detail))
+    return backend
+
+
+def _credentials_check(checks: list[Check], backend: BackendProfile) -> None:
+    if backend.credentials != "inherited from the environment":
+        checks.append(Check("credentials", "ok", backend.credentials))
+        return
+    env: Mapping[str, str] = {**os.environ, **backend.env}
+    kinds = [
+        label
+        for name, label in (
+            ("CLAUDE_CODE_OAUTH_TOKEN", "OAuth token (CLAUDE_CODE_OAUTH_TOKEN)"),
+            ("ANTHROPIC_API_KEY", "API key (ANTHROPIC_API_KEY)"),
+            ("ANTHROPIC_AUTH_TOKEN", "auth token (ANTHROPIC_AUTH_TOKEN)"),
+            ("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock (CLAUDE_CODE_USE_BEDROCK)"),
+            ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI (CLAUDE_CODE_USE_VERTEX)"),
+            ("CLAUDE_CODE_USE_FOUNDRY", "Microsoft Foundry (CLAUDE_CODE_USE_FOUNDRY)"),
+        )
+        if env.get(name)
+    ]
+    config_dir = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    login = config_dir / ".credentials.json"
+    if login.is_file():
+        kinds.append(f"Claude login ({login})")
+    if kinds:
+        checks.append(Check("credentials", "ok", ", ".join(kinds)))
+    elif sys.platform == "darwin":
+        checks.append(
+            Check(
+                "credentials",
+                "warn",
+                "none in the environment; a Claude login in the macOS keychain cannot be "
+                "checked from here (the model probe will tell)",
+                "log in with `claude` (/login) if the probe is refused",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "credentials",
+                "fail",
+                "none: no CLAUDE_CODE_OAUTH_TOKEN, ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, "
+                f"no login in {config_dir}",
+                "log in with `claude` (/login), or set CLAUDE_CODE_OAUTH_TOKEN "
+                "(`claude setup-token`) or ANTHROPIC_API_KEY",
+            )
+        )
+
+
+def _backend_url(backend: BackendProfile) -> tuple[str, str]:
+    if backend.base_url is not None:
+        return backend.base_url, f"`base_url` in [profiles.{backend.name}]"
+    configured = os.environ.get("ANTHROPIC_BASE_URL")
+    if configured:
+        return configured, "ANTHROPIC_BASE_URL"
+    return ANTHROPIC_API, "the network (a proxy needs HTTPS_PROXY)"
+
+
+def _backend_check(checks: list[Check], backend: BackendProfile) -> bool:
+    url, what = _backend_url(backend)
+    answer = reach(url)
+    if answer.answered:
+        checks.append(Check("backend", "ok", f"{url} answers (HTTP {answer.status})"))
+        return True
+    if backend.local:
+        fix = advise(f"the server is unreachable ({answer.problem})", backend).fix
+    else:
+        fix = f"check {what}"
+    checks.append(Check("backend", "fail", f"nothing answers at {url} ({answer.problem})", fix, 78))
+    return False
+
+
+def _model_check(
+    config: Configuration, backend: BackendProfile, cwd: Path, cli_path: Path
+) -> Check:
+    import anyio
+
+    from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
+    from claudeloop.domain.capacity import (
+        AuthenticationFailed,
+        Available,
+        BackendMisconfigured,
+        CreditsExhausted,
+        WindowExhausted,
+        describe,
+    )
+    from claudeloop.domain.classify import classify
+
+    model = config.value("model")
+    env = dict(backend.env)
+    if "CLAUDE_CODE_MAX_RETRIES" not in os.environ and "CLAUDE_CODE_MAX_RETRIES" not in env:
+        env["CLAUDE_CODE_MAX_RETRIES"] = _PROBE_RETRIES
+    with tempfile.TemporaryDirectory(prefix="claudeloop-doctor-") as scratch:
+        log = Path(scratch) / "claude-stderr.log"
+        gateway = ClaudeCodeGateway(
+            GatewaySettings(
+                cwd=cwd,
+                model=model,
+                permission_mode=config.value("permission_mode"),
+                env=env,
+                local_backend=backend.local,
+                cli_path=cli_path,
+                stderr_log=log,
+            )
+        )
+
+        async def ask() -> ProbeOutcome:
+            with anyio.fail_after(_PROBE_TIMEOUT):
+                try:
+                    return await gateway.probe()
+                finally:
+                    await gateway.close()
+
+        try:
+            outcome = anyio.run(ask)
+        except TimeoutError:
+            return Check(
+                "model",
+                "fail",
+                f"no answer to a probe within {_PROBE_TIMEOUT:g} s",
+                "check that the server is not stuck loading the model",
+                78 if backend.local else 1,
+            )
+        last_words = _last_line(log)
+    signals = outcome.signals
+    name = f"'{model}'" if model else "the default model"
+    capacity = classify(signals)
+    match capacity:
+        case Available() if signals.result_text.strip():
+            return Check("model", "ok", f"{name} answered a probe")
+        case Available():
+            said = f": {last_words}" if last_words else ""
+            return Check(
+                "model",
+                "fail",
+                f"Claude Code ended the probe without an answer{said}",
+                "run `claude -p hi` with the same environment to see why",
+            )
+        case BackendMisconfigured(reason=reason):
+            advice = advise(reason, backend)
+            return Check("model", "fail", advice.problem, advice.fix, 78)
+        case AuthenticationFailed():
+            return Check(
+                "model",
+                "fail",
+                "the credentials were refused (401)",
+                "log in again with `claude` (/login) or replace the token or key",
+            )
+        case CreditsExhausted():
+            return Check(
+                "model",
+                "fail",
+                "the account is out of credits",
+                "top up at console.anthropic.com (Plans & Billing)",
+            )
+        case WindowExhausted():
+            return Check(
+                "model",
+                "warn",
+                f"{name} is reachable but {describe(capacity)}",
+                "nothing to configure: a run waits for it and probes",
+            )
+    return Check("model", "fail", describe(capacity))
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [line for line in lines if line]
+    return lines[-1][:200] if lines else ""
+
+
+def _run_directory_check(checks: list[Check], cwd: Path) -> None:
+    root = runs_root(cwd)
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    writable = False
+    if existing.is_dir():
+        try:
+            with tempfile.TemporaryFile(dir=existing):
+                writable = True
+        except OSError:
+            writable = False
+    if writable:
+        checks.append(Check("run dir", "ok", f"{root} can be written"))
+    else:
+        checks.append(
+            Check(
+                "run dir",
+                "fail",
+                f"{existing} cannot be written, so {root} cannot be created",
+                f"run claudeloop in a directory you can write to, or fix the permissions "
+                f"of {existing}",
+            )
+        )

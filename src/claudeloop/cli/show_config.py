@@ -1,0 +1,112 @@
+"""`claudeloop config show`: the effective settings, where each came from, and the
+environment the selected profile gives Claude Code. Secrets are masked."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from claudeloop.adapters.config.durations import format_duration
+from claudeloop.adapters.config.loading import Configuration, config_files
+from claudeloop.adapters.config.profiles import BackendProfile
+from claudeloop.adapters.config.schema import SETTING_KEYS
+from claudeloop.cli.commands import backend_profile, configuration, working_directory
+
+MASK = "****"
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|KEY|PASSWORD)$", re.IGNORECASE)
+
+
+def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
+    directory = working_directory(cwd)
+    config = configuration(directory, {"profile": profile})
+    backend = backend_profile(config, config.value("model"))
+    project, user = config_files(directory, os.environ)
+    data = {
+        "settings": {
+            key: {
+                "value": _plain(config.settings[key].value),
+                "from": config.settings[key].origin.describe(),
+            }
+            for key in SETTING_KEYS
+        },
+        "files": {
+            "project": {"path": str(project), "read": project in config.files},
+            "user": {"path": str(user), "read": user in config.files},
+        },
+        "profiles": _profiles(config),
+        "backend": _backend(backend),
+    }
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    width = max(len(key) for key in SETTING_KEYS)
+    for key in SETTING_KEYS:
+        entry = data["settings"][key]
+        value = "-" if entry["value"] is None else str(entry["value"])
+        click.echo(f"{key:<{width}}  {value}  ({entry['from']})")
+    click.echo("")
+    for kind in ("project", "user"):
+        entry = data["files"][kind]
+        state = "read" if entry["read"] else "not found"
+        click.echo(f"{kind} file: {entry['path']} ({state})")
+    click.echo("")
+    detail = data["backend"]
+    click.echo(
+        f"profile {detail['profile']} ({detail['defined_in']}): "
+        + ("local, " + str(detail["base_url"]) if detail["local"] else "inherits the environment")
+    )
+    click.echo(f"  credentials: {detail['credentials']}")
+    click.echo(
+        f"  marker fallback: {'on' if detail['marker_fallback'] else 'off'}; "
+        f"cost: {'zero' if detail['zero_cost'] else 'reported'}"
+    )
+    for name, value in detail["env"].items():
+        click.echo(f"  {name}={value}")
+    others = [name for name in data["profiles"] if name != detail["profile"]]
+    if others:
+        click.echo(f"other profiles: {', '.join(others)}")
+
+
+def _profiles(config: Configuration) -> dict[str, Any]:
+    shown: dict[str, Any] = {}
+    for name, defined in sorted(config.profiles.items()):
+        table = defined.table.model_dump(exclude_none=True)
+        if "auth_token" in table:
+            table["auth_token"] = MASK
+        table["extra_env"] = _masked(table.get("extra_env", {}))
+        shown[name] = {"defined_in": str(defined.source), **table}
+    return shown
+
+
+def _backend(backend: BackendProfile) -> dict[str, Any]:
+    return {
+        "profile": backend.name,
+        "defined_in": backend.where,
+        "local": backend.local,
+        "base_url": backend.base_url,
+        "model": backend.model,
+        "small_fast_model": backend.small_fast_model,
+        "credentials": backend.credentials,
+        "marker_fallback": backend.marker_fallback,
+        "zero_cost": backend.zero_cost,
+        "env": _masked(dict(backend.env)),
+    }
+
+
+def _masked(env: dict[str, str]) -> dict[str, str]:
+    return {
+        name: MASK if value and _SECRET_NAME.search(name) else value
+        for name, value in sorted(env.items())
+    }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    return value

@@ -1,0 +1,171 @@
+"""Each local failure, as the CLI reports it (measured with CLI 2.1.332 and
+CLAUDE_CODE_MAX_RETRIES=0), classified by the domain and said in one line with its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from claudeloop.adapters.backend_http import NotFound
+from claudeloop.adapters.config.profiles import BackendProfile
+from claudeloop.cli.backend_advice import advise, misconfiguration_kind
+from claudeloop.domain.capacity import BackendMisconfigured
+from claudeloop.domain.classify import classify
+from claudeloop.domain.signals import TurnSignals
+
+URL = "http://127.0.0.1:11434"
+LOCAL = BackendProfile(
+    name="local", base_url=URL, preset="ollama", model="qwen3", small_fast_model="qwen3"
+)
+
+# (assistant error, api_error_status, result text) exactly as the CLI emitted them.
+MODEL_MISSING = (
+    "model_not_found",
+    404,
+    "There's an issue with the selected model (qwen3). It may not exist or you may not "
+    "have access to it.",
+)
+LOAD_FAILED = (
+    "server_error",
+    500,
+    "API Error: 500 model failed to load, this may be due to resource limitations or an "
+    "internal error, check ollama server logs for details. This is a server-side issue, "
+    "usually temporary — try again in a moment. If it persists, check your inference "
+    "gateway (127.0.0.1:41129).",
+)
+CONTEXT_OVERFLOW = (
+    "invalid_request",
+    400,
+    "Prompt is too long · the provider said: the request exceeds the available context "
+    "size, try increasing it",
+)
+REFUSED = (
+    "server_error",
+    None,
+    "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
+)
+
+
+def reason_of(shape: tuple[str, int | None, str], *, local: bool = True) -> str:
+    error, status, text = shape
+    capacity = classify(
+        TurnSignals(
+            assistant_error=error, api_error_status=status, result_text=text, local_backend=local
+        )
+    )
+    assert isinstance(capacity, BackendMisconfigured)
+    return capacity.reason
+
+
+def never(_profile: BackendProfile) -> NotFound:
+    raise AssertionError("no need to ask the server")
+
+
+@pytest.mark.parametrize(
+    ("shape", "kind"),
+    [
+        (MODEL_MISSING, "not_found"),
+        (LOAD_FAILED, "load_failed"),
+        (CONTEXT_OVERFLOW, "prompt_too_long"),
+        (REFUSED, "unreachable"),
+    ],
+)
+def test_the_domains_reasons_are_the_ones_advice_knows(
+    shape: tuple[str, int | None, str], kind: str
+) -> None:
+    assert misconfiguration_kind(reason_of(shape)) == kind
+
+
+def test_a_404_that_names_the_model_is_a_model_to_pull() -> None:
+    def model_missing(_profile: BackendProfile) -> NotFound:
+        return NotFound("model", "qwen3", 'model "qwen3" not found, try pulling it first')
+
+    advice = advise(reason_of(MODEL_MISSING), LOCAL, diagnose=model_missing)
+    assert advice.line == (
+        f"the model 'qwen3' was not found on {URL}: pull it (`ollama pull qwen3`) "
+        "or fix `model` in [profiles.local]"
+    )
+
+
+def test_a_missing_small_model_names_small_fast_model() -> None:
+    profile = BackendProfile(
+        name="local", base_url=URL, preset="vllm", model="big", small_fast_model="small"
+    )
+
+    def small_missing(_profile: BackendProfile) -> NotFound:
+        return NotFound("model", "small", "The model `small` does not exist.")
+
+    advice = advise(reason_of(MODEL_MISSING), profile, diagnose=small_missing)
+    assert (
+        advice.fix == "serve it (`vllm serve small`) or fix `small_fast_model` in [profiles.local]"
+    )
+
+
+def test_a_404_that_does_not_name_the_model_is_a_wrong_endpoint() -> None:
+    def no_endpoint(_profile: BackendProfile) -> NotFound:
+        return NotFound("endpoint", None, "404 page not found")
+
+    advice = advise(reason_of(MODEL_MISSING), LOCAL, diagnose=no_endpoint)
+    assert advice.problem == (
+        f"{URL} has no Anthropic Messages endpoint (POST /v1/messages answered 404 "
+        "(404 page not found))"
+    )
+    assert advice.fix.startswith("fix `base_url` in [profiles.local] (the server's root")
+
+
+def test_a_404_the_server_will_not_explain_names_both_suspects() -> None:
+    advice = advise(reason_of(MODEL_MISSING), LOCAL, diagnose=lambda _p: NotFound("unknown"))
+    assert advice.problem == f"the model 'qwen3' or the Messages endpoint was not found on {URL}"
+    assert "`claudeloop doctor --profile local`" in advice.fix
+
+
+def test_a_load_failure_keeps_the_servers_first_sentence() -> None:
+    advice = advise(reason_of(LOAD_FAILED), LOCAL, diagnose=never)
+    assert advice.problem == (
+        f"the model 'qwen3' failed to load on {URL} (model failed to load, this may be due "
+        "to resource limitations or an internal error, check ollama server logs for details)"
+    )
+    assert advice.fix.endswith("pick a smaller `model` in [profiles.local]")
+
+
+@pytest.mark.parametrize(
+    ("preset", "how"),
+    [
+        ("ollama", "`OLLAMA_CONTEXT_LENGTH=32768 ollama serve`"),
+        ("llamacpp", "`llama-server -c 32768`"),
+        ("vllm", "`vllm serve qwen3 --max-model-len 32768`"),
+        ("lmstudio", "`lms load qwen3 --context-length 32768`"),
+        (None, "the server's context-size setting"),
+    ],
+)
+def test_a_prompt_too_long_says_how_to_serve_a_longer_context(preset: str | None, how: str) -> None:
+    profile = BackendProfile(name="local", base_url=URL, preset=preset, model="qwen3")
+    advice = advise(reason_of(CONTEXT_OVERFLOW), profile, diagnose=never)
+    assert advice.line == (
+        f"the prompt is too long for the context window of 'qwen3' on {URL}: serve it with "
+        f"a longer context ({how}) and set `context_window` in [profiles.local] so Claude "
+        "Code compacts before the limit"
+    )
+
+
+def test_connection_refused_says_which_server_to_start() -> None:
+    advice = advise(reason_of(REFUSED), LOCAL, diagnose=never)
+    assert advice.line == (
+        f"nothing answers at {URL} (connection refused): start `ollama serve` "
+        "or fix `base_url` in [profiles.local]"
+    )
+
+
+def test_without_a_local_profile_only_a_missing_model_gets_a_fix() -> None:
+    default = BackendProfile()
+    missing = reason_of(MODEL_MISSING, local=False)
+    assert advise(missing, default, diagnose=never).line == (
+        f"{missing}: fix --model or `model` (`claudeloop config show` says where it is set)"
+    )
+    assert advise("something else", default, diagnose=never).line == "something else"
+
+
+def test_an_unknown_reason_points_at_doctor() -> None:
+    advice = advise("the backend is odd", LOCAL, diagnose=never)
+    assert advice.line == (
+        "the backend is odd: check [profiles.local] (`claudeloop doctor --profile local`)"
+    )

@@ -1,0 +1,205 @@
+"""`config show`, configuration errors of `run` and `resume`, the profile rule of
+`resume`, and `doctor` without a model probe: in-process, no Claude Code turn."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.domain.loop import Outcome, Phase, RunState
+from tests.cli.conftest import Invocation
+from tests.cli.test_user_errors import assert_one_line_error
+
+Invoke = Callable[..., Invocation]
+
+PROFILES = """
+[profiles.local]
+preset = "ollama"
+model = "qwen3"
+auth_token = "tok-secret-123456"
+
+[profiles.bigger]
+preset = "vllm"
+model = "qwen3-235b"
+"""
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_config_show_names_where_each_value_came_from(
+    claudeloop: Invoke, tmp_path: Path, isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolated_config.mkdir()
+    (isolated_config / "config.toml").write_text('max_wait = "8h"\nmodel = "opus"\n')
+    (tmp_path / "claudeloop.toml").write_text('profile = "local"\nmax_turns = 30\n' + PROFILES)
+    monkeypatch.setenv("CLAUDELOOP_MAX_DOLLARS", "4.5")
+    result = claudeloop("config", "show", "--cwd", tmp_path, "--json")
+    assert result.exit_code == 0, result.err
+    data = json.loads(result.out)
+    settings = data["settings"]
+    project_file = str(tmp_path / "claudeloop.toml")
+    assert settings["profile"] == {"value": "local", "from": project_file}
+    assert settings["max_turns"] == {"value": 30, "from": project_file}
+    assert settings["max_dollars"] == {"value": 4.5, "from": "env CLAUDELOOP_MAX_DOLLARS"}
+    assert settings["max_wait"] == {"value": "8h", "from": str(isolated_config / "config.toml")}
+    assert settings["model"] == {"value": "qwen3", "from": f"[profiles.local] in {project_file}"}
+    assert settings["permission_mode"] == {"value": "acceptEdits", "from": "default"}
+    backend = data["backend"]
+    assert backend["profile"] == "local"
+    assert backend["base_url"] == "http://localhost:11434"
+    assert backend["env"]["ANTHROPIC_AUTH_TOKEN"] == "****"
+    assert data["profiles"]["local"]["auth_token"] == "****"
+    assert "tok-secret-123456" not in result.out
+    flagged = json.loads(
+        claudeloop("config", "show", "--cwd", tmp_path, "--json", "--profile", "bigger").out
+    )
+    assert flagged["settings"]["profile"] == {"value": "bigger", "from": "flag --profile"}
+
+
+def test_config_show_as_text_masks_secrets_too(claudeloop: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "claudeloop.toml").write_text('profile = "local"\n' + PROFILES)
+    result = claudeloop("config", "show", "--cwd", tmp_path)
+    assert result.exit_code == 0, result.err
+    assert "tok-secret-123456" not in result.out
+    assert "ANTHROPIC_AUTH_TOKEN=****" in result.out
+    assert "max_turns               -  (default)" in result.out
+    assert "marker fallback: off; cost: zero" in result.out
+
+
+def test_config_show_refuses_a_bad_file_in_one_line(claudeloop: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "claudeloop.toml").write_text("max_turns = 0\n")
+    result = claudeloop("config", "show", "--cwd", tmp_path)
+    assert_one_line_error(result, "claudeloop.toml", "max_turns = 0", "whole number above 0")
+
+
+def test_run_refuses_a_bad_file_before_anything_starts(claudeloop: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "claudeloop.toml").write_text('[profiles.local]\npreset = "olama"\nmodel = "q"\n')
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(result, "profiles.local.preset", '"olama"', "ollama, lmstudio")
+    assert not (tmp_path / ".claudeloop").exists()
+
+
+def test_run_refuses_a_profile_whose_token_variable_is_unset(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text(
+        '[profiles.proxy]\npreset = "litellm"\nmodel = "m"\nauth_token_env = "NO_SUCH_TOKEN_X"\n'
+    )
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, "--profile", "proxy")
+    assert_one_line_error(result, "auth_token_env", "NO_SUCH_TOKEN_X is not set")
+
+
+def test_run_refuses_an_undefined_profile(claudeloop: Invoke, tmp_path: Path) -> None:
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, "--profile", "gpu")
+    assert_one_line_error(result, "profile 'gpu' (from flag --profile) is not defined")
+
+
+def test_a_bad_variable_is_a_one_line_error(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDELOOP_MAX_TURNS", "many")
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(result, "CLAUDELOOP_MAX_TURNS", "many", "whole number above 0")
+
+
+def test_wait_settings_that_contradict_each_other_name_their_sources(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text('credits_probe_ceiling = "1m"\n')
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(
+        result,
+        "credits_probe_ceiling",
+        f"credits_probe_ceiling from {tmp_path / 'claudeloop.toml'}",
+    )
+
+
+def finished_run(cwd: Path, profile: str) -> RunDirectory:
+    run_id = "20261130-090000-bbbbbb"
+    directory = RunDirectory.create(cwd, run_id)
+    directory.save(
+        RunRecord(
+            run_id=run_id,
+            spec=RunSpec(cwd=cwd, task="t", profile=profile, model="qwen3"),
+            state=RunState(
+                phase=Phase.FAILED,
+                outcome=Outcome.BACKEND_MISCONFIGURED,
+                reason="the model was not found",
+            ),
+            started_at=datetime.now(UTC),
+            session_id="sess-1",
+        )
+    )
+    return directory
+
+
+def test_resume_refuses_a_profile_a_file_now_selects(claudeloop: Invoke, tmp_path: Path) -> None:
+    finished_run(tmp_path, "local")
+    (tmp_path / "claudeloop.toml").write_text('profile = "bigger"\n' + PROFILES)
+    result = claudeloop("resume", "--cwd", tmp_path)
+    assert_one_line_error(
+        result,
+        "run 20261130-090000-bbbbbb was made with profile 'local'",
+        f"{tmp_path / 'claudeloop.toml'} selects 'bigger'",
+        "--profile local to keep its backend or --profile bigger to switch",
+    )
+
+
+def test_resume_refuses_a_profile_a_variable_now_selects(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finished_run(tmp_path, "local")
+    (tmp_path / "claudeloop.toml").write_text(PROFILES)
+    monkeypatch.setenv("CLAUDELOOP_PROFILE", "bigger")
+    result = claudeloop("resume", "--cwd", tmp_path)
+    assert_one_line_error(result, "env CLAUDELOOP_PROFILE selects 'bigger'")
+
+
+def test_resume_refuses_a_profile_no_file_defines_any_more(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    finished_run(tmp_path, "gone")
+    result = claudeloop("resume", "--cwd", tmp_path)
+    assert_one_line_error(result, "made with profile 'gone', which no configuration file defines")
+
+
+def test_doctor_without_a_probe_finds_nothing_listening(claudeloop: Invoke, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{unused_port()}"
+    (tmp_path / "claudeloop.toml").write_text(
+        f'[profiles.local]\npreset = "llamacpp"\nbase_url = "{url}"\nmodel = "qwen3"\n'
+    )
+    result = claudeloop("doctor", "--cwd", tmp_path, "--profile", "local", "--no-probe")
+    assert result.exit_code == 78
+    lines = result.out.splitlines()
+    names = [line[6:].split()[0] for line in lines[:-1]]
+    assert names == ["cli", "sdk", "config", "profile", "credentials", "backend", "model", "run"]
+    backend = next(line for line in lines if line[6:].startswith("backend"))
+    assert backend == (
+        f"FAIL  backend      nothing answers at {url} (connection refused) — fix: start "
+        "`llama-server -m MODEL.gguf --port 8080` or fix `base_url` in [profiles.local]"
+    )
+    assert lines[-1] == "claudeloop doctor: 1 check(s) failed (exit 78)"
+    assert "skip  model        not probed (--no-probe)" in lines
+
+
+def test_doctor_reports_an_invalid_file_and_exits_2(claudeloop: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "claudeloop.toml").write_text("colour = 1\n")
+    result = claudeloop("doctor", "--cwd", tmp_path, "--json")
+    assert result.exit_code == 2
+    data = json.loads(result.out)
+    checks = {check["name"]: check for check in data["checks"]}
+    assert checks["config"]["status"] == "fail"
+    assert "unknown key colour" in checks["config"]["detail"]
+    assert checks["profile"]["status"] == "skip"
+    assert checks["run dir"]["status"] == "ok"
