@@ -1,0 +1,235 @@
+"""Local backend profiles end to end: a `claudeloop.toml` profile whose server is the
+rehearsal API answering with Ollama's or llama-server's own error bodies, the real
+Claude Code CLI, and the one-line reason and fix a user reads at exit 78."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Finished, Rehearsal
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "qwen3"
+
+
+def write_config(project: Path, text: str) -> None:
+    (project / "claudeloop.toml").write_text(text)
+
+
+def local_profile(
+    base_url: str, *, preset: str = "ollama", name: str = "local", model: str = MODEL
+) -> str:
+    return f'[profiles.{name}]\npreset = "{preset}"\nbase_url = "{base_url}"\nmodel = "{model}"\n'
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def isolated(rehearsal: Rehearsal) -> Rehearsal:
+    """The user config directory moved into the test's tree."""
+    rehearsal.env["CLAUDELOOP_CONFIG_DIR"] = str(rehearsal.project.parent / "user-config")
+    return rehearsal
+
+
+def run_local(rehearsal: Rehearsal, *args: str) -> Finished:
+    return isolated(rehearsal).run("--prompt", "Write step1.txt", "--profile", "local", *args)
+
+
+@pytest.mark.scenario("one_step", credentials="api_key")
+def test_a_local_profile_sends_its_models_no_api_key_and_costs_nothing(
+    rehearsal: Rehearsal,
+) -> None:
+    write_config(rehearsal.project, local_profile(rehearsal.server.base_url))
+    finished = run_local(rehearsal, *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert finished.result["dollars"] == 0  # cost = "zero" for an Ollama preset
+    requests = [r for r in rehearsal.requests() if r["kind"] in ("turn", "probe")]
+    assert requests
+    assert {r["model"] for r in requests} == {MODEL}  # no side request for a claude-* model
+    # ANTHROPIC_API_KEY is set in this environment: a local profile never sends it.
+    assert "api_key" not in {r["credentials"] for r in requests}
+    started = finished.events()[0]
+    assert started["type"] == "run.started"
+    assert started["profile"] == "local"
+    assert started["model"] == MODEL
+
+
+@pytest.mark.scenario("local_model_missing")
+def test_missing_model_exits_78_naming_the_model_the_server_and_the_pull(
+    rehearsal: Rehearsal,
+) -> None:
+    url = rehearsal.server.base_url
+    write_config(rehearsal.project, local_profile(url))
+    finished = run_local(rehearsal, *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    reason = finished.result["reason"]
+    assert reason == (
+        f"the model '{MODEL}' was not found on {url}: pull it (`ollama pull {MODEL}`) "
+        "or fix `model` in [profiles.local]"
+    )
+    # The same line in the event log, state.json and summary.md.
+    assert finished.events()[-1]["reason"] == reason
+    state = json.loads((finished.run_directory() / "state.json").read_text())
+    assert reason in json.dumps(state)
+    assert reason in (finished.run_directory() / "summary.md").read_text()
+
+
+@pytest.mark.scenario("one_step")
+def test_a_base_url_without_the_messages_endpoint_exits_78_and_says_so(
+    rehearsal: Rehearsal,
+) -> None:
+    url = rehearsal.server.base_url + "/api"
+    write_config(rehearsal.project, local_profile(url))
+    finished = run_local(rehearsal, *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    reason = finished.result["reason"]
+    assert reason.startswith(f"{url} has no Anthropic Messages endpoint")
+    assert "fix `base_url` in [profiles.local]" in reason
+
+
+@pytest.mark.scenario("local_load_failed")
+def test_a_model_that_fails_to_load_exits_78_with_the_servers_words(
+    rehearsal: Rehearsal,
+) -> None:
+    url = rehearsal.server.base_url
+    write_config(rehearsal.project, local_profile(url))
+    finished = run_local(rehearsal, *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    reason = finished.result["reason"]
+    assert reason.startswith(f"the model '{MODEL}' failed to load on {url} (model failed to load")
+    assert "pick a smaller `model` in [profiles.local]" in reason
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+
+
+@pytest.mark.scenario("local_context_overflow")
+def test_a_prompt_longer_than_the_context_exits_78_and_names_context_window(
+    rehearsal: Rehearsal,
+) -> None:
+    url = rehearsal.server.base_url
+    write_config(rehearsal.project, local_profile(url, preset="llamacpp"))
+    finished = run_local(rehearsal, *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    reason = finished.result["reason"]
+    assert reason.startswith(f"the prompt is too long for the context window of '{MODEL}'")
+    assert "`llama-server -c 32768`" in reason
+    assert "`context_window` in [profiles.local]" in reason
+
+
+@pytest.mark.scenario("one_step")
+def test_connection_refused_exits_78_and_says_to_start_the_server(
+    rehearsal: Rehearsal,
+) -> None:
+    url = f"http://127.0.0.1:{unused_port()}"
+    write_config(rehearsal.project, local_profile(url))
+    finished = run_local(rehearsal, *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    assert finished.result["reason"] == (
+        f"nothing answers at {url} (connection refused): start `ollama serve` "
+        "or fix `base_url` in [profiles.local]"
+    )
+
+
+@pytest.mark.scenario("local_busy_at_2")
+def test_a_full_local_queue_waits_probes_and_finishes(rehearsal: Rehearsal) -> None:
+    write_config(rehearsal.project, local_profile(rehearsal.server.base_url))
+    finished = run_local(rehearsal, *FAST_WAITS, "--window-probe-interval", "2s")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    waits = [e for e in finished.events() if e["type"] == "wait.started"]
+    assert waits
+    assert "local" in waits[0]["capacity"]
+    requests = rehearsal.requests()
+    busy = [r for r in requests if r["gate"] == "local_busy"]
+    assert busy[0]["kind"] == "turn"
+    assert [r for r in requests if r["kind"] == "probe"][-1]["gate"] is None
+
+
+@pytest.mark.scenario("local_model_missing")
+def test_resume_on_another_profile_needs_it_named_with_profile(rehearsal: Rehearsal) -> None:
+    url = rehearsal.server.base_url
+    profiles = local_profile(url) + local_profile(url, name="bigger", model="qwen3-32b")
+    write_config(rehearsal.project, profiles)
+    first = run_local(rehearsal, *FAST_WAITS)
+    assert first.exit_code == 78, first.stderr
+    write_config(rehearsal.project, 'profile = "bigger"\n' + profiles)
+    refused = rehearsal.claudeloop("resume")
+    assert refused.exit_code == 2
+    error = refused.stderr.strip()
+    assert error.startswith("claudeloop: error: run ")
+    assert "made with profile 'local'" in error
+    assert "--profile bigger" in error
+    assert len(error.splitlines()) == 1
+    rehearsal.server.lift()
+    switched = rehearsal.claudeloop("resume", "--profile", "bigger", *FAST_WAITS)
+    assert switched.exit_code == 0, switched.stderr
+    lifted = rehearsal.server.state()["lifted_at"]
+    after = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["at"] >= lifted]
+    assert {r["model"] for r in after} == {"qwen3-32b"}
+
+
+def doctor(rehearsal: Rehearsal, *args: str) -> tuple[int, dict[str, dict[str, str]], str]:
+    finished = isolated(rehearsal).claudeloop("doctor", *args)
+    data = finished.result
+    checks = {check["name"]: check for check in data["checks"]}
+    assert data["exit_code"] == finished.exit_code
+    return finished.exit_code, checks, finished.stderr
+
+
+@pytest.mark.scenario("one_step")
+def test_doctor_passes_on_a_working_local_profile(rehearsal: Rehearsal) -> None:
+    write_config(rehearsal.project, local_profile(rehearsal.server.base_url))
+    code, checks, stderr = doctor(rehearsal, "--profile", "local")
+    assert code == 0, (checks, stderr)
+    assert [c["status"] for c in checks.values()] == ["ok"] * 8
+    assert checks["model"]["detail"] == f"'{MODEL}' answered a probe"
+    assert checks["credentials"]["detail"] == "a dummy auth token (the server needs none)"
+    assert [r["model"] for r in rehearsal.requests()] == [MODEL]
+
+
+@pytest.mark.scenario("local_model_missing")
+def test_doctor_exits_78_when_the_model_is_missing(rehearsal: Rehearsal) -> None:
+    url = rehearsal.server.base_url
+    write_config(rehearsal.project, 'profile = "local"\n' + local_profile(url))
+    code, checks, _ = doctor(rehearsal)
+    assert code == 78
+    assert checks["model"]["status"] == "fail"
+    assert checks["model"]["detail"] == f"the model '{MODEL}' was not found on {url}"
+    assert checks["model"]["fix"] == (
+        f"pull it (`ollama pull {MODEL}`) or fix `model` in [profiles.local]"
+    )
+
+
+@pytest.mark.scenario("one_step")
+def test_doctor_exits_78_when_nothing_answers_and_skips_the_probe(rehearsal: Rehearsal) -> None:
+    url = f"http://127.0.0.1:{unused_port()}"
+    write_config(rehearsal.project, local_profile(url, preset="lmstudio"))
+    code, checks, _ = doctor(rehearsal, "--profile", "local")
+    assert code == 78
+    assert checks["backend"]["status"] == "fail"
+    assert checks["backend"]["detail"] == f"nothing answers at {url} (connection refused)"
+    assert checks["backend"]["fix"] == (
+        "start `lms server start` or fix `base_url` in [profiles.local]"
+    )
+    assert checks["model"]["status"] == "skip"
+
+
+@pytest.mark.scenario("one_step")
+def test_doctor_exits_2_on_an_invalid_config_file(rehearsal: Rehearsal) -> None:
+    write_config(rehearsal.project, "max_turns = 0\n")
+    code, checks, _ = doctor(rehearsal, "--no-probe")
+    assert code == 2
+    assert checks["config"]["status"] == "fail"
+    assert checks["config"]["detail"] == (
+        f"{rehearsal.project / 'claudeloop.toml'}: max_turns = 0: expected a whole number above 0"
+    )
+    assert checks["cli"]["status"] == "ok"
+    assert checks["model"]["status"] == "skip"
