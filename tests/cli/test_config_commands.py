@@ -187,7 +187,7 @@ def test_doctor_without_a_probe_finds_nothing_listening(claudeloop: Invoke, tmp_
     backend = next(line for line in lines if line[6:].startswith("backend"))
     assert backend == (
         f"FAIL  backend      nothing answers at {url} (connection refused) — fix: start "
-        "`llama-server -m MODEL.gguf --port 8080` or fix `base_url` in [profiles.local]"
+        "`llama-server -m MODEL.gguf --jinja --port 8080` or fix `base_url` in [profiles.local]"
     )
     assert lines[-1] == "claudeloop doctor: 1 check(s) failed (exit 78)"
     assert "skip  model        not probed (--no-probe)" in lines

@@ -233,3 +233,26 @@ def test_doctor_exits_2_on_an_invalid_config_file(rehearsal: Rehearsal) -> None:
     )
     assert checks["cli"]["status"] == "ok"
     assert checks["model"]["status"] == "skip"
+
+
+@pytest.mark.scenario("one_step")
+def test_doctor_passes_on_the_inherited_environment(rehearsal: Rehearsal) -> None:
+    code, checks, stderr = doctor(rehearsal)
+    assert code == 0, (checks, stderr)
+    assert checks["profile"]["detail"] == "default: Claude Code's own environment (no profile)"
+    assert checks["credentials"]["detail"] == "OAuth token (CLAUDE_CODE_OAUTH_TOKEN)"
+    assert checks["backend"]["detail"].startswith(f"{rehearsal.server.base_url} answers")
+    assert checks["model"]["detail"] == "the default model answered a probe"
+
+
+@pytest.mark.scenario("auth_from_start")
+def test_doctor_exits_1_when_the_credentials_are_refused(rehearsal: Rehearsal) -> None:
+    code, checks, _ = doctor(rehearsal)
+    assert code == 1
+    assert checks["credentials"]["status"] == "ok"  # present; the service refuses them
+    assert checks["model"] == {
+        "name": "model",
+        "status": "fail",
+        "detail": "the credentials were refused (401)",
+        "fix": "log in again with `claude` (/login) or replace the token or key",
+    }

@@ -31,14 +31,14 @@ _API_ERROR = re.compile(r"^API Error:\s*(?:\d{3}\s+)?")
 _GET_MODEL = {
     "ollama": "pull it (`ollama pull {model}`)",
     "lmstudio": "download and load it (`lms get {model}`, `lms load {model}`)",
-    "llamacpp": "start llama-server with it (`llama-server -m MODEL.gguf --alias {model}`)",
+    "llamacpp": "start llama-server with it (`llama-server -m MODEL.gguf --jinja --alias {model}`)",
     "vllm": "serve it (`vllm serve {model}`)",
     "litellm": "add it to the proxy's model_list",
 }
 _START_SERVER = {
     "ollama": "`ollama serve`",
     "lmstudio": "`lms server start`",
-    "llamacpp": "`llama-server -m MODEL.gguf --port 8080`",
+    "llamacpp": "`llama-server -m MODEL.gguf --jinja --port 8080`",
     "vllm": "`vllm serve {model}`",
     "litellm": "`litellm --config config.yaml`",
 }
