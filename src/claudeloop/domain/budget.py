@@ -38,7 +38,7 @@ class BudgetLedger:
     dollars: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.turns < 0 or self.attempts < 0 or self.dollars < 0:
+        if self.turns < 0 or self.attempts < 0 or math.isnan(self.dollars) or self.dollars < 0:
             raise ValueError("a ledger never holds negative spend")
 
     def spend_turn(self, cost_usd: float = 0.0) -> BudgetLedger:
@@ -47,16 +47,16 @@ class BudgetLedger:
             self,
             turns=self.turns + 1,
             attempts=self.attempts + 1,
-            dollars=self.dollars + max(cost_usd, 0.0),
+            dollars=self.dollars + _cost(cost_usd),
         )
 
     def spend_attempt(self, cost_usd: float = 0.0) -> BudgetLedger:
         """A prompt sent that a limit or an error refused."""
-        return replace(self, attempts=self.attempts + 1, dollars=self.dollars + max(cost_usd, 0.0))
+        return replace(self, attempts=self.attempts + 1, dollars=self.dollars + _cost(cost_usd))
 
     def spend_probe(self, cost_usd: float = 0.0) -> BudgetLedger:
         """A probe: not a turn nor an attempt, but its cost is real."""
-        return replace(self, dollars=self.dollars + max(cost_usd, 0.0))
+        return replace(self, dollars=self.dollars + _cost(cost_usd))
 
     @property
     def turns_exhausted(self) -> bool:
@@ -85,3 +85,9 @@ class BudgetLedger:
             ("max-attempts", self.attempts_exhausted),
         )
         return tuple(name for name, hit in reached if hit)
+
+
+def _cost(cost_usd: float) -> float:
+    # Negative and NaN costs count as nothing; a NaN would poison the ledger for good
+    # (NaN >= cap is never true, so the dollar cap could never trip).
+    return cost_usd if cost_usd > 0 else 0.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import assert_never
 
 
@@ -73,10 +73,10 @@ def describe(state: CapacityState) -> str:
     match state:
         case Available():
             return "available"
-        case WindowExhausted(rate_limit_type=kind, resets_at=None):
+        case WindowExhausted(rate_limit_type=kind, resets_at=datetime() as resets_at):
+            return f"{kind} window closed until {resets_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        case WindowExhausted(rate_limit_type=kind):
             return f"{kind} window closed, no reset announced"
-        case WindowExhausted(rate_limit_type=kind, resets_at=resets_at):
-            return f"{kind} window closed until {resets_at:%Y-%m-%d %H:%M:%S} UTC"
         case CreditsExhausted():
             return "credits exhausted"
         case AuthenticationFailed():

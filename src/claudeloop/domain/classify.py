@@ -6,7 +6,8 @@
 3. a misconfigured backend (model missing anywhere; on a local backend also 404, 500,
    prompt too long, connection refused) needs a real error signal, never text alone;
 4. a full local queue (503 on a local backend) is the one local error a clock fixes;
-5. `allowed_warning` is Available: a warning is not a rejection;
+5. `allowed_warning` is Available: a warning is not a rejection (though it does not mask
+   one that another source reports: a 429, a `rate_limit` error, a 5xx or 529);
 6. a rejection with any credit signal is credits, even when a reset time came with it;
 7. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
 8. (ours) a 5xx or 529 from the service itself is a short closed window with no reset:
@@ -51,7 +52,9 @@ def classify(signals: TurnSignals) -> CapacityState:
         return BackendMisconfigured(reason=misconfiguration)
     if signals.local_backend and signals.api_error_status == 503:
         return WindowExhausted(rate_limit_type="local", resets_at=None)
-    if signals.rate_limit_status == "allowed_warning":
+    if signals.rate_limit_status == "allowed_warning" and not (
+        _rejected(signals) or _service_failed(signals)
+    ):
         return Available()
     if _rejected(signals):
         if _credit_signal(signals):

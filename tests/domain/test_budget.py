@@ -1,0 +1,146 @@
+"""Budget caps and the immutable ledger of what a run spent."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from claudeloop.domain.budget import Budget, BudgetLedger
+
+
+def test_none_means_no_cap() -> None:
+    ledger = BudgetLedger(Budget(), turns=10**6, attempts=10**6, dollars=1e9)
+    assert not ledger.turns_exhausted
+    assert not ledger.dollars_exhausted
+    assert not ledger.attempts_exhausted
+    assert not ledger.any_exhausted
+    assert ledger.exhausted_caps() == ()
+
+
+@pytest.mark.parametrize("field", ["max_turns", "max_dollars", "max_attempts"])
+@pytest.mark.parametrize("cap", [0, -1, -0.5, math.nan, math.inf, -math.inf])
+def test_zero_negative_and_non_finite_caps_are_refused(field: str, cap: float) -> None:
+    with pytest.raises(ValueError, match=field):
+        Budget(**{field: cap})  # type: ignore[arg-type]
+
+
+def test_positive_caps_are_kept() -> None:
+    budget = Budget(max_turns=5, max_dollars=2.5, max_attempts=9)
+    assert (budget.max_turns, budget.max_dollars, budget.max_attempts) == (5, 2.5, 9)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("turns", -1), ("attempts", -1), ("dollars", -0.01), ("dollars", math.nan)]
+)
+def test_a_ledger_never_holds_negative_or_unknown_spend(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match="negative"):
+        BudgetLedger(**{field: value})  # type: ignore[arg-type]
+
+
+def test_spend_turn_returns_a_new_ledger_and_leaves_the_old_unchanged() -> None:
+    before = BudgetLedger(Budget(max_turns=3))
+    after = before.spend_turn(0.25)
+    assert after is not before
+    assert (before.turns, before.attempts, before.dollars) == (0, 0, 0.0)
+    assert (after.turns, after.attempts, after.dollars) == (1, 1, 0.25)
+    assert after.budget == before.budget
+
+
+def test_spend_attempt_counts_an_attempt_but_not_a_turn() -> None:
+    before = BudgetLedger()
+    after = before.spend_attempt(0.1)
+    assert (before.turns, before.attempts, before.dollars) == (0, 0, 0.0)
+    assert (after.turns, after.attempts, after.dollars) == (0, 1, 0.1)
+
+
+def test_spend_probe_counts_only_its_cost() -> None:
+    before = BudgetLedger(turns=2, attempts=3, dollars=1.0)
+    after = before.spend_probe(0.5)
+    assert (before.turns, before.attempts, before.dollars) == (2, 3, 1.0)
+    assert (after.turns, after.attempts, after.dollars) == (2, 3, 1.5)
+
+
+def test_ledgers_are_frozen() -> None:
+    ledger = BudgetLedger()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ledger.turns = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("cost", [-1.0, -math.inf, math.nan])
+def test_negative_and_unknown_costs_count_as_nothing(cost: float) -> None:
+    ledger = BudgetLedger(Budget(max_dollars=1.0)).spend_turn(cost).spend_attempt(cost)
+    assert ledger.dollars == 0.0
+    assert ledger.spend_probe(cost).dollars == 0.0
+
+
+def test_an_unknown_cost_does_not_stop_the_dollar_cap_from_tripping() -> None:
+    ledger = BudgetLedger(Budget(max_dollars=1.0)).spend_turn(math.nan).spend_turn(1.5)
+    assert ledger.dollars_exhausted
+
+
+@pytest.mark.parametrize(
+    ("ledger", "caps"),
+    [
+        (BudgetLedger(Budget(max_turns=2), turns=2, attempts=2), ("max-turns",)),
+        (BudgetLedger(Budget(max_turns=2), turns=1, attempts=1), ()),
+        (BudgetLedger(Budget(max_dollars=1.0), dollars=1.0), ("max-dollars",)),
+        (BudgetLedger(Budget(max_dollars=1.0), dollars=0.99), ()),
+        (BudgetLedger(Budget(max_attempts=4), attempts=4), ("max-attempts",)),
+        (BudgetLedger(Budget(max_attempts=4), attempts=3), ()),
+        (
+            BudgetLedger(Budget(3, 1.0, 3), turns=3, attempts=3, dollars=2.0),
+            ("max-turns", "max-dollars", "max-attempts"),
+        ),
+    ],
+)
+def test_any_exhausted_and_exhausted_caps(ledger: BudgetLedger, caps: tuple[str, ...]) -> None:
+    assert ledger.exhausted_caps() == caps
+    assert ledger.any_exhausted is bool(caps)
+
+
+caps = st.none() | st.integers(min_value=1, max_value=20)
+dollar_caps = st.none() | st.floats(min_value=0.01, max_value=20.0)
+spends = st.lists(
+    st.tuples(
+        st.sampled_from(["turn", "attempt", "probe"]),
+        st.floats(min_value=-5.0, max_value=5.0, allow_nan=False),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200)
+@given(max_turns=caps, max_dollars=dollar_caps, max_attempts=caps, history=spends)
+def test_the_ledger_adds_up_and_any_exhausted_is_any_cap_reached(
+    max_turns: int | None,
+    max_dollars: float | None,
+    max_attempts: int | None,
+    history: list[tuple[str, float]],
+) -> None:
+    ledger = BudgetLedger(Budget(max_turns, max_dollars, max_attempts))
+    previous = ledger
+    for kind, cost in history:
+        if kind == "turn":
+            ledger = ledger.spend_turn(cost)
+        elif kind == "attempt":
+            ledger = ledger.spend_attempt(cost)
+        else:
+            ledger = ledger.spend_probe(cost)
+        assert ledger.dollars >= previous.dollars
+        previous = ledger
+    turns = sum(kind == "turn" for kind, _ in history)
+    attempts = sum(kind != "probe" for kind, _ in history)
+    assert ledger.turns == turns
+    assert ledger.attempts == attempts
+    assert ledger.dollars == pytest.approx(sum(max(cost, 0.0) for _, cost in history))
+    expected = (
+        (max_turns is not None and turns >= max_turns)
+        or (max_dollars is not None and ledger.dollars >= max_dollars)
+        or (max_attempts is not None and attempts >= max_attempts)
+    )
+    assert ledger.any_exhausted is expected
+    assert bool(ledger.exhausted_caps()) is expected

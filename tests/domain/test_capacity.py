@@ -1,0 +1,90 @@
+"""CapacityState: the closed union, what is waitable, and how each state reads."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+    describe,
+    is_waitable,
+)
+
+RESET = datetime(2026, 1, 15, 17, 0, tzinfo=UTC)
+
+
+def test_credits_exhausted_has_no_resets_at_field_at_all() -> None:
+    names = {field.name for field in dataclasses.fields(CreditsExhausted)}
+    assert "resets_at" not in names
+    assert not hasattr(CreditsExhausted(), "resets_at")
+    with pytest.raises(TypeError):
+        CreditsExhausted(resets_at=RESET)  # type: ignore[call-arg]
+
+
+def test_window_exhausted_carries_an_optional_reset() -> None:
+    names = [field.name for field in dataclasses.fields(WindowExhausted)]
+    assert names == ["rate_limit_type", "resets_at"]
+    assert WindowExhausted("five_hour").resets_at is None
+    assert WindowExhausted("five_hour", RESET).resets_at == RESET
+
+
+def test_capacity_states_are_frozen_values() -> None:
+    window = WindowExhausted("five_hour", RESET)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        window.resets_at = None  # type: ignore[misc]
+    assert window == WindowExhausted("five_hour", RESET)
+    assert hash(window) == hash(WindowExhausted("five_hour", RESET))
+
+
+@pytest.mark.parametrize(
+    ("state", "waitable"),
+    [
+        (Available(), True),
+        (WindowExhausted("five_hour", RESET), True),
+        (WindowExhausted("unknown"), True),
+        (CreditsExhausted(), True),
+        (AuthenticationFailed(), False),
+        (BackendMisconfigured("model missing"), False),
+    ],
+)
+def test_is_waitable_is_false_only_for_the_two_terminal_states(
+    state: CapacityState, waitable: bool
+) -> None:
+    assert is_waitable(state) is waitable
+
+
+@pytest.mark.parametrize(
+    ("state", "line"),
+    [
+        (Available(), "available"),
+        (WindowExhausted("seven_day"), "seven_day window closed, no reset announced"),
+        (
+            WindowExhausted("five_hour", RESET),
+            "five_hour window closed until 2026-01-15 17:00:00 UTC",
+        ),
+        (CreditsExhausted("balance too low"), "credits exhausted"),
+        (AuthenticationFailed("401"), "authentication failed"),
+        (
+            BackendMisconfigured("the model failed to load"),
+            "backend misconfigured: the model failed to load",
+        ),
+    ],
+)
+def test_describe_says_what_the_capacity_is(state: CapacityState, line: str) -> None:
+    assert describe(state) == line
+
+
+def test_describe_shows_a_reset_in_another_offset_as_utc() -> None:
+    two_hours_east = timezone(timedelta(hours=2))
+    same_instant = RESET.astimezone(two_hours_east)
+    assert describe(WindowExhausted("five_hour", same_instant)) == (
+        "five_hour window closed until 2026-01-15 17:00:00 UTC"
+    )

@@ -1,0 +1,476 @@
+"""classify: the order of the rules is the point, so each rule has a test named for it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CreditsExhausted,
+    WindowExhausted,
+    is_waitable,
+)
+from claudeloop.domain.classify import backend_misconfiguration, classify
+from claudeloop.domain.signals import TurnSignals
+
+NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+RESET = NOW + timedelta(hours=3)
+
+# A five-hour rejection with every window fact present: the signals a window path would
+# claim if a rule above it did not.
+FULL_REJECTION = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="five_hour",
+    resets_at=RESET,
+    utilization=1.0,
+    api_error_status=429,
+)
+
+
+# Rule 1 ------------------------------------------------------------------------------
+
+
+def test_authentication_outranks_everything() -> None:
+    everything = TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="overage",
+        resets_at=RESET,
+        overage_disabled_reason="out_of_credits",
+        error_code="credits_required",
+        api_error_status=503,
+        assistant_error="authentication_failed",
+        result_text="Invalid API key · connection refused · Prompt is too long",
+        local_backend=True,
+    )
+    assert classify(everything) == AuthenticationFailed(detail=everything.result_text)
+
+
+def test_a_401_is_authentication_failed_without_an_assistant_error() -> None:
+    state = classify(TurnSignals(api_error_status=401, assistant_error="billing_error"))
+    assert isinstance(state, AuthenticationFailed)
+
+
+# Rule 2 ------------------------------------------------------------------------------
+
+
+def test_billing_error_is_credits_before_any_window() -> None:
+    signals = TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="five_hour",
+        resets_at=RESET,
+        api_error_status=503,
+        assistant_error="billing_error",
+        result_text="Credit balance is too low",
+        local_backend=True,
+    )
+    assert classify(signals) == CreditsExhausted(detail="Credit balance is too low")
+
+
+# Rule 3 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "model not found",
+        "Error: connection refused (ECONNREFUSED 127.0.0.1:11434)",
+        "Prompt is too long",
+        "the model failed to load",
+    ],
+)
+@pytest.mark.parametrize("local_backend", [False, True])
+def test_misconfiguration_needs_a_real_error_signal_never_text_alone(
+    text: str, local_backend: bool
+) -> None:
+    signals = TurnSignals(result_text=text, local_backend=local_backend)
+    assert backend_misconfiguration(signals) is None
+    assert classify(signals) == Available()
+
+
+def test_model_not_found_is_misconfiguration_on_any_backend() -> None:
+    for local_backend in (False, True):
+        signals = TurnSignals(
+            assistant_error="model_not_found",
+            result_text="model 'qwen9' not found\nsecond line",
+            local_backend=local_backend,
+        )
+        assert classify(signals) == BackendMisconfigured(
+            reason="the model was not found (model 'qwen9' not found)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("signals", "reason"),
+    [
+        (
+            TurnSignals(api_error_status=404, result_text="404 page not found"),
+            "the endpoint or model was not found (404 page not found)",
+        ),
+        (
+            TurnSignals(api_error_status=500, result_text=""),
+            "the model failed to load (no detail)",
+        ),
+        (
+            TurnSignals(assistant_error="invalid_request", result_text="Prompt is too long"),
+            "the prompt is too long for the model's context window",
+        ),
+        (
+            TurnSignals(api_error_status=400, result_text="request exceeds the context size"),
+            "the prompt is too long for the model's context window",
+        ),
+        (
+            TurnSignals(assistant_error="unknown", result_text="Connection refused by server"),
+            "the server is unreachable (Connection refused by server)",
+        ),
+    ],
+)
+def test_local_backend_errors_with_a_typed_signal_are_misconfiguration(
+    signals: TurnSignals, reason: str
+) -> None:
+    local = TurnSignals(
+        api_error_status=signals.api_error_status,
+        assistant_error=signals.assistant_error,
+        result_text=signals.result_text,
+        local_backend=True,
+    )
+    assert classify(local) == BackendMisconfigured(reason=reason)
+    assert not is_waitable(classify(local))
+
+
+def test_local_only_misconfigurations_do_not_apply_to_the_anthropic_backend() -> None:
+    assert classify(TurnSignals(api_error_status=404, result_text="not found")) == Available()
+    assert backend_misconfiguration(TurnSignals(api_error_status=500)) is None
+    assert (
+        backend_misconfiguration(
+            TurnSignals(assistant_error="invalid_request", result_text="Prompt is too long")
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [
+        # Prompt-too-long text, but the error is neither invalid_request nor a 400.
+        TurnSignals(api_error_status=422, result_text="Prompt is too long"),
+        # Connection text with an HTTP status: the server answered, so it is reachable.
+        TurnSignals(
+            assistant_error="unknown", api_error_status=502, result_text="connection refused"
+        ),
+        # A typed error whose text names nothing we recognise.
+        TurnSignals(assistant_error="unknown", result_text="something odd happened"),
+    ],
+)
+def test_local_errors_that_name_no_misconfiguration_are_not_one(signals: TurnSignals) -> None:
+    local = TurnSignals(
+        api_error_status=signals.api_error_status,
+        assistant_error=signals.assistant_error,
+        result_text=signals.result_text,
+        local_backend=True,
+    )
+    assert backend_misconfiguration(local) is None
+
+
+def test_misconfiguration_outranks_a_full_local_queue_and_a_rejection() -> None:
+    signals = TurnSignals(
+        rate_limit_status="rejected",
+        api_error_status=503,
+        assistant_error="model_not_found",
+        result_text="no such model",
+        local_backend=True,
+    )
+    assert isinstance(classify(signals), BackendMisconfigured)
+
+
+# Rule 4 ------------------------------------------------------------------------------
+
+
+def test_local_queue_full_is_a_window_a_clock_fixes() -> None:
+    full_queue = TurnSignals(
+        api_error_status=503,
+        rate_limit_status="rejected",
+        rate_limit_type="five_hour",
+        resets_at=RESET,
+        result_text="server busy",
+        local_backend=True,
+    )
+    state = classify(full_queue)
+    assert state == WindowExhausted(rate_limit_type="local", resets_at=None)
+    assert is_waitable(state)
+
+
+def test_a_503_from_anthropic_is_not_a_local_queue() -> None:
+    state = classify(TurnSignals(api_error_status=503))
+    assert state == WindowExhausted(rate_limit_type="overloaded", resets_at=None)
+
+
+# Rule 5 ------------------------------------------------------------------------------
+
+
+def test_allowed_warning_is_available() -> None:
+    warning = TurnSignals(
+        rate_limit_status="allowed_warning",
+        rate_limit_type="five_hour",
+        resets_at=RESET,
+        utilization=0.93,
+        overage_status="rejected",
+        overage_disabled_reason="out_of_credits",
+        result_text="You're close to your usage limit",
+    )
+    assert classify(warning) == Available()
+
+
+@pytest.mark.parametrize(
+    ("signals", "expected"),
+    [
+        (
+            TurnSignals(rate_limit_status="allowed_warning", api_error_status=429),
+            WindowExhausted(rate_limit_type="unknown", resets_at=None),
+        ),
+        (
+            TurnSignals(
+                rate_limit_status="allowed_warning",
+                rate_limit_type="seven_day",
+                resets_at=RESET,
+                assistant_error="rate_limit",
+            ),
+            WindowExhausted(rate_limit_type="seven_day", resets_at=RESET),
+        ),
+        (
+            TurnSignals(rate_limit_status="allowed_warning", api_error_status=529),
+            WindowExhausted(rate_limit_type="overloaded", resets_at=None),
+        ),
+    ],
+)
+def test_allowed_warning_does_not_mask_a_rejection_another_source_reports(
+    signals: TurnSignals, expected: WindowExhausted
+) -> None:
+    assert classify(signals) == expected
+
+
+# Rule 6 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "credit_signal",
+    [
+        {"error_code": "credits_required"},
+        {"error_code": "credit_balance_too_low"},
+        {"error_code": "billing_error"},
+        {"overage_disabled_reason": "out_of_credits"},
+        {"rate_limit_type": "overage", "overage_disabled_reason": "org_level_disabled"},
+    ],
+)
+def test_credits_signal_with_reset_time_credits_win(credit_signal: dict[str, str]) -> None:
+    signals = TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type=credit_signal.get("rate_limit_type", "five_hour"),
+        resets_at=RESET,
+        error_code=credit_signal.get("error_code"),
+        overage_disabled_reason=credit_signal.get("overage_disabled_reason"),
+        result_text="out of credits",
+    )
+    assert classify(signals) == CreditsExhausted(detail="out of credits")
+
+
+def test_a_credits_signal_counts_for_a_rejection_from_any_source() -> None:
+    by_status = TurnSignals(api_error_status=429, error_code="credits_required")
+    by_error = TurnSignals(assistant_error="rate_limit", overage_disabled_reason="out_of_credits")
+    assert isinstance(classify(by_status), CreditsExhausted)
+    assert isinstance(classify(by_error), CreditsExhausted)
+
+
+def test_overage_disabled_on_a_five_hour_rejection_is_still_a_window() -> None:
+    # The account never enabled overage; its five-hour window closed and will reopen.
+    signals = TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="five_hour",
+        resets_at=RESET,
+        overage_status="rejected",
+        overage_disabled_reason="org_level_disabled",
+    )
+    assert classify(signals) == WindowExhausted(rate_limit_type="five_hour", resets_at=RESET)
+
+
+def test_a_credit_signal_without_a_rejection_is_not_credits() -> None:
+    signals = TurnSignals(error_code="credits_required", overage_disabled_reason="out_of_credits")
+    assert classify(signals) == Available()
+
+
+# Rule 7 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "thin",
+    [
+        TurnSignals(rate_limit_status="rejected"),
+        TurnSignals(api_error_status=429),
+        TurnSignals(assistant_error="rate_limit"),
+    ],
+)
+def test_thin_rejection_is_unknown_window_without_reset(thin: TurnSignals) -> None:
+    assert classify(thin) == WindowExhausted(rate_limit_type="unknown", resets_at=None)
+
+
+def test_never_trust_the_rate_limit_event_alone() -> None:
+    # The event is dropped on some paths: the result's 429 or the assistant's rate_limit
+    # error is a rejection on its own, and keeps whatever window facts did arrive.
+    no_event_status = TurnSignals(
+        api_error_status=429, rate_limit_type="five_hour", resets_at=RESET
+    )
+    no_event_error = TurnSignals(assistant_error="rate_limit", rate_limit_type="seven_day")
+    assert classify(no_event_status) == WindowExhausted("five_hour", RESET)
+    assert classify(no_event_error) == WindowExhausted("seven_day", None)
+
+
+def test_a_rejection_keeps_its_window_type_and_reset() -> None:
+    assert classify(FULL_REJECTION) == WindowExhausted(rate_limit_type="five_hour", resets_at=RESET)
+
+
+# Rule 8 (ours) -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [
+        TurnSignals(api_error_status=500),
+        TurnSignals(api_error_status=502),
+        TurnSignals(api_error_status=503),
+        TurnSignals(api_error_status=504),
+        TurnSignals(api_error_status=529, result_text="Overloaded"),
+        TurnSignals(assistant_error="server_error"),
+        TurnSignals(assistant_error="overloaded"),
+        TurnSignals(assistant_error="api_error"),
+        TurnSignals(api_error_status=502, local_backend=True),
+    ],
+)
+def test_anthropic_5xx_and_529_wait_and_probe_never_resend_at_once_never_terminal(
+    signals: TurnSignals,
+) -> None:
+    state = classify(signals)
+    assert state == WindowExhausted(rate_limit_type="overloaded", resets_at=None)
+    assert is_waitable(state)
+
+
+def test_a_rejection_during_an_overload_keeps_the_announced_window() -> None:
+    signals = TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="seven_day",
+        resets_at=RESET,
+        api_error_status=529,
+    )
+    assert classify(signals) == WindowExhausted(rate_limit_type="seven_day", resets_at=RESET)
+
+
+# The whole input space ---------------------------------------------------------------
+
+
+def test_a_quiet_turn_is_available() -> None:
+    assert classify(TurnSignals()) == Available()
+    assert classify(TurnSignals(rate_limit_status="allowed", utilization=0.2)) == Available()
+
+
+def test_limit_language_in_the_text_alone_is_available() -> None:
+    # The legacy script's false positive: the model talking about limits is not a limit.
+    text = "You've hit your usage limit · resets 5pm. Rate limit exceeded. 429."
+    assert classify(TurnSignals(result_text=text)) == Available()
+
+
+ASSISTANT_ERRORS = [
+    None,
+    "authentication_failed",
+    "billing_error",
+    "rate_limit",
+    "invalid_request",
+    "server_error",
+    "overloaded",
+    "api_error",
+    "model_not_found",
+    "unknown",
+]
+
+signals_strategy = st.builds(
+    TurnSignals,
+    rate_limit_status=st.sampled_from([None, "allowed", "allowed_warning", "rejected"]),
+    rate_limit_type=st.sampled_from(
+        [None, "five_hour", "seven_day", "seven_day_opus", "overage", "other"]
+    ),
+    resets_at=st.none()
+    | st.datetimes(
+        min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+    ),
+    utilization=st.none() | st.floats(min_value=0, max_value=1),
+    overage_status=st.sampled_from([None, "allowed", "allowed_warning", "rejected"]),
+    overage_disabled_reason=st.sampled_from(
+        [None, "out_of_credits", "org_level_disabled", "overage_not_provisioned"]
+    ),
+    error_code=st.sampled_from(
+        [None, "credits_required", "credit_balance_too_low", "billing_error", "rate_limited"]
+    ),
+    api_error_status=st.none()
+    | st.sampled_from([400, 401, 404, 429, 500, 502, 503, 529])
+    | st.integers(min_value=100, max_value=599),
+    assistant_error=st.sampled_from(ASSISTANT_ERRORS),
+    result_text=st.sampled_from(
+        ["", "Prompt is too long", "connection refused", "model not found", "rate limit"]
+    )
+    | st.text(max_size=40),
+    local_backend=st.booleans(),
+)
+
+
+@settings(max_examples=300)
+@given(signals=signals_strategy)
+def test_authentication_outranks_everything_over_all_signals(signals: TurnSignals) -> None:
+    refused = signals.assistant_error == "authentication_failed" or signals.api_error_status == 401
+    assert isinstance(classify(signals), AuthenticationFailed) is refused
+
+
+@settings(max_examples=300)
+@given(signals=signals_strategy)
+def test_without_any_error_signal_the_turn_is_available(signals: TurnSignals) -> None:
+    quiet = TurnSignals(
+        rate_limit_status=signals.rate_limit_status
+        if signals.rate_limit_status != "rejected"
+        else None,
+        rate_limit_type=signals.rate_limit_type,
+        resets_at=signals.resets_at,
+        utilization=signals.utilization,
+        overage_status=signals.overage_status,
+        overage_disabled_reason=signals.overage_disabled_reason,
+        error_code=signals.error_code,
+        result_text=signals.result_text,
+        local_backend=signals.local_backend,
+    )
+    assert classify(quiet) == Available()
+
+
+@settings(max_examples=300)
+@given(signals=signals_strategy)
+def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
+    signals: TurnSignals,
+) -> None:
+    # On Anthropic's own service, with no credential or model error: any 429, 5xx, 529,
+    # rate_limit or server error must become a wait, never a resend and never an end.
+    if signals.local_backend or signals.assistant_error in (
+        "authentication_failed",
+        "model_not_found",
+    ):
+        return
+    status = signals.api_error_status
+    failed = (
+        signals.rate_limit_status == "rejected"
+        or status == 429
+        or (status is not None and status >= 500)
+        or signals.assistant_error in ("rate_limit", "server_error", "overloaded", "api_error")
+    )
+    if status == 401 or not failed:
+        return
+    state = classify(signals)
+    assert isinstance(state, WindowExhausted | CreditsExhausted)

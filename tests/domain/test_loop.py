@@ -1,0 +1,494 @@
+"""The run-loop state machine, rule by rule. Capacity is read before the verdict, always."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from claudeloop.domain.budget import Budget, BudgetLedger
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.classify import classify
+from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
+from claudeloop.domain.loop import (
+    ControlCommand,
+    Decision,
+    Finish,
+    Outcome,
+    Phase,
+    RunProbe,
+    RunState,
+    ScheduleProbe,
+    SendTurn,
+    Transition,
+    begin_probe,
+    decide_after_probe,
+    decide_after_turn,
+    decide_on_control,
+    decide_on_failure,
+    decide_preflight,
+    resume_decision,
+    verdict_summary,
+)
+from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+CONFIG = WaitPolicyConfig()
+RESET = NOW + timedelta(minutes=5)
+FIVE_HOUR = WindowExhausted("five_hour", RESET)
+RUNNING = RunState(phase=Phase.RUNNING)
+NOT_AVAILABLE: list[CapacityState] = [
+    FIVE_HOUR,
+    WindowExhausted("unknown"),
+    CreditsExhausted(),
+    AuthenticationFailed(),
+    BackendMisconfigured("model missing"),
+]
+KEEP_GOING = Continue()
+VERDICTS: list[CompletionVerdict] = [
+    Done("all done"),
+    Blocked("a person"),
+    Continue(("more",)),
+]
+
+
+def after_turn(
+    state: RunState,
+    capacity: CapacityState,
+    verdict: CompletionVerdict = KEEP_GOING,
+    *,
+    now: datetime = NOW,
+    config: WaitPolicyConfig = CONFIG,
+    cost_usd: float = 0.0,
+) -> Transition:
+    return decide_after_turn(
+        state, capacity=capacity, verdict=verdict, now=now, config=config, cost_usd=cost_usd
+    )
+
+
+def waiting_on(capacity: CreditsExhausted | WindowExhausted, *, since: datetime) -> RunState:
+    """A run that has been waiting on `capacity` since `since` and is probing now."""
+    waiting = after_turn(RUNNING, capacity, now=since).state
+    return begin_probe(waiting).state
+
+
+# Outcomes and phases -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code"),
+    [
+        (Outcome.DONE, 0),
+        (Outcome.BLOCKED, 1),
+        (Outcome.FAILED, 1),
+        (Outcome.BUDGET_EXHAUSTED, 3),
+        (Outcome.MAX_WAIT_EXCEEDED, 4),
+        (Outcome.WOUND_DOWN, 75),
+        (Outcome.AUTH_FAILED, 77),
+        (Outcome.BACKEND_MISCONFIGURED, 78),
+        (Outcome.STOPPED, 130),
+    ],
+)
+def test_outcome_exit_codes_are_the_documented_ones(outcome: Outcome, code: int) -> None:
+    assert outcome.exit_code == code
+    assert Finish(outcome, "why").exit_code == code
+
+
+def test_every_outcome_has_an_exit_code() -> None:
+    assert {outcome.exit_code for outcome in Outcome} == {0, 1, 3, 4, 75, 77, 78, 130}
+
+
+def test_only_complete_and_failed_are_terminal() -> None:
+    assert {phase for phase in Phase if phase.terminal} == {Phase.COMPLETE, Phase.FAILED}
+
+
+def test_every_phase_is_reachable_and_every_decision_is_produced() -> None:
+    phases: set[Phase] = {RunState().phase}
+    decisions: set[type[Decision]] = set()
+
+    def record(transition: Transition) -> RunState:
+        phases.add(transition.state.phase)
+        decisions.add(type(transition.decision))
+        return transition.state
+
+    state = record(decide_preflight(RunState(), Available(), now=NOW, config=CONFIG))
+    state = record(after_turn(state, FIVE_HOUR))
+    state = record(begin_probe(state))
+    state = record(decide_after_probe(state, Available(), now=RESET, config=CONFIG))
+    record(after_turn(state, Available(), Done("shipped"), now=RESET))
+    record(after_turn(state, Available(), Blocked("a password"), now=RESET))
+
+    assert phases == set(Phase)
+    assert decisions == {SendTurn, RunProbe, ScheduleProbe, Finish}
+
+
+# decide_preflight ----------------------------------------------------------------------
+
+
+def test_preflight_with_capacity_sends_the_first_turn() -> None:
+    transition = decide_preflight(RunState(), Available(), now=NOW, config=CONFIG)
+    assert transition.decision == SendTurn()
+    assert transition.state.phase is Phase.RUNNING
+
+
+def test_preflight_on_a_closed_window_waits_instead_of_spending_a_turn() -> None:
+    seven_day = WindowExhausted("seven_day", NOW + timedelta(days=3))
+    transition = decide_preflight(RunState(), seven_day, now=NOW, config=CONFIG)
+    assert transition.decision == ScheduleProbe(at=NOW + timedelta(minutes=10), awaiting=seven_day)
+    assert transition.state.phase is Phase.WAITING
+    assert transition.state.waiting_since == NOW
+    assert transition.state.next_probe_at == NOW + timedelta(minutes=10)
+
+
+def test_preflight_on_empty_credits_probes_with_backoff() -> None:
+    transition = decide_preflight(RunState(), CreditsExhausted(), now=NOW, config=CONFIG)
+    assert transition.decision == ScheduleProbe(
+        at=NOW + timedelta(minutes=2), awaiting=CreditsExhausted()
+    )
+
+
+@pytest.mark.parametrize(
+    ("capacity", "outcome", "reason"),
+    [
+        (
+            AuthenticationFailed("bad key"),
+            Outcome.AUTH_FAILED,
+            "authentication failed: the credentials were refused",
+        ),
+        (BackendMisconfigured("the model was not found"), Outcome.BACKEND_MISCONFIGURED, None),
+    ],
+)
+def test_preflight_stops_at_once_on_terminal_capacity(
+    capacity: CapacityState, outcome: Outcome, reason: str | None
+) -> None:
+    transition = decide_preflight(RunState(), capacity, now=NOW, config=CONFIG)
+    expected_reason = reason or "the model was not found"
+    assert transition.decision == Finish(outcome, expected_reason)
+    assert transition.state.phase is Phase.FAILED
+    assert transition.state.outcome is outcome
+    assert transition.state.capacity == capacity
+
+
+def test_preflight_with_a_spent_budget_finishes_before_sending_anything() -> None:
+    spent = RunState(ledger=BudgetLedger(Budget(max_turns=2), turns=2, attempts=2))
+    transition = decide_preflight(spent, Available(), now=NOW, config=CONFIG)
+    assert transition.decision == Finish(Outcome.BUDGET_EXHAUSTED, "budget cap reached (max-turns)")
+    assert transition.decision.exit_code == 3
+
+
+# decide_after_turn ---------------------------------------------------------------------
+
+
+def test_after_turn_limit_outranks_completion_claim() -> None:
+    transition = after_turn(RUNNING, FIVE_HOUR, Done("everything is finished"))
+    assert transition.decision == ScheduleProbe(at=RESET + CONFIG.reset_grace, awaiting=FIVE_HOUR)
+    assert transition.state.phase is Phase.WAITING
+    assert transition.state.outcome is None
+    assert transition.state.capacity == FIVE_HOUR
+
+
+@pytest.mark.parametrize("capacity", NOT_AVAILABLE)
+@pytest.mark.parametrize("verdict", VERDICTS)
+def test_after_turn_capacity_is_read_before_any_verdict(
+    capacity: CapacityState, verdict: CompletionVerdict
+) -> None:
+    transition = after_turn(RUNNING, capacity, verdict)
+    assert transition.state.outcome not in (Outcome.DONE, Outcome.BLOCKED)
+    assert transition.state.phase is not Phase.COMPLETE
+    assert transition.state.remaining_work == ()
+    assert transition.state.ledger.turns == 0
+    assert transition.state.ledger.attempts == 1
+
+
+def test_after_turn_done_on_an_available_turn_completes_the_run() -> None:
+    state = replace(RUNNING, remaining_work=("old",))
+    transition = after_turn(state, Available(), Done("shipped it"), cost_usd=0.4)
+    assert transition.decision == Finish(Outcome.DONE, "shipped it")
+    assert transition.decision.exit_code == 0
+    assert transition.state.phase is Phase.COMPLETE
+    assert transition.state.remaining_work == ()
+    assert transition.state.summary == "shipped it"
+    assert (transition.state.ledger.turns, transition.state.ledger.dollars) == (1, 0.4)
+
+
+def test_after_turn_done_without_a_summary_still_says_why() -> None:
+    transition = after_turn(RUNNING, Available(), Done())
+    assert transition.decision == Finish(Outcome.DONE, "the task is complete")
+
+
+def test_after_turn_done_on_the_last_allowed_turn_is_done_not_budget() -> None:
+    state = RunState(phase=Phase.RUNNING, ledger=BudgetLedger(Budget(max_turns=1)))
+    transition = after_turn(state, Available(), Done("made it"))
+    assert transition.decision == Finish(Outcome.DONE, "made it")
+
+
+def test_after_turn_blocked_ends_the_run_naming_the_blocker() -> None:
+    transition = after_turn(RUNNING, Available(), Blocked("the staging password", "did a"))
+    assert transition.decision == Finish(Outcome.BLOCKED, "blocked on: the staging password")
+    assert transition.decision.exit_code == 1
+    assert transition.state.phase is Phase.FAILED
+    assert transition.state.summary == "did a"
+
+
+def test_after_turn_continue_sends_the_next_turn_and_tracks_remaining_work() -> None:
+    transition = after_turn(RUNNING, Available(), Continue(("b", "c"), "did a"), cost_usd=0.2)
+    assert transition.decision == SendTurn()
+    assert transition.state.phase is Phase.RUNNING
+    assert transition.state.remaining_work == ("b", "c")
+    assert transition.state.summary == "did a"
+    assert transition.state.ledger == BudgetLedger(turns=1, attempts=1, dollars=0.2)
+
+
+@pytest.mark.parametrize(
+    ("budget", "caps"),
+    [
+        (Budget(max_turns=1), "max-turns"),
+        (Budget(max_attempts=1), "max-attempts"),
+        (Budget(max_dollars=0.5), "max-dollars"),
+    ],
+)
+def test_after_turn_continue_at_a_cap_finishes_instead_of_overrunning(
+    budget: Budget, caps: str
+) -> None:
+    state = RunState(phase=Phase.RUNNING, ledger=BudgetLedger(budget))
+    transition = after_turn(state, Available(), Continue(("b",)), cost_usd=0.5)
+    assert transition.decision == Finish(Outcome.BUDGET_EXHAUSTED, f"budget cap reached ({caps})")
+    assert transition.state.remaining_work == ("b",)
+
+
+def test_after_turn_a_refused_attempt_at_the_attempt_cap_finishes_on_budget() -> None:
+    state = RunState(phase=Phase.RUNNING, ledger=BudgetLedger(Budget(max_attempts=1)))
+    transition = after_turn(state, CreditsExhausted(), cost_usd=0.01)
+    assert transition.decision == Finish(
+        Outcome.BUDGET_EXHAUSTED, "budget cap reached (max-attempts)"
+    )
+    assert transition.state.capacity == CreditsExhausted()
+    assert transition.state.ledger.turns == 0
+
+
+def test_after_turn_a_limited_turn_waits_from_now() -> None:
+    transition = after_turn(RUNNING, CreditsExhausted(), Continue(("b",)))
+    assert transition.decision == ScheduleProbe(
+        at=NOW + CONFIG.credits_probe_interval, awaiting=CreditsExhausted()
+    )
+    assert transition.state.waiting_since == NOW
+    assert transition.state.wait_probes == 0
+
+
+@pytest.mark.parametrize(
+    ("capacity", "outcome"),
+    [
+        (AuthenticationFailed(), Outcome.AUTH_FAILED),
+        (BackendMisconfigured("unreachable"), Outcome.BACKEND_MISCONFIGURED),
+    ],
+)
+def test_after_turn_terminal_capacity_finishes_whatever_the_verdict(
+    capacity: CapacityState, outcome: Outcome
+) -> None:
+    for verdict in VERDICTS:
+        transition = after_turn(RUNNING, capacity, verdict)
+        assert isinstance(transition.decision, Finish)
+        assert transition.decision.outcome is outcome
+
+
+def test_after_turn_a_529_from_the_service_waits_and_probes_never_resends_at_once() -> None:
+    capacity = classify(TurnSignals(api_error_status=529, result_text="Overloaded"))
+    transition = after_turn(RUNNING, capacity, Done("claims done"))
+    assert isinstance(transition.decision, ScheduleProbe)
+    assert transition.decision.at > NOW
+    assert transition.state.phase is Phase.WAITING
+
+
+# begin_probe and decide_after_probe ----------------------------------------------------
+
+
+def test_begin_probe_runs_a_probe() -> None:
+    waiting = after_turn(RUNNING, FIVE_HOUR).state
+    transition = begin_probe(waiting)
+    assert transition.decision == RunProbe()
+    assert transition.state.phase is Phase.PROBING
+    assert transition.state.next_probe_at == waiting.next_probe_at
+
+
+def test_after_probe_with_capacity_back_resumes_the_run() -> None:
+    probing = waiting_on(FIVE_HOUR, since=NOW)
+    later = NOW + timedelta(minutes=31)
+    transition = decide_after_probe(probing, Available(), now=later, config=CONFIG, cost_usd=0.01)
+    assert transition.decision == SendTurn()
+    assert transition.state.phase is Phase.RUNNING
+    assert transition.state.capacity == Available()
+    assert transition.state.waiting_since is None
+    assert transition.state.next_probe_at is None
+    assert transition.state.wait_probes == 0
+    assert transition.state.probes == 1
+    assert transition.state.ledger.dollars == 0.01
+    assert transition.state.ledger.attempts == 1
+
+
+def test_after_probe_still_out_of_credits_backs_off_further() -> None:
+    state = waiting_on(CreditsExhausted(), since=NOW)
+    instants = []
+    now = NOW
+    for _ in range(4):
+        now = now + timedelta(minutes=2)
+        transition = decide_after_probe(state, CreditsExhausted(), now=now, config=CONFIG)
+        assert isinstance(transition.decision, ScheduleProbe)
+        instants.append(transition.decision.at - now)
+        state = begin_probe(transition.state).state
+    assert instants == [timedelta(seconds=s) for s in (180, 270, 405, 600)]
+    assert state.waiting_since == NOW
+    assert state.probes == 4
+
+
+def test_after_probe_a_different_limit_starts_its_backoff_over() -> None:
+    probing = waiting_on(FIVE_HOUR, since=NOW)
+    probing = replace(probing, wait_probes=5)
+    later = NOW + timedelta(minutes=31)
+    transition = decide_after_probe(probing, CreditsExhausted(), now=later, config=CONFIG)
+    assert transition.decision == ScheduleProbe(
+        at=later + CONFIG.credits_probe_interval, awaiting=CreditsExhausted()
+    )
+    assert transition.state.wait_probes == 0
+    assert transition.state.waiting_since == NOW
+
+
+def test_after_probe_past_max_wait_gives_up() -> None:
+    config = WaitPolicyConfig(max_wait=timedelta(hours=1))
+    probing = waiting_on(WindowExhausted("unknown"), since=NOW)
+    later = NOW + timedelta(hours=1)
+    transition = decide_after_probe(probing, WindowExhausted("unknown"), now=later, config=config)
+    assert transition.decision == Finish(
+        Outcome.MAX_WAIT_EXCEEDED,
+        "waited longer than max-wait for capacity (unknown window closed, no reset announced)",
+    )
+    assert transition.decision.exit_code == 4
+    assert transition.state.phase is Phase.FAILED
+    assert transition.state.next_probe_at is None
+
+
+def test_after_probe_within_max_wait_keeps_waiting() -> None:
+    config = WaitPolicyConfig(max_wait=timedelta(hours=1))
+    probing = waiting_on(WindowExhausted("unknown"), since=NOW)
+    later = NOW + timedelta(minutes=55)
+    transition = decide_after_probe(probing, WindowExhausted("unknown"), now=later, config=config)
+    assert transition.decision == ScheduleProbe(
+        at=NOW + timedelta(hours=1), awaiting=WindowExhausted("unknown")
+    )
+
+
+def test_after_probe_whose_cost_reaches_the_dollar_cap_finishes_on_budget() -> None:
+    probing = replace(
+        waiting_on(CreditsExhausted(), since=NOW),
+        ledger=BudgetLedger(Budget(max_dollars=1.0), turns=3, attempts=4, dollars=0.95),
+    )
+    transition = decide_after_probe(
+        probing, Available(), now=NOW + timedelta(minutes=2), config=CONFIG, cost_usd=0.05
+    )
+    assert transition.decision == Finish(
+        Outcome.BUDGET_EXHAUSTED, "budget cap reached (max-dollars)"
+    )
+    assert transition.state.capacity == Available()
+
+
+@pytest.mark.parametrize(
+    ("capacity", "outcome"),
+    [
+        (AuthenticationFailed(), Outcome.AUTH_FAILED),
+        (BackendMisconfigured("gone"), Outcome.BACKEND_MISCONFIGURED),
+    ],
+)
+def test_after_probe_terminal_capacity_finishes(capacity: CapacityState, outcome: Outcome) -> None:
+    probing = waiting_on(FIVE_HOUR, since=NOW)
+    transition = decide_after_probe(probing, capacity, now=RESET, config=CONFIG)
+    assert isinstance(transition.decision, Finish)
+    assert transition.decision.outcome is outcome
+
+
+def test_a_probe_without_a_recorded_wait_start_starts_the_wait_now() -> None:
+    odd = RunState(phase=Phase.PROBING, capacity=CreditsExhausted(), wait_probes=3)
+    transition = decide_after_probe(odd, CreditsExhausted(), now=NOW, config=CONFIG)
+    assert transition.state.waiting_since == NOW
+    assert transition.state.wait_probes == 0
+
+
+# decide_on_control and decide_on_failure -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "outcome", "code"),
+    [
+        (ControlCommand.STOP, Outcome.STOPPED, 130),
+        (ControlCommand.WIND_DOWN, Outcome.WOUND_DOWN, 75),
+    ],
+)
+def test_control_commands_end_the_run(command: ControlCommand, outcome: Outcome, code: int) -> None:
+    waiting = after_turn(RUNNING, FIVE_HOUR).state
+    transition = decide_on_control(waiting, command)
+    assert isinstance(transition.decision, Finish)
+    assert transition.decision.outcome is outcome
+    assert transition.decision.exit_code == code
+    assert transition.state.phase is Phase.FAILED
+    assert transition.state.next_probe_at is None
+
+
+def test_a_failure_outside_the_rules_fails_the_run_with_its_reason() -> None:
+    transition = decide_on_failure(RUNNING, "the CLI exited with 137")
+    assert transition.decision == Finish(Outcome.FAILED, "the CLI exited with 137")
+    assert transition.decision.exit_code == 1
+    assert transition.state.reason == "the CLI exited with 137"
+
+
+# resume_decision -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("phase", [Phase.PREFLIGHT, Phase.RUNNING])
+def test_resume_before_or_between_turns_sends_a_turn(phase: Phase) -> None:
+    assert resume_decision(RunState(phase=phase)) == SendTurn()
+
+
+def test_a_run_resumed_while_waiting_keeps_its_persisted_probe_instant() -> None:
+    waiting = after_turn(RUNNING, CreditsExhausted()).state
+    assert waiting.next_probe_at is not None
+    assert resume_decision(waiting) == ScheduleProbe(
+        at=waiting.next_probe_at, awaiting=CreditsExhausted()
+    )
+
+
+def test_a_run_resumed_while_waiting_without_an_instant_probes() -> None:
+    waiting = replace(after_turn(RUNNING, FIVE_HOUR).state, next_probe_at=None)
+    assert resume_decision(waiting) == RunProbe()
+
+
+def test_a_run_resumed_while_waiting_on_no_waitable_capacity_probes() -> None:
+    odd = RunState(phase=Phase.WAITING, capacity=Available(), next_probe_at=NOW)
+    assert resume_decision(odd) == RunProbe()
+
+
+def test_a_run_resumed_mid_probe_probes_again() -> None:
+    assert resume_decision(begin_probe(after_turn(RUNNING, FIVE_HOUR).state).state) == RunProbe()
+
+
+def test_a_finished_run_resumes_to_its_finish() -> None:
+    done = after_turn(RUNNING, Available(), Done("shipped")).state
+    assert resume_decision(done) == Finish(Outcome.DONE, "shipped")
+
+
+def test_a_terminal_run_without_a_recorded_outcome_resumes_as_failed() -> None:
+    assert resume_decision(RunState(phase=Phase.FAILED)) == Finish(
+        Outcome.FAILED, "the run had already ended"
+    )
+
+
+def test_verdict_summary_is_each_verdicts_summary() -> None:
+    assert verdict_summary(Done("a")) == "a"
+    assert verdict_summary(Continue((), "b")) == "b"
+    assert verdict_summary(Blocked("x", "c")) == "c"

@@ -1,0 +1,422 @@
+"""next_probe_instant: always an instant, bounded, monotone, and never a burst."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+from claudeloop.domain.waiting import (
+    MAX_INTERVAL,
+    WaitPolicyConfig,
+    credits_backoff,
+    next_probe_instant,
+    wait_exceeded,
+)
+
+NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+DEFAULT = WaitPolicyConfig()
+SECOND = timedelta(seconds=1)
+MICROSECOND = timedelta(microseconds=1)
+
+
+def probe_at(
+    state: WaitableState,
+    *,
+    probe_count: int = 0,
+    config: WaitPolicyConfig = DEFAULT,
+    started_waiting_at: datetime = NOW,
+) -> datetime:
+    return next_probe_instant(
+        state,
+        now=NOW,
+        started_waiting_at=started_waiting_at,
+        probe_count=probe_count,
+        config=config,
+    )
+
+
+# WaitPolicyConfig validation ---------------------------------------------------------
+
+
+def test_the_defaults_are_the_documented_policy() -> None:
+    assert DEFAULT.window_probe_interval == timedelta(minutes=10)
+    assert DEFAULT.reset_grace == timedelta(minutes=1)
+    assert DEFAULT.credits_probe_interval == timedelta(minutes=2)
+    assert DEFAULT.credits_probe_factor == 1.5
+    assert DEFAULT.credits_probe_ceiling == timedelta(minutes=10)
+    assert DEFAULT.max_wait is None
+
+
+@pytest.mark.parametrize(
+    "field", ["window_probe_interval", "credits_probe_interval", "credits_probe_ceiling"]
+)
+@pytest.mark.parametrize(
+    "value", [timedelta(0), -SECOND, MAX_INTERVAL + MICROSECOND, timedelta(days=10_000)]
+)
+def test_intervals_must_be_positive_and_at_most_a_year(field: str, value: timedelta) -> None:
+    with pytest.raises(ValueError, match=field):
+        WaitPolicyConfig(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [-MICROSECOND, -timedelta(hours=1), MAX_INTERVAL + SECOND])
+def test_reset_grace_must_be_between_zero_and_a_year(value: timedelta) -> None:
+    with pytest.raises(ValueError, match="reset_grace"):
+        WaitPolicyConfig(reset_grace=value)
+
+
+def test_reset_grace_of_zero_and_of_a_year_are_accepted() -> None:
+    assert WaitPolicyConfig(reset_grace=timedelta(0)).reset_grace == timedelta(0)
+    assert WaitPolicyConfig(reset_grace=MAX_INTERVAL).reset_grace == MAX_INTERVAL
+
+
+@pytest.mark.parametrize("value", [0.0, 0.99, -2.0, 100.01, math.nan, math.inf, -math.inf])
+def test_credits_probe_factor_must_be_between_one_and_a_hundred(value: float) -> None:
+    with pytest.raises(ValueError, match="credits_probe_factor"):
+        WaitPolicyConfig(credits_probe_factor=value)
+
+
+def test_credits_probe_factor_bounds_are_accepted() -> None:
+    assert WaitPolicyConfig(credits_probe_factor=1.0).credits_probe_factor == 1.0
+    assert WaitPolicyConfig(credits_probe_factor=100.0).credits_probe_factor == 100.0
+
+
+def test_credits_probe_ceiling_must_be_at_least_the_interval() -> None:
+    with pytest.raises(ValueError, match="credits_probe_ceiling must be at least"):
+        WaitPolicyConfig(
+            credits_probe_interval=timedelta(minutes=5),
+            credits_probe_ceiling=timedelta(minutes=4),
+        )
+
+
+@pytest.mark.parametrize("value", [timedelta(0), -SECOND, MAX_INTERVAL + SECOND])
+def test_max_wait_must_be_positive_and_at_most_a_year(value: timedelta) -> None:
+    with pytest.raises(ValueError, match="max_wait"):
+        WaitPolicyConfig(max_wait=value)
+
+
+durations = st.timedeltas(min_value=timedelta(days=-800), max_value=timedelta(days=800))
+
+
+@settings(max_examples=200)
+@given(value=durations)
+def test_window_probe_interval_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
+    valid = timedelta(0) < value <= MAX_INTERVAL
+    assert _accepts(window_probe_interval=value) is valid
+
+
+@settings(max_examples=200)
+@given(value=durations)
+def test_reset_grace_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
+    valid = timedelta(0) <= value <= MAX_INTERVAL
+    assert _accepts(reset_grace=value) is valid
+
+
+@settings(max_examples=200)
+@given(interval=durations, ceiling=durations)
+def test_credits_interval_and_ceiling_are_accepted_exactly_within_their_bounds(
+    interval: timedelta, ceiling: timedelta
+) -> None:
+    valid = timedelta(0) < interval <= ceiling <= MAX_INTERVAL
+    assert _accepts(credits_probe_interval=interval, credits_probe_ceiling=ceiling) is valid
+
+
+@settings(max_examples=200)
+@given(factor=st.floats(allow_nan=True, allow_infinity=True))
+def test_credits_probe_factor_is_accepted_exactly_within_its_bounds(factor: float) -> None:
+    valid = 1.0 <= factor <= 100.0
+    assert _accepts(credits_probe_factor=factor) is valid
+
+
+@settings(max_examples=200)
+@given(value=st.none() | durations)
+def test_max_wait_is_accepted_exactly_within_its_bounds(value: timedelta | None) -> None:
+    valid = value is None or timedelta(0) < value <= MAX_INTERVAL
+    assert _accepts(max_wait=value) is valid
+
+
+def _accepts(**fields: object) -> bool:
+    try:
+        WaitPolicyConfig(**fields)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
+# next_probe_instant by example -------------------------------------------------------
+
+
+def test_credits_back_off_exponentially_up_to_the_ceiling() -> None:
+    credits = CreditsExhausted()
+    waits = [probe_at(credits, probe_count=n) - NOW for n in range(7)]
+    assert waits == [
+        timedelta(seconds=120),
+        timedelta(seconds=180),
+        timedelta(seconds=270),
+        timedelta(seconds=405),
+        timedelta(seconds=600),
+        timedelta(seconds=600),
+        timedelta(seconds=600),
+    ]
+
+
+def test_a_factor_of_one_probes_at_a_steady_interval() -> None:
+    steady = WaitPolicyConfig(credits_probe_factor=1.0)
+    assert probe_at(CreditsExhausted(), probe_count=50, config=steady) == NOW + 2 * 60 * SECOND
+
+
+def test_a_ceiling_equal_to_the_interval_is_the_interval() -> None:
+    flat = WaitPolicyConfig(
+        credits_probe_interval=timedelta(minutes=3), credits_probe_ceiling=timedelta(minutes=3)
+    )
+    assert credits_backoff(0, flat) == timedelta(minutes=3)
+    assert credits_backoff(9, flat) == timedelta(minutes=3)
+
+
+def test_credits_backoff_does_not_overflow_at_a_million_probes() -> None:
+    steep = WaitPolicyConfig(credits_probe_factor=100.0, credits_probe_ceiling=MAX_INTERVAL)
+    assert credits_backoff(10**6, steep) == MAX_INTERVAL
+    assert probe_at(CreditsExhausted(), probe_count=10**6, config=steep) == NOW + MAX_INTERVAL
+
+
+def test_a_negative_probe_count_is_refused() -> None:
+    with pytest.raises(ValueError, match="probe_count"):
+        probe_at(CreditsExhausted(), probe_count=-1)
+
+
+def test_window_with_a_near_reset_probes_just_after_it() -> None:
+    reset = NOW + timedelta(minutes=3)
+    assert probe_at(WindowExhausted("five_hour", reset)) == reset + DEFAULT.reset_grace
+
+
+def test_window_with_a_far_reset_still_probes_at_the_interval() -> None:
+    # A week-long reset is not trusted alone: an early lift or top-up must be noticed.
+    reset = NOW + timedelta(days=7)
+    assert probe_at(WindowExhausted("seven_day", reset)) == NOW + DEFAULT.window_probe_interval
+
+
+def test_window_without_a_reset_probes_at_the_interval() -> None:
+    assert probe_at(WindowExhausted("unknown")) == NOW + DEFAULT.window_probe_interval
+
+
+def test_a_past_reset_never_gives_an_immediate_probe() -> None:
+    reset = NOW - timedelta(hours=1)
+    assert probe_at(WindowExhausted("five_hour", reset)) == NOW + DEFAULT.window_probe_interval
+
+
+def test_a_reset_just_past_still_inside_its_grace_is_honoured() -> None:
+    reset = NOW - timedelta(seconds=20)
+    assert probe_at(WindowExhausted("five_hour", reset)) == reset + DEFAULT.reset_grace
+
+
+def test_max_wait_clamps_the_probe_to_the_end_of_the_wait() -> None:
+    config = WaitPolicyConfig(max_wait=timedelta(hours=1))
+    started = NOW - timedelta(minutes=55)
+    at = probe_at(WindowExhausted("unknown"), config=config, started_waiting_at=started)
+    assert at == started + timedelta(hours=1)
+    assert wait_exceeded(started_waiting_at=started, now=at, config=config)
+
+
+def test_a_wait_already_past_max_wait_probes_now_never_before() -> None:
+    config = WaitPolicyConfig(max_wait=timedelta(hours=1))
+    started = NOW - timedelta(hours=3)
+    assert probe_at(CreditsExhausted(), config=config, started_waiting_at=started) == NOW
+
+
+def test_wait_exceeded_only_once_max_wait_has_passed() -> None:
+    config = WaitPolicyConfig(max_wait=timedelta(hours=2))
+    started = NOW - timedelta(hours=2)
+    assert wait_exceeded(started_waiting_at=started, now=NOW, config=config)
+    assert not wait_exceeded(started_waiting_at=started, now=NOW - MICROSECOND, config=config)
+
+
+def test_wait_is_never_exceeded_without_a_max_wait() -> None:
+    long_ago = NOW - timedelta(days=3650)
+    assert not wait_exceeded(started_waiting_at=long_ago, now=NOW, config=DEFAULT)
+
+
+# next_probe_instant over the whole input space ----------------------------------------
+
+positive = st.timedeltas(min_value=MICROSECOND, max_value=MAX_INTERVAL)
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> WaitPolicyConfig:
+    interval = draw(positive)
+    ceiling = draw(st.timedeltas(min_value=interval, max_value=MAX_INTERVAL))
+    return WaitPolicyConfig(
+        window_probe_interval=draw(positive),
+        reset_grace=draw(st.timedeltas(min_value=timedelta(0), max_value=MAX_INTERVAL)),
+        credits_probe_interval=interval,
+        credits_probe_factor=draw(st.floats(min_value=1.0, max_value=100.0)),
+        credits_probe_ceiling=ceiling,
+        max_wait=draw(st.none() | positive),
+    )
+
+
+nows = st.datetimes(
+    min_value=datetime(1971, 1, 1), max_value=datetime(9000, 1, 1), timezones=st.just(UTC)
+)
+offsets = st.timedeltas(min_value=-2 * MAX_INTERVAL, max_value=2 * MAX_INTERVAL)
+elapsed = st.timedeltas(min_value=timedelta(0), max_value=2 * MAX_INTERVAL)
+probe_counts = st.integers(min_value=0, max_value=10**6)
+
+
+@st.composite
+def waitable_states(draw: st.DrawFn, now: datetime) -> WaitableState:
+    if draw(st.booleans()):
+        return CreditsExhausted()
+    reset = draw(st.none() | offsets.map(lambda offset: now + offset))
+    return WindowExhausted(draw(st.sampled_from(["five_hour", "seven_day", "unknown"])), reset)
+
+
+@st.composite
+def scenarios(
+    draw: st.DrawFn,
+) -> tuple[WaitableState, datetime, datetime, int, WaitPolicyConfig]:
+    now = draw(nows)
+    return (
+        draw(waitable_states(now)),
+        now,
+        now - draw(elapsed),
+        draw(probe_counts),
+        draw(configs()),
+    )
+
+
+Scenario = tuple[WaitableState, datetime, datetime, int, WaitPolicyConfig]
+
+
+def _next(scenario: Scenario, probe_count: int | None = None) -> datetime:
+    state, now, started, count, config = scenario
+    return next_probe_instant(
+        state,
+        now=now,
+        started_waiting_at=started,
+        probe_count=count if probe_count is None else probe_count,
+        config=config,
+    )
+
+
+@settings(max_examples=500)
+@given(scenario=scenarios())
+def test_the_next_probe_is_never_before_now(scenario: Scenario) -> None:
+    _, now, *_ = scenario
+    assert _next(scenario) >= now
+
+
+@settings(max_examples=500)
+@given(scenario=scenarios())
+def test_the_next_probe_is_never_after_the_policy_interval(scenario: Scenario) -> None:
+    state, now, _, _, config = scenario
+    bound = (
+        config.credits_probe_ceiling
+        if isinstance(state, CreditsExhausted)
+        else config.window_probe_interval
+    )
+    assert _next(scenario) <= now + bound
+
+
+@settings(max_examples=500)
+@given(scenario=scenarios(), max_wait=positive)
+def test_the_next_probe_is_never_after_max_wait(scenario: Scenario, max_wait: timedelta) -> None:
+    state, now, started, count, config = scenario
+    bounded = replace(config, max_wait=max_wait)
+    assert _next((state, now, started, count, bounded)) <= max(now, started + max_wait)
+
+
+@settings(max_examples=500)
+@given(scenario=scenarios(), other=probe_counts)
+def test_the_next_probe_is_monotone_in_the_probe_count(scenario: Scenario, other: int) -> None:
+    count = scenario[3]
+    low, high = sorted((count, other))
+    assert _next(scenario, low) <= _next(scenario, high)
+
+
+@settings(max_examples=300)
+@given(config=configs(), probe_count=probe_counts, now=nows)
+def test_credits_backoff_stays_between_interval_and_ceiling_without_overflow(
+    config: WaitPolicyConfig, probe_count: int, now: datetime
+) -> None:
+    backoff = credits_backoff(probe_count, config)
+    assert config.credits_probe_interval <= backoff <= config.credits_probe_ceiling
+    at = next_probe_instant(
+        CreditsExhausted(), now=now, started_waiting_at=now, probe_count=10**6, config=config
+    )
+    assert now <= at <= now + config.credits_probe_ceiling
+
+
+@settings(max_examples=300)
+@given(config=configs(), now=nows, reset_offset=offsets)
+def test_window_with_reset_ahead_is_the_earlier_of_reset_plus_grace_and_the_interval(
+    config: WaitPolicyConfig, now: datetime, reset_offset: timedelta
+) -> None:
+    config = WaitPolicyConfig(
+        window_probe_interval=config.window_probe_interval, reset_grace=config.reset_grace
+    )
+    reset = now + reset_offset
+    assume(reset + config.reset_grace > now)
+    at = next_probe_instant(
+        WindowExhausted("five_hour", reset),
+        now=now,
+        started_waiting_at=now,
+        probe_count=0,
+        config=config,
+    )
+    assert at == min(reset + config.reset_grace, now + config.window_probe_interval)
+
+
+@settings(max_examples=300)
+@given(config=configs(), now=nows, reset_offset=offsets, probe_count=probe_counts)
+def test_a_past_reset_never_gives_an_immediate_probe_no_burst(
+    config: WaitPolicyConfig, now: datetime, reset_offset: timedelta, probe_count: int
+) -> None:
+    config = WaitPolicyConfig(
+        window_probe_interval=config.window_probe_interval, reset_grace=config.reset_grace
+    )
+    reset = now - abs(reset_offset) - config.reset_grace
+    at = next_probe_instant(
+        WindowExhausted("five_hour", reset),
+        now=now,
+        started_waiting_at=now,
+        probe_count=probe_count,
+        config=config,
+    )
+    assert at == now + config.window_probe_interval
+    assert at > now
+
+
+@settings(max_examples=300)
+@given(scenario=scenarios())
+def test_a_probe_cut_short_by_max_wait_finds_the_wait_exceeded(scenario: Scenario) -> None:
+    state, now, started, count, config = scenario
+    unbounded = WaitPolicyConfig(
+        window_probe_interval=config.window_probe_interval,
+        reset_grace=config.reset_grace,
+        credits_probe_interval=config.credits_probe_interval,
+        credits_probe_factor=config.credits_probe_factor,
+        credits_probe_ceiling=config.credits_probe_ceiling,
+    )
+    at = _next(scenario)
+    uncut = _next((state, now, started, count, unbounded))
+    exceeded_there = wait_exceeded(started_waiting_at=started, now=at, config=config)
+    if at < uncut:
+        assert exceeded_there
+    if config.max_wait is None:
+        assert at == uncut
+        assert not exceeded_there
+
+
+@settings(max_examples=200)
+@given(now=nows, waited=elapsed, max_wait=st.none() | positive)
+def test_wait_exceeded_exactly_when_max_wait_has_passed(
+    now: datetime, waited: timedelta, max_wait: timedelta | None
+) -> None:
+    config = WaitPolicyConfig(max_wait=max_wait)
+    exceeded = wait_exceeded(started_waiting_at=now - waited, now=now, config=config)
+    assert exceeded is (max_wait is not None and waited >= max_wait)
