@@ -17,6 +17,10 @@ def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
             monkeypatch.delenv(name)
     user_config = tmp_path / "user-config"
     monkeypatch.setenv("CLAUDELOOP_CONFIG_DIR", str(user_config))
+    # Should a test start a turn by mistake, it meets a closed loopback port at once,
+    # never the real service.
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
     return user_config
 
 

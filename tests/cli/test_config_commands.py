@@ -116,7 +116,9 @@ def test_a_bad_variable_is_a_one_line_error(
 def test_wait_settings_that_contradict_each_other_name_their_sources(
     claudeloop: Invoke, tmp_path: Path
 ) -> None:
-    (tmp_path / "claudeloop.toml").write_text('credits_probe_ceiling = "1m"\n')
+    (tmp_path / "claudeloop.toml").write_text(
+        'credits_probe_interval = "5m"\ncredits_probe_ceiling = "1m"\n'
+    )
     result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
     assert_one_line_error(
         result,

@@ -14,6 +14,7 @@ from claudeloop.adapters.config.loading import (
     load_configuration,
     user_config_dir,
 )
+from claudeloop.domain.waiting import WaitPolicyConfig
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_nothing_configured_gives_the_built_in_defaults(project: Path, user_dir:
     assert config.profile is None
     assert config.value("permission_mode") == "acceptEdits"
     assert config.value("max_turns") is None
-    assert config.value("window_probe_interval") == timedelta(minutes=10)
+    assert config.value("window_probe_interval") == WaitPolicyConfig().window_probe_interval
     assert config.value("done_marker") == "CLAUDELOOP_TASK_FULLY_COMPLETE"
     assert {s.origin.describe() for s in config.settings.values()} == {"default"}
     assert config.files == ()
