@@ -32,6 +32,22 @@ def waiting_table(rows: list[waiting.Figures]) -> list[str]:
     return lines
 
 
+def targets(rows: list[waiting.Figures]) -> list[str]:
+    """The targets of ADR 0005, checked on claudeloop's defaults."""
+    by = {(f.strategy, f.kind): f for f in rows}
+    mixed = by["claudeloop (defaults)", "all"]
+    announced = by["claudeloop (defaults)", "announced reset"]
+    checks = [
+        ("requests per waiting hour <= 12", mixed.requests_per_waiting_hour <= 12),
+        ("median lateness after an announced reset <= 10 s", announced.median_lateness <= 10),
+        ("median lateness over all kinds <= 60 s", mixed.median_lateness <= 60),
+        ("p95 lateness over all kinds <= 5 min", mixed.p95_lateness <= 300),
+    ]
+    return ["Targets on the mixed corpus (claudeloop defaults):", ""] + [
+        f"- {'met' if ok else 'MISSED'}: {name}" for name, ok in checks
+    ]
+
+
 def kinds_table(rows: list[waiting.Figures]) -> list[str]:
     kinds = ["announced reset", *waiting.KINDS]
     lines = [
@@ -95,6 +111,8 @@ def main() -> None:
         "waking, when the machine slept through it) to the next productive turn.",
         "",
         *waiting_table(rows),
+        "",
+        *targets(rows),
         "",
         "Median / p95 lateness per episode kind:",
         "",

@@ -130,7 +130,9 @@ def test_continue_prompt_names_what_is_left() -> None:
 
 
 def test_closed_window_waits_until_reset_plus_grace_then_probes_then_resumes() -> None:
-    policy = WaitPolicyConfig(window_probe_interval=timedelta(hours=10))
+    policy = WaitPolicyConfig(
+        window_probe_interval=timedelta(hours=10), reset_grace=timedelta(seconds=60)
+    )
     h = harness(
         [
             verdict_turn(remaining=("b",)),
@@ -164,7 +166,7 @@ def test_credits_out_backs_off_and_resumes_within_one_probe_of_the_top_up() -> N
             [START, *h.gateway.probe_times], h.gateway.probe_times, strict=False
         )
     ]
-    assert gaps == [120.0, 180.0, 270.0, 405.0]
+    assert gaps == [60.0, 90.0, 135.0, 202.5]  # the default backoff: 60 s growing 1.5x
     assert final.state.outcome is Outcome.DONE
     assert final.state.probes == 4
 

@@ -42,7 +42,14 @@ from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
-CONFIG = WaitPolicyConfig()
+# Explicit values, so these tests are about the loop and not about the tuned defaults.
+CONFIG = WaitPolicyConfig(
+    window_probe_interval=timedelta(minutes=10),
+    reset_grace=timedelta(seconds=60),
+    credits_probe_interval=timedelta(minutes=2),
+    credits_probe_factor=1.5,
+    credits_probe_ceiling=timedelta(minutes=10),
+)
 RESET = NOW + timedelta(minutes=5)
 FIVE_HOUR = WindowExhausted("five_hour", RESET)
 RUNNING = RunState(phase=Phase.RUNNING)

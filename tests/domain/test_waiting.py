@@ -45,11 +45,14 @@ def probe_at(
 
 
 def test_the_defaults_are_the_documented_policy() -> None:
-    assert DEFAULT.window_probe_interval == timedelta(minutes=10)
-    assert DEFAULT.reset_grace == timedelta(minutes=1)
-    assert DEFAULT.credits_probe_interval == timedelta(minutes=2)
+    # Tuned on the benchmark corpus (ADR 0005); the seed's were 10 min, 60 s, 2 min, 10 min.
+    assert DEFAULT.window_probe_interval == timedelta(minutes=5)
+    assert DEFAULT.reset_grace == timedelta(seconds=2)
+    assert DEFAULT.reset_retry_interval == timedelta(seconds=10)
+    assert DEFAULT.reset_retry_window == timedelta(minutes=2)
+    assert DEFAULT.credits_probe_interval == timedelta(minutes=1)
     assert DEFAULT.credits_probe_factor == 1.5
-    assert DEFAULT.credits_probe_ceiling == timedelta(minutes=10)
+    assert DEFAULT.credits_probe_ceiling == timedelta(minutes=5)
     assert DEFAULT.max_wait is None
 
 
@@ -155,19 +158,19 @@ def test_credits_back_off_exponentially_up_to_the_ceiling() -> None:
     credits = CreditsExhausted()
     waits = [probe_at(credits, probe_count=n) - NOW for n in range(7)]
     assert waits == [
-        timedelta(seconds=120),
-        timedelta(seconds=180),
-        timedelta(seconds=270),
-        timedelta(seconds=405),
-        timedelta(seconds=600),
-        timedelta(seconds=600),
-        timedelta(seconds=600),
+        timedelta(seconds=60),
+        timedelta(seconds=90),
+        timedelta(seconds=135),
+        timedelta(seconds=202.5),
+        timedelta(seconds=300),
+        timedelta(seconds=300),
+        timedelta(seconds=300),
     ]
 
 
 def test_a_factor_of_one_probes_at_a_steady_interval() -> None:
     steady = WaitPolicyConfig(credits_probe_factor=1.0)
-    assert probe_at(CreditsExhausted(), probe_count=50, config=steady) == NOW + 2 * 60 * SECOND
+    assert probe_at(CreditsExhausted(), probe_count=50, config=steady) == NOW + 60 * SECOND
 
 
 def test_a_ceiling_equal_to_the_interval_is_the_interval() -> None:
@@ -210,8 +213,28 @@ def test_a_past_reset_never_gives_an_immediate_probe() -> None:
 
 
 def test_a_reset_just_past_still_inside_its_grace_is_honoured() -> None:
+    generous = WaitPolicyConfig(reset_grace=timedelta(seconds=60))
     reset = NOW - timedelta(seconds=20)
-    assert probe_at(WindowExhausted("five_hour", reset)) == reset + DEFAULT.reset_grace
+    assert probe_at(WindowExhausted("five_hour", reset), config=generous) == reset + 60 * SECOND
+
+
+def test_a_window_still_closed_just_after_its_reset_is_retried_quickly() -> None:
+    # The service lifted a little late: every reset_retry_interval, not a full interval.
+    reset = NOW - timedelta(seconds=30)
+    assert probe_at(WindowExhausted("five_hour", reset)) == NOW + DEFAULT.reset_retry_interval
+
+
+def test_the_quick_retries_end_after_the_retry_window() -> None:
+    reset = NOW - DEFAULT.reset_grace - DEFAULT.reset_retry_window
+    assert probe_at(WindowExhausted("five_hour", reset)) == NOW + DEFAULT.window_probe_interval
+
+
+def test_quick_retries_never_exceed_the_window_interval() -> None:
+    slow_retry = WaitPolicyConfig(
+        window_probe_interval=timedelta(seconds=30), reset_retry_interval=timedelta(minutes=5)
+    )
+    reset = NOW - timedelta(seconds=10)
+    assert probe_at(WindowExhausted("five_hour", reset), config=slow_retry) == NOW + 30 * SECOND
 
 
 def test_max_wait_clamps_the_probe_to_the_end_of_the_wait() -> None:
@@ -252,6 +275,8 @@ def configs(draw: st.DrawFn) -> WaitPolicyConfig:
     return WaitPolicyConfig(
         window_probe_interval=draw(positive),
         reset_grace=draw(st.timedeltas(min_value=timedelta(0), max_value=MAX_INTERVAL)),
+        reset_retry_interval=draw(positive),
+        reset_retry_window=draw(st.timedeltas(min_value=timedelta(0), max_value=MAX_INTERVAL)),
         credits_probe_interval=interval,
         credits_probe_factor=draw(st.floats(min_value=1.0, max_value=100.0)),
         credits_probe_ceiling=ceiling,
@@ -377,7 +402,10 @@ def test_a_past_reset_never_gives_an_immediate_probe_no_burst(
     config: WaitPolicyConfig, now: datetime, reset_offset: timedelta, probe_count: int
 ) -> None:
     config = WaitPolicyConfig(
-        window_probe_interval=config.window_probe_interval, reset_grace=config.reset_grace
+        window_probe_interval=config.window_probe_interval,
+        reset_grace=config.reset_grace,
+        reset_retry_interval=config.reset_retry_interval,
+        reset_retry_window=config.reset_retry_window,
     )
     reset = now - abs(reset_offset) - config.reset_grace
     at = next_probe_instant(
@@ -387,8 +415,10 @@ def test_a_past_reset_never_gives_an_immediate_probe_no_burst(
         probe_count=probe_count,
         config=config,
     )
-    assert at == now + config.window_probe_interval
     assert at > now
+    quick = now < reset + config.reset_grace + config.reset_retry_window
+    step = min(config.reset_retry_interval, config.window_probe_interval)
+    assert at == now + (step if quick else config.window_probe_interval)
 
 
 @settings(max_examples=300)
@@ -398,6 +428,8 @@ def test_a_probe_cut_short_by_max_wait_finds_the_wait_exceeded(scenario: Scenari
     unbounded = WaitPolicyConfig(
         window_probe_interval=config.window_probe_interval,
         reset_grace=config.reset_grace,
+        reset_retry_interval=config.reset_retry_interval,
+        reset_retry_window=config.reset_retry_window,
         credits_probe_interval=config.credits_probe_interval,
         credits_probe_factor=config.credits_probe_factor,
         credits_probe_ceiling=config.credits_probe_ceiling,
@@ -420,3 +452,56 @@ def test_wait_exceeded_exactly_when_max_wait_has_passed(
     config = WaitPolicyConfig(max_wait=max_wait)
     exceeded = wait_exceeded(started_waiting_at=now - waited, now=now, config=config)
     assert exceeded is (max_wait is not None and waited >= max_wait)
+
+
+# The quick retries after an announced reset --------------------------------------------
+
+
+@pytest.mark.parametrize("value", [timedelta(0), -SECOND, MAX_INTERVAL + MICROSECOND])
+def test_reset_retry_interval_must_be_positive_and_at_most_a_year(value: timedelta) -> None:
+    with pytest.raises(ValueError, match="reset_retry_interval"):
+        WaitPolicyConfig(reset_retry_interval=value)
+
+
+@pytest.mark.parametrize("value", [-SECOND, MAX_INTERVAL + MICROSECOND])
+def test_reset_retry_window_must_be_between_zero_and_a_year(value: timedelta) -> None:
+    with pytest.raises(ValueError, match="reset_retry_window"):
+        WaitPolicyConfig(reset_retry_window=value)
+
+
+@settings(max_examples=200)
+@given(value=durations)
+def test_reset_retry_interval_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
+    valid = timedelta(0) < value <= MAX_INTERVAL
+    assert _accepts(reset_retry_interval=value) is valid
+
+
+@settings(max_examples=200)
+@given(value=durations)
+def test_reset_retry_window_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
+    valid = timedelta(0) <= value <= MAX_INTERVAL
+    assert _accepts(reset_retry_window=value) is valid
+
+
+@settings(max_examples=300)
+@given(
+    config=configs(),
+    now=nows,
+    since_reset=st.timedeltas(min_value=timedelta(0), max_value=2 * MAX_INTERVAL),
+)
+def test_after_a_reset_the_next_probe_is_soon_but_never_at_once(
+    config: WaitPolicyConfig, now: datetime, since_reset: timedelta
+) -> None:
+    reset = now - config.reset_grace - since_reset
+    at = next_probe_instant(
+        WindowExhausted("five_hour", reset),
+        now=now,
+        started_waiting_at=now,
+        probe_count=0,
+        config=config,
+    )
+    assert now < at
+    if config.max_wait is None:
+        assert at <= now + config.window_probe_interval
+    if since_reset < config.reset_retry_window and config.max_wait is None:
+        assert at == now + min(config.reset_retry_interval, config.window_probe_interval)

@@ -163,6 +163,8 @@ def _policy_out(policy: WaitPolicyConfig) -> dict[str, float | None]:
     return {
         "window_probe_interval": policy.window_probe_interval.total_seconds(),
         "reset_grace": policy.reset_grace.total_seconds(),
+        "reset_retry_interval": policy.reset_retry_interval.total_seconds(),
+        "reset_retry_window": policy.reset_retry_window.total_seconds(),
         "credits_probe_interval": policy.credits_probe_interval.total_seconds(),
         "credits_probe_factor": policy.credits_probe_factor,
         "credits_probe_ceiling": policy.credits_probe_ceiling.total_seconds(),
@@ -172,7 +174,14 @@ def _policy_out(policy: WaitPolicyConfig) -> dict[str, float | None]:
 
 def _policy_in(data: dict[str, Any]) -> WaitPolicyConfig:
     max_wait = data.get("max_wait")
+    defaults = WaitPolicyConfig()
     return WaitPolicyConfig(
+        reset_retry_interval=timedelta(
+            seconds=data.get("reset_retry_interval", defaults.reset_retry_interval.total_seconds())
+        ),
+        reset_retry_window=timedelta(
+            seconds=data.get("reset_retry_window", defaults.reset_retry_window.total_seconds())
+        ),
         window_probe_interval=timedelta(seconds=data["window_probe_interval"]),
         reset_grace=timedelta(seconds=data["reset_grace"]),
         credits_probe_interval=timedelta(seconds=data["credits_probe_interval"]),
