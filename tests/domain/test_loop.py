@@ -19,6 +19,7 @@ from claudeloop.domain.capacity import (
 from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
 from claudeloop.domain.loop import (
+    MAX_ERRORED_TURNS,
     ControlCommand,
     Decision,
     Finish,
@@ -499,3 +500,48 @@ def test_verdict_summary_is_each_verdicts_summary() -> None:
     assert verdict_summary(Done("a")) == "a"
     assert verdict_summary(Continue((), "b")) == "b"
     assert verdict_summary(Blocked("x", "c")) == "c"
+
+
+# Errors no capacity state explains -----------------------------------------------------
+
+
+def test_an_errored_available_turn_is_retried_and_its_verdict_ignored() -> None:
+    transition = decide_after_turn(
+        RUNNING,
+        capacity=Available(),
+        verdict=Done("CLAUDELOOP_TASK_FULLY_COMPLETE quoted in an error"),
+        now=NOW,
+        config=CONFIG,
+        error="API returned an empty or malformed response",
+    )
+    assert transition.decision == SendTurn()
+    assert transition.state.outcome is None
+    assert transition.state.errored_turns == 1
+
+
+def test_errored_turns_in_a_row_end_the_run_with_the_error() -> None:
+    state = RUNNING
+    for _ in range(MAX_ERRORED_TURNS):
+        transition = decide_after_turn(
+            state,
+            capacity=Available(),
+            verdict=Continue(),
+            now=NOW,
+            config=CONFIG,
+            error="Prompt is too long",
+        )
+        state = transition.state
+    assert transition.decision == Finish(
+        outcome=Outcome.FAILED,
+        reason=f"{MAX_ERRORED_TURNS} turns in a row ended in an error: Prompt is too long",
+    )
+    assert state.ledger.turns == MAX_ERRORED_TURNS
+
+
+def test_a_clean_turn_resets_the_count_of_errored_turns() -> None:
+    errored = replace(RUNNING, errored_turns=MAX_ERRORED_TURNS - 1)
+    transition = decide_after_turn(
+        errored, capacity=Available(), verdict=Continue(), now=NOW, config=CONFIG
+    )
+    assert transition.state.errored_turns == 0
+    assert transition.decision == SendTurn()

@@ -76,4 +76,5 @@ def test_signals_carry_every_fact_the_classifier_reads() -> None:
         "assistant_error",
         "result_text",
         "local_backend",
+        "is_error",
     }

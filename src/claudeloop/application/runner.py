@@ -201,6 +201,7 @@ class Runner:
             now=self.clock.now(),
             config=spec.wait_policy,
             cost_usd=cost,
+            error=_first_line(outcome.signals.result_text) if outcome.signals.is_error else None,
         )
         self.events.emit(
             "turn.finished",
@@ -266,3 +267,8 @@ def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, f
     cost = max(outcome.session_cost_usd - record.session_cost_usd, 0.0)
     seen = max(outcome.session_cost_usd, record.session_cost_usd)
     return replace(record, session_cost_usd=seen), round(cost, 9)
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:300] if lines else "no detail"

@@ -25,6 +25,11 @@ from claudeloop.domain.capacity import (
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
 from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
 
+# Turns in a row that may end in an error no capacity state explains (a malformed answer,
+# a prompt too long for a hosted model) before the run gives up: a retry fixes a blip,
+# and a run must not resend into the same error until its budget is gone.
+MAX_ERRORED_TURNS = 3
+
 
 class Phase(enum.Enum):
     PREFLIGHT = "preflight"
@@ -86,6 +91,7 @@ class RunState:
     capacity: CapacityState = field(default_factory=Available)
     probes: int = 0
     wait_probes: int = 0
+    errored_turns: int = 0
     waiting_since: datetime | None = None
     next_probe_at: datetime | None = None
     remaining_work: tuple[str, ...] = ()
@@ -148,9 +154,15 @@ def decide_after_turn(
     now: datetime,
     config: WaitPolicyConfig,
     cost_usd: float = 0.0,
+    error: str | None = None,
 ) -> Transition:
     """After a turn. Capacity is read before the verdict, always: a Done claimed by a turn
-    that hit a limit is discarded, since the limit may have cut the work short."""
+    that hit a limit is discarded, since the limit may have cut the work short.
+
+    `error` is the text of an error the turn ended in; when capacity explains nothing, the
+    verdict is not trusted either (an error can quote a marker), and the turn is retried
+    until MAX_ERRORED_TURNS in a row have failed.
+    """
     if isinstance(capacity, Available):
         ledger = state.ledger.spend_turn(cost_usd)
     else:
@@ -164,7 +176,16 @@ def decide_after_turn(
                 _budget_reason(ledger),
             )
         return _by_capacity(state, capacity, now=now, config=config)
-    state = replace(state, capacity=capacity, summary=verdict_summary(verdict))
+    if error is not None:
+        state = replace(state, capacity=capacity, errored_turns=state.errored_turns + 1)
+        if state.errored_turns >= MAX_ERRORED_TURNS:
+            return _finish(
+                state,
+                Outcome.FAILED,
+                f"{state.errored_turns} turns in a row ended in an error: {error}",
+            )
+        return _send_turn(state)
+    state = replace(state, capacity=capacity, summary=verdict_summary(verdict), errored_turns=0)
     match verdict:
         case Done(summary=summary):
             return _finish(

@@ -26,7 +26,7 @@ class TurnSignals:
     - the rate-limit event: `rate_limit_status`, `rate_limit_type`, `resets_at`,
       `utilization`, `overage_status`, `overage_disabled_reason`;
     - the assistant message: `assistant_error`;
-    - the result message: `api_error_status`, `result_text`;
+    - the result message: `api_error_status`, `result_text`, `is_error`;
     - the error body, when one was seen: `error_code`;
     - the profile: `local_backend` (a profile with a `base_url`).
     """
@@ -42,6 +42,8 @@ class TurnSignals:
     assistant_error: str | None = None
     result_text: str = ""
     local_backend: bool = False
+    # The result said the turn ended in an error, whatever the classifier makes of it.
+    is_error: bool = False
 
     def __post_init__(self) -> None:
         if self.resets_at is not None and self.resets_at.utcoffset() is None:

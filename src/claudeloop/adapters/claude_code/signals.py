@@ -98,6 +98,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         assistant_error=assistant_error,
         result_text=result_text or last_text,
         local_backend=local_backend,
+        is_error=failed,
     )
     if result is None:
         return TurnReading(signals=signals, final_text=last_text, session_id=init_session)
