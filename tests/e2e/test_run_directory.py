@@ -110,20 +110,23 @@ def test_stop_during_a_wait_exits_130_without_probing(rehearsal: Rehearsal) -> N
     assert "stopped" in (run / "summary.md").read_text()
 
 
-@pytest.mark.scenario("three_steps")
+@pytest.mark.scenario("slow_turn_2")
 def test_wind_down_mid_run_finishes_the_turn_and_exits_75_with_a_handoff(
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
     process = rehearsal.start("run", str(plan), *FAST_WAITS)
-    wait_for(lambda: rehearsal.server.state()["turn_requests"] >= 1, "the first turn")
+    # Turn 2 is slow: the wind-down lands while it is in flight.
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2 to be in flight"
+    )
     wind = rehearsal.claudeloop("wind-down")
     assert wind.exit_code == 0, wind.stderr
     out, err = process.communicate(timeout=60)
     assert process.returncode == 75, err
     result = json.loads(out)
     assert result["outcome"] == "wound_down"
-    assert 1 <= result["turns"] < 3
+    assert result["turns"] == 2  # the turn in flight was finished, no further turn sent
     (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
     handoff = (run / "summary.md").read_text()
     assert "Write step3.txt" in handoff  # what is left
