@@ -14,6 +14,18 @@ from pathlib import Path
 from bench import overhead, startup, waiting
 
 RESULTS = Path(__file__).parent / "results"
+README = Path(__file__).parent.parent / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def update_readme(lines: list[str]) -> None:
+    """Replace the README's benchmark section with this run's headline tables."""
+    text = README.read_text()
+    if START not in text or END not in text:
+        return
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(head + START + "\n" + "\n".join(lines) + "\n" + END + tail)
 
 
 def waiting_table(rows: list[waiting.Figures]) -> list[str]:
@@ -152,6 +164,21 @@ def main() -> None:
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]
     (RESULTS / "RESULTS.md").write_text("\n".join(lines) + "\n")
+    by = {(f.strategy, f.kind): f for f in rows}
+    announced = by["claudeloop (defaults)", "announced reset"]
+    update_readme(
+        [
+            f"Latest `make bench` ({datetime.now(UTC):%Y-%m-%d}, this 2-core machine):",
+            "",
+            *waiting_table(rows),
+            "",
+            f"After an announced reset claudeloop resumes a median "
+            f"{waiting.human(announced.median_lateness)} late. Per turn, `claudeloop run` "
+            f"takes {cost.ratio:.2f}x the wall time of a shell loop of `claude -p --resume` "
+            f"({cost.turns} turns), with {cost.claudeloop_peak_rss_mb:.0f} MB peak RSS of "
+            f"its own; `claudeloop --help` starts in {start.help_seconds * 1000:.0f} ms.",
+        ]
+    )
     print("\n".join(lines))
 
 
