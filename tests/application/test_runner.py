@@ -284,3 +284,32 @@ def test_a_resumed_sessions_running_total_is_not_counted_twice() -> None:
     assert final.state.ledger.dollars == 1.25
     assert [e["cost_usd"] for e in h.events.of("turn.finished")] == [0.5, 0.25, 0.5]
     assert final.session_cost_usd == 1.25
+
+
+def test_a_window_at_its_pause_threshold_is_waited_out_after_the_turn() -> None:
+    from claudeloop.domain.pause import PauseThresholds
+    from claudeloop.domain.signals import WindowUsage
+
+    reset = START + timedelta(hours=1)
+    warned = TurnSignals(
+        rate_limit_status="allowed_warning",
+        windows=(WindowUsage("five_hour", 0.93, reset), WindowUsage("seven_day", 0.2, None)),
+    )
+    h = harness(
+        [
+            verdict_turn(remaining=("b",), signals=warned),
+            verdict_turn(
+                complete=True, signals=TurnSignals(windows=(WindowUsage("five_hour", 0.01),))
+            ),
+        ],
+        probes=[OK],
+    )
+    rec = record()
+    rec = replace(rec, spec=replace(rec.spec, pause_at=PauseThresholds.parse("5h=90%,7d_opus=50%")))
+    final = drive(h, rec)
+    assert final.state.outcome is Outcome.DONE
+    assert final.state.ledger.turns == 2  # the paused turn counted as answered
+    assert h.sleeper.slept_until == [reset + WaitPolicyConfig().reset_grace]
+    assert h.gateway.probe_times == [reset + WaitPolicyConfig().reset_grace]
+    ignored = h.events.of("pause.ignored")
+    assert [event["windows"] for event in ignored] == [["seven_day_opus"]]  # said once

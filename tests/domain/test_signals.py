@@ -77,4 +77,12 @@ def test_signals_carry_every_fact_the_classifier_reads() -> None:
         "result_text",
         "local_backend",
         "is_error",
+        "windows",
     }
+
+
+def test_a_window_usage_refuses_a_naive_reset() -> None:
+    from claudeloop.domain.signals import WindowUsage
+
+    with pytest.raises(ValueError, match="aware"):
+        WindowUsage("five_hour", 0.5, datetime(2026, 1, 1, 12, 0))

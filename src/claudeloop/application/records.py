@@ -10,6 +10,7 @@ from typing import Any
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.loop import RunState
+from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -29,6 +30,7 @@ class RunSpec:
     model: str | None = None
     permission_mode: str = "acceptEdits"
     profile: str = "default"
+    pause_at: PauseThresholds = field(default_factory=PauseThresholds)
 
 
 @dataclass(frozen=True, slots=True)

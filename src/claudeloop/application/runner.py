@@ -7,7 +7,7 @@ back. It talks to the world only through ports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import assert_never
 
@@ -22,8 +22,7 @@ from claudeloop.application.ports import (
 )
 from claudeloop.application.prompts import continue_prompt, first_prompt
 from claudeloop.application.records import RunRecord
-from claudeloop.domain.capacity import Available, describe
-from claudeloop.domain.classify import classify
+from claudeloop.domain.capacity import Available, CapacityState, describe
 from claudeloop.domain.completion import CompletionVerdict, evaluate
 from claudeloop.domain.loop import (
     Decision,
@@ -41,8 +40,10 @@ from claudeloop.domain.loop import (
     decide_preflight,
     resume_decision,
 )
+from claudeloop.domain.pause import capacity_of
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
+from claudeloop.domain.signals import TurnSignals
 
 
 class PlanReader:
@@ -68,6 +69,8 @@ class Runner:
     events: EventSink
     store: RunStore
     control: ControlInbox
+    # Windows whose pause threshold was already reported as ignored: say it once.
+    _noticed: set[str] = field(default_factory=set)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -130,7 +133,7 @@ class Runner:
                 return self._apply(record, begin_probe(record.state))
             case RunProbe():
                 probe = await self.gateway.probe()
-                capacity = classify(probe.signals)
+                capacity = self._capacity(record, probe.signals)
                 self.events.emit(
                     "probe.finished", capacity=describe(capacity), cost_usd=probe.cost_usd
                 )
@@ -186,7 +189,7 @@ class Runner:
                 return self._apply(record, decide_on_control(record.state, command))
             return self._apply(record, decide_on_failure(record.state, outcome.failure))
         record, cost = _with_session(record, outcome)
-        capacity = classify(outcome.signals)
+        capacity = self._capacity(record, outcome.signals)
         verdict = evaluate(
             outcome.structured,
             final_text=outcome.final_text,
@@ -221,6 +224,20 @@ class Runner:
         if isinstance(capacity, Available):
             record = self._reconcile_plan(record, verdict, plan_reader)
         return self._apply(record, transition)
+
+    def _capacity(self, record: RunRecord, signals: TurnSignals) -> CapacityState:
+        thresholds = record.spec.pause_at
+        unreported = thresholds.unreported(signals.windows) if signals.windows else ()
+        fresh = [window for window in unreported if window not in self._noticed]
+        if fresh:
+            self._noticed.update(fresh)
+            self.events.emit(
+                "pause.ignored",
+                windows=fresh,
+                reason="the service reports no utilization for these windows; "
+                "their pause thresholds are ignored",
+            )
+        return capacity_of(signals, thresholds)
 
     def _reconcile_plan(
         self, record: RunRecord, verdict: CompletionVerdict, plan_reader: PlanReader

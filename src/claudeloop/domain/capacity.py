@@ -24,6 +24,9 @@ class WindowExhausted:
 
     rate_limit_type: str
     resets_at: datetime | None = None
+    # Set when claudeloop paused before the wall: the window is still open, used up to
+    # this fraction, at or past the user's threshold (see domain.pause).
+    paused_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,9 @@ def describe(state: CapacityState) -> str:
     match state:
         case Available():
             return "available"
+        case WindowExhausted(rate_limit_type=kind, paused_at=float() as used, resets_at=reset):
+            until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
+            return f"{kind} window {used:.0%} used: paused{until}"
         case WindowExhausted(rate_limit_type=kind, resets_at=datetime() as resets_at):
             return f"{kind} window closed until {resets_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
         case WindowExhausted(rate_limit_type=kind):

@@ -23,6 +23,7 @@ from claudeloop.domain.capacity import (
     describe,
 )
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
+from claudeloop.domain.pause import is_pause
 from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
 
 # Turns in a row that may end in an error no capacity state explains (a malformed answer,
@@ -163,12 +164,12 @@ def decide_after_turn(
     verdict is not trusted either (an error can quote a marker), and the turn is retried
     until MAX_ERRORED_TURNS in a row have failed.
     """
-    if isinstance(capacity, Available):
-        ledger = state.ledger.spend_turn(cost_usd)
-    else:
-        ledger = state.ledger.spend_attempt(cost_usd)
+    # A pause before the wall comes after a turn that was answered in full.
+    answered = isinstance(capacity, Available) or is_pause(capacity)
+    spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
+    ledger = spend(cost_usd)
     state = replace(state, ledger=ledger)
-    if not isinstance(capacity, Available):
+    if not answered:
         if ledger.any_exhausted:
             return _finish(
                 replace(state, capacity=capacity),
@@ -200,6 +201,8 @@ def decide_after_turn(
             state = replace(state, remaining_work=remaining)
             if ledger.any_exhausted:
                 return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(ledger))
+            if isinstance(capacity, WindowExhausted):  # paused before the wall
+                return _wait(state, capacity, now=now, config=config)
             return _send_turn(state)
         case _:
             assert_never(verdict)

@@ -20,6 +20,20 @@ def instant_from_epoch(value: float) -> datetime:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowUsage:
+    """One usage window as the rate-limit event reports it (`unifiedWindows`)."""
+
+    window: str  # five_hour, seven_day, seven_day_opus, ...
+    utilization: float | None = None  # 0..1
+    resets_at: datetime | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.resets_at is not None and self.resets_at.utcoffset() is None:
+            raise ValueError("resets_at must be an aware datetime (normalise at the edge)")
+
+
+@dataclass(frozen=True, slots=True)
 class TurnSignals:
     """The typed signals of one turn, from all three SDK sources.
 
@@ -44,6 +58,8 @@ class TurnSignals:
     local_backend: bool = False
     # The result said the turn ended in an error, whatever the classifier makes of it.
     is_error: bool = False
+    # Every window the rate-limit events reported, for pause thresholds.
+    windows: tuple[WindowUsage, ...] = ()
 
     def __post_init__(self) -> None:
         if self.resets_at is not None and self.resets_at.utcoffset() is None:

@@ -82,10 +82,13 @@ def next_probe_instant(
     match state:
         case CreditsExhausted():
             candidate = now + credits_backoff(probe_count, config)
-        case WindowExhausted(resets_at=resets_at):
+        case WindowExhausted(resets_at=resets_at, paused_at=paused_at):
             candidate = now + config.window_probe_interval
             if resets_at is not None:
-                candidate = min(candidate, _around_reset(resets_at, now=now, config=config))
+                around = _around_reset(resets_at, now=now, config=config)
+                # A pause is the user's choice, not a closed window: nothing lifts it
+                # early, so no probe before the reset it waits for.
+                candidate = around if paused_at is not None else min(candidate, around)
         case _:
             assert_never(state)
     if config.max_wait is not None:

@@ -88,11 +88,14 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
         case RateLimitGate():
             return _rate_limited(gate, reset, windows)
         case WarningGate():
+            # The warned window resets when the gate says (its announced reset or its
+            # end), else at the nominal 5-hour reset.
+            warned_reset = reset if reset is not None else windows.five_hour_reset()
             headers = _unified(
                 status="allowed_warning",
-                reset=windows.five_hour_reset(),
+                reset=warned_reset,
                 claim="five_hour",
-                five_hour=("allowed_warning", gate.utilization, windows.five_hour_reset()),
+                five_hour=("allowed_warning", gate.utilization, warned_reset),
                 seven_day=("allowed", 0.3, windows.seven_day_reset()),
             )
             if gate.overage_disabled_reason is not None:

@@ -106,6 +106,7 @@ class WarningGate(_GateBase):
 
     kind: Literal["warning"]
     utilization: float = Field(default=0.92, ge=0, le=1)
+    announce_reset_seconds: float | None = Field(default=None, ge=0)
     overage_disabled_reason: str | None = None
 
 

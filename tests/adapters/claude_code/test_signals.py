@@ -31,6 +31,7 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.signals import WindowUsage
 
 SESSION = "8f2ba0f9-e66a-4382-9199-b6e286b32481"
 RESET = 1796043541
@@ -387,3 +388,26 @@ def test_an_api_error_or_a_missing_verdict_is_no_stop_of_the_cli() -> None:
     assert read_turn([api], local_backend=False).cli_stop is None
     no_verdict = result(is_error=True, subtype="error_max_structured_output_retries")
     assert read_turn([no_verdict], local_backend=False).cli_stop is None
+
+
+def test_every_reported_window_reaches_the_pause_thresholds() -> None:
+    older = rate_limit({"status": "allowed", "rateLimitType": "five_hour"})
+    latest = rate_limit(
+        {
+            "status": "allowed",
+            "rateLimitType": "five_hour",
+            "unifiedWindows": {
+                "five_hour": {"utilization": 0.92, "resetsAt": RESET, "status": "allowed_warning"},
+                "seven_day": {"utilization": 0.3, "resetsAt": RESET * 1000, "status": "allowed"},
+            },
+        }
+    )
+    windows = read_turn([older, latest], local_backend=False).signals.windows
+    assert windows == (
+        WindowUsage("five_hour", 0.92, RESET_INSTANT, "allowed_warning"),
+        WindowUsage("seven_day", 0.3, RESET_INSTANT, "allowed"),
+    )
+
+
+def test_no_rate_limit_event_reports_no_windows() -> None:
+    assert read_turn(api_failure("rate_limit", 429, "x"), local_backend=False).signals.windows == ()

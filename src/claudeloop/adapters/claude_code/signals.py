@@ -25,7 +25,7 @@ from claude_agent_sdk import (
 
 from claudeloop.adapters.claude_code.verdict import verdict_from
 from claudeloop.domain.completion import StructuredVerdict
-from claudeloop.domain.signals import TurnSignals, instant_from_epoch
+from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
 
 # A warning is worse than allowed and better than rejected; the worst status a turn saw
 # is the one that describes it.
@@ -99,6 +99,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         result_text=result_text or last_text,
         local_backend=local_backend,
         is_error=failed,
+        windows=_window_usages(rate_limits),
     )
     if result is None:
         return TurnReading(signals=signals, final_text=last_text, session_id=init_session)
@@ -181,6 +182,24 @@ def _unified_windows(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _severity(status: str | None) -> int:
     return _SEVERITY.get(status or "", -1)
+
+
+def _window_usages(events: list[RateLimitInfo]) -> tuple[WindowUsage, ...]:
+    """Every window the latest event that reported any (`unifiedWindows`) named, for the
+    pause thresholds. The latest event is the freshest picture of the account."""
+    for info in reversed(events):
+        windows = _unified_windows(info.raw)
+        if windows:
+            return tuple(
+                WindowUsage(
+                    window=name,
+                    utilization=_number(detail.get("utilization")),
+                    resets_at=_instant(detail.get("resetsAt")),
+                    status=status if isinstance(status := detail.get("status"), str) else None,
+                )
+                for name, detail in windows.items()
+            )
+    return ()
 
 
 def _instant(value: object) -> datetime | None:

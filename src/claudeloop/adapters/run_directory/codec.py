@@ -17,6 +17,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.loop import Outcome, Phase, RunState
+from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -55,6 +56,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "model": spec.model,
             "permission_mode": spec.permission_mode,
             "profile": spec.profile,
+            "pause_at": spec.pause_at.render(),
         },
         "state": {
             "phase": state.phase.value,
@@ -91,6 +93,7 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             model=raw_spec["model"],
             permission_mode=raw_spec["permission_mode"],
             profile=raw_spec["profile"],
+            pause_at=PauseThresholds.parse(raw_spec.get("pause_at", "")),
         )
         raw = data["state"]
         state = RunState(
@@ -132,8 +135,13 @@ def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
     match capacity:
         case Available():
             return {"kind": "available"}
-        case WindowExhausted(rate_limit_type=kind, resets_at=resets_at):
-            return {"kind": "window", "rate_limit_type": kind, "resets_at": _instant_out(resets_at)}
+        case WindowExhausted(rate_limit_type=kind, resets_at=resets_at, paused_at=paused_at):
+            return {
+                "kind": "window",
+                "rate_limit_type": kind,
+                "resets_at": _instant_out(resets_at),
+                "paused_at": paused_at,
+            }
         case CreditsExhausted(detail=detail):
             return {"kind": "credits", "detail": detail}
         case AuthenticationFailed(detail=detail):
@@ -149,7 +157,9 @@ def capacity_from_json(data: dict[str, Any]) -> CapacityState:
     if kind == "available":
         return Available()
     if kind == "window":
-        return WindowExhausted(data["rate_limit_type"], _instant_in(data["resets_at"]))
+        return WindowExhausted(
+            data["rate_limit_type"], _instant_in(data["resets_at"]), data.get("paused_at")
+        )
     if kind == "credits":
         return CreditsExhausted(detail=data.get("detail", ""))
     if kind == "auth":

@@ -1,0 +1,101 @@
+"""Pause before the wall: stop at a window's utilization threshold, keep the rest.
+
+A person sharing an account with their loops sets `5h=90%`: when a rate-limit event
+reports the 5-hour window at 90% or more, the loop finishes its turn and waits for that
+window's reset as if it were closed, leaving the last tenth for the person's own work.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from claudeloop.domain.capacity import Available, CapacityState, WindowExhausted
+from claudeloop.domain.classify import classify
+from claudeloop.domain.signals import TurnSignals, WindowUsage
+
+# What people type, and the window names the service reports.
+WINDOW_ALIASES = {
+    "5h": "five_hour",
+    "five_hour": "five_hour",
+    "7d": "seven_day",
+    "seven_day": "seven_day",
+    "7d_opus": "seven_day_opus",
+    "seven_day_opus": "seven_day_opus",
+    "7d_sonnet": "seven_day_sonnet",
+    "seven_day_sonnet": "seven_day_sonnet",
+}
+_ENTRY = re.compile(r"^\s*(?P<window>[a-z0-9_]+)\s*=\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class PauseThresholds:
+    """Per window, the utilization (0 < t <= 1) at which to pause."""
+
+    limits: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        for window, threshold in self.limits:
+            if window not in WINDOW_ALIASES.values():
+                raise ValueError(f"unknown window {window!r}")
+            if not 0 < threshold <= 1:
+                raise ValueError(f"a threshold is above 0% and at most 100%, not {threshold!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> PauseThresholds:
+        """`5h=90%,7d=95%` (or fractions: `five_hour=0.9`). ValueError says what is accepted."""
+        limits: list[tuple[str, float]] = []
+        for entry in filter(None, (part.strip() for part in text.split(","))):
+            match = _ENTRY.match(entry.lower())
+            window = WINDOW_ALIASES.get(match["window"]) if match else None
+            if match is None or window is None:
+                names = ", ".join(
+                    sorted(k for k in WINDOW_ALIASES if not k.startswith(("five", "seven")))
+                )
+                raise ValueError(f"{entry!r} is not WINDOW=PERCENT; windows: {names}; e.g. 5h=90%")
+            value = float(match["value"])
+            fraction = value / 100 if match["pct"] or value > 1 else value
+            if not 0 < fraction <= 1:
+                raise ValueError(f"{entry!r}: a threshold is above 0% and at most 100%")
+            limits.append((window, fraction))
+        return cls(tuple(limits))
+
+    def unreported(self, windows: tuple[WindowUsage, ...]) -> tuple[str, ...]:
+        """Windows with a threshold that the event did not report (their thresholds are
+        ignored)."""
+        seen = {usage.window for usage in windows if usage.utilization is not None}
+        return tuple(window for window, _ in self.limits if window not in seen)
+
+    def render(self) -> str:
+        return ",".join(f"{window}={threshold:.0%}" for window, threshold in self.limits)
+
+
+def pause_for(
+    windows: tuple[WindowUsage, ...], thresholds: PauseThresholds
+) -> WindowExhausted | None:
+    """The window to pause for, or None. Of several over their threshold, the one that
+    resets last: pausing for an earlier one would only meet the other on waking."""
+    over = [
+        usage
+        for usage in windows
+        for window, threshold in thresholds.limits
+        if usage.window == window
+        and usage.utilization is not None
+        and usage.utilization >= threshold
+    ]
+    if not over:
+        return None
+    latest = max(over, key=lambda usage: (usage.resets_at is not None, usage.resets_at))
+    return WindowExhausted(latest.window, latest.resets_at, paused_at=latest.utilization)
+
+
+def capacity_of(signals: TurnSignals, thresholds: PauseThresholds) -> CapacityState:
+    """What the signals reveal, with a pause in place of Available when a threshold is met."""
+    capacity = classify(signals)
+    if isinstance(capacity, Available):
+        return pause_for(signals.windows, thresholds) or capacity
+    return capacity
+
+
+def is_pause(capacity: CapacityState) -> bool:
+    return isinstance(capacity, WindowExhausted) and capacity.paused_at is not None
