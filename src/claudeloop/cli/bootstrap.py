@@ -30,6 +30,7 @@ from claudeloop.domain.loop import ControlCommand, Outcome, RunState
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.profiles import BackendProfile
+    from claudeloop.adapters.notify.sender import Notifier, NotifyTargets
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,7 @@ def drive(
     resumed: bool,
     quiet: bool,
     gateway: Gateway | None = None,
+    notify: NotifyTargets | None = None,
 ) -> RunRecord:
     """Drive the run to its end under the run's lock; write summary.md; return the record."""
     try:
@@ -183,7 +185,9 @@ def drive(
     redactor = Redactor.from_environment({**os.environ, **backend.env})
     log = EventLog(directory, clock, redactor)
     view = ConsoleView(quiet=quiet)
-    events = Advised(Tee(log, view), _advice(backend))
+    notifier = _notifier(notify, directory, record, log, redactor)
+    sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
+    events = Advised(Tee(*sinks), _advice(backend))
     chosen_gateway = gateway or make_gateway(directory, record.spec, backend)
     runner = Runner(
         gateway=chosen_gateway,
@@ -208,6 +212,8 @@ def drive(
         anyio.run(main)
     finally:
         view.close()
+        if notifier is not None:
+            notifier.close()
         log.close()
         release(directory.lock_path)
         directory.clear_control()
@@ -219,6 +225,30 @@ def drive(
     directory.summary_path.write_text(redactor.text(summary_markdown(ended)), encoding="utf-8")
     os.chmod(directory.summary_path, 0o600)
     return ended
+
+
+def _notifier(
+    notify: NotifyTargets | None,
+    directory: RunDirectory,
+    record: RunRecord,
+    log: EventSink,
+    redactor: Redactor,
+) -> Notifier | None:
+    """A notifier when notifications are configured; what failed to go is logged."""
+    if notify is None or not notify.urls:
+        return None
+    from claudeloop.adapters.notify.decide import RunSoFar
+    from claudeloop.adapters.notify.sender import Notifier
+
+    so_far = RunSoFar(
+        run_id=record.run_id,
+        cwd=str(record.spec.cwd),
+        dollars=record.state.ledger.dollars,
+        plan=record.plan_progress,
+    )
+    return Notifier(
+        notify, so_far, failures=log, redactor=redactor, debug_log=directory.debug_log_path
+    )
 
 
 async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None:

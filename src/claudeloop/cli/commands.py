@@ -25,6 +25,7 @@ from claudeloop.domain.waiting import WaitPolicyConfig
 if TYPE_CHECKING:
     from claudeloop.adapters.config.loading import Configuration, Setting
     from claudeloop.adapters.config.profiles import BackendProfile
+    from claudeloop.adapters.notify.sender import NotifyTargets
 
 _WAIT_KEYS = (
     "window_probe_interval",
@@ -67,6 +68,9 @@ def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
     from claudeloop.adapters.config.schema import SETTING_KEYS
 
     flags = {key: options.get(key) for key in SETTING_KEYS}
+    # A repeatable flag not given is an empty tuple: no flag, not "notify nowhere".
+    given = flags.get("notify")
+    flags["notify"] = list(given) if given else None
     try:
         return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
     except ConfigError as error:
@@ -81,6 +85,23 @@ def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
         return resolve_profile(config, os.environ, model=model)
     except ConfigError as error:
         raise UserError(str(error)) from None
+
+
+def notify_targets(config: Configuration) -> NotifyTargets | None:
+    """Where notifications go, checked before the run starts: apprise must be installed
+    and know each URL's service. Read from every source on `resume` too: it is about
+    where the person is now, not what the run was started with."""
+    urls = config.value("notify")
+    if not urls:
+        return None
+    from claudeloop.adapters.notify.sender import NotifyTargets, NotifyUnavailable, check_urls
+
+    try:
+        check_urls(urls)
+    except NotifyUnavailable as error:
+        where = config.settings["notify"].origin.describe()
+        raise UserError(f"notify (from {where}): {error}") from None
+    return NotifyTargets(urls=tuple(urls), on=frozenset(config.value("notify_on")))
 
 
 def wait_policy(
@@ -149,6 +170,7 @@ def run(
         permission_mode=config.value("permission_mode"),
         profile=config.profile_name,
     )
+    notify = notify_targets(config)
     record = new_record(spec, run_id)
     directory = create_directory(record)
     finish(
@@ -158,6 +180,7 @@ def run(
             backend=chosen,
             resumed=False,
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
+            notify=notify,
         ),
         as_json=bool(options.get("as_json")),
     )
@@ -238,6 +261,7 @@ def resume(
     if switched and "model" not in overrides:
         model = config.value("model")
     chosen = backend or backend_for(backend_profile(config, model))
+    notify = notify_targets(config)
     new_budget = budget(overrides, spec.budget)
     spec = replace(
         spec,
@@ -261,6 +285,7 @@ def resume(
             backend=chosen,
             resumed=state.phase is not Phase.PREFLIGHT,
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
+            notify=notify,
         ),
         as_json=bool(options.get("as_json")),
     )

@@ -13,7 +13,7 @@ import click
 
 from claudeloop import __version__
 from claudeloop.cli.errors import UserError
-from claudeloop.cli.params import DURATION, POSITIVE_FLOAT, POSITIVE_INT
+from claudeloop.cli.params import APPRISE_URL, DURATION, POSITIVE_FLOAT, POSITIVE_INT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -126,6 +126,13 @@ def loop_options(command: F) -> F:
         ),
         click.option(
             "--continue-prompt", default=None, help="Text that opens every continue prompt."
+        ),
+        click.option(
+            "--notify",
+            type=APPRISE_URL,
+            multiple=True,
+            help="Send notifications to this apprise URL (repeatable): run done, blocked "
+            "or failed, a wait started, credits out. Needs: pip install 'claudeloop[notify]'.",
         ),
         click.option(
             "--json",

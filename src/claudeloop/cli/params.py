@@ -1,4 +1,4 @@
-"""Parameter types for the command line: durations and positive numbers."""
+"""Parameter types for the command line: durations, positive numbers, apprise URLs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,18 @@ from typing import Any
 import click
 
 from claudeloop.adapters.config.durations import parse_duration
+from claudeloop.adapters.notify.urls import looks_like_apprise_url, masked_url
 
-__all__ = ["DURATION", "POSITIVE_FLOAT", "POSITIVE_INT", "Duration", "Positive", "parse_duration"]
+__all__ = [
+    "APPRISE_URL",
+    "DURATION",
+    "POSITIVE_FLOAT",
+    "POSITIVE_INT",
+    "AppriseUrl",
+    "Duration",
+    "Positive",
+    "parse_duration",
+]
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]
@@ -45,6 +55,24 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
+class AppriseUrl(click.ParamType):  # type: ignore[type-arg]
+    """scheme://... as apprise reads it; a bad one is named with its secrets masked."""
+
+    name = "URL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if not looks_like_apprise_url(text):
+            self.fail(
+                f"{masked_url(text)!r} is not an apprise URL; use scheme://..., such as "
+                "ntfy://ntfy.sh/my-topic or json://127.0.0.1:8080/hook",
+                param,
+                ctx,
+            )
+        return text
+
+
 DURATION = Duration()
+APPRISE_URL = AppriseUrl()
 POSITIVE_INT = Positive(int)
 POSITIVE_FLOAT = Positive(float)

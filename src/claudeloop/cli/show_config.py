@@ -1,5 +1,6 @@
 """`claudeloop config show`: the effective settings, where each came from, and the
-environment the selected profile gives Claude Code. Secrets are masked."""
+environment the selected profile gives Claude Code. Secrets are masked: notify URLs
+keep only their scheme and server (see adapters/notify/urls.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from claudeloop.adapters.config.durations import format_duration
 from claudeloop.adapters.config.loading import Configuration, config_files
 from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.adapters.config.schema import SETTING_KEYS
+from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.cli.commands import backend_profile, configuration, working_directory
 
 MASK = "****"
@@ -30,7 +32,7 @@ def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
     data = {
         "settings": {
             key: {
-                "value": _plain(config.settings[key].value),
+                "value": _plain(key, config.settings[key].value),
                 "from": config.settings[key].origin.describe(),
             }
             for key in SETTING_KEYS
@@ -48,7 +50,10 @@ def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
     width = max(len(key) for key in SETTING_KEYS)
     for key in SETTING_KEYS:
         entry = data["settings"][key]
-        value = "-" if entry["value"] is None else str(entry["value"])
+        value = entry["value"]
+        if isinstance(value, list):
+            value = ", ".join(value) or "none"
+        value = "-" if value is None else str(value)
         click.echo(f"{key:<{width}}  {value}  ({entry['from']})")
     click.echo("")
     for kind in ("project", "user"):
@@ -106,7 +111,11 @@ def _masked(env: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _plain(value: Any) -> Any:
+def _plain(key: str, value: Any) -> Any:
+    if key == "notify" and value is not None:
+        return [masked_url(url) for url in value]
+    if isinstance(value, list | tuple):
+        return list(value)
     if isinstance(value, timedelta):
         return format_duration(value)
     return value

@@ -27,6 +27,8 @@ from claudeloop.adapters.config.schema import (
     ProfileTable,
     RunSettings,
 )
+from claudeloop.adapters.notify.decide import NOTIFY_KINDS
+from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -52,6 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "reset_grace": _POLICY.reset_grace,
     "done_marker": DEFAULT_DONE_MARKER,
     "continue_prompt": None,
+    "notify": None,
+    "notify_on": list(NOTIFY_KINDS),
 }
 
 
@@ -271,6 +275,9 @@ def file_error(path: Path, error: ValidationError) -> str:
 def _shown(key: str, value: object) -> str:
     if key in _SECRET_KEYS:
         return "****"
+    if key == "notify" and isinstance(value, str):
+        # apprise URLs hold passwords and tokens: shown with those masked.
+        value = " ".join(masked_url(url) for url in value.replace(",", " ").split()) or value
     if isinstance(value, str):
         text = '"' + value.replace("\n", "\\n") + '"'
     elif isinstance(value, bool):

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from claudeloop.adapters.config.durations import DURATION_FORMS, parse_duration
+from claudeloop.adapters.notify.decide import NOTIFY_KINDS
+from claudeloop.adapters.notify.urls import looks_like_apprise_url
 
 PRESETS: tuple[str, ...] = ("ollama", "lmstudio", "llamacpp", "vllm", "litellm")
 PERMISSION_MODES: tuple[str, ...] = (
@@ -52,6 +54,10 @@ ACCEPTED: dict[str, str] = {
     "reset_grace": _DURATION,
     "done_marker": _TEXT,
     "continue_prompt": _TEXT,
+    "notify": "a list of apprise URLs (scheme://...), such as "
+    '["ntfy://ntfy.sh/my-topic", "json://127.0.0.1:8080/hook"]; in CLAUDELOOP_NOTIFY '
+    "separated by commas or spaces",
+    "notify_on": "a list of: " + ", ".join(NOTIFY_KINDS),
     "profiles": "[profiles.NAME] tables, NAME made of letters, digits, - and _",
     "preset": "one of " + ", ".join(PRESETS),
     "base_url": "an http:// or https:// URL, such as http://localhost:11434",
@@ -100,6 +106,19 @@ def _url(value: str) -> str:
     return value.rstrip("/")
 
 
+def _listed(value: object) -> object:
+    """A list as it is; text (a variable, or one URL in a file) split at commas and blanks."""
+    if isinstance(value, str):
+        return [part for part in re.split(r"[,\s]+", value) if part]
+    return value
+
+
+def _apprise_url(value: str) -> str:
+    if not looks_like_apprise_url(value):
+        raise ValueError("not an apprise URL")
+    return value
+
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("blank")
@@ -125,6 +144,12 @@ Text = Annotated[str, AfterValidator(_not_blank)]
 ProfileName = Annotated[str, AfterValidator(_profile_name)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 Url = Annotated[str, AfterValidator(_url)]
+AppriseUrls = Annotated[
+    list[Annotated[str, AfterValidator(_apprise_url)]], BeforeValidator(_listed)
+]
+NotifyKinds = Annotated[
+    list[Literal["done", "blocked", "failed", "wait", "credits"]], BeforeValidator(_listed)
+]
 
 
 class RunSettings(BaseModel):
@@ -147,6 +172,9 @@ class RunSettings(BaseModel):
     reset_grace: Duration | None = None
     done_marker: Text | None = None
     continue_prompt: Text | None = None
+    # Where notifications go (an empty list: nowhere) and which are sent.
+    notify: AppriseUrls | None = None
+    notify_on: NotifyKinds | None = None
 
 
 SETTING_KEYS: tuple[str, ...] = tuple(RunSettings.model_fields)

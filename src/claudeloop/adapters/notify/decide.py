@@ -1,0 +1,160 @@
+"""What is worth telling a person, decided from the run's events alone.
+
+Pure: `notification_for` reads one event and what the run has shown so far, and says
+what to send (or nothing) and what the run has shown now. A person hears when a run
+ends (done, blocked, or any other way), when it starts waiting for a window, and when
+credits run out. A wait is told once: the probes that find the window still closed, or
+the credits still empty, each start a new wait that says nothing new.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+NotifyKind = Literal["done", "blocked", "failed", "wait", "credits"]
+NOTIFY_KINDS: tuple[NotifyKind, ...] = ("done", "blocked", "failed", "wait", "credits")
+# Apprise's notify types, which services render as an icon or a colour.
+Level = Literal["info", "success", "warning", "failure"]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    kind: NotifyKind
+    title: str
+    body: str
+    level: Level
+
+
+@dataclass(frozen=True, slots=True)
+class RunSoFar:
+    """What the run's events have shown: enough to say where a run stands."""
+
+    run_id: str
+    cwd: str
+    dollars: float = 0.0
+    # (items done, items in all) of the plan file, when the run has one.
+    plan: tuple[int, int] | None = None
+    # The wait a person has been told of; None while turns are being sent.
+    told_wait: str | None = None
+
+    @property
+    def progress(self) -> str:
+        spent = f"${self.dollars:.2f}"
+        if self.plan is None or self.plan[1] == 0:
+            return spent
+        return f"{self.plan[0]}/{self.plan[1]} plan items, {spent}"
+
+
+def notification_for(
+    event_type: str,
+    fields: Mapping[str, Any],
+    run: RunSoFar,
+    *,
+    on: Collection[str] = NOTIFY_KINDS,
+) -> tuple[Notification | None, RunSoFar]:
+    """The notification an event calls for (None: nothing to tell, or a kind not in
+    `on`), and the run as it stands after the event."""
+    notification: Notification | None = None
+    match event_type:
+        case "turn.finished" | "probe.finished":
+            run = replace(run, dollars=run.dollars + _number(fields.get("cost_usd")))
+        case "plan.updated":
+            run = replace(
+                run, plan=(int(_number(fields.get("done"))), int(_number(fields.get("total"))))
+            )
+        case "turn.started":
+            run = replace(run, told_wait=None)
+        case "wait.started":
+            capacity = str(fields.get("capacity") or "capacity")
+            awaited = "credits" if _is_credits(capacity) else capacity
+            if awaited != run.told_wait:
+                notification = _wait(capacity, str(fields.get("probe_at") or ""), run)
+            run = replace(run, told_wait=awaited)
+        case "run.finished":
+            notification = _finished(fields, run)
+            run = replace(run, told_wait=None)
+        case _:
+            pass
+    if notification is not None and notification.kind not in on:
+        notification = None
+    return notification, run
+
+
+def _wait(capacity: str, probe_at: str, run: RunSoFar) -> Notification:
+    probe = _instant(probe_at)
+    where = f"So far: {run.progress}. Project: {run.cwd}"
+    if _is_credits(capacity):
+        return Notification(
+            kind="credits",
+            title=f"claudeloop: run {run.run_id} — credits exhausted",
+            body=(
+                "The credit balance is empty and no clock refills it. claudeloop probes "
+                f"with backoff (next probe at {probe}) and goes on within minutes of a "
+                f"top-up.\n{where}"
+            ),
+            level="warning",
+        )
+    return Notification(
+        kind="wait",
+        title=f"claudeloop: run {run.run_id} waiting — {capacity}",
+        body=(
+            f"Waiting: {capacity}. Next probe at {probe}; the run goes on by itself "
+            f"when capacity returns.\n{where}"
+        ),
+        level="info",
+    )
+
+
+def _finished(fields: Mapping[str, Any], run: RunSoFar) -> Notification:
+    outcome = str(fields.get("outcome") or "failed")
+    reason = str(fields.get("reason") or "").strip() or "no reason given"
+    resume = f"claudeloop resume --run-id {run.run_id} --cwd {shlex.quote(run.cwd)}"
+    if outcome == "done":
+        return Notification(
+            kind="done",
+            title=f"claudeloop: run {run.run_id} done — {run.progress}",
+            body=f"{reason}\nProject: {run.cwd}",
+            level="success",
+        )
+    if outcome == "blocked":
+        return Notification(
+            kind="blocked",
+            title=f"claudeloop: run {run.run_id} blocked — {run.progress}",
+            body=f"{reason}\nOnce that is settled: {resume}",
+            level="warning",
+        )
+    return Notification(
+        kind="failed",
+        title=(
+            f"claudeloop: run {run.run_id} ended: {outcome} "
+            f"(exit {fields.get('exit_code', '?')}) — {run.progress}"
+        ),
+        body=f"{reason}\nTo go on: {resume}",
+        level="failure",
+    )
+
+
+def _is_credits(capacity: str) -> bool:
+    return capacity.startswith("credits")
+
+
+def _instant(text: str) -> str:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return text or "an unknown time"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool):
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    return 0.0

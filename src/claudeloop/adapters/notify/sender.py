@@ -1,0 +1,265 @@
+"""The Notifier: an event sink that tells a person how a run goes, through apprise.
+
+Deciding what to send is instant and happens as each event is emitted; sending happens
+on a daemon thread, so a slow or unreachable service never holds up a turn or a wait.
+Nothing here raises into the run: a notification that could not be delivered becomes
+one `notify.failed` event in the run's log, and apprise's own warnings go to the run's
+debug log. When the run ends, `close` gives the last notifications a few seconds to go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from claudeloop.adapters.notify.decide import (
+    NOTIFY_KINDS,
+    Notification,
+    RunSoFar,
+    notification_for,
+)
+from claudeloop.adapters.notify.urls import MASK, masked_url, url_secrets
+from claudeloop.adapters.redaction import Redactor
+from claudeloop.application.ports import EventSink
+
+INSTALL_HINT = "pip install 'claudeloop[notify]'"
+SERVICES_PAGE = "https://github.com/caronc/apprise/wiki"
+# How long the end of a run waits for its last notifications (apprise's own connect
+# and read timeouts are 4 s each).
+FLUSH_SECONDS = 15.0
+_APPRISE_LOGGER = "apprise"
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyTargets:
+    """Where notifications go (apprise URLs) and which kinds are sent."""
+
+    urls: tuple[str, ...]
+    on: frozenset[str] = frozenset(NOTIFY_KINDS)
+
+
+class NotifyUnavailable(Exception):
+    """Notifications are configured but cannot be sent; the message is one line."""
+
+
+class Service(Protocol):
+    """One place notifications go."""
+
+    @property
+    def name(self) -> str:
+        """How the service is shown: its URL with the secrets masked."""
+        ...
+
+    def send(self, notification: Notification) -> None:
+        """Deliver it, or raise saying why not."""
+        ...
+
+
+class AppriseService:
+    """One apprise URL. apprise is imported on the first send, never before."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self.name = masked_url(url)
+        self._apprise: Any = None
+
+    def send(self, notification: Notification) -> None:
+        if self._apprise is None:
+            import apprise
+
+            service = apprise.Apprise()
+            if not service.add(self._url):
+                raise RuntimeError(f"apprise has no service for this URL (see {SERVICES_PAGE})")
+            self._apprise = service
+        delivered = self._apprise.notify(
+            body=notification.body, title=notification.title, notify_type=notification.level
+        )
+        if not delivered:
+            raise RuntimeError("the service did not accept it (apprise's reason is in debug.log)")
+
+
+def check_urls(urls: Sequence[str]) -> None:
+    """Raises NotifyUnavailable when apprise is missing or has no service for a URL:
+    better said at the start than found out the morning after."""
+    try:
+        import apprise
+    except ImportError:
+        raise NotifyUnavailable(f"apprise is not installed; {INSTALL_HINT}") from None
+    with _quiet_apprise():
+        for url in urls:
+            if apprise.Apprise.instantiate(url) is None:
+                raise NotifyUnavailable(
+                    f"{masked_url(url)}: apprise has no service for this URL "
+                    f"(the URL of each service: {SERVICES_PAGE})"
+                )
+
+
+class Notifier:
+    """An event sink that sends a notification when an event calls for one."""
+
+    def __init__(
+        self,
+        targets: NotifyTargets,
+        run: RunSoFar,
+        *,
+        failures: EventSink,
+        redactor: Redactor,
+        debug_log: Path | None = None,
+        services: Sequence[Service] | None = None,
+        flush_seconds: float = FLUSH_SECONDS,
+    ) -> None:
+        self._run = run
+        self._on: Collection[str] = targets.on
+        self._failures = failures
+        self._redactor = redactor
+        self._services = (
+            list(services)
+            if services is not None
+            else [AppriseService(url) for url in targets.urls]
+        )
+        self._flush_seconds = flush_seconds
+        self._outbox: queue.Queue[Notification | None] = queue.Queue()
+        self._failed: queue.SimpleQueue[dict[str, str]] = queue.SimpleQueue()
+        self._closed = False
+        self._log_handler = _DebugLogHandler(
+            debug_log, redactor, tuple(targets.urls), _secrets_of(targets.urls)
+        )
+        _attach(self._log_handler)
+        self._thread = threading.Thread(
+            target=self._send_all, name="claudeloop-notify", daemon=True
+        )
+        self._thread.start()
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        if self._closed:
+            return
+        try:
+            notification, self._run = notification_for(event_type, fields, self._run, on=self._on)
+        except (TypeError, ValueError):
+            notification = None  # an event of a shape it does not know: nothing to tell
+        if notification is not None:
+            self._outbox.put(
+                replace(
+                    notification,
+                    title=self._redactor.text(notification.title),
+                    body=self._redactor.text(notification.body),
+                )
+            )
+        self._report_failures()
+
+    def close(self) -> None:
+        """Give the notifications still queued a few seconds, then report what failed."""
+        if self._closed:
+            return
+        self._closed = True
+        self._outbox.put(None)
+        self._thread.join(self._flush_seconds)
+        if self._thread.is_alive():
+            left = self._outbox.qsize()
+            self._failures.emit(
+                "notify.failed",
+                service="all",
+                kind="",
+                reason=f"still sending {left + 1} notification(s) when the run ended; "
+                "they were given up",
+            )
+        self._report_failures()
+        _detach(self._log_handler)
+
+    def _send_all(self) -> None:
+        while True:
+            notification = self._outbox.get()
+            if notification is None:
+                return
+            for service in self._services:
+                try:
+                    service.send(notification)
+                except Exception as error:  # a notification must never end the run
+                    self._failed.put(
+                        {
+                            "service": service.name,
+                            "kind": notification.kind,
+                            "reason": _one_line(str(error) or type(error).__name__),
+                        }
+                    )
+
+    def _report_failures(self) -> None:
+        # Events are written on the run's thread only: the log is not shared.
+        while True:
+            try:
+                failure = self._failed.get_nowait()
+            except queue.Empty:
+                return
+            self._failures.emit("notify.failed", **failure)
+
+
+class _DebugLogHandler(logging.Handler):
+    """apprise's warnings, appended to the run's debug log with no secret in them."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        redactor: Redactor,
+        urls: tuple[str, ...],
+        secrets: tuple[str, ...],
+    ) -> None:
+        super().__init__(logging.WARNING)
+        self._path = path
+        self._redactor = redactor
+        self._urls = urls
+        self._secrets = secrets
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._path is None:
+            return
+        try:
+            text = record.getMessage()
+            for url in self._urls:
+                text = text.replace(url, masked_url(url))
+            for secret in self._secrets:
+                text = text.replace(secret, MASK)
+            line = f"[notify] {record.levelname.lower()}: {_one_line(text)}"
+            with self._path.open("a", encoding="utf-8") as log:
+                log.write(self._redactor.text(line) + "\n")
+        except Exception:  # losing a debug line must never end a run
+            return
+
+
+def _attach(handler: logging.Handler) -> None:
+    logger = logging.getLogger(_APPRISE_LOGGER)
+    logger.addHandler(handler)
+    # Never apprise's lines on the screen: they belong to the debug log.
+    logger.propagate = False
+
+
+def _detach(handler: logging.Handler) -> None:
+    logger = logging.getLogger(_APPRISE_LOGGER)
+    logger.removeHandler(handler)
+    if not logger.handlers:
+        logger.propagate = True
+
+
+@contextlib.contextmanager
+def _quiet_apprise() -> Iterator[None]:
+    handler = logging.NullHandler()
+    _attach(handler)
+    try:
+        yield
+    finally:
+        _detach(handler)
+
+
+def _secrets_of(urls: Sequence[str]) -> tuple[str, ...]:
+    found = {secret for url in urls for secret in url_secrets(url)}
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def _one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:300] if lines else ""

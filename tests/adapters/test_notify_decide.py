@@ -1,0 +1,183 @@
+"""What a person is told, decided from the run's events: ends, waits, credits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claudeloop.adapters.config.schema import NotifyKinds
+from claudeloop.adapters.notify.decide import (
+    NOTIFY_KINDS,
+    Notification,
+    RunSoFar,
+    notification_for,
+)
+
+RUN = RunSoFar(run_id="20261130-101500-a1b2c3", cwd="/home/ada/app")
+WINDOW = "five_hour window closed until 2026-11-30 15:00:00 UTC"
+
+
+def play(
+    events: list[tuple[str, dict[str, Any]]], run: RunSoFar = RUN, **options: Any
+) -> list[Notification]:
+    sent: list[Notification] = []
+    for event_type, fields in events:
+        notification, run = notification_for(event_type, fields, run, **options)
+        if notification is not None:
+            sent.append(notification)
+    return sent
+
+
+def turn(cost: float) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("turn.started", {"turn": 1, "session_id": None}),
+        ("turn.finished", {"capacity": "available", "verdict": "incomplete", "cost_usd": cost}),
+    ]
+
+
+def wait(capacity: str, probe_at: str = "2026-11-30T15:00:02+00:00") -> tuple[str, dict[str, Any]]:
+    return ("wait.started", {"capacity": capacity, "probe_at": probe_at})
+
+
+def finished(outcome: str, exit_code: int, reason: str) -> tuple[str, dict[str, Any]]:
+    return ("run.finished", {"outcome": outcome, "exit_code": exit_code, "reason": reason})
+
+
+def test_done_says_the_plan_progress_and_the_spend_in_the_title() -> None:
+    (done,) = play(
+        [
+            *turn(0.25),
+            ("plan.updated", {"done": 1, "total": 3, "open": []}),
+            ("probe.finished", {"capacity": "available", "cost_usd": 0.02}),
+            *turn(0.15),
+            ("plan.updated", {"done": 3, "total": 3, "open": []}),
+            finished("done", 0, "the agent reported the task complete"),
+        ]
+    )
+    assert done.kind == "done"
+    assert done.level == "success"
+    assert done.title == "claudeloop: run 20261130-101500-a1b2c3 done — 3/3 plan items, $0.42"
+    assert "the agent reported the task complete" in done.body
+    assert "/home/ada/app" in done.body
+
+
+def test_a_run_without_a_plan_says_the_spend_alone() -> None:
+    (done,) = play([*turn(1.5), finished("done", 0, "complete")])
+    assert done.title.endswith("done — $1.50")
+
+
+def test_a_resumed_run_counts_from_what_it_had_spent_and_done() -> None:
+    resumed = RunSoFar(run_id="r1", cwd="/w", dollars=2.0, plan=(2, 5))
+    (done,) = play([*turn(0.5), finished("done", 0, "complete")], run=resumed)
+    assert done.title == "claudeloop: run r1 done — 2/5 plan items, $2.50"
+
+
+def test_blocked_names_the_blocker_and_how_to_go_on() -> None:
+    (blocked,) = play([finished("blocked", 1, "blocked on: the staging database is down")])
+    assert blocked.kind == "blocked"
+    assert "blocked" in blocked.title
+    assert "the staging database is down" in blocked.body
+    assert "claudeloop resume --run-id 20261130-101500-a1b2c3 --cwd /home/ada/app" in blocked.body
+
+
+def test_any_other_end_is_a_failure_naming_the_outcome_and_the_reason() -> None:
+    for outcome, code, reason in [
+        ("budget_exhausted", 3, "max_dollars reached: $5.00 of $5.00"),
+        ("auth_failed", 77, "authentication failed: invalid x-api-key"),
+        ("failed", 1, "three turns in a row ended in an error"),
+        ("stopped", 130, "stopped by the user"),
+    ]:
+        (ended,) = play([finished(outcome, code, reason)])
+        assert ended.kind == "failed"
+        assert ended.level == "failure"
+        assert f"ended: {outcome} (exit {code})" in ended.title
+        assert reason in ended.body
+        assert "claudeloop resume" in ended.body
+
+
+def test_a_missing_reason_still_says_something() -> None:
+    (ended,) = play([finished("failed", 1, "")])
+    assert "no reason given" in ended.body
+
+
+def test_a_wait_names_what_is_awaited_its_reset_and_the_next_probe() -> None:
+    (waiting,) = play([*turn(0.1), wait(WINDOW)])
+    assert waiting.kind == "wait"
+    assert "five_hour window" in waiting.title
+    assert "until 2026-11-30 15:00:00 UTC" in waiting.body
+    assert "Next probe at 2026-11-30 15:00:02 UTC" in waiting.body
+
+
+def test_a_window_still_closed_at_the_probe_is_not_told_twice() -> None:
+    silent = "five_hour window closed, no reset announced"
+    sent = play(
+        [
+            *turn(0.1),
+            wait(silent, "2026-11-30T10:00:00+00:00"),
+            ("probe.finished", {"capacity": silent, "cost_usd": 0.0}),
+            wait(silent, "2026-11-30T10:10:00+00:00"),
+            ("probe.finished", {"capacity": silent, "cost_usd": 0.0}),
+            wait(silent, "2026-11-30T10:20:00+00:00"),
+        ]
+    )
+    assert len(sent) == 1
+
+
+def test_a_new_reset_or_a_later_wait_is_told_again() -> None:
+    later = "five_hour window closed until 2026-11-30 20:00:00 UTC"
+    sent = play([wait(WINDOW), wait(later), *turn(0.1), wait(later)])
+    assert [n.kind for n in sent] == ["wait", "wait", "wait"]
+
+
+def test_credits_are_told_once_per_wait_however_many_probes_find_them_empty() -> None:
+    sent = play(
+        [
+            *turn(0.1),
+            *[
+                event
+                for n in range(5)
+                for event in (
+                    wait("credits exhausted", f"2026-11-30T10:0{n}:00+00:00"),
+                    ("probe.finished", {"capacity": "credits exhausted", "cost_usd": 0.0}),
+                )
+            ],
+            *turn(0.1),
+            wait("credits exhausted"),
+        ]
+    )
+    assert [n.kind for n in sent] == ["credits", "credits"]
+    assert "credits exhausted" in sent[0].title
+    assert "top-up" in sent[0].body
+    assert "next probe at 2026-11-30 10:00:00 UTC" in sent[0].body
+
+
+def test_notify_on_keeps_only_the_kinds_asked_for() -> None:
+    events = [
+        wait(WINDOW),
+        *turn(0.1),
+        wait("credits exhausted"),
+        wait("credits exhausted"),
+        finished("done", 0, "complete"),
+    ]
+    assert [n.kind for n in play(events, on={"done", "credits"})] == ["credits", "done"]
+    assert play(events, on=set()) == []
+
+
+def test_events_that_tell_nothing_send_nothing() -> None:
+    assert (
+        play(
+            [
+                ("run.started", {"run_id": "x", "cwd": "/w"}),
+                ("run.resumed", {"phase": "waiting"}),
+                *turn(0.1),
+                ("turn.failed", {"turn": 2, "reason": "the CLI crashed"}),
+                ("tools.denied", {"tools": ["Bash"]}),
+                ("something.new", {}),
+            ]
+        )
+        == []
+    )
+
+
+def test_the_config_accepts_exactly_the_kinds_the_decision_knows() -> None:
+    literal = NotifyKinds.__origin__.__args__[0]  # type: ignore[attr-defined]
+    assert set(literal.__args__) == set(NOTIFY_KINDS)

@@ -1,0 +1,139 @@
+"""`notify` and `notify_on` from every source, and one-line errors that keep the URLs'
+secrets to themselves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
+from claudeloop.adapters.notify.decide import NOTIFY_KINDS
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    directory = tmp_path / "project"
+    directory.mkdir()
+    return directory
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "user"
+    directory.mkdir()
+    return directory
+
+
+def load(
+    project: Path,
+    user_dir: Path,
+    *,
+    project_text: str | None = None,
+    user_text: str | None = None,
+    flags: dict[str, object] | None = None,
+    env: dict[str, str] | None = None,
+) -> Configuration:
+    if project_text is not None:
+        (project / "claudeloop.toml").write_text(project_text)
+    if user_text is not None:
+        (user_dir / "config.toml").write_text(user_text)
+    environ = {"CLAUDELOOP_CONFIG_DIR": str(user_dir), **(env or {})}
+    return load_configuration(cwd=project, flags=flags, environ=environ)
+
+
+def error_of(project: Path, user_dir: Path, **sources: object) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load(project, user_dir, **sources)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_by_default_nothing_is_notified_and_every_kind_would_be(
+    project: Path, user_dir: Path
+) -> None:
+    config = load(project, user_dir)
+    assert config.value("notify") is None
+    assert config.value("notify_on") == list(NOTIFY_KINDS)
+
+
+def test_a_file_lists_urls_and_kinds(project: Path, user_dir: Path) -> None:
+    config = load(
+        project,
+        user_dir,
+        user_text='notify = ["ntfy://ntfy.sh/me", "json://127.0.0.1:8080/hook"]\n'
+        'notify_on = ["done", "credits"]\n',
+    )
+    assert config.value("notify") == ["ntfy://ntfy.sh/me", "json://127.0.0.1:8080/hook"]
+    assert config.value("notify_on") == ["done", "credits"]
+    assert config.settings["notify"].origin.where == str(user_dir / "config.toml")
+
+
+def test_the_variable_takes_commas_or_blanks_and_ranks_over_the_files(
+    project: Path, user_dir: Path
+) -> None:
+    files = {"project_text": 'notify = ["ntfy://ntfy.sh/project"]\n'}
+    for text in ("json://a.example/x,ntfy://ntfy.sh/me", "json://a.example/x  ntfy://ntfy.sh/me"):
+        config = load(project, user_dir, env={"CLAUDELOOP_NOTIFY": text}, **files)
+        assert config.value("notify") == ["json://a.example/x", "ntfy://ntfy.sh/me"]
+        assert config.settings["notify"].origin.describe() == "env CLAUDELOOP_NOTIFY"
+    on = load(project, user_dir, env={"CLAUDELOOP_NOTIFY_ON": "done, failed"})
+    assert on.value("notify_on") == ["done", "failed"]
+
+
+def test_the_flag_ranks_over_everything(project: Path, user_dir: Path) -> None:
+    config = load(
+        project,
+        user_dir,
+        flags={"notify": ["json://127.0.0.1:9/flag"]},
+        env={"CLAUDELOOP_NOTIFY": "ntfy://ntfy.sh/env"},
+    )
+    assert config.value("notify") == ["json://127.0.0.1:9/flag"]
+    assert config.settings["notify"].origin.describe() == "flag --notify"
+
+
+def test_a_project_can_silence_the_users_notifications(project: Path, user_dir: Path) -> None:
+    user_text = 'notify = ["ntfy://ntfy.sh/me"]\n'
+    config = load(project, user_dir, user_text=user_text, project_text="notify = []\n")
+    assert config.value("notify") == []
+
+
+def test_a_bad_url_in_a_file_names_the_file_the_key_and_the_masked_value(
+    project: Path, user_dir: Path
+) -> None:
+    message = error_of(
+        project,
+        user_dir,
+        project_text='notify = ["ntfy://ntfy.sh/ok", "tgram//123456:SECRETTOKEN/42"]\n',
+    )
+    assert str(project / "claudeloop.toml") in message
+    assert "notify.1" in message
+    assert '"tgram/****"' in message
+    assert "SECRETTOKEN" not in message
+    assert "scheme://" in message
+
+
+def test_a_bad_url_in_the_variable_is_named_without_its_secrets(
+    project: Path, user_dir: Path
+) -> None:
+    message = error_of(
+        project, user_dir, env={"CLAUDELOOP_NOTIFY": "ntfy://ntfy.sh/ok,discord:/1234/SECRETTOKEN"}
+    )
+    assert "CLAUDELOOP_NOTIFY" in message
+    assert "SECRETTOKEN" not in message
+    assert "discord:****" in message
+
+
+def test_an_unknown_kind_lists_the_known_ones(project: Path, user_dir: Path) -> None:
+    message = error_of(project, user_dir, project_text='notify_on = ["done", "always"]\n')
+    assert "notify_on.1" in message
+    assert '"always"' in message
+    assert "done, blocked, failed, wait, credits" in message
+
+
+def test_a_single_url_where_a_list_belongs_is_read_as_one(project: Path, user_dir: Path) -> None:
+    config = load(project, user_dir, project_text='notify = "ntfy://ntfy.sh/me"\n')
+    assert config.value("notify") == ["ntfy://ntfy.sh/me"]
+    message = error_of(project, user_dir, project_text="notify = 5\n")
+    assert "notify = 5" in message
