@@ -9,6 +9,7 @@ from typing import Any
 
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.limits import LimitPolicies
 from claudeloop.domain.loop import RunState
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
@@ -31,6 +32,7 @@ class RunSpec:
     permission_mode: str = "acceptEdits"
     profile: str = "default"
     pause_at: PauseThresholds = field(default_factory=PauseThresholds)
+    limits: LimitPolicies = field(default_factory=LimitPolicies)
 
 
 @dataclass(frozen=True, slots=True)

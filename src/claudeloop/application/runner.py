@@ -7,6 +7,7 @@ back. It talks to the world only through ports.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import assert_never
@@ -69,8 +70,11 @@ class Runner:
     events: EventSink
     store: RunStore
     control: ControlInbox
+    # Gateways of other profiles, for a limit policy that switches profile.
+    profiles: Callable[[str], Gateway] | None = None
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set)
+    _others: dict[str, Gateway] = field(default_factory=dict)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -92,7 +96,11 @@ class Runner:
             decision = resume_decision(record.state)
         else:
             transition = decide_preflight(
-                record.state, Available(), now=self.clock.now(), config=record.spec.wait_policy
+                record.state,
+                Available(),
+                now=self.clock.now(),
+                config=record.spec.wait_policy,
+                policies=record.spec.limits,
             )
             record = replace(record, state=transition.state)
             decision = transition.decision
@@ -145,6 +153,7 @@ class Runner:
                         now=self.clock.now(),
                         config=record.spec.wait_policy,
                         cost_usd=probe.cost_usd,
+                        policies=record.spec.limits,
                     ),
                 )
             case Finish(outcome=outcome, reason=reason):
@@ -155,6 +164,7 @@ class Runner:
                     reason=reason,
                 )
                 self.store.save(record)
+                await self.close()
                 return record, None
             case _:
                 assert_never(decision)
@@ -180,7 +190,7 @@ class Runner:
         record = replace(record, last_turn_started_at=started, plan=plan)
         self.store.save(record)
         self.events.emit("turn.started", turn=number, session_id=record.session_id)
-        outcome = await self.gateway.run_turn(prompt, session_id=record.session_id)
+        outcome = await self._gateway_for(record).run_turn(prompt, session_id=record.session_id)
         if outcome.failure is not None:
             self.events.emit("turn.failed", turn=number, reason=outcome.failure)
             # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
@@ -205,6 +215,7 @@ class Runner:
             config=spec.wait_policy,
             cost_usd=cost,
             error=_first_line(outcome.signals.result_text) if outcome.signals.is_error else None,
+            policies=spec.limits,
         )
         self.events.emit(
             "turn.finished",
@@ -258,9 +269,34 @@ class Runner:
             )
         return replace(record, plan=plan)
 
+    def _gateway_for(self, record: RunRecord) -> Gateway:
+        """The run's own gateway, or the other profile's while on a detour."""
+        detour = record.state.detour
+        if detour is None or self.profiles is None:
+            return self.gateway
+        if detour.profile not in self._others:
+            self._others[detour.profile] = self.profiles(detour.profile)
+        return self._others[detour.profile]
+
+    async def close(self) -> None:
+        """Closes the other profiles' gateways (the run's own belongs to its owner)."""
+        others, self._others = self._others, {}
+        for gateway in others.values():
+            await gateway.close()
+
     def _apply(
         self, record: RunRecord, transition: Transition
     ) -> tuple[RunRecord, Decision | None]:
+        before, after = record.state.detour, transition.state.detour
+        if after is not None and before is None:
+            self.events.emit(
+                "profile.switched",
+                profile=after.profile,
+                because=describe(after.awaiting),
+                check_at=after.check_at.isoformat(),
+            )
+        elif before is not None and after is None:
+            self.events.emit("profile.restored", profile=before.profile)
         record = replace(record, state=transition.state)
         self.store.save(record)
         return record, transition.decision

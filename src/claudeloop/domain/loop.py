@@ -21,8 +21,16 @@ from claudeloop.domain.capacity import (
     WaitableState,
     WindowExhausted,
     describe,
+    is_waitable,
 )
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
+from claudeloop.domain.limits import (
+    LimitPolicies,
+    SwitchProfile,
+    Wait,
+    WindDown,
+    limit_kind,
+)
 from claudeloop.domain.pause import is_pause
 from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
 
@@ -30,6 +38,7 @@ from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait
 # a prompt too long for a hosted model) before the run gives up: a retry fixes a blip,
 # and a run must not resend into the same error until its budget is gone.
 MAX_ERRORED_TURNS = 3
+NO_POLICIES = LimitPolicies()
 
 
 class Phase(enum.Enum):
@@ -84,6 +93,21 @@ class ControlCommand(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class Detour:
+    """Turns go to another profile while the run's own backend waits out a limit.
+
+    `awaiting` is the limit of the run's own backend; at `check_at` a probe asks it
+    whether the limit has lifted (the next check backs off like any wait).
+    """
+
+    profile: str
+    awaiting: WaitableState
+    since: datetime
+    check_at: datetime
+    checks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class RunState:
     """Everything the loop knows between two decisions; persisted for resume."""
 
@@ -99,6 +123,7 @@ class RunState:
     summary: str = ""
     outcome: Outcome | None = None
     reason: str = ""
+    detour: Detour | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +164,17 @@ class Transition:
 
 
 def decide_preflight(
-    state: RunState, capacity: CapacityState, *, now: datetime, config: WaitPolicyConfig
+    state: RunState,
+    capacity: CapacityState,
+    *,
+    now: datetime,
+    config: WaitPolicyConfig,
+    policies: LimitPolicies = NO_POLICIES,
 ) -> Transition:
     """Before the first real turn: what is known of capacity decides whether to send it."""
     if state.ledger.any_exhausted:
         return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
-    return _by_capacity(state, capacity, now=now, config=config)
+    return _by_capacity(state, capacity, now=now, config=config, policies=policies)
 
 
 def decide_after_turn(
@@ -156,6 +186,7 @@ def decide_after_turn(
     config: WaitPolicyConfig,
     cost_usd: float = 0.0,
     error: str | None = None,
+    policies: LimitPolicies = NO_POLICIES,
 ) -> Transition:
     """After a turn. Capacity is read before the verdict, always: a Done claimed by a turn
     that hit a limit is discarded, since the limit may have cut the work short.
@@ -176,7 +207,11 @@ def decide_after_turn(
                 Outcome.BUDGET_EXHAUSTED,
                 _budget_reason(ledger),
             )
-        return _by_capacity(state, capacity, now=now, config=config)
+        if state.detour is not None and is_waitable(capacity):
+            # The other profile met a limit too: wait for the run's own backend.
+            awaiting = state.detour.awaiting
+            return _wait(replace(state, detour=None), awaiting, now=now, config=config)
+        return _by_capacity(state, capacity, now=now, config=config, policies=policies)
     if error is not None:
         state = replace(state, capacity=capacity, errored_turns=state.errored_turns + 1)
         if state.errored_turns >= MAX_ERRORED_TURNS:
@@ -203,6 +238,9 @@ def decide_after_turn(
                 return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(ledger))
             if isinstance(capacity, WindowExhausted):  # paused before the wall
                 return _wait(state, capacity, now=now, config=config)
+            if state.detour is not None and now >= state.detour.check_at:
+                # Time to ask the run's own backend whether its limit has lifted.
+                return Transition(replace(state, phase=Phase.PROBING), RunProbe())
             return _send_turn(state)
         case _:
             assert_never(verdict)
@@ -220,8 +258,13 @@ def decide_after_probe(
     now: datetime,
     config: WaitPolicyConfig,
     cost_usd: float = 0.0,
+    policies: LimitPolicies = NO_POLICIES,
 ) -> Transition:
-    """After a probe: resume, keep waiting (backing off), or give up."""
+    """After a probe: resume, keep waiting (backing off), or give up.
+
+    On a detour the probe asked the run's own backend: its limit lifted ends the detour;
+    still there, the turns go on on the other profile until the next check.
+    """
     state = replace(
         state,
         ledger=state.ledger.spend_probe(cost_usd),
@@ -234,7 +277,15 @@ def decide_after_probe(
             Outcome.BUDGET_EXHAUSTED,
             _budget_reason(state.ledger),
         )
-    return _by_capacity(state, capacity, now=now, config=config)
+    detour = state.detour
+    if detour is not None and isinstance(capacity, WindowExhausted | CreditsExhausted):
+        checks = detour.checks + 1
+        check_at = next_probe_instant(
+            capacity, now=now, started_waiting_at=detour.since, probe_count=checks, config=config
+        )
+        later = replace(detour, awaiting=capacity, checks=checks, check_at=check_at)
+        return _send_turn(replace(state, detour=later))
+    return _by_capacity(state, capacity, now=now, config=config, policies=policies)
 
 
 def decide_on_control(state: RunState, command: ControlCommand) -> Transition:
@@ -287,12 +338,13 @@ def _by_capacity(
     *,
     now: datetime,
     config: WaitPolicyConfig,
+    policies: LimitPolicies = NO_POLICIES,
 ) -> Transition:
     match capacity:
         case Available():
-            return _send_turn(replace(state, capacity=capacity))
+            return _send_turn(replace(state, capacity=capacity, detour=None))
         case WindowExhausted() | CreditsExhausted():
-            return _wait(state, capacity, now=now, config=config)
+            return _on_limit(state, capacity, now=now, config=config, policies=policies)
         case AuthenticationFailed():
             return _finish(
                 replace(state, capacity=capacity),
@@ -303,6 +355,36 @@ def _by_capacity(
             return _finish(replace(state, capacity=capacity), Outcome.BACKEND_MISCONFIGURED, reason)
         case _:
             assert_never(capacity)
+
+
+def _on_limit(
+    state: RunState,
+    capacity: WaitableState,
+    *,
+    now: datetime,
+    config: WaitPolicyConfig,
+    policies: LimitPolicies,
+) -> Transition:
+    """A limit met: the user's policy for it says wait, wind down or switch profile."""
+    action = policies.action_for(capacity)
+    match action:
+        case Wait():
+            return _wait(state, capacity, now=now, config=config)
+        case WindDown():
+            return _finish(
+                replace(state, capacity=capacity),
+                Outcome.WOUND_DOWN,
+                f"{limit_kind(capacity)} limit met ({describe(capacity)}); wound down by policy",
+            )
+        case SwitchProfile(profile=profile):
+            check_at = next_probe_instant(
+                capacity, now=now, started_waiting_at=now, probe_count=0, config=config
+            )
+            detour = Detour(profile=profile, awaiting=capacity, since=now, check_at=check_at)
+            # Turns now go to the other profile, whose capacity is not known to be out.
+            return _send_turn(replace(state, capacity=Available(), detour=detour))
+        case _:
+            assert_never(action)
 
 
 def _wait(

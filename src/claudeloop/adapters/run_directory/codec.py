@@ -16,7 +16,8 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     WindowExhausted,
 )
-from claudeloop.domain.loop import Outcome, Phase, RunState
+from claudeloop.domain.limits import LimitPolicies, parse_action, render_action
+from claudeloop.domain.loop import Detour, Outcome, Phase, RunState
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.waiting import WaitPolicyConfig
@@ -57,6 +58,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "permission_mode": spec.permission_mode,
             "profile": spec.profile,
             "pause_at": spec.pause_at.render(),
+            "limits": {kind: render_action(action) for kind, action in spec.limits.actions},
         },
         "state": {
             "phase": state.phase.value,
@@ -66,12 +68,14 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "capacity": capacity_to_json(state.capacity),
             "probes": state.probes,
             "wait_probes": state.wait_probes,
+            "errored_turns": state.errored_turns,
             "waiting_since": _instant_out(state.waiting_since),
             "next_probe_at": _instant_out(state.next_probe_at),
             "remaining_work": list(state.remaining_work),
             "summary": state.summary,
             "outcome": state.outcome.value if state.outcome else None,
             "reason": state.reason,
+            "detour": _detour_out(state.detour),
         },
         "extra": record.extra,
     }
@@ -94,6 +98,12 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             permission_mode=raw_spec["permission_mode"],
             profile=raw_spec["profile"],
             pause_at=PauseThresholds.parse(raw_spec.get("pause_at", "")),
+            limits=LimitPolicies(
+                tuple(
+                    (kind, parse_action(action))
+                    for kind, action in (raw_spec.get("limits") or {}).items()
+                )
+            ),
         )
         raw = data["state"]
         state = RunState(
@@ -107,12 +117,14 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             capacity=capacity_from_json(raw["capacity"]),
             probes=raw["probes"],
             wait_probes=raw["wait_probes"],
+            errored_turns=raw.get("errored_turns", 0),
             waiting_since=_instant_in(raw["waiting_since"]),
             next_probe_at=_instant_in(raw["next_probe_at"]),
             remaining_work=tuple(raw["remaining_work"]),
             summary=raw["summary"],
             outcome=Outcome(raw["outcome"]) if raw["outcome"] else None,
             reason=raw["reason"],
+            detour=_detour_in(raw.get("detour")),
         )
         plan_text = data["plan_text"]
         return RunRecord(
@@ -167,6 +179,33 @@ def capacity_from_json(data: dict[str, Any]) -> CapacityState:
     if kind == "misconfigured":
         return BackendMisconfigured(reason=data["reason"])
     raise ValueError(f"unknown capacity kind {kind!r}")
+
+
+def _detour_out(detour: Detour | None) -> dict[str, Any] | None:
+    if detour is None:
+        return None
+    return {
+        "profile": detour.profile,
+        "awaiting": capacity_to_json(detour.awaiting),
+        "since": detour.since.isoformat(),
+        "check_at": detour.check_at.isoformat(),
+        "checks": detour.checks,
+    }
+
+
+def _detour_in(data: dict[str, Any] | None) -> Detour | None:
+    if data is None:
+        return None
+    awaiting = capacity_from_json(data["awaiting"])
+    if not isinstance(awaiting, WindowExhausted | CreditsExhausted):
+        raise ValueError("a detour awaits a window or credits")
+    return Detour(
+        profile=data["profile"],
+        awaiting=awaiting,
+        since=datetime.fromisoformat(data["since"]),
+        check_at=datetime.fromisoformat(data["check_at"]),
+        checks=data["checks"],
+    )
 
 
 def _policy_out(policy: WaitPolicyConfig) -> dict[str, float | None]:

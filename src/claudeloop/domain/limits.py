@@ -1,0 +1,89 @@
+"""What to do when a limit is met: wait (the default), wind down, or go on with another
+profile until the limit lifts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import assert_never
+
+from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+
+# The limits a person can give a policy, in the service's words.
+LIMIT_KINDS = ("five_hour", "seven_day", "seven_day_opus", "overage", "credits", "local")
+_SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait for the limit to lift, probing (the default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindDown:
+    """End the run with a handoff (exit 75): someone else will pick it up."""
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchProfile:
+    """Go on with another backend profile until the limit lifts, then switch back."""
+
+    profile: str
+
+
+LimitAction = Wait | WindDown | SwitchProfile
+
+
+def parse_action(text: str) -> LimitAction:
+    """`wait`, `wind-down` or `switch-profile NAME`; ValueError says what is accepted."""
+    words = " ".join(text.split())
+    if words == "wait":
+        return Wait()
+    if words == "wind-down":
+        return WindDown()
+    match = _SWITCH.match(words)
+    if match is not None:
+        return SwitchProfile(match["name"])
+    raise ValueError(f"{text!r} is not an action; use wait, wind-down or switch-profile NAME")
+
+
+def render_action(action: LimitAction) -> str:
+    match action:
+        case Wait():
+            return "wait"
+        case WindDown():
+            return "wind-down"
+        case SwitchProfile(profile=name):
+            return f"switch-profile {name}"
+        case _:
+            assert_never(action)
+
+
+def limit_kind(capacity: WaitableState) -> str:
+    """The limit a waitable state is, in the words of LIMIT_KINDS (or the service's)."""
+    match capacity:
+        case CreditsExhausted():
+            return "credits"
+        case WindowExhausted(rate_limit_type=kind):
+            return kind
+        case _:
+            assert_never(capacity)
+
+
+@dataclass(frozen=True, slots=True)
+class LimitPolicies:
+    """Per limit kind, the action; any limit not named waits."""
+
+    actions: tuple[tuple[str, LimitAction], ...] = ()
+
+    def __post_init__(self) -> None:
+        for kind, _ in self.actions:
+            if kind not in LIMIT_KINDS:
+                raise ValueError(f"unknown limit {kind!r}; limits: {', '.join(LIMIT_KINDS)}")
+
+    def action_for(self, capacity: WaitableState) -> LimitAction:
+        # A pause before the wall is the user's own choice: it always waits.
+        if isinstance(capacity, WindowExhausted) and capacity.paused_at is not None:
+            return Wait()
+        kind = limit_kind(capacity)
+        return next((action for name, action in self.actions if name == kind), Wait())

@@ -1,0 +1,125 @@
+"""state.json holds everything resume needs, and reads back to the same run."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.run_directory.codec import (
+    CorruptRecordError,
+    record_from_json,
+    record_to_json,
+)
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.domain.budget import Budget, BudgetLedger
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.limits import LimitPolicies, SwitchProfile, WindDown
+from claudeloop.domain.loop import Detour, Outcome, Phase, RunState
+from claudeloop.domain.pause import PauseThresholds
+from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+
+
+def full_record(capacity: CapacityState) -> RunRecord:
+    budget = Budget(max_turns=9, max_dollars=2.5, max_attempts=20)
+    spec = RunSpec(
+        cwd=Path("/tmp/project"),
+        task="Carry out the plan",
+        plan_path=Path("/tmp/project/PLAN.md"),
+        budget=budget,
+        wait_policy=WaitPolicyConfig(max_wait=timedelta(hours=8)),
+        done_marker="ALL_DONE",
+        marker_fallback=False,
+        continue_prompt="Go on.",
+        model="claude-sonnet-4-5",
+        permission_mode="bypassPermissions",
+        profile="work",
+        pause_at=PauseThresholds.parse("5h=90%,7d=95%"),
+        limits=LimitPolicies((("five_hour", SwitchProfile("local")), ("credits", WindDown()))),
+    )
+    state = RunState(
+        phase=Phase.RUNNING,
+        ledger=BudgetLedger(budget=budget, turns=3, attempts=4, dollars=0.75),
+        capacity=capacity,
+        probes=2,
+        wait_probes=1,
+        errored_turns=1,
+        remaining_work=("b", "c"),
+        summary="wrote a",
+        detour=Detour(
+            profile="local",
+            awaiting=WindowExhausted("five_hour", NOW + timedelta(hours=2)),
+            since=NOW,
+            check_at=NOW + timedelta(minutes=5),
+            checks=1,
+        ),
+    )
+    return RunRecord(
+        run_id="20261130-100000-abcdef",
+        spec=spec,
+        state=state,
+        started_at=NOW,
+        session_id="session-1",
+        plan=WorkPlan.parse("- [x] a\n- [ ] b\n- [ ] c\n"),
+        waited_seconds=12.5,
+        session_cost_usd=0.7,
+        last_turn_started_at=NOW,
+    )
+
+
+@pytest.mark.parametrize(
+    "capacity",
+    [
+        Available(),
+        WindowExhausted("five_hour", NOW, paused_at=0.93),
+        WindowExhausted("unknown"),
+        CreditsExhausted("Credit balance is too low"),
+        AuthenticationFailed("Invalid API key"),
+        BackendMisconfigured("the model was not found"),
+    ],
+)
+def test_a_record_reads_back_as_it_was_written(capacity: CapacityState) -> None:
+    record = full_record(capacity)
+    assert record_from_json(json.loads(json.dumps(record_to_json(record)))) == record
+
+
+def test_a_finished_record_keeps_its_outcome() -> None:
+    record = full_record(Available())
+    ended = RunRecord(
+        **{
+            **{f: getattr(record, f) for f in record.__dataclass_fields__},
+            "state": RunState(phase=Phase.COMPLETE, outcome=Outcome.DONE, reason="ok"),
+        }
+    )
+    assert record_from_json(record_to_json(ended)).state.outcome is Outcome.DONE
+
+
+def test_a_record_missing_a_key_is_corrupt_not_a_crash() -> None:
+    data = record_to_json(full_record(Available()))
+    del data["spec"]
+    with pytest.raises(CorruptRecordError):
+        record_from_json(data)
+
+
+def test_an_older_record_without_the_newer_fields_still_reads() -> None:
+    data = record_to_json(full_record(Available()))
+    for key in ("pause_at", "limits"):
+        del data["spec"][key]
+    del data["state"]["detour"]
+    del data["session_cost_usd"]
+    record = record_from_json(data)
+    assert record.spec.pause_at == PauseThresholds()
+    assert record.spec.limits == LimitPolicies()
+    assert record.state.detour is None

@@ -1,0 +1,164 @@
+"""A policy per limit: wait, wind down, or go on with another profile until it lifts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.completion import Continue
+from claudeloop.domain.limits import (
+    LIMIT_KINDS,
+    LimitPolicies,
+    SwitchProfile,
+    Wait,
+    WindDown,
+    limit_kind,
+    parse_action,
+    render_action,
+)
+from claudeloop.domain.loop import (
+    Detour,
+    Finish,
+    Outcome,
+    Phase,
+    RunProbe,
+    RunState,
+    ScheduleProbe,
+    SendTurn,
+    decide_after_probe,
+    decide_after_turn,
+    decide_preflight,
+    resume_decision,
+)
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+CONFIG = WaitPolicyConfig()
+FIVE_HOUR = WindowExhausted("five_hour", NOW + timedelta(hours=3))
+RUNNING = RunState(phase=Phase.RUNNING, ledger=BudgetLedger())
+SWITCH = LimitPolicies((("five_hour", SwitchProfile("local")), ("credits", WindDown())))
+
+
+def test_actions_parse_and_render() -> None:
+    assert parse_action("wait") == Wait()
+    assert parse_action(" wind-down ") == WindDown()
+    assert parse_action("switch-profile  local") == SwitchProfile("local")
+    for action in (Wait(), WindDown(), SwitchProfile("ollama-qwen")):
+        assert parse_action(render_action(action)) == action
+
+
+@pytest.mark.parametrize("text", ["sleep", "switch-profile", "switch-profile a b", "wind down"])
+def test_an_unknown_action_is_refused_naming_what_is_accepted(text: str) -> None:
+    with pytest.raises(ValueError, match="wait, wind-down or switch-profile NAME"):
+        parse_action(text)
+
+
+def test_an_unknown_limit_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown limit"):
+        LimitPolicies((("ten_hour", Wait()),))
+
+
+def test_limit_kinds_name_the_windows_credits_and_local() -> None:
+    assert limit_kind(CreditsExhausted()) == "credits"
+    assert limit_kind(WindowExhausted("local")) == "local"
+    assert set(LIMIT_KINDS) >= {"five_hour", "seven_day", "credits", "local", "overage"}
+
+
+def test_a_limit_without_a_policy_waits() -> None:
+    assert SWITCH.action_for(WindowExhausted("seven_day")) == Wait()
+
+
+def test_a_pause_always_waits_whatever_the_policy() -> None:
+    paused = WindowExhausted("five_hour", FIVE_HOUR.resets_at, paused_at=0.95)
+    assert SWITCH.action_for(paused) == Wait()
+
+
+def test_wind_down_policy_ends_the_run_with_a_handoff() -> None:
+    transition = decide_after_turn(
+        RUNNING, capacity=CreditsExhausted(), verdict=Continue(), now=NOW, config=CONFIG,
+        policies=SWITCH,
+    )  # fmt: skip
+    assert isinstance(transition.decision, Finish)
+    assert transition.decision.outcome is Outcome.WOUND_DOWN
+    assert transition.decision.exit_code == 75
+    assert "credits limit met" in transition.decision.reason
+
+
+def test_wind_down_applies_before_the_first_turn_too() -> None:
+    transition = decide_preflight(RunState(), CreditsExhausted(), now=NOW, config=CONFIG,
+                                  policies=SWITCH)  # fmt: skip
+    assert isinstance(transition.decision, Finish)
+
+
+def switched() -> RunState:
+    transition = decide_after_turn(
+        RUNNING, capacity=FIVE_HOUR, verdict=Continue(), now=NOW, config=CONFIG, policies=SWITCH
+    )
+    assert transition.decision == SendTurn()
+    return transition.state
+
+
+def test_switch_profile_goes_on_with_the_other_profile_at_once() -> None:
+    state = switched()
+    assert state.detour == Detour(
+        profile="local", awaiting=FIVE_HOUR, since=NOW, check_at=NOW + CONFIG.window_probe_interval
+    )
+    assert state.capacity == Available()
+    assert state.phase is Phase.RUNNING
+    assert resume_decision(state) == SendTurn()  # a crash mid-detour resumes on it
+
+
+def test_on_the_other_profile_turns_go_on_until_the_check_is_due() -> None:
+    state = switched()
+    early = decide_after_turn(state, capacity=Available(), verdict=Continue(("b",)),
+                              now=NOW + timedelta(minutes=1), config=CONFIG)  # fmt: skip
+    assert early.decision == SendTurn()
+    assert early.state.detour == state.detour
+    due = decide_after_turn(state, capacity=Available(), verdict=Continue(("b",)),
+                            now=NOW + timedelta(minutes=6), config=CONFIG)  # fmt: skip
+    assert due.decision == RunProbe()
+    assert due.state.phase is Phase.PROBING
+
+
+def test_the_limit_still_there_keeps_the_detour_and_backs_the_check_off() -> None:
+    state = switched()
+    later = NOW + timedelta(minutes=6)
+    transition = decide_after_probe(state, FIVE_HOUR, now=later, config=CONFIG)
+    assert transition.decision == SendTurn()
+    assert transition.state.detour is not None
+    assert transition.state.detour.checks == 1
+    assert transition.state.detour.check_at == later + CONFIG.window_probe_interval
+
+
+def test_the_limit_lifted_switches_back() -> None:
+    state = switched()
+    transition = decide_after_probe(state, Available(), now=NOW + timedelta(hours=3), config=CONFIG)
+    assert transition.decision == SendTurn()
+    assert transition.state.detour is None
+
+
+def test_the_other_profile_meeting_a_limit_too_waits_for_the_run_s_own() -> None:
+    state = switched()
+    transition = decide_after_turn(state, capacity=CreditsExhausted(), verdict=Continue(),
+                                   now=NOW + timedelta(minutes=2), config=CONFIG,
+                                   policies=SWITCH)  # fmt: skip
+    assert isinstance(transition.decision, ScheduleProbe)
+    assert transition.decision.awaiting == FIVE_HOUR
+    assert transition.state.detour is None
+    assert transition.state.phase is Phase.WAITING
+
+
+def test_the_other_profile_refusing_credentials_ends_the_run() -> None:
+    state = switched()
+    transition = decide_after_turn(state, capacity=AuthenticationFailed(), verdict=Continue(),
+                                   now=NOW, config=CONFIG)  # fmt: skip
+    assert isinstance(transition.decision, Finish)
+    assert transition.decision.outcome is Outcome.AUTH_FAILED
