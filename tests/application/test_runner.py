@@ -313,3 +313,42 @@ def test_a_window_at_its_pause_threshold_is_waited_out_after_the_turn() -> None:
     assert h.gateway.probe_times == [reset + WaitPolicyConfig().reset_grace]
     ignored = h.events.of("pause.ignored")
     assert [event["windows"] for event in ignored] == [["seven_day_opus"]]  # said once
+
+
+def test_switch_profile_policy_detours_and_comes_back_when_the_limit_lifts() -> None:
+    from claudeloop.domain.limits import LimitPolicies, SwitchProfile
+
+    h = harness(
+        [
+            verdict_turn(remaining=("b", "c")),
+            rejected_turn(WINDOW_REJECTED),
+            verdict_turn(remaining=("c",)),  # back on the run's own backend
+            verdict_turn(complete=True),
+        ],
+        probes=[WINDOW_REJECTED, OK],
+    )
+    local = FakeGateway(
+        turns=deque(verdict_turn(remaining=("c",)) for _ in range(4)),
+        clock=h.clock,
+    )
+    opened: list[str] = []
+
+    def profiles(name: str) -> FakeGateway:
+        opened.append(name)
+        return local
+
+    # Each turn on the other profile takes three minutes of the clock.
+    local.on_turn = lambda n: h.clock.advance(180)
+    h.runner.profiles = profiles
+    rec = record()
+    policies = LimitPolicies((("five_hour", SwitchProfile("local")),))
+    final = drive(h, replace(rec, spec=replace(rec.spec, limits=policies)))
+    assert final.state.outcome is Outcome.DONE
+    assert opened == ["local"]  # made once, kept for the detour
+    # Checks at 5 min (still closed) and 11 min (open): four turns on the other profile.
+    assert len(local.prompts) == 4
+    assert set(local.sessions) == {"session-1"}  # the same Claude session
+    assert h.events.types().count("profile.switched") == 1
+    assert h.events.types().count("profile.restored") == 1
+    assert local.closed  # closed when the run ended
+    assert h.sleeper.slept_until == []  # never idle: the other profile kept working
