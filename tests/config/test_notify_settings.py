@@ -73,9 +73,9 @@ def test_a_file_lists_urls_and_kinds(project: Path, user_dir: Path) -> None:
 def test_the_variable_takes_commas_or_blanks_and_ranks_over_the_files(
     project: Path, user_dir: Path
 ) -> None:
-    files = {"project_text": 'notify = ["ntfy://ntfy.sh/project"]\n'}
+    in_file = 'notify = ["ntfy://ntfy.sh/project"]\n'
     for text in ("json://a.example/x,ntfy://ntfy.sh/me", "json://a.example/x  ntfy://ntfy.sh/me"):
-        config = load(project, user_dir, env={"CLAUDELOOP_NOTIFY": text}, **files)
+        config = load(project, user_dir, env={"CLAUDELOOP_NOTIFY": text}, project_text=in_file)
         assert config.value("notify") == ["json://a.example/x", "ntfy://ntfy.sh/me"]
         assert config.settings["notify"].origin.describe() == "env CLAUDELOOP_NOTIFY"
     on = load(project, user_dir, env={"CLAUDELOOP_NOTIFY_ON": "done, failed"})

@@ -128,6 +128,22 @@ def loop_options(command: F) -> F:
             "--continue-prompt", default=None, help="Text that opens every continue prompt."
         ),
         click.option(
+            "--pause-at",
+            default=None,
+            metavar="WINDOW=PCT,...",
+            help="Pause before the wall: when a window's utilization reaches its threshold, "
+            "finish the turn and wait for that window's reset (e.g. 5h=90%,7d=95%).",
+        ),
+        click.option(
+            "--on-limit",
+            "limits",
+            multiple=True,
+            metavar="LIMIT=ACTION",
+            help="What to do when a limit is met (repeatable): LIMIT is five_hour, "
+            "seven_day, seven_day_opus, overage, credits or local; ACTION is wait, "
+            "wind-down or 'switch-profile NAME'.",
+        ),
+        click.option(
             "--notify",
             type=APPRISE_URL,
             multiple=True,
@@ -209,13 +225,22 @@ Examples:
   claudeloop rehearse                 a window closes mid-run and the loop resumes by itself
   claudeloop rehearse credits         credits run out, then are topped up
   claudeloop rehearse --list
+  claudeloop rehearse --notify ntfy://ntfy.sh/my-topic   try your notifications
 """
 )
 @click.argument("scenario", required=False, default="window")
 @click.option("--list", "list_them", is_flag=True, help="List the built-in scenarios.")
 @click.option("--keep", is_flag=True, help="Keep the temporary working directory.")
+@click.option(
+    "--notify",
+    type=APPRISE_URL,
+    multiple=True,
+    help="Send the rehearsal's notifications to this apprise URL (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def rehearse(scenario: str, list_them: bool, keep: bool, as_json: bool) -> None:
+def rehearse(
+    scenario: str, list_them: bool, keep: bool, notify: tuple[str, ...], as_json: bool
+) -> None:
     """A complete run against the built-in rehearsal API: no Claude account needed.
 
     Starts the rehearsal API on 127.0.0.1, copies an example plan to a temporary
@@ -223,7 +248,9 @@ def rehearse(scenario: str, list_them: bool, keep: bool, as_json: bool) -> None:
     """
     from claudeloop.cli import rehearse as rehearse_command
 
-    rehearse_command.rehearse(scenario=scenario, list_them=list_them, keep=keep, as_json=as_json)
+    rehearse_command.rehearse(
+        scenario=scenario, list_them=list_them, keep=keep, as_json=as_json, notify=notify
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,6 +12,7 @@ import tempfile
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,9 @@ from claudeloop.cli.bootstrap import Backend, create_directory, drive, new_recor
 from claudeloop.cli.commands import finish
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.waiting import WaitPolicyConfig
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.notify.sender import NotifyTargets
 
 # Probing a compressed window every few seconds plays what minutes are in a real night.
 REHEARSAL_POLICY = WaitPolicyConfig(
@@ -64,7 +68,9 @@ def example_plan() -> str:
     return resources.files("claudeloop.cli").joinpath("rehearsal_plan.md").read_text("utf-8")
 
 
-def rehearse(*, scenario: str, list_them: bool, keep: bool, as_json: bool) -> None:
+def rehearse(
+    *, scenario: str, list_them: bool, keep: bool, as_json: bool, notify: tuple[str, ...] = ()
+) -> None:
     from claudeloop.rehearsal import (
         BUILTIN_SCENARIOS,
         RehearsalServer,
@@ -87,6 +93,7 @@ def rehearse(*, scenario: str, list_them: bool, keep: bool, as_json: bool) -> No
             raise UserError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
     except ScenarioError as error:
         raise UserError(str(error)) from None
+    targets = _notify_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
     try:
         project = workdir / "project"
@@ -115,6 +122,7 @@ def rehearse(*, scenario: str, list_them: bool, keep: bool, as_json: bool) -> No
                 backend=Backend(env=rehearsal_env(server.base_url, workdir / "home")),
                 resumed=False,
                 quiet=as_json,
+                notify=targets,
             )
             state = server.state()
         if not as_json:
@@ -136,3 +144,17 @@ def rehearse(*, scenario: str, list_them: bool, keep: bool, as_json: bool) -> No
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
+    """--notify URLs, checked as `run` checks them (the config files are not read: a
+    rehearsal plays the same whatever the project says)."""
+    if not urls:
+        return None
+    from claudeloop.adapters.notify.sender import NotifyTargets, NotifyUnavailable, check_urls
+
+    try:
+        check_urls(urls)
+    except NotifyUnavailable as error:
+        raise UserError(f"--notify: {error}") from None
+    return NotifyTargets(urls=urls)

@@ -1,0 +1,107 @@
+"""Notifications end to end: a real loop against the rehearsal API sends them, through
+apprise's `json://` service, to a small HTTP receiver on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import CREDENTIAL_VARIABLES, FAST_WAITS, Rehearsal, write_plan
+from tests.notification_receiver import Receiver, notification_receiver
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def receiver(rehearsal: Rehearsal) -> Iterator[Receiver]:
+    # Loopback only, whatever proxy the machine's environment names.
+    rehearsal.env["NO_PROXY"] = rehearsal.env["no_proxy"] = "127.0.0.1,localhost"
+    with notification_receiver() as started:
+        yield started
+
+
+def of_kind(receiver: Receiver, words: str) -> list[dict[str, Any]]:
+    return [item for item in receiver.received if words in str(item.get("title"))]
+
+
+@pytest.mark.scenario("window_reset_at_2")
+def test_a_closed_window_and_the_end_of_the_run_are_told_from_the_config_file(
+    rehearsal: Rehearsal, receiver: Receiver
+) -> None:
+    (rehearsal.project / "claudeloop.toml").write_text(f'notify = ["{receiver.url("night")}"]\n')
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+    assert finished.exit_code == 0, finished.stderr
+    (wait,) = [e for e in finished.events() if e["type"] == "wait.started"]
+    assert "until" in wait["capacity"]  # the rehearsal announced the reset
+    titles = receiver.titles()
+    assert len(titles) == 2, titles  # the wait, then the end: nothing else
+    waiting, done = receiver.received
+    assert "five_hour window" in waiting["title"]
+    # What is awaited, the announced reset, and when the next probe comes.
+    assert wait["capacity"] in waiting["message"]
+    assert "Next probe at" in waiting["message"]
+    run_id = finished.result["run_id"]
+    assert done["title"].startswith(f"claudeloop: run {run_id} done — 3/3 plan items, $")
+    assert done["type"] == "success"
+    assert all(item["path"] == "/night" for item in receiver.received)
+    assert "notify.failed" not in finished.event_types()
+
+
+@pytest.mark.scenario("credits_at_2", credentials="api_key")
+def test_credits_out_are_told_once_however_many_probes_find_them_empty(
+    rehearsal: Rehearsal, receiver: Receiver
+) -> None:
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--notify", receiver.url())
+    assert finished.exit_code == 0, finished.stderr
+    refused = [r for r in rehearsal.requests() if r["kind"] == "probe" and r["gate"] == "credits"]
+    assert len(refused) >= 2  # several probes found the credits still empty
+    waits = [e for e in finished.events() if e["type"] == "wait.started"]
+    assert len(waits) >= 3
+    credits = of_kind(receiver, "credits exhausted")
+    assert len(credits) == 1, receiver.titles()
+    assert "top-up" in credits[0]["message"]
+    assert len(of_kind(receiver, "done")) == 1
+    assert len(receiver.received) == 2
+
+
+@pytest.mark.scenario("blocked")
+def test_a_blocked_run_names_the_blocker_and_how_to_go_on(
+    rehearsal: Rehearsal, receiver: Receiver
+) -> None:
+    rehearsal.env["CLAUDELOOP_NOTIFY"] = receiver.url()
+    rehearsal.env["CLAUDELOOP_NOTIFY_ON"] = "blocked,failed"
+    finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS)
+    assert finished.exit_code == 1, finished.stderr
+    ((blocked),) = receiver.received
+    assert "blocked" in blocked["title"]
+    assert "the deploy key for the staging server is missing" in blocked["message"]
+    assert f"claudeloop resume --run-id {finished.result['run_id']}" in blocked["message"]
+    assert blocked["type"] == "warning"
+
+
+def test_rehearse_sends_its_notifications_to_try_a_setup(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in CREDENTIAL_VARIABLES}
+    env.update({"HOME": str(tmp_path), "NO_PROXY": "127.0.0.1,localhost"})
+    with notification_receiver() as receiver:
+        completed = subprocess.run(
+            [sys.executable, "-m", "claudeloop", "rehearse", "--notify", receiver.url(), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=200,
+            check=False,
+        )
+    assert completed.returncode == 0, completed.stderr
+    run_id = json.loads(completed.stdout)["run_id"]
+    waiting, done = receiver.titles()
+    assert waiting.startswith(f"claudeloop: run {run_id} waiting — five_hour window")
+    assert done.startswith(f"claudeloop: run {run_id} done — 3/3 plan items, $")
