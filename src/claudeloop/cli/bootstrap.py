@@ -112,6 +112,21 @@ def make_gateway(directory: RunDirectory, spec: RunSpec, backend: Backend) -> Ga
     return Unbilled(gateway) if backend.zero_cost else gateway
 
 
+def _detour_gateways(
+    directory: RunDirectory, spec: RunSpec, detours: Callable[[str], Backend] | None
+) -> Callable[[str], Gateway] | None:
+    """Gateways for the profiles a limit policy switches to; each uses its own model."""
+    if detours is None:
+        return None
+
+    def gateway_of(name: str) -> Gateway:
+        backend = detours(name)
+        model = backend.profile.model if backend.profile is not None else None
+        return make_gateway(directory, replace(spec, model=model), backend)
+
+    return gateway_of
+
+
 class Unbilled:
     """A gateway whose turns and probes cost nothing: the CLI prices a local model with
     Anthropic's price table, which says nothing true about the user's own machine."""
@@ -170,6 +185,7 @@ def drive(
     quiet: bool,
     gateway: Gateway | None = None,
     notify: NotifyTargets | None = None,
+    detours: Callable[[str], Backend] | None = None,
 ) -> RunRecord:
     """Drive the run to its end under the run's lock; write summary.md; return the record."""
     try:
@@ -196,6 +212,7 @@ def drive(
         events=events,
         store=directory,
         control=directory,
+        profiles=_detour_gateways(directory, record.spec, detours),
     )
     final: list[RunRecord] = []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,9 @@ from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import Budget
+from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import Outcome, Phase, reopen
+from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
@@ -71,6 +74,8 @@ def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
     # A repeatable flag not given is an empty tuple: no flag, not "notify nowhere".
     given = flags.get("notify")
     flags["notify"] = list(given) if given else None
+    limits = flags.get("limits")
+    flags["limits"] = dict(limits) if limits else None
     try:
         return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
     except ConfigError as error:
@@ -102,6 +107,44 @@ def notify_targets(config: Configuration) -> NotifyTargets | None:
         where = config.settings["notify"].origin.describe()
         raise UserError(f"notify (from {where}): {error}") from None
     return NotifyTargets(urls=tuple(urls), on=frozenset(config.value("notify_on")))
+
+
+def pause_and_limits(config: Configuration, cwd: Path) -> tuple[PauseThresholds, LimitPolicies]:
+    """The pause thresholds and the limit policies; a switch-profile names a profile that
+    must exist, checked now rather than when the limit is met at 3 a.m."""
+    pause = PauseThresholds.parse(config.value("pause_at") or "")
+    actions = tuple(
+        (kind, parse_action(action)) for kind, action in (config.value("limits") or {}).items()
+    )
+    for kind, action in actions:
+        if isinstance(action, SwitchProfile):
+            where = config.settings["limits"].origin.describe()
+            if action.profile == config.profile_name:
+                raise UserError(
+                    f"limits.{kind} (from {where}): switch-profile {action.profile} is the "
+                    "run's own profile; name another [profiles.NAME]"
+                )
+            profile_gateway_backend(cwd, action.profile, where=f"limits.{kind} ({where})")
+    return pause, LimitPolicies(actions)
+
+
+def profile_gateway_backend(cwd: Path, name: str, *, where: str) -> Backend:
+    """The backend of profile `name` (a limit policy's detour), or a one-line error."""
+    from claudeloop.adapters.config.loading import ConfigError, load_configuration
+    from claudeloop.adapters.config.profiles import resolve_profile
+
+    try:
+        other = load_configuration(cwd=cwd, flags={"profile": name}, environ=os.environ)
+        return backend_for(resolve_profile(other, os.environ))
+    except ConfigError as error:
+        raise UserError(f"{where}: {error}") from None
+
+
+def _detours(cwd: Path) -> Callable[[str], Backend]:
+    def backend_of(name: str) -> Backend:
+        return profile_gateway_backend(cwd, name, where=f"switch-profile {name}")
+
+    return backend_of
 
 
 def wait_policy(
@@ -157,6 +200,7 @@ def run(
     model = config.value("model")
     chosen = backend or backend_for(backend_profile(config, model))
     values = _set(config)
+    pause, limits = pause_and_limits(config, cwd)
     spec = RunSpec(
         cwd=cwd,
         task=task,
@@ -169,6 +213,8 @@ def run(
         model=model,
         permission_mode=config.value("permission_mode"),
         profile=config.profile_name,
+        pause_at=pause,
+        limits=limits,
     )
     notify = notify_targets(config)
     record = new_record(spec, run_id)
@@ -181,6 +227,7 @@ def run(
             resumed=False,
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
             notify=notify,
+            detours=_detours(cwd),
         ),
         as_json=bool(options.get("as_json")),
     )
@@ -274,6 +321,13 @@ def resume(
         profile=config.profile_name,
         marker_fallback=chosen.marker_fallback if switched else spec.marker_fallback,
     )
+    if "pause_at" in overrides or "limits" in overrides:
+        pause, limits = pause_and_limits(config, cwd)
+        spec = replace(
+            spec,
+            pause_at=pause if "pause_at" in overrides else spec.pause_at,
+            limits=limits if "limits" in overrides else spec.limits,
+        )
     if state.phase.terminal:
         state = reopen(state)
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
@@ -286,6 +340,7 @@ def resume(
             resumed=state.phase is not Phase.PREFLIGHT,
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
             notify=notify,
+            detours=_detours(cwd),
         ),
         as_json=bool(options.get("as_json")),
     )

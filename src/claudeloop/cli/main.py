@@ -13,7 +13,14 @@ import click
 
 from claudeloop import __version__
 from claudeloop.cli.errors import UserError
-from claudeloop.cli.params import APPRISE_URL, DURATION, POSITIVE_FLOAT, POSITIVE_INT
+from claudeloop.cli.params import (
+    APPRISE_URL,
+    DURATION,
+    ON_LIMIT,
+    PAUSE_AT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,16 +136,16 @@ def loop_options(command: F) -> F:
         ),
         click.option(
             "--pause-at",
+            type=PAUSE_AT,
             default=None,
-            metavar="WINDOW=PCT,...",
             help="Pause before the wall: when a window's utilization reaches its threshold, "
             "finish the turn and wait for that window's reset (e.g. 5h=90%,7d=95%).",
         ),
         click.option(
             "--on-limit",
             "limits",
+            type=ON_LIMIT,
             multiple=True,
-            metavar="LIMIT=ACTION",
             help="What to do when a limit is met (repeatable): LIMIT is five_hour, "
             "seven_day, seven_day_opus, overage, credits or local; ACTION is wait, "
             "wind-down or 'switch-profile NAME'.",

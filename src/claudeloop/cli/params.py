@@ -76,3 +76,42 @@ DURATION = Duration()
 APPRISE_URL = AppriseUrl()
 POSITIVE_INT = Positive(int)
 POSITIVE_FLOAT = Positive(float)
+
+
+class PauseAt(click.ParamType):  # type: ignore[type-arg]
+    """`5h=90%,7d=95%`, read in the domain's words."""
+
+    name = "WINDOW=PCT,..."
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from claudeloop.domain.pause import PauseThresholds
+
+        try:
+            return PauseThresholds.parse(str(value)).render()
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+class OnLimit(click.ParamType):  # type: ignore[type-arg]
+    """`LIMIT=ACTION`: five_hour=wind-down, credits=switch-profile local."""
+
+    name = "LIMIT=ACTION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from claudeloop.domain.limits import LIMIT_KINDS, parse_action, render_action
+
+        kind, sep, action = str(value).partition("=")
+        if not sep or kind.strip() not in LIMIT_KINDS:
+            self.fail(
+                f"{value!r} is not LIMIT=ACTION; LIMIT is one of {', '.join(LIMIT_KINDS)}",
+                param,
+                ctx,
+            )
+        try:
+            return (kind.strip(), render_action(parse_action(action)))
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+PAUSE_AT = PauseAt()
+ON_LIMIT = OnLimit()

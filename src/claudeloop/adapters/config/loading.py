@@ -56,6 +56,8 @@ DEFAULTS: dict[str, Any] = {
     "continue_prompt": None,
     "notify": None,
     "notify_on": list(NOTIFY_KINDS),
+    "pause_at": None,
+    "limits": None,
 }
 
 

@@ -19,6 +19,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from claudeloop.adapters.config.durations import DURATION_FORMS, parse_duration
 from claudeloop.adapters.notify.decide import NOTIFY_KINDS
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
+from claudeloop.domain.limits import LIMIT_KINDS, parse_action, render_action
+from claudeloop.domain.pause import PauseThresholds
 
 PRESETS: tuple[str, ...] = ("ollama", "lmstudio", "llamacpp", "vllm", "litellm")
 PERMISSION_MODES: tuple[str, ...] = (
@@ -58,6 +60,10 @@ ACCEPTED: dict[str, str] = {
     '["ntfy://ntfy.sh/my-topic", "json://127.0.0.1:8080/hook"]; in CLAUDELOOP_NOTIFY '
     "separated by commas or spaces",
     "notify_on": "a list of: " + ", ".join(NOTIFY_KINDS),
+    "pause_at": "WINDOW=PERCENT pairs, such as 5h=90%,7d=95% (windows: 5h, 7d, 7d_opus, 7d_sonnet)",
+    "limits": "a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
+    '"wait", "wind-down" or "switch-profile NAME"; in CLAUDELOOP_LIMITS and --on-limit as '
+    "LIMIT=ACTION separated by commas",
     "profiles": "[profiles.NAME] tables, NAME made of letters, digits, - and _",
     "preset": "one of " + ", ".join(PRESETS),
     "base_url": "an http:// or https:// URL, such as http://localhost:11434",
@@ -147,6 +153,33 @@ Url = Annotated[str, AfterValidator(_url)]
 AppriseUrls = Annotated[
     list[Annotated[str, AfterValidator(_apprise_url)]], BeforeValidator(_listed)
 ]
+
+
+def _pause_at(value: str) -> str:
+    return PauseThresholds.parse(value).render()
+
+
+def _limit_pairs(value: object) -> object:
+    """Text (a variable, a flag) is `five_hour=wind-down,credits=switch-profile local`."""
+    if isinstance(value, str):
+        pairs = [part.split("=", 1) for part in value.split(",") if part.strip()]
+        if any(len(pair) != 2 for pair in pairs):
+            raise ValueError("not LIMIT=ACTION")
+        return {kind.strip(): action.strip() for kind, action in pairs}
+    if isinstance(value, list | tuple):
+        return _limit_pairs(",".join(str(item) for item in value))
+    return value
+
+
+def _action(value: str) -> str:
+    return render_action(parse_action(value))
+
+
+PauseAt = Annotated[str, AfterValidator(_pause_at)]
+LimitKind = Literal["five_hour", "seven_day", "seven_day_opus", "overage", "credits", "local"]
+Limits = Annotated[
+    dict[LimitKind, Annotated[str, AfterValidator(_action)]], BeforeValidator(_limit_pairs)
+]
 NotifyKinds = Annotated[
     list[Literal["done", "blocked", "failed", "wait", "credits"]], BeforeValidator(_listed)
 ]
@@ -175,6 +208,9 @@ class RunSettings(BaseModel):
     # Where notifications go (an empty list: nowhere) and which are sent.
     notify: AppriseUrls | None = None
     notify_on: NotifyKinds | None = None
+    # Pause before the wall, and what to do per limit (see domain.pause, domain.limits).
+    pause_at: PauseAt | None = None
+    limits: Limits | None = None
 
 
 SETTING_KEYS: tuple[str, ...] = tuple(RunSettings.model_fields)

@@ -1,0 +1,41 @@
+"""--pause-at and --on-limit: refused in one line before a run starts when wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.cli.conftest import Invocation
+
+Invoke = Callable[..., Invocation]
+
+
+def test_a_bad_pause_threshold_is_refused(claudeloop: Invoke, tmp_path: Path) -> None:
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, "--pause-at", "5h=200%")
+    assert result.exit_code == 2
+    assert len(result.err.strip().splitlines()) == 1
+    assert "--pause-at" in result.err
+    assert "at most 100%" in result.err
+
+
+def test_switching_to_a_profile_that_does_not_exist_is_refused_before_the_run(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    result = claudeloop(
+        "run", "--prompt", "x", "--cwd", tmp_path, "--on-limit", "five_hour=switch-profile nope"
+    )
+    assert result.exit_code == 2
+    assert len(result.err.strip().splitlines()) == 1
+    assert "limits.five_hour" in result.err
+    assert "nope" in result.err
+    assert not (tmp_path / ".claudeloop").exists()  # no run was started
+
+
+def test_config_show_names_the_pause_and_the_policies(claudeloop: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "claudeloop.toml").write_text(
+        'pause_at = "5h=90%"\n[limits]\ncredits = "wind-down"\n'
+    )
+    shown = claudeloop("config", "show", "--cwd", tmp_path)
+    assert shown.exit_code == 0
+    assert "five_hour=90%" in shown.out
+    assert "wind-down" in shown.out
