@@ -166,6 +166,7 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
         gate_index=None if answering is None else answering.index,
         answered=delivered,
         verdict=delivered and reply.verdict,
+        cwd=conversation.cwd,
     )
     if isinstance(answer, HttpFailure):
         return _error(answer, request_id)

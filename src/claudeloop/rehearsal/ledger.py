@@ -35,6 +35,8 @@ class RequestRecord:
     answered: bool
     verdict: bool
     request_id: str
+    # The directory of the CLI that sent a turn, which tells concurrent loops apart.
+    cwd: str | None = None
 
 
 class Ledger:
@@ -65,6 +67,7 @@ class Ledger:
         gate_index: int | None = None,
         answered: bool = False,
         verdict: bool = False,
+        cwd: str | None = None,
     ) -> None:
         """Record a request by the instant it arrived (not when its answer ended)."""
         record = RequestRecord(
@@ -84,6 +87,7 @@ class Ledger:
             answered=answered,
             verdict=verdict,
             request_id=request_id,
+            cwd=cwd,
         )
         with self._lock:
             self._records.append(record)

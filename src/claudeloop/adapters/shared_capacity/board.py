@@ -1,0 +1,308 @@
+"""What the loops of one account last learned about its capacity: one JSON record in the
+user state directory, shared by every claudeloop process on the machine.
+
+The record is replaced atomically (temp file, fsync, rename) under an exclusive `flock`
+on a sibling lock file, so a reader without the lock sees the old record or the new one,
+never half of one; a record that is half-written anyway (a full disk, an older version)
+reads as no record at all. A second lock file elects the one loop that probes; the
+kernel releases it when its holder dies, so a crashed prober is taken over, not waited
+for.
+
+The record never holds a credential: the account is named by a short hash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from claudeloop.domain.signals import TurnSignals, WindowUsage
+
+STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+# The variables the Claude Code CLI authenticates with, in no particular order: every
+# one that is set is part of the account's identity.
+CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+_PROVIDER_VARIABLES = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+_VERSION = 1
+_LONGEST_TEXT = 300
+
+Standing = Literal["open", "closed", "other"]
+Source = Literal["turn", "probe"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """One published record: what a loop learned, when, and who it was."""
+
+    seq: int
+    at: datetime
+    pid: int
+    # The process and the gateway within it: a loop never mistakes its own record for
+    # news from another.
+    writer: str
+    source: Source
+    standing: Standing
+    signals: TurnSignals
+
+
+def capacity_directory(environ: Mapping[str, str]) -> Path:
+    """CLAUDELOOP_STATE_DIR/capacity, else the platform's user state directory's."""
+    override = environ.get(STATE_DIR_VARIABLE)
+    if override:
+        return Path(override).expanduser() / "capacity"
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("claudeloop")) / "capacity"
+
+
+def account_key(environment: Mapping[str, str], model: str | None) -> str:
+    """A short name for the account and model a loop spends: a hash of the base URL,
+    the credentials in use (or, with none, the login the CLI keeps) and the model.
+
+    The model is part of it because some windows are a model's own (`seven_day_opus`)
+    and a probe answers for its model only: loops on different models keep apart.
+    """
+    base_url = (environment.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    model_name = model or environment.get("ANTHROPIC_MODEL") or ""
+    parts = [f"base_url={base_url}", f"model={model_name}"]
+    credentials = [
+        f"{name}={environment[name]}" for name in CREDENTIAL_VARIABLES if environment.get(name)
+    ]
+    if not credentials:
+        home = environment.get("HOME", "~")
+        parts.append("login=" + (environment.get("CLAUDE_CONFIG_DIR") or f"{home}/.claude"))
+    parts += credentials
+    parts += [
+        f"{name}={environment[name]}" for name in _PROVIDER_VARIABLES if environment.get(name)
+    ]
+    digest = hashlib.sha256(b"claudeloop capacity\n" + "\n".join(parts).encode())
+    return digest.hexdigest()[:16]
+
+
+class ProbeLock:
+    """The right to probe for every loop of the account, held until released (or until
+    the holder's process ends)."""
+
+    def __init__(self, descriptor: int) -> None:
+        self._descriptor: int | None = descriptor
+
+    def release(self) -> None:
+        descriptor, self._descriptor = self._descriptor, None
+        if descriptor is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+            os.close(descriptor)
+
+
+class CapacityBoard:
+    """The record of one account, in `directory`."""
+
+    def __init__(self, directory: Path, account: str) -> None:
+        self.directory = directory
+        self.path = directory / f"{account}.json"
+        self._lock_path = directory / f"{account}.lock"
+        self._probe_lock_path = directory / f"{account}.probe.lock"
+
+    def read(self) -> Sighting | None:
+        """The current record; None when there is none or it cannot be read."""
+        try:
+            return sighting_from_json(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def publish(
+        self,
+        *,
+        signals: TurnSignals,
+        standing: Standing,
+        source: Source,
+        writer: str,
+        now: datetime,
+        unless: Callable[[Sighting | None], bool] = lambda _current: False,
+    ) -> Sighting | None:
+        """Write a new record (the next sequence number) unless `unless(current)` says
+        the current record is better news; returns what was written."""
+        with self._locked():
+            current = self.read()
+            if unless(current):
+                return None
+            sighting = Sighting(
+                seq=(current.seq if current else 0) + 1,
+                at=now,
+                pid=os.getpid(),
+                writer=writer,
+                source=source,
+                standing=standing,
+                signals=signals,
+            )
+            _write_atomically(self.path, sighting_to_json(sighting))
+            return sighting
+
+    def try_probe_lock(self) -> ProbeLock | None:
+        """The probe lock when no other loop holds it, else None (never blocks)."""
+        self._ensure_directory()
+        descriptor = os.open(self._probe_lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            return None
+        return ProbeLock(descriptor)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self._ensure_directory()
+        descriptor = os.open(self._lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)  # closing releases the lock
+
+    def _ensure_directory(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def sighting_to_json(sighting: Sighting) -> str:
+    return json.dumps(
+        {
+            "version": _VERSION,
+            "seq": sighting.seq,
+            "at": sighting.at.isoformat(),
+            "pid": sighting.pid,
+            "writer": sighting.writer,
+            "source": sighting.source,
+            "standing": sighting.standing,
+            "signals": _signals_to_dict(sighting.signals),
+        },
+        sort_keys=True,
+    )
+
+
+def sighting_from_json(text: str) -> Sighting | None:
+    """The record, or None for anything that is not a whole record of this version."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("version") != _VERSION:
+            return None
+        source, standing = data["source"], data["standing"]
+        if source not in ("turn", "probe") or standing not in ("open", "closed", "other"):
+            return None
+        return Sighting(
+            seq=int(data["seq"]),
+            at=_aware(data["at"]),
+            pid=int(data["pid"]),
+            writer=str(data["writer"]),
+            source=source,
+            standing=standing,
+            signals=_signals_from_dict(data["signals"]),
+        )
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:_LONGEST_TEXT] if lines else ""
+
+
+def _signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
+    return {
+        "rate_limit_status": signals.rate_limit_status,
+        "rate_limit_type": signals.rate_limit_type,
+        "resets_at": _instant(signals.resets_at),
+        "utilization": signals.utilization,
+        "overage_status": signals.overage_status,
+        "overage_disabled_reason": signals.overage_disabled_reason,
+        "error_code": signals.error_code,
+        "api_error_status": signals.api_error_status,
+        "assistant_error": signals.assistant_error,
+        # The first line only: the rest of a result is the model's work, not capacity.
+        "result_text": first_line(signals.result_text),
+        "local_backend": signals.local_backend,
+        "is_error": signals.is_error,
+        "windows": [
+            {
+                "window": usage.window,
+                "utilization": usage.utilization,
+                "resets_at": _instant(usage.resets_at),
+                "status": usage.status,
+            }
+            for usage in signals.windows
+        ],
+    }
+
+
+def _signals_from_dict(data: Mapping[str, Any]) -> TurnSignals:
+    status = data.get("api_error_status")
+    utilization = data.get("utilization")
+    return TurnSignals(
+        rate_limit_status=_text(data.get("rate_limit_status")),
+        rate_limit_type=_text(data.get("rate_limit_type")),
+        resets_at=_aware(data["resets_at"]) if data.get("resets_at") else None,
+        utilization=float(utilization) if utilization is not None else None,
+        overage_status=_text(data.get("overage_status")),
+        overage_disabled_reason=_text(data.get("overage_disabled_reason")),
+        error_code=_text(data.get("error_code")),
+        api_error_status=int(status) if status is not None else None,
+        assistant_error=_text(data.get("assistant_error")),
+        result_text=str(data.get("result_text") or ""),
+        local_backend=bool(data.get("local_backend")),
+        is_error=bool(data.get("is_error")),
+        windows=tuple(
+            WindowUsage(
+                window=str(usage["window"]),
+                utilization=(
+                    float(usage["utilization"]) if usage.get("utilization") is not None else None
+                ),
+                resets_at=_aware(usage["resets_at"]) if usage.get("resets_at") else None,
+                status=_text(usage.get("status")),
+            )
+            for usage in data.get("windows") or ()
+        ),
+    )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _instant(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def _aware(text: object) -> datetime:
+    instant = datetime.fromisoformat(str(text))
+    if instant.utcoffset() is None:
+        raise ValueError("not an aware instant")
+    return instant
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    with contextlib.suppress(OSError):
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)

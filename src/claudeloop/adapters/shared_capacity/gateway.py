@@ -1,0 +1,258 @@
+"""A gateway that shares what it learns about capacity with the account's other loops.
+
+It wraps the real gateway and keeps the runner none the wiser: the runner asks for a
+turn or a probe and reads the signals it gets back, as ever. Behind that:
+
+- After every real turn and probe the signals are published on the account's board.
+- A turn is not sent into a window another loop found closed: the loop gets that loop's
+  signals back (a refused turn that cost nothing), so it classifies the same limit and
+  waits for the same instant. Once an announced reset has passed, or a closed record
+  without one is older than a probe interval, one shared probe decides first.
+- Only one loop probes at a time. The others wait for its result and take it as their
+  own; a result another loop published less than a probe interval ago is taken as it
+  is. When the prober dies its lock dies with it and a waiting loop probes instead.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import anyio
+
+from claudeloop.adapters.shared_capacity.board import (
+    CapacityBoard,
+    ProbeLock,
+    Sighting,
+    Source,
+    Standing,
+    first_line,
+)
+from claudeloop.application.ports import Gateway, ProbeOutcome, TurnOutcome
+from claudeloop.domain.capacity import (
+    Available,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.classify import classify
+from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+# A closed record older than this says nothing about now (no loop is watching it).
+MAX_AGE = timedelta(hours=6)
+# How long a loop waits for another's probe before probing itself: far longer than a
+# probe (a CLI start and one tiny request) takes, so only a hung prober runs into it.
+FOLLOW_LIMIT_SECONDS = 120.0
+POLL_SECONDS = 0.2
+# A record stamped this far in the future was written under another clock: ignored.
+_CLOCK_SLACK = timedelta(minutes=1)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def standing_of(capacity: CapacityState) -> Standing:
+    match capacity:
+        case WindowExhausted() | CreditsExhausted():
+            return "closed"
+        case Available():
+            return "open"
+        case _:
+            return "other"
+
+
+class SharedCapacityGateway:
+    """The `Gateway` port over another gateway, sharing capacity through `board`."""
+
+    def __init__(
+        self,
+        inner: Gateway,
+        board: CapacityBoard,
+        *,
+        policy: WaitPolicyConfig | None = None,
+        now: Callable[[], datetime] = _utc_now,
+        note: Callable[[str], None] = lambda _line: None,
+        max_age: timedelta = MAX_AGE,
+        follow_limit: float = FOLLOW_LIMIT_SECONDS,
+        poll: float = POLL_SECONDS,
+    ) -> None:
+        self._inner = inner
+        self._board = board
+        self._policy = policy or WaitPolicyConfig()
+        self._now = now
+        self._note = note
+        self._max_age = max_age
+        self._follow_limit = follow_limit
+        self._poll = poll
+        self.writer = f"{os.getpid()}:{secrets.token_hex(4)}"
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        sighting = self._read()
+        if sighting is not None and self._closed_now(sighting):
+            if self._still_closed(sighting):
+                return self._not_sent(sighting.signals, sighting.pid, session_id)
+            # The record may be out of date: one probe (whoever makes it) decides.
+            probe = await self.probe()
+            if standing_of(classify(probe.signals)) == "closed":
+                return self._not_sent(probe.signals, None, session_id, cost=probe.cost_usd)
+        started = self._now()
+        outcome = await self._inner.run_turn(prompt, session_id=session_id)
+        if outcome.failure is None:
+            self._publish_turn(outcome.signals, started)
+        return outcome
+
+    async def probe(self) -> ProbeOutcome:
+        seen = self._read()
+        if seen is not None and self._recent_news(seen):
+            self._note(f"probe: took what process {seen.pid} learned at {seen.at:%H:%M:%S}")
+            return ProbeOutcome(signals=seen.signals)
+        deadline = time.monotonic() + self._follow_limit
+        while True:
+            lock = self._try_probe_lock()
+            if lock is not None:
+                try:
+                    latest = self._read()
+                    if latest is not None and latest != seen:
+                        return ProbeOutcome(signals=latest.signals)
+                    return await self._probe_and_publish()
+                finally:
+                    lock.release()
+            if time.monotonic() >= deadline:
+                self._note("probe: another loop's probe took too long; probing alongside it")
+                return await self._probe_and_publish()
+            await anyio.sleep(self._poll)
+            latest = self._read()
+            if latest is not None and latest != seen:
+                self._note(f"probe: took the result of process {latest.pid}'s probe")
+                return ProbeOutcome(signals=latest.signals)
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    def _closed_now(self, sighting: Sighting) -> bool:
+        """Whether the record says closed and is young enough to matter."""
+        age = self._now() - sighting.at
+        return sighting.standing == "closed" and -_CLOCK_SLACK <= age <= self._max_age
+
+    def _still_closed(self, sighting: Sighting) -> bool:
+        """A closed record no one needs to check yet: its reset is still ahead, or it
+        has none and is younger than a probe interval."""
+        capacity = classify(sighting.signals)
+        now = self._now()
+        if isinstance(capacity, WindowExhausted) and capacity.resets_at is not None:
+            return now < capacity.resets_at
+        return now - sighting.at < self._interval(capacity)
+
+    def _recent_news(self, sighting: Sighting) -> bool:
+        """Whether another loop's record answers a probe made now as well as a probe
+        would: younger than the interval this loop would probe at, and not a closed
+        window whose announced reset came after it was written."""
+        if sighting.writer == self.writer:
+            return False
+        now = self._now()
+        age = now - sighting.at
+        if age < -_CLOCK_SLACK:
+            return False
+        capacity = classify(sighting.signals)
+        if standing_of(capacity) == "other":
+            return False
+        reset = capacity.resets_at if isinstance(capacity, WindowExhausted) else None
+        if reset is not None and reset <= now:
+            return sighting.at >= reset and age < self._policy.reset_retry_interval
+        return age < self._interval(capacity)
+
+    def _interval(self, capacity: CapacityState) -> timedelta:
+        if isinstance(capacity, CreditsExhausted):
+            return self._policy.credits_probe_interval
+        return self._policy.window_probe_interval
+
+    async def _probe_and_publish(self) -> ProbeOutcome:
+        outcome = await self._inner.probe()
+        self._publish(outcome.signals, standing_of(classify(outcome.signals)), "probe")
+        return outcome
+
+    def _publish_turn(self, signals: TurnSignals, started: datetime) -> None:
+        standing = standing_of(classify(signals))
+        if standing == "other":
+            return  # credentials or configuration: this loop's trouble, not the account's
+
+        def older_news(current: Sighting | None) -> bool:
+            # A turn that began before another loop saw the window close says nothing
+            # about after: its success must not reopen the window for everyone.
+            return (
+                standing == "open"
+                and current is not None
+                and current.standing == "closed"
+                and current.at > started
+            )
+
+        self._publish(signals, standing, "turn", unless=older_news)
+
+    def _publish(
+        self,
+        signals: TurnSignals,
+        standing: Standing,
+        source: Source,
+        unless: Callable[[Sighting | None], bool] = lambda _current: False,
+    ) -> None:
+        try:
+            self._board.publish(
+                signals=signals,
+                standing=standing,
+                source=source,
+                writer=self.writer,
+                now=self._now(),
+                unless=unless,
+            )
+        except OSError as error:
+            # Sharing is a courtesy between loops: this loop goes on without it.
+            self._note(f"could not update the shared capacity record: {error}")
+
+    def _read(self) -> Sighting | None:
+        return self._board.read()
+
+    def _try_probe_lock(self) -> ProbeLock | _Alone | None:
+        try:
+            return self._board.try_probe_lock()
+        except OSError as error:
+            self._note(f"no shared probe lock ({error}); probing alone")
+            return _ALONE
+
+    def _not_sent(
+        self,
+        signals: TurnSignals,
+        pid: int | None,
+        session_id: str | None,
+        *,
+        cost: float = 0.0,
+    ) -> TurnOutcome:
+        """The turn as the runner sees it when it was not sent: refused, for the reason
+        the record gives, at no cost, on the session it was meant for."""
+        who = f"process {pid}" if pid is not None else "a probe"
+        detail = first_line(signals.result_text) or "the account's capacity is closed"
+        text = f"not sent: {who} found this account's capacity closed: {detail}"
+        self._note(f"turn {text}")
+        return TurnOutcome(
+            signals=replace(signals, is_error=True, result_text=text),
+            structured=None,
+            final_text="",
+            cost_usd=cost,
+            session_id=session_id,
+        )
+
+
+class _Alone:
+    """No lock could be had at all (the state directory is not writable): probe as if
+    no other loop existed."""
+
+    def release(self) -> None:
+        return
+
+
+_ALONE = _Alone()
