@@ -161,13 +161,14 @@ class Notifier:
         self._outbox.put(None)
         self._thread.join(self._flush_seconds)
         if self._thread.is_alive():
+            # The one in flight, and those queued behind it (the end marker aside).
             left = self._outbox.qsize()
             self._failures.emit(
                 "notify.failed",
                 service="all",
                 kind="",
-                reason=f"still sending {left + 1} notification(s) when the run ended; "
-                "they were given up",
+                reason=f"{left} notification(s) still unsent {self._flush_seconds:g} s after "
+                "the run ended; given up",
             )
         self._report_failures()
         _detach(self._log_handler)
