@@ -17,6 +17,8 @@ def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
             monkeypatch.delenv(name)
     user_config = tmp_path / "user-config"
     monkeypatch.setenv("CLAUDELOOP_CONFIG_DIR", str(user_config))
+    # Nor shares capacity with the user's real loops.
+    monkeypatch.setenv("CLAUDELOOP_STATE_DIR", str(tmp_path / "state"))
     # Should a test start a turn by mistake, it meets a closed loopback port at once,
     # never the real service.
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")

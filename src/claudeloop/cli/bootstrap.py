@@ -92,7 +92,9 @@ def create_directory(record: RunRecord) -> RunDirectory:
         ) from None
 
 
-def make_gateway(directory: RunDirectory, spec: RunSpec, backend: Backend) -> Gateway:
+def make_gateway(
+    directory: RunDirectory, spec: RunSpec, backend: Backend, capacity_dir: Path | None = None
+) -> Gateway:
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
@@ -109,11 +111,34 @@ def make_gateway(directory: RunDirectory, spec: RunSpec, backend: Backend) -> Ga
             stderr_log=directory.debug_log_path,
         )
     )
-    return Unbilled(gateway) if backend.zero_cost else gateway
+    chosen: Gateway = Unbilled(gateway) if backend.zero_cost else gateway
+    if capacity_dir is None:
+        return chosen
+    return _sharing(chosen, directory, spec, backend, capacity_dir)
+
+
+def _sharing(
+    inner: Gateway, directory: RunDirectory, spec: RunSpec, backend: Backend, capacity_dir: Path
+) -> Gateway:
+    """`inner`, sharing what it learns about capacity with the loops on the same account
+    (the CLI's environment is ours with the backend's over it) and model."""
+    from claudeloop.adapters.claude_code.stderr_log import StderrLog
+    from claudeloop.adapters.shared_capacity import (
+        CapacityBoard,
+        SharedCapacityGateway,
+        account_key,
+    )
+
+    board = CapacityBoard(capacity_dir, account_key({**os.environ, **backend.env}, spec.model))
+    debug_log = StderrLog(directory.debug_log_path)
+    return SharedCapacityGateway(inner, board, policy=spec.wait_policy, note=debug_log.note)
 
 
 def _detour_gateways(
-    directory: RunDirectory, spec: RunSpec, detours: Callable[[str], Backend] | None
+    directory: RunDirectory,
+    spec: RunSpec,
+    detours: Callable[[str], Backend] | None,
+    capacity_dir: Path | None = None,
 ) -> Callable[[str], Gateway] | None:
     """Gateways for the profiles a limit policy switches to; each uses its own model."""
     if detours is None:
@@ -122,7 +147,7 @@ def _detour_gateways(
     def gateway_of(name: str) -> Gateway:
         backend = detours(name)
         model = backend.profile.model if backend.profile is not None else None
-        return make_gateway(directory, replace(spec, model=model), backend)
+        return make_gateway(directory, replace(spec, model=model), backend, capacity_dir)
 
     return gateway_of
 
@@ -186,8 +211,11 @@ def drive(
     gateway: Gateway | None = None,
     notify: NotifyTargets | None = None,
     detours: Callable[[str], Backend] | None = None,
+    capacity_dir: Path | None = None,
 ) -> RunRecord:
-    """Drive the run to its end under the run's lock; write summary.md; return the record."""
+    """Drive the run to its end under the run's lock; write summary.md; return the record.
+
+    `capacity_dir`: where loops on one account share capacity (None: this loop alone)."""
     try:
         acquire(directory.lock_path)
     except RunLocked as locked:
@@ -204,7 +232,7 @@ def drive(
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
     events = Advised(Tee(*sinks), _advice(backend))
-    chosen_gateway = gateway or make_gateway(directory, record.spec, backend)
+    chosen_gateway = gateway or make_gateway(directory, record.spec, backend, capacity_dir)
     runner = Runner(
         gateway=chosen_gateway,
         clock=clock,
@@ -212,7 +240,7 @@ def drive(
         events=events,
         store=directory,
         control=directory,
-        profiles=_detour_gateways(directory, record.spec, detours),
+        profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
     )
     final: list[RunRecord] = []
 

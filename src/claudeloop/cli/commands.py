@@ -147,6 +147,15 @@ def _detours(cwd: Path) -> Callable[[str], Backend]:
     return backend_of
 
 
+def shared_capacity_dir(config: Configuration) -> Path | None:
+    """Where the loops on one account share capacity; None with share_capacity off."""
+    if not config.value("share_capacity"):
+        return None
+    from claudeloop.adapters.shared_capacity import capacity_directory
+
+    return capacity_directory(os.environ)
+
+
 def wait_policy(
     values: dict[str, Setting], base: WaitPolicyConfig | None = None
 ) -> WaitPolicyConfig:
@@ -228,6 +237,7 @@ def run(
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
             notify=notify,
             detours=_detours(cwd),
+            capacity_dir=shared_capacity_dir(config),
         ),
         as_json=bool(options.get("as_json")),
     )
@@ -341,6 +351,7 @@ def resume(
             quiet=bool(options.get("quiet")) or bool(options.get("as_json")),
             notify=notify,
             detours=_detours(cwd),
+            capacity_dir=shared_capacity_dir(config),
         ),
         as_json=bool(options.get("as_json")),
     )

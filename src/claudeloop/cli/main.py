@@ -158,6 +158,13 @@ def loop_options(command: F) -> F:
             "or failed, a wait started, credits out. Needs: pip install 'claudeloop[notify]'.",
         ),
         click.option(
+            "--share-capacity/--no-share-capacity",
+            default=None,
+            help="Share what is learnt about capacity with the other loops on this account "
+            "and machine: none sends a turn into a window another found closed, one probes "
+            "for all (default: on).",
+        ),
+        click.option(
             "--json",
             "as_json",
             is_flag=True,

@@ -58,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "notify_on": list(NOTIFY_KINDS),
     "pause_at": None,
     "limits": None,
+    "share_capacity": True,
 }
 
 

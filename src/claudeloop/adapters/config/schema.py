@@ -64,6 +64,7 @@ ACCEPTED: dict[str, str] = {
     "limits": "a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
     '"wait", "wind-down" or "switch-profile NAME"; in CLAUDELOOP_LIMITS and --on-limit as '
     "LIMIT=ACTION separated by commas",
+    "share_capacity": "true or false (share what loops on one account learn about capacity)",
     "profiles": "[profiles.NAME] tables, NAME made of letters, digits, - and _",
     "preset": "one of " + ", ".join(PRESETS),
     "base_url": "an http:// or https:// URL, such as http://localhost:11434",
@@ -211,6 +212,8 @@ class RunSettings(BaseModel):
     # Pause before the wall, and what to do per limit (see domain.pause, domain.limits).
     pause_at: PauseAt | None = None
     limits: Limits | None = None
+    # Loops on one account share what they learn about capacity (adapters.shared_capacity).
+    share_capacity: bool | None = None
 
 
 SETTING_KEYS: tuple[str, ...] = tuple(RunSettings.model_fields)
