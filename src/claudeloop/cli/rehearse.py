@@ -123,6 +123,8 @@ def rehearse(
                 resumed=False,
                 quiet=as_json,
                 notify=targets,
+                # Its own record: a rehearsal never shares capacity with real runs.
+                capacity_dir=workdir / "state" / "capacity",
             )
             state = server.state()
         if not as_json:
