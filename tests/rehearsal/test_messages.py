@@ -58,7 +58,7 @@ def test_the_tool_result_is_answered_with_the_verdict_through_structured_output(
     assert verdict["name"] == "StructuredOutput"
     assert verdict["input"] == {
         "complete": False,
-        "remaining_work": ["step 2", "step 3"],
+        "remaining_work": ["Write step2.txt", "Write step3.txt"],
         "blocked_on": "",
         "summary": "Wrote step1.txt.",
     }

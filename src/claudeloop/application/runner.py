@@ -41,7 +41,7 @@ from claudeloop.domain.loop import (
     decide_preflight,
     resume_decision,
 )
-from claudeloop.domain.pause import capacity_of
+from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
@@ -223,7 +223,7 @@ class Runner:
             capacity=describe(capacity),
             # A refused turn's verdict means nothing (the limit may have cut it short).
             verdict=type(verdict).__name__.lower()
-            if isinstance(capacity, Available)
+            if isinstance(capacity, Available) or is_pause(capacity)
             else "refused",
             summary=verdict.summary,
             cost_usd=cost,
@@ -232,7 +232,7 @@ class Runner:
         )
         if outcome.denied_tools:
             self.events.emit("tools.denied", tools=list(outcome.denied_tools))
-        if isinstance(capacity, Available):
+        if isinstance(capacity, Available) or is_pause(capacity):
             record = self._reconcile_plan(record, verdict, plan_reader)
         return self._apply(record, transition)
 

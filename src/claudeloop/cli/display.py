@@ -106,6 +106,18 @@ def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
         case "wait.started":
             at = datetime.fromisoformat(str(fields["probe_at"]))
             return f"waiting: {fields.get('capacity')}; next probe at {at:%H:%M:%S} UTC"
+        case "profile.switched":
+            at = datetime.fromisoformat(str(fields["check_at"]))
+            return (
+                f"switched to profile {fields.get('profile')} ({fields.get('because')}); "
+                f"asking the run's own backend again at {at:%H:%M:%S} UTC"
+            )
+        case "profile.restored":
+            return f"back on the run's own profile (from {fields.get('profile')})"
+        case "pause.ignored":
+            return f"pause thresholds ignored for {', '.join(fields.get('windows', []))}: " + str(
+                fields.get("reason", "")
+            )
         case "probe.finished":
             return f"probe: {fields.get('capacity')}"
         case "run.finished":

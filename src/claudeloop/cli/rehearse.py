@@ -7,8 +7,10 @@ so a window that closes mid-run reopens (and the loop resumes by itself) within 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+from collections.abc import Callable
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -21,6 +23,8 @@ from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, create_directory, drive, new_record
 from claudeloop.cli.commands import finish
 from claudeloop.cli.errors import UserError
+from claudeloop.domain.limits import LimitPolicies, SwitchProfile
+from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
@@ -64,6 +68,29 @@ def rehearsal_env(base_url: str, home: Path) -> dict[str, str]:
     return env
 
 
+# What the pause and switch-profile rehearsals set, as a user would in claudeloop.toml.
+PAUSE_AT = PauseThresholds.parse("5h=90%")
+SWITCH_TO_LOCAL = LimitPolicies((("five_hour", SwitchProfile("rehearsal-local")),))
+LOCAL_SCENARIO = "switch-profile-local"
+
+
+def _local_backend(base_url: str, home: Path) -> Callable[[str], Backend]:
+    """The rehearsal's local profile: a second rehearsal API standing in for Ollama."""
+
+    def backend(_name: str) -> Backend:
+        env = rehearsal_env(base_url, home)
+        env.update(
+            {
+                "CLAUDE_CODE_OAUTH_TOKEN": "",
+                "ANTHROPIC_AUTH_TOKEN": "ollama",
+                "ANTHROPIC_MODEL": "qwen3",
+            }
+        )
+        return Backend(env=env, local=True, zero_cost=True)
+
+    return backend
+
+
 def example_plan() -> str:
     return resources.files("claudeloop.cli").joinpath("rehearsal_plan.md").read_text("utf-8")
 
@@ -100,12 +127,22 @@ def rehearse(
         project.mkdir()
         plan = project / "PLAN.md"
         plan.write_text(example_plan(), encoding="utf-8")
-        with RehearsalServer(played) as server:
+        with contextlib.ExitStack() as servers:
+            server = servers.enter_context(RehearsalServer(played))
+            local = (
+                servers.enter_context(RehearsalServer(builtin_scenario(LOCAL_SCENARIO)))
+                if scenario == "switch-profile"
+                else None
+            )
             if not as_json:
                 click.echo(
                     f"rehearsal: scenario {scenario} on {server.base_url}; working in {project}",
                     err=True,
                 )
+                if local is not None:
+                    click.echo(
+                        f"rehearsal: the local profile's model on {local.base_url}", err=True
+                    )
             spec = RunSpec(
                 cwd=project,
                 task=f"Carry out the plan in PLAN.md. Its text:\n\n{example_plan().strip()}",
@@ -113,6 +150,8 @@ def rehearse(
                 wait_policy=REHEARSAL_POLICY,
                 permission_mode="acceptEdits",
                 profile="rehearsal",
+                pause_at=PAUSE_AT if scenario == "pause" else PauseThresholds(),
+                limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
             )
             record = new_record(spec, None)
             directory = create_directory(record)
@@ -123,6 +162,7 @@ def rehearse(
                 resumed=False,
                 quiet=as_json,
                 notify=targets,
+                detours=_local_backend(local.base_url, workdir / "home") if local else None,
                 # Its own record: a rehearsal never shares capacity with real runs.
                 capacity_dir=workdir / "state" / "capacity",
             )

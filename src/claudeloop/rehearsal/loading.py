@@ -31,6 +31,9 @@ BUILTIN_SCENARIOS: tuple[str, ...] = (
     "overloaded",
     "stall",
     "drop",
+    "pause",
+    "switch-profile",
+    "switch-profile-local",
 )
 
 _SUFFIXES = (".toml", ".json")

@@ -1,0 +1,63 @@
+"""`claudeloop rehearse`: the Quick start's first command, and the scenarios that show
+the pause threshold and a limit policy switching profile."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def rehearse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Nothing of the user's reaches a rehearsal; the command blanks credentials itself.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env["HOME"] = str(tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "claudeloop", "rehearse", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -> None:
+    finished = rehearse(tmp_path)
+    assert finished.returncode == 0, finished.stderr
+    lines = finished.stderr.splitlines()
+    refused = next(i for i, line in enumerate(lines) if "refused, capacity five_hour" in line)
+    waiting = next(i for i, line in enumerate(lines) if line.startswith("waiting: five_hour"))
+    resumed = next(i for i, line in enumerate(lines) if line == "probe: available")
+    assert refused < waiting < resumed
+    assert "claudeloop: done (exit 0)" in finished.stderr
+    assert "plan: 3/3 items done" in finished.stderr
+
+
+def test_the_pause_rehearsal_pauses_at_the_threshold(tmp_path: Path) -> None:
+    finished = rehearse(tmp_path, "pause", "--json")
+    assert finished.returncode == 0, finished.stderr
+    result = json.loads(finished.stdout)
+    assert result["outcome"] == "done"
+    assert result["turns"] == 3
+    assert result["probes"] == 1
+
+
+def test_the_switch_profile_rehearsal_switches_and_comes_back(tmp_path: Path) -> None:
+    finished = rehearse(tmp_path, "switch-profile")
+    assert finished.returncode == 0, finished.stderr
+    assert "switched to profile rehearsal-local" in finished.stderr
+    assert "back on the run's own profile" in finished.stderr
+
+
+def test_an_unknown_scenario_is_one_line(tmp_path: Path) -> None:
+    finished = rehearse(tmp_path, "monsoon")
+    assert finished.returncode == 2
+    assert len(finished.stderr.strip().splitlines()) == 1
+    assert "monsoon" in finished.stderr
