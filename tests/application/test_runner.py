@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -352,3 +352,19 @@ def test_switch_profile_policy_detours_and_comes_back_when_the_limit_lifts() -> 
     assert h.events.types().count("profile.restored") == 1
     assert local.closed  # closed when the run ended
     assert h.sleeper.slept_until == []  # never idle: the other profile kept working
+
+
+def test_a_wait_the_machine_slept_through_probes_on_waking() -> None:
+    h = harness([rejected_turn(CREDITS_OUT), verdict_turn(complete=True)], probes=[OK])
+
+    async def suspend_through(instant: datetime) -> bool:
+        h.sleeper.slept_until.append(instant)
+        h.clock.current = instant + timedelta(hours=3)  # woke long after the instant
+        return True
+
+    h.runner.sleeper = type("Suspending", (), {"sleep_until": staticmethod(suspend_through)})()
+    final = drive(h, record())
+    woke = h.sleeper.slept_until[0] + timedelta(hours=3)
+    assert h.gateway.probe_times == [woke]  # at once on waking, no fresh interval
+    assert h.gateway.turn_times[-1] == woke
+    assert final.state.outcome is Outcome.DONE

@@ -505,3 +505,17 @@ def test_after_a_reset_the_next_probe_is_soon_but_never_at_once(
         assert at <= now + config.window_probe_interval
     if since_reset < config.reset_retry_window and config.max_wait is None:
         assert at == now + min(config.reset_retry_interval, config.window_probe_interval)
+
+
+def test_a_machine_asleep_past_the_instant_probes_on_waking_not_after_a_fresh_interval() -> None:
+    # The wait was planned as an instant; waking three hours later, the persisted instant
+    # is already due. Only a probe that then finds the window still closed plans anew,
+    # from the waking instant.
+    window = WindowExhausted("unknown")
+    planned = probe_at(window)
+    woke = planned + timedelta(hours=3)
+    assert planned < woke  # due at once on waking
+    after = next_probe_instant(
+        window, now=woke, started_waiting_at=NOW, probe_count=1, config=DEFAULT
+    )
+    assert after == woke + DEFAULT.window_probe_interval

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import anyio
 
-from claudeloop.application.ports import ControlInbox
+from claudeloop.application.ports import Clock, ControlInbox
 
 SLICE_SECONDS = 0.5
 
@@ -25,7 +25,7 @@ class WallClockSleeper:
     def __init__(
         self,
         control: ControlInbox,
-        clock: SystemClock | None = None,
+        clock: Clock | None = None,
         slice_seconds: float = SLICE_SECONDS,
     ) -> None:
         self._control = control

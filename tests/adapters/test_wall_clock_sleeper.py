@@ -1,0 +1,70 @@
+"""The real sleeper aims at a wall-clock instant: a machine that slept past it probes at
+once on waking, and a control command wakes it early."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import anyio
+
+from claudeloop.adapters.system_clock import WallClockSleeper
+from claudeloop.domain.loop import ControlCommand
+
+START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+@dataclass
+class JumpingClock:
+    """Wall time that moves only when told: a suspend is a jump."""
+
+    current: datetime = START
+    reads: int = 0
+    jump_after_reads: int | None = None
+    jump: timedelta = timedelta(0)
+
+    def now(self) -> datetime:
+        self.reads += 1
+        if self.jump_after_reads is not None and self.reads > self.jump_after_reads:
+            self.current += self.jump
+            self.jump_after_reads = None
+        return self.current
+
+
+@dataclass
+class Inbox:
+    command: ControlCommand | None = None
+    checks: list[int] = field(default_factory=list)
+
+    def pending(self) -> ControlCommand | None:
+        return self.command
+
+
+def sleep_until(sleeper: WallClockSleeper, instant: datetime) -> bool:
+    async def go() -> bool:
+        with anyio.fail_after(5):
+            return await sleeper.sleep_until(instant)
+
+    return anyio.run(go)
+
+
+def test_an_instant_already_passed_is_due_at_once() -> None:
+    clock = JumpingClock(current=START + timedelta(hours=3))
+    sleeper = WallClockSleeper(Inbox(), clock, slice_seconds=0.01)
+    assert sleep_until(sleeper, START + timedelta(minutes=5)) is True
+    assert clock.reads == 1  # no waiting at all
+
+
+def test_waking_from_a_suspend_past_the_instant_ends_the_wait_at_the_next_slice() -> None:
+    # A probe due in an hour; after two slices the machine "wakes" three hours later.
+    clock = JumpingClock(jump_after_reads=2, jump=timedelta(hours=3))
+    sleeper = WallClockSleeper(Inbox(), clock, slice_seconds=0.01)
+    assert sleep_until(sleeper, START + timedelta(hours=1)) is True
+    assert clock.reads == 3  # the read after the jump ended it: no fresh interval
+
+
+def test_a_control_command_wakes_the_wait_early() -> None:
+    sleeper = WallClockSleeper(
+        Inbox(command=ControlCommand.STOP), JumpingClock(), slice_seconds=0.01
+    )
+    assert sleep_until(sleeper, START + timedelta(days=2)) is False
