@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -138,3 +140,19 @@ class MemoryStore:
     @property
     def last(self) -> RunRecord:
         return self.saved[-1]
+
+
+@dataclass
+class MemoryPlans:
+    """Plan files in memory; the model 'checks items off' by changing the text."""
+
+    files: dict[Path, str] = field(default_factory=dict)
+    writes: list[Path] = field(default_factory=list)
+
+    def read(self, path: Path) -> WorkPlan | None:
+        text = self.files.get(path)
+        return WorkPlan.parse(text) if text is not None else None
+
+    def write(self, path: Path, plan: WorkPlan) -> None:
+        self.writes.append(path)
+        self.files[path] = plan.render()

@@ -24,6 +24,7 @@ from tests.application.fakes import (
     FakeGateway,
     FakeSleeper,
     MemoryEvents,
+    MemoryPlans,
     MemoryStore,
     rejected_turn,
     verdict_turn,
@@ -50,6 +51,7 @@ class Harness:
     events: MemoryEvents
     store: MemoryStore
     runner: Runner
+    plans: MemoryPlans
 
 
 def harness(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -> Harness:
@@ -59,6 +61,7 @@ def harness(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -
     gateway = FakeGateway(turns=deque(turns), probes=deque(probes or []), clock=clock)
     events = MemoryEvents()
     store = MemoryStore()
+    plans = MemoryPlans()
     runner = Runner(
         gateway=gateway,
         clock=clock,
@@ -66,8 +69,9 @@ def harness(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -
         events=events,
         store=store,
         control=control,
+        plans=plans,
     )
-    return Harness(gateway, clock, control, sleeper, events, store, runner)
+    return Harness(gateway, clock, control, sleeper, events, store, runner, plans)
 
 
 def record(
@@ -235,10 +239,9 @@ def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:
     assert final.state.outcome is Outcome.DONE
 
 
-def test_plan_progress_is_reconciled_and_the_file_never_rewritten(tmp_path: Path) -> None:
-    plan = tmp_path / "PLAN.md"
+def test_plan_progress_is_reconciled_and_the_file_never_rewritten() -> None:
+    plan = Path("/project/PLAN.md")
     text = "# Plan\n- [ ] write a\n- [ ] write b\n- [ ] write c\n"
-    plan.write_text(text)
     h = harness(
         [
             verdict_turn(remaining=("Write B.", "write c")),
@@ -246,13 +249,27 @@ def test_plan_progress_is_reconciled_and_the_file_never_rewritten(tmp_path: Path
             verdict_turn(complete=True),
         ]
     )
+    h.plans.files[plan] = text
     final = drive(h, record(plan_path=plan))
     updates = [(e["done"], e["total"]) for e in h.events.of("plan.updated")]
     assert updates == [(1, 3), (2, 3), (3, 3)]
     assert "write c" in h.gateway.prompts[2]
     assert "write a" not in h.gateway.prompts[2]
-    assert plan.read_text() == text
+    assert h.plans.writes == []
+    assert h.plans.files[plan] == text
     assert final.plan_progress == (3, 3)
+
+
+def test_asked_to_update_the_plan_it_writes_checkmarks_and_keeps_the_file_s_text() -> None:
+    plan = Path("/project/PLAN.md")
+    h = harness([verdict_turn(remaining=("write b",)), verdict_turn(complete=True)])
+    h.plans.files[plan] = "# Plan\n- [ ] write a\n- [ ] write b\n"
+    h.gateway.on_turn = lambda n: h.plans.files.update(
+        {plan: "# Plan (edited by the model)\n- [ ] write a\n- [ ] write b\n"}
+    )
+    rec = record(plan_path=plan)
+    drive(h, replace(rec, spec=replace(rec.spec, update_plan=True)))
+    assert h.plans.files[plan] == "# Plan (edited by the model)\n- [x] write a\n- [x] write b\n"
 
 
 def test_a_crashed_turn_fails_the_run_with_its_reason() -> None:

@@ -149,3 +149,14 @@ def test_blocked_verdict_exit_1_with_the_blocker_in_the_summary(rehearsal: Rehea
     assert "deploy key" in finished.result["blocked_on"]
     summary = (finished.run_directory() / "summary.md").read_text()
     assert "deploy key" in summary
+
+
+@pytest.mark.scenario("three_steps")
+def test_asked_to_update_the_plan_the_run_checks_its_items_off_in_the_file(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--update-plan")
+    assert finished.exit_code == 0, finished.stderr
+    assert plan.read_text().count("- [x] Write step") == 3
+    assert "# Plan" in plan.read_text()

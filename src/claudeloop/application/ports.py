@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
 
 
@@ -83,4 +85,14 @@ class RunStore(Protocol):
 class ControlInbox(Protocol):
     def pending(self) -> ControlCommand | None:
         """The command a person sent to this run, if any, without consuming it."""
+        ...
+
+
+class PlanFiles(Protocol):
+    def read(self, path: Path) -> WorkPlan | None:
+        """The plan in the file as it is now; None when it cannot be read."""
+        ...
+
+    def write(self, path: Path, plan: WorkPlan) -> None:
+        """Write the plan's checkmarks back (only when the user asked for it)."""
         ...

@@ -33,6 +33,8 @@ class RunSpec:
     profile: str = "default"
     pause_at: PauseThresholds = field(default_factory=PauseThresholds)
     limits: LimitPolicies = field(default_factory=LimitPolicies)
+    # Write the reconciled checkmarks into the plan file (off: the file is the user's).
+    update_plan: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import assert_never
 
 from claudeloop.application.ports import (
@@ -17,6 +16,7 @@ from claudeloop.application.ports import (
     ControlInbox,
     EventSink,
     Gateway,
+    PlanFiles,
     RunStore,
     Sleeper,
     TurnOutcome,
@@ -47,21 +47,6 @@ from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
 
 
-class PlanReader:
-    """Reads the plan file as it is on disk now (the model checks items off in it)."""
-
-    def __init__(self, path: Path | None) -> None:
-        self._path = path
-
-    def read(self) -> WorkPlan | None:
-        if self._path is None:
-            return None
-        try:
-            return WorkPlan.parse(self._path.read_text(encoding="utf-8"))
-        except OSError:
-            return None
-
-
 @dataclass
 class Runner:
     gateway: Gateway
@@ -70,6 +55,8 @@ class Runner:
     events: EventSink
     store: RunStore
     control: ControlInbox
+    # The plan file as it is on disk now (the model checks items off in it).
+    plans: PlanFiles | None = None
     # Gateways of other profiles, for a limit policy that switches profile.
     profiles: Callable[[str], Gateway] | None = None
     # Windows whose pause threshold was already reported as ignored: say it once.
@@ -78,7 +65,6 @@ class Runner:
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
-        plan_reader = PlanReader(record.spec.plan_path)
         if resumed:
             self.events.emit("run.resumed", phase=record.state.phase.value)
         else:
@@ -106,20 +92,20 @@ class Runner:
             decision = transition.decision
         self.store.save(record)
         while True:
-            record, next_decision = await self._execute(record, decision, plan_reader)
+            record, next_decision = await self._execute(record, decision)
             if next_decision is None:
                 return record
             decision = next_decision
 
     async def _execute(
-        self, record: RunRecord, decision: Decision, plan_reader: PlanReader
+        self, record: RunRecord, decision: Decision
     ) -> tuple[RunRecord, Decision | None]:
         match decision:
             case SendTurn():
                 command = self.control.pending()
                 if command is not None:
                     return self._apply(record, decide_on_control(record.state, command))
-                return await self._send_turn(record, plan_reader)
+                return await self._send_turn(record)
             case ScheduleProbe(at=at, awaiting=awaiting):
                 self.events.emit(
                     "wait.started",
@@ -169,11 +155,9 @@ class Runner:
             case _:
                 assert_never(decision)
 
-    async def _send_turn(
-        self, record: RunRecord, plan_reader: PlanReader
-    ) -> tuple[RunRecord, Decision | None]:
+    async def _send_turn(self, record: RunRecord) -> tuple[RunRecord, Decision | None]:
         spec = record.spec
-        plan = _current_plan(record, plan_reader)
+        plan = self._current_plan(record)
         marker = spec.done_marker if spec.marker_fallback else None
         if record.session_id is None:
             plan_name = spec.plan_path.name if spec.plan_path else None
@@ -233,7 +217,7 @@ class Runner:
         if outcome.denied_tools:
             self.events.emit("tools.denied", tools=list(outcome.denied_tools))
         if isinstance(capacity, Available) or is_pause(capacity):
-            record = self._reconcile_plan(record, verdict, plan_reader)
+            record = self._reconcile_plan(record, verdict)
         return self._apply(record, transition)
 
     def _capacity(self, record: RunRecord, signals: TurnSignals) -> CapacityState:
@@ -250,14 +234,12 @@ class Runner:
             )
         return capacity_of(signals, thresholds)
 
-    def _reconcile_plan(
-        self, record: RunRecord, verdict: CompletionVerdict, plan_reader: PlanReader
-    ) -> RunRecord:
+    def _reconcile_plan(self, record: RunRecord, verdict: CompletionVerdict) -> RunRecord:
         if record.plan is None:
             return record
         before = (record.plan.done_count, record.plan.total)
         plan = plan_after_verdict(record.plan, verdict)
-        on_disk = plan_reader.read()
+        on_disk = self._read_plan(record)
         if on_disk is not None:
             plan = plan.merged_with(on_disk)
         if (plan.done_count, plan.total) != before:
@@ -267,7 +249,28 @@ class Runner:
                 total=plan.total,
                 open=[item.text for item in plan.open_items],
             )
+        path = record.spec.plan_path
+        if record.spec.update_plan and on_disk is not None and path is not None and self.plans:
+            # Only checkmarks are written, onto the file as it is now: the text the model
+            # or a person changed since is kept.
+            done = frozenset(item.key for item in plan.items if item.done)
+            checked = on_disk.with_items_marked_done(done)
+            if checked != on_disk:
+                self.plans.write(path, checked)
         return replace(record, plan=plan)
+
+    def _read_plan(self, record: RunRecord) -> WorkPlan | None:
+        path = record.spec.plan_path
+        return self.plans.read(path) if path is not None and self.plans is not None else None
+
+    def _current_plan(self, record: RunRecord) -> WorkPlan | None:
+        """The plan as the run knows it, with what the model checked off in the file."""
+        on_disk = self._read_plan(record)
+        if record.plan is None:
+            return on_disk
+        if on_disk is None:
+            return record.plan
+        return record.plan.merged_with(on_disk)
 
     def _gateway_for(self, record: RunRecord) -> Gateway:
         """The run's own gateway, or the other profile's while on a detour."""
@@ -300,15 +303,6 @@ class Runner:
         record = replace(record, state=transition.state)
         self.store.save(record)
         return record, transition.decision
-
-
-def _current_plan(record: RunRecord, plan_reader: PlanReader) -> WorkPlan | None:
-    on_disk = plan_reader.read()
-    if record.plan is None:
-        return on_disk
-    if on_disk is None:
-        return record.plan
-    return record.plan.merged_with(on_disk)
 
 
 def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, float]:

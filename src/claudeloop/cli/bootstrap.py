@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
@@ -240,6 +241,7 @@ def drive(
         events=events,
         store=directory,
         control=directory,
+        plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
     )
     final: list[RunRecord] = []

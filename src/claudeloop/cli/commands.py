@@ -224,6 +224,7 @@ def run(
         profile=config.profile_name,
         pause_at=pause,
         limits=limits,
+        update_plan=bool(config.value("update_plan")),
     )
     notify = notify_targets(config)
     record = new_record(spec, run_id)
@@ -331,6 +332,8 @@ def resume(
         profile=config.profile_name,
         marker_fallback=chosen.marker_fallback if switched else spec.marker_fallback,
     )
+    if "update_plan" in overrides:
+        spec = replace(spec, update_plan=bool(overrides["update_plan"].value))
     if "pause_at" in overrides or "limits" in overrides:
         pause, limits = pause_and_limits(config, cwd)
         spec = replace(

@@ -135,6 +135,12 @@ def loop_options(command: F) -> F:
             "--continue-prompt", default=None, help="Text that opens every continue prompt."
         ),
         click.option(
+            "--update-plan/--no-update-plan",
+            default=None,
+            help="Write the checkmarks claudeloop reconciles into the plan file (default: "
+            "never touch it; the model checks items off itself).",
+        ),
+        click.option(
             "--pause-at",
             type=PAUSE_AT,
             default=None,

@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "continue_prompt": None,
     "notify": None,
     "notify_on": list(NOTIFY_KINDS),
+    "update_plan": False,
     "pause_at": None,
     "limits": None,
     "share_capacity": True,

@@ -60,6 +60,7 @@ ACCEPTED: dict[str, str] = {
     '["ntfy://ntfy.sh/my-topic", "json://127.0.0.1:8080/hook"]; in CLAUDELOOP_NOTIFY '
     "separated by commas or spaces",
     "notify_on": "a list of: " + ", ".join(NOTIFY_KINDS),
+    "update_plan": "true or false",
     "pause_at": "WINDOW=PERCENT pairs, such as 5h=90%,7d=95% (windows: 5h, 7d, 7d_opus, 7d_sonnet)",
     "limits": "a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
     '"wait", "wind-down" or "switch-profile NAME"; in CLAUDELOOP_LIMITS and --on-limit as '
@@ -209,6 +210,7 @@ class RunSettings(BaseModel):
     # Where notifications go (an empty list: nowhere) and which are sent.
     notify: AppriseUrls | None = None
     notify_on: NotifyKinds | None = None
+    update_plan: bool | None = None
     # Pause before the wall, and what to do per limit (see domain.pause, domain.limits).
     pause_at: PauseAt | None = None
     limits: Limits | None = None

@@ -58,6 +58,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "permission_mode": spec.permission_mode,
             "profile": spec.profile,
             "pause_at": spec.pause_at.render(),
+            "update_plan": spec.update_plan,
             "limits": {kind: render_action(action) for kind, action in spec.limits.actions},
         },
         "state": {
@@ -98,6 +99,7 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             permission_mode=raw_spec["permission_mode"],
             profile=raw_spec["profile"],
             pause_at=PauseThresholds.parse(raw_spec.get("pause_at", "")),
+            update_plan=raw_spec.get("update_plan", False),
             limits=LimitPolicies(
                 tuple(
                     (kind, parse_action(action))
