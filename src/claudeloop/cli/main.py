@@ -21,8 +21,26 @@ from claudeloop.cli.params import (
     POSITIVE_FLOAT,
     POSITIVE_INT,
 )
+from claudeloop.domain.waiting import WaitPolicyConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _short(value: timedelta) -> str:
+    seconds = int(value.total_seconds())
+    return f"{seconds // 60}m" if seconds >= 60 and seconds % 60 == 0 else f"{seconds}s"
+
+
+_POLICY = WaitPolicyConfig()
+_DEFAULT_WAIT = tuple(
+    _short(value)
+    for value in (
+        _POLICY.window_probe_interval,
+        _POLICY.credits_probe_interval,
+        _POLICY.credits_probe_ceiling,
+        _POLICY.reset_grace,
+    )
+)
 
 EPILOG = """\b
 Examples:
@@ -108,25 +126,25 @@ def loop_options(command: F) -> F:
             "--window-probe-interval",
             type=DURATION,
             default=None,
-            help="Probe a closed window at least this often (default 10m).",
+            help=f"Probe a closed window at least this often (default {_DEFAULT_WAIT[0]}).",
         ),
         click.option(
             "--credits-probe-interval",
             type=DURATION,
             default=None,
-            help="First probe after credits run out (default 2m).",
+            help=f"First probe after credits run out (default {_DEFAULT_WAIT[1]}).",
         ),
         click.option(
             "--credits-probe-ceiling",
             type=DURATION,
             default=None,
-            help="Longest gap between credit probes (default 10m).",
+            help=f"Longest gap between credit probes (default {_DEFAULT_WAIT[2]}).",
         ),
         click.option(
             "--reset-grace",
             type=DURATION,
             default=None,
-            help="Probe this long after an announced reset (default 60s).",
+            help=f"Probe this long after an announced reset (default {_DEFAULT_WAIT[3]}).",
         ),
         click.option(
             "--done-marker", default=None, help="Marker text for the fallback completion check."
