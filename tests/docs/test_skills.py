@@ -57,7 +57,12 @@ def split_front_matter(path: Path) -> tuple[dict[str, str], str]:
     for line in head.splitlines():
         key, colon, value = line.partition(":")
         assert colon, f"{path.relative_to(ROOT)}: {line!r} is not `key: value`"
-        fields[key.strip()] = value.strip()
+        value = value.strip()
+        # A YAML plain scalar: agents' loaders refuse these, or read them otherwise.
+        assert ": " not in value, f"{path.relative_to(ROOT)}: ': ' in {key}"
+        assert " #" not in value, f"{path.relative_to(ROOT)}: ' #' in {key}"
+        assert not value.startswith(tuple("!&*>|%@`'\"[]{},#?-")), f"{path.name}: {key}"
+        fields[key.strip()] = value
     return fields, body
 
 
