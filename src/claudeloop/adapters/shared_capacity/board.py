@@ -227,8 +227,8 @@ def _signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
         "error_code": signals.error_code,
         "api_error_status": signals.api_error_status,
         "assistant_error": signals.assistant_error,
-        # The first line only: the rest of a result is the model's work, not capacity.
-        "result_text": first_line(signals.result_text),
+        # An error's first line only: a result is the model's work, not capacity.
+        "result_text": first_line(signals.result_text) if signals.is_error else "",
         "local_backend": signals.local_backend,
         "is_error": signals.is_error,
         "windows": [

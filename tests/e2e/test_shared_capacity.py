@@ -1,0 +1,181 @@
+"""One account, many loops: three concurrent `claudeloop run` processes on one account
+(same base URL and token, same state directory, each its own project) and one rehearsal
+API whose window closes at the first turn 2 until the test lifts it. Two loops start
+together and race into the window as it closes; the third starts once one of them has
+met it, so it starts into a window already known closed.
+
+What reaches the closed window is counted from the server's own log (each turn request
+carries the directory of the loop that sent it):
+
+- turns: at most one per loop, and only a turn that loop had started before any loop
+  had finished a refused turn, i.e. already in flight before any loop could know (a loop
+  publishes what it learnt before its runner reports the turn); the third loop, none;
+- probes: no more than one loop's own count of closed-window probe results, while every
+  loop went through at least one, so the others' results came from the board.
+
+After the lift all three finish their plans (exit 0).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, cli_env, wait_for, write_plan
+
+pytestmark = pytest.mark.e2e
+
+LOOPS = 3
+
+
+def events(project: Path) -> list[dict[str, Any]]:
+    """The run's events so far (a line being written is skipped)."""
+    runs = project / ".claudeloop" / "runs"
+    found: list[dict[str, Any]] = []
+    for path in runs.glob("*/events.jsonl") if runs.is_dir() else ():
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                found.append(json.loads(line))
+    return found
+
+
+def instant(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def refusals(project: Path) -> list[dict[str, Any]]:
+    return [
+        event
+        for event in events(project)
+        if event["type"] == "turn.finished" and event["verdict"] == "refused"
+    ]
+
+
+def closed_probes(project: Path) -> int:
+    return sum(
+        1
+        for event in events(project)
+        if event["type"] == "probe.finished" and event["capacity"] != "available"
+    )
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_loops_on_one_account_send_nothing_into_a_window_another_found_closed(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    state = tmp_path / "shared-state"
+    projects = [tmp_path / f"loop{n}" for n in range(1, LOOPS + 1)]
+    loops: list[subprocess.Popen[str]] = []
+
+    def start(number: int) -> None:
+        project = projects[number - 1]
+        project.mkdir()
+        plan = write_plan(project)
+        # Each its own HOME (its own Claude Code config), the same account.
+        env = cli_env(rehearsal.server.base_url, tmp_path / f"home{number}")
+        env["CLAUDELOOP_STATE_DIR"] = str(state)
+        command = [sys.executable, "-m", "claudeloop", "run", str(plan), *FAST_WAITS]
+        command += ["--window-probe-interval", "2s", "--cwd", str(project), "--json"]
+        loops.append(
+            subprocess.Popen(
+                command,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+        )
+
+    try:
+        # Two loops start together and race into the window as it closes; the third
+        # starts once one of them has met it.
+        start(1)
+        start(2)
+        wait_for(
+            lambda: any(refusals(project) for project in projects[:2]),
+            "a loop to meet the closed window",
+            timeout=90,
+        )
+        start(3)
+        try:
+            wait_for(
+                lambda: all(closed_probes(project) >= 1 for project in projects),
+                "every loop to have a probe result of the closed window",
+                timeout=120,
+            )
+        except BaseException:
+            for project in projects:
+                print(project.name, [(e["type"], e.get("capacity")) for e in events(project)])
+                for log in project.glob(".claudeloop/runs/*/debug.log"):
+                    print(log.read_text()[-3000:])
+            print(rehearsal.requests())
+            for loop in loops:
+                if loop.poll() is not None:
+                    print("exited", loop.returncode, loop.communicate())
+            raise
+        rehearsal.server.lift()
+        finished = [loop.communicate(timeout=150) for loop in loops]
+    finally:
+        for loop in loops:
+            if loop.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(loop.pid, signal.SIGKILL)
+                loop.wait(10)
+
+    for loop, (stdout, stderr), project in zip(loops, finished, projects, strict=True):
+        assert loop.returncode == 0, stderr
+        result = json.loads(stdout)
+        assert (result["outcome"], result["plan"]) == ("done", {"done": 3, "total": 3})
+        for n in (1, 2, 3):
+            assert (project / f"step{n}.txt").read_text() == f"step {n}\n"
+
+    requests = rehearsal.requests()
+    assert all(r["kind"] != "turn" or r["cwd"] for r in requests)
+    by_directory = {str(project.resolve()): project for project in projects}
+    gate_turns = [r for r in requests if r["kind"] == "turn" and r["gate"]]
+    gate_probes = [r for r in requests if r["kind"] == "probe" and r["gate"]]
+    assert gate_turns, "the window closed on a turn"
+    assert {r["gate"] for r in gate_turns + gate_probes} == {"window_silent"}
+
+    # Turns: one per loop at most, each started before any loop finished a refused turn.
+    per_loop = Counter(r["cwd"] for r in gate_turns)
+    assert set(per_loop) <= set(by_directory)
+    assert max(per_loop.values()) == 1, per_loop
+    # The loop that started after the window closed sent none at all.
+    assert str(projects[2].resolve()) not in per_loop
+    first_refusals = {}
+    for directory, project in by_directory.items():
+        refused = refusals(project)[0]
+        started = next(
+            e
+            for e in events(project)
+            if e["type"] == "turn.started" and e["turn"] == refused["turn"]
+        )
+        first_refusals[directory] = (instant(started["ts"]), instant(refused["ts"]))
+    known_closed = min(finished_at for _, finished_at in first_refusals.values())
+    for directory in per_loop:
+        started_at, _ = first_refusals[directory]
+        assert started_at < known_closed, (directory, first_refusals)
+
+    # Probes: the closed window saw no more probes than one loop's share of them.
+    shares = [closed_probes(project) for project in projects]
+    assert min(shares) >= 1
+    assert len(gate_probes) <= max(shares) < sum(shares), (len(gate_probes), shares)
+
+    open_probes = [r for r in requests if r["kind"] == "probe" and not r["gate"]]
+    print(  # the measured counts, for `pytest -s`
+        f"\nrefused turns sent: {len(gate_turns)} of {LOOPS} loops; probes into the closed "
+        f"window: {len(gate_probes)}; closed probe results per loop: {shares}; probes "
+        f"after the lift: {len(open_probes)}"
+    )
