@@ -243,3 +243,17 @@ def test_two_processes_publishing_at_once_lose_no_update(tmp_path: Path) -> None
 
 def test_a_record_of_another_version_is_not_read() -> None:
     assert sighting_from_json('{"version": 2}') is None
+
+
+def test_a_successs_result_text_is_not_kept(tmp_path: Path) -> None:
+    board = CapacityBoard(tmp_path, "acct")
+    board.publish(
+        signals=TurnSignals(result_text="the model's work, which is no one else's business"),
+        standing="open",
+        source="turn",
+        writer="w",
+        now=NOW,
+    )
+    sighting = board.read()
+    assert sighting is not None
+    assert sighting.signals.result_text == ""
