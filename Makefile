@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck contracts pytest install bench rehearse clean
+.PHONY: test lint typecheck contracts pytest install bench rehearse docs clean
 
 test: $(STAMP) lint typecheck contracts pytest
 
@@ -44,6 +44,10 @@ $(BENCH_STAMP): $(STAMP)
 # Benchmarks print figures and ratios; they never fail the tests. Results: bench/results/.
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run_all
+
+# docs/reference/cli.md from the CLI's own --help (tests/docs/test_cli_reference.py fails when stale)
+docs: $(STAMP)
+	$(PY) -m claudeloop.cli.reference docs/reference/cli.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov

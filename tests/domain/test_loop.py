@@ -545,3 +545,12 @@ def test_a_clean_turn_resets_the_count_of_errored_turns() -> None:
     )
     assert transition.state.errored_turns == 0
     assert transition.decision == SendTurn()
+
+
+def test_an_errored_turn_is_not_retried_past_a_budget_cap() -> None:
+    capped = replace(RUNNING, ledger=BudgetLedger(budget=Budget(max_turns=1)))
+    transition = decide_after_turn(
+        capped, capacity=Available(), verdict=Continue(), now=NOW, config=CONFIG, error="boom"
+    )
+    assert isinstance(transition.decision, Finish)
+    assert transition.decision.outcome is Outcome.BUDGET_EXHAUSTED

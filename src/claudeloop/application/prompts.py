@@ -4,15 +4,6 @@ from __future__ import annotations
 
 from claudeloop.domain.plan import WorkPlan
 
-UNATTENDED_NOTE = (
-    "You are running unattended under claudeloop: no person will answer questions or "
-    "approve anything until the task is done. Decide for yourself, state each assumption "
-    "in your summary, and keep working through the task. At the end of every turn report "
-    "your verdict: complete only when the whole task is done and verified; remaining_work "
-    "lists what is still open (use the plan's item texts); blocked_on only for a blocker "
-    "that a person outside this session must remove."
-)
-
 
 def first_prompt(
     task: str, *, plan: WorkPlan | None, plan_name: str | None, marker: str | None

@@ -209,6 +209,7 @@ def drive(
     backend: Backend,
     resumed: bool,
     quiet: bool,
+    verbose: bool = False,
     gateway: Gateway | None = None,
     notify: NotifyTargets | None = None,
     detours: Callable[[str], Backend] | None = None,
@@ -229,7 +230,7 @@ def drive(
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
     redactor = Redactor.from_environment({**os.environ, **backend.env})
     log = EventLog(directory, clock, redactor)
-    view = ConsoleView(quiet=quiet)
+    view = ConsoleView(quiet=quiet, verbose=verbose)
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
     events = Advised(Tee(*sinks), _advice(backend))

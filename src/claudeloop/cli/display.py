@@ -18,9 +18,10 @@ from rich.text import Text
 class ConsoleView:
     """An event sink that renders events for a person."""
 
-    def __init__(self, *, quiet: bool = False, stream: Any = None) -> None:
+    def __init__(self, *, quiet: bool = False, verbose: bool = False, stream: Any = None) -> None:
         self._console = Console(file=stream or sys.stderr, highlight=False, soft_wrap=True)
         self._quiet = quiet
+        self._verbose = verbose and not quiet
         self._live: Live | None = None
         self._status = _Status()
         if self._console.is_terminal and not quiet:
@@ -32,6 +33,11 @@ class ConsoleView:
     def emit(self, event_type: str, **fields: Any) -> None:
         self._status.update(event_type, fields)
         line = event_line(event_type, fields)
+        if line is None and self._verbose:
+            # -v: every event, the ones without a line of their own as their fields.
+            line = f"{event_type}: " + ", ".join(f"{k}={v}" for k, v in fields.items())
+        elif line is not None and self._verbose and event_type == "turn.finished":
+            line += f"\n  summary: {fields.get('summary', '')}"
         if line is not None and not self._quiet:
             # Lines hold text from elsewhere ([profiles.local], a model's summary): not markup.
             self._console.print(line, markup=False)

@@ -220,6 +220,8 @@ def decide_after_turn(
                 Outcome.FAILED,
                 f"{state.errored_turns} turns in a row ended in an error: {error}",
             )
+        if ledger.any_exhausted:
+            return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(ledger))
         return _send_turn(state)
     state = replace(state, capacity=capacity, summary=verdict_summary(verdict), errored_turns=0)
     match verdict:

@@ -88,9 +88,10 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
         case RateLimitGate():
             return _rate_limited(gate, reset, windows)
         case WarningGate():
-            # The warned window resets when the gate says (its announced reset or its
-            # end), else at the nominal 5-hour reset.
-            warned_reset = reset if reset is not None else windows.five_hour_reset()
+            # The warned window resets at the nominal 5-hour reset, unless the gate
+            # announces its own (a compressed window for a rehearsal of a pause).
+            announced = gate.announce_reset_seconds is not None and reset is not None
+            warned_reset = reset if announced and reset else windows.five_hour_reset()
             headers = _unified(
                 status="allowed_warning",
                 reset=warned_reset,
