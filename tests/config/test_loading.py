@@ -9,51 +9,10 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.config.loading import (
-    ConfigError,
-    Configuration,
-    load_configuration,
     user_config_dir,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    directory = tmp_path / "project"
-    directory.mkdir()
-    return directory
-
-
-@pytest.fixture
-def user_dir(tmp_path: Path) -> Path:
-    directory = tmp_path / "user"
-    directory.mkdir()
-    return directory
-
-
-def load(
-    project: Path,
-    user_dir: Path,
-    *,
-    project_text: str | None = None,
-    user_text: str | None = None,
-    flags: dict[str, object] | None = None,
-    env: dict[str, str] | None = None,
-) -> Configuration:
-    if project_text is not None:
-        (project / "claudeloop.toml").write_text(project_text)
-    if user_text is not None:
-        (user_dir / "config.toml").write_text(user_text)
-    environ = {"CLAUDELOOP_CONFIG_DIR": str(user_dir), **(env or {})}
-    return load_configuration(cwd=project, flags=flags, environ=environ)
-
-
-def error_of(project: Path, user_dir: Path, **sources: object) -> str:
-    with pytest.raises(ConfigError) as caught:
-        load(project, user_dir, **sources)  # type: ignore[arg-type]
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
+from tests.config.sources import error_of, load
 
 
 def test_nothing_configured_gives_the_built_in_defaults(project: Path, user_dir: Path) -> None:

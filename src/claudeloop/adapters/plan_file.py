@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claudeloop.adapters.run_directory.layout import write_atomically
+from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.domain.plan import WorkPlan
 
 
@@ -17,4 +17,4 @@ class PlanFileOnDisk:
             return None
 
     def write(self, path: Path, plan: WorkPlan) -> None:
-        write_atomically(path, plan.render())
+        write_atomically(path, plan.render(), mode=None)

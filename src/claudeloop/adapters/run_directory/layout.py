@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory.codec import (
     CorruptRecordError,
@@ -178,28 +178,6 @@ def _capped(value: Any) -> Any:
     if isinstance(value, list):
         return [_capped(item) for item in value]
     return value
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text`: temp file in the same directory, fsync, rename."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
 
 
 def list_runs(cwd: Path) -> list[RunDirectory]:

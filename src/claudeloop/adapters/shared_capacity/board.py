@@ -18,13 +18,13 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 
 STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
@@ -145,7 +145,7 @@ class CapacityBoard:
                 standing=standing,
                 signals=signals,
             )
-            _write_atomically(self.path, sighting_to_json(sighting))
+            write_atomically(self.path, sighting_to_json(sighting))
             return sighting
 
     def try_probe_lock(self) -> ProbeLock | None:
@@ -286,23 +286,3 @@ def _aware(text: object) -> datetime:
     if instant.utcoffset() is None:
         raise ValueError("not an aware instant")
     return instant
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
