@@ -180,3 +180,37 @@ def test_secrets_never_reach_the_run_directory(rehearsal: Rehearsal, tmp_path: P
         text = path.read_text()
         for canary in [*canaries.values(), "sk-ant-api03-abcdefghijklmnop"]:
             assert canary not in text, f"{canary} leaked into {path.name}"
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_ctrl_c_during_a_wait_stops_the_run_with_130(rehearsal: Rehearsal) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+    wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal sends the foreground group
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+
+
+@pytest.mark.scenario("stall_at_2")
+def test_a_second_ctrl_c_ends_the_run_at_once_mid_turn(rehearsal: Rehearsal) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2 to be in flight"
+    )
+    process.send_signal(signal.SIGINT)  # only claudeloop: its turn goes on
+    wait_for(lambda: control_file(rehearsal.project).exists(), "the stop to be noted")
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=15)  # the stall lasts 20 s: this is at once
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    # What resume needs is intact: the state of before the interrupted turn.
+    assert state_of(rehearsal.project)["state"]["turns"] == 1  # type: ignore[index]
+
+
+def control_file(project: Path) -> Path:
+    (run,) = list((project / ".claudeloop" / "runs").iterdir())
+    return run / "control"
