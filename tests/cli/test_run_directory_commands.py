@@ -139,3 +139,17 @@ def test_run_directory_is_owner_only(tmp_path: Path) -> None:
     assert directory.path.stat().st_mode & 0o077 == 0
     assert (tmp_path / ".claudeloop").stat().st_mode & 0o077 == 0
     assert directory.state_path.stat().st_mode & 0o077 == 0
+
+
+def test_logs_follow_returns_when_the_driver_is_gone(claudeloop: Invoke, tmp_path: Path) -> None:
+    # A crashed run (no live driver) does not keep -f waiting forever.
+    waiting_run(tmp_path)
+    result = claudeloop("logs", "--cwd", tmp_path, "-f")
+    assert result.exit_code == 0
+    assert "wait.started" in result.out
+
+
+def test_logs_json_prints_the_raw_lines(claudeloop: Invoke, tmp_path: Path) -> None:
+    waiting_run(tmp_path)
+    lines = claudeloop("logs", "--cwd", tmp_path, "--json").out.strip().splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["run.started", "wait.started"]
