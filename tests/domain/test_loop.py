@@ -554,3 +554,11 @@ def test_an_errored_turn_is_not_retried_past_a_budget_cap() -> None:
     )
     assert isinstance(transition.decision, Finish)
     assert transition.decision.outcome is Outcome.BUDGET_EXHAUSTED
+
+
+def test_a_turn_held_back_by_another_loop_spends_nothing_and_waits() -> None:
+    transition = decide_after_turn(
+        RUNNING, capacity=FIVE_HOUR, verdict=Continue(), now=NOW, config=CONFIG, sent=False
+    )
+    assert transition.state.ledger == RUNNING.ledger
+    assert isinstance(transition.decision, ScheduleProbe)

@@ -31,6 +31,9 @@ class TurnOutcome:
     # restores its total, so a fresh process reports earlier turns' cost again; the
     # runner takes the difference from the last total it saw, which survives a crash.
     session_cost_usd: float | None = None
+    # False when the turn never reached the service (another loop had found its capacity
+    # closed): it counts as no attempt.
+    sent: bool = True
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
     failure: str | None = None

@@ -200,6 +200,7 @@ class Runner:
             cost_usd=cost,
             error=_first_line(outcome.signals.result_text) if outcome.signals.is_error else None,
             policies=spec.limits,
+            sent=outcome.sent,
         )
         self.events.emit(
             "turn.finished",

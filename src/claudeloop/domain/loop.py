@@ -187,18 +187,20 @@ def decide_after_turn(
     cost_usd: float = 0.0,
     error: str | None = None,
     policies: LimitPolicies = NO_POLICIES,
+    sent: bool = True,
 ) -> Transition:
     """After a turn. Capacity is read before the verdict, always: a Done claimed by a turn
     that hit a limit is discarded, since the limit may have cut the work short.
 
     `error` is the text of an error the turn ended in; when capacity explains nothing, the
     verdict is not trusted either (an error can quote a marker), and the turn is retried
-    until MAX_ERRORED_TURNS in a row have failed.
+    until MAX_ERRORED_TURNS in a row have failed. A turn not `sent` (held back because
+    another loop found the capacity closed) spends nothing.
     """
     # A pause before the wall comes after a turn that was answered in full.
     answered = isinstance(capacity, Available) or is_pause(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
-    ledger = spend(cost_usd)
+    ledger = spend(cost_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
     if not answered:
         if ledger.any_exhausted:

@@ -187,6 +187,7 @@ def test_no_turn_is_sent_into_capacity_another_loop_found_closed(
     assert outcome.final_text == ""
     assert outcome.failure is None
     assert outcome.signals.result_text.startswith("not sent: process ")
+    assert outcome.sent is False  # counts as no attempt
 
 
 def test_after_the_announced_reset_one_probe_decides_before_the_turn(tmp_path: Path) -> None:

@@ -244,6 +244,7 @@ class SharedCapacityGateway:
             final_text="",
             cost_usd=cost,
             session_id=session_id,
+            sent=False,
         )
 
 
