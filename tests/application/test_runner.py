@@ -385,3 +385,16 @@ def test_a_wait_the_machine_slept_through_probes_on_waking() -> None:
     assert h.gateway.probe_times == [woke]  # at once on waking, no fresh interval
     assert h.gateway.turn_times[-1] == woke
     assert final.state.outcome is Outcome.DONE
+
+
+def test_an_unbilled_detour_moves_the_running_total_without_spending() -> None:
+    # A local model's turns are priced into the session's running total by the CLI; back
+    # on the run's own backend, only its own turn is spend.
+    def turn(total: float, *, billed: bool = True, complete: bool = False) -> TurnOutcome:
+        outcome = verdict_turn(complete=complete, remaining=("b",), cost=0.0)
+        return replace(outcome, session_cost_usd=total, billed=billed)
+
+    h = harness([turn(0.5), turn(0.9, billed=False), turn(1.0, complete=True)])
+    final = drive(h, record())
+    assert [e["cost_usd"] for e in h.events.of("turn.finished")] == [0.5, 0.0, 0.1]
+    assert final.state.ledger.dollars == 0.6

@@ -34,6 +34,9 @@ class TurnOutcome:
     # False when the turn never reached the service (another loop had found its capacity
     # closed): it counts as no attempt.
     sent: bool = True
+    # False for a backend that costs nothing (a local model): the running total still
+    # moves, but none of it is spend.
+    billed: bool = True
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
     failure: str | None = None

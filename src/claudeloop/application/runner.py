@@ -314,7 +314,7 @@ def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, f
         return record, outcome.cost_usd
     cost = max(outcome.session_cost_usd - record.session_cost_usd, 0.0)
     seen = max(outcome.session_cost_usd, record.session_cost_usd)
-    return replace(record, session_cost_usd=seen), round(cost, 9)
+    return replace(record, session_cost_usd=seen), round(cost, 9) if outcome.billed else 0.0
 
 
 def _first_line(text: str) -> str:

@@ -162,7 +162,9 @@ class Unbilled:
 
     async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
         outcome = await self._inner.run_turn(prompt, session_id=session_id)
-        return replace(outcome, cost_usd=0.0, session_cost_usd=0.0)
+        # The session's running total stays as the CLI reports it: a detour's local turns
+        # are in it, and the run's own backend, back on the session, must not bill them.
+        return replace(outcome, cost_usd=0.0, billed=False)
 
     async def probe(self) -> ProbeOutcome:
         return replace(await self._inner.probe(), cost_usd=0.0)
