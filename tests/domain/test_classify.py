@@ -474,3 +474,24 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
         return
     state = classify(signals)
     assert isinstance(state, WindowExhausted | CreditsExhausted)
+
+
+def test_a_window_rejected_but_served_on_overage_is_available() -> None:
+    on_overage = TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="five_hour",
+        overage_status="allowed",
+    )
+    assert classify(on_overage) == Available()
+
+
+def test_overage_allowed_does_not_hide_a_real_refusal() -> None:
+    refused = TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="five_hour",
+        overage_status="allowed",
+        api_error_status=429,
+        assistant_error="rate_limit",
+        is_error=True,
+    )
+    assert isinstance(classify(refused), WindowExhausted)

@@ -8,7 +8,9 @@
 4. a full local queue (503 on a local backend) is the one local error a clock fixes;
 5. `allowed_warning` is Available: a warning is not a rejection (though it does not mask
    one that another source reports: a 429, a `rate_limit` error, a 5xx or 529);
-6. a rejection with any credit signal is credits, even when a reset time came with it;
+6. a rejection with any credit signal is credits, even when a reset time came with it (a
+   window the event calls rejected while overage is allowed and the turn was served, with
+   no error anywhere, is no rejection: the account is running on extra usage);
 7. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
 8. (ours) a 5xx or 529 from the service itself is a short closed window with no reset:
    resending at once would hammer an overloaded service and giving up would lose a night
@@ -92,9 +94,20 @@ def backend_misconfiguration(signals: TurnSignals) -> str | None:
 
 def _rejected(signals: TurnSignals) -> bool:
     return (
-        signals.rate_limit_status == "rejected"
+        (signals.rate_limit_status == "rejected" and not _served_on_overage(signals))
         or signals.api_error_status == 429
         or signals.assistant_error == "rate_limit"
+    )
+
+
+def _served_on_overage(signals: TurnSignals) -> bool:
+    # A window used up while extra usage (overage) is allowed still answers: the event
+    # says "rejected" for the window, but with no error anywhere the turn was served.
+    return (
+        signals.overage_status in ("allowed", "allowed_warning")
+        and signals.api_error_status is None
+        and signals.assistant_error is None
+        and not signals.is_error
     )
 
 
