@@ -106,18 +106,22 @@ def test_max_wait_must_be_positive_and_at_most_a_year(value: timedelta) -> None:
 durations = st.timedeltas(min_value=timedelta(days=-800), max_value=timedelta(days=800))
 
 
+@pytest.mark.parametrize("field", ["window_probe_interval", "reset_retry_interval"])
 @settings(max_examples=200)
 @given(value=durations)
-def test_window_probe_interval_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
+def test_an_interval_is_accepted_exactly_above_zero_and_within_a_year(
+    field: str, value: timedelta
+) -> None:
     valid = timedelta(0) < value <= MAX_INTERVAL
-    assert _accepts(window_probe_interval=value) is valid
+    assert _accepts(**{field: value}) is valid
 
 
+@pytest.mark.parametrize("field", ["reset_grace", "reset_retry_window"])
 @settings(max_examples=200)
 @given(value=durations)
-def test_reset_grace_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
+def test_a_grace_is_accepted_exactly_from_zero_to_a_year(field: str, value: timedelta) -> None:
     valid = timedelta(0) <= value <= MAX_INTERVAL
-    assert _accepts(reset_grace=value) is valid
+    assert _accepts(**{field: value}) is valid
 
 
 @settings(max_examples=200)
@@ -467,20 +471,6 @@ def test_reset_retry_interval_must_be_positive_and_at_most_a_year(value: timedel
 def test_reset_retry_window_must_be_between_zero_and_a_year(value: timedelta) -> None:
     with pytest.raises(ValueError, match="reset_retry_window"):
         WaitPolicyConfig(reset_retry_window=value)
-
-
-@settings(max_examples=200)
-@given(value=durations)
-def test_reset_retry_interval_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
-    valid = timedelta(0) < value <= MAX_INTERVAL
-    assert _accepts(reset_retry_interval=value) is valid
-
-
-@settings(max_examples=200)
-@given(value=durations)
-def test_reset_retry_window_is_accepted_exactly_within_its_bounds(value: timedelta) -> None:
-    valid = timedelta(0) <= value <= MAX_INTERVAL
-    assert _accepts(reset_retry_window=value) is valid
 
 
 @settings(max_examples=300)
