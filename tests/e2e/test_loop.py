@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import datetime
 
 import pytest
@@ -160,3 +161,20 @@ def test_asked_to_update_the_plan_the_run_checks_its_items_off_in_the_file(
     assert finished.exit_code == 0, finished.stderr
     assert plan.read_text().count("- [x] Write step") == 3
     assert "# Plan" in plan.read_text()
+
+
+@pytest.mark.scenario("five_steps")
+def test_sessions_lists_the_run_s_claude_session_and_resume_finds_the_run_by_it(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project, items=5)
+    first = rehearsal.run(str(plan), *FAST_WAITS, "--max-turns", "1")
+    assert first.exit_code == 3, first.stderr
+    session = first.result["session_id"]
+    listed = rehearsal.claudeloop("sessions")
+    assert listed.exit_code == 0, listed.stderr
+    assert session in [entry["session_id"] for entry in json.loads(listed.stdout)]
+    resumed = rehearsal.claudeloop("resume", "--session-id", session, "--max-turns", "9")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.result["session_id"] == session
+    assert resumed.result["turns"] == 5  # the first turn's ledger carried over
