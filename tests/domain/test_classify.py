@@ -464,8 +464,16 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
     ):
         return
     status = signals.api_error_status
+    # A window the event calls rejected, on a turn served on overage with no error
+    # anywhere, is the one rejection that is no failure (see the overage test above).
+    served_on_overage = (
+        signals.overage_status in ("allowed", "allowed_warning")
+        and status is None
+        and signals.assistant_error is None
+        and not signals.is_error
+    )
     failed = (
-        signals.rate_limit_status == "rejected"
+        (signals.rate_limit_status == "rejected" and not served_on_overage)
         or status == 429
         or (status is not None and status >= 500)
         or signals.assistant_error in ("rate_limit", "server_error", "overloaded", "api_error")
