@@ -153,3 +153,27 @@ def test_logs_json_prints_the_raw_lines(claudeloop: Invoke, tmp_path: Path) -> N
     waiting_run(tmp_path)
     lines = claudeloop("logs", "--cwd", tmp_path, "--json").out.strip().splitlines()
     assert [json.loads(line)["type"] for line in lines] == ["run.started", "wait.started"]
+
+
+def test_status_shows_a_switch_profile_detour(claudeloop: Invoke, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from claudeloop.domain.capacity import Available
+    from claudeloop.domain.loop import Detour
+
+    directory = waiting_run(tmp_path)
+    record = directory.load()
+    now = datetime.now(UTC)
+    detour = Detour(
+        profile="local",
+        awaiting=WindowExhausted("five_hour", now + timedelta(hours=2)),
+        since=now,
+        check_at=now + timedelta(minutes=4),
+    )
+    state = replace(record.state, phase=Phase.RUNNING, capacity=Available(), detour=detour)
+    directory.save(replace(record, state=state))
+    text = claudeloop("status", "--cwd", tmp_path).out
+    assert "on profile local while the run's own backend waits: five_hour window closed" in text
+    data = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
+    assert data["detour"]["profile"] == "local"
+    assert 200 < data["detour"]["check_in_seconds"] <= 240

@@ -50,6 +50,14 @@ def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> 
         "summary": state.summary,
         "driver_pid": pid,
         "driver_alive": pid is not None,
+        "detour": None
+        if state.detour is None
+        else {
+            "profile": state.detour.profile,
+            "awaiting": describe(state.detour.awaiting),
+            "check_at": state.detour.check_at.isoformat(),
+            "check_in_seconds": round(max((state.detour.check_at - now).total_seconds(), 0), 1),
+        },
     }
 
 
@@ -74,6 +82,13 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
         lines.append(
             f"waiting; next probe in {seconds // 60}m{seconds % 60:02d}s "
             f"(at {data['next_probe_at']})"
+        )
+    if data["detour"]:
+        detour = data["detour"]
+        seconds = int(detour["check_in_seconds"])
+        lines.append(
+            f"on profile {detour['profile']} while the run's own backend waits: "
+            f"{detour['awaiting']}; next check in {seconds // 60}m{seconds % 60:02d}s"
         )
     if data["plan"]:
         lines.append(f"plan: {data['plan']['done']}/{data['plan']['total']} items done")
