@@ -131,7 +131,7 @@ def test_on_the_other_profile_turns_go_on_until_the_check_is_due() -> None:
 def test_the_limit_still_there_keeps_the_detour_and_backs_the_check_off() -> None:
     state = switched()
     later = NOW + timedelta(minutes=6)
-    transition = decide_after_probe(state, FIVE_HOUR, now=later, config=CONFIG)
+    transition = decide_after_probe(state, FIVE_HOUR, now=later, config=CONFIG, policies=SWITCH)
     assert transition.decision == SendTurn()
     assert transition.state.detour is not None
     assert transition.state.detour.checks == 1
@@ -162,3 +162,30 @@ def test_the_other_profile_refusing_credentials_ends_the_run() -> None:
                                    now=NOW, config=CONFIG)  # fmt: skip
     assert isinstance(transition.decision, Finish)
     assert transition.decision.outcome is Outcome.AUTH_FAILED
+
+
+def test_a_different_limit_with_a_wait_policy_ends_the_detour_and_waits() -> None:
+    state = switched()
+    seven_day = WindowExhausted("seven_day", NOW + timedelta(days=2))
+    later = NOW + timedelta(minutes=6)
+    transition = decide_after_probe(state, seven_day, now=later, config=CONFIG, policies=SWITCH)
+    assert isinstance(transition.decision, ScheduleProbe)
+    assert transition.decision.awaiting == seven_day
+    assert transition.state.detour is None
+
+
+def test_a_different_limit_with_its_own_switch_moves_the_detour_there() -> None:
+    policies = LimitPolicies(
+        (("five_hour", SwitchProfile("local")), ("seven_day", SwitchProfile("other")))
+    )
+    state = decide_after_turn(
+        RUNNING, capacity=FIVE_HOUR, verdict=Continue(), now=NOW, config=CONFIG, policies=policies
+    ).state
+    seven_day = WindowExhausted("seven_day", NOW + timedelta(days=2))
+    transition = decide_after_probe(
+        state, seven_day, now=NOW + timedelta(minutes=6), config=CONFIG, policies=policies
+    )
+    assert transition.decision == SendTurn()
+    assert transition.state.detour is not None
+    assert transition.state.detour.profile == "other"
+    assert transition.state.detour.awaiting == seven_day

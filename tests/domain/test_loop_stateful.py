@@ -29,6 +29,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
+from claudeloop.domain.limits import LimitPolicies, SwitchProfile, Wait, WindDown
 from claudeloop.domain.loop import (
     ControlCommand,
     Decision,
@@ -71,6 +72,14 @@ verdicts: st.SearchStrategy[CompletionVerdict] = st.one_of(
 )
 costs = st.floats(min_value=0.0, max_value=1.0)
 small_steps = st.timedeltas(min_value=timedelta(0), max_value=timedelta(hours=2))
+policy_sets = st.sampled_from(
+    [
+        LimitPolicies(),
+        LimitPolicies((("credits", WindDown()),)),
+        LimitPolicies((("five_hour", SwitchProfile("local")), ("local", Wait()))),
+        LimitPolicies((("five_hour", SwitchProfile("local")), ("seven_day", WindDown()))),
+    ]
+)
 budgets = st.builds(
     Budget,
     max_turns=st.none() | st.integers(min_value=1, max_value=8),
@@ -107,6 +116,8 @@ class RunLoopMachine(RuleBasedStateMachine):
         self.step = "start"
         self.reported: CapacityState | None = None
         self.verdict: CompletionVerdict | None = None
+        self.policies = LimitPolicies()
+        self.was_on_detour = False
 
     def capacity(
         self, kind: str, window_type: str, reset_offset: timedelta | None
@@ -126,10 +137,13 @@ class RunLoopMachine(RuleBasedStateMachine):
 
     def take(self, step: str, transition: Transition) -> None:
         self.step = step
+        self.was_on_detour = self.state.detour is not None
         self.state = transition.state
         self.decision = transition.decision
         if isinstance(transition.decision, Finish):
             event(f"finished: {transition.decision.outcome.value} after {step}")
+        if transition.state.detour is not None:
+            event("on a switch-profile detour")
 
     # The runner's moves -------------------------------------------------------------
 
@@ -139,6 +153,7 @@ class RunLoopMachine(RuleBasedStateMachine):
         kind=preflight_kinds,
         window_type=window_types,
         reset_offset=reset_offsets,
+        policies=policy_sets,
     )
     def preflight(
         self,
@@ -148,12 +163,17 @@ class RunLoopMachine(RuleBasedStateMachine):
         kind: str,
         window_type: str,
         reset_offset: timedelta | None,
+        policies: LimitPolicies,
     ) -> None:
         self.config = config
+        self.policies = policies
         capacity = self.capacity(kind, window_type, reset_offset)
         self.reported = capacity
         start = RunState(ledger=BudgetLedger(budget))
-        self.take("preflight", decide_preflight(start, capacity, now=self.now, config=config))
+        self.take(
+            "preflight",
+            decide_preflight(start, capacity, now=self.now, config=config, policies=policies),
+        )
 
     @precondition(lambda self: isinstance(self.decision, SendTurn))
     @rule(
@@ -186,6 +206,7 @@ class RunLoopMachine(RuleBasedStateMachine):
             now=self.now,
             config=self.config,
             cost_usd=cost,
+            policies=self.policies,
         )
         self.take("turn", transition)
 
@@ -218,7 +239,12 @@ class RunLoopMachine(RuleBasedStateMachine):
         capacity = self.capacity(kind, window_type, reset_offset)
         self.reported = capacity
         transition = decide_after_probe(
-            self.state, capacity, now=self.now, config=self.config, cost_usd=cost
+            self.state,
+            capacity,
+            now=self.now,
+            config=self.config,
+            cost_usd=cost,
+            policies=self.policies,
         )
         self.take("probe", transition)
 
@@ -281,7 +307,20 @@ class RunLoopMachine(RuleBasedStateMachine):
     def no_turn_is_sent_while_capacity_is_not_available(self) -> None:
         if isinstance(self.decision, SendTurn):
             assert self.state.capacity == Available()
-            assert self.reported == Available()
+            if self.state.detour is None:
+                assert self.reported == Available()
+            else:
+                # On a detour the turn goes to the other profile; the run's own backend
+                # is the one that is out, and only a policy sends it there.
+                assert isinstance(
+                    self.policies.action_for(self.state.detour.awaiting), SwitchProfile
+                )
+
+    @invariant()
+    def a_detour_ends_with_the_run(self) -> None:
+        if self.state.phase.terminal or self.state.phase is Phase.WAITING:
+            # Waiting is for the run's own backend, and an ended run waits for nothing.
+            assert self.state.detour is None or self.state.phase.terminal
 
     @invariant()
     def no_cap_is_overrun(self) -> None:
@@ -308,14 +347,19 @@ class RunLoopMachine(RuleBasedStateMachine):
     def waitable_states_never_finish_the_run_by_themselves(self) -> None:
         waitable = isinstance(self.reported, WindowExhausted | CreditsExhausted)
         if waitable and self.step in ("preflight", "turn", "probe"):
+            assert isinstance(self.reported, WindowExhausted | CreditsExhausted)
+            action = self.policies.action_for(self.reported)
             if isinstance(self.decision, Finish):
-                assert self.decision.outcome in (
-                    Outcome.BUDGET_EXHAUSTED,
-                    Outcome.MAX_WAIT_EXCEEDED,
-                )
+                allowed = {Outcome.BUDGET_EXHAUSTED, Outcome.MAX_WAIT_EXCEEDED}
+                if isinstance(action, WindDown):
+                    allowed.add(Outcome.WOUND_DOWN)  # the user's policy, not the limit
+                assert self.decision.outcome in allowed
+            elif isinstance(self.decision, SendTurn):
+                assert self.state.detour is not None  # only a switch-profile goes on
             else:
                 assert isinstance(self.decision, ScheduleProbe)
-                assert self.decision.awaiting == self.reported
+                if not self.was_on_detour and not isinstance(action, SwitchProfile):
+                    assert self.decision.awaiting == self.reported
 
     @invariant()
     def terminal_capacity_always_ends_the_run(self) -> None:

@@ -283,12 +283,21 @@ def decide_after_probe(
         )
     detour = state.detour
     if detour is not None and isinstance(capacity, WindowExhausted | CreditsExhausted):
-        checks = detour.checks + 1
-        check_at = next_probe_instant(
-            capacity, now=now, started_waiting_at=detour.since, probe_count=checks, config=config
-        )
-        later = replace(detour, awaiting=capacity, checks=checks, check_at=check_at)
-        return _send_turn(replace(state, detour=later))
+        action = policies.action_for(capacity)
+        if isinstance(action, SwitchProfile):
+            checks = detour.checks + 1
+            check_at = next_probe_instant(
+                capacity, now=now, started_waiting_at=detour.since, probe_count=checks,
+                config=config,
+            )  # fmt: skip
+            later = replace(
+                detour, profile=action.profile, awaiting=capacity, checks=checks,
+                check_at=check_at,
+            )  # fmt: skip
+            return _send_turn(replace(state, detour=later))
+        # The run's own backend meets a limit whose policy is not a switch: that policy
+        # decides (wait for it, or wind down), the detour ends.
+        state = replace(state, detour=None)
     return _by_capacity(state, capacity, now=now, config=config, policies=policies)
 
 
