@@ -26,6 +26,13 @@ from claudeloop.domain.waiting import WaitPolicyConfig
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def with_options(options: list[Callable[[Any], Any]], command: F) -> F:
+    """`command` with `options`, shown in --help in the order listed."""
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 def _short(value: timedelta) -> str:
     seconds = int(value.total_seconds())
     return f"{seconds // 60}m" if seconds >= 60 and seconds % 60 == 0 else f"{seconds}s"
@@ -197,9 +204,7 @@ def loop_options(command: F) -> F:
         click.option("-v", "--verbose", count=True, help="More detail on screen."),
         click.option("-q", "--quiet", is_flag=True, help="Only the final line."),
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+    return with_options(options, command)
 
 
 @cli.command(
@@ -332,9 +337,7 @@ RUN_SELECTION = [
 
 
 def run_selection(command: F) -> F:
-    for option in reversed(RUN_SELECTION):
-        command = option(command)
-    return command
+    return with_options(RUN_SELECTION, command)
 
 
 @cli.command(
