@@ -14,7 +14,7 @@ import click
 
 from claudeloop.adapters.run_directory import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
-from claudeloop.adapters.run_directory.layout import list_runs
+from claudeloop.adapters.run_directory.layout import list_runs, run_id_problem
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
@@ -38,6 +38,16 @@ _WAIT_KEYS = (
     "max_wait",
 )
 _BUDGET_KEYS = ("max_turns", "max_dollars", "max_attempts")
+
+
+def checked_run_id(run_id: str) -> str:
+    """`run_id`, or a one-line error: a run id names one directory under runs/, so
+    `../x`, `/abs` or `a/b` would read or write somewhere else."""
+    problem = run_id_problem(run_id)
+    if problem is not None:
+        shown = repr(run_id if len(run_id) <= 60 else run_id[:60] + "...")
+        raise UserError(f"--run-id {shown} {problem}")
+    return run_id
 
 
 def working_directory(cwd: Path | None) -> Path:
@@ -194,6 +204,8 @@ def run(
     backend: Backend | None = None,
     **options: Any,
 ) -> None:
+    if run_id is not None:
+        checked_run_id(run_id)
     cwd = working_directory(options.get("cwd"))
     if (plan is None) == (prompt is None):
         raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
@@ -247,7 +259,7 @@ def run(
 
 def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
     if run_id is not None:
-        directory = RunDirectory(runs_root(cwd) / run_id)
+        directory = RunDirectory(runs_root(cwd) / checked_run_id(run_id))
         if not directory.path.is_dir():
             raise UserError(f"--run-id {run_id}: no such run in {runs_root(cwd)}")
         return directory
