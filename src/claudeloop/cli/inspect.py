@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
@@ -64,7 +65,8 @@ def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     directory = find_run(working_directory(cwd), run_id, None)
     record = load_record(directory)
-    data = status_object(directory, record, datetime.now(UTC))
+    # The driver masked what it saved; a state.json of an older claudeloop did not.
+    data = Redactor.from_environment().data(status_object(directory, record, datetime.now(UTC)))
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
