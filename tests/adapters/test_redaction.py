@@ -64,6 +64,7 @@ def test_secret_values_are_of_secret_names_and_of_url_passwords_in_any_variable(
             "CLAUDELOOP_NOTIFY": "json://127.0.0.1:9/hook?token=query-token-42",
             "HOME": "/home/someone-long",
             "CLAUDE_CODE_API_KEY_HELPER_TTL_MS": "3600000",
+            "BANK_PASS": "98765432",
             "DB_PASS": "",
         },
         {"ANTHROPIC_AUTH_TOKEN": "second-environment-token"},
@@ -72,6 +73,7 @@ def test_secret_values_are_of_secret_names_and_of_url_passwords_in_any_variable(
         "pat-value-123456",
         "proxy-pass-77",
         "query-token-42",
+        "98765432",
         "second-environment-token",
     }
 

@@ -59,6 +59,13 @@ def looks_secret(name: str) -> bool:
     return bool(_SECRET_WORDS & set(upper.split("_"))) or _SECRET_ENDING.search(upper) is not None
 
 
+def _holds_a_number_setting(name: str, value: str) -> bool:
+    """A number under a name whose secret word is not its last is a setting of that
+    secret (CLAUDE_CODE_API_KEY_HELPER_TTL_MS=3600000), not the secret (DB_PASS=123456)."""
+    last = name.upper().replace("-", "_").rsplit("_", 1)[-1]
+    return value.isdigit() and last not in _SECRET_WORDS and not _SECRET_ENDING.search(last)
+
+
 def url_passwords(value: str) -> tuple[str, ...]:
     """The passwords and secret query parameters of the URLs in `value`, as written and
     decoded (`p%40ss` is also `p@ss`)."""
@@ -79,8 +86,7 @@ def secret_values(*environments: Mapping[str, str]) -> tuple[str, ...]:
         for name, value in environment.items():
             if not value:
                 continue
-            # A number is a setting (a count, a duration), never a credential.
-            if looks_secret(name) and not value.isdigit():
+            if looks_secret(name) and not _holds_a_number_setting(name, value):
                 found.append(value)
             found += url_passwords(value)
     return tuple(dict.fromkeys(found))
