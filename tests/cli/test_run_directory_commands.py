@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.run_directory.lock import acquire
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import WindowExhausted
@@ -125,11 +126,27 @@ def test_stop_without_a_live_driver_is_refused(claudeloop: Invoke, tmp_path: Pat
     assert "no live driver" in result.err
 
 
+def test_stop_beside_a_reused_pid_says_there_is_no_live_driver(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    directory = waiting_run(tmp_path)
+    # The driver died (a reboot) and its pid now belongs to a live, unrelated process.
+    directory.lock_path.write_text(str(os.getppid()))
+    result = claudeloop("stop", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "run 20261130-090000-aaaaaa has no live driver; nothing to stop" in line
+    assert directory.pending() is None
+
+
 def test_wind_down_reaches_a_live_driver(claudeloop: Invoke, tmp_path: Path) -> None:
     directory = waiting_run(tmp_path)
-    # This test process stands in for the driver: its pid is alive.
-    directory.lock_path.write_text(str(os.getppid()))
-    result = claudeloop("wind-down", "--cwd", tmp_path)
+    # This test process stands in for the driver: it holds the run's lock.
+    lock = acquire(directory.lock_path)
+    try:
+        result = claudeloop("wind-down", "--cwd", tmp_path)
+    finally:
+        lock.release()
     assert result.exit_code == 0
     assert directory.pending() is ControlCommand.WIND_DOWN
 
