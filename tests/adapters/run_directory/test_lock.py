@@ -98,6 +98,25 @@ def test_a_killed_holders_lock_is_taken_over(tmp_path: Path) -> None:
     lock.release()
 
 
+def test_a_child_outliving_its_driver_does_not_keep_the_lock(tmp_path: Path) -> None:
+    # Claude Code runs as the driver's child; killed alone, the driver must not leave
+    # the run locked by the turn still running under it.
+    path = tmp_path / "driver.pid"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_WITH_CHILD, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None
+    child = int(holder.stdout.readline())
+    try:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+        os.kill(child, 0)  # still running
+        assert live_driver(path) is None
+        acquire(path).release()
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
 def test_a_live_unrelated_pid_in_the_file_is_not_a_driver(tmp_path: Path) -> None:
     # After a reboot the pid a dead driver wrote can belong to any live process; an older
     # claudeloop left such files too.
@@ -133,5 +152,15 @@ from pathlib import Path
 from claudeloop.adapters.run_directory.lock import acquire
 lock = acquire(Path(sys.argv[1]))
 print("held", flush=True)
+time.sleep(60)
+"""
+
+_HOLD_WITH_CHILD = """
+import subprocess, sys, time
+from pathlib import Path
+from claudeloop.adapters.run_directory.lock import acquire
+lock = acquire(Path(sys.argv[1]))
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], close_fds=False)
+print(child.pid, flush=True)
 time.sleep(60)
 """
