@@ -18,7 +18,7 @@ from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.lock import RunLocked, acquire, release
+from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
@@ -221,7 +221,7 @@ def drive(
 
     `capacity_dir`: where loops on one account share capacity (None: this loop alone)."""
     try:
-        acquire(directory.lock_path)
+        lock = acquire(directory.lock_path)
     except RunLocked as locked:
         raise UserError(
             f"run {directory.run_id} is already being driven by process {locked.pid}; "
@@ -265,8 +265,8 @@ def drive(
         if notifier is not None:
             notifier.close()
         log.close()
-        release(directory.lock_path)
         directory.clear_control()
+        lock.release()
     # No final record means a second Ctrl-C ended it at once; state.json is the truth.
     ended = final[0] if final else _stopped(directory, record)
     if events.reason is not None and ended.state.reason != events.reason:
