@@ -19,7 +19,7 @@ from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor, secret_values
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.lock import RunLocked, acquire, release
+from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
@@ -261,7 +261,7 @@ def drive(
 
     `capacity_dir`: where loops on one account share capacity (None: this loop alone)."""
     try:
-        acquire(directory.lock_path)
+        lock = acquire(directory.lock_path)
     except RunLocked as locked:
         raise UserError(
             f"run {directory.run_id} is already being driven by process {locked.pid}; "
@@ -276,7 +276,7 @@ def drive(
     try:
         log = EventLog(directory, clock, redactor)
     except OSError as error:
-        release(directory.lock_path)
+        lock.release()
         raise UserError(
             f"{directory.events_path}: cannot be written ({error.strerror or error}); "
             "claudeloop writes only a regular file of its own there"
@@ -314,8 +314,8 @@ def drive(
         if notifier is not None:
             notifier.close()
         log.close()
-        release(directory.lock_path)
         directory.clear_control()
+        lock.release()
     # No final record means a second Ctrl-C ended it at once; state.json is the truth.
     ended = final[0] if final else _stopped(directory, record)
     if events.reason is not None and ended.state.reason != events.reason:

@@ -15,6 +15,7 @@ import click
 from claudeloop.adapters.run_directory import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs, run_id_problem
+from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
@@ -211,6 +212,8 @@ def run(
         raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
     if prompt is not None and not prompt.strip():
         raise UserError("--prompt is empty; say what the task is")
+    if run_id is None:
+        refuse_beside_a_live_run(cwd)
     config = configuration(cwd, options)
     plan_path: Path | None = None
     if plan is not None:
@@ -255,6 +258,27 @@ def run(
         ),
         as_json=bool(options.get("as_json")),
     )
+
+
+def live_run(cwd: Path) -> tuple[RunDirectory, int] | None:
+    """The newest run of `cwd` a live driver is driving, and the driver's pid."""
+    for directory in list_runs(cwd):
+        pid = live_driver(directory.lock_path)
+        if pid is not None:
+            return directory, pid
+    return None
+
+
+def refuse_beside_a_live_run(cwd: Path) -> None:
+    """A second run in one directory is a mistake unless asked for by name: the two
+    would edit the same files, and status, logs and stop could pick the wrong one."""
+    live = live_run(cwd)
+    if live is not None:
+        directory, pid = live
+        raise UserError(
+            f"run {directory.run_id} is live in {cwd} (process {pid}); watch it with "
+            "`claudeloop status`, or give --run-id NAME to start another beside it on purpose"
+        )
 
 
 def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
