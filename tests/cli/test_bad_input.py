@@ -4,12 +4,15 @@ events.jsonl that are not what claudeloop wrote."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.cli.conftest import Invocation
+from tests.cli.test_run_directory_commands import waiting_run
 from tests.cli.test_user_errors import assert_one_line_error
 
 Invoke = Callable[..., Invocation]
@@ -37,3 +40,56 @@ def test_a_duration_in_the_file_too_long_to_hold(
     (tmp_path / "claudeloop.toml").write_text(f"max_wait = {value}\n")
     result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
     assert_one_line_error(result, "claudeloop.toml", "max_wait", "365 days")
+
+
+def _mangled(change: Callable[[dict[str, Any]], object]) -> Callable[[Path], object]:
+    def write(state_path: Path) -> None:
+        data = json.loads(state_path.read_text())
+        change(data)
+        state_path.write_text(json.dumps(data))
+
+    return write
+
+
+UNREADABLE_STATES: dict[str, Callable[[Path], object]] = {
+    "not UTF-8": lambda path: path.write_bytes(b'{"run_id": "\xff\xfe"}'),
+    "a JSON list": lambda path: path.write_text("[1, 2]"),
+    "spec a list": _mangled(lambda d: d.update(spec=[1])),
+    "capacity text": _mangled(lambda d: d["state"].update(capacity="window")),
+    "turns text": _mangled(lambda d: d["state"].update(turns="2")),
+    "dollars text": _mangled(lambda d: d["state"].update(dollars="0.42")),
+    "pause_at a number": _mangled(lambda d: d["spec"].update(pause_at=5)),
+    "interval too long": _mangled(lambda d: d["spec"]["wait_policy"].update(reset_grace=1e20)),
+    "instant without zone": _mangled(lambda d: d["state"].update(next_probe_at="2026-11-30")),
+    "remaining work numbers": _mangled(lambda d: d["state"].update(remaining_work=[1])),
+    "run id a number": _mangled(lambda d: d.update(run_id=5)),
+}
+
+
+@pytest.mark.parametrize("damage", UNREADABLE_STATES.values(), ids=UNREADABLE_STATES.keys())
+def test_runs_lists_an_unreadable_state_and_goes_on(
+    claudeloop: Invoke, tmp_path: Path, damage: Callable[[Path], object]
+) -> None:
+    waiting_run(tmp_path, "20261130-090000-aaaaaa")
+    damage(waiting_run(tmp_path, "20261130-100000-bbbbbb").state_path)
+    result = claudeloop("runs", "--cwd", tmp_path)
+    assert result.exit_code == 0, result.err
+    assert "Traceback" not in result.err
+    lines = result.out.strip().splitlines()
+    assert lines[0].startswith("20261130-100000-bbbbbb  unreadable")
+    assert lines[1].startswith("20261130-090000-aaaaaa  waiting")
+
+
+@pytest.mark.parametrize("damage", UNREADABLE_STATES.values(), ids=UNREADABLE_STATES.keys())
+def test_status_of_an_unreadable_state_is_one_line(
+    claudeloop: Invoke, tmp_path: Path, damage: Callable[[Path], object]
+) -> None:
+    damage(waiting_run(tmp_path).state_path)
+    assert_one_line_error(claudeloop("status", "--cwd", tmp_path), "state.json", "unreadable")
+
+
+def test_a_state_that_cannot_be_opened_is_one_line(claudeloop: Invoke, tmp_path: Path) -> None:
+    directory = waiting_run(tmp_path)
+    directory.state_path.unlink()
+    directory.state_path.mkdir()
+    assert_one_line_error(claudeloop("status", "--cwd", tmp_path), "state.json", "cannot be read")

@@ -299,6 +299,8 @@ def load_record(directory: RunDirectory) -> RunRecord:
         ) from None
     except CorruptRecordError as error:
         raise UserError(f"{directory.state_path}: unreadable ({error})") from None
+    except OSError as error:
+        raise UserError(f"{directory.state_path}: cannot be read ({error.strerror})") from None
 
 
 def resume(

@@ -92,7 +92,10 @@ class RunDirectory:
 
     def load(self) -> RunRecord:
         """The persisted record; CorruptRecordError or FileNotFoundError when there is none."""
-        text = self.state_path.read_text(encoding="utf-8")
+        try:
+            text = self.state_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise CorruptRecordError(f"not UTF-8 text ({error.reason})") from error
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
