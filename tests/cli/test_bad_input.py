@@ -93,3 +93,26 @@ def test_a_state_that_cannot_be_opened_is_one_line(claudeloop: Invoke, tmp_path:
     directory.state_path.unlink()
     directory.state_path.mkdir()
     assert_one_line_error(claudeloop("status", "--cwd", tmp_path), "state.json", "cannot be read")
+
+
+def test_logs_show_or_skip_mistyped_event_lines(claudeloop: Invoke, tmp_path: Path) -> None:
+    directory = waiting_run(tmp_path)
+    mistyped = [
+        {"type": 5},
+        [1, 2],
+        "just text",
+        {"type": "wait.started", "probe_at": "soon", "capacity": "closed"},
+        {"type": "profile.switched", "check_at": 17},
+        {"type": "turn.finished", "turn": 3, "cost_usd": "a lot"},
+        {"type": "tools.denied", "tools": 7},
+        {"type": "run.finished", "outcome": "done", "exit_code": 0, "reason": "all done"},
+    ]
+    with directory.events_path.open("a") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in mistyped)
+    result = claudeloop("logs", "--cwd", tmp_path)
+    assert result.exit_code == 0, result.err
+    assert "Traceback" not in result.err
+    assert "probe_at=soon" in result.out  # shown as it is
+    assert "cost_usd=a lot" in result.out
+    assert "claudeloop: done (exit 0): all done" in result.out  # and the lines after it
+    assert result.err.count("not an event object") == 2

@@ -144,8 +144,14 @@ def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int
                 continue
             if as_json:
                 click.echo(text)
-            else:
+            elif isinstance(event, dict):
                 click.echo(_readable(event))
+            else:
+                click.echo(
+                    f"claudeloop: warning: {directory.events_path}: skipped a line that is "
+                    "not an event object",
+                    err=True,
+                )
     return offset
 
 
@@ -153,7 +159,11 @@ def _readable(event: dict[str, Any]) -> str:
     fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
     ts = str(event.get("ts", ""))[:19].replace("T", " ")
     kind = str(event.get("type", "?"))
-    line = event_line(kind, fields) or ", ".join(f"{k}={v}" for k, v in fields.items())
+    try:
+        line = event_line(kind, fields)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        line = None  # a field of the wrong type (a probe_at that is no date): shown raw
+    line = line or ", ".join(f"{k}={v}" for k, v in fields.items())
     return f"{ts}  {kind:<15} {line}"
 
 
