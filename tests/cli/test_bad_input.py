@@ -5,7 +5,9 @@ events.jsonl that are not what claudeloop wrote."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +118,94 @@ def test_logs_show_or_skip_mistyped_event_lines(claudeloop: Invoke, tmp_path: Pa
     assert "cost_usd=a lot" in result.out
     assert "claudeloop: done (exit 0): all done" in result.out  # and the lines after it
     assert result.err.count("not an event object") == 2
+
+
+def test_a_file_named_claudeloop_is_one_line(claudeloop: Invoke, tmp_path: Path) -> None:
+    (tmp_path / ".claudeloop").write_text("notes\n")
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(result, f"{tmp_path / '.claudeloop'} is not a directory", "move")
+
+
+def test_doctor_names_a_file_named_claudeloop(claudeloop: Invoke, tmp_path: Path) -> None:
+    (tmp_path / ".claudeloop").write_text("notes\n")
+    result = claudeloop("doctor", "--cwd", tmp_path, "--json")
+    checks = {check["name"]: check for check in json.loads(result.out)["checks"]}
+    assert checks["run dir"]["status"] == "fail"
+    assert ".claudeloop is not a directory" in checks["run dir"]["detail"]
+
+
+def _modes_are_enforced() -> bool:
+    """False for root (with CAP_DAC_OVERRIDE), which writes into a directory whatever its
+    mode: the tests that need a directory it cannot write are skipped then."""
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chmod(scratch, 0o555)
+        try:
+            with tempfile.TemporaryFile(dir=scratch):
+                return False
+        except OSError:
+            return True
+        finally:
+            os.chmod(scratch, 0o755)
+
+
+needs_an_ordinary_user = pytest.mark.skipif(
+    not _modes_are_enforced(), reason="this user writes into read-only directories"
+)
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Callable[[Path], None]]:
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        path.chmod(0o555)
+        made.append(path)
+
+    yield make
+    for path in made:
+        path.chmod(0o755)
+
+
+@needs_an_ordinary_user
+def test_a_read_only_working_directory_is_refused_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path, read_only: Callable[[Path], None]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    read_only(project)
+    result = claudeloop("run", "--prompt", "x", "--cwd", project)
+    assert_one_line_error(result, str(project), "cannot be written")
+
+
+@needs_an_ordinary_user
+def test_a_read_only_working_directory_with_a_run_directory_is_refused_unless_in_plan_mode(
+    claudeloop: Invoke, tmp_path: Path, read_only: Callable[[Path], None]
+) -> None:
+    project = tmp_path / "project"
+    (project / ".claudeloop" / "runs").mkdir(parents=True)
+    read_only(project)
+    result = claudeloop("run", "--prompt", "x", "--cwd", project)
+    assert_one_line_error(result, f"--cwd {project} cannot be written", "--permission-mode plan")
+
+
+@needs_an_ordinary_user
+def test_resume_of_a_read_only_run_directory_is_refused_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path, read_only: Callable[[Path], None]
+) -> None:
+    directory = waiting_run(tmp_path)
+    read_only(directory.path)
+    result = claudeloop("resume", "--cwd", tmp_path)
+    assert_one_line_error(result, "run's files", str(directory.path), "cannot be written")
+
+
+@needs_an_ordinary_user
+def test_a_plan_in_a_read_only_directory_is_refused_when_its_checkmarks_are_written(
+    claudeloop: Invoke, tmp_path: Path, read_only: Callable[[Path], None]
+) -> None:
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "PLAN.md").write_text("- [ ] a\n")
+    read_only(plans)
+    (tmp_path / "claudeloop.toml").write_text("update_plan = true\n")
+    result = claudeloop("run", plans / "PLAN.md", "--cwd", tmp_path)
+    assert_one_line_error(result, "PLAN.md", "update_plan")

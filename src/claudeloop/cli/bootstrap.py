@@ -91,6 +91,8 @@ def create_directory(record: RunRecord) -> RunDirectory:
             f"run id {record.run_id!r} is already used in {record.spec.cwd}; "
             "pick another --run-id or resume it"
         ) from None
+    except OSError as error:
+        raise UserError(f"cannot make the run's directory: {error}") from None
 
 
 def make_gateway(

@@ -16,6 +16,7 @@ from claudeloop.adapters.run_directory import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
@@ -230,6 +231,7 @@ def run(
         update_plan=bool(config.value("update_plan")),
     )
     notify = notify_targets(config)
+    check_writable(spec, why_no_runs_root(cwd))
     record = new_record(spec, run_id)
     directory = create_directory(record)
     finish(
@@ -266,6 +268,24 @@ def refuse_beside_a_live_run(cwd: Path) -> None:
         raise UserError(
             f"run {directory.run_id} is live in {cwd} (process {pid}); watch it with "
             "`claudeloop status`, or give --run-id NAME to start another beside it on purpose"
+        )
+
+
+def check_writable(spec: RunSpec, run_files: str | None) -> None:
+    """Refuses, before any turn, a run that could not save what it does: its own files
+    (`run_files`: why they cannot be written, or None), the files Claude Code edits in
+    the working directory, the checkmarks written into the plan."""
+    if run_files is not None:
+        raise UserError(f"cannot write the run's files: {run_files}")
+    if spec.permission_mode != "plan" and (problem := why_not_writable(spec.cwd)):
+        raise UserError(
+            f"--cwd {problem}, and Claude Code edits files there; fix its permissions or "
+            "use --permission-mode plan"
+        )
+    if spec.update_plan and spec.plan_path and (problem := why_not_writable(spec.plan_path.parent)):
+        raise UserError(
+            f"plan file {spec.plan_path}: {problem}, and update_plan writes its checkmarks; "
+            "fix the permissions or set update_plan = false"
         )
 
 
@@ -372,6 +392,7 @@ def resume(
         state = reopen(state)
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
     record = replace(record, spec=spec, state=state)
+    check_writable(spec, why_not_writable(directory.path))
     finish(
         drive(
             directory,
