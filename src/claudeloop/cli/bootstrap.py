@@ -5,6 +5,7 @@ Tests wire fakes into the same runner; this is the one place that knows both sid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Callable, Mapping
@@ -84,8 +85,12 @@ def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:
 
 
 def create_directory(record: RunRecord) -> RunDirectory:
+    """The run's directory, with its record in it at once: a run killed during the slow
+    start of the CLI is one `resume` can continue."""
     try:
-        return RunDirectory.create(record.spec.cwd, record.run_id)
+        directory = RunDirectory.create(record.spec.cwd, record.run_id)
+        directory.save(record)
+        return directory
     except FileExistsError:
         raise UserError(
             f"run id {record.run_id!r} is already used in {record.spec.cwd}; "
@@ -175,6 +180,27 @@ class Unbilled:
         await self._inner.close()
 
 
+class Screen:
+    """The console view until the terminal is gone (closed: a write fails with EIO); then
+    nothing. The run goes on, and all it would have shown is in the run directory."""
+
+    def __init__(self, view: ConsoleView) -> None:
+        self._view: ConsoleView | None = view
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        if self._view is not None:
+            try:
+                self._view.emit(event_type, **fields)
+            except OSError:
+                self.close()
+
+    def close(self) -> None:
+        view, self._view = self._view, None
+        if view is not None:
+            with contextlib.suppress(OSError):
+                view.close()
+
+
 class Advised:
     """Passes events on; a misconfigured backend's reason gains its one-line fix."""
 
@@ -234,7 +260,7 @@ def drive(
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
     redactor = Redactor.from_environment({**os.environ, **backend.env})
     log = EventLog(directory, clock, redactor)
-    view = ConsoleView(quiet=quiet, verbose=verbose)
+    view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
     events = Advised(Tee(*sinks), _advice(backend))
@@ -304,8 +330,9 @@ def _notifier(
 
 
 async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None:
-    """First Ctrl-C: stop at the next safe point. Second: end at once."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    """First Ctrl-C: stop at the next safe point. Second: end at once. A closed terminal
+    (SIGHUP) and a kill (SIGTERM) are a Ctrl-C."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         count = 0
         async for _ in signals:
             count += 1

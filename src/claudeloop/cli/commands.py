@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -416,7 +417,9 @@ def _override(values: dict[str, Setting], key: str, current: Any) -> Any:
 def finish(record: RunRecord, *, as_json: bool) -> None:
     result = result_object(record)
     if as_json:
-        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        # A closed terminal: the exit code and summary.md still tell how the run ended.
+        with contextlib.suppress(OSError):
+            click.echo(json.dumps(result, indent=2, sort_keys=True))
     sys.exit(result["exit_code"])
 
 
