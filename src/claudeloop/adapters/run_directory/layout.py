@@ -159,6 +159,11 @@ class EventLog:
         self._handle = directory.events_path.open("a", encoding="utf-8")
         with contextlib.suppress(OSError):
             directory.events_path.chmod(0o600)
+        if _ends_mid_line(directory.events_path):
+            # A kill mid-write left half a line: end it, or the next event joins it and
+            # both are lost to every reader.
+            self._handle.write("\n")
+            self._handle.flush()
 
     def emit(self, event_type: str, **fields: Any) -> None:
         event = {
@@ -173,6 +178,14 @@ class EventLog:
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _ends_mid_line(path: Path) -> bool:
+    with path.open("rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return False
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) != b"\n"
 
 
 def _capped(value: Any) -> Any:
