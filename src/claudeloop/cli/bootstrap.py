@@ -300,9 +300,13 @@ def drive(
     if events.reason is not None and ended.state.reason != events.reason:
         ended = replace(ended, state=replace(ended.state, reason=events.reason))
         directory.save(ended)
-    directory.summary_path.write_text(redactor.text(summary_markdown(ended)), encoding="utf-8")
-    os.chmod(directory.summary_path, 0o600)
+    write_summary(directory, ended, redactor)
     return ended
+
+
+def write_summary(directory: RunDirectory, record: RunRecord, redactor: Redactor) -> None:
+    directory.summary_path.write_text(redactor.text(summary_markdown(record)), encoding="utf-8")
+    os.chmod(directory.summary_path, 0o600)
 
 
 def _notifier(

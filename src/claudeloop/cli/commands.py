@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
@@ -20,7 +21,14 @@ from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
+from claudeloop.cli.bootstrap import (
+    Backend,
+    backend_for,
+    create_directory,
+    drive,
+    new_record,
+    write_summary,
+)
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
@@ -324,6 +332,17 @@ def load_record(directory: RunDirectory) -> RunRecord:
         raise UserError(f"{directory.state_path}: cannot be read ({error.strerror})") from None
 
 
+def write_missing_summary(directory: RunDirectory, record: RunRecord) -> None:
+    """summary.md of a run that ended without one (killed after its last save), written
+    when the run is next looked at; nothing if it cannot be written."""
+    if not record.state.phase.terminal or directory.summary_path.exists():
+        return
+    if live_driver(directory.lock_path) is not None:
+        return  # its driver is about to write it
+    with contextlib.suppress(OSError):
+        write_summary(directory, record, Redactor.from_environment(os.environ))
+
+
 def resume(
     *,
     run_id: str | None,
@@ -337,6 +356,7 @@ def resume(
     cwd = working_directory(options.get("cwd"))
     directory = find_run(cwd, run_id, session_id)
     record = load_record(directory)
+    write_missing_summary(directory, record)
     state = record.state
     if state.outcome is Outcome.DONE:
         click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)

@@ -19,7 +19,13 @@ from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.records import RunRecord
-from claudeloop.cli.commands import find_run, live_run, load_record, working_directory
+from claudeloop.cli.commands import (
+    find_run,
+    live_run,
+    load_record,
+    working_directory,
+    write_missing_summary,
+)
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.capacity import describe
@@ -74,6 +80,7 @@ def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     directory = watched_run(working_directory(cwd), run_id)
     record = load_record(directory)
+    write_missing_summary(directory, record)
     data = status_object(directory, record, datetime.now(UTC))
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
