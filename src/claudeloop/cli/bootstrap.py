@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from claudeloop.adapters.atomic_file import remove_leftovers
 from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
@@ -257,6 +258,7 @@ def drive(
         ) from None
     clock = SystemClock()
     directory.clear_control()
+    remove_temporaries(directory, record)
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
     redactor = Redactor.from_environment({**os.environ, **backend.env})
     log = EventLog(directory, clock, redactor)
@@ -345,6 +347,16 @@ async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None
             else:
                 scope.cancel()
                 return
+
+
+def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
+    """What a kill mid-write left: state.json's at once (the lock is ours, so no one else
+    writes it), the control inbox's and the plan's once a minute old (a `stop`, another
+    run on the same plan may be writing them now)."""
+    remove_leftovers(directory.state_path, unmarked=True)
+    remove_leftovers(directory.control_path, older_than=60, unmarked=True)
+    if record.spec.plan_path is not None:
+        remove_leftovers(record.spec.plan_path, older_than=60)
 
 
 def _stopped(directory: RunDirectory, record: RunRecord) -> RunRecord:
