@@ -29,7 +29,7 @@ from claudeloop.application.summary import summary_markdown
 from claudeloop.cli.display import ConsoleView, Tee
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
-from claudeloop.domain.loop import ControlCommand, Outcome, RunState
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.profiles import BackendProfile
@@ -90,8 +90,6 @@ def create_directory(record: RunRecord) -> RunDirectory:
     start of the CLI is one `resume` can continue."""
     try:
         directory = RunDirectory.create(record.spec.cwd, record.run_id)
-        directory.save(record)
-        return directory
     except FileExistsError:
         raise UserError(
             f"run id {record.run_id!r} is already used in {record.spec.cwd}; "
@@ -99,6 +97,13 @@ def create_directory(record: RunRecord) -> RunDirectory:
         ) from None
     except OSError as error:
         raise UserError(f"cannot make the run's directory: {error}") from None
+    try:
+        directory.save(record)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            directory.path.rmdir()  # no run without a record, for resume to refuse
+        raise UserError(f"cannot save the run's record: {error}") from None
+    return directory
 
 
 def make_gateway(
@@ -284,6 +289,8 @@ def drive(
             group.start_soon(_interrupts, directory, group.cancel_scope)
             try:
                 final.append(await runner.drive(record, resumed=resumed))
+            except OSError as error:
+                final.append(_failed(directory, record, error, (log, view)))
             finally:
                 await chosen_gateway.close()
                 group.cancel_scope.cancel()
@@ -302,7 +309,8 @@ def drive(
     if events.reason is not None and ended.state.reason != events.reason:
         ended = replace(ended, state=replace(ended.state, reason=events.reason))
         directory.save(ended)
-    write_summary(directory, ended, redactor)
+    with contextlib.suppress(OSError):  # a full disk: `status` writes it later
+        write_summary(directory, ended, redactor)
     return ended
 
 
@@ -357,6 +365,28 @@ def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
     remove_leftovers(directory.control_path, older_than=60, unmarked=True)
     if record.spec.plan_path is not None:
         remove_leftovers(record.spec.plan_path, older_than=60)
+
+
+def _failed(
+    directory: RunDirectory, record: RunRecord, error: OSError, sinks: tuple[EventSink, ...]
+) -> RunRecord:
+    """The run ended by a disk that is full, a run directory gone: FAILED, saying why,
+    with what state.json last held (saved again if the disk allows)."""
+    try:
+        latest = directory.load()
+    except (OSError, ValueError):
+        latest = record
+    failed, reason = Outcome.FAILED, f"stopped by an I/O error: {error}"
+    state = replace(latest.state, phase=Phase.FAILED, outcome=failed, reason=reason)
+    ended = replace(latest, state=state)
+    for sink in sinks:
+        with contextlib.suppress(OSError):
+            sink.emit(
+                "run.finished", outcome=failed.value, exit_code=failed.exit_code, reason=reason
+            )
+    with contextlib.suppress(OSError):
+        directory.save(ended)
+    return ended
 
 
 def _stopped(directory: RunDirectory, record: RunRecord) -> RunRecord:

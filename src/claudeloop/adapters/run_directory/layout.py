@@ -177,7 +177,8 @@ class EventLog:
         self._handle.flush()
 
     def close(self) -> None:
-        self._handle.close()
+        with contextlib.suppress(OSError):  # a full disk: what could not be written is lost
+            self._handle.close()
 
 
 def _ends_mid_line(path: Path) -> bool:
