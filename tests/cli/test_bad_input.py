@@ -209,3 +209,23 @@ def test_a_plan_in_a_read_only_directory_is_refused_when_its_checkmarks_are_writ
     (tmp_path / "claudeloop.toml").write_text("update_plan = true\n")
     result = claudeloop("run", plans / "PLAN.md", "--cwd", tmp_path)
     assert_one_line_error(result, "PLAN.md", "update_plan")
+
+
+def test_logs_of_an_event_log_that_cannot_be_read_is_one_line(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    directory = waiting_run(tmp_path)
+    directory.events_path.unlink()
+    directory.events_path.mkdir()
+    assert_one_line_error(claudeloop("logs", "--cwd", tmp_path), "events.jsonl", "cannot be read")
+
+
+@needs_an_ordinary_user
+def test_stop_of_a_run_whose_directory_is_read_only_is_one_line(
+    claudeloop: Invoke, tmp_path: Path, read_only: Callable[[Path], None]
+) -> None:
+    directory = waiting_run(tmp_path)
+    directory.lock_path.write_text(str(os.getppid()))  # a live process: the driver
+    read_only(directory.path)
+    result = claudeloop("stop", "--cwd", tmp_path)
+    assert_one_line_error(result, "control", "cannot be written", f"kill -TERM {os.getppid()}")

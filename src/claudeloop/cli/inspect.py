@@ -132,6 +132,8 @@ def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int
         handle = directory.events_path.open("rb")
     except FileNotFoundError:
         return offset
+    except OSError as error:
+        raise UserError(f"{directory.events_path}: cannot be read ({error.strerror})") from None
     with handle:
         handle.seek(offset)
         for raw in handle:
@@ -225,7 +227,13 @@ def control(
     pid = live_driver(directory.lock_path)
     if pid is None:
         raise UserError(f"run {directory.run_id} has no live driver; nothing to {command.value}")
-    directory.send(command)
+    try:
+        directory.send(command)
+    except OSError as error:
+        raise UserError(
+            f"{directory.control_path}: cannot be written ({error.strerror}); "
+            f"end the run with kill -TERM {pid}"
+        ) from None
     when = (
         "at once if waiting, otherwise after the current turn"
         if command is ControlCommand.STOP
