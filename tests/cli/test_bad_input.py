@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from claudeloop.adapters.run_directory.lock import acquire
 from tests.cli.conftest import Invocation
 from tests.cli.test_run_directory_commands import waiting_run
 from tests.cli.test_user_errors import assert_one_line_error
@@ -225,7 +226,10 @@ def test_stop_of_a_run_whose_directory_is_read_only_is_one_line(
     claudeloop: Invoke, tmp_path: Path, read_only: Callable[[Path], None]
 ) -> None:
     directory = waiting_run(tmp_path)
-    directory.lock_path.write_text(str(os.getppid()))  # a live process: the driver
+    lock = acquire(directory.lock_path)  # this test process stands in for the driver
     read_only(directory.path)
-    result = claudeloop("stop", "--cwd", tmp_path)
-    assert_one_line_error(result, "control", "cannot be written", f"kill -TERM {os.getppid()}")
+    try:
+        result = claudeloop("stop", "--cwd", tmp_path)
+    finally:
+        lock.release()
+    assert_one_line_error(result, "control", "cannot be written", f"kill -TERM {os.getpid()}")
