@@ -5,6 +5,7 @@ Tests wire fakes into the same runner; this is the one place that knows both sid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Callable, Mapping
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.adapters.atomic_file import remove_leftovers, write_atomically
 from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor, secret_values
 from claudeloop.adapters.run_directory import RunDirectory
@@ -30,7 +31,7 @@ from claudeloop.cli.display import ConsoleView, Tee
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.limits import SwitchProfile
-from claudeloop.domain.loop import ControlCommand, Outcome, RunState
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.profiles import BackendProfile
@@ -87,13 +88,24 @@ def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:
 
 
 def create_directory(record: RunRecord) -> RunDirectory:
+    """The run's directory, with its record in it at once: a run killed during the slow
+    start of the CLI is one `resume` can continue."""
     try:
-        return RunDirectory.create(record.spec.cwd, record.run_id)
+        directory = RunDirectory.create(record.spec.cwd, record.run_id)
     except FileExistsError:
         raise UserError(
             f"run id {record.run_id!r} is already used in {record.spec.cwd}; "
             "pick another --run-id or resume it"
         ) from None
+    except OSError as error:
+        raise UserError(f"cannot make the run's directory: {error}") from None
+    try:
+        directory.save(record)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            directory.path.rmdir()  # no run without a record, for resume to refuse
+        raise UserError(f"cannot save the run's record: {error}") from None
+    return directory
 
 
 def make_gateway(
@@ -213,6 +225,27 @@ def run_redactor(
     return Redactor((*secret_values(*environments), *extra))
 
 
+class Screen:
+    """The console view until the terminal is gone (closed: a write fails with EIO); then
+    nothing. The run goes on, and all it would have shown is in the run directory."""
+
+    def __init__(self, view: ConsoleView) -> None:
+        self._view: ConsoleView | None = view
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        if self._view is not None:
+            try:
+                self._view.emit(event_type, **fields)
+            except OSError:
+                self.close()
+
+    def close(self) -> None:
+        view, self._view = self._view, None
+        if view is not None:
+            with contextlib.suppress(OSError):
+                view.close()
+
+
 class Advised:
     """Passes events on; a misconfigured backend's reason gains its one-line fix."""
 
@@ -269,6 +302,7 @@ def drive(
         ) from None
     clock = SystemClock()
     directory.clear_control()
+    remove_temporaries(directory, record)
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
     redactor = run_redactor(record.spec, backend, notify, detours)
     # From here on every file of the run masks them: state.json, debug.log, events.
@@ -281,7 +315,7 @@ def drive(
             f"{directory.events_path}: cannot be written ({error.strerror or error}); "
             "claudeloop writes only a regular file of its own there"
         ) from None
-    view = ConsoleView(quiet=quiet, verbose=verbose)
+    view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
     events = Advised(Redacted(Tee(*sinks), redactor), _advice(backend))
@@ -303,6 +337,8 @@ def drive(
             group.start_soon(_interrupts, directory, group.cancel_scope)
             try:
                 final.append(await runner.drive(record, resumed=resumed))
+            except OSError as error:
+                final.append(_failed(directory, record, error, (log, view)))
             finally:
                 await chosen_gateway.close()
                 group.cancel_scope.cancel()
@@ -323,10 +359,15 @@ def drive(
         directory.save(ended)
     # What the run tells from here (summary.md, the --json result) is what state.json says.
     ended = redacted_record(ended, redactor)
+    with contextlib.suppress(OSError):  # a full disk: `status` writes it later
+        write_summary(directory, ended, redactor)
+    return ended
+
+
+def write_summary(directory: RunDirectory, record: RunRecord, redactor: Redactor) -> None:
     # Replaced, not written through: a link planted as summary.md is replaced, never
     # followed, and the new file is owner-only.
-    write_atomically(directory.summary_path, redactor.text(summary_markdown(ended)))
-    return ended
+    write_atomically(directory.summary_path, redactor.text(summary_markdown(record)))
 
 
 def _notifier(
@@ -354,8 +395,9 @@ def _notifier(
 
 
 async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None:
-    """First Ctrl-C: stop at the next safe point. Second: end at once."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    """First Ctrl-C: stop at the next safe point. Second: end at once. A closed terminal
+    (SIGHUP) and a kill (SIGTERM) are a Ctrl-C."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         count = 0
         async for _ in signals:
             count += 1
@@ -364,6 +406,38 @@ async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None
             else:
                 scope.cancel()
                 return
+
+
+def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
+    """What a kill mid-write left: state.json's at once (the lock is ours, so no one else
+    writes it), the control inbox's and the plan's once a minute old (a `stop`, another
+    run on the same plan may be writing them now)."""
+    remove_leftovers(directory.state_path, unmarked=True)
+    remove_leftovers(directory.control_path, older_than=60, unmarked=True)
+    if record.spec.plan_path is not None:
+        remove_leftovers(record.spec.plan_path, older_than=60)
+
+
+def _failed(
+    directory: RunDirectory, record: RunRecord, error: OSError, sinks: tuple[EventSink, ...]
+) -> RunRecord:
+    """The run ended by a disk that is full, a run directory gone: FAILED, saying why,
+    with what state.json last held (saved again if the disk allows)."""
+    try:
+        latest = directory.load()
+    except (OSError, ValueError):
+        latest = record
+    failed, reason = Outcome.FAILED, f"stopped by an I/O error: {error}"
+    state = replace(latest.state, phase=Phase.FAILED, outcome=failed, reason=reason)
+    ended = replace(latest, state=state)
+    for sink in sinks:
+        with contextlib.suppress(OSError):
+            sink.emit(
+                "run.finished", outcome=failed.value, exit_code=failed.exit_code, reason=reason
+            )
+    with contextlib.suppress(OSError):
+        directory.save(ended)
+    return ended
 
 
 def _stopped(directory: RunDirectory, record: RunRecord) -> RunRecord:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -12,13 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs, run_id_problem
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
+from claudeloop.cli.bootstrap import (
+    Backend,
+    backend_for,
+    create_directory,
+    drive,
+    new_record,
+    write_summary,
+)
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
@@ -242,6 +252,7 @@ def run(
         update_plan=bool(config.value("update_plan")),
     )
     notify = notify_targets(config)
+    check_writable(spec, why_no_runs_root(cwd))
     record = new_record(spec, run_id)
     directory = create_directory(record)
     finish(
@@ -281,6 +292,24 @@ def refuse_beside_a_live_run(cwd: Path) -> None:
         )
 
 
+def check_writable(spec: RunSpec, run_files: str | None) -> None:
+    """Refuses, before any turn, a run that could not save what it does: its own files
+    (`run_files`: why they cannot be written, or None), the files Claude Code edits in
+    the working directory, the checkmarks written into the plan."""
+    if run_files is not None:
+        raise UserError(f"cannot write the run's files: {run_files}")
+    if spec.permission_mode != "plan" and (problem := why_not_writable(spec.cwd)):
+        raise UserError(
+            f"--cwd {problem}, and Claude Code edits files there; fix its permissions or "
+            "use --permission-mode plan"
+        )
+    if spec.update_plan and spec.plan_path and (problem := why_not_writable(spec.plan_path.parent)):
+        raise UserError(
+            f"plan file {spec.plan_path}: {problem}, and update_plan writes its checkmarks; "
+            "fix the permissions or set update_plan = false"
+        )
+
+
 def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
     if run_id is not None:
         directory = RunDirectory(runs_root(cwd) / checked_run_id(run_id))
@@ -311,6 +340,19 @@ def load_record(directory: RunDirectory) -> RunRecord:
         ) from None
     except CorruptRecordError as error:
         raise UserError(f"{directory.state_path}: unreadable ({error})") from None
+    except OSError as error:
+        raise UserError(f"{directory.state_path}: cannot be read ({error.strerror})") from None
+
+
+def write_missing_summary(directory: RunDirectory, record: RunRecord) -> None:
+    """summary.md of a run that ended without one (killed after its last save), written
+    when the run is next looked at; nothing if it cannot be written."""
+    if not record.state.phase.terminal or directory.summary_path.exists():
+        return
+    if live_driver(directory.lock_path) is not None:
+        return  # its driver is about to write it
+    with contextlib.suppress(OSError):
+        write_summary(directory, record, Redactor.from_environment(os.environ))
 
 
 def resume(
@@ -326,6 +368,7 @@ def resume(
     cwd = working_directory(options.get("cwd"))
     directory = find_run(cwd, run_id, session_id)
     record = load_record(directory)
+    write_missing_summary(directory, record)
     state = record.state
     if state.outcome is Outcome.DONE:
         click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
@@ -382,6 +425,7 @@ def resume(
         state = reopen(state)
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
     record = replace(record, spec=spec, state=state)
+    check_writable(spec, why_not_writable(directory.path))
     finish(
         drive(
             directory,
@@ -405,7 +449,9 @@ def _override(values: dict[str, Setting], key: str, current: Any) -> Any:
 def finish(record: RunRecord, *, as_json: bool) -> None:
     result = result_object(record)
     if as_json:
-        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        # A closed terminal: the exit code and summary.md still tell how the run ended.
+        with contextlib.suppress(OSError):
+            click.echo(json.dumps(result, indent=2, sort_keys=True))
     sys.exit(result["exit_code"])
 
 

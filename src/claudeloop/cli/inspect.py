@@ -20,7 +20,13 @@ from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.records import RunRecord
-from claudeloop.cli.commands import find_run, live_run, load_record, working_directory
+from claudeloop.cli.commands import (
+    find_run,
+    live_run,
+    load_record,
+    working_directory,
+    write_missing_summary,
+)
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.capacity import describe
@@ -75,6 +81,7 @@ def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     directory = watched_run(working_directory(cwd), run_id)
     record = load_record(directory)
+    write_missing_summary(directory, record)
     # The driver masked what it saved; a state.json of an older claudeloop did not.
     data = Redactor.from_environment().data(status_object(directory, record, datetime.now(UTC)))
     if as_json:
@@ -127,6 +134,8 @@ def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int
         handle = directory.events_path.open("rb")
     except FileNotFoundError:
         return offset
+    except OSError as error:
+        raise UserError(f"{directory.events_path}: cannot be read ({error.strerror})") from None
     with handle:
         handle.seek(offset)
         for raw in handle:
@@ -146,8 +155,14 @@ def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int
                 continue
             if as_json:
                 click.echo(text)
-            else:
+            elif isinstance(event, dict):
                 click.echo(_readable(event))
+            else:
+                click.echo(
+                    f"claudeloop: warning: {directory.events_path}: skipped a line that is "
+                    "not an event object",
+                    err=True,
+                )
     return offset
 
 
@@ -155,7 +170,11 @@ def _readable(event: dict[str, Any]) -> str:
     fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
     ts = str(event.get("ts", ""))[:19].replace("T", " ")
     kind = str(event.get("type", "?"))
-    line = event_line(kind, fields) or ", ".join(f"{k}={v}" for k, v in fields.items())
+    try:
+        line = event_line(kind, fields)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        line = None  # a field of the wrong type (a probe_at that is no date): shown raw
+    line = line or ", ".join(f"{k}={v}" for k, v in fields.items())
     return f"{ts}  {kind:<15} {line}"
 
 
@@ -210,7 +229,13 @@ def control(
     pid = live_driver(directory.lock_path)
     if pid is None:
         raise UserError(f"run {directory.run_id} has no live driver; nothing to {command.value}")
-    directory.send(command)
+    try:
+        directory.send(command)
+    except OSError as error:
+        raise UserError(
+            f"{directory.control_path}: cannot be written ({error.strerror}); "
+            f"end the run with kill -TERM {pid}"
+        ) from None
     when = (
         "at once if waiting, otherwise after the current turn"
         if command is ControlCommand.STOP

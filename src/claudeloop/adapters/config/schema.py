@@ -85,7 +85,10 @@ def _duration(value: object) -> object:
     if isinstance(value, bool):
         return value  # refused by the strict check that follows
     if isinstance(value, int):
-        return timedelta(seconds=value)
+        try:
+            return timedelta(seconds=value)
+        except OverflowError:
+            raise ValueError("out of range") from None
     if isinstance(value, str):
         return parse_duration(value)
     return value

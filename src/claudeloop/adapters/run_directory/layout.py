@@ -121,7 +121,10 @@ class RunDirectory:
 
     def load(self) -> RunRecord:
         """The persisted record; CorruptRecordError or FileNotFoundError when there is none."""
-        text = self.state_path.read_text(encoding="utf-8")
+        try:
+            text = self.state_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise CorruptRecordError(f"not UTF-8 text ({error.reason})") from error
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
@@ -184,6 +187,11 @@ class EventLog:
         self._redactor = redactor
         # Owner-only, and OSError rather than writing through a planted symbolic link.
         self._handle = open_for_appending(directory.events_path)
+        if _ends_mid_line(directory.events_path):
+            # A kill mid-write left half a line: end it, or the next event joins it and
+            # both are lost to every reader.
+            self._handle.write("\n")
+            self._handle.flush()
 
     def emit(self, event_type: str, **fields: Any) -> None:
         event = {
@@ -197,7 +205,16 @@ class EventLog:
         self._handle.flush()
 
     def close(self) -> None:
-        self._handle.close()
+        with contextlib.suppress(OSError):  # a full disk: what could not be written is lost
+            self._handle.close()
+
+
+def _ends_mid_line(path: Path) -> bool:
+    with path.open("rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return False
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) != b"\n"
 
 
 def _capped(value: Any) -> Any:
