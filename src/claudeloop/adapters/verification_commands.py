@@ -22,7 +22,6 @@ DEFAULT_KILL_GRACE_SECONDS = 2.0
 # Output is redacted a line at a time, so a secret is never split between two writes; a
 # line longer than this is written in pieces.
 _LONGEST_LINE = 64 * 1024
-_CHUNK = 64 * 1024
 
 
 def _unchanged(text: str) -> str:
