@@ -12,6 +12,7 @@ from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.verification import CheckCommand, CheckResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,4 +102,13 @@ class PlanFiles(Protocol):
 
     def write(self, path: Path, plan: WorkPlan) -> None:
         """Write the plan's checkmarks back (only when the user asked for it)."""
+        ...
+
+
+class Checks(Protocol):
+    """The verification commands a Done must pass, run one at a time."""
+
+    async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
+        """Run `check` in the run's cwd, its whole output into `output`; a command that
+        times out or cannot start is a failed result, not an exception."""
         ...
