@@ -20,7 +20,7 @@ from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor, secret_values
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.lock import RunLocked, acquire
+from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
@@ -293,13 +293,7 @@ def drive(
     """Drive the run to its end under the run's lock; write summary.md; return the record.
 
     `capacity_dir`: where loops on one account share capacity (None: this loop alone)."""
-    try:
-        lock = acquire(directory.lock_path)
-    except RunLocked as locked:
-        raise UserError(
-            f"run {directory.run_id} is already being driven by process {locked.pid}; "
-            "use `claudeloop status` to watch it or `claudeloop stop` to end it"
-        ) from None
+    lock = _take_lock(directory)
     clock = SystemClock()
     directory.clear_control()
     remove_temporaries(directory, record)
@@ -362,6 +356,22 @@ def drive(
     with contextlib.suppress(OSError):  # a full disk: `status` writes it later
         write_summary(directory, ended, redactor)
     return ended
+
+
+def _take_lock(directory: RunDirectory) -> DriverLock:
+    """The run's lock, or one line saying why not (a live driver, a planted link)."""
+    try:
+        return acquire(directory.lock_path)
+    except RunLocked as locked:
+        raise UserError(
+            f"run {directory.run_id} is already being driven by process {locked.pid}; "
+            "use `claudeloop status` to watch it or `claudeloop stop` to end it"
+        ) from None
+    except OSError as error:
+        raise UserError(
+            f"{directory.lock_path}: cannot be locked ({error.strerror or error}); "
+            "claudeloop locks only a regular file of its own there"
+        ) from None
 
 
 def write_summary(directory: RunDirectory, record: RunRecord, redactor: Redactor) -> None:

@@ -164,3 +164,14 @@ child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], 
 print(child.pid, flush=True)
 time.sleep(60)
 """
+
+
+def test_a_link_planted_as_the_lock_file_is_never_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "someone-elses-file"
+    target.write_text("keep me")
+    lock_path = tmp_path / "driver.pid"
+    lock_path.symlink_to(target)
+    with pytest.raises(OSError, match=r"symbolic link|Too many levels"):
+        acquire(lock_path)
+    assert live_driver(lock_path) is None
+    assert target.read_text() == "keep me"

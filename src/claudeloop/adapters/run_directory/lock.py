@@ -47,7 +47,7 @@ def live_driver(lock_path: Path) -> int | None:
     """The pid of the process driving the run (0 if it has not written it yet), or None
     when no process holds the run's lock."""
     try:
-        descriptor = os.open(lock_path, os.O_RDONLY)
+        descriptor = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None  # no driver ever started here
     try:
@@ -63,7 +63,8 @@ def acquire(lock_path: Path) -> DriverLock:
 
     A file left by a dead driver, or by an older claudeloop that kept only a pid in it,
     is locked by no one and simply taken over."""
-    descriptor = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+    # Never through a link planted as driver.pid: OSError (ELOOP) instead.
+    descriptor = os.open(lock_path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
     try:
         deadline = time.monotonic() + _LOOKERS_PATIENCE_SECONDS
         while True:
