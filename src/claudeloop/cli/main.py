@@ -51,14 +51,13 @@ _DEFAULT_WAIT = tuple(
 
 EPILOG = """\b
 Examples:
-  claudeloop run PLAN.md                     work through a plan's checklist
+  claudeloop run PLAN.md        work through a plan's checklist
   claudeloop run --prompt "Fix the flaky tests" --max-dollars 5
-  claudeloop resume                          continue the most recent run here
-  claudeloop doctor                          check the CLI, credentials, backend, model
-  claudeloop config show                     effective settings and where each came from
-  claudeloop rehearse                        a full run against the rehearsal API
+  claudeloop resume             continue the most recent run here
+  claudeloop doctor             check the CLI, credentials, backend, model
+  claudeloop config show        effective settings and where each came from
+  claudeloop rehearse           a full run against the rehearsal API
 
-\b
 Settings come from flags, then CLAUDELOOP_* variables (CLAUDELOOP_MAX_TURNS=20), then
 ./claudeloop.toml, then config.toml in the user config directory (CLAUDELOOP_CONFIG_DIR
 overrides where that is), then built-in defaults.
@@ -212,7 +211,7 @@ def loop_options(command: F) -> F:
 Examples:
   claudeloop run PLAN.md
   claudeloop run PLAN.md --max-turns 20 --max-dollars 10
-  claudeloop run --prompt "Migrate the tests to pytest" --permission-mode acceptEdits
+  claudeloop run --prompt "Port the tests to pytest" --max-turns 10
   claudeloop run PLAN.md --max-wait 8h --json
 """
 )
@@ -265,10 +264,10 @@ def sessions(cwd: Path | None, as_json: bool, limit: int) -> None:
 @cli.command(
     epilog="""\b
 Examples:
-  claudeloop rehearse                 a window closes mid-run and the loop resumes by itself
-  claudeloop rehearse credits         credits run out, then are topped up
-  claudeloop rehearse --list
-  claudeloop rehearse --notify ntfy://ntfy.sh/my-topic   try your notifications
+  claudeloop rehearse            a window closes; the loop waits and resumes
+  claudeloop rehearse credits    credits run out, then are topped up
+  claudeloop rehearse --list     every scenario and what it shows
+  claudeloop rehearse --notify ntfy://ntfy.sh/my-topic    try notifications
 """
 )
 @click.argument("scenario", required=False, default="window")
@@ -467,7 +466,6 @@ Examples:
   claudeloop doctor --profile local
   claudeloop doctor --no-probe --json
 
-\b
 Exit codes: 0 every check passed · 78 the backend or the model is misconfigured ·
 2 a configuration file or variable is invalid · 1 anything else failed.
 """
