@@ -124,6 +124,13 @@ def pause_and_limits(config: Configuration, cwd: Path) -> tuple[PauseThresholds,
                     f"limits.{kind} (from {where}): switch-profile {action.profile} is the "
                     "run's own profile; name another [profiles.NAME]"
                 )
+            if action.profile not in config.profiles:
+                defined = ", ".join(sorted(config.profiles)) or "none"
+                raise UserError(
+                    f"limits.{kind} (from {where}): switch-profile {action.profile}: no "
+                    f"[profiles.{action.profile}] is defined (defined: {defined}); add it to "
+                    "claudeloop.toml or the user config.toml"
+                )
             profile_gateway_backend(cwd, action.profile, where=f"limits.{kind} ({where})")
     return pause, LimitPolicies(actions)
 
