@@ -3,13 +3,26 @@ and a misconfigured backend's final reason gains its fix."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from claudeloop.adapters.config.profiles import BackendProfile
+from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
-from claudeloop.cli.bootstrap import Advised, Unbilled, backend_for
+from claudeloop.application.records import RunSpec
+from claudeloop.application.summary import result_object
+from claudeloop.cli.bootstrap import (
+    Advised,
+    Unbilled,
+    backend_for,
+    create_directory,
+    drive,
+    new_record,
+)
+from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
 
 
@@ -90,3 +103,60 @@ def test_a_backend_carries_its_profiles_choices() -> None:
     assert backend.zero_cost
     assert backend.env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}
     assert backend.profile is profile
+
+
+class RefusingGateway(PricedGateway):
+    """Every request answered 401, as Claude Code reports refused credentials."""
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        return TurnOutcome(
+            signals=TurnSignals(
+                assistant_error="authentication_failed",
+                api_error_status=401,
+                is_error=True,
+                result_text="Invalid API key · Fix external API key",
+            ),
+            structured=None,
+            final_text="",
+            cost_usd=0.0,
+            session_id="s",
+        )
+
+
+def refused_run(tmp_path: Path, profile: BackendProfile) -> tuple[str, str, str]:
+    """(the final screen line, the --json reason, summary.md) of a run whose credentials
+    are refused."""
+    record = new_record(RunSpec(cwd=tmp_path, task="Write hello.txt"), "refused")
+    directory = create_directory(record)
+    screen = io.StringIO()
+    with contextlib.redirect_stderr(screen):
+        ended = drive(
+            directory,
+            record,
+            backend=backend_for(profile),
+            resumed=False,
+            quiet=False,
+            gateway=RefusingGateway(),
+        )
+    assert ended.state.outcome is Outcome.AUTH_FAILED
+    final = screen.getvalue().strip().splitlines()[-1]
+    return final, result_object(ended)["reason"], directory.summary_path.read_text()
+
+
+def test_refused_credentials_end_in_a_line_that_names_the_fix(tmp_path: Path) -> None:
+    final, reason, summary = refused_run(tmp_path, DEFAULT_BACKEND)
+    fix = "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or"
+    assert final.startswith("claudeloop: auth_failed (exit 77): authentication failed")
+    assert fix in final
+    assert fix in reason
+    assert fix in summary
+
+
+def test_refused_credentials_of_a_profile_name_its_token_variable(tmp_path: Path) -> None:
+    profile = BackendProfile(
+        name="proxy",
+        base_url="http://127.0.0.1:1",
+        credentials="auth token from $PROXY_TOKEN",
+    )
+    final, _, _ = refused_run(tmp_path, profile)
+    assert final.endswith("replace the token in $PROXY_TOKEN, which [profiles.proxy] reads")

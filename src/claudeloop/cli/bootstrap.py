@@ -174,19 +174,27 @@ class Unbilled:
 
 
 class Advised:
-    """Passes events on; a misconfigured backend's reason gains its one-line fix."""
+    """Passes events on; a misconfigured backend's or refused credentials' reason gains
+    its one-line fix."""
 
-    def __init__(self, sink: EventSink, advise: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        sink: EventSink,
+        advise: Callable[[str], str],
+        auth_fix: Callable[[], str] | None = None,
+    ) -> None:
         self._sink = sink
         self._advise = advise
+        self._auth_fix = auth_fix
         self.reason: str | None = None
 
     def emit(self, event_type: str, **fields: Any) -> None:
-        if (
-            event_type == "run.finished"
-            and fields.get("outcome") == Outcome.BACKEND_MISCONFIGURED.value
-        ):
+        outcome = fields.get("outcome") if event_type == "run.finished" else None
+        if outcome == Outcome.BACKEND_MISCONFIGURED.value:
             self.reason = self._advise(str(fields.get("reason") or ""))
+            fields["reason"] = self.reason
+        elif outcome == Outcome.AUTH_FAILED.value and self._auth_fix is not None:
+            self.reason = f"{fields.get('reason')}: {self._auth_fix()}"
             fields["reason"] = self.reason
         self._sink.emit(event_type, **fields)
 
@@ -202,6 +210,12 @@ def _advice(backend: Backend) -> Callable[[str], str]:
         return advise_on(reason, profile).line
 
     return advise
+
+
+def _auth_fix(backend: Backend) -> str:
+    from claudeloop.cli.backend_advice import auth_fix
+
+    return auth_fix(backend.profile)
 
 
 def drive(
@@ -235,7 +249,7 @@ def drive(
     view = ConsoleView(quiet=quiet, verbose=verbose)
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
-    events = Advised(Tee(*sinks), _advice(backend))
+    events = Advised(Tee(*sinks), _advice(backend), lambda: _auth_fix(backend))
     chosen_gateway = gateway or make_gateway(directory, record.spec, backend, capacity_dir)
     runner = Runner(
         gateway=chosen_gateway,
