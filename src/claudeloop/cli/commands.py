@@ -19,6 +19,7 @@ from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.prompt_source import task_prompt
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import Outcome, Phase, reopen
@@ -199,11 +200,16 @@ def run(
     prompt: str | None,
     run_id: str | None,
     backend: Backend | None = None,
+    prompt_file: Path | None = None,
     **options: Any,
 ) -> None:
     cwd = working_directory(options.get("cwd"))
-    if (plan is None) == (prompt is None):
-        raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
+    if (plan is None) == (prompt is None and prompt_file is None):
+        raise UserError(
+            "give either a PLAN file or --prompt TEXT (or --prompt-file PATH), "
+            "not both and not neither"
+        )
+    prompt = task_prompt(prompt, prompt_file, cwd=cwd)
     if prompt is not None and not prompt.strip():
         raise UserError("--prompt is empty; say what the task is")
     config = configuration(cwd, options)

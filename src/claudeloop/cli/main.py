@@ -212,18 +212,34 @@ Examples:
   claudeloop run PLAN.md
   claudeloop run PLAN.md --max-turns 20 --max-dollars 10
   claudeloop run --prompt "Port the tests to pytest" --max-turns 10
+  claudeloop run --prompt-file TASK.md
+  claudeloop run --prompt - < TASK.md
   claudeloop run PLAN.md --max-wait 8h --json
 """
 )
 @click.argument("plan", required=False, type=click.Path(path_type=Path))
-@click.option("--prompt", default=None, help="The task, when there is no plan file.")
+@click.option(
+    "--prompt", default=None, help="The task, when there is no plan file ('-': read stdin)."
+)
+@click.option(
+    "--prompt-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Read the task from this file (for a task too long for the command line).",
+)
 @click.option("--run-id", default=None, help="Name the run (default: time-based).")
 @loop_options
-def run(plan: Path | None, prompt: str | None, run_id: str | None, **options: Any) -> None:
+def run(
+    plan: Path | None,
+    prompt: str | None,
+    prompt_file: Path | None,
+    run_id: str | None,
+    **options: Any,
+) -> None:
     """Start a run on PLAN (a markdown file with - [ ] items) or on --prompt TEXT."""
     from claudeloop.cli import commands
 
-    commands.run(plan=plan, prompt=prompt, run_id=run_id, **options)
+    commands.run(plan=plan, prompt=prompt, prompt_file=prompt_file, run_id=run_id, **options)
 
 
 @cli.command(
