@@ -27,3 +27,13 @@ def test_help_fits_80_columns(path: tuple[str, ...]) -> None:
     assert shown.exit_code == 0, shown.output
     too_wide = [line for line in shown.output.splitlines() if len(line) > WIDTH]
     assert too_wide == []
+
+
+def test_the_scenario_list_names_every_scenario_within_80_columns() -> None:
+    from claudeloop.cli.rehearse import scenario_list
+    from claudeloop.rehearsal import BUILTIN_SCENARIOS
+
+    lines = scenario_list().splitlines()
+    assert all(len(line) <= WIDTH for line in lines)
+    named = [line.split()[0] for line in lines if not line.startswith(" ")]
+    assert named == list(BUILTIN_SCENARIOS)
