@@ -17,10 +17,13 @@ from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import (
     Advised,
     Unbilled,
+    advice,
+    auth_advice,
     backend_for,
     create_directory,
     drive,
     new_record,
+    profile_in_use,
 )
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
@@ -76,7 +79,7 @@ class Recorder:
 
 def test_only_a_misconfigured_backends_reason_is_advised() -> None:
     sink = Recorder()
-    advised = Advised(sink, lambda reason: f"{reason}: do this")
+    advised = Advised(sink, lambda reason, _detour: f"{reason}: do this")
     advised.emit("turn.finished", reason="the model was not found")
     advised.emit("run.finished", outcome="done", reason="all done")
     assert advised.reason is None
@@ -160,3 +163,39 @@ def test_refused_credentials_of_a_profile_name_its_token_variable(tmp_path: Path
     )
     final, _, _ = refused_run(tmp_path, profile)
     assert final.endswith("replace the token in $PROXY_TOKEN, which [profiles.proxy] reads")
+
+
+LOCAL = BackendProfile(
+    name="local",
+    base_url="http://127.0.0.1:11434",
+    preset="ollama",
+    model="qwen3",
+    env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:11434"},
+)
+
+
+def test_a_detour_profiles_misconfiguration_is_advised_for_that_profile() -> None:
+    sink = Recorder()
+    in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
+    advised = Advised(sink, advice(in_use), auth_advice(in_use))
+    advised.emit("profile.switched", profile="local", because="five_hour", check_at="x")
+    advised.emit(
+        "run.finished",
+        outcome="backend_misconfigured",
+        reason="the model failed to load (API Error: 500 model failed to load)",
+    )
+    # Not the run's own (Anthropic) profile's advice: the local server's.
+    assert advised.reason == (
+        "the model 'qwen3' failed to load on http://127.0.0.1:11434 (model failed to load): "
+        "check the server's log and free memory, or pick a smaller `model` in [profiles.local]"
+    )
+
+
+def test_back_on_the_runs_own_profile_the_advice_is_its_own_again() -> None:
+    sink = Recorder()
+    in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
+    advised = Advised(sink, advice(in_use), auth_advice(in_use), detour="local")
+    advised.emit("profile.restored", profile="local")
+    advised.emit("run.finished", outcome="auth_failed", reason="authentication failed")
+    assert advised.reason is not None
+    assert "log in again with `claude`" in advised.reason
