@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.adapters.plan_file import PlanFileOnDisk
-from claudeloop.adapters.redaction import Redactor
+from claudeloop.adapters.redaction import Redactor, secret_values
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.lock import RunLocked, acquire, release
+from claudeloop.adapters.run_directory.lock import RunLocked, acquire
+from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
@@ -27,6 +29,7 @@ from claudeloop.application.summary import summary_markdown
 from claudeloop.cli.display import ConsoleView, Tee
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.limits import SwitchProfile
 from claudeloop.domain.loop import ControlCommand, Outcome, RunState
 
 if TYPE_CHECKING:
@@ -110,6 +113,7 @@ def make_gateway(
             done_marker=spec.done_marker,
             cli_path=backend.cli_path,
             stderr_log=directory.debug_log_path,
+            redactor=directory.redactor,
         )
     )
     chosen: Gateway = Unbilled(gateway) if backend.zero_cost else gateway
@@ -131,7 +135,7 @@ def _sharing(
     )
 
     board = CapacityBoard(capacity_dir, account_key({**os.environ, **backend.env}, spec.model))
-    debug_log = StderrLog(directory.debug_log_path)
+    debug_log = StderrLog(directory.debug_log_path, redactor=directory.redactor)
     return SharedCapacityGateway(inner, board, policy=spec.wait_policy, note=debug_log.note)
 
 
@@ -171,6 +175,42 @@ class Unbilled:
 
     async def close(self) -> None:
         await self._inner.close()
+
+
+class Redacted:
+    """Passes events on with every secret masked: the screen and the notifications get
+    no more of the model's words than events.jsonl does."""
+
+    def __init__(self, sink: EventSink, redactor: Redactor) -> None:
+        self._sink = sink
+        self._redactor = redactor
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        self._sink.emit(event_type, **self._redactor.data(fields))
+
+
+def run_redactor(
+    spec: RunSpec,
+    backend: Backend,
+    notify: NotifyTargets | None,
+    detours: Callable[[str], Backend] | None,
+) -> Redactor:
+    """Every secret the run knows: of our environment and the CLI's (a profile's token
+    and extra_env), of the profiles a limit policy may switch to, and of the
+    notification URLs (which may sit in CLAUDELOOP_NOTIFY, a name that says nothing)."""
+    environments = [os.environ, backend.env]
+    for _, action in spec.limits.actions:
+        if isinstance(action, SwitchProfile) and detours is not None:
+            try:
+                environments.append(detours(action.profile).env)
+            except UserError:
+                continue  # the detour fails when it is taken, with its own one line
+    extra: list[str] = []
+    if notify is not None:
+        from claudeloop.adapters.notify.urls import url_secrets
+
+        extra += [secret for url in notify.urls for secret in (url, *url_secrets(url))]
+    return Redactor((*secret_values(*environments), *extra))
 
 
 class Advised:
@@ -264,7 +304,7 @@ def drive(
 
     `capacity_dir`: where loops on one account share capacity (None: this loop alone)."""
     try:
-        acquire(directory.lock_path)
+        lock = acquire(directory.lock_path)
     except RunLocked as locked:
         raise UserError(
             f"run {directory.run_id} is already being driven by process {locked.pid}; "
@@ -273,14 +313,25 @@ def drive(
     clock = SystemClock()
     directory.clear_control()
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
-    redactor = Redactor.from_environment({**os.environ, **backend.env})
-    log = EventLog(directory, clock, redactor)
+    redactor = run_redactor(record.spec, backend, notify, detours)
+    # From here on every file of the run masks them: state.json, debug.log, events.
+    directory = replace(directory, redactor=redactor)
+    try:
+        log = EventLog(directory, clock, redactor)
+    except OSError as error:
+        lock.release()
+        raise UserError(
+            f"{directory.events_path}: cannot be written ({error.strerror or error}); "
+            "claudeloop writes only a regular file of its own there"
+        ) from None
     view = ConsoleView(quiet=quiet, verbose=verbose)
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
     in_use = profile_in_use(backend, detours)
     detour = record.state.detour.profile if record.state.detour is not None else None
-    events = Advised(Tee(*sinks), advice(in_use), auth_advice(in_use), detour=detour)
+    events = Advised(
+        Redacted(Tee(*sinks), redactor), advice(in_use), auth_advice(in_use), detour=detour
+    )
     chosen_gateway = gateway or make_gateway(directory, record.spec, backend, capacity_dir)
     runner = Runner(
         gateway=chosen_gateway,
@@ -310,15 +361,18 @@ def drive(
         if notifier is not None:
             notifier.close()
         log.close()
-        release(directory.lock_path)
         directory.clear_control()
+        lock.release()
     # No final record means a second Ctrl-C ended it at once; state.json is the truth.
     ended = final[0] if final else _stopped(directory, record)
     if events.reason is not None and ended.state.reason != events.reason:
         ended = replace(ended, state=replace(ended.state, reason=events.reason))
         directory.save(ended)
-    directory.summary_path.write_text(redactor.text(summary_markdown(ended)), encoding="utf-8")
-    os.chmod(directory.summary_path, 0o600)
+    # What the run tells from here (summary.md, the --json result) is what state.json says.
+    ended = redacted_record(ended, redactor)
+    # Replaced, not written through: a link planted as summary.md is replaced, never
+    # followed, and the new file is owner-only.
+    write_atomically(directory.summary_path, redactor.text(summary_markdown(ended)))
     return ended
 
 

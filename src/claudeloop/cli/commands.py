@@ -14,7 +14,8 @@ import click
 
 from claudeloop.adapters.run_directory import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
-from claudeloop.adapters.run_directory.layout import list_runs
+from claudeloop.adapters.run_directory.layout import list_runs, run_id_problem
+from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
@@ -39,6 +40,16 @@ _WAIT_KEYS = (
     "max_wait",
 )
 _BUDGET_KEYS = ("max_turns", "max_dollars", "max_attempts")
+
+
+def checked_run_id(run_id: str) -> str:
+    """`run_id`, or a one-line error: a run id names one directory under runs/, so
+    `../x`, `/abs` or `a/b` would read or write somewhere else."""
+    problem = run_id_problem(run_id)
+    if problem is not None:
+        shown = repr(run_id if len(run_id) <= 60 else run_id[:60] + "...")
+        raise UserError(f"--run-id {shown} {problem}")
+    return run_id
 
 
 def working_directory(cwd: Path | None) -> Path:
@@ -203,6 +214,8 @@ def run(
     prompt_file: Path | None = None,
     **options: Any,
 ) -> None:
+    if run_id is not None:
+        checked_run_id(run_id)
     cwd = working_directory(options.get("cwd"))
     if (plan is None) == (prompt is None and prompt_file is None):
         raise UserError(
@@ -212,6 +225,8 @@ def run(
     prompt = task_prompt(prompt, prompt_file, cwd=cwd)
     if prompt is not None and not prompt.strip():
         raise UserError("--prompt is empty; say what the task is")
+    if run_id is None:
+        refuse_beside_a_live_run(cwd)
     config = configuration(cwd, options)
     plan_path: Path | None = None
     if plan is not None:
@@ -258,9 +273,30 @@ def run(
     )
 
 
+def live_run(cwd: Path) -> tuple[RunDirectory, int] | None:
+    """The newest run of `cwd` a live driver is driving, and the driver's pid."""
+    for directory in list_runs(cwd):
+        pid = live_driver(directory.lock_path)
+        if pid is not None:
+            return directory, pid
+    return None
+
+
+def refuse_beside_a_live_run(cwd: Path) -> None:
+    """A second run in one directory is a mistake unless asked for by name: the two
+    would edit the same files, and status, logs and stop could pick the wrong one."""
+    live = live_run(cwd)
+    if live is not None:
+        directory, pid = live
+        raise UserError(
+            f"run {directory.run_id} is live in {cwd} (process {pid}); watch it with "
+            "`claudeloop status`, or give --run-id NAME to start another beside it on purpose"
+        )
+
+
 def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
     if run_id is not None:
-        directory = RunDirectory(runs_root(cwd) / run_id)
+        directory = RunDirectory(runs_root(cwd) / checked_run_id(run_id))
         if not directory.path.is_dir():
             raise UserError(f"--run-id {run_id}: no such run in {runs_root(cwd)}")
         return directory

@@ -14,16 +14,27 @@ from typing import Any
 
 import click
 
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.records import RunRecord
-from claudeloop.cli.commands import find_run, load_record, working_directory
+from claudeloop.cli.commands import find_run, live_run, load_record, working_directory
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import ControlCommand
+
+
+def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
+    """What status, logs, stop and wind-down act on: the --run-id run; without one, the
+    run a live driver is driving (the newest, if several are), else the newest run."""
+    if run_id is None:
+        live = live_run(cwd)
+        if live is not None:
+            return live[0]
+    return find_run(cwd, run_id, None)
 
 
 def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> dict[str, Any]:
@@ -62,9 +73,10 @@ def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> 
 
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
-    directory = find_run(working_directory(cwd), run_id, None)
+    directory = watched_run(working_directory(cwd), run_id)
     record = load_record(directory)
-    data = status_object(directory, record, datetime.now(UTC))
+    # The driver masked what it saved; a state.json of an older claudeloop did not.
+    data = Redactor.from_environment().data(status_object(directory, record, datetime.now(UTC)))
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
@@ -98,7 +110,7 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
 
 
 def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
-    directory = find_run(working_directory(cwd), run_id, None)
+    directory = watched_run(working_directory(cwd), run_id)
     offset = _print_events(directory, 0, as_json=as_json)
     if not follow:
         return
@@ -194,7 +206,7 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
 def control(
     *, cwd: Path | None, run_id: str | None, command: ControlCommand, as_json: bool = False
 ) -> None:
-    directory = find_run(working_directory(cwd), run_id, None)
+    directory = watched_run(working_directory(cwd), run_id)
     pid = live_driver(directory.lock_path)
     if pid is None:
         raise UserError(f"run {directory.run_id} has no live driver; nothing to {command.value}")

@@ -347,7 +347,11 @@ RUN_SELECTION = [
         default=None,
         help="Working directory of the run (default: the current one).",
     ),
-    click.option("--run-id", default=None, help="The run (default: the most recent)."),
+    click.option(
+        "--run-id",
+        default=None,
+        help="The run (default: the one a live driver is driving, else the most recent).",
+    ),
 ]
 
 

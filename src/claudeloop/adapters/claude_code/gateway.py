@@ -21,7 +21,7 @@ from claudeloop.adapters.claude_code.options import (
     turn_options,
 )
 from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
-from claudeloop.adapters.claude_code.stderr_log import StderrLog, secret_values
+from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.domain.signals import TurnSignals
@@ -34,8 +34,8 @@ class ClaudeCodeGateway:
         self._settings = settings
         # Both environments: the CLI sees settings.env over ours, and either may hold
         # the credential it ends up printing.
-        secrets = tuple(secret_values(os.environ, settings.env))
-        self._stderr = StderrLog(settings.stderr_log, redactor=Redactor(secrets))
+        redactor = settings.redactor or Redactor.from_environment(os.environ, settings.env)
+        self._stderr = StderrLog(settings.stderr_log, redactor=redactor)
         self._client: ClaudeSDKClient | None = None
         # The session the live process is on, and the cost it has reported so far (the
         # CLI's `total_cost_usd` counts from the start of its process, not of the turn).
