@@ -175,6 +175,18 @@ def test_loops_on_one_account_send_nothing_into_a_window_another_found_closed(
     assert min(shares) >= 1
     assert len(gate_probes) <= max(shares) < sum(shares), (len(gate_probes), shares)
 
+    # The third loop's refused turn was held back, and its log says so, not "sent".
+    held = refusals(projects[2])[0]
+    assert held["sent"] is False
+    logged = subprocess.run(
+        [sys.executable, "-m", "claudeloop", "logs", "--cwd", str(projects[2])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert f"turn {held['turn']}: held back: " in logged.stdout, logged.stdout
+
     open_probes = [r for r in requests if r["kind"] == "probe" and not r["gate"]]
     print(  # the measured counts, for `pytest -s`
         f"\nrefused turns sent: {len(gate_turns)} of {LOOPS} loops; probes into the closed "

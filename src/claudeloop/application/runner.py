@@ -191,6 +191,7 @@ class Runner:
             marker=spec.done_marker,
             marker_fallback=spec.marker_fallback,
         )
+        error = _first_line(outcome.signals.result_text) if outcome.signals.is_error else None
         transition = decide_after_turn(
             record.state,
             capacity=capacity,
@@ -198,7 +199,7 @@ class Runner:
             now=self.clock.now(),
             config=spec.wait_policy,
             cost_usd=cost,
-            error=_first_line(outcome.signals.result_text) if outcome.signals.is_error else None,
+            error=error,
             policies=spec.limits,
             sent=outcome.sent,
         )
@@ -214,6 +215,9 @@ class Runner:
             cost_usd=cost,
             session_id=record.session_id,
             denied_tools=list(outcome.denied_tools),
+            # What the screen needs to say "held back" or "error" rather than a verdict.
+            sent=outcome.sent,
+            error=error,
         )
         if outcome.denied_tools:
             self.events.emit("tools.denied", tools=list(outcome.denied_tools))

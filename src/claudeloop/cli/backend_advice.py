@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from claudeloop.adapters.backend_http import NotFound, why_not_found
-from claudeloop.adapters.config.profiles import BackendProfile
+from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 
 # The first words of each of `claudeloop.domain.classify.backend_misconfiguration`'s
 # reasons, pinned by tests/cli/test_backend_advice.py.
@@ -147,4 +147,21 @@ def _diagnose(profile: BackendProfile) -> NotFound:
         return NotFound("unknown")
     return why_not_found(
         profile.base_url, models, token=profile.env.get("ANTHROPIC_AUTH_TOKEN") or None
+    )
+
+
+def auth_fix(profile: BackendProfile | None) -> str:
+    """What mends refused credentials (exit 77), for the profile that sent them."""
+    if profile is not None and profile.name != DEFAULT_BACKEND.name:
+        table = f"[profiles.{profile.name}]"
+        variable = profile.credentials.removeprefix("auth token from $")
+        if variable != profile.credentials:
+            return f"replace the token in ${variable}, which {table} reads"
+        if profile.credentials.startswith("auth token from "):
+            return f"replace `auth_token` in {table}"
+        if profile.local:
+            return f"the server wants a token: set `auth_token_env` or `auth_token` in {table}"
+    return (
+        "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or "
+        "ANTHROPIC_API_KEY"
     )

@@ -247,34 +247,77 @@ class Screen:
 
 
 class Advised:
-    """Passes events on; a misconfigured backend's reason gains its one-line fix."""
+    """Passes events on; a misconfigured backend's or refused credentials' reason gains
+    its one-line fix, for the profile in use: a switch-profile detour's own while on one.
 
-    def __init__(self, sink: EventSink, advise: Callable[[str], str]) -> None:
+    `advise(reason, detour)` and `auth_fix(detour)` get the detour's profile name or
+    None."""
+
+    def __init__(
+        self,
+        sink: EventSink,
+        advise: Callable[[str, str | None], str],
+        auth_fix: Callable[[str | None], str] | None = None,
+        *,
+        detour: str | None = None,
+    ) -> None:
         self._sink = sink
         self._advise = advise
+        self._auth_fix = auth_fix
+        self._detour = detour
         self.reason: str | None = None
 
     def emit(self, event_type: str, **fields: Any) -> None:
-        if (
-            event_type == "run.finished"
-            and fields.get("outcome") == Outcome.BACKEND_MISCONFIGURED.value
-        ):
-            self.reason = self._advise(str(fields.get("reason") or ""))
+        if event_type == "profile.switched":
+            self._detour = str(fields.get("profile"))
+        elif event_type == "profile.restored":
+            self._detour = None
+        outcome = fields.get("outcome") if event_type == "run.finished" else None
+        if outcome == Outcome.BACKEND_MISCONFIGURED.value:
+            self.reason = self._advise(str(fields.get("reason") or ""), self._detour)
+            fields["reason"] = self.reason
+        elif outcome == Outcome.AUTH_FAILED.value and self._auth_fix is not None:
+            self.reason = f"{fields.get('reason')}: {self._auth_fix(self._detour)}"
             fields["reason"] = self.reason
         self._sink.emit(event_type, **fields)
 
 
-def _advice(backend: Backend) -> Callable[[str], str]:
-    profile = backend.profile
-    if profile is None:
-        return lambda reason: reason
+ProfileInUse = Callable[[str | None], "BackendProfile | None"]
 
-    def advise(reason: str) -> str:
+
+def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -> ProfileInUse:
+    """The profile of the run's own backend, or of the detour named."""
+
+    def profile(detour: str | None) -> BackendProfile | None:
+        if detour is None or detours is None:
+            return backend.profile
+        try:
+            return detours(detour).profile
+        except UserError:
+            return backend.profile
+
+    return profile
+
+
+def advice(profile_of: ProfileInUse) -> Callable[[str, str | None], str]:
+    def advise(reason: str, detour: str | None) -> str:
+        profile = profile_of(detour)
+        if profile is None:
+            return reason
         from claudeloop.cli.backend_advice import advise as advise_on
 
         return advise_on(reason, profile).line
 
     return advise
+
+
+def auth_advice(profile_of: ProfileInUse) -> Callable[[str | None], str]:
+    def fix(detour: str | None) -> str:
+        from claudeloop.cli.backend_advice import auth_fix
+
+        return auth_fix(profile_of(detour))
+
+    return fix
 
 
 def drive(
@@ -312,7 +355,11 @@ def drive(
     view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
-    events = Advised(Redacted(Tee(*sinks), redactor), _advice(backend))
+    in_use = profile_in_use(backend, detours)
+    detour = record.state.detour.profile if record.state.detour is not None else None
+    events = Advised(
+        Redacted(Tee(*sinks), redactor), advice(in_use), auth_advice(in_use), detour=detour
+    )
     chosen_gateway = gateway or make_gateway(directory, record.spec, backend, capacity_dir)
     runner = Runner(
         gateway=chosen_gateway,

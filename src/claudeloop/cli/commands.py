@@ -30,6 +30,7 @@ from claudeloop.cli.bootstrap import (
     write_summary,
 )
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.prompt_source import task_prompt
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import Outcome, Phase, reopen
@@ -145,6 +146,13 @@ def pause_and_limits(config: Configuration, cwd: Path) -> tuple[PauseThresholds,
                     f"limits.{kind} (from {where}): switch-profile {action.profile} is the "
                     "run's own profile; name another [profiles.NAME]"
                 )
+            if action.profile not in config.profiles:
+                defined = ", ".join(sorted(config.profiles)) or "none"
+                raise UserError(
+                    f"limits.{kind} (from {where}): switch-profile {action.profile}: no "
+                    f"[profiles.{action.profile}] is defined (defined: {defined}); add it to "
+                    "claudeloop.toml or the user config.toml"
+                )
             profile_gateway_backend(cwd, action.profile, where=f"limits.{kind} ({where})")
     return pause, LimitPolicies(actions)
 
@@ -213,13 +221,18 @@ def run(
     prompt: str | None,
     run_id: str | None,
     backend: Backend | None = None,
+    prompt_file: Path | None = None,
     **options: Any,
 ) -> None:
     if run_id is not None:
         checked_run_id(run_id)
     cwd = working_directory(options.get("cwd"))
-    if (plan is None) == (prompt is None):
-        raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
+    if (plan is None) == (prompt is None and prompt_file is None):
+        raise UserError(
+            "give either a PLAN file or --prompt TEXT (or --prompt-file PATH), "
+            "not both and not neither"
+        )
+    prompt = task_prompt(prompt, prompt_file, cwd=cwd)
     if prompt is not None and not prompt.strip():
         raise UserError("--prompt is empty; say what the task is")
     if run_id is None:
