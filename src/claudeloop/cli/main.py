@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -330,14 +329,6 @@ def main(argv: list[str] | None = None) -> None:
     except click.Abort:
         click.echo("claudeloop: aborted", err=True)
         sys.exit(130)
-
-
-def print_json(data: dict[str, Any]) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
-
-
-def seconds(value: timedelta | None) -> float | None:
-    return value.total_seconds() if value is not None else None
 
 
 RUN_SELECTION = [

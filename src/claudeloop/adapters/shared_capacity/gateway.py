@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import assert_never
 
 import anyio
 
@@ -36,7 +37,9 @@ from claudeloop.adapters.shared_capacity.board import (
 )
 from claudeloop.application.ports import Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.domain.capacity import (
+    AuthenticationFailed,
     Available,
+    BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
     WindowExhausted,
@@ -66,8 +69,10 @@ def standing_of(capacity: CapacityState) -> Standing:
             return "closed"
         case Available():
             return "open"
+        case AuthenticationFailed() | BackendMisconfigured():
+            return "other"  # this loop's credentials or configuration, not the account's
         case _:
-            return "other"
+            assert_never(capacity)
 
 
 class SharedCapacityGateway:
