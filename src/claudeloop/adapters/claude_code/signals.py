@@ -23,6 +23,7 @@ from claude_agent_sdk import (
     TextBlock,
 )
 
+from claudeloop.adapters.claude_code.pricing import ModelSpend, model_spends
 from claudeloop.adapters.claude_code.verdict import verdict_from
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
@@ -44,11 +45,13 @@ class TurnReading:
     signals: TurnSignals
     structured: StructuredVerdict | None = None
     final_text: str = ""
-    # The CLI reports the cost of its whole process so far, not of the turn: a process
-    # kept across turns needs the previous total subtracted (the gateway does that).
+    # The CLI reports the session's running total, not the turn's cost (see pricing.py):
+    # the gateway prices the turn from it, `usage` (this turn's tokens) and `spends`.
     process_cost_usd: float = 0.0
     session_id: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    # The running total per model (`modelUsage`), with whether its price is a guess.
+    spends: tuple[ModelSpend, ...] = ()
     denied_tools: tuple[str, ...] = ()
     answered: bool = False
     # The result reported an error (an API failure or a stop of the CLI's own).
@@ -110,6 +113,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         process_cost_usd=_cost(result.total_cost_usd),
         session_id=result.session_id or init_session,
         usage=dict(result.usage or {}),
+        spends=model_spends(result.model_usage),
         denied_tools=_denied_tools(result.permission_denials),
         answered=True,
         failed=result.is_error,
