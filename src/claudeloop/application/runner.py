@@ -154,10 +154,16 @@ class Runner:
                 return self._apply(record, begin_probe(record.state))
             case RunProbe():
                 probe = await self.gateway.probe()
-                capacity = self._capacity(record, probe.signals)
-                self._note_guess(probe.guessed_models, probe.guessed_cost_usd)
-                self.events.emit(
-                    "probe.finished", capacity=describe(capacity), cost_usd=probe.cost_usd
+                # Said once the probe is saved: a kill before that loses neither its cost
+                # nor what it found.
+                announce: list[Announcement] = []
+                capacity = self._capacity(record, probe.signals, announce)
+                self._note_guess(probe.guessed_models, probe.guessed_cost_usd, announce)
+                announce.append(
+                    (
+                        "probe.finished",
+                        {"capacity": describe(capacity), "cost_usd": probe.cost_usd},
+                    )
                 )
                 return self._apply(
                     record,
@@ -169,6 +175,7 @@ class Runner:
                         cost_usd=probe.cost_usd,
                         policies=record.spec.limits,
                     ),
+                    announce=announce,
                 )
             case Finish(outcome=outcome, reason=reason):
                 self.store.save(record)
@@ -215,8 +222,10 @@ class Runner:
                 record, decide_on_failure(record.state, outcome.failure), announce=[failed]
             )
         record, cost = _with_session(record, outcome)
-        self._note_guess(outcome.guessed_models, outcome.guessed_cost_usd)
-        capacity = self._capacity(record, outcome.signals)
+        # Everything said of the turn is said once the record holding it is saved.
+        announce: list[Announcement] = []
+        self._note_guess(outcome.guessed_models, outcome.guessed_cost_usd, announce)
+        capacity = self._capacity(record, outcome.signals, announce)
         verdict = evaluate(
             outcome.structured,
             final_text=outcome.final_text,
@@ -235,7 +244,7 @@ class Runner:
             policies=spec.limits,
             sent=outcome.sent,
         )
-        announce: list[Announcement] = [
+        announce.append(
             (
                 "turn.finished",
                 {
@@ -252,38 +261,51 @@ class Runner:
                     "denied_tools": list(outcome.denied_tools),
                 },
             )
-        ]
+        )
         if outcome.denied_tools:
             announce.append(("tools.denied", {"tools": list(outcome.denied_tools)}))
         if isinstance(capacity, Available) or is_pause(capacity):
             record = self._reconcile_plan(record, verdict, announce)
         return self._apply(record, transition, announce=announce)
 
-    def _capacity(self, record: RunRecord, signals: TurnSignals) -> CapacityState:
+    def _capacity(
+        self, record: RunRecord, signals: TurnSignals, announce: list[Announcement]
+    ) -> CapacityState:
         thresholds = record.spec.pause_at
         unreported = thresholds.unreported(signals.windows) if signals.windows else ()
         fresh = [window for window in unreported if window not in self._noticed]
         if fresh:
             self._noticed.update(fresh)
-            self.events.emit(
-                "pause.ignored",
-                windows=fresh,
-                reason="the service reports no utilization for these windows; "
-                "their pause thresholds are ignored",
+            announce.append(
+                (
+                    "pause.ignored",
+                    {
+                        "windows": fresh,
+                        "reason": "the service reports no utilization for these windows; "
+                        "their pause thresholds are ignored",
+                    },
+                )
             )
         return capacity_of(signals, thresholds)
 
-    def _note_guess(self, models: tuple[str, ...], guessed_usd: float) -> None:
+    def _note_guess(
+        self, models: tuple[str, ...], guessed_usd: float, announce: list[Announcement]
+    ) -> None:
         fresh = [model for model in models if model not in self._guessed]
         if not fresh:
             return
         self._guessed.update(fresh)
-        self.events.emit(
-            "cost.guessed",
-            models=fresh,
-            guessed_usd=guessed_usd,
-            reason="Claude Code does not know the price of these models and guesses it; "
-            "the guess is not counted in the run's dollars nor against --max-dollars",
+        announce.append(
+            (
+                "cost.guessed",
+                {
+                    "models": fresh,
+                    "guessed_usd": guessed_usd,
+                    "reason": "Claude Code does not know the price of these models and "
+                    "guesses it; the guess is not counted in the run's dollars nor "
+                    "against --max-dollars",
+                },
+            )
         )
 
     def _trusted(self, record: RunRecord, decision: Decision) -> Decision:
