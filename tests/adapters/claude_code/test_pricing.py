@@ -94,3 +94,24 @@ def test_without_per_model_figures_the_process_total_is_used_as_before() -> None
 @pytest.mark.parametrize("junk", [None, [], {"m": "x"}, {1: {}}])
 def test_model_usage_of_an_unexpected_shape_is_no_figures(junk: object) -> None:
     assert model_spends(junk) == ()
+
+
+def test_a_fresh_process_prices_the_turn_at_the_model_that_answered_it() -> None:
+    # Measured after a switch-profile detour: the resumed session's total holds the
+    # local model's turns too; the turn was answered by the run's own model alone.
+    spends = model_spends(
+        {
+            **model_usage(1),
+            **model_usage(2, model="qwen3", basis="unknown", per_turn=0.0032),
+        }
+    )
+    priced = turn_price(
+        total_usd=0.008,
+        usage=TURN_USAGE,
+        spends=spends,
+        previous=None,
+        previous_total_usd=0.0,
+        served_by=("claude-sonnet-5-5",),
+    )
+    assert priced.listed_usd == pytest.approx(0.0016)
+    assert (priced.guessed_usd, priced.guessed_models) == (0.0, ())

@@ -193,4 +193,5 @@ def _price(
         spends=reading.spends,
         previous=previous,
         previous_total_usd=previous_total,
+        served_by=reading.served_by,
     )

@@ -17,9 +17,10 @@ So within one kept process a turn costs the growth of each model's `costUSD` sin
 previous result of the same process (exact, every model). The first turn of a process
 has no previous result: its `usage` is priced at the rate the CLI applied to that model's
 running total. Every Anthropic price has output at 5x input, cache reads at 0.1x and
-cache writes at 1.25x (5 minutes) or 2x (1 hour), so one rate per model says it all;
-with several models in the total the rate is their average (the per-turn `usage` does
-not say which model served it).
+cache writes at 1.25x (5 minutes) or 2x (1 hour), so one rate per model says it all.
+The model is the one the turn's assistant messages name: a resumed session's total may
+hold others (after a switch-profile detour, the local model's). With several models
+answering one turn the rate is their average (`usage` does not split by model).
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ def turn_price(
     spends: tuple[ModelSpend, ...],
     previous: tuple[ModelSpend, ...] | None,
     previous_total_usd: float,
+    served_by: tuple[str, ...] = (),
 ) -> TurnPrice:
     """The turn's price. `previous` is the last result of the same process (None for a
-    process's first turn); `previous_total_usd` its `total_cost_usd`."""
+    process's first turn); `previous_total_usd` its `total_cost_usd`; `served_by` the
+    models that answered the turn."""
     if not spends:
         # No per-model figures (an older CLI): the process's own growth, as before.
         growth = total_usd - previous_total_usd if previous is not None else total_usd
@@ -94,14 +97,15 @@ def turn_price(
         before = {spend.model: spend.cost_usd for spend in previous}
         grown = [(spend, spend.cost_usd - before.get(spend.model, 0.0)) for spend in spends]
     else:
-        total_weight = sum(spend.weighted_tokens for spend in spends)
-        total_cost = sum(spend.cost_usd for spend in spends)
+        answering = [spend for spend in spends if spend.model in served_by] or list(spends)
+        total_weight = sum(spend.weighted_tokens for spend in answering)
+        total_cost = sum(spend.cost_usd for spend in answering)
         rate = total_cost / total_weight if total_weight > 0 else 0.0
         turn_cost = _weighted_turn_tokens(usage) * rate
-        # The turn's cost shared out like the running total's.
+        # The turn's cost shared out like the answering models' running total.
         grown = [
             (spend, turn_cost * spend.cost_usd / total_cost if total_cost > 0 else 0.0)
-            for spend in spends
+            for spend in answering
         ]
     listed = sum(cost for spend, cost in grown if not spend.guessed)
     guessed = sum(cost for spend, cost in grown if spend.guessed)
