@@ -86,3 +86,24 @@ def test_killed_at_start_up_the_resumed_run_bills_every_turn_served(
     kill_hard(process)
     finished = rehearsal.claudeloop("resume")
     assert_ledger_is_what_was_served(finished, rehearsal)
+
+
+@pytest.mark.scenario("three_steps", credentials="api_key")
+def test_a_price_the_cli_guessed_never_counts_against_max_dollars(rehearsal: Rehearsal) -> None:
+    # A LiteLLM profile keeps the cost the CLI reports; for a model name missing from
+    # its price table the CLI reports a guess, well above this cap after one turn.
+    (rehearsal.project / "claudeloop.toml").write_text(
+        "[profiles.proxy]\n"
+        'preset = "litellm"\n'
+        f'base_url = "{rehearsal.server.base_url}"\n'
+        'model = "qwen3"\n'
+    )
+    rehearsal.env["CLAUDELOOP_CONFIG_DIR"] = str(rehearsal.project.parent / "user-config")
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), "--profile", "proxy", "--max-dollars", "0.001")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert finished.result["dollars"] == 0
+    (guessed,) = [e for e in finished.events() if e["type"] == "cost.guessed"]
+    assert guessed["models"] == ["qwen3"]
+    assert guessed["guessed_usd"] > 0.001
