@@ -4,11 +4,19 @@ turn, $0.0016 a turn at the CLI's list price."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from claudeloop.adapters.claude_code.pricing import TurnPrice, model_spends, turn_price
+from claudeloop.adapters.claude_code.pricing import (
+    ModelSpend,
+    TurnPrice,
+    model_spends,
+    turn_price,
+)
 
 TURN_USAGE = {"input_tokens": 400, "output_tokens": 80, "cache_read_input_tokens": 0}
 
@@ -115,3 +123,102 @@ def test_a_fresh_process_prices_the_turn_at_the_model_that_answered_it() -> None
     )
     assert priced.listed_usd == pytest.approx(0.0016)
     assert (priced.guessed_usd, priced.guessed_models) == (0.0, ())
+
+
+# The CLI as measured, played: running totals per model, restored by a new process from
+# the last process that exited cleanly; a kill -9 saves nothing.
+
+RATES = {"claude-sonnet-5-5": 2e-6, "claude-haiku-5": 0.8e-6}  # $ per input token
+Tokens = tuple[int, int, int]  # input, output, cache reads
+
+
+def served_cost(model: str, tokens: Tokens) -> float:
+    return RATES[model] * (tokens[0] + 5 * tokens[1] + 0.1 * tokens[2])
+
+
+@dataclass
+class PlayedCli:
+    saved: dict[str, list[float]] = field(default_factory=dict)  # at the last clean exit
+    live: dict[str, list[float]] | None = None
+    previous: tuple[ModelSpend, ...] | None = None
+    previous_total: float = 0.0
+
+    def start(self) -> None:
+        self.live = {model: list(totals) for model, totals in self.saved.items()}
+        self.previous, self.previous_total = None, 0.0
+
+    def turn(self, model: str, tokens: Tokens) -> TurnPrice:
+        if self.live is None:
+            self.start()
+        assert self.live is not None
+        totals = self.live.setdefault(model, [0.0, 0.0, 0.0, 0.0])
+        for index, count in enumerate(tokens):
+            totals[index] += count
+        totals[3] += served_cost(model, tokens)
+        spends = model_spends(
+            {
+                name: {
+                    "inputTokens": t[0],
+                    "outputTokens": t[1],
+                    "cacheReadInputTokens": t[2],
+                    "costUSD": t[3],
+                    "costBasis": "list",
+                }
+                for name, t in self.live.items()
+            }
+        )
+        total = sum(t[3] for t in self.live.values())
+        usage = {
+            "input_tokens": tokens[0],
+            "output_tokens": tokens[1],
+            "cache_read_input_tokens": tokens[2],
+        }
+        price = turn_price(
+            total_usd=total,
+            usage=usage,
+            spends=spends,
+            previous=self.previous,
+            previous_total_usd=self.previous_total,
+            served_by=(model,),
+        )
+        self.previous, self.previous_total = spends, total
+        return price
+
+    def exit_cleanly(self) -> None:
+        if self.live is not None:
+            self.saved = self.live
+        self.live = None
+
+    def killed(self) -> None:
+        self.live = None
+
+
+tokens = st.tuples(st.integers(0, 50_000), st.integers(0, 8_000), st.integers(0, 200_000))
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("turn"), st.sampled_from(sorted(RATES)), tokens),
+        st.tuples(st.just("exit"), st.none(), st.none()),
+        st.tuples(st.just("kill"), st.none(), st.none()),
+    ),
+    max_size=30,
+)
+
+
+@given(steps=steps)
+def test_the_sum_of_turn_prices_is_what_was_served_across_restarts_and_kills(
+    steps: list[tuple[str, str | None, Tokens | None]],
+) -> None:
+    # A second model stands for a detour's (or a side request's) turns on the session.
+    cli = PlayedCli()
+    billed = served = 0.0
+    for kind, model, used in steps:
+        if kind == "turn":
+            assert model is not None
+            assert used is not None
+            billed += cli.turn(model, used).listed_usd
+            served += served_cost(model, used)
+        elif kind == "exit":
+            cli.exit_cleanly()
+        else:
+            cli.killed()
+    assert billed == pytest.approx(served, rel=1e-6, abs=1e-8)
