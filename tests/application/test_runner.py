@@ -6,6 +6,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -410,3 +411,19 @@ def test_a_guessed_price_is_not_spend_and_is_said_once() -> None:
     (said,) = h.events.of("cost.guessed")
     assert said["models"] == ["qwen3-coder:30b"]
     assert "--max-dollars" in said["reason"]
+
+
+def test_a_wait_across_a_clock_stepped_back_counts_the_time_the_sleeper_waited() -> None:
+    h = harness([rejected_turn(CREDITS_OUT), verdict_turn(complete=True)], probes=[OK])
+
+    async def stepped_back(instant: datetime, *, progress: Any = None) -> bool:
+        h.sleeper.slept_until.append(instant)
+        progress(60.0)  # a minute waited, by the monotonic clock
+        h.clock.current -= timedelta(hours=1)  # while the wall clock stepped back an hour
+        return True
+
+    h.runner.sleeper = type("SteppedBack", (), {"sleep_until": staticmethod(stepped_back)})()
+    final = drive(h, record())
+    assert final.waited_seconds == 60.0
+    # Saved while still waiting: a kill there keeps the minute.
+    assert any(s.waited_seconds == 60.0 and s.state.phase is Phase.WAITING for s in h.store.saved)

@@ -84,14 +84,19 @@ class Runner:
                 model=record.spec.model,
                 permission_mode=record.spec.permission_mode,
             )
+        announce: list[Announcement] = []
         if resumed and record.turn_in_flight is not None:
             # Killed mid-turn: its result never reached the record, so it is sent again
             # under the same number (see RunRecord.turn_in_flight).
-            self.events.emit(
-                "turn.interrupted",
-                turn=record.turn_in_flight,
-                reason="the run stopped while this turn was in flight; its result was "
-                "not recorded, so the turn is sent again",
+            announce.append(
+                (
+                    "turn.interrupted",
+                    {
+                        "turn": record.turn_in_flight,
+                        "reason": "the run stopped while this turn was in flight; its "
+                        "result was not recorded, so the turn is sent again",
+                    },
+                )
             )
             record = replace(record, turn_in_flight=None)
         if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
@@ -110,6 +115,8 @@ class Runner:
             record = replace(record, state=transition.state)
             decision = transition.decision
         self.store.save(record)
+        for event_type, fields in announce:
+            self.events.emit(event_type, **fields)
         while True:
             record, next_decision = await self._execute(record, decision)
             if next_decision is None:
@@ -133,19 +140,19 @@ class Runner:
                 )
                 waited_from = self.clock.now()
                 before = record.waited_seconds
-                slept = [0.0]
+                slept = 0.0
 
                 def progress(seconds: float) -> None:
                     # Saved as the wait goes, so a kill mid-wait loses little of it.
-                    nonlocal record
-                    slept[0] = max(slept[0], seconds)
-                    record = replace(record, waited_seconds=before + slept[0])
+                    nonlocal record, slept
+                    slept = max(slept, seconds)
+                    record = replace(record, waited_seconds=before + slept)
                     self.store.save(record)
 
                 woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
                 # The wall clock, or what the sleeper counted when the clock stepped back.
                 elapsed = (self.clock.now() - waited_from).total_seconds()
-                record = replace(record, waited_seconds=before + max(elapsed, slept[0], 0.0))
+                record = replace(record, waited_seconds=before + max(elapsed, slept, 0.0))
                 command = self.control.pending()
                 if command is not None:
                     return self._apply(record, decide_on_control(record.state, command))
