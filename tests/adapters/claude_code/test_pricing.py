@@ -222,3 +222,15 @@ def test_the_sum_of_turn_prices_is_what_was_served_across_restarts_and_kills(
         else:
             cli.killed()
     assert billed == pytest.approx(served, rel=1e-6, abs=1e-8)
+
+
+def test_a_previous_result_without_per_model_figures_is_no_baseline() -> None:
+    # E.g. an error result in a kept process: the next turn's total is not all its own.
+    priced = turn_price(
+        total_usd=0.0048,
+        usage=TURN_USAGE,
+        spends=model_spends(model_usage(3)),
+        previous=(),
+        previous_total_usd=0.0032,
+    )
+    assert priced.listed_usd == pytest.approx(0.0016)

@@ -93,7 +93,8 @@ def turn_price(
         # No per-model figures (an older CLI): the process's own growth, as before.
         growth = total_usd - previous_total_usd if previous is not None else total_usd
         return TurnPrice(listed_usd=_rounded(growth))
-    if previous is not None:
+    if previous:
+        # (A previous result without per-model figures is no baseline: priced as a first.)
         before = {spend.model: spend.cost_usd for spend in previous}
         grown = [(spend, spend.cost_usd - before.get(spend.model, 0.0)) for spend in spends]
     else:
