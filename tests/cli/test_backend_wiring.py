@@ -42,7 +42,8 @@ class PricedGateway:
             final_text="ok",
             cost_usd=0.25,
             session_id="s",
-            session_cost_usd=0.75,
+            guessed_cost_usd=0.5,
+            guessed_models=("qwen3-coder:30b",),
         )
 
     async def probe(self) -> ProbeOutcome:
@@ -64,7 +65,8 @@ def test_an_unbilled_gateway_reports_no_cost() -> None:
 
     turn, probe = anyio.run(use)
     assert (turn.cost_usd, probe.cost_usd) == (0.0, 0.0)
-    assert turn.billed is False  # its running total moves, unbilled
+    assert turn.billed is False
+    assert (turn.guessed_cost_usd, turn.guessed_models) == (0.0, ())  # no guess to warn of
     assert turn.final_text == "ok"
     assert inner.closed
 

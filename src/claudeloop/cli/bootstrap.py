@@ -178,12 +178,12 @@ class Unbilled:
 
     async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
         outcome = await self._inner.run_turn(prompt, session_id=session_id)
-        # The session's running total stays as the CLI reports it: a detour's local turns
-        # are in it, and the run's own backend, back on the session, must not bill them.
-        return replace(outcome, cost_usd=0.0, billed=False)
+        # Nothing of it is money, guessed or not: no guessed price to warn about either.
+        return replace(outcome, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=(), billed=False)
 
     async def probe(self) -> ProbeOutcome:
-        return replace(await self._inner.probe(), cost_usd=0.0)
+        probe = await self._inner.probe()
+        return replace(probe, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=())
 
     async def close(self) -> None:
         await self._inner.close()

@@ -38,8 +38,8 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
         "session_id": record.session_id,
         "started_at": record.started_at.isoformat(),
         "waited_seconds": record.waited_seconds,
-        "session_cost_usd": record.session_cost_usd,
         "last_turn_started_at": _instant_out(record.last_turn_started_at),
+        "turn_in_flight": record.turn_in_flight,
         "plan_text": record.plan.render() if record.plan is not None else None,
         "spec": {
             "cwd": str(spec.cwd),
@@ -137,8 +137,9 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             session_id=data["session_id"],
             plan=WorkPlan.parse(plan_text) if plan_text is not None else None,
             waited_seconds=data["waited_seconds"],
-            session_cost_usd=data.get("session_cost_usd", 0.0),
+            # Older files also hold `session_cost_usd`, no longer used: ignored.
             last_turn_started_at=_instant_in(data["last_turn_started_at"]),
+            turn_in_flight=_turn_number(data.get("turn_in_flight")),
             extra=data.get("extra") or {},
         )
         return _well_typed(record)
@@ -160,7 +161,6 @@ def _well_typed(record: RunRecord) -> RunRecord:
         ("run_id", record.run_id, str),
         ("session_id", record.session_id, _TEXT_OR_NONE),
         ("waited_seconds", record.waited_seconds, _NUMBER),
-        ("session_cost_usd", record.session_cost_usd, _NUMBER),
         ("spec.task", spec.task, str),
         ("spec.model", spec.model, _TEXT_OR_NONE),
         ("spec.done_marker", spec.done_marker, str),
@@ -294,3 +294,11 @@ def _instant_out(value: datetime | None) -> str | None:
 
 def _instant_in(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value is not None else None
+
+
+def _turn_number(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"turn_in_flight must be a turn number, not {value!r}")
+    return value
