@@ -45,6 +45,16 @@ def test_by_default_a_line_per_event_that_matters() -> None:
     assert "And its tests." not in text
 
 
+def test_a_resent_turn_and_a_guessed_price_are_said_without_verbose() -> None:
+    text = shown(
+        {},
+        ("turn.interrupted", {"turn": 4, "reason": "the run stopped while ..."}),
+        ("cost.guessed", {"models": ["qwen3-coder"], "guessed_usd": 0.003, "reason": "..."}),
+    )
+    assert "turn 4: interrupted by a crash; sent again" in text
+    assert "cost of qwen3-coder not counted: Claude Code only guesses its price" in text
+
+
 def test_verbose_shows_every_event_and_the_whole_summary() -> None:
     text = shown({"verbose": True}, SUMMARY, QUIET_EVENT)
     assert "notify.failed: url=json://127.0.0.1/****, reason=refused" in text

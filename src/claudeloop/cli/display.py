@@ -106,6 +106,11 @@ def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
             return _finished_line(fields)
         case "turn.failed":
             return f"turn {fields.get('turn')}: failed: {fields.get('reason')}"
+        case "turn.interrupted":
+            return f"turn {fields.get('turn')}: interrupted by a crash; sent again"
+        case "cost.guessed":
+            models = ", ".join(str(model) for model in fields.get("models") or [])
+            return f"cost of {models} not counted: Claude Code only guesses its price"
         case "tools.denied":
             tools = ", ".join(fields.get("tools", []))
             return (
