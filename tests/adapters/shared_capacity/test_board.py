@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.shared_capacity.board import (
-    CapacityBoard,
+    FileCapacityBoard,
     account_key,
     capacity_directory,
     sighting_from_json,
@@ -34,7 +34,7 @@ CLOSED = TurnSignals(
 )
 
 
-def publish(board: CapacityBoard, signals: TurnSignals = CLOSED, writer: str = "w") -> int:
+def publish(board: FileCapacityBoard, signals: TurnSignals = CLOSED, writer: str = "w") -> int:
     written = board.publish(
         signals=signals, standing="closed", source="turn", writer=writer, now=NOW
     )
@@ -43,11 +43,11 @@ def publish(board: CapacityBoard, signals: TurnSignals = CLOSED, writer: str = "
 
 
 def test_no_record_reads_as_none(tmp_path: Path) -> None:
-    assert CapacityBoard(tmp_path / "capacity", "acct").read() is None
+    assert FileCapacityBoard(tmp_path / "capacity", "acct").read() is None
 
 
 def test_a_record_reads_back_with_its_signals_first_line_only(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path / "capacity", "acct")
+    board = FileCapacityBoard(tmp_path / "capacity", "acct")
     assert publish(board) == 1
     sighting = board.read()
     assert sighting is not None
@@ -58,12 +58,12 @@ def test_a_record_reads_back_with_its_signals_first_line_only(tmp_path: Path) ->
 
 
 def test_each_publication_takes_the_next_sequence_number(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     assert [publish(board) for _ in range(3)] == [1, 2, 3]
 
 
 def test_unless_keeps_the_current_record(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     publish(board)
     kept = board.publish(
         signals=TurnSignals(),
@@ -98,7 +98,7 @@ def test_unless_keeps_the_current_record(tmp_path: Path) -> None:
 def test_a_corrupt_record_reads_as_none_and_the_next_publication_replaces_it(
     tmp_path: Path, text: str
 ) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     board.path.write_text(text)
     assert board.read() is None
     assert publish(board) == 1
@@ -106,7 +106,7 @@ def test_a_corrupt_record_reads_as_none_and_the_next_publication_replaces_it(
 
 
 def test_undecodable_bytes_read_as_none(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     board.path.write_bytes(b"\xff\xfe\x00garbage")
     assert board.read() is None
 
@@ -114,7 +114,7 @@ def test_undecodable_bytes_read_as_none(tmp_path: Path) -> None:
 def test_a_write_that_fails_leaves_the_old_record_whole_and_no_temporary_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     publish(board)
     before = board.path.read_text()
 
@@ -134,7 +134,7 @@ def test_the_record_holds_no_credential_and_its_name_is_a_short_hash(tmp_path: P
     assert len(key) == 16
     assert int(key, 16) >= 0
     assert TOKEN not in key
-    board = CapacityBoard(tmp_path, key)
+    board = FileCapacityBoard(tmp_path, key)
     publish(board)
     for path in tmp_path.iterdir():
         assert TOKEN not in path.name
@@ -171,8 +171,8 @@ def test_the_directory_is_the_state_dir_override_or_the_platforms(tmp_path: Path
 
 
 def test_the_probe_lock_is_held_by_one_holder_at_a_time(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path / "capacity", "acct")
-    other = CapacityBoard(tmp_path / "capacity", "acct")
+    board = FileCapacityBoard(tmp_path / "capacity", "acct")
+    other = FileCapacityBoard(tmp_path / "capacity", "acct")
     first = board.try_probe_lock()
     assert first is not None
     assert other.try_probe_lock() is None
@@ -185,7 +185,7 @@ def test_the_probe_lock_is_held_by_one_holder_at_a_time(tmp_path: Path) -> None:
 
 
 def _hold_probe_lock(directory: str, ready: multiprocessing.synchronize.Event) -> None:
-    lock = CapacityBoard(Path(directory), "acct").try_probe_lock()
+    lock = FileCapacityBoard(Path(directory), "acct").try_probe_lock()
     assert lock is not None
     ready.set()
     signal.pause()
@@ -198,17 +198,17 @@ def test_a_dead_holders_probe_lock_is_free(tmp_path: Path) -> None:
     holder.start()
     try:
         assert ready.wait(10)
-        assert CapacityBoard(tmp_path, "acct").try_probe_lock() is None
+        assert FileCapacityBoard(tmp_path, "acct").try_probe_lock() is None
     finally:
         holder.kill()
         holder.join(10)
-    lock = CapacityBoard(tmp_path, "acct").try_probe_lock()
+    lock = FileCapacityBoard(tmp_path, "acct").try_probe_lock()
     assert lock is not None
     lock.release()
 
 
 def _publish_many(directory: str, writer: str, count: int, results: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    board = CapacityBoard(Path(directory), "acct")
+    board = FileCapacityBoard(Path(directory), "acct")
     seqs = []
     for _ in range(count):
         written = board.publish(
@@ -235,7 +235,7 @@ def test_two_processes_publishing_at_once_lose_no_update(tmp_path: Path) -> None
         assert worker.exitcode == 0
     # Under the lock every publication read its predecessor: no number twice, none lost.
     assert sorted(seqs) == list(range(1, 2 * count + 1))
-    final = CapacityBoard(tmp_path, "acct").read()
+    final = FileCapacityBoard(tmp_path, "acct").read()
     assert final is not None
     assert final.seq == 2 * count
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -246,7 +246,7 @@ def test_a_record_of_another_version_is_not_read() -> None:
 
 
 def test_a_successs_result_text_is_not_kept(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     board.publish(
         signals=TurnSignals(result_text="the model's work, which is no one else's business"),
         standing="open",

@@ -19,12 +19,12 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.application.ports import Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 
 STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
@@ -35,24 +35,6 @@ CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_COD
 _PROVIDER_VARIABLES = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 _VERSION = 1
 _LONGEST_TEXT = 300
-
-Standing = Literal["open", "closed", "other"]
-Source = Literal["turn", "probe"]
-
-
-@dataclass(frozen=True, slots=True)
-class Sighting:
-    """One published record: what a loop learned, when, and who it was."""
-
-    seq: int
-    at: datetime
-    pid: int
-    # The process and the gateway within it: a loop never mistakes its own record for
-    # news from another.
-    writer: str
-    source: Source
-    standing: Standing
-    signals: TurnSignals
 
 
 def capacity_directory(environ: Mapping[str, str]) -> Path:
@@ -104,8 +86,8 @@ class ProbeLock:
             os.close(descriptor)
 
 
-class CapacityBoard:
-    """The record of one account, in `directory`."""
+class FileCapacityBoard:
+    """The `CapacityBoard` port on one machine: the record of one account, in `directory`."""
 
     def __init__(self, directory: Path, account: str) -> None:
         self.directory = directory
@@ -183,7 +165,7 @@ def sighting_to_json(sighting: Sighting) -> str:
             "writer": sighting.writer,
             "source": sighting.source,
             "standing": sighting.standing,
-            "signals": _signals_to_dict(sighting.signals),
+            "signals": signals_to_dict(sighting.signals),
         },
         sort_keys=True,
     )
@@ -205,7 +187,7 @@ def sighting_from_json(text: str) -> Sighting | None:
             writer=str(data["writer"]),
             source=source,
             standing=standing,
-            signals=_signals_from_dict(data["signals"]),
+            signals=signals_from_dict(data["signals"]),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -216,7 +198,7 @@ def first_line(text: str) -> str:
     return lines[0][:_LONGEST_TEXT] if lines else ""
 
 
-def _signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
+def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
     return {
         "rate_limit_status": signals.rate_limit_status,
         "rate_limit_type": signals.rate_limit_type,
@@ -243,7 +225,7 @@ def _signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
     }
 
 
-def _signals_from_dict(data: Mapping[str, Any]) -> TurnSignals:
+def signals_from_dict(data: Mapping[str, Any]) -> TurnSignals:
     status = data.get("api_error_status")
     utilization = data.get("utilization")
     return TurnSignals(
