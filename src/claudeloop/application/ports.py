@@ -158,3 +158,8 @@ class CapacityBoard(Protocol):
     def try_probe_lock(self) -> ProbeHold | None:
         """The probe right when no other loop of the account holds it; never blocks."""
         ...
+
+    def wait_for_news(self, after_seq: int, timeout: float) -> Sighting | None:
+        """The first record newer than `after_seq` once one is published, or None after
+        `timeout` seconds."""
+        ...

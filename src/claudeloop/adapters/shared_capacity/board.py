@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 _PROVIDER_VARIABLES = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 _VERSION = 1
+_NEWS_POLL_SECONDS = 0.2
 _LONGEST_TEXT = 300
 
 
@@ -129,6 +131,19 @@ class FileCapacityBoard:
             )
             write_atomically(self.path, sighting_to_json(sighting))
             return sighting
+
+    def wait_for_news(self, after_seq: int, timeout: float) -> Sighting | None:
+        """The first record newer than `after_seq`, or None after `timeout` seconds.
+        One machine's loops share one disk: looking a few times a second is enough."""
+        deadline = time.monotonic() + timeout
+        while True:
+            latest = self.read()
+            if latest is not None and latest.seq > after_seq:
+                return latest
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            time.sleep(min(_NEWS_POLL_SECONDS, remaining))
 
     def try_probe_lock(self) -> ProbeLock | None:
         """The probe lock when no other loop holds it, else None (never blocks)."""
