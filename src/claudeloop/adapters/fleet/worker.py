@@ -1,0 +1,213 @@
+"""A worker: a DBOS application that takes runs from the fleet's queue and drives each
+with the unchanged claudeloop command line, as a child process in the run's directory.
+
+The first time a run is taken its child is `claudeloop run ... --run-id ID`; when the
+run directory already holds a record (a worker died or was stopped mid-run) it is
+`claudeloop resume --run-id ID`, which keeps the run's Claude session, ledger and probe
+instant. The child's exit code is the workflow's result.
+
+Stopping (SIGTERM or SIGINT): no new child starts, every running child gets SIGTERM
+(claudeloop stops at a safe point and exits 130) and the worker exits 130 without
+recording those runs as ended. They stay pending under this worker's executor id, and
+DBOS recovers them when a worker with that id starts again: the id is stable per
+machine and state directory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
+
+from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.adapters.fleet.queue import (
+    APPLICATION,
+    APPLICATION_VERSION,
+    QUEUE,
+    WORKFLOW,
+    FleetUnavailable,
+    Order,
+    init_schema,
+    quiet_dbos,
+    said,
+)
+
+STOPPED_EXIT = 130
+_CANCEL_POLL_SECONDS = 0.5
+# A child that exits 130 on its own may have had the terminal's Ctrl-C too: give the
+# worker's own handler this long to say the worker is stopping, so the run is handed
+# back rather than recorded as stopped.
+_SIGNAL_GRACE_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    engine: Engine
+    slots: int
+    per_account: int
+    executor_id: str
+
+
+def record_exists(cwd: Path, run_id: str) -> bool:
+    """Whether the run's directory holds a record a child can resume."""
+    return (cwd / ".claudeloop" / "runs" / run_id / "state.json").is_file()
+
+
+def child_command(run_id: str, order: Order) -> list[str]:
+    cwd = order.cwd
+    if record_exists(Path(cwd), run_id):
+        action = ["resume", "--run-id", run_id]
+    else:
+        action = ["run", *order.arguments, "--run-id", run_id]
+    return [sys.executable, "-m", "claudeloop", *action, "--cwd", cwd, "--quiet"]
+
+
+class Drivers:
+    """The children this worker runs, and whether it is stopping."""
+
+    def __init__(self, say: Callable[[str], None], environ: Mapping[str, str]) -> None:
+        self._say = say
+        self._environ = dict(environ)
+        self._lock = threading.Lock()
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.cancelled: set[str] = set()
+        self.stopping = threading.Event()
+
+    def drive(self, run_id: str, order: Order) -> int:
+        """Run the child to its end; returns its exit code. While stopping, never
+        returns: the run must stay unfinished for the next worker to resume."""
+        command = child_command(run_id, order)
+        with self._lock:
+            child = None
+            if not self.stopping.is_set():
+                child = subprocess.Popen(
+                    command, cwd=order.cwd, env=self._environ, stdin=subprocess.DEVNULL
+                )
+                self.children[run_id] = child
+        if child is None:
+            self._hold()
+        self._say(f"run {run_id}: {command[3]} in {order.cwd} (pid {child.pid})")
+        code = child.wait()
+        with self._lock:
+            self.children.pop(run_id, None)
+        if run_id not in self.cancelled and (
+            self.stopping.is_set()
+            or (code == STOPPED_EXIT and self.stopping.wait(_SIGNAL_GRACE_SECONDS))
+        ):
+            self._say(f"run {run_id}: stopped at a safe point; a worker will resume it")
+            self._hold()
+        self._say(f"run {run_id}: exit {code}")
+        return code
+
+    def _hold(self) -> NoReturn:
+        # The thread of a run being handed back waits here until the process exits.
+        while True:
+            threading.Event().wait()
+
+    def stop(self) -> None:
+        """Take no new run; bring the running ones to a safe point."""
+        with self._lock:
+            self.stopping.set()
+            for child in self.children.values():
+                _signal(child, signal.SIGTERM)
+
+    def kill(self) -> None:
+        with self._lock:
+            for child in self.children.values():
+                _signal(child, signal.SIGKILL)
+
+    def cancel(self, run_id: str) -> None:
+        with self._lock:
+            child = self.children.get(run_id)
+            if child is not None and run_id not in self.cancelled:
+                self.cancelled.add(run_id)
+                self._say(f"run {run_id}: cancelled; stopping it at a safe point")
+                _signal(child, signal.SIGTERM)
+
+    def running(self) -> list[str]:
+        with self._lock:
+            return list(self.children)
+
+
+def _signal(child: subprocess.Popen[bytes], which: signal.Signals) -> None:
+    if child.poll() is None:
+        child.send_signal(which)
+
+
+def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
+    """Take runs until SIGTERM or SIGINT; returns the exit code (130 when stopped)."""
+    from dbos import DBOS, DBOSConfig
+
+    init_schema(settings.engine)
+    drivers = Drivers(say, os.environ)
+    config: DBOSConfig = {
+        "name": APPLICATION,
+        "system_database_url": settings.engine.url,
+        "executor_id": settings.executor_id,
+        "application_version": APPLICATION_VERSION,
+        "log_level": "ERROR",
+    }
+    DBOS(config=config)
+
+    @DBOS.step(name="claudeloop.drive")
+    def drive(order: dict[str, Any]) -> int:
+        run_id = DBOS.workflow_id
+        assert run_id is not None
+        return drivers.drive(run_id, Order.from_json(order))
+
+    @DBOS.workflow(name=WORKFLOW)
+    def run(order: dict[str, Any]) -> int:
+        return drive(order)
+
+    def on_signal(number: int, _frame: FrameType | None) -> None:
+        if drivers.stopping.is_set():
+            say("second signal: killing the runs' processes")
+            drivers.kill()
+            return
+        say(f"{signal.Signals(number).name}: taking no new run, stopping the running ones")
+        drivers.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with quiet_dbos():
+        try:
+            DBOS.launch()
+            DBOS.register_queue(
+                QUEUE,
+                worker_concurrency=settings.slots,
+                partition_concurrency=settings.per_account,
+                on_conflict="always_update",
+            )
+        except Exception as error:
+            raise FleetUnavailable(f"engine {settings.engine.shown}: {said(error)}") from None
+    say(
+        f"worker {settings.executor_id}: taking runs from {settings.engine.shown} "
+        f"({settings.slots} at once, {settings.per_account} per account); "
+        "stop with Ctrl-C or SIGTERM"
+    )
+    while not drivers.stopping.wait(_CANCEL_POLL_SECONDS):
+        for run_id in drivers.running():
+            try:
+                status = DBOS.get_workflow_status(run_id)
+            except Exception:  # the database away for a moment: ask again next time
+                continue
+            if status is not None and status.status == "CANCELLED":
+                drivers.cancel(run_id)
+    while drivers.running():
+        drivers.stopping.wait(_CANCEL_POLL_SECONDS)
+    say("worker stopped; its unfinished runs resume when a worker starts again here")
+    return STOPPED_EXIT
+
+
+def exit_now(code: int) -> None:
+    """End the process without letting DBOS finish the workflows held for hand-back."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
