@@ -107,6 +107,15 @@ def run_record(project: Path, run_id: str) -> dict[str, Any]:
     return dict(json.loads((project / ".claudeloop" / "runs" / run_id / "state.json").read_text()))
 
 
+def finished(project: Path, run_id: str) -> bool:
+    """The run's record says it ended (read from disk: polling the queue would start a
+    process each time)."""
+    try:
+        return run_record(project, run_id)["state"]["outcome"] is not None
+    except (OSError, ValueError):
+        return False
+
+
 def events(project: Path, run_id: str) -> list[dict[str, Any]]:
     lines = (project / ".claudeloop" / "runs" / run_id / "events.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
@@ -161,8 +170,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
     fleet: Fleet,
 ) -> None:
     project = fleet.project("alpha")
+    first = fleet.worker()  # on a fresh database, racing the first `queue add`
     run_id = fleet.add(project)
-    first = fleet.worker()
     wait_for(
         lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
         "turn 2 to be in flight",
@@ -175,7 +184,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
 
     second = fleet.worker()
     try:
-        wait_for(lambda: fleet.states([run_id]) == ["done"], "the run to finish", 120)
+        wait_for(lambda: finished(project, run_id), "the run to finish", 120)
+        wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
     finally:
         stop(second)
     after = run_record(project, run_id)
