@@ -90,7 +90,9 @@ def run_arguments(params: list[click.Parameter], values: dict[str, Any]) -> list
             continue
         assert isinstance(param, click.Option)
         name = max(param.opts, key=len)
-        if param.is_flag and param.secondary_opts:
+        if param.count:
+            arguments += [name] * int(value)
+        elif param.is_flag and param.secondary_opts:
             arguments.append(name if value else max(param.secondary_opts, key=len))
         elif param.is_flag:
             if value:
@@ -99,6 +101,11 @@ def run_arguments(params: list[click.Parameter], values: dict[str, Any]) -> list
             for item in value if param.multiple else (value,):
                 arguments += [name, _text(item)]
     return arguments
+
+
+def forwarded_options(run: click.Command) -> list[click.Parameter]:
+    """The parameters of `run` a queued run passes on to it."""
+    return [p for p in run.params if p.name not in _NOT_FORWARDED]
 
 
 def _run_id(given: str | None) -> str:
@@ -197,7 +204,7 @@ def worker(engine: str | None, slots: int, per_account: int) -> None:
 
 def register(cli: click.Group, run: click.Command) -> None:
     """Add the fleet's commands to `cli`; `queue add` takes `run`'s run options."""
-    forwarded = [p for p in run.params if p.name not in _NOT_FORWARDED]
+    forwarded = forwarded_options(run)
 
     @cli.group(
         "fleet",
