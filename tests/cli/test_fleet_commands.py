@@ -128,8 +128,8 @@ def test_the_queued_run_options_give_run_the_same_settings(plan: Path) -> None:
 
 def parse_run(arguments: list[str]) -> dict[str, object]:
     # The group's help names, or click caches a `--help`-only option on `run`.
-    settings = {"help_option_names": ["-h", "--help"]}
-    return dict(run_command.make_context("run", list(arguments), **settings).params)
+    context = run_command.make_context("run", list(arguments), help_option_names=["-h", "--help"])
+    return dict(context.params)
 
 
 def test_nothing_on_the_path_of_run_imports_dbos_or_psycopg(tmp_path: Path) -> None:
