@@ -215,3 +215,44 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
     kinds = [event["type"] for event in events(project, run_id)]
     assert kinds.count("run.resumed") == 1
     assert (project / "step3.txt").exists()
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the worker's signals: any engine
+def test_sigterm_hands_a_waiting_run_back_and_the_next_worker_resumes_it(fleet: Fleet) -> None:
+    project = fleet.project("alpha")
+    run_id = fleet.add(project)
+    first = fleet.worker()
+    wait_for(lambda: project_phase(project, run_id) == "waiting", "the run to wait for the window")
+    session = run_record(project, run_id)["session_id"]
+    first.send_signal(signal.SIGTERM)  # the worker only: it passes the stop on
+    assert first.wait(timeout=60) == 130
+    assert run_record(project, run_id)["state"]["outcome"] == "stopped"
+    assert fleet.states([run_id]) == ["running"]  # not ended: handed back
+
+    second = fleet.worker()
+    try:
+        fleet.rehearsal.server.lift()
+        wait_for(lambda: finished(project, run_id), "the run to finish", 120)
+        wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
+    finally:
+        stop(second)
+    after = run_record(project, run_id)
+    assert after["state"]["outcome"] == "done"
+    assert after["session_id"] == session
+    kinds = kinds_of(project, run_id)
+    assert kinds.count("run.started") + kinds.count("run.resumed") == 2  # once by each worker
+
+
+def project_phase(project: Path, run_id: str) -> str | None:
+    try:
+        return str(run_record(project, run_id)["state"]["phase"])
+    except (OSError, ValueError):
+        return None
+
+
+def kinds_of(project: Path, run_id: str) -> list[str]:
+    try:
+        return [event["type"] for event in events(project, run_id)]
+    except OSError:
+        return []

@@ -111,17 +111,15 @@ class Drivers:
         while True:
             threading.Event().wait()
 
-    def stop(self) -> None:
-        """Take no new run; bring the running ones to a safe point."""
+    def stop(self, *, forward: bool) -> None:
+        """Take no new run; bring the running ones to a safe point (a second time: end
+        them at once, as a second Ctrl-C does). `forward`: send the children SIGTERM,
+        unless the signal reached them already."""
         with self._lock:
             self.stopping.set()
-            for child in self.children.values():
-                _signal(child, signal.SIGTERM)
-
-    def kill(self) -> None:
-        with self._lock:
-            for child in self.children.values():
-                _signal(child, signal.SIGKILL)
+            if forward:
+                for child in self.children.values():
+                    _signal(child, signal.SIGTERM)
 
     def cancel(self, run_id: str) -> None:
         with self._lock:
@@ -134,6 +132,16 @@ class Drivers:
     def running(self) -> list[str]:
         with self._lock:
             return list(self.children)
+
+
+def _terminal_sent_it_to_all() -> bool:
+    """Whether a Ctrl-C came from the terminal, which sends it to its whole foreground
+    process group, the children included: sending them another would be a second
+    Ctrl-C, which ends a turn at once instead of at a safe point."""
+    try:
+        return sys.stdin.isatty() and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return False
 
 
 def _signal(child: subprocess.Popen[bytes], which: signal.Signals) -> None:
@@ -168,11 +176,10 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
 
     def on_signal(number: int, _frame: FrameType | None) -> None:
         if drivers.stopping.is_set():
-            say("second signal: killing the runs' processes")
-            drivers.kill()
-            return
-        say(f"{signal.Signals(number).name}: taking no new run, stopping the running ones")
-        drivers.stop()
+            say("second signal: ending the runs at once")
+        else:
+            say(f"{signal.Signals(number).name}: taking no new run, stopping the running ones")
+        drivers.stop(forward=not (number == signal.SIGINT and _terminal_sent_it_to_all()))
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
