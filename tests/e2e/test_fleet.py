@@ -219,29 +219,45 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
 
 @pytest.mark.scenario("window_until_lift_at_2")
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the worker's signals: any engine
-def test_sigterm_hands_a_waiting_run_back_and_the_next_worker_resumes_it(fleet: Fleet) -> None:
-    project = fleet.project("alpha")
-    run_id = fleet.add(project)
-    first = fleet.worker()
-    wait_for(lambda: project_phase(project, run_id) == "waiting", "the run to wait for the window")
-    session = run_record(project, run_id)["session_id"]
+def test_a_cancelled_run_stops_and_sigterm_hands_the_other_back_to_the_next_worker(
+    fleet: Fleet,
+) -> None:
+    kept, cancelled = fleet.project("kept"), fleet.project("cancelled")
+    kept_id, cancelled_id = fleet.add(kept), fleet.add(cancelled)
+    first = fleet.worker("--slots", "2", "--per-account", "2")
+    wait_for(
+        lambda: (
+            [project_phase(kept, kept_id), project_phase(cancelled, cancelled_id)]
+            == ["waiting", "waiting"]
+        ),
+        "both runs to wait for the window",
+    )
+    session = run_record(kept, kept_id)["session_id"]
+    assert fleet.claudeloop("queue", "cancel", cancelled_id).returncode == 0
+    wait_for(lambda: finished(cancelled, cancelled_id), "the cancelled run to stop")
+    assert run_record(cancelled, cancelled_id)["state"]["outcome"] == "stopped"
+
     first.send_signal(signal.SIGTERM)  # the worker only: it passes the stop on
     assert first.wait(timeout=60) == 130
-    assert run_record(project, run_id)["state"]["outcome"] == "stopped"
-    assert fleet.states([run_id]) == ["running"]  # not ended: handed back
+    assert run_record(kept, kept_id)["state"]["outcome"] == "stopped"
+    # Not ended in the queue: handed back, for a worker of this machine to resume.
+    assert fleet.states([kept_id, cancelled_id]) == ["running", "cancelled"]
 
     second = fleet.worker()
     try:
         fleet.rehearsal.server.lift()
-        wait_for(lambda: finished(project, run_id), "the run to finish", 120)
-        wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
+        wait_for(lambda: finished(kept, kept_id), "the run to finish", 120)
+        wait_for(lambda: fleet.states([kept_id]) == ["done"], "the queue to say so", 30)
     finally:
         stop(second)
-    after = run_record(project, run_id)
+    after = run_record(kept, kept_id)
     assert after["state"]["outcome"] == "done"
     assert after["session_id"] == session
-    kinds = kinds_of(project, run_id)
+    kinds = kinds_of(kept, kept_id)
     assert kinds.count("run.started") + kinds.count("run.resumed") == 2  # once by each worker
+    # The cancelled run was not taken again.
+    assert kinds_of(cancelled, cancelled_id).count("run.started") == 1
+    assert run_record(cancelled, cancelled_id)["state"]["outcome"] == "stopped"
 
 
 def project_phase(project: Path, run_id: str) -> str | None:
