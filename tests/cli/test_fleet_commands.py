@@ -119,11 +119,22 @@ def test_the_queued_run_options_give_run_the_same_settings(plan: Path) -> None:
         "--on-limit", "credits=switch-profile local",
         "--no-update-plan",
         "--share-capacity",
-        "--notify", "json://127.0.0.1:8080/hook",
     ]  # fmt: skip
     parsed = parse_run(given)
     again = parse_run(run_arguments(forwarded_options(run_command), dict(parsed)))
     assert again == parsed
+
+
+def test_queue_add_keeps_no_notification_url_in_the_engine(
+    claudeloop: Invoke, engine: str, plan: Path
+) -> None:
+    # An apprise URL often holds a token: the worker's configuration names them instead.
+    result = claudeloop(
+        "queue", "add", plan, "--notify", "tgram://123:SECRET/9", "--engine", engine
+    )
+    assert result.exit_code == 2
+    assert "--notify" in result.err
+    assert "SECRET" not in result.err
 
 
 def parse_run(arguments: list[str]) -> dict[str, object]:

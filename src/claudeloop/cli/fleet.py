@@ -25,8 +25,11 @@ from claudeloop.cli.params import POSITIVE_INT
 if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
 
-# Options of `run` that are about `run`'s own output or are set by the worker itself.
-_NOT_FORWARDED = {"cwd", "run_id", "as_json", "verbose", "quiet"}
+# Options of `run` that are about `run`'s own output or are set by the worker itself,
+# and --notify: an apprise URL often holds a token, and a queued run's options are kept
+# in the engine's database. A worker's runs notify through the configuration the worker
+# reads (`notify` in config.toml, CLAUDELOOP_NOTIFY), as `run` and `resume` do.
+_NOT_FORWARDED = {"cwd", "run_id", "as_json", "verbose", "quiet", "notify"}
 
 ENGINE_HELP = (
     "Where the fleet keeps its queue and run records: postgresql://USER@HOST/DB "
@@ -243,7 +246,9 @@ Examples:
     def queue_add(**values: Any) -> None:
         """Queue a run on PLAN or on --prompt TEXT and print its run id; a worker takes it.
 
-        Every run option of `claudeloop run` is accepted and passed to the run."""
+        The run options of `claudeloop run` are passed to the run, all but --notify
+        (an apprise URL often holds a token): runs notify where the worker's
+        configuration says (`notify` in config.toml, CLAUDELOOP_NOTIFY)."""
         add(forwarded, values)
 
     add_command = click.Command(
