@@ -38,6 +38,8 @@ from claudeloop.adapters.fleet.queue import (
     quiet_dbos,
     said,
 )
+from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
+from claudeloop.adapters.run_directory.lock import live_driver
 
 STOPPED_EXIT = 130
 _CANCEL_POLL_SECONDS = 0.5
@@ -57,16 +59,32 @@ class WorkerSettings:
 
 def record_exists(cwd: Path, run_id: str) -> bool:
     """Whether the run's directory holds a record a child can resume."""
-    return (cwd / ".claudeloop" / "runs" / run_id / "state.json").is_file()
+    return (runs_root(cwd) / run_id / "state.json").is_file()
 
 
 def child_command(run_id: str, order: Order) -> list[str]:
-    cwd = order.cwd
-    if record_exists(Path(cwd), run_id):
+    cwd = Path(order.cwd)
+    if record_exists(cwd, run_id):
         action = ["resume", "--run-id", run_id]
     else:
+        _set_aside_unstarted(cwd, run_id)
         action = ["run", *order.arguments, "--run-id", run_id]
-    return [sys.executable, "-m", "claudeloop", *action, "--cwd", cwd, "--quiet"]
+    return [sys.executable, "-m", "claudeloop", *action, "--cwd", str(cwd), "--quiet"]
+
+
+def _set_aside_unstarted(cwd: Path, run_id: str) -> None:
+    """A worker killed between `run` making the run directory and its first record
+    leaves a directory without one: no turn was sent, but `run --run-id` would refuse
+    the id. It moves to .claudeloop/unstarted/, out of the runs' list, not deleted."""
+    directory = RunDirectory(runs_root(cwd) / run_id)
+    if not directory.path.is_dir() or live_driver(directory.lock_path) is not None:
+        return
+    aside = cwd / ".claudeloop" / "unstarted"
+    aside.mkdir(parents=True, exist_ok=True, mode=0o700)
+    number = 1
+    while (aside / f"{run_id}-{number}").exists():
+        number += 1
+    directory.path.rename(aside / f"{run_id}-{number}")
 
 
 class Drivers:

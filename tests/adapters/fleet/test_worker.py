@@ -1,0 +1,54 @@
+"""What a worker runs for a run it takes: `run` the first time, `resume` once the run
+directory holds a record, and a directory left without one set aside, never deleted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from claudeloop.adapters.fleet.queue import Order
+from claudeloop.adapters.fleet.worker import child_command
+
+
+def order(cwd: Path) -> Order:
+    return Order(str(cwd), ["PLAN.md", "--max-turns", "5"], account="0123456789abcdef")
+
+
+def test_a_run_taken_the_first_time_is_started_with_its_options(tmp_path: Path) -> None:
+    command = child_command("r1", order(tmp_path))
+    assert command[1:] == [
+        "-m", "claudeloop", "run", "PLAN.md", "--max-turns", "5", "--run-id", "r1",
+        "--cwd", str(tmp_path), "--quiet",
+    ]  # fmt: skip
+
+
+def test_a_run_with_a_record_is_resumed_with_the_settings_it_started_with(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "state.json").write_text("{}")
+    command = child_command("r1", order(tmp_path))
+    assert command[3:] == ["resume", "--run-id", "r1", "--cwd", str(tmp_path), "--quiet"]
+
+
+def test_a_directory_without_a_record_is_set_aside_and_the_run_started_again(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text('{"type": "run.started"}\n')
+    (run / "driver.pid").write_text("999999999")  # its driver died
+    command = child_command("r1", order(tmp_path))
+    assert command[3] == "run"
+    assert not run.exists()
+    kept = tmp_path / ".claudeloop" / "unstarted" / "r1-1" / "events.jsonl"
+    assert kept.read_text() == '{"type": "run.started"}\n'
+
+
+def test_a_directory_a_live_process_is_setting_up_is_left_alone(tmp_path: Path) -> None:
+    run = tmp_path / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "driver.pid").write_text(str(os.getppid()))  # alive, and not this process
+    child_command("r1", order(tmp_path))
+    assert run.is_dir()
