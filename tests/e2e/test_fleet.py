@@ -186,6 +186,27 @@ def test_one_worker_with_two_slots_finishes_three_runs_never_more_than_two_at_on
     assert not (projects[3] / "step1.txt").exists()
 
 
+@pytest.mark.scenario("one_step")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # a setting of the queue
+def test_one_account_runs_one_at_a_time_by_default_with_slots_to_spare(fleet: Fleet) -> None:
+    projects = [fleet.project(name, items=1) for name in ("alpha", "beta")]
+    run_ids = fleet.add_at_once(projects)  # the same credentials: one account
+    worker = fleet.worker("--slots", "2")
+    try:
+        wait_for(
+            lambda: all(finished(p, r) for p, r in zip(projects, run_ids, strict=True)),
+            "both runs to finish",
+            120,
+        )
+    finally:
+        stop(worker)
+    spans = []
+    for project, run_id in zip(projects, run_ids, strict=True):
+        stamps = [datetime.fromisoformat(e["ts"]) for e in events(project, run_id)]
+        spans.append((min(stamps), max(stamps)))
+    assert most_at_once(spans) == 1
+
+
 @pytest.mark.scenario("stall_at_2")
 def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
     fleet: Fleet,
