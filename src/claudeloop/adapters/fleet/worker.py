@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,8 +226,8 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
                 continue
             if status is not None and status.status == "CANCELLED":
                 drivers.cancel(run_id)
-    while drivers.running():
-        drivers.stopping.wait(_CANCEL_POLL_SECONDS)
+    while drivers.running():  # each child stops at its safe point
+        time.sleep(_CANCEL_POLL_SECONDS)
     say("worker stopped; its unfinished runs resume when a worker starts again here")
     return STOPPED_EXIT
 
