@@ -319,11 +319,17 @@ Each run is driven by `claudeloop run` (or `claudeloop resume` when its run
 directory already holds a record) as a child process in the run's directory.
 SIGTERM or Ctrl-C: no new run starts, the running ones stop at a safe point and
 the worker exits 130; a worker started again on this machine resumes them.
+--slots and --per-account are settings of the queue: the worker started last
+sets them for every worker.
 """,
     )
     @ENGINE_OPTION
     @click.option(
-        "--slots", type=POSITIVE_INT, default=1, show_default=True, help="Runs at once here."
+        "--slots",
+        type=POSITIVE_INT,
+        default=1,
+        show_default=True,
+        help="Runs at once in each worker.",
     )
     @click.option(
         "--per-account",
