@@ -70,6 +70,17 @@ def test_queue_add_prints_the_run_id_and_ls_lists_it_queued(
     assert len(only["account"]) == 16  # a fingerprint, never the credential
 
 
+def test_a_plan_named_from_elsewhere_is_found_in_the_runs_directory(
+    claudeloop: Invoke, engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "PLAN.md").write_text("- [ ] a\n")
+    monkeypatch.chdir(tmp_path)
+    added = claudeloop("queue", "add", "PLAN.md", "--cwd", project, "--engine", engine)
+    assert added.exit_code == 0, added.err
+
+
 def test_a_run_id_already_queued_is_refused(
     claudeloop: Invoke, engine: str, plan: Path, tmp_path: Path
 ) -> None:
@@ -84,7 +95,7 @@ def test_queue_add_wants_a_plan_or_a_prompt_and_a_plan_that_exists(
     both = claudeloop("queue", "add", plan, "--prompt", "x", "--engine", engine)
     assert_one_line_error(both, "either a PLAN file or --prompt")
     missing = claudeloop("queue", "add", tmp_path / "NOPE.md", "--engine", engine)
-    assert_one_line_error(missing, "NOPE.md", "no such plan file")
+    assert_one_line_error(missing, "NOPE.md", "not found")
     assert not (tmp_path / "fleet").exists()  # refused before the engine was touched
 
 

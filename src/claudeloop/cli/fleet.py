@@ -137,9 +137,12 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
     if (plan is None) == (prompt is None):
         raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
     if plan is not None:
-        located = plan.expanduser() if plan.is_absolute() else Path.cwd() / plan
+        # As `run` finds it: from here, else in the run's directory.
+        located = plan.expanduser()
+        if not located.is_absolute() and not located.exists() and (cwd / located).exists():
+            located = cwd / located
         if not located.is_file():
-            raise UserError(f"{plan}: no such plan file")
+            raise UserError(f"plan file {plan}: not found (nor in {cwd})")
         values["plan"] = located.resolve()
     run_id = _run_id(values.pop("run_id"))
     # The fingerprint of the account the worker's runs spend: its queue partition.
