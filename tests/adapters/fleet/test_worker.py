@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from claudeloop.adapters.fleet.queue import Order
-from claudeloop.adapters.fleet.worker import child_command
+from claudeloop.adapters.fleet.worker import Drivers, child_command
 
 
 def order(cwd: Path) -> Order:
@@ -52,3 +52,10 @@ def test_a_directory_a_live_process_is_setting_up_is_left_alone(tmp_path: Path) 
     (run / "driver.pid").write_text(str(os.getppid()))  # alive, and not this process
     child_command("r1", order(tmp_path))
     assert run.is_dir()
+
+
+def test_a_run_whose_directory_is_gone_ends_with_exit_2_and_says_why(tmp_path: Path) -> None:
+    said: list[str] = []
+    gone = Order(str(tmp_path / "gone"), ["--prompt", "x"], account="0123456789abcdef")
+    assert Drivers(said.append, {}).drive("r1", gone) == 2
+    assert said == [f"run r1: cannot start in {tmp_path / 'gone'}: No such file or directory"]

@@ -43,6 +43,7 @@ from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 
 STOPPED_EXIT = 130
+USAGE_EXIT = 2
 _CANCEL_POLL_SECONDS = 0.5
 # A child that exits 130 on its own may have had the terminal's Ctrl-C too: give the
 # worker's own handler this long to say the worker is stopping, so the run is handed
@@ -106,9 +107,13 @@ class Drivers:
         with self._lock:
             child = None
             if not self.stopping.is_set():
-                child = subprocess.Popen(
-                    command, cwd=order.cwd, env=self._environ, stdin=subprocess.DEVNULL
-                )
+                try:
+                    child = subprocess.Popen(
+                        command, cwd=order.cwd, env=self._environ, stdin=subprocess.DEVNULL
+                    )
+                except OSError as error:  # its directory is gone, or not on this machine
+                    self._say(f"run {run_id}: cannot start in {order.cwd}: {error.strerror}")
+                    return USAGE_EXIT
                 self.children[run_id] = child
         if child is None:
             self._hold()
