@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.fleet.engine import executor_id
+from claudeloop.adapters.fleet.worker import WorkerLock
 from claudeloop.cli.fleet import forwarded_options, run_arguments
 from claudeloop.cli.main import run as run_command
 from tests.cli.conftest import Invocation
@@ -173,3 +176,16 @@ def test_nothing_on_the_path_of_run_imports_dbos_or_psycopg(tmp_path: Path) -> N
         check=True,
     )
     assert shown.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_second_worker_of_one_name_is_refused_in_one_line(
+    claudeloop: Invoke, engine: str, tmp_path: Path
+) -> None:
+    running = WorkerLock(tmp_path / "state", executor_id(os.environ))
+    running.acquire()  # as a live worker of this machine holds it
+    try:
+        result = claudeloop("worker", "--engine", engine)
+    finally:
+        running.release()
+    assert_one_line_error(result, "already running", f"pid {os.getpid()}", "--name")
+    assert_one_line_error(claudeloop("worker", "--name", "a b", "--engine", engine), "--name")

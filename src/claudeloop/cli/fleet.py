@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # reads (`notify` in config.toml, CLAUDELOOP_NOTIFY), as `run` and `resume` do.
 _NOT_FORWARDED = {"cwd", "run_id", "as_json", "verbose", "quiet", "notify"}
 
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 ENGINE_HELP = (
     "Where the fleet keeps its queue and run records: postgresql://USER@HOST/DB "
     "(default: CLAUDELOOP_ENGINE, else a SQLite file in the user state directory)."
@@ -197,14 +199,23 @@ def cancel(run_id: str, engine: str | None) -> None:
             click.echo(f"run {run_id}: already ended ({ended})")
 
 
-def worker(engine: str | None, slots: int, per_account: int) -> None:
-    from claudeloop.adapters.fleet.engine import executor_id
-    from claudeloop.adapters.fleet.worker import WorkerSettings, exit_now, serve
+def worker(engine: str | None, slots: int, per_account: int, name: str | None) -> None:
+    from claudeloop.adapters.fleet.engine import executor_id, state_directory
+    from claudeloop.adapters.fleet.worker import WorkerRunning, WorkerSettings, exit_now, serve
 
     chosen = _engine(engine)
-    settings = WorkerSettings(chosen, slots, per_account, executor_id(os.environ))
+    if name is not None and not _NAME.fullmatch(name):
+        raise UserError(f"--name {name!r}: use letters, digits, '-' and '_'")
+    settings = WorkerSettings(
+        chosen, slots, per_account, executor_id(os.environ, name), state_directory(os.environ)
+    )
     with _unavailable_is_one_line():
-        code = serve(settings, lambda line: click.echo(f"claudeloop: {line}", err=True))
+        try:
+            code = serve(settings, lambda line: click.echo(f"claudeloop: {line}", err=True))
+        except WorkerRunning as running:
+            raise UserError(
+                f"{running}; stop it first, or tell this one apart with --name NAME"
+            ) from None
     exit_now(code)
 
 
@@ -315,6 +326,7 @@ Examples:
 Examples:
   claudeloop worker
   claudeloop worker --slots 4 --per-account 2
+  claudeloop worker --name second            a second worker on this machine
   CLAUDELOOP_ENGINE=postgresql://claudeloop@db.internal/claudeloop claudeloop worker
 
 \b
@@ -341,6 +353,12 @@ sets them for every worker.
         show_default=True,
         help="Runs of one account at once, across the fleet (the last worker started sets it).",
     )
-    def worker_command(engine: str | None, slots: int, per_account: int) -> None:
+    @click.option(
+        "--name",
+        default=None,
+        help="Tells two workers of this machine apart; started again with its name, a "
+        "worker resumes the runs it left unfinished (default: no name).",
+    )
+    def worker_command(engine: str | None, slots: int, per_account: int, name: str | None) -> None:
         """Take runs from the fleet's queue and drive them until stopped."""
-        worker(engine, slots, per_account)
+        worker(engine, slots, per_account, name)

@@ -87,3 +87,4 @@ def test_the_worker_keeps_its_name_on_this_machine_and_state_directory(tmp_path:
     elsewhere = {"CLAUDELOOP_STATE_DIR": str(tmp_path / "b")}
     assert executor_id(here) == executor_id(dict(here))
     assert executor_id(here) != executor_id(elsewhere)
+    assert executor_id(here, "second") == f"{executor_id(here)}-second"

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from claudeloop.adapters.fleet.queue import Order
-from claudeloop.adapters.fleet.worker import Drivers, child_command
+from claudeloop.adapters.fleet.worker import Drivers, WorkerLock, WorkerRunning, child_command
 
 
 def order(cwd: Path) -> Order:
@@ -59,3 +61,22 @@ def test_a_run_whose_directory_is_gone_ends_with_exit_2_and_says_why(tmp_path: P
     gone = Order(str(tmp_path / "gone"), ["--prompt", "x"], account="0123456789abcdef")
     assert Drivers(said.append, {}).drive("r1", gone) == 2
     assert said == [f"run r1: cannot start in {tmp_path / 'gone'}: No such file or directory"]
+
+
+def test_a_second_worker_of_the_same_name_is_refused_and_named_apart_is_not(
+    tmp_path: Path,
+) -> None:
+    first = WorkerLock(tmp_path, "host-1234abcd")
+    first.acquire()
+    try:
+        with pytest.raises(WorkerRunning) as refused:
+            WorkerLock(tmp_path, "host-1234abcd").acquire()
+        assert refused.value.pid == os.getpid()
+        other = WorkerLock(tmp_path, "host-1234abcd-second")
+        other.acquire()
+        other.release()
+    finally:
+        first.release()
+    again = WorkerLock(tmp_path, "host-1234abcd")  # the first one gone: free again
+    again.acquire()
+    again.release()

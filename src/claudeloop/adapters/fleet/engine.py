@@ -105,9 +105,11 @@ def masked(url: str) -> str:
     return urlunsplit((parts.scheme, f"{user}:***@{host_part}", *parts[2:]))
 
 
-def executor_id(environ: Mapping[str, str]) -> str:
+def executor_id(environ: Mapping[str, str], name: str | None = None) -> str:
     """The same name every time a worker starts on this machine with this state
-    directory: DBOS recovers the runs a dead worker of that name left unfinished."""
+    directory (and `name`, which tells two workers of one machine apart): DBOS recovers
+    the runs a dead worker of that name left unfinished."""
     directory = str(state_directory(environ).resolve())
     digest = hashlib.sha256(directory.encode()).hexdigest()[:8]
-    return f"{socket.gethostname()}-{digest}"
+    base = f"{socket.gethostname()}-{digest}"
+    return f"{base}-{name}" if name else base

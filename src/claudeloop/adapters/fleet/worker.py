@@ -15,6 +15,7 @@ machine and state directory.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -51,12 +52,51 @@ _CANCEL_POLL_SECONDS = 0.5
 _SIGNAL_GRACE_SECONDS = 1.0
 
 
+class WorkerRunning(RuntimeError):
+    """A worker of the same name is running on this machine: both would recover the
+    same runs and drive each twice."""
+
+    def __init__(self, executor_id: str, pid: int | None) -> None:
+        super().__init__(f"a worker named {executor_id} is already running (pid {pid or '?'})")
+        self.pid = pid
+
+
+class WorkerLock:
+    """One live worker per executor id: an flock the kernel drops when the worker dies,
+    however it dies."""
+
+    def __init__(self, state_directory: Path, executor_id: str) -> None:
+        self.path = state_directory / "workers" / f"{executor_id}.lock"
+        self.executor_id = executor_id
+        self._descriptor: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(descriptor, 32).decode(errors="replace").strip()
+            os.close(descriptor)
+            pid = int(holder) if holder.isdigit() else None
+            raise WorkerRunning(self.executor_id, pid) from None
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, str(os.getpid()).encode())
+        self._descriptor = descriptor
+
+    def release(self) -> None:
+        descriptor, self._descriptor = self._descriptor, None
+        if descriptor is not None:
+            os.close(descriptor)
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     engine: Engine
     slots: int
     per_account: int
     executor_id: str
+    state_directory: Path
 
 
 def record_exists(cwd: Path, run_id: str) -> bool:
@@ -177,6 +217,7 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     """Take runs until SIGTERM or SIGINT; returns the exit code (130 when stopped)."""
     from dbos import DBOS, DBOSConfig
 
+    WorkerLock(settings.state_directory, settings.executor_id).acquire()  # held to the end
     init_schema(settings.engine)
     drivers = Drivers(say, os.environ)
     config: DBOSConfig = {
