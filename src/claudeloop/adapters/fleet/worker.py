@@ -235,7 +235,10 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         assert run_id is not None
         return drivers.drive(run_id, Order.from_json(order))
 
-    @DBOS.workflow(name=WORKFLOW)
+    # No dead-letter after N recoveries (DBOS's default is 100): a run is handed back
+    # each time its worker stops, night after night, and it cannot crash the worker
+    # that recovers it (it runs in a child process).
+    @DBOS.workflow(name=WORKFLOW, max_recovery_attempts=None)
     def run(order: dict[str, Any]) -> int:
         return drive(order)
 
