@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.fleet.queue import Order
-from claudeloop.adapters.fleet.worker import Drivers, WorkerLock, WorkerRunning, child_command
+from claudeloop.adapters.fleet.worker import (
+    Drivers,
+    WorkerLock,
+    WorkerRunning,
+    child_command,
+    child_environment,
+)
 
 
 def order(cwd: Path) -> Order:
@@ -80,3 +86,15 @@ def test_a_second_worker_of_the_same_name_is_refused_and_named_apart_is_not(
     again = WorkerLock(tmp_path, "host-1234abcd")  # the first one gone: free again
     again.acquire()
     again.release()
+
+
+def test_a_run_gets_the_workers_environment_but_not_the_engine_and_its_password() -> None:
+    environ = {
+        "CLAUDELOOP_ENGINE": "postgresql://fleet:s3cret@db/claudeloop",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "CLAUDELOOP_MAX_TURNS": "5",
+    }
+    assert child_environment(environ) == {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "CLAUDELOOP_MAX_TURNS": "5",
+    }

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
-from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, Engine
 from claudeloop.adapters.fleet.queue import (
     APPLICATION,
     APPLICATION_VERSION,
@@ -129,6 +129,12 @@ def _set_aside_unstarted(cwd: Path, run_id: str) -> None:
     directory.path.rename(aside / f"{run_id}-{number}")
 
 
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The worker's environment without the engine URL: a run does not need it, and its
+    password must not reach the agent (whose shell could print it into a transcript)."""
+    return {name: value for name, value in environ.items() if name != ENGINE_VARIABLE}
+
+
 class Drivers:
     """The children this worker runs, and whether it is stopping."""
 
@@ -219,7 +225,7 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
 
     WorkerLock(settings.state_directory, settings.executor_id).acquire()  # held to the end
     init_schema(settings.engine)
-    drivers = Drivers(say, os.environ)
+    drivers = Drivers(say, child_environment(os.environ))
     config: DBOSConfig = {
         "name": APPLICATION,
         "system_database_url": settings.engine.url,
