@@ -92,6 +92,16 @@ def test_a_run_id_already_queued_is_refused(
     assert_one_line_error(claudeloop(*args), "--run-id r1", "already in the queue")
 
 
+def test_a_run_id_of_a_run_already_in_the_directory_is_refused(
+    claudeloop: Invoke, engine: str, plan: Path, tmp_path: Path
+) -> None:
+    (tmp_path / ".claudeloop" / "runs" / "r1").mkdir(parents=True)  # a run of `run`
+    result = claudeloop(
+        "queue", "add", plan, "--cwd", tmp_path, "--run-id", "r1", "--engine", engine
+    )
+    assert_one_line_error(result, "r1", "already used")
+
+
 def test_queue_add_wants_a_plan_or_a_prompt_and_a_plan_that_exists(
     claudeloop: Invoke, engine: str, plan: Path, tmp_path: Path
 ) -> None:

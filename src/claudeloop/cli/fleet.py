@@ -128,6 +128,7 @@ def _run_id(given: str | None) -> str:
 def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
     from claudeloop.adapters.fleet.queue import Order, RunIdTaken
     from claudeloop.adapters.fleet.queue import add as enqueue
+    from claudeloop.adapters.run_directory.layout import runs_root
     from claudeloop.adapters.shared_capacity.board import account_key
 
     chosen = _engine(values.pop("engine"))
@@ -147,6 +148,8 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
             raise UserError(f"plan file {plan}: not found (nor in {cwd})")
         values["plan"] = located.resolve()
     run_id = _run_id(values.pop("run_id"))
+    if (runs_root(cwd) / run_id).exists():  # the worker would resume that run instead
+        raise UserError(f"run id {run_id!r} is already used in {cwd}; pick another --run-id")
     # The fingerprint of the account the worker's runs spend: its queue partition.
     account = account_key(os.environ, values.get("model"))
     order = Order(str(cwd), run_arguments(forwarded, values), account)

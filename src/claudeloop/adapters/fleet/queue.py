@@ -139,19 +139,24 @@ def _client(engine: Engine) -> Iterator[DBOSClient]:
 def add(engine: Engine, run_id: str, order: Order) -> str:
     """Queue the run (a run id already in the queue is refused); returns its id."""
     init_schema(engine)  # a first `queue add` may race a first worker: both migrate
+    from dbos import error as dbos_errors
+
     with _client(engine) as client:
-        if client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False):
-            raise RunIdTaken(run_id)
-        client.enqueue(
-            {
-                "workflow_name": WORKFLOW,
-                "queue_name": QUEUE,
-                "workflow_id": run_id,
-                "queue_partition_key": order.account,
-                "application_name": APPLICATION,
-            },
-            order.to_json(),
-        )
+        try:
+            client.enqueue(
+                {
+                    "workflow_name": WORKFLOW,
+                    "queue_name": QUEUE,
+                    "workflow_id": run_id,
+                    # Refused in the same statement that would take it: no race.
+                    "workflow_id_reuse_policy": "reject",
+                    "queue_partition_key": order.account,
+                    "application_name": APPLICATION,
+                },
+                order.to_json(),
+            )
+        except dbos_errors.DBOSWorkflowIDInUseError:
+            raise RunIdTaken(run_id) from None
     return run_id
 
 
