@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.postgres_server import NoPostgres, PostgresServer, throwaway_postgres
 
 # Locally every run explores new examples (and keeps the failing ones in .hypothesis/);
 # CI replays one fixed set, so a submission lands or not on its own merits. A property
@@ -19,3 +23,27 @@ def isolated_state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test shares capacity records with the user's real loops, nor with another
     test: every run a test starts keeps its state under the test's own directory."""
     monkeypatch.setenv("CLAUDELOOP_STATE_DIR", str(tmp_path / "state"))
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL for the session, started only when a test asks for it.
+    Never skipped in CI: a machine without PostgreSQL fails these tests there."""
+    try:
+        with throwaway_postgres() as server:
+            yield server
+    except NoPostgres as missing:
+        if os.environ.get("CI"):
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> str:
+    """A connection string whose search path is a schema of this test's own."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    return f"{postgres_server.dsn}?options=-csearch_path%3D{schema}"

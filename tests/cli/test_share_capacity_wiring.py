@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.run_directory import RunDirectory
-from claudeloop.adapters.shared_capacity import SharedCapacityGateway
+from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
 from claudeloop.adapters.shared_capacity.board import account_key
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import Backend, make_gateway
@@ -26,7 +26,9 @@ def test_sharing_wraps_the_gateway_with_the_accounts_board(tmp_path: Path) -> No
     gateway = make_gateway(directory, spec(tmp_path), backend, tmp_path / "capacity")
     assert isinstance(gateway, SharedCapacityGateway)
     expected = account_key({**os.environ, "ANTHROPIC_API_KEY": "profile-key"}, "claude-sonnet-4-5")
-    assert gateway._board.path == tmp_path / "capacity" / f"{expected}.json"
+    board = gateway._board
+    assert isinstance(board, FileCapacityBoard)
+    assert board.path == tmp_path / "capacity" / f"{expected}.json"
 
 
 def test_without_a_directory_the_gateway_is_left_alone(tmp_path: Path) -> None:

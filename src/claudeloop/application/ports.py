@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
@@ -14,6 +14,10 @@ from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.verification import CheckCommand, CheckResult
+
+# What a sighting says of the account's capacity, and what made it.
+Standing = Literal["open", "closed", "other"]
+Source = Literal["turn", "probe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,4 +124,63 @@ class Checks(Protocol):
     async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
         """Run `check` in the run's cwd, its whole output into `output`; a command that
         times out or cannot start is a failed result, not an exception."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """What one loop last learned about its account's capacity, when, and who it was."""
+
+    seq: int
+    at: datetime
+    pid: int
+    # The process and the gateway within it: a loop never mistakes its own record for
+    # news from another.
+    writer: str
+    source: Source
+    standing: Standing
+    signals: TurnSignals
+
+
+class ProbeHold(Protocol):
+    """The right to probe for every loop of an account, until released (or until its
+    holder is gone: a dead holder's right lapses by itself)."""
+
+    def release(self) -> None: ...
+
+
+class CapacityBoard(Protocol):
+    """Where the loops of one account share what they learn about its capacity: a file
+    on one machine, a database table for a fleet. Never fatal: a board that cannot be
+    read reads as no record, and one that cannot be written raises OSError, which the
+    loop survives by going on alone."""
+
+    def read(self) -> Sighting | None:
+        """The current record, or None when there is none or it cannot be read."""
+        ...
+
+    def publish(
+        self,
+        *,
+        signals: TurnSignals,
+        standing: Standing,
+        source: Source,
+        writer: str,
+        now: datetime,
+        unless: Callable[[Sighting | None], bool] = ...,
+        patience: float = ...,
+    ) -> Sighting | None:
+        """Write the next record (the next sequence number) unless `unless(current)`
+        says the current one is better news; returns what was written. Waits at most
+        `patience` seconds for another writer of the account (0: one attempt), then
+        raises OSError: a stuck writer never holds a loop up."""
+        ...
+
+    def try_probe_lock(self) -> ProbeHold | None:
+        """The probe right when no other loop of the account holds it; never blocks."""
+        ...
+
+    def wait_for_news(self, after_seq: int, timeout: float) -> Sighting | None:
+        """The first record newer than `after_seq` once one is published, or None after
+        `timeout` seconds."""
         ...

@@ -141,12 +141,12 @@ def _sharing(
     (the CLI's environment is ours with the backend's over it) and model."""
     from claudeloop.adapters.claude_code.stderr_log import StderrLog
     from claudeloop.adapters.shared_capacity import (
-        CapacityBoard,
+        FileCapacityBoard,
         SharedCapacityGateway,
         account_key,
     )
 
-    board = CapacityBoard(capacity_dir, account_key({**os.environ, **backend.env}, spec.model))
+    board = FileCapacityBoard(capacity_dir, account_key({**os.environ, **backend.env}, spec.model))
     debug_log = StderrLog(directory.debug_log_path, redactor=directory.redactor)
     return SharedCapacityGateway(inner, board, policy=spec.wait_policy, note=debug_log.note)
 

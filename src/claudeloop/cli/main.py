@@ -12,6 +12,7 @@ import click
 
 from claudeloop import __version__
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
     APPRISE_URL,
     DURATION,
@@ -498,3 +499,6 @@ def doctor(cwd: Path | None, profile: str | None, as_json: bool, no_probe: bool)
     from claudeloop.cli import doctor as doctor_command
 
     doctor_command.doctor(cwd=cwd, profile=profile, as_json=as_json, probe=not no_probe)
+
+
+register_fleet(cli, run)

@@ -1,13 +1,12 @@
-"""The board: one record per account, replaced atomically under a lock, never fatal."""
+"""The file board: one record per account, replaced atomically under a lock, never fatal.
+
+What every board does is in test_board_contract.py; here is what only a file can get wrong."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import subprocess
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from claudeloop.adapters.shared_capacity.board import (
     BoardBusy,
-    CapacityBoard,
+    FileCapacityBoard,
     account_key,
     capacity_directory,
     sighting_from_json,
@@ -37,49 +36,12 @@ CLOSED = TurnSignals(
 )
 
 
-def publish(board: CapacityBoard, signals: TurnSignals = CLOSED, writer: str = "w") -> int:
+def publish(board: FileCapacityBoard, signals: TurnSignals = CLOSED, writer: str = "w") -> int:
     written = board.publish(
         signals=signals, standing="closed", source="turn", writer=writer, now=NOW
     )
     assert written is not None
     return written.seq
-
-
-def test_no_record_reads_as_none(tmp_path: Path) -> None:
-    assert CapacityBoard(tmp_path / "capacity", "acct").read() is None
-
-
-def test_a_record_reads_back_with_its_signals_first_line_only(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path / "capacity", "acct")
-    assert publish(board) == 1
-    sighting = board.read()
-    assert sighting is not None
-    assert (sighting.seq, sighting.at, sighting.pid, sighting.writer) == (1, NOW, os.getpid(), "w")
-    assert (sighting.source, sighting.standing) == ("turn", "closed")
-    assert sighting.signals.result_text == "API Error: 429 rate limited"
-    assert sighting.signals == replace(CLOSED, result_text="API Error: 429 rate limited")
-
-
-def test_each_publication_takes_the_next_sequence_number(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
-    assert [publish(board) for _ in range(3)] == [1, 2, 3]
-
-
-def test_unless_keeps_the_current_record(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
-    publish(board)
-    kept = board.publish(
-        signals=TurnSignals(),
-        standing="open",
-        source="turn",
-        writer="other",
-        now=NOW,
-        unless=lambda current: current is not None and current.standing == "closed",
-    )
-    assert kept is None
-    current = board.read()
-    assert current is not None
-    assert (current.seq, current.standing) == (1, "closed")
 
 
 @pytest.mark.parametrize(
@@ -101,7 +63,7 @@ def test_unless_keeps_the_current_record(tmp_path: Path) -> None:
 def test_a_corrupt_record_reads_as_none_and_the_next_publication_replaces_it(
     tmp_path: Path, text: str
 ) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     board.path.write_text(text)
     assert board.read() is None
     assert publish(board) == 1
@@ -109,7 +71,7 @@ def test_a_corrupt_record_reads_as_none_and_the_next_publication_replaces_it(
 
 
 def test_undecodable_bytes_read_as_none(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     board.path.write_bytes(b"\xff\xfe\x00garbage")
     assert board.read() is None
 
@@ -117,7 +79,7 @@ def test_undecodable_bytes_read_as_none(tmp_path: Path) -> None:
 def test_a_write_that_fails_leaves_the_old_record_whole_and_no_temporary_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     publish(board)
     before = board.path.read_text()
 
@@ -137,7 +99,7 @@ def test_the_record_holds_no_credential_and_its_name_is_a_short_hash(tmp_path: P
     assert len(key) == 16
     assert int(key, 16) >= 0
     assert TOKEN not in key
-    board = CapacityBoard(tmp_path, key)
+    board = FileCapacityBoard(tmp_path, key)
     publish(board)
     for path in tmp_path.iterdir():
         assert TOKEN not in path.name
@@ -173,97 +135,12 @@ def test_the_directory_is_the_state_dir_override_or_the_platforms(tmp_path: Path
     assert "claudeloop" in str(capacity_directory({}))
 
 
-def test_the_probe_lock_is_held_by_one_holder_at_a_time(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path / "capacity", "acct")
-    other = CapacityBoard(tmp_path / "capacity", "acct")
-    first = board.try_probe_lock()
-    assert first is not None
-    assert other.try_probe_lock() is None
-    assert board.try_probe_lock() is None
-    first.release()
-    first.release()  # twice is harmless
-    second = other.try_probe_lock()
-    assert second is not None
-    second.release()
-
-
-def _hold_probe_lock(directory: str, ready: multiprocessing.synchronize.Event) -> None:
-    lock = CapacityBoard(Path(directory), "acct").try_probe_lock()
-    assert lock is not None
-    ready.set()
-    signal.pause()
-
-
-def test_a_dead_holders_probe_lock_is_free(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("fork")
-    ready = context.Event()
-    holder = context.Process(target=_hold_probe_lock, args=(str(tmp_path), ready))
-    holder.start()
-    try:
-        assert ready.wait(10)
-        assert CapacityBoard(tmp_path, "acct").try_probe_lock() is None
-    finally:
-        holder.kill()
-        holder.join(10)
-    lock = CapacityBoard(tmp_path, "acct").try_probe_lock()
-    assert lock is not None
-    lock.release()
-
-
-def _publish_many(directory: str, writer: str, count: int, results: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    board = CapacityBoard(Path(directory), "acct")
-    seqs = []
-    for _ in range(count):
-        written = board.publish(
-            signals=CLOSED, standing="closed", source="probe", writer=writer, now=NOW
-        )
-        assert written is not None
-        seqs.append(written.seq)
-    results.put(seqs)
-
-
-def test_two_processes_publishing_at_once_lose_no_update(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("fork")
-    results: multiprocessing.Queue = context.Queue()  # type: ignore[type-arg]
-    count = 60
-    workers = [
-        context.Process(target=_publish_many, args=(str(tmp_path), name, count, results))
-        for name in ("a", "b")
-    ]
-    for worker in workers:
-        worker.start()
-    seqs = results.get(timeout=30) + results.get(timeout=30)
-    for worker in workers:
-        worker.join(10)
-        assert worker.exitcode == 0
-    # Under the lock every publication read its predecessor: no number twice, none lost.
-    assert sorted(seqs) == list(range(1, 2 * count + 1))
-    final = CapacityBoard(tmp_path, "acct").read()
-    assert final is not None
-    assert final.seq == 2 * count
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-
-
 def test_a_record_of_another_version_is_not_read() -> None:
     assert sighting_from_json('{"version": 2}') is None
 
 
-def test_a_successs_result_text_is_not_kept(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
-    board.publish(
-        signals=TurnSignals(result_text="the model's work, which is no one else's business"),
-        standing="open",
-        source="turn",
-        writer="w",
-        now=NOW,
-    )
-    sighting = board.read()
-    assert sighting is not None
-    assert sighting.signals.result_text == ""
-
-
 def test_a_writer_gives_up_on_a_lock_another_process_keeps(tmp_path: Path) -> None:
-    board = CapacityBoard(tmp_path, "acct")
+    board = FileCapacityBoard(tmp_path, "acct")
     publish(board)
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "acct.lock")],

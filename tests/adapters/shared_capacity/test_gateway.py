@@ -18,7 +18,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from claudeloop.adapters.shared_capacity import CapacityBoard, SharedCapacityGateway
+from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.domain.capacity import (
     Available,
@@ -108,7 +108,7 @@ class FakeInner:
 def loop(tmp_path: Path, inner: FakeInner, clock: Clock, **options: float) -> SharedCapacityGateway:
     return SharedCapacityGateway(
         inner,
-        CapacityBoard(tmp_path / "capacity", "acct"),
+        FileCapacityBoard(tmp_path / "capacity", "acct"),
         policy=POLICY,
         now=clock,
         poll=0.01,
@@ -121,7 +121,7 @@ def run(function: Callable[[], Awaitable[T]]) -> T:
 
 
 def published(tmp_path: Path) -> tuple[int, str, str] | None:
-    sighting = CapacityBoard(tmp_path / "capacity", "acct").read()
+    sighting = FileCapacityBoard(tmp_path / "capacity", "acct").read()
     if sighting is None:
         return None
     return sighting.seq, sighting.source, sighting.standing
@@ -372,7 +372,7 @@ def test_a_prober_that_hangs_is_given_up_on_after_the_follow_limit(tmp_path: Pat
 
 
 def _hold_probe_lock(directory: str, ready: multiprocessing.synchronize.Event) -> None:
-    lock = CapacityBoard(Path(directory), "acct").try_probe_lock()
+    lock = FileCapacityBoard(Path(directory), "acct").try_probe_lock()
     assert lock is not None
     ready.set()
     signal.pause()
@@ -415,7 +415,7 @@ def test_without_a_usable_state_directory_the_loop_goes_on_alone(tmp_path: Path)
     lines: list[str] = []
     inner = FakeInner(turn=SILENT, probe=OPEN)
     gateway = SharedCapacityGateway(
-        inner, CapacityBoard(blocker, "acct"), policy=POLICY, note=lines.append
+        inner, FileCapacityBoard(blocker, "acct"), policy=POLICY, note=lines.append
     )
     outcome = run(lambda: gateway.run_turn("go", session_id="a"))
     assert classify(outcome.signals) == WindowExhausted("five_hour", None)

@@ -5,10 +5,10 @@ decorator that reads and writes it around every turn and probe.
 """
 
 from claudeloop.adapters.shared_capacity.board import (
-    CapacityBoard,
+    FileCapacityBoard,
     account_key,
     capacity_directory,
 )
 from claudeloop.adapters.shared_capacity.gateway import SharedCapacityGateway
 
-__all__ = ["CapacityBoard", "SharedCapacityGateway", "account_key", "capacity_directory"]
+__all__ = ["FileCapacityBoard", "SharedCapacityGateway", "account_key", "capacity_directory"]

@@ -21,12 +21,12 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.application.ports import Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 
 STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
@@ -36,28 +36,11 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 _PROVIDER_VARIABLES = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 _VERSION = 1
+_NEWS_POLL_SECONDS = 0.2
 _LONGEST_TEXT = 300
 # How long a writer waits for the record's lock by default (held for milliseconds).
 LOCK_PATIENCE_SECONDS = 2.0
 _LOCK_RETRY_SECONDS = 0.01
-
-Standing = Literal["open", "closed", "other"]
-Source = Literal["turn", "probe"]
-
-
-@dataclass(frozen=True, slots=True)
-class Sighting:
-    """One published record: what a loop learned, when, and who it was."""
-
-    seq: int
-    at: datetime
-    pid: int
-    # The process and the gateway within it: a loop never mistakes its own record for
-    # news from another.
-    writer: str
-    source: Source
-    standing: Standing
-    signals: TurnSignals
 
 
 def capacity_directory(environ: Mapping[str, str]) -> Path:
@@ -113,8 +96,8 @@ class ProbeLock:
             os.close(descriptor)
 
 
-class CapacityBoard:
-    """The record of one account, in `directory`."""
+class FileCapacityBoard:
+    """The `CapacityBoard` port on one machine: the record of one account, in `directory`."""
 
     def __init__(self, directory: Path, account: str) -> None:
         self.directory = directory
@@ -158,6 +141,19 @@ class CapacityBoard:
             )
             write_atomically(self.path, sighting_to_json(sighting))
             return sighting
+
+    def wait_for_news(self, after_seq: int, timeout: float) -> Sighting | None:
+        """The first record newer than `after_seq`, or None after `timeout` seconds.
+        One machine's loops share one disk: looking a few times a second is enough."""
+        deadline = time.monotonic() + timeout
+        while True:
+            latest = self.read()
+            if latest is not None and latest.seq > after_seq:
+                return latest
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            time.sleep(min(_NEWS_POLL_SECONDS, remaining))
 
     def try_probe_lock(self) -> ProbeLock | None:
         """The probe lock when no other loop holds it, else None (never blocks)."""
@@ -204,7 +200,7 @@ def sighting_to_json(sighting: Sighting) -> str:
             "writer": sighting.writer,
             "source": sighting.source,
             "standing": sighting.standing,
-            "signals": _signals_to_dict(sighting.signals),
+            "signals": signals_to_dict(sighting.signals),
         },
         sort_keys=True,
     )
@@ -226,7 +222,7 @@ def sighting_from_json(text: str) -> Sighting | None:
             writer=str(data["writer"]),
             source=source,
             standing=standing,
-            signals=_signals_from_dict(data["signals"]),
+            signals=signals_from_dict(data["signals"]),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -237,7 +233,7 @@ def first_line(text: str) -> str:
     return lines[0][:_LONGEST_TEXT] if lines else ""
 
 
-def _signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
+def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
     return {
         "rate_limit_status": signals.rate_limit_status,
         "rate_limit_type": signals.rate_limit_type,
@@ -264,7 +260,7 @@ def _signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
     }
 
 
-def _signals_from_dict(data: Mapping[str, Any]) -> TurnSignals:
+def signals_from_dict(data: Mapping[str, Any]) -> TurnSignals:
     status = data.get("api_error_status")
     utilization = data.get("utilization")
     return TurnSignals(

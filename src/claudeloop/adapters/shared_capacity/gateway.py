@@ -28,14 +28,18 @@ import anyio
 from claudeloop.adapters.shared_capacity.board import (
     LOCK_PATIENCE_SECONDS,
     BoardBusy,
+    first_line,
+)
+from claudeloop.application.ports import (
     CapacityBoard,
-    ProbeLock,
+    Gateway,
+    ProbeHold,
+    ProbeOutcome,
     Sighting,
     Source,
     Standing,
-    first_line,
+    TurnOutcome,
 )
-from claudeloop.application.ports import Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
     Available,
@@ -241,7 +245,7 @@ class SharedCapacityGateway:
     def _read(self) -> Sighting | None:
         return self._board.read()
 
-    def _try_probe_lock(self) -> ProbeLock | _Alone | None:
+    def _try_probe_lock(self) -> ProbeHold | None:
         try:
             return self._board.try_probe_lock()
         except OSError as error:

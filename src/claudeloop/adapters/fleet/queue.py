@@ -1,0 +1,215 @@
+"""The fleet's queue as seen from outside a worker: set it up, add a run, list, cancel.
+
+A run in the queue is a DBOS workflow whose id is the run id; `DBOSClient` writes and
+reads it in the engine's database, so none of this needs a worker to be running. DBOS
+is imported here, never on the path of `claudeloop run`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from claudeloop.adapters.fleet.engine import Engine
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient
+
+APPLICATION = "claudeloop"
+WORKFLOW = "claudeloop.run"
+QUEUE = "claudeloop-runs"
+# Pinned, not DBOS's hash of the code: a worker of a newer claudeloop must still
+# recover the runs an older one left unfinished. Bump it when an order's shape changes.
+APPLICATION_VERSION = "fleet-1"
+_ENDED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
+
+
+class FleetUnavailable(OSError):
+    """The engine's database could not be reached or set up; one line, no password."""
+
+
+class RunIdTaken(ValueError):
+    """The run id is already in the queue."""
+
+
+@dataclass(frozen=True)
+class Order:
+    """What a worker needs to drive one run: where, the arguments of `claudeloop run`
+    after its own name (without --cwd and --run-id), and the account it spends."""
+
+    cwd: str
+    arguments: list[str]
+    account: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cwd": self.cwd, "arguments": list(self.arguments), "account": self.account}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Order:
+        return cls(str(data["cwd"]), [str(a) for a in data["arguments"]], str(data["account"]))
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    run_id: str
+    state: str
+    cwd: str
+    account: str
+    worker: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "cwd": self.cwd,
+            "account": self.account,
+            "worker": self.worker,
+        }
+
+
+@contextlib.contextmanager
+def quiet_dbos() -> Iterator[None]:
+    """DBOS logs its failures with tracebacks; ours end in one line instead."""
+    logger = logging.getLogger("dbos")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
+
+
+def said(error: BaseException) -> str:
+    """The first line of what the database said (SQLAlchemy appends SQL and links)."""
+    cause = getattr(error, "orig", None) or error
+    lines = [line for line in str(cause).strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(cause).__name__
+
+
+def init_schema(engine: Engine) -> None:
+    """DBOS's tables and, on PostgreSQL, the capacity board's; safe to repeat and to
+    race (DBOS migrates under a lock, the board creates its table under one)."""
+    from dbos import DBOS
+
+    if engine.sqlite_file is not None:
+        try:
+            engine.sqlite_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as error:
+            raise FleetUnavailable(f"engine {engine.shown}: {error}") from None
+    with quiet_dbos():
+        try:
+            DBOS.migrate(engine.url)
+        except Exception as error:  # DBOS and SQLAlchemy raise many kinds
+            raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+    if engine.kind == "postgresql":
+        from claudeloop.adapters.shared_capacity.postgres_board import ensure_schema
+
+        try:
+            ensure_schema(engine.url)
+        except OSError as error:
+            raise FleetUnavailable(f"engine {engine.shown}: {error}") from None
+
+
+@contextlib.contextmanager
+def _client(engine: Engine) -> Iterator[DBOSClient]:
+    from dbos import DBOSClient
+
+    with quiet_dbos():
+        try:
+            client = DBOSClient(
+                system_database_url=engine.url,
+                application_name=APPLICATION,
+                retry_connection_errors=False,
+            )
+        except Exception as error:
+            raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+        try:
+            yield client
+        except (FleetUnavailable, RunIdTaken):
+            raise
+        except Exception as error:
+            raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+        finally:
+            client.destroy()
+
+
+def add(engine: Engine, run_id: str, order: Order) -> str:
+    """Queue the run (a run id already in the queue is refused); returns its id."""
+    init_schema(engine)  # a first `queue add` may race a first worker: both migrate
+    from dbos import error as dbos_errors
+
+    with _client(engine) as client:
+        try:
+            client.enqueue(
+                {
+                    "workflow_name": WORKFLOW,
+                    "queue_name": QUEUE,
+                    "workflow_id": run_id,
+                    # Refused in the same statement that would take it: no race.
+                    "workflow_id_reuse_policy": "reject",
+                    "queue_partition_key": order.account,
+                    "application_name": APPLICATION,
+                },
+                order.to_json(),
+            )
+        except dbos_errors.DBOSWorkflowIDInUseError:
+            raise RunIdTaken(run_id) from None
+    return run_id
+
+
+def runs(engine: Engine) -> list[QueuedRun]:
+    """Every run of the queue, oldest first."""
+    init_schema(engine)
+    with _client(engine) as client:
+        statuses = client.list_workflows(name=WORKFLOW, load_output=True)
+        return [_queued_run(status) for status in statuses]
+
+
+def cancel(engine: Engine, run_id: str) -> QueuedRun | None:
+    """Cancel the run: queued, it never starts; running, its worker stops it at the next
+    safe point. Returns the run as it was, None when there is no such run."""
+    init_schema(engine)
+    with _client(engine) as client:
+        found = client.list_workflows(workflow_ids=[run_id], name=WORKFLOW)
+        if not found:
+            return None
+        before = _queued_run(found[0])
+        if found[0].status not in _ENDED:
+            client.cancel_workflow(run_id)
+        return before
+
+
+def _queued_run(status: Any) -> QueuedRun:
+    order = _order_of(status)
+    return QueuedRun(
+        run_id=str(status.workflow_id),
+        state=state_of(str(status.status), status.output),
+        cwd=order.cwd if order else "?",
+        account=order.account if order else "?",
+        worker=status.executor_id if status.status != "ENQUEUED" else None,
+    )
+
+
+def _order_of(status: Any) -> Order | None:
+    try:
+        return Order.from_json(status.input["args"][0])
+    except (TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def state_of(status: str, output: Any) -> str:
+    """A run's state in the user's words, from DBOS's status and the child's exit code."""
+    match status:
+        case "ENQUEUED" | "DELAYED":
+            return "queued"
+        case "PENDING":
+            return "running"
+        case "SUCCESS":
+            return "done" if output == 0 else f"exit {output}"
+        case "CANCELLED":
+            return "cancelled"
+        case _:
+            return "failed"

@@ -1,0 +1,366 @@
+"""The fleet's commands: `fleet init`, `queue add|ls|cancel`, `worker`.
+
+Parsing and rendering only; the engine, the queue and the worker are in
+adapters/fleet, imported when a fleet command runs (dbos is the `fleet` extra, and
+`claudeloop run` never loads it). `queue add` takes the run options of `run` itself,
+so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from claudeloop.cli.errors import UserError
+from claudeloop.cli.params import POSITIVE_INT
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.fleet.engine import Engine
+
+# Options of `run` that are about `run`'s own output or are set by the worker itself,
+# and --notify: an apprise URL often holds a token, and a queued run's options are kept
+# in the engine's database. A worker's runs notify through the configuration the worker
+# reads (`notify` in config.toml, CLAUDELOOP_NOTIFY), as `run` and `resume` do.
+_NOT_FORWARDED = {"cwd", "run_id", "as_json", "verbose", "quiet", "notify"}
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+ENGINE_HELP = (
+    "Where the fleet keeps its queue and run records: postgresql://USER@HOST/DB "
+    "(default: CLAUDELOOP_ENGINE, else a SQLite file in the user state directory)."
+)
+ENGINE_OPTION = click.option("--engine", default=None, metavar="URL", help=ENGINE_HELP)
+
+
+def _engine(option: str | None) -> Engine:
+    from claudeloop.adapters.fleet.engine import BadEngine, engine_from
+
+    if importlib.util.find_spec("dbos") is None:
+        raise UserError(
+            "the fleet commands need DBOS: pip install 'claudeloop[fleet]'", exit_code=2
+        )
+    try:
+        return engine_from(option, os.environ)
+    except BadEngine as error:
+        raise UserError(str(error)) from None
+
+
+@contextmanager
+def _unavailable_is_one_line() -> Iterator[None]:
+    from claudeloop.adapters.fleet.queue import FleetUnavailable
+
+    try:
+        yield
+    except FleetUnavailable as error:
+        raise UserError(str(error), exit_code=1) from None
+
+
+def init(engine: str | None) -> None:
+    """Create the fleet's tables (DBOS's and the capacity board's)."""
+    from claudeloop.adapters.fleet.queue import init_schema
+
+    chosen = _engine(engine)
+    with _unavailable_is_one_line():
+        init_schema(chosen)
+    click.echo(f"fleet ready: {chosen.shown}")
+
+
+def _text(value: Any) -> str:
+    from claudeloop.adapters.config.durations import format_duration
+
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, tuple):  # --on-limit LIMIT=ACTION, already rendered
+        return "=".join(str(part) for part in value)
+    return str(value)
+
+
+def run_arguments(params: list[click.Parameter], values: dict[str, Any]) -> list[str]:
+    """The command line of `claudeloop run` that gives these parsed values again."""
+    arguments: list[str] = []
+    for param in params:
+        value = values.get(param.name or "")
+        if value is None or value == ():
+            continue
+        if isinstance(param, click.Argument):
+            arguments.append(_text(value))
+            continue
+        assert isinstance(param, click.Option)
+        name = max(param.opts, key=len)
+        if param.count:
+            arguments += [name] * int(value)
+        elif param.is_flag and param.secondary_opts:
+            arguments.append(name if value else max(param.secondary_opts, key=len))
+        elif param.is_flag:
+            if value:
+                arguments.append(name)
+        else:
+            for item in value if param.multiple else (value,):
+                arguments += [name, _text(item)]
+    return arguments
+
+
+def forwarded_options(run: click.Command) -> list[click.Parameter]:
+    """The parameters of `run` a queued run passes on to it."""
+    return [p for p in run.params if p.name not in _NOT_FORWARDED]
+
+
+def _run_id(given: str | None) -> str:
+    from claudeloop.adapters.run_directory.layout import new_run_id
+
+    if given is None:
+        return new_run_id(datetime.now(UTC))
+    if not given.strip() or "/" in given or given.startswith("."):
+        raise UserError(
+            f"--run-id {given!r}: use letters, digits, '-' and '_' (it names a directory)"
+        )
+    return given
+
+
+def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
+    from claudeloop.adapters.fleet.queue import Order, RunIdTaken
+    from claudeloop.adapters.fleet.queue import add as enqueue
+    from claudeloop.adapters.run_directory.layout import runs_root
+    from claudeloop.adapters.shared_capacity.board import account_key
+
+    chosen = _engine(values.pop("engine"))
+    as_json = bool(values.pop("as_json"))
+    cwd = (values.pop("cwd") or Path.cwd()).expanduser().resolve()
+    if not cwd.is_dir():
+        raise UserError(f"--cwd {cwd}: not a directory; give the run's working directory")
+    plan, prompt = values.get("plan"), values.get("prompt")
+    if (plan is None) == (prompt is None):
+        raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
+    if plan is not None:
+        # As `run` finds it: from here, else in the run's directory.
+        located = plan.expanduser()
+        if not located.is_absolute() and not located.exists() and (cwd / located).exists():
+            located = cwd / located
+        if not located.is_file():
+            raise UserError(f"plan file {plan}: not found (nor in {cwd})")
+        values["plan"] = located.resolve()
+    run_id = _run_id(values.pop("run_id"))
+    if (runs_root(cwd) / run_id).exists():  # the worker would resume that run instead
+        raise UserError(f"run id {run_id!r} is already used in {cwd}; pick another --run-id")
+    # The fingerprint of the account the worker's runs spend: its queue partition.
+    account = account_key(os.environ, values.get("model"))
+    order = Order(str(cwd), run_arguments(forwarded, values), account)
+    with _unavailable_is_one_line():
+        try:
+            enqueue(chosen, run_id, order)
+        except RunIdTaken:
+            raise UserError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
+    if as_json:
+        click.echo(json.dumps({"run_id": run_id, "cwd": str(cwd), "account": account}))
+    else:
+        click.echo(run_id)
+
+
+def ls(engine: str | None, as_json: bool) -> None:
+    from claudeloop.adapters.fleet.queue import runs
+
+    chosen = _engine(engine)
+    with _unavailable_is_one_line():
+        queued = runs(chosen)
+    if as_json:
+        click.echo(json.dumps({"runs": [run.to_json() for run in queued]}, indent=2))
+        return
+    if not queued:
+        click.echo(f"no runs in the queue of {chosen.shown}")
+        return
+    rows = [("RUN", "STATE", "CWD", "ACCOUNT", "WORKER")] + [
+        (run.run_id, run.state, run.cwd, run.account, run.worker or "-") for run in queued
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        click.echo("  ".join([*cells, row[4]]))
+
+
+def cancel(run_id: str, engine: str | None) -> None:
+    from claudeloop.adapters.fleet.queue import cancel as cancel_run
+
+    chosen = _engine(engine)
+    with _unavailable_is_one_line():
+        before = cancel_run(chosen, run_id)
+    if before is None:
+        raise UserError(f"queue cancel {run_id}: no such run in the queue of {chosen.shown}")
+    match before.state:
+        case "queued":
+            click.echo(f"run {run_id}: cancelled; it will not start")
+        case "running":
+            click.echo(f"run {run_id}: cancelled; its worker stops it at the next safe point")
+        case ended:
+            click.echo(f"run {run_id}: already ended ({ended})")
+
+
+def worker(engine: str | None, slots: int, per_account: int, name: str | None) -> None:
+    from claudeloop.adapters.fleet.engine import executor_id, state_directory
+    from claudeloop.adapters.fleet.worker import WorkerRunning, WorkerSettings, exit_now, serve
+
+    chosen = _engine(engine)
+    if name is not None and not _NAME.fullmatch(name):
+        raise UserError(f"--name {name!r}: use letters, digits, '-' and '_'")
+    settings = WorkerSettings(
+        chosen, slots, per_account, executor_id(os.environ, name), state_directory(os.environ)
+    )
+    with _unavailable_is_one_line():
+        try:
+            code = serve(settings, lambda line: click.echo(f"claudeloop: {line}", err=True))
+        except WorkerRunning as running:
+            raise UserError(
+                f"{running}; stop it first, or tell this one apart with --name NAME"
+            ) from None
+    exit_now(code)
+
+
+def register(cli: click.Group, run: click.Command) -> None:
+    """Add the fleet's commands to `cli`; `queue add` takes `run`'s run options."""
+    forwarded = forwarded_options(run)
+
+    @cli.group(
+        "fleet",
+        epilog="""\b
+Examples:
+  claudeloop fleet init
+  claudeloop fleet init --engine postgresql://db.internal/fleet
+""",
+    )
+    def fleet_group() -> None:
+        """A fleet: a queue of runs and workers that take them (DBOS Transact)."""
+
+    @fleet_group.command(
+        "init",
+        epilog="""\b
+Safe to repeat, and to run while workers start: set-up happens under a lock.
+""",
+    )
+    @ENGINE_OPTION
+    def fleet_init(engine: str | None) -> None:
+        """Create the fleet's tables in the engine's database."""
+        init(engine)
+
+    @cli.group(
+        "queue",
+        epilog="""\b
+Examples:
+  claudeloop queue add PLAN.md --cwd ~/src/app --max-dollars 5
+  claudeloop queue ls
+  claudeloop queue cancel 20261201-101500-a1b2c3
+""",
+    )
+    def queue_group() -> None:
+        """The fleet's queue of runs: add, list, cancel. No worker needs to be running."""
+
+    def queue_add(**values: Any) -> None:
+        """Queue a run on PLAN or on --prompt TEXT and print its run id; a worker takes it.
+
+        The run options of `claudeloop run` are passed to the run, all but --notify
+        (an apprise URL often holds a token): runs notify where the worker's
+        configuration says (`notify` in config.toml, CLAUDELOOP_NOTIFY)."""
+        add(forwarded, values)
+
+    add_command = click.Command(
+        "add",
+        callback=queue_add,
+        params=[
+            *forwarded,
+            click.Option(
+                ["--cwd"],
+                type=click.Path(path_type=Path),
+                default=None,
+                help="Working directory of the run (default: the current one).",
+            ),
+            click.Option(["--run-id"], default=None, help="Name the run (default: time-based)."),
+            click.Option(["--engine"], default=None, metavar="URL", help=ENGINE_HELP),
+            click.Option(["--json", "as_json"], is_flag=True, help="Print the run id as JSON."),
+        ],
+        help=queue_add.__doc__,
+        epilog="""\b
+Examples:
+  claudeloop queue add PLAN.md --cwd ~/src/app
+  claudeloop queue add --prompt "Fix the flaky tests" --cwd ~/src/api
+  claudeloop queue add PLAN.md --run-id nightly --engine postgresql://db/fleet
+""",
+    )
+    queue_group.add_command(add_command)
+
+    @queue_group.command(
+        "ls",
+        epilog="""\b
+Examples:
+  claudeloop queue ls
+  claudeloop queue ls --json | jq '.runs[] | select(.state == "running")'
+""",
+    )
+    @ENGINE_OPTION
+    @click.option("--json", "as_json", is_flag=True)
+    def queue_ls(engine: str | None, as_json: bool) -> None:
+        """Every run of the queue, oldest first: run id, state, cwd, account, worker.
+
+        States: queued, running, done, exit N (the run's exit code), cancelled, failed."""
+        ls(engine, as_json)
+
+    @queue_group.command(
+        "cancel",
+        epilog="""\b
+Examples:
+  claudeloop queue cancel 20261201-101500-a1b2c3
+""",
+    )
+    @click.argument("run_id", metavar="RUN_ID")
+    @ENGINE_OPTION
+    def queue_cancel(run_id: str, engine: str | None) -> None:
+        """Cancel a run: a queued one never starts, a running one is stopped at its next
+        safe point (its run directory stays, `claudeloop resume` can go on with it)."""
+        cancel(run_id, engine)
+
+    @cli.command(
+        "worker",
+        epilog="""\b
+Examples:
+  claudeloop worker
+  claudeloop worker --slots 4 --per-account 2
+  claudeloop worker --name second            a second worker on this machine
+  CLAUDELOOP_ENGINE=postgresql://db.internal/fleet claudeloop worker
+
+Each run is driven by `claudeloop run` (or `claudeloop resume` when its run
+directory already holds a record) as a child process in the run's directory.
+SIGTERM or Ctrl-C: no new run starts, the running ones stop at a safe point and
+the worker exits 130; a worker started again on this machine resumes them.
+--slots and --per-account are settings of the queue: the worker started last
+sets them for every worker.
+""",
+    )
+    @ENGINE_OPTION
+    @click.option(
+        "--slots",
+        type=POSITIVE_INT,
+        default=1,
+        show_default=True,
+        help="Runs at once in each worker.",
+    )
+    @click.option(
+        "--per-account",
+        type=POSITIVE_INT,
+        default=1,
+        show_default=True,
+        help="Runs of one account at once, across the fleet (the last worker started sets it).",
+    )
+    @click.option(
+        "--name",
+        default=None,
+        help="Tells two workers of this machine apart; started again with its name, a "
+        "worker resumes the runs it left unfinished (default: no name).",
+    )
+    def worker_command(engine: str | None, slots: int, per_account: int, name: str | None) -> None:
+        """Take runs from the fleet's queue and drive them until stopped."""
+        worker(engine, slots, per_account, name)

@@ -1,0 +1,104 @@
+"""What a worker runs for a run it takes: `run` the first time, `resume` once the run
+directory holds a record, and a directory left without one set aside, never deleted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.fleet.queue import Order
+from claudeloop.adapters.fleet.worker import (
+    Drivers,
+    WorkerLock,
+    WorkerRunning,
+    child_command,
+    child_environment,
+)
+from claudeloop.adapters.run_directory.lock import acquire
+
+
+def order(cwd: Path) -> Order:
+    return Order(str(cwd), ["PLAN.md", "--max-turns", "5"], account="0123456789abcdef")
+
+
+def test_a_run_taken_the_first_time_is_started_with_its_options(tmp_path: Path) -> None:
+    command = child_command("r1", order(tmp_path))
+    assert command[1:] == [
+        "-m", "claudeloop", "run", "PLAN.md", "--max-turns", "5", "--run-id", "r1",
+        "--cwd", str(tmp_path), "--quiet",
+    ]  # fmt: skip
+
+
+def test_a_run_with_a_record_is_resumed_with_the_settings_it_started_with(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "state.json").write_text("{}")
+    command = child_command("r1", order(tmp_path))
+    assert command[3:] == ["resume", "--run-id", "r1", "--cwd", str(tmp_path), "--quiet"]
+
+
+def test_a_directory_without_a_record_is_set_aside_and_the_run_started_again(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text('{"type": "run.started"}\n')
+    (run / "driver.pid").write_text("999999999")  # its driver died
+    command = child_command("r1", order(tmp_path))
+    assert command[3] == "run"
+    assert not run.exists()
+    kept = tmp_path / ".claudeloop" / "unstarted" / "r1-1" / "events.jsonl"
+    assert kept.read_text() == '{"type": "run.started"}\n'
+
+
+def test_a_directory_a_live_process_is_setting_up_is_left_alone(tmp_path: Path) -> None:
+    run = tmp_path / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    lock = acquire(run / "driver.pid")  # a driver holds the run's lock while it sets up
+    try:
+        child_command("r1", order(tmp_path))
+    finally:
+        lock.release()
+    assert run.is_dir()
+
+
+def test_a_run_whose_directory_is_gone_ends_with_exit_2_and_says_why(tmp_path: Path) -> None:
+    said: list[str] = []
+    gone = Order(str(tmp_path / "gone"), ["--prompt", "x"], account="0123456789abcdef")
+    assert Drivers(said.append, {}).drive("r1", gone) == 2
+    assert said == [f"run r1: cannot start in {tmp_path / 'gone'}: No such file or directory"]
+
+
+def test_a_second_worker_of_the_same_name_is_refused_and_named_apart_is_not(
+    tmp_path: Path,
+) -> None:
+    first = WorkerLock(tmp_path, "host-1234abcd")
+    first.acquire()
+    try:
+        with pytest.raises(WorkerRunning) as refused:
+            WorkerLock(tmp_path, "host-1234abcd").acquire()
+        assert refused.value.pid == os.getpid()
+        other = WorkerLock(tmp_path, "host-1234abcd-second")
+        other.acquire()
+        other.release()
+    finally:
+        first.release()
+    again = WorkerLock(tmp_path, "host-1234abcd")  # the first one gone: free again
+    again.acquire()
+    again.release()
+
+
+def test_a_run_gets_the_workers_environment_but_not_the_engine_and_its_password() -> None:
+    environ = {
+        "CLAUDELOOP_ENGINE": "postgresql://fleet:s3cret@db/claudeloop",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "CLAUDELOOP_MAX_TURNS": "5",
+    }
+    assert child_environment(environ) == {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "CLAUDELOOP_MAX_TURNS": "5",
+    }

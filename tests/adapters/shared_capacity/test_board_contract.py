@@ -1,0 +1,280 @@
+"""One contract for every capacity board: the file board of one machine and the
+PostgreSQL board of a fleet behave alike wherever the loops can tell."""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from claudeloop.adapters.shared_capacity.board import FileCapacityBoard, account_key
+from claudeloop.application.ports import CapacityBoard
+from claudeloop.domain.signals import TurnSignals, WindowUsage
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+TOKEN = "sk-ant-oat01-very-secret-token-value"
+CLOSED = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="five_hour",
+    resets_at=NOW + timedelta(hours=2),
+    utilization=1.0,
+    api_error_status=429,
+    assistant_error="rate_limit",
+    result_text="API Error: 429 rate limited\nsecond line is the model's business",
+    is_error=True,
+    windows=(WindowUsage("five_hour", 1.0, NOW + timedelta(hours=2), "rejected"),),
+)
+
+# (kind, where): a file board's directory or a PostgreSQL connection string. Plain
+# strings, so a board can be made again in a forked process.
+Location = tuple[str, str]
+T = TypeVar("T")
+
+
+def open_board(location: Location, account: str = "acct") -> CapacityBoard:
+    kind, where = location
+    if kind == "file":
+        return FileCapacityBoard(Path(where), account)
+    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
+
+    return PostgresCapacityBoard(where, account)
+
+
+@pytest.fixture(params=["file", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+    if request.param == "file":
+        return ("file", str(tmp_path / "capacity"))
+    return ("postgresql", str(request.getfixturevalue("postgres_dsn")))
+
+
+@pytest.fixture
+def board(location: Location) -> CapacityBoard:
+    return open_board(location)
+
+
+def publish(
+    board: CapacityBoard,
+    signals: TurnSignals = CLOSED,
+    writer: str = "w",
+    unless: Callable[..., bool] = lambda _current: False,
+) -> int:
+    written = board.publish(
+        signals=signals, standing="closed", source="turn", writer=writer, now=NOW, unless=unless
+    )
+    assert written is not None
+    return written.seq
+
+
+def test_no_record_reads_as_none(board: CapacityBoard) -> None:
+    assert board.read() is None
+
+
+def test_a_record_reads_back_with_an_errors_first_line_only(board: CapacityBoard) -> None:
+    assert publish(board) == 1
+    sighting = board.read()
+    assert sighting is not None
+    assert (sighting.seq, sighting.writer, sighting.source, sighting.standing) == (
+        1,
+        "w",
+        "turn",
+        "closed",
+    )
+    assert sighting.at.utcoffset() is not None
+    assert sighting.signals == replace(CLOSED, result_text="API Error: 429 rate limited")
+
+
+def test_each_publication_takes_the_next_sequence_number(board: CapacityBoard) -> None:
+    assert [publish(board) for _ in range(3)] == [1, 2, 3]
+
+
+def test_accounts_keep_apart(location: Location) -> None:
+    one, other = open_board(location, "one"), open_board(location, "other")
+    publish(one)
+    publish(one)
+    assert other.read() is None
+    assert publish(other) == 1
+    latest = one.read()
+    assert latest is not None
+    assert latest.seq == 2
+
+
+def test_unless_keeps_the_current_record(board: CapacityBoard) -> None:
+    publish(board)
+    kept = board.publish(
+        signals=TurnSignals(),
+        standing="open",
+        source="turn",
+        writer="other",
+        now=NOW,
+        unless=lambda current: current is not None and current.standing == "closed",
+    )
+    assert kept is None
+    current = board.read()
+    assert current is not None
+    assert (current.seq, current.standing) == (1, "closed")
+
+
+def test_a_successs_result_text_is_not_kept(board: CapacityBoard) -> None:
+    board.publish(
+        signals=TurnSignals(result_text="the model's work, which is no one else's business"),
+        standing="open",
+        source="turn",
+        writer="w",
+        now=NOW,
+    )
+    sighting = board.read()
+    assert sighting is not None
+    assert sighting.signals.result_text == ""
+
+
+def test_the_probe_lock_is_held_by_one_holder_at_a_time(location: Location) -> None:
+    board, other = open_board(location), open_board(location)
+    first = board.try_probe_lock()
+    assert first is not None
+    assert other.try_probe_lock() is None
+    assert board.try_probe_lock() is None
+    first.release()
+    first.release()  # twice is harmless
+    second = other.try_probe_lock()
+    assert second is not None
+    second.release()
+
+
+def test_the_probe_locks_of_two_accounts_are_apart(location: Location) -> None:
+    one = open_board(location, "one").try_probe_lock()
+    other = open_board(location, "other").try_probe_lock()
+    assert one is not None
+    assert other is not None
+    one.release()
+    other.release()
+
+
+def _hold_probe_lock(location: Location, ready: multiprocessing.synchronize.Event) -> None:
+    lock = open_board(location).try_probe_lock()
+    assert lock is not None
+    ready.set()
+    signal.pause()
+
+
+def test_a_dead_holders_probe_lock_is_free(location: Location) -> None:
+    context = multiprocessing.get_context("fork")
+    ready = context.Event()
+    holder = context.Process(target=_hold_probe_lock, args=(location, ready))
+    holder.start()
+    try:
+        assert ready.wait(20)
+        assert open_board(location).try_probe_lock() is None
+    finally:
+        holder.kill()
+        holder.join(10)
+    # The kernel (file) or the server (a closed connection) lets go of a dead holder's
+    # lock; the server may take a moment to notice the connection is gone.
+    lock = _eventually(lambda: open_board(location).try_probe_lock())
+    assert lock is not None
+    lock.release()
+
+
+def _publish_many(
+    location: Location,
+    writer: str,
+    count: int,
+    results: multiprocessing.Queue,  # type: ignore[type-arg]
+) -> None:
+    board = open_board(location)
+    seqs = []
+    for _ in range(count):
+        written = board.publish(
+            signals=CLOSED, standing="closed", source="probe", writer=writer, now=NOW
+        )
+        assert written is not None
+        seqs.append(written.seq)
+    results.put(seqs)
+
+
+def test_two_processes_publishing_at_once_lose_no_update(location: Location) -> None:
+    context = multiprocessing.get_context("fork")
+    results: multiprocessing.Queue = context.Queue()  # type: ignore[type-arg]
+    count = 40
+    workers = [
+        context.Process(target=_publish_many, args=(location, name, count, results))
+        for name in ("a", "b")
+    ]
+    for worker in workers:
+        worker.start()
+    seqs = results.get(timeout=60) + results.get(timeout=60)
+    for worker in workers:
+        worker.join(10)
+        assert worker.exitcode == 0
+    # Under the lock every publication read its predecessor: no number twice, none lost.
+    assert sorted(seqs) == list(range(1, 2 * count + 1))
+    final = open_board(location).read()
+    assert final is not None
+    assert final.seq == 2 * count
+
+
+def test_a_writer_gives_up_on_a_record_another_writer_keeps_locked(postgres_dsn: str) -> None:
+    # The file board's side of this is in test_board.py (a process holding its flock).
+    import psycopg
+
+    from claudeloop.adapters.shared_capacity.board import BoardBusy
+
+    board = open_board(("postgresql", postgres_dsn))
+    publish(board)
+    with psycopg.connect(postgres_dsn) as holder, holder.transaction():
+        holder.execute("SELECT 1 FROM claudeloop_capacity WHERE account = 'acct' FOR UPDATE")
+        with pytest.raises(BoardBusy, match="locked by another writer"):
+            board.publish(
+                signals=CLOSED, standing="closed", source="turn", writer="w", now=NOW, patience=0
+            )
+    # The holder gone, the record is the next writer's.
+    assert publish(board) == 2
+
+
+def test_a_waiter_hears_of_the_next_publication_from_another_loop(location: Location) -> None:
+    waiter, publisher = open_board(location), open_board(location)
+    publish(publisher)
+    heard: list[int | None] = []
+
+    def wait() -> None:
+        news = waiter.wait_for_news(after_seq=1, timeout=30)
+        heard.append(news.seq if news is not None else None)
+
+    listening = threading.Thread(target=wait)
+    listening.start()
+    publish(publisher, writer="prober")
+    listening.join(40)
+    assert heard == [2]
+
+
+def test_with_no_news_a_waiter_gives_up_at_its_timeout(board: CapacityBoard) -> None:
+    publish(board)
+    assert board.wait_for_news(after_seq=1, timeout=0.3) is None
+    news = board.wait_for_news(after_seq=0, timeout=0.3)
+    assert news is not None
+    assert news.seq == 1
+
+
+def test_the_record_holds_no_credential(location: Location) -> None:
+    key = account_key({"CLAUDE_CODE_OAUTH_TOKEN": TOKEN}, "claude-sonnet-4-5")
+    board = open_board(location, key)
+    publish(board)
+    sighting = board.read()
+    assert sighting is not None
+    assert TOKEN not in repr(sighting)
+    assert TOKEN not in key
+
+
+def _eventually(attempt: Callable[[], T | None], tries: int = 50) -> T | None:
+    for _ in range(tries):
+        got = attempt()
+        if got is not None:
+            return got
+        threading.Event().wait(0.1)
+    return None

@@ -1,0 +1,295 @@
+"""A fleet on one machine: `queue add`, `queue cancel`, `worker`, with the real bundled
+CLI and the rehearsal API, on both engines (a SQLite file, and PostgreSQL).
+
+Each test gets a database of its own (on PostgreSQL a fresh database that `queue add`
+creates), so no queue or executor is shared between tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+from tests.postgres_server import PostgresServer
+
+pytestmark = pytest.mark.e2e
+
+RUN_OPTIONS = ["--permission-mode", "bypassPermissions", *FAST_WAITS]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fleet.sqlite'}"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return f"{server.dsn.rsplit('/', 1)[0]}/fleet_{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class Fleet:
+    rehearsal: Rehearsal
+    engine: str
+    root: Path
+    started: list[subprocess.Popen[str]]
+
+    def claudeloop(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "claudeloop", *args, "--engine", self.engine],
+            env=self.rehearsal.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def project(self, name: str, items: int = 3) -> Path:
+        project = self.root / name
+        project.mkdir()
+        write_plan(project, items)
+        return project
+
+    def add(self, project: Path) -> str:
+        added = self.claudeloop(*self._add(project))
+        assert added.returncode == 0, added.stderr
+        return added.stdout.strip()
+
+    def add_at_once(self, projects: list[Path]) -> list[str]:
+        """`queue add` for every project, all at once (a fresh database: they race to
+        set it up)."""
+        adding = [
+            subprocess.Popen(
+                [sys.executable, "-m", "claudeloop", *self._add(p), "--engine", self.engine],
+                env=self.rehearsal.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for p in projects
+        ]
+        run_ids = []
+        for process in adding:
+            out, err = process.communicate(timeout=60)
+            assert process.returncode == 0, err
+            run_ids.append(out.strip())
+        return run_ids
+
+    def _add(self, project: Path) -> list[str]:
+        return ["queue", "add", str(project / "PLAN.md"), "--cwd", str(project), *RUN_OPTIONS]
+
+    def runs(self) -> dict[str, dict[str, Any]]:
+        listed = self.claudeloop("queue", "ls", "--json")
+        assert listed.returncode == 0, listed.stderr
+        return {run["run_id"]: run for run in json.loads(listed.stdout)["runs"]}
+
+    def worker(self, *args: str) -> subprocess.Popen[str]:
+        """A worker in its own process group, its output in a file (never a full pipe)."""
+        with (self.root / f"worker-{len(self.started)}.log").open("w") as log:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "claudeloop", "worker", "--engine", self.engine, *args],
+                env=self.rehearsal.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+        self.started.append(worker)
+        return worker
+
+    def states(self, run_ids: list[str]) -> list[str]:
+        runs = self.runs()
+        return [runs[run_id]["state"] for run_id in run_ids]
+
+
+@pytest.fixture
+def fleet(rehearsal: Rehearsal, engine: str, tmp_path: Path) -> Iterator[Fleet]:
+    root = tmp_path / "fleet"
+    root.mkdir()
+    fleet = Fleet(rehearsal, engine, root, [])
+    yield fleet
+    for worker in fleet.started:  # a failed test leaves no worker behind
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+
+
+def run_record(project: Path, run_id: str) -> dict[str, Any]:
+    return dict(json.loads((project / ".claudeloop" / "runs" / run_id / "state.json").read_text()))
+
+
+def finished(project: Path, run_id: str) -> bool:
+    """The run's record says it ended (read from disk: polling the queue would start a
+    process each time)."""
+    try:
+        return run_record(project, run_id)["state"]["outcome"] is not None
+    except (OSError, ValueError):
+        return False
+
+
+def events(project: Path, run_id: str) -> list[dict[str, Any]]:
+    lines = (project / ".claudeloop" / "runs" / run_id / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
+    """The most spans that hold at one instant (a start and an end at one instant: the
+    end first)."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    now = most = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def stop(worker: subprocess.Popen[str]) -> int:
+    os.killpg(worker.pid, signal.SIGTERM)
+    return worker.wait(timeout=60)
+
+
+@pytest.mark.scenario("one_step")
+def test_one_worker_with_two_slots_finishes_three_runs_never_more_than_two_at_once(
+    fleet: Fleet,
+) -> None:
+    projects = [fleet.project(name, items=1) for name in ("alpha", "beta", "gamma", "delta")]
+    run_ids = fleet.add_at_once(projects)
+    cancelled = fleet.claudeloop("queue", "cancel", run_ids[3])
+    assert cancelled.returncode == 0, cancelled.stderr
+    worker = fleet.worker("--slots", "2", "--per-account", "2")
+    try:
+        wait_for(lambda: fleet.states(run_ids[:3]) == ["done"] * 3, "the three runs to finish", 120)
+    finally:
+        code = stop(worker)
+    assert code == 130
+    spans = []
+    for project, run_id in zip(projects[:3], run_ids[:3], strict=True):
+        record = run_record(project, run_id)
+        assert record["state"]["outcome"] == "done"
+        assert (project / "step1.txt").exists()
+        stamps = [datetime.fromisoformat(e["ts"]) for e in events(project, run_id)]
+        spans.append((min(stamps), max(stamps)))
+    assert most_at_once(spans) <= 2
+    # The cancelled run never started: no run directory, no file written.
+    assert fleet.states([run_ids[3]]) == ["cancelled"]
+    assert not (projects[3] / ".claudeloop").exists()
+    assert not (projects[3] / "step1.txt").exists()
+
+
+@pytest.mark.scenario("one_step")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # a setting of the queue
+def test_one_account_runs_one_at_a_time_by_default_with_slots_to_spare(fleet: Fleet) -> None:
+    projects = [fleet.project(name, items=1) for name in ("alpha", "beta")]
+    run_ids = fleet.add_at_once(projects)  # the same credentials: one account
+    worker = fleet.worker("--slots", "2")
+    try:
+        wait_for(
+            lambda: all(finished(p, r) for p, r in zip(projects, run_ids, strict=True)),
+            "both runs to finish",
+            120,
+        )
+    finally:
+        stop(worker)
+    spans = []
+    for project, run_id in zip(projects, run_ids, strict=True):
+        stamps = [datetime.fromisoformat(e["ts"]) for e in events(project, run_id)]
+        spans.append((min(stamps), max(stamps)))
+    assert most_at_once(spans) == 1
+
+
+@pytest.mark.scenario("stall_at_2")
+def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
+    fleet: Fleet,
+) -> None:
+    project = fleet.project("alpha")
+    first = fleet.worker()  # on a fresh database, racing the first `queue add`
+    run_id = fleet.add(project)
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
+        "turn 2 to be in flight",
+    )
+    os.killpg(first.pid, signal.SIGKILL)  # the worker, its run and its CLI: a crash
+    first.wait(timeout=10)
+    before = run_record(project, run_id)
+    assert before["state"]["turns"] == 1
+    assert fleet.states([run_id]) == ["running"]  # unfinished, held by the dead worker
+
+    second = fleet.worker()
+    try:
+        wait_for(lambda: finished(project, run_id), "the run to finish", 120)
+        wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
+    finally:
+        stop(second)
+    after = run_record(project, run_id)
+    assert after["state"]["outcome"] == "done"
+    assert after["session_id"] == before["session_id"]
+    kinds = [event["type"] for event in events(project, run_id)]
+    assert kinds.count("run.resumed") == 1
+    assert (project / "step3.txt").exists()
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the worker's signals: any engine
+def test_a_cancelled_run_stops_and_sigterm_hands_the_other_back_to_the_next_worker(
+    fleet: Fleet,
+) -> None:
+    kept, cancelled = fleet.project("kept"), fleet.project("cancelled")
+    kept_id, cancelled_id = fleet.add(kept), fleet.add(cancelled)
+    first = fleet.worker("--slots", "2", "--per-account", "2")
+    wait_for(
+        lambda: (
+            [project_phase(kept, kept_id), project_phase(cancelled, cancelled_id)]
+            == ["waiting", "waiting"]
+        ),
+        "both runs to wait for the window",
+    )
+    session = run_record(kept, kept_id)["session_id"]
+    assert fleet.claudeloop("queue", "cancel", cancelled_id).returncode == 0
+    wait_for(lambda: finished(cancelled, cancelled_id), "the cancelled run to stop")
+    assert run_record(cancelled, cancelled_id)["state"]["outcome"] == "stopped"
+
+    first.send_signal(signal.SIGTERM)  # the worker only: it passes the stop on
+    assert first.wait(timeout=60) == 130
+    assert run_record(kept, kept_id)["state"]["outcome"] == "stopped"
+    # Not ended in the queue: handed back, for a worker of this machine to resume.
+    assert fleet.states([kept_id, cancelled_id]) == ["running", "cancelled"]
+
+    second = fleet.worker()
+    try:
+        fleet.rehearsal.server.lift()
+        wait_for(lambda: finished(kept, kept_id), "the run to finish", 120)
+        wait_for(lambda: fleet.states([kept_id]) == ["done"], "the queue to say so", 30)
+    finally:
+        stop(second)
+    after = run_record(kept, kept_id)
+    assert after["state"]["outcome"] == "done"
+    assert after["session_id"] == session
+    kinds = kinds_of(kept, kept_id)
+    assert kinds.count("run.started") + kinds.count("run.resumed") == 2  # once by each worker
+    # The cancelled run was not taken again.
+    assert kinds_of(cancelled, cancelled_id).count("run.started") == 1
+    assert run_record(cancelled, cancelled_id)["state"]["outcome"] == "stopped"
+
+
+def project_phase(project: Path, run_id: str) -> str | None:
+    try:
+        return str(run_record(project, run_id)["state"]["phase"])
+    except (OSError, ValueError):
+        return None
+
+
+def kinds_of(project: Path, run_id: str) -> list[str]:
+    try:
+        return [event["type"] for event in events(project, run_id)]
+    except OSError:
+        return []
