@@ -35,9 +35,6 @@ from claudeloop.cli.commands import working_directory
 
 Status = Literal["ok", "warn", "fail", "skip"]
 ANTHROPIC_API = "https://api.anthropic.com"
-# A doctor should answer in seconds: the CLI's own ten retries with backoff would take
-# minutes to say that a server is down.
-_PROBE_RETRIES = "1"
 _PROBE_TIMEOUT = 90.0
 _CLI_TIMEOUT = 30.0
 
@@ -311,9 +308,8 @@ def _model_check(
     from claudeloop.domain.classify import classify
 
     model = config.value("model")
+    # The probe sets the CLI's retries low itself, so a doctor answers in seconds.
     env = dict(backend.env)
-    if "CLAUDE_CODE_MAX_RETRIES" not in os.environ and "CLAUDE_CODE_MAX_RETRIES" not in env:
-        env["CLAUDE_CODE_MAX_RETRIES"] = _PROBE_RETRIES
     with tempfile.TemporaryDirectory(prefix="claudeloop-doctor-") as scratch:
         log = Path(scratch) / "claude-stderr.log"
         gateway = ClaudeCodeGateway(
