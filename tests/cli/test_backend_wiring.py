@@ -76,6 +76,16 @@ def test_only_a_misconfigured_backends_reason_is_advised() -> None:
     ]
 
 
+def test_refused_credentials_are_advised_only_when_the_profile_has_a_fix() -> None:
+    sink = Recorder()
+    advised = Advised(sink, lambda reason: reason, lambda reason: f"{reason}: replace $KEY")
+    advised.emit("run.finished", outcome="auth_failed", reason="authentication failed")
+    assert advised.reason == "authentication failed: replace $KEY"
+    plain = Advised(Recorder(), lambda reason: f"{reason}: do this")
+    plain.emit("run.finished", outcome="auth_failed", reason="authentication failed")
+    assert plain.reason is None
+
+
 def test_a_backend_carries_its_profiles_choices() -> None:
     profile = BackendProfile(
         name="local",

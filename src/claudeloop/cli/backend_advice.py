@@ -9,8 +9,9 @@ measured with CLI 2.1.332), so the server is asked directly which it is.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from claudeloop.adapters.backend_http import NotFound, why_not_found
@@ -26,6 +27,8 @@ _KINDS = (
     ("the server is unreachable", "unreachable"),
 )
 _DETAIL = re.compile(r"\((?P<detail>.*)\)\s*$")
+# LiteLLM names the model it does not know: "Invalid model name passed in model=x. Call".
+_UNKNOWN_MODEL = re.compile(r"invalid model name passed in model=(?P<model>\S+?)\.(?:\s|$)", re.I)
 _API_ERROR = re.compile(r"^API Error:\s*(?:\d{3}\s+)?")
 
 _GET_MODEL = {
@@ -69,13 +72,35 @@ class Advice:
         return f"{self.problem}: {self.fix}" if self.fix else self.problem
 
 
-def advise(reason: str, profile: BackendProfile, *, diagnose: Diagnose | None = None) -> Advice:
+def refused(profile: BackendProfile) -> str | None:
+    """The fix for refused credentials when the profile sends a token of its own; None
+    when the credentials are Claude Code's (its login or the environment's)."""
+    if profile.token_setting is None:
+        return None
+    return f"replace the token in {profile.token_setting} with a key {_server(profile)} accepts"
+
+
+def advise(
+    reason: str,
+    profile: BackendProfile,
+    *,
+    diagnose: Diagnose | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> Advice:
     """What `reason` (a BackendMisconfigured reason) means for this profile, and the fix."""
     kind = misconfiguration_kind(reason)
     if not profile.local or profile.base_url is None:
         if kind == "not_found":
             return Advice(
                 reason, "fix --model or `model` (`claudeloop config show` says where it is set)"
+            )
+        if kind == "unreachable":
+            url = profile.env.get("ANTHROPIC_BASE_URL") or environ.get("ANTHROPIC_BASE_URL")
+            if url:
+                return Advice(f"nothing answers at {url}{_said(reason)}", "fix ANTHROPIC_BASE_URL")
+            return Advice(
+                f"nothing answers at Anthropic's API{_said(reason)}",
+                "check the network (a proxy needs HTTPS_PROXY)",
             )
         return Advice(reason)
     url = profile.base_url
@@ -84,7 +109,13 @@ def advise(reason: str, profile: BackendProfile, *, diagnose: Diagnose | None = 
     preset = profile.preset or ""
     match kind:
         case "not_found":
-            found = (diagnose or _diagnose)(profile)
+            unknown = _UNKNOWN_MODEL.search(reason)
+            # A proxy that says "Invalid model name" has said which: no need to ask.
+            found = (
+                NotFound("model", unknown["model"])
+                if unknown is not None
+                else (diagnose or _diagnose)(profile)
+            )
             if found.cause == "model":
                 missing = found.model or model
                 get = _GET_MODEL.get(preset, "make the server serve it").format(model=missing)
@@ -126,6 +157,10 @@ def advise(reason: str, profile: BackendProfile, *, diagnose: Diagnose | None = 
             )
         case _:
             return Advice(reason, f"check {table} (`claudeloop doctor --profile {profile.name}`)")
+
+
+def _server(profile: BackendProfile) -> str:
+    return "the proxy" if profile.preset == "litellm" else "the server"
 
 
 def _said(reason: str) -> str:

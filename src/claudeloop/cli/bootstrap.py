@@ -174,20 +174,27 @@ class Unbilled:
 
 
 class Advised:
-    """Passes events on; a misconfigured backend's reason gains its one-line fix."""
+    """Passes events on; a misconfigured backend's reason gains its one-line fix, and so
+    do refused credentials when the profile sends a token of its own (`refused`)."""
 
-    def __init__(self, sink: EventSink, advise: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        sink: EventSink,
+        advise: Callable[[str], str],
+        refused: Callable[[str], str] | None = None,
+    ) -> None:
         self._sink = sink
         self._advise = advise
+        self._refused = refused
         self.reason: str | None = None
 
     def emit(self, event_type: str, **fields: Any) -> None:
-        if (
-            event_type == "run.finished"
-            and fields.get("outcome") == Outcome.BACKEND_MISCONFIGURED.value
-        ):
-            self.reason = self._advise(str(fields.get("reason") or ""))
-            fields["reason"] = self.reason
+        outcome = fields.get("outcome") if event_type == "run.finished" else None
+        reason = str(fields.get("reason") or "")
+        if outcome == Outcome.BACKEND_MISCONFIGURED.value:
+            self.reason = fields["reason"] = self._advise(reason)
+        elif outcome == Outcome.AUTH_FAILED.value and self._refused is not None:
+            self.reason = fields["reason"] = self._refused(reason)
         self._sink.emit(event_type, **fields)
 
 
@@ -202,6 +209,13 @@ def _advice(backend: Backend) -> Callable[[str], str]:
         return advise_on(reason, profile).line
 
     return advise
+
+
+def _refusal(backend: Backend) -> Callable[[str], str] | None:
+    from claudeloop.cli.backend_advice import refused
+
+    fix = refused(backend.profile) if backend.profile is not None else None
+    return None if fix is None else lambda reason: f"{reason}: {fix}"
 
 
 def drive(
@@ -235,7 +249,7 @@ def drive(
     view = ConsoleView(quiet=quiet, verbose=verbose)
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
-    events = Advised(Tee(*sinks), _advice(backend))
+    events = Advised(Tee(*sinks), _advice(backend), _refusal(backend))
     chosen_gateway = gateway or make_gateway(directory, record.spec, backend, capacity_dir)
     runner = Runner(
         gateway=chosen_gateway,

@@ -29,7 +29,7 @@ from claudeloop.adapters.config.loading import ConfigError, Configuration, load_
 from claudeloop.adapters.config.profiles import BackendProfile, resolve_profile
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.application.ports import ProbeOutcome
-from claudeloop.cli.backend_advice import advise
+from claudeloop.cli.backend_advice import advise, refused
 from claudeloop.cli.bootstrap import cli_path_from_environment
 from claudeloop.cli.commands import working_directory
 
@@ -346,6 +346,14 @@ def _model_check(
     name = f"'{model}'" if model else "the default model"
     capacity = classify(signals)
     match capacity:
+        case Available() if signals.is_error:
+            # An error no rule names (a 400 of the server's own, say) is still no answer.
+            return Check(
+                "model",
+                "fail",
+                f"the probe ended in an error: {_first_line(signals.result_text)}",
+                "run `claude -p hi` with the same environment to see why",
+            )
         case Available() if signals.result_text.strip():
             return Check("model", "ok", f"{name} answered a probe")
         case Available():
@@ -363,8 +371,14 @@ def _model_check(
             return Check(
                 "model",
                 "fail",
-                "the credentials were refused (401)",
-                "log in again with `claude` (/login) or replace the token or key",
+                "the credentials were refused "
+                + (
+                    "(401)"
+                    if signals.api_error_status == 401
+                    else f"({_first_line(signals.result_text)})"
+                ),
+                refused(backend)
+                or "log in again with `claude` (/login) or replace the token or key",
             )
         case CreditsExhausted():
             return Check(
@@ -381,6 +395,11 @@ def _model_check(
                 "nothing to configure: a run waits for it and probes",
             )
     return Check("model", "fail", describe(capacity))
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:200] if lines else "no detail"
 
 
 def _last_line(log: Path) -> str:
