@@ -413,3 +413,11 @@ def test_doctor_exits_2_when_a_litellm_profile_has_no_key(rehearsal: Rehearsal) 
     assert code == 2
     assert checks["profile"]["status"] == "fail"
     assert 'preset "litellm" needs the proxy\'s key' in checks["profile"]["detail"]
+
+
+@pytest.mark.scenario("malformed_always")
+def test_doctor_fails_a_probe_that_ends_in_an_error_no_rule_names(rehearsal: Rehearsal) -> None:
+    code, checks, _ = doctor(rehearsal)
+    assert code == 1
+    assert checks["model"]["status"] == "fail"
+    assert checks["model"]["detail"].startswith("the probe ended in an error: ")
