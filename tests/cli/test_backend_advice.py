@@ -201,7 +201,7 @@ def test_a_proxys_unknown_model_names_the_model_list_without_asking_the_server()
 def test_refused_credentials_name_the_profiles_token() -> None:
     assert refused(LITELLM) == (
         "replace the token in $LITELLM_KEY (auth_token_env in [profiles.proxy]) with a key "
-        "the proxy accepts"
+        "the proxy accepts or, if its upstream refused, the api_key in the proxy's model_list"
     )
     assert refused(LOCAL) is None  # no token of its own: Claude Code's login or the dummy
 

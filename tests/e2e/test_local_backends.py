@@ -298,9 +298,10 @@ def test_a_key_the_proxy_refuses_exits_77_naming_the_profiles_variable(
     finished = run_local(with_key(rehearsal), *FAST_WAITS)
     assert finished.exit_code == 77, finished.stderr
     reason = finished.result["reason"]
-    assert reason.endswith(
-        f"replace the token in ${KEY_VARIABLE} (auth_token_env in [profiles.local]) "
-        "with a key the proxy accepts"
+    assert reason == (
+        "authentication failed: the credentials were refused: replace the token in "
+        f"${KEY_VARIABLE} (auth_token_env in [profiles.local]) with a key the proxy accepts "
+        "or, if its upstream refused, the api_key in the proxy's model_list"
     )
     assert (
         "sk-e2e-proxy-key-not-real" not in (finished.run_directory() / "events.jsonl").read_text()
@@ -398,7 +399,8 @@ def test_doctor_fails_a_key_the_proxy_refuses_naming_the_variable(
         "status": "fail",
         "detail": "the credentials were refused (API Error: 400 No connected db.)",
         "fix": f"replace the token in ${KEY_VARIABLE} (auth_token_env in [profiles.local]) "
-        "with a key the proxy accepts",
+        "with a key the proxy accepts or, if its upstream refused, the api_key in the proxy's "
+        "model_list",
     }
 
 

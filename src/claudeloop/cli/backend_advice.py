@@ -77,7 +77,11 @@ def refused(profile: BackendProfile) -> str | None:
     when the credentials are Claude Code's (its login or the environment's)."""
     if profile.token_setting is None:
         return None
-    return f"replace the token in {profile.token_setting} with a key {_server(profile)} accepts"
+    fix = f"replace the token in {profile.token_setting} with a key {_server(profile)} accepts"
+    if profile.preset == "litellm":
+        # The proxy passes its upstream's 401 on as its own (measured, LiteLLM 1.108).
+        fix += " or, if its upstream refused, the api_key in the proxy's model_list"
+    return fix
 
 
 def advise(
