@@ -82,6 +82,7 @@ def test_billing_error_is_credits_before_any_window() -> None:
         "Error: connection refused (ECONNREFUSED 127.0.0.1:11434)",
         "Prompt is too long",
         "the model failed to load",
+        "Invalid model name passed in model=qwen9",
     ],
 )
 @pytest.mark.parametrize("local_backend", [False, True])
