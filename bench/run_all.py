@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import overhead, startup, waiting
+from bench import overhead, startup, verify_memory, waiting
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent.parent / "README.md"
@@ -109,6 +109,8 @@ def main() -> None:
     cost = overhead.run()
     print("start-up and scale...", flush=True)
     start = startup.run()
+    print("a verification command printing 1 GiB...", flush=True)
+    verify = verify_memory.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -160,6 +162,17 @@ def main() -> None:
         f"{start.logs_large_mb:.0f} MB |",
         f"| ratio | {start.status_large_seconds / start.status_small_seconds:.2f} | "
         f"{start.logs_large_mb / start.logs_small_mb:.2f} |",
+        "",
+        "## Verification output",
+        "",
+        "claudeloop's own peak RSS while a verification command prints (the whole output "
+        "goes to a file, redacted; only its last 4 KiB stay in memory).",
+        "",
+        "| verification command prints | claudeloop's peak RSS | wall time |",
+        "|---|---|---|",
+        f"| 1 KiB | {verify.small_peak_rss_mb:.0f} MB | |",
+        f"| 1 GiB | {verify.big_peak_rss_mb:.0f} MB | {verify.big_seconds:.0f} s |",
+        f"| ratio | {verify.ratio:.2f} | |",
         "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]

@@ -68,3 +68,43 @@ def test_a_control_command_wakes_the_wait_early() -> None:
         Inbox(command=ControlCommand.STOP), JumpingClock(), slice_seconds=0.01
     )
     assert sleep_until(sleeper, START + timedelta(days=2)) is False
+
+
+@dataclass
+class Ticks:
+    """A monotonic clock that moves `step` seconds at every read."""
+
+    step: float
+    current: float = 0.0
+
+    def __call__(self) -> float:
+        value = self.current
+        self.current += self.step
+        return value
+
+
+def test_a_wall_clock_stepped_back_does_not_delay_the_probe_by_the_step() -> None:
+    # A probe due in an hour; the wall clock steps back a day, then stands still. The
+    # monotonic clock moves twenty minutes a slice: the hour is up on the fourth read.
+    clock = JumpingClock(jump_after_reads=1, jump=-timedelta(days=1))
+    ticks = Ticks(step=20 * 60)
+    sleeper = WallClockSleeper(Inbox(), clock, slice_seconds=0.01, monotonic=ticks)
+    assert sleep_until(sleeper, START + timedelta(hours=1)) is True
+    assert clock.reads == 4
+
+
+def test_a_long_wait_reports_the_time_waited_as_it_goes() -> None:
+    ticks = Ticks(step=20)
+    clock = JumpingClock()
+    sleeper = WallClockSleeper(
+        Inbox(), clock, slice_seconds=0.01, monotonic=ticks, progress_seconds=30
+    )
+    reported: list[float] = []
+
+    async def go() -> bool:
+        with anyio.fail_after(5):
+            return await sleeper.sleep_until(START + timedelta(minutes=2), progress=reported.append)
+
+    assert anyio.run(go) is True
+    # Seven reads: 0, 20, ... 120 seconds; a report whenever 30 more have passed.
+    assert reported == [40.0, 80.0, 120.0]

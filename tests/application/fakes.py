@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,13 +40,18 @@ class FakeSleeper:
     # A command to deliver while sleeping number N (0-based).
     interrupt_at_sleep: dict[int, ControlCommand] = field(default_factory=dict)
 
-    async def sleep_until(self, instant: datetime) -> bool:
+    async def sleep_until(
+        self, instant: datetime, *, progress: Callable[[float], None] | None = None
+    ) -> bool:
         index = len(self.slept_until)
         self.slept_until.append(instant)
         if index in self.interrupt_at_sleep:
             self.control.command = self.interrupt_at_sleep[index]
             return False
+        waited = max((instant - self.clock.current).total_seconds(), 0.0)
         self.clock.current = max(self.clock.current, instant)
+        if progress is not None:
+            progress(waited)
         return True
 
 

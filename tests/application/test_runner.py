@@ -6,6 +6,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -224,7 +225,7 @@ def test_wind_down_after_the_current_turn() -> None:
 
 
 def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:
-    probe_at = START + timedelta(minutes=7)
+    probe_at = START + timedelta(minutes=4)  # within the 5-minute interval of now
     rec = record()
     waiting = RunState(
         phase=Phase.WAITING,
@@ -236,6 +237,22 @@ def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:
     final = drive(h, replace(rec, state=waiting, session_id="s-9"), resumed=True)
     assert h.sleeper.slept_until == [probe_at]
     assert h.gateway.sessions == ["s-9"]
+    assert final.state.outcome is Outcome.DONE
+
+
+def test_a_persisted_probe_instant_years_away_is_clamped_to_the_policy_on_resume() -> None:
+    # A tampered or corrupted record (or a clock stepped back since it was written).
+    waiting = RunState(
+        phase=Phase.WAITING,
+        capacity=WindowExhausted("five_hour", None),
+        waiting_since=START - timedelta(minutes=3),
+        next_probe_at=START + timedelta(days=3 * 365),
+    )
+    h = harness([verdict_turn(complete=True)], probes=[OK])
+    final = drive(h, replace(record(), state=waiting, session_id="s-9"), resumed=True)
+    at = START + WaitPolicyConfig().window_probe_interval
+    assert h.sleeper.slept_until == [at]
+    assert h.store.saved[0].state.next_probe_at == at  # what status shows, too
     assert final.state.outcome is Outcome.DONE
 
 
@@ -285,22 +302,6 @@ def test_a_crashed_turn_fails_the_run_with_its_reason() -> None:
     final = drive(h, record())
     assert final.state.outcome is Outcome.FAILED
     assert "exited with code 1" in final.state.reason
-
-
-def test_a_resumed_sessions_running_total_is_not_counted_twice() -> None:
-    # Claude Code reports the session's running total; a fresh process resuming the
-    # session reports earlier turns again.
-    def turn(total: float, *, complete: bool = False) -> TurnOutcome:
-        return replace(
-            verdict_turn(complete=complete, remaining=("b",), cost=total),
-            session_cost_usd=total,
-        )
-
-    h = harness([turn(0.5), turn(0.75), turn(1.25, complete=True)])
-    final = drive(h, record())
-    assert final.state.ledger.dollars == 1.25
-    assert [e["cost_usd"] for e in h.events.of("turn.finished")] == [0.5, 0.25, 0.5]
-    assert final.session_cost_usd == 1.25
 
 
 def test_a_window_at_its_pause_threshold_is_waited_out_after_the_turn() -> None:
@@ -374,7 +375,7 @@ def test_switch_profile_policy_detours_and_comes_back_when_the_limit_lifts() -> 
 def test_a_wait_the_machine_slept_through_probes_on_waking() -> None:
     h = harness([rejected_turn(CREDITS_OUT), verdict_turn(complete=True)], probes=[OK])
 
-    async def suspend_through(instant: datetime) -> bool:
+    async def suspend_through(instant: datetime, **_: object) -> bool:
         h.sleeper.slept_until.append(instant)
         h.clock.current = instant + timedelta(hours=3)  # woke long after the instant
         return True
@@ -387,14 +388,42 @@ def test_a_wait_the_machine_slept_through_probes_on_waking() -> None:
     assert final.state.outcome is Outcome.DONE
 
 
-def test_an_unbilled_detour_moves_the_running_total_without_spending() -> None:
-    # A local model's turns are priced into the session's running total by the CLI; back
-    # on the run's own backend, only its own turn is spend.
-    def turn(total: float, *, billed: bool = True, complete: bool = False) -> TurnOutcome:
-        outcome = verdict_turn(complete=complete, remaining=("b",), cost=0.0)
-        return replace(outcome, session_cost_usd=total, billed=billed)
+def test_each_turn_is_billed_what_it_reported_and_an_unbilled_one_nothing() -> None:
+    def turn(cost: float, *, billed: bool = True, complete: bool = False) -> TurnOutcome:
+        outcome = verdict_turn(complete=complete, remaining=("b",), cost=cost)
+        return replace(outcome, billed=billed)
 
-    h = harness([turn(0.5), turn(0.9, billed=False), turn(1.0, complete=True)])
+    h = harness([turn(0.5), turn(0.4, billed=False), turn(0.1, complete=True)])
     final = drive(h, record())
     assert [e["cost_usd"] for e in h.events.of("turn.finished")] == [0.5, 0.0, 0.1]
     assert final.state.ledger.dollars == 0.6
+
+
+def test_a_guessed_price_is_not_spend_and_is_said_once() -> None:
+    def turn(*, complete: bool = False) -> TurnOutcome:
+        outcome = verdict_turn(complete=complete, remaining=("b",), cost=0.0)
+        return replace(outcome, guessed_cost_usd=0.25, guessed_models=("qwen3-coder:30b",))
+
+    h = harness([turn(), turn(), turn(complete=True)])
+    final = drive(h, record(budget=Budget(max_dollars=0.5)))
+    assert final.state.outcome is Outcome.DONE  # 0.75 guessed never reached the 0.5 cap
+    assert final.state.ledger.dollars == 0.0
+    (said,) = h.events.of("cost.guessed")
+    assert said["models"] == ["qwen3-coder:30b"]
+    assert "--max-dollars" in said["reason"]
+
+
+def test_a_wait_across_a_clock_stepped_back_counts_the_time_the_sleeper_waited() -> None:
+    h = harness([rejected_turn(CREDITS_OUT), verdict_turn(complete=True)], probes=[OK])
+
+    async def stepped_back(instant: datetime, *, progress: Any = None) -> bool:
+        h.sleeper.slept_until.append(instant)
+        progress(60.0)  # a minute waited, by the monotonic clock
+        h.clock.current -= timedelta(hours=1)  # while the wall clock stepped back an hour
+        return True
+
+    h.runner.sleeper = type("SteppedBack", (), {"sleep_until": staticmethod(stepped_back)})()
+    final = drive(h, record())
+    assert final.waited_seconds == 60.0
+    # Saved while still waiting: a kill there keeps the minute.
+    assert any(s.waited_seconds == 60.0 and s.state.phase is Phase.WAITING for s in h.store.saved)

@@ -7,7 +7,7 @@ import pytest
 
 from claudeloop.adapters.backend_http import NotFound
 from claudeloop.adapters.config.profiles import BackendProfile
-from claudeloop.cli.backend_advice import advise, misconfiguration_kind, refused
+from claudeloop.cli.backend_advice import advise, auth_fix, misconfiguration_kind
 from claudeloop.domain.capacity import BackendMisconfigured
 from claudeloop.domain.classify import classify
 from claudeloop.domain.signals import TurnSignals
@@ -179,7 +179,7 @@ LITELLM = BackendProfile(
     preset="litellm",
     model="qwen3",
     small_fast_model="qwen3-small",
-    token_setting="$LITELLM_KEY (auth_token_env in [profiles.proxy])",
+    credentials="auth token from $LITELLM_KEY",
 )
 # Measured through LiteLLM 1.108 with CLI 2.1.332.
 UNKNOWN_MODEL = (
@@ -198,16 +198,9 @@ def test_a_proxys_unknown_model_names_the_model_list_without_asking_the_server()
     )
 
 
-def test_refused_credentials_name_the_profiles_token() -> None:
-    assert refused(LITELLM) == (
-        "replace the token in $LITELLM_KEY (auth_token_env in [profiles.proxy]) with a key "
-        "the proxy accepts or, if its upstream refused, the api_key in the proxy's model_list"
-    )
-    assert refused(LOCAL) is None  # no token of its own: Claude Code's login or the dummy
-
-
-def test_an_unknown_reason_points_at_doctor() -> None:
-    advice = advise("the backend is odd", LOCAL, diagnose=never)
-    assert advice.line == (
-        "the backend is odd: check [profiles.local] (`claudeloop doctor --profile local`)"
+def test_refused_credentials_of_a_litellm_profile_also_name_the_upstream_key() -> None:
+    # Measured: LiteLLM passes an upstream 401 on as its own 401.
+    assert auth_fix(LITELLM) == (
+        "replace the token in $LITELLM_KEY, which [profiles.proxy] reads (or, if its "
+        "upstream refused, the api_key in the proxy's model_list)"
     )

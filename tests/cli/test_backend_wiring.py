@@ -3,13 +3,29 @@ and a misconfigured backend's final reason gains its fix."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from claudeloop.adapters.config.profiles import BackendProfile
+from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
-from claudeloop.cli.bootstrap import Advised, Unbilled, backend_for
+from claudeloop.application.records import RunSpec
+from claudeloop.application.summary import result_object
+from claudeloop.cli.bootstrap import (
+    Advised,
+    Unbilled,
+    advice,
+    auth_advice,
+    backend_for,
+    create_directory,
+    drive,
+    new_record,
+    profile_in_use,
+)
+from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
 
 
@@ -26,7 +42,8 @@ class PricedGateway:
             final_text="ok",
             cost_usd=0.25,
             session_id="s",
-            session_cost_usd=0.75,
+            guessed_cost_usd=0.5,
+            guessed_models=("qwen3-coder:30b",),
         )
 
     async def probe(self) -> ProbeOutcome:
@@ -48,7 +65,8 @@ def test_an_unbilled_gateway_reports_no_cost() -> None:
 
     turn, probe = anyio.run(use)
     assert (turn.cost_usd, probe.cost_usd) == (0.0, 0.0)
-    assert turn.billed is False  # its running total moves, unbilled
+    assert turn.billed is False
+    assert (turn.guessed_cost_usd, turn.guessed_models) == (0.0, ())  # no guess to warn of
     assert turn.final_text == "ok"
     assert inner.closed
 
@@ -63,7 +81,7 @@ class Recorder:
 
 def test_only_a_misconfigured_backends_reason_is_advised() -> None:
     sink = Recorder()
-    advised = Advised(sink, lambda reason: f"{reason}: do this")
+    advised = Advised(sink, lambda reason, _detour: f"{reason}: do this")
     advised.emit("turn.finished", reason="the model was not found")
     advised.emit("run.finished", outcome="done", reason="all done")
     assert advised.reason is None
@@ -74,16 +92,6 @@ def test_only_a_misconfigured_backends_reason_is_advised() -> None:
         "all done",
         "the model was not found: do this",
     ]
-
-
-def test_refused_credentials_are_advised_only_when_the_profile_has_a_fix() -> None:
-    sink = Recorder()
-    advised = Advised(sink, lambda reason: reason, lambda reason: f"{reason}: replace $KEY")
-    advised.emit("run.finished", outcome="auth_failed", reason="authentication failed")
-    assert advised.reason == "authentication failed: replace $KEY"
-    plain = Advised(Recorder(), lambda reason: f"{reason}: do this")
-    plain.emit("run.finished", outcome="auth_failed", reason="authentication failed")
-    assert plain.reason is None
 
 
 def test_a_backend_carries_its_profiles_choices() -> None:
@@ -100,3 +108,96 @@ def test_a_backend_carries_its_profiles_choices() -> None:
     assert backend.zero_cost
     assert backend.env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}
     assert backend.profile is profile
+
+
+class RefusingGateway(PricedGateway):
+    """Every request answered 401, as Claude Code reports refused credentials."""
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        return TurnOutcome(
+            signals=TurnSignals(
+                assistant_error="authentication_failed",
+                api_error_status=401,
+                is_error=True,
+                result_text="Invalid API key · Fix external API key",
+            ),
+            structured=None,
+            final_text="",
+            cost_usd=0.0,
+            session_id="s",
+        )
+
+
+def refused_run(tmp_path: Path, profile: BackendProfile) -> tuple[str, str, str]:
+    """(the final screen line, the --json reason, summary.md) of a run whose credentials
+    are refused."""
+    record = new_record(RunSpec(cwd=tmp_path, task="Write hello.txt"), "refused")
+    directory = create_directory(record)
+    screen = io.StringIO()
+    with contextlib.redirect_stderr(screen):
+        ended = drive(
+            directory,
+            record,
+            backend=backend_for(profile),
+            resumed=False,
+            quiet=False,
+            gateway=RefusingGateway(),
+        )
+    assert ended.state.outcome is Outcome.AUTH_FAILED
+    final = screen.getvalue().strip().splitlines()[-1]
+    return final, result_object(ended)["reason"], directory.summary_path.read_text()
+
+
+def test_refused_credentials_end_in_a_line_that_names_the_fix(tmp_path: Path) -> None:
+    final, reason, summary = refused_run(tmp_path, DEFAULT_BACKEND)
+    fix = "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or"
+    assert final.startswith("claudeloop: auth_failed (exit 77): authentication failed")
+    assert fix in final
+    assert fix in reason
+    assert fix in summary
+
+
+def test_refused_credentials_of_a_profile_name_its_token_variable(tmp_path: Path) -> None:
+    profile = BackendProfile(
+        name="proxy",
+        base_url="http://127.0.0.1:1",
+        credentials="auth token from $PROXY_TOKEN",
+    )
+    final, _, _ = refused_run(tmp_path, profile)
+    assert final.endswith("replace the token in $PROXY_TOKEN, which [profiles.proxy] reads")
+
+
+LOCAL = BackendProfile(
+    name="local",
+    base_url="http://127.0.0.1:11434",
+    preset="ollama",
+    model="qwen3",
+    env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:11434"},
+)
+
+
+def test_a_detour_profiles_misconfiguration_is_advised_for_that_profile() -> None:
+    sink = Recorder()
+    in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
+    advised = Advised(sink, advice(in_use), auth_advice(in_use))
+    advised.emit("profile.switched", profile="local", because="five_hour", check_at="x")
+    advised.emit(
+        "run.finished",
+        outcome="backend_misconfigured",
+        reason="the model failed to load (API Error: 500 model failed to load)",
+    )
+    # Not the run's own (Anthropic) profile's advice: the local server's.
+    assert advised.reason == (
+        "the model 'qwen3' failed to load on http://127.0.0.1:11434 (model failed to load): "
+        "check the server's log and free memory, or pick a smaller `model` in [profiles.local]"
+    )
+
+
+def test_back_on_the_runs_own_profile_the_advice_is_its_own_again() -> None:
+    sink = Recorder()
+    in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
+    advised = Advised(sink, advice(in_use), auth_advice(in_use), detour="local")
+    advised.emit("profile.restored", profile="local")
+    advised.emit("run.finished", outcome="auth_failed", reason="authentication failed")
+    assert advised.reason is not None
+    assert "log in again with `claude`" in advised.reason

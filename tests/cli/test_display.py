@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 
-from claudeloop.cli.display import ConsoleView
+from rich.console import Console
+
+from claudeloop.cli.display import ConsoleView, _Status
 
 
 def shown(view_args: dict[str, bool], *events: tuple[str, Mapping[str, object]]) -> str:
@@ -41,6 +45,16 @@ def test_by_default_a_line_per_event_that_matters() -> None:
     assert "And its tests." not in text
 
 
+def test_a_resent_turn_and_a_guessed_price_are_said_without_verbose() -> None:
+    text = shown(
+        {},
+        ("turn.interrupted", {"turn": 4, "reason": "the run stopped while ..."}),
+        ("cost.guessed", {"models": ["qwen3-coder"], "guessed_usd": 0.003, "reason": "..."}),
+    )
+    assert "turn 4: interrupted by a crash; sent again" in text
+    assert "cost of qwen3-coder not counted: Claude Code only guesses its price" in text
+
+
 def test_verbose_shows_every_event_and_the_whole_summary() -> None:
     text = shown({"verbose": True}, SUMMARY, QUIET_EVENT)
     assert "notify.failed: url=json://127.0.0.1/****, reason=refused" in text
@@ -59,3 +73,31 @@ def test_text_from_elsewhere_is_not_read_as_markup() -> None:
     }
     text = shown({}, ("run.finished", finished))
     assert "[profiles.local]" in text
+
+
+FIVE_HOURS = "five_hour window closed until 2026-11-30 13:22:27 UTC"
+
+
+def test_the_live_line_keeps_the_countdown_within_80_columns_during_a_five_hour_wait() -> None:
+    status = _Status()
+    status.update("turn.started", {"turn": 12})
+    status.update("turn.finished", {"cost_usd": 1.25})
+    status.update("plan.updated", {"done": 7, "total": 19})
+    probe_at = datetime.now(UTC) + timedelta(hours=5)
+    status.update("wait.started", {"capacity": FIVE_HOURS, "probe_at": probe_at.isoformat()})
+    console = Console(width=80, file=io.StringIO(), soft_wrap=True)
+    lines = console.render_lines(status, console.options, pad=False)
+    assert len(lines) == 1
+    shown = "".join(segment.text for segment in lines[0])
+    assert len(shown) <= 80
+    assert shown.startswith("turn 12 · $1.2500 · plan 7/19 · waiting: five_hour")
+    assert re.search(r"; next probe in [45]:\d\d:\d\d$", shown), shown
+
+
+def test_on_a_narrow_terminal_the_countdown_stays_and_the_description_goes() -> None:
+    status = _Status()
+    probe_at = datetime.now(UTC) + timedelta(minutes=3)
+    status.update("wait.started", {"capacity": FIVE_HOURS, "probe_at": probe_at.isoformat()})
+    shown = status.line(40)
+    assert len(shown) <= 40
+    assert re.search(r"next probe in [23]:\d\d$", shown), shown

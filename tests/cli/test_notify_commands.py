@@ -130,3 +130,18 @@ def test_a_notification_that_cannot_be_delivered_is_logged_and_the_run_still_end
     assert failures[0]["service"] == f"json://127.0.0.1:{receiver.port}/****"
     assert failures[0]["kind"] == "done"
     assert "secret-path-123" not in "\n".join(lines)
+
+
+def test_a_plain_word_given_as_notify_is_shown_as_typed(claudeloop: Invoke, tmp_path: Path) -> None:
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, "--notify", "notaurl")
+    assert_one_line_error(result, "--notify", "'notaurl' is not an apprise URL", "scheme://")
+
+
+def test_a_password_in_a_url_without_a_scheme_stays_masked(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    result = claudeloop(
+        "run", "--prompt", "x", "--cwd", tmp_path, "--notify", "me:hunter2pw@mail.example.com"
+    )
+    assert_one_line_error(result, "--notify", "is not an apprise URL")
+    assert "hunter2pw" not in result.err

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Invocation
 
 Invoke = Callable[..., Invocation]
@@ -39,3 +41,30 @@ def test_config_show_names_the_pause_and_the_policies(claudeloop: Invoke, tmp_pa
     assert shown.exit_code == 0
     assert "five_hour=90%" in shown.out
     assert "wind-down" in shown.out
+
+
+def test_on_limit_errors_name_the_flag_and_key_that_exist(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    result = claudeloop(
+        "run", "--prompt", "x", "--cwd", tmp_path, "--on-limit", "five_hour=switch-profile nope"
+    )
+    line = result.err.strip()
+    assert result.exit_code == 2
+    assert "flag --on-limit" in line
+    assert "[profiles.nope]" in line
+    # Neither --limits nor --profile was typed, and --limits does not exist.
+    assert "--limits" not in line
+    assert "--profile" not in line
+
+
+def test_a_bad_limits_variable_says_how_each_source_writes_it(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDELOOP_LIMITS", "five_hour=explode")
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    assert "CLAUDELOOP_LIMITS" in result.err
+    # One --on-limit takes one LIMIT=ACTION, not a comma-separated list.
+    assert "each --on-limit LIMIT=ACTION" in result.err
+    assert "--on-limit as LIMIT=ACTION separated by commas" not in result.err

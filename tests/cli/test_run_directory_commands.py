@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.run_directory.lock import acquire
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import WindowExhausted
@@ -125,11 +126,27 @@ def test_stop_without_a_live_driver_is_refused(claudeloop: Invoke, tmp_path: Pat
     assert "no live driver" in result.err
 
 
+def test_stop_beside_a_reused_pid_says_there_is_no_live_driver(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    directory = waiting_run(tmp_path)
+    # The driver died (a reboot) and its pid now belongs to a live, unrelated process.
+    directory.lock_path.write_text(str(os.getppid()))
+    result = claudeloop("stop", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "run 20261130-090000-aaaaaa has no live driver; nothing to stop" in line
+    assert directory.pending() is None
+
+
 def test_wind_down_reaches_a_live_driver(claudeloop: Invoke, tmp_path: Path) -> None:
     directory = waiting_run(tmp_path)
-    # This test process stands in for the driver: its pid is alive.
-    directory.lock_path.write_text(str(os.getppid()))
-    result = claudeloop("wind-down", "--cwd", tmp_path)
+    # This test process stands in for the driver: it holds the run's lock.
+    lock = acquire(directory.lock_path)
+    try:
+        result = claudeloop("wind-down", "--cwd", tmp_path)
+    finally:
+        lock.release()
     assert result.exit_code == 0
     assert directory.pending() is ControlCommand.WIND_DOWN
 
@@ -177,3 +194,48 @@ def test_status_shows_a_switch_profile_detour(claudeloop: Invoke, tmp_path: Path
     data = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
     assert data["detour"]["profile"] == "local"
     assert 200 < data["detour"]["check_in_seconds"] <= 240
+
+
+OLDER, NEWER = "20261130-090000-aaaaaa", "20261130-100000-bbbbbb"
+
+
+def test_status_logs_and_stop_without_run_id_pick_the_live_run_over_the_newest(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    live = waiting_run(tmp_path, OLDER)
+    newer = waiting_run(tmp_path, NEWER)  # newer, but no driver: a finished or crashed run
+    for directory in (live, newer):
+        event = {"ts": "2026-11-30T09:00:00+00:00", "run_id": directory.run_id, "type": "x"}
+        directory.events_path.write_text(json.dumps(event) + "\n")
+    lock = acquire(live.lock_path)
+    try:
+        shown = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
+        assert (shown["run_id"], shown["driver_alive"]) == (OLDER, True)
+        logged = claudeloop("logs", "--cwd", tmp_path, "--json").out.splitlines()
+        assert [json.loads(line)["run_id"] for line in logged] == [OLDER]
+        stopped = claudeloop("stop", "--cwd", tmp_path)
+    finally:
+        lock.release()
+    assert stopped.exit_code == 0, stopped.err
+    assert OLDER in stopped.out
+    assert live.pending() is ControlCommand.STOP
+    # With no live driver the newest run is the default again.
+    shown = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
+    assert shown["run_id"] == NEWER
+
+
+def test_a_second_run_beside_a_live_one_is_refused_unless_named(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    live = waiting_run(tmp_path, OLDER)
+    lock = acquire(live.lock_path)
+    try:
+        refused = claudeloop("run", "--prompt", "another task", "--cwd", tmp_path)
+    finally:
+        lock.release()
+    assert refused.exit_code == 2
+    (line,) = refused.err.strip().splitlines()
+    assert OLDER in line
+    assert f"process {os.getpid()}" in line
+    assert "--run-id NAME" in line
+    assert [d.name for d in (tmp_path / ".claudeloop" / "runs").iterdir()] == [OLDER]

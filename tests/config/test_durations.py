@@ -34,3 +34,9 @@ def test_the_command_line_reads_durations_with_the_same_parser() -> None:
 def test_a_formatted_duration_reads_back(seconds: int) -> None:
     value = timedelta(seconds=seconds)
     assert parse_duration(format_duration(value)) == value
+
+
+@pytest.mark.parametrize("text", ["99999999999d", "9" * 30, "999999999999h"])
+def test_a_duration_too_long_to_hold_names_the_accepted_forms(text: str) -> None:
+    with pytest.raises(ValueError, match="too long a duration; use 90, 90s, 5m, 1h30m or 2d"):
+        parse_duration(text)

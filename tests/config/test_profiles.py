@@ -132,18 +132,6 @@ def test_the_litellm_preset_needs_a_token_never_the_dummy(tmp_path: Path) -> Non
     assert "\n" not in message
 
 
-def test_where_the_token_is_set_is_named_for_the_fix(tmp_path: Path) -> None:
-    from_env = resolved(
-        tmp_path,
-        'preset = "litellm"\nmodel = "m"\nauth_token_env = "PROXY_KEY"',
-        {"PROXY_KEY": "sk-proxy-456"},
-    )
-    assert from_env.token_setting == "$PROXY_KEY (auth_token_env in [profiles.p])"
-    inline = resolved(tmp_path, 'preset = "litellm"\nmodel = "m"\nauth_token = "sk-1"')
-    assert inline.token_setting == "`auth_token` in [profiles.p]"
-    assert resolved(tmp_path, 'preset = "ollama"\nmodel = "m"').token_setting is None
-
-
 def test_a_token_variable_that_is_not_set_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="PROXY_KEY is not set"):
         resolved(tmp_path, 'preset = "litellm"\nmodel = "m"\nauth_token_env = "PROXY_KEY"')

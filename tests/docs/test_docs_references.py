@@ -93,7 +93,7 @@ def _invocation_problem(words: list[str]) -> str | None:
     help_options = {"-h", "--help"}
     options = help_options | {opt for p in cli.params for opt in (*p.opts, *p.secondary_opts)}
     for word in words:
-        if word.startswith("-"):
+        if word.startswith("-") and word != "-":  # a lone "-" is a value: stdin
             flag = word.split("=", 1)[0]
             if flag not in options:
                 return f"{command.name} has no option {flag}"

@@ -16,6 +16,7 @@ from claudeloop.domain.waiting import (
     WaitPolicyConfig,
     credits_backoff,
     next_probe_instant,
+    trusted_probe_instant,
     wait_exceeded,
 )
 
@@ -509,3 +510,50 @@ def test_a_machine_asleep_past_the_instant_probes_on_waking_not_after_a_fresh_in
         window, now=woke, started_waiting_at=NOW, probe_count=1, config=DEFAULT
     )
     assert after == woke + DEFAULT.window_probe_interval
+
+
+# trusted_probe_instant: a persisted instant read back on resume ------------------------
+
+
+@given(scenario=scenarios(), data=st.data())
+def test_an_honest_persisted_instant_is_kept_as_it_was(
+    scenario: Scenario, data: st.DataObject
+) -> None:
+    # Planned at any earlier instant of the same wait, with the same probe count.
+    state, now, started, count, config = scenario
+    planned_at = data.draw(
+        st.datetimes(
+            min_value=started.replace(tzinfo=None),
+            max_value=now.replace(tzinfo=None),
+            timezones=st.just(UTC),
+        )
+    )
+    persisted = next_probe_instant(
+        state, now=planned_at, started_waiting_at=started, probe_count=count, config=config
+    )
+    trusted = trusted_probe_instant(
+        persisted, state, now=now, started_waiting_at=started, probe_count=count, config=config
+    )
+    assert trusted == persisted
+
+
+@given(scenario=scenarios(), persisted=offsets)
+def test_no_persisted_instant_holds_a_resume_longer_than_the_policy_would(
+    scenario: Scenario, persisted: timedelta
+) -> None:
+    state, now, started, count, config = scenario
+    trusted = trusted_probe_instant(
+        now + persisted, state, now=now, started_waiting_at=started, probe_count=count,
+        config=config,
+    )  # fmt: skip
+    assert trusted <= now + persisted
+    assert trusted <= _next(scenario)
+
+
+def test_a_probe_instant_years_away_waits_one_interval() -> None:
+    far = NOW + timedelta(days=3 * 365)
+    window = WindowExhausted("unknown")
+    trusted = trusted_probe_instant(
+        far, window, now=NOW, started_waiting_at=NOW, probe_count=0, config=DEFAULT
+    )
+    assert trusted == NOW + DEFAULT.window_probe_interval

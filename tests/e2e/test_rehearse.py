@@ -61,3 +61,35 @@ def test_an_unknown_scenario_is_one_line(tmp_path: Path) -> None:
     assert finished.returncode == 2
     assert len(finished.stderr.strip().splitlines()) == 1
     assert "monsoon" in finished.stderr
+
+
+def test_the_list_names_each_scenario_with_what_it_shows(tmp_path: Path) -> None:
+    listed = rehearse(tmp_path, "--list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    window = next(line for line in lines if line.startswith("window "))
+    assert "The 5-hour window closes at turn 2" in window
+    busy = next(line for line in lines if line.startswith("local-busy "))
+    assert "queue is full (503)" in busy
+
+
+def test_a_local_model_that_fails_to_load_ends_in_78_with_the_fix(tmp_path: Path) -> None:
+    finished = rehearse(tmp_path, "local-load-failed")
+    assert finished.returncode == 78, finished.stderr
+    final = next(line for line in finished.stderr.splitlines() if "(exit 78)" in line)
+    assert "the model 'qwen3' failed to load on http://127.0.0.1:" in final
+    assert "pick a smaller `model` in [profiles.rehearsal-local]" in final
+    # Stopped at once, as the local-models guide says: no probing a misconfiguration.
+    assert "waiting:" not in finished.stderr
+
+
+def test_a_full_local_queue_is_waited_out(tmp_path: Path) -> None:
+    finished = rehearse(tmp_path, "local-busy")
+    assert finished.returncode == 0, finished.stderr
+    lines = finished.stderr.splitlines()
+    refused = next(i for i, line in enumerate(lines) if "refused, capacity local window" in line)
+    waiting = next(i for i, line in enumerate(lines) if line.startswith("waiting: local window"))
+    resumed = next(i for i, line in enumerate(lines) if line == "probe: available")
+    assert refused < waiting < resumed
+    assert "claudeloop: done (exit 0)" in finished.stderr

@@ -149,6 +149,33 @@ def test_a_second_driver_of_a_live_run_is_refused_with_the_live_pid(
         kill_hard(process)
 
 
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_a_second_run_beside_a_live_one_is_refused_naming_it_unless_named_itself(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    runs = rehearsal.project / ".claudeloop" / "runs"
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+    named: subprocess.Popen[str] | None = None
+    try:
+        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+        (live,) = list(runs.iterdir())
+        second = rehearsal.run(str(plan), *FAST_WAITS, timeout=60)
+        assert second.exit_code == 2
+        (line,) = second.stderr.strip().splitlines()
+        assert live.name in line
+        assert "--run-id NAME" in line
+        assert list(runs.iterdir()) == [live]
+        # Asked for by name, a second run starts beside the live one.
+        named = rehearsal.start("run", str(plan), *FAST_WAITS, "--run-id", "on-purpose")
+        wait_for((runs / "on-purpose" / "state.json").exists, "the named run")
+        assert process.poll() is None
+    finally:
+        kill_hard(process)
+        if named is not None:
+            kill_hard(named)
+
+
 @pytest.mark.scenario("three_steps")
 def test_secrets_never_reach_the_run_directory(rehearsal: Rehearsal, tmp_path: Path) -> None:
     canaries = {

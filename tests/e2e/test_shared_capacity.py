@@ -19,6 +19,7 @@ After the lift all three finish their plans (exit 0).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -31,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from claudeloop.adapters.shared_capacity import account_key
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, cli_env, wait_for, write_plan
 
 pytestmark = pytest.mark.e2e
@@ -173,9 +175,59 @@ def test_loops_on_one_account_send_nothing_into_a_window_another_found_closed(
     assert min(shares) >= 1
     assert len(gate_probes) <= max(shares) < sum(shares), (len(gate_probes), shares)
 
+    # The third loop's refused turn was held back, and its log says so, not "sent".
+    held = refusals(projects[2])[0]
+    assert held["sent"] is False
+    logged = subprocess.run(
+        [sys.executable, "-m", "claudeloop", "logs", "--cwd", str(projects[2])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert f"turn {held['turn']}: held back: " in logged.stdout, logged.stdout
+
     open_probes = [r for r in requests if r["kind"] == "probe" and not r["gate"]]
     print(  # the measured counts, for `pytest -s`
         f"\nrefused turns sent: {len(gate_turns)} of {LOOPS} loops; probes into the closed "
         f"window: {len(gate_probes)}; closed probe results per loop: {shares}; probes "
         f"after the lift: {len(open_probes)}"
     )
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_a_run_beside_a_stuck_holder_of_the_capacity_lock_goes_on_and_answers_sigterm(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    state = tmp_path / "shared-state"
+    rehearsal.env["CLAUDELOOP_STATE_DIR"] = str(state)
+    (state / "capacity").mkdir(parents=True)
+    # Another process (stuck, or a debugger on it) keeps this account's record locked.
+    lock_path = state / "capacity" / f"{account_key(rehearsal.env, None)}.lock"
+    descriptor = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    process: subprocess.Popen[str] | None = None
+    try:
+        plan = write_plan(rehearsal.project)
+        process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+        # Turn 1 went through; turn 2 meets the closed window, and its news is being
+        # offered to the locked record when the SIGTERM comes.
+        wait_for(lambda: any(r["gate"] for r in rehearsal.requests()), "turn 2 to meet the window")
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(descriptor)
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    assert (rehearsal.project / "step1.txt").read_text() == "step 1\n"
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+    finished = [e.get("verdict") for e in events(rehearsal.project) if e["type"] == "turn.finished"]
+    # Both turns were answered and recorded before the run ended: nothing froze.
+    assert finished[:2] == ["continue", "refused"]
+    assert events(rehearsal.project)[-1]["type"] == "run.finished"
+    (debug,) = rehearsal.project.glob(".claudeloop/runs/*/debug.log")
+    assert "going on without sharing this turn's news" in debug.read_text()
+    assert not (state / "capacity" / f"{account_key(rehearsal.env, None)}.json").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.verification import CheckCommand, CheckResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,15 +29,15 @@ class TurnOutcome:
     # Tools the permission mode refused during the turn, so the user can be told how to
     # allow them.
     denied_tools: tuple[str, ...] = ()
-    # The session's running total as Claude Code reports it. A CLI resuming a session
-    # restores its total, so a fresh process reports earlier turns' cost again; the
-    # runner takes the difference from the last total it saw, which survives a crash.
-    session_cost_usd: float | None = None
+    # What the turn cost at a price the CLI guessed (a model missing from its price
+    # table, e.g. a local model's name): not money anyone was billed, so not in
+    # `cost_usd` and never counted against --max-dollars.
+    guessed_cost_usd: float = 0.0
+    guessed_models: tuple[str, ...] = ()
     # False when the turn never reached the service (another loop had found its capacity
     # closed): it counts as no attempt.
     sent: bool = True
-    # False for a backend that costs nothing (a local model): the running total still
-    # moves, but none of it is spend.
+    # False for a backend that costs nothing (a local model): none of its cost is spend.
     billed: bool = True
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
@@ -48,6 +50,9 @@ class ProbeOutcome:
 
     signals: TurnSignals
     cost_usd: float = 0.0
+    # As on TurnOutcome: a cost at a guessed price, never spend.
+    guessed_cost_usd: float = 0.0
+    guessed_models: tuple[str, ...] = ()
 
 
 class Gateway(Protocol):
@@ -71,8 +76,13 @@ class Clock(Protocol):
 
 
 class Sleeper(Protocol):
-    async def sleep_until(self, instant: datetime) -> bool:
-        """Wait until `instant`; return False when a control command woke it early."""
+    async def sleep_until(
+        self, instant: datetime, *, progress: Callable[[float], None] | None = None
+    ) -> bool:
+        """Wait until `instant`; return False when a control command woke it early.
+
+        `progress` is called now and then (at least once a minute of waiting) with the
+        seconds waited so far, so what a kill mid-wait loses is small."""
         ...
 
 
@@ -101,4 +111,13 @@ class PlanFiles(Protocol):
 
     def write(self, path: Path, plan: WorkPlan) -> None:
         """Write the plan's checkmarks back (only when the user asked for it)."""
+        ...
+
+
+class Checks(Protocol):
+    """The verification commands a Done must pass, run one at a time."""
+
+    async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
+        """Run `check` in the run's cwd, its whole output into `output`; a command that
+        times out or cannot start is a failed result, not an exception."""
         ...

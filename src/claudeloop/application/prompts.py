@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.verification import CheckFailed, CheckResult, Rejected, ReviewDisagreed
+
+# A few KB of a failing check's output: enough to act on, little enough to leave room.
+REJECTION_TAIL_CHARS = 3000
 
 
 def first_prompt(
@@ -39,6 +45,55 @@ def continue_prompt(
     if marker:
         parts.append(_marker_instruction(marker))
     return "\n\n".join(parts)
+
+
+def rejection_prompt(rejected: Rejected, *, tail_chars: int = REJECTION_TAIL_CHARS) -> str:
+    """Why a Done was not accepted, said first in the next continue prompt."""
+    match rejected:
+        case CheckFailed(result=result):
+            parts = [
+                "You said the task was complete, but a verification command failed: "
+                f"`{result.command.text}` {how_it_failed(result)}."
+            ]
+            output = (result.start_error or result.output_tail).strip()
+            if output:
+                kept = output[-tail_chars:]
+                cut = (
+                    "(its last lines) " if len(kept) < len(output) or result.tail_is_partial else ""
+                )
+                parts.append(f"Its output {cut}was:\n{_fenced(kept)}")
+            parts.append(
+                "Fix what it reports and run the command yourself; say the task is complete "
+                "only when it passes."
+            )
+        case ReviewDisagreed(remaining_work=remaining, blocked_on=blocked_on, summary=summary):
+            parts = ["You said the task was complete, but an independent review found it is not."]
+            if blocked_on:
+                parts.append(f"The reviewer could not confirm it: {blocked_on}")
+            if remaining:
+                listed = "\n".join(f"- {entry}" for entry in remaining)
+                parts.append(f"Work the reviewer found still to do:\n{listed}")
+            if summary.strip():
+                parts.append(f"The reviewer's summary: {summary.strip()}")
+        case _:
+            assert_never(rejected)
+    return "\n\n".join(parts)
+
+
+def how_it_failed(result: CheckResult) -> str:
+    """How a failed check ended, in a few words: an exit code, a timeout or no start."""
+    if result.timed_out:
+        return f"timed out after {round(result.seconds)} s"
+    if result.start_error is not None:
+        return "could not start"
+    return f"exited with code {result.exit_code}"
+
+
+def _fenced(text: str) -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}\n{text}\n{fence}"
 
 
 def _marker_instruction(marker: str) -> str:

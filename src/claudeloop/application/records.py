@@ -48,9 +48,12 @@ class RunRecord:
     session_id: str | None = None
     plan: WorkPlan | None = None
     waited_seconds: float = 0.0
-    # The last running total Claude Code reported for `session_id` (see TurnOutcome).
-    session_cost_usd: float = 0.0
     last_turn_started_at: datetime | None = None
+    # The number of the turn sent and not yet recorded: saved before the prompt goes
+    # out, cleared by the save that records its result. A resumed run that finds it set
+    # knows the driver stopped mid-turn, says so, and sends that turn again under the
+    # same number; no turn number is ever recorded or reported finished twice.
+    turn_in_flight: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -7,9 +7,9 @@ back. It talks to the world only through ports.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import assert_never
+from typing import Any, assert_never
 
 from claudeloop.application.ports import (
     Clock,
@@ -45,6 +45,11 @@ from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.waiting import trusted_probe_instant
+
+# What one event says: its type and fields, emitted once the record that holds what it
+# reports is saved (a kill in between loses the event, never repeats it).
+Announcement = tuple[str, dict[str, Any]]
 
 
 @dataclass
@@ -61,6 +66,8 @@ class Runner:
     profiles: Callable[[str], Gateway] | None = None
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set)
+    # Models whose price the CLI guessed, already reported: say it once.
+    _guessed: set[str] = field(default_factory=set)
     _others: dict[str, Gateway] = field(default_factory=dict)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
@@ -77,9 +84,26 @@ class Runner:
                 model=record.spec.model,
                 permission_mode=record.spec.permission_mode,
             )
+        announce: list[Announcement] = []
+        if resumed and record.turn_in_flight is not None:
+            # Killed mid-turn: its result never reached the record, so it is sent again
+            # under the same number (see RunRecord.turn_in_flight).
+            announce.append(
+                (
+                    "turn.interrupted",
+                    {
+                        "turn": record.turn_in_flight,
+                        "reason": "the run stopped while this turn was in flight; its "
+                        "result was not recorded, so the turn is sent again",
+                    },
+                )
+            )
+            record = replace(record, turn_in_flight=None)
         if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
-            # Killed while waiting: keep the persisted probe instant.
-            decision = resume_decision(record.state)
+            # Killed while waiting: keep the persisted probe instant, within reason.
+            decision = self._trusted(record, resume_decision(record.state))
+            if isinstance(decision, ScheduleProbe):
+                record = replace(record, state=replace(record.state, next_probe_at=decision.at))
         else:
             transition = decide_preflight(
                 record.state,
@@ -91,6 +115,8 @@ class Runner:
             record = replace(record, state=transition.state)
             decision = transition.decision
         self.store.save(record)
+        for event_type, fields in announce:
+            self.events.emit(event_type, **fields)
         while True:
             record, next_decision = await self._execute(record, decision)
             if next_decision is None:
@@ -113,12 +139,20 @@ class Runner:
                     probe_at=at.isoformat(),
                 )
                 waited_from = self.clock.now()
-                woke_on_time = await self.sleeper.sleep_until(at)
-                record = replace(
-                    record,
-                    waited_seconds=record.waited_seconds
-                    + max((self.clock.now() - waited_from).total_seconds(), 0.0),
-                )
+                before = record.waited_seconds
+                slept = 0.0
+
+                def progress(seconds: float) -> None:
+                    # Saved as the wait goes, so a kill mid-wait loses little of it.
+                    nonlocal record, slept
+                    slept = max(slept, seconds)
+                    record = replace(record, waited_seconds=before + slept)
+                    self.store.save(record)
+
+                woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
+                # The wall clock, or what the sleeper counted when the clock stepped back.
+                elapsed = (self.clock.now() - waited_from).total_seconds()
+                record = replace(record, waited_seconds=before + max(elapsed, slept, 0.0))
                 command = self.control.pending()
                 if command is not None:
                     return self._apply(record, decide_on_control(record.state, command))
@@ -127,9 +161,16 @@ class Runner:
                 return self._apply(record, begin_probe(record.state))
             case RunProbe():
                 probe = await self.gateway.probe()
-                capacity = self._capacity(record, probe.signals)
-                self.events.emit(
-                    "probe.finished", capacity=describe(capacity), cost_usd=probe.cost_usd
+                # Said once the probe is saved: a kill before that loses neither its cost
+                # nor what it found.
+                announce: list[Announcement] = []
+                capacity = self._capacity(record, probe.signals, announce)
+                self._note_guess(probe.guessed_models, probe.guessed_cost_usd, announce)
+                announce.append(
+                    (
+                        "probe.finished",
+                        {"capacity": describe(capacity), "cost_usd": probe.cost_usd},
+                    )
                 )
                 return self._apply(
                     record,
@@ -141,15 +182,16 @@ class Runner:
                         cost_usd=probe.cost_usd,
                         policies=record.spec.limits,
                     ),
+                    announce=announce,
                 )
             case Finish(outcome=outcome, reason=reason):
+                self.store.save(record)
                 self.events.emit(
                     "run.finished",
                     outcome=outcome.value,
                     exit_code=outcome.exit_code,
                     reason=reason,
                 )
-                self.store.save(record)
                 await self.close()
                 return record, None
             case _:
@@ -171,19 +213,26 @@ class Runner:
             )
         number = record.state.ledger.attempts + 1
         started = self.clock.now()
-        record = replace(record, last_turn_started_at=started, plan=plan)
+        record = replace(record, last_turn_started_at=started, plan=plan, turn_in_flight=number)
         self.store.save(record)
         self.events.emit("turn.started", turn=number, session_id=record.session_id)
         outcome = await self._gateway_for(record).run_turn(prompt, session_id=record.session_id)
         if outcome.failure is not None:
-            self.events.emit("turn.failed", turn=number, reason=outcome.failure)
+            failed: Announcement = ("turn.failed", {"turn": number, "reason": outcome.failure})
             # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
             command = self.control.pending()
             if command is not None:
-                return self._apply(record, decide_on_control(record.state, command))
-            return self._apply(record, decide_on_failure(record.state, outcome.failure))
+                return self._apply(
+                    record, decide_on_control(record.state, command), announce=[failed]
+                )
+            return self._apply(
+                record, decide_on_failure(record.state, outcome.failure), announce=[failed]
+            )
         record, cost = _with_session(record, outcome)
-        capacity = self._capacity(record, outcome.signals)
+        # Everything said of the turn is said once the record holding it is saved.
+        announce: list[Announcement] = []
+        self._note_guess(outcome.guessed_models, outcome.guessed_cost_usd, announce)
+        capacity = self._capacity(record, outcome.signals, announce)
         verdict = evaluate(
             outcome.structured,
             final_text=outcome.final_text,
@@ -191,6 +240,7 @@ class Runner:
             marker=spec.done_marker,
             marker_fallback=spec.marker_fallback,
         )
+        error = _first_line(outcome.signals.result_text) if outcome.signals.is_error else None
         transition = decide_after_turn(
             record.state,
             capacity=capacity,
@@ -198,44 +248,95 @@ class Runner:
             now=self.clock.now(),
             config=spec.wait_policy,
             cost_usd=cost,
-            error=_first_line(outcome.signals.result_text) if outcome.signals.is_error else None,
+            error=error,
             policies=spec.limits,
             sent=outcome.sent,
         )
-        self.events.emit(
-            "turn.finished",
-            turn=number,
-            capacity=describe(capacity),
-            # A refused turn's verdict means nothing (the limit may have cut it short).
-            verdict=type(verdict).__name__.lower()
-            if isinstance(capacity, Available) or is_pause(capacity)
-            else "refused",
-            summary=verdict.summary,
-            cost_usd=cost,
-            session_id=record.session_id,
-            denied_tools=list(outcome.denied_tools),
+        announce.append(
+            (
+                "turn.finished",
+                {
+                    "turn": number,
+                    "capacity": describe(capacity),
+                    # A refused turn's verdict means nothing (the limit may have cut it
+                    # short).
+                    "verdict": type(verdict).__name__.lower()
+                    if isinstance(capacity, Available) or is_pause(capacity)
+                    else "refused",
+                    "summary": verdict.summary,
+                    "cost_usd": cost,
+                    "session_id": record.session_id,
+                    "denied_tools": list(outcome.denied_tools),
+                    # What the screen needs to say "held back" or "error", not a verdict.
+                    "sent": outcome.sent,
+                    "error": error,
+                },
+            )
         )
         if outcome.denied_tools:
-            self.events.emit("tools.denied", tools=list(outcome.denied_tools))
+            announce.append(("tools.denied", {"tools": list(outcome.denied_tools)}))
         if isinstance(capacity, Available) or is_pause(capacity):
-            record = self._reconcile_plan(record, verdict)
-        return self._apply(record, transition)
+            record = self._reconcile_plan(record, verdict, announce)
+        return self._apply(record, transition, announce=announce)
 
-    def _capacity(self, record: RunRecord, signals: TurnSignals) -> CapacityState:
+    def _capacity(
+        self, record: RunRecord, signals: TurnSignals, announce: list[Announcement]
+    ) -> CapacityState:
         thresholds = record.spec.pause_at
         unreported = thresholds.unreported(signals.windows) if signals.windows else ()
         fresh = [window for window in unreported if window not in self._noticed]
         if fresh:
             self._noticed.update(fresh)
-            self.events.emit(
-                "pause.ignored",
-                windows=fresh,
-                reason="the service reports no utilization for these windows; "
-                "their pause thresholds are ignored",
+            announce.append(
+                (
+                    "pause.ignored",
+                    {
+                        "windows": fresh,
+                        "reason": "the service reports no utilization for these windows; "
+                        "their pause thresholds are ignored",
+                    },
+                )
             )
         return capacity_of(signals, thresholds)
 
-    def _reconcile_plan(self, record: RunRecord, verdict: CompletionVerdict) -> RunRecord:
+    def _note_guess(
+        self, models: tuple[str, ...], guessed_usd: float, announce: list[Announcement]
+    ) -> None:
+        fresh = [model for model in models if model not in self._guessed]
+        if not fresh:
+            return
+        self._guessed.update(fresh)
+        announce.append(
+            (
+                "cost.guessed",
+                {
+                    "models": fresh,
+                    "guessed_usd": guessed_usd,
+                    "reason": "Claude Code does not know the price of these models and "
+                    "guesses it; the guess is not counted in the run's dollars nor "
+                    "against --max-dollars",
+                },
+            )
+        )
+
+    def _trusted(self, record: RunRecord, decision: Decision) -> Decision:
+        if not isinstance(decision, ScheduleProbe):
+            return decision
+        state = record.state
+        now = self.clock.now()
+        at = trusted_probe_instant(
+            decision.at,
+            decision.awaiting,
+            now=now,
+            started_waiting_at=state.waiting_since or now,
+            probe_count=state.wait_probes,
+            config=record.spec.wait_policy,
+        )
+        return replace(decision, at=at)
+
+    def _reconcile_plan(
+        self, record: RunRecord, verdict: CompletionVerdict, announce: list[Announcement]
+    ) -> RunRecord:
         if record.plan is None:
             return record
         before = (record.plan.done_count, record.plan.total)
@@ -244,11 +345,15 @@ class Runner:
         if on_disk is not None:
             plan = plan.merged_with(on_disk)
         if (plan.done_count, plan.total) != before:
-            self.events.emit(
-                "plan.updated",
-                done=plan.done_count,
-                total=plan.total,
-                open=[item.text for item in plan.open_items],
+            announce.append(
+                (
+                    "plan.updated",
+                    {
+                        "done": plan.done_count,
+                        "total": plan.total,
+                        "open": [item.text for item in plan.open_items],
+                    },
+                )
             )
         path = record.spec.plan_path
         if record.spec.update_plan and on_disk is not None and path is not None and self.plans:
@@ -289,32 +394,42 @@ class Runner:
             await gateway.close()
 
     def _apply(
-        self, record: RunRecord, transition: Transition
+        self,
+        record: RunRecord,
+        transition: Transition,
+        *,
+        announce: Sequence[Announcement] = (),
     ) -> tuple[RunRecord, Decision | None]:
+        """Saves the transition, then says what happened: an event never tells of
+        something a resume would do again."""
+        said = list(announce)
         before, after = record.state.detour, transition.state.detour
         if after is not None and before is None:
-            self.events.emit(
-                "profile.switched",
-                profile=after.profile,
-                because=describe(after.awaiting),
-                check_at=after.check_at.isoformat(),
+            said.append(
+                (
+                    "profile.switched",
+                    {
+                        "profile": after.profile,
+                        "because": describe(after.awaiting),
+                        "check_at": after.check_at.isoformat(),
+                    },
+                )
             )
         elif before is not None and after is None:
-            self.events.emit("profile.restored", profile=before.profile)
-        record = replace(record, state=transition.state)
+            said.append(("profile.restored", {"profile": before.profile}))
+        record = replace(record, state=transition.state, turn_in_flight=None)
         self.store.save(record)
+        for event_type, fields in said:
+            self.events.emit(event_type, **fields)
         return record, transition.decision
 
 
 def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, float]:
-    """The record on the turn's session, and what the turn cost."""
+    """The record on the turn's session, and what the turn cost: what the turn itself
+    reported (the gateway never bills a running total across processes)."""
     if outcome.session_id and outcome.session_id != record.session_id:
-        record = replace(record, session_id=outcome.session_id, session_cost_usd=0.0)
-    if outcome.session_cost_usd is None:
-        return record, outcome.cost_usd
-    cost = max(outcome.session_cost_usd - record.session_cost_usd, 0.0)
-    seen = max(outcome.session_cost_usd, record.session_cost_usd)
-    return replace(record, session_cost_usd=seen), round(cost, 9) if outcome.billed else 0.0
+        record = replace(record, session_id=outcome.session_id)
+    return record, outcome.cost_usd if outcome.billed else 0.0
 
 
 def _first_line(text: str) -> str:

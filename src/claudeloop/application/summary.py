@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import math
+import shlex
 from typing import Any
 
 from claudeloop.application.records import RunRecord
+from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
 
 
 def continue_command(record: RunRecord) -> str:
-    return f"claudeloop resume --run-id {record.run_id} --cwd {record.spec.cwd}"
+    """The command that goes on: after a budget cap, with the caps it reached raised, or
+    `resume` would stop again at once."""
+    words = ["claudeloop", "resume", "--run-id", record.run_id, "--cwd", str(record.spec.cwd)]
+    if record.state.outcome is Outcome.BUDGET_EXHAUSTED:
+        words += _raised_caps(record.state.ledger)
+    return shlex.join(words)
+
+
+def _raised_caps(ledger: BudgetLedger) -> list[str]:
+    """Each cap reached, raised to what was spent plus the cap again: as much once more."""
+    budget = ledger.budget
+    raised: list[str] = []
+    if ledger.turns_exhausted and budget.max_turns is not None:
+        raised += ["--max-turns", str(ledger.turns + budget.max_turns)]
+    if ledger.dollars_exhausted and budget.max_dollars is not None:
+        # Rounded first: 0.6 + 0.5 is 1.1000000000000001, not a cent more.
+        cents = math.ceil(round((ledger.dollars + budget.max_dollars) * 100, 6))
+        raised += ["--max-dollars", f"{cents / 100:.2f}".removesuffix(".00")]
+    if ledger.attempts_exhausted and budget.max_attempts is not None:
+        raised += ["--max-attempts", str(ledger.attempts + budget.max_attempts)]
+    return raised
 
 
 def result_object(record: RunRecord) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from claudeloop.adapters.backend_http import NotFound, why_not_found
-from claudeloop.adapters.config.profiles import BackendProfile
+from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 
 # The first words of each of `claudeloop.domain.classify.backend_misconfiguration`'s
 # reasons, pinned by tests/cli/test_backend_advice.py.
@@ -70,18 +70,6 @@ class Advice:
     @property
     def line(self) -> str:
         return f"{self.problem}: {self.fix}" if self.fix else self.problem
-
-
-def refused(profile: BackendProfile) -> str | None:
-    """The fix for refused credentials when the profile sends a token of its own; None
-    when the credentials are Claude Code's (its login or the environment's)."""
-    if profile.token_setting is None:
-        return None
-    fix = f"replace the token in {profile.token_setting} with a key {_server(profile)} accepts"
-    if profile.preset == "litellm":
-        # The proxy passes its upstream's 401 on as its own (measured, LiteLLM 1.108).
-        fix += " or, if its upstream refused, the api_key in the proxy's model_list"
-    return fix
 
 
 def advise(
@@ -163,10 +151,6 @@ def advise(
             return Advice(reason, f"check {table} (`claudeloop doctor --profile {profile.name}`)")
 
 
-def _server(profile: BackendProfile) -> str:
-    return "the proxy" if profile.preset == "litellm" else "the server"
-
-
 def _said(reason: str) -> str:
     """The server's words inside a reason, first sentence only, without the CLI's prefix."""
     found = _DETAIL.search(reason)
@@ -186,4 +170,27 @@ def _diagnose(profile: BackendProfile) -> NotFound:
         return NotFound("unknown")
     return why_not_found(
         profile.base_url, models, token=profile.env.get("ANTHROPIC_AUTH_TOKEN") or None
+    )
+
+
+def auth_fix(profile: BackendProfile | None) -> str:
+    """What mends refused credentials (exit 77), for the profile that sent them."""
+    if profile is not None and profile.name != DEFAULT_BACKEND.name:
+        table = f"[profiles.{profile.name}]"
+        # A LiteLLM proxy passes its upstream's 401 on as its own (measured, 1.108).
+        upstream = (
+            " (or, if its upstream refused, the api_key in the proxy's model_list)"
+            if profile.preset == "litellm"
+            else ""
+        )
+        variable = profile.credentials.removeprefix("auth token from $")
+        if variable != profile.credentials:
+            return f"replace the token in ${variable}, which {table} reads{upstream}"
+        if profile.credentials.startswith("auth token from "):
+            return f"replace `auth_token` in {table}{upstream}"
+        if profile.local:
+            return f"the server wants a token: set `auth_token_env` or `auth_token` in {table}"
+    return (
+        "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or "
+        "ANTHROPIC_API_KEY"
     )

@@ -5,6 +5,7 @@ Tests wire fakes into the same runner; this is the one place that knows both sid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Callable, Mapping
@@ -14,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from claudeloop.adapters.atomic_file import remove_leftovers, write_atomically
 from claudeloop.adapters.plan_file import PlanFileOnDisk
-from claudeloop.adapters.redaction import Redactor
+from claudeloop.adapters.redaction import Redactor, secret_values
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.lock import RunLocked, acquire, release
+from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
+from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
@@ -27,7 +30,8 @@ from claudeloop.application.summary import summary_markdown
 from claudeloop.cli.display import ConsoleView, Tee
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
-from claudeloop.domain.loop import ControlCommand, Outcome, RunState
+from claudeloop.domain.limits import SwitchProfile
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.profiles import BackendProfile
@@ -84,13 +88,24 @@ def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:
 
 
 def create_directory(record: RunRecord) -> RunDirectory:
+    """The run's directory, with its record in it at once: a run killed during the slow
+    start of the CLI is one `resume` can continue."""
     try:
-        return RunDirectory.create(record.spec.cwd, record.run_id)
+        directory = RunDirectory.create(record.spec.cwd, record.run_id)
     except FileExistsError:
         raise UserError(
             f"run id {record.run_id!r} is already used in {record.spec.cwd}; "
             "pick another --run-id or resume it"
         ) from None
+    except OSError as error:
+        raise UserError(f"cannot make the run's directory: {error}") from None
+    try:
+        directory.save(record)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            directory.path.rmdir()  # no run without a record, for resume to refuse
+        raise UserError(f"cannot save the run's record: {error}") from None
+    return directory
 
 
 def make_gateway(
@@ -115,6 +130,7 @@ def make_gateway(
             done_marker=spec.done_marker,
             cli_path=backend.cli_path,
             stderr_log=directory.debug_log_path,
+            redactor=directory.redactor,
         ),
         control=directory,
         events=events,
@@ -138,7 +154,7 @@ def _sharing(
     )
 
     board = CapacityBoard(capacity_dir, account_key({**os.environ, **backend.env}, spec.model))
-    debug_log = StderrLog(directory.debug_log_path)
+    debug_log = StderrLog(directory.debug_log_path, redactor=directory.redactor)
     return SharedCapacityGateway(inner, board, policy=spec.wait_policy, note=debug_log.note)
 
 
@@ -169,48 +185,132 @@ class Unbilled:
 
     async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
         outcome = await self._inner.run_turn(prompt, session_id=session_id)
-        # The session's running total stays as the CLI reports it: a detour's local turns
-        # are in it, and the run's own backend, back on the session, must not bill them.
-        return replace(outcome, cost_usd=0.0, billed=False)
+        # Nothing of it is money, guessed or not: no guessed price to warn about either.
+        return replace(outcome, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=(), billed=False)
 
     async def probe(self) -> ProbeOutcome:
-        return replace(await self._inner.probe(), cost_usd=0.0)
+        probe = await self._inner.probe()
+        return replace(probe, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=())
 
     async def close(self) -> None:
         await self._inner.close()
 
 
+class Redacted:
+    """Passes events on with every secret masked: the screen and the notifications get
+    no more of the model's words than events.jsonl does."""
+
+    def __init__(self, sink: EventSink, redactor: Redactor) -> None:
+        self._sink = sink
+        self._redactor = redactor
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        self._sink.emit(event_type, **self._redactor.data(fields))
+
+
+def run_redactor(
+    spec: RunSpec,
+    backend: Backend,
+    notify: NotifyTargets | None,
+    detours: Callable[[str], Backend] | None,
+) -> Redactor:
+    """Every secret the run knows: of our environment and the CLI's (a profile's token
+    and extra_env), of the profiles a limit policy may switch to, and of the
+    notification URLs (which may sit in CLAUDELOOP_NOTIFY, a name that says nothing)."""
+    environments = [os.environ, backend.env]
+    for _, action in spec.limits.actions:
+        if isinstance(action, SwitchProfile) and detours is not None:
+            try:
+                environments.append(detours(action.profile).env)
+            except UserError:
+                continue  # the detour fails when it is taken, with its own one line
+    extra: list[str] = []
+    if notify is not None:
+        from claudeloop.adapters.notify.urls import url_secrets
+
+        extra += [secret for url in notify.urls for secret in (url, *url_secrets(url))]
+    return Redactor((*secret_values(*environments), *extra))
+
+
+class Screen:
+    """The console view until the terminal is gone (closed: a write fails with EIO); then
+    nothing. The run goes on, and all it would have shown is in the run directory."""
+
+    def __init__(self, view: ConsoleView) -> None:
+        self._view: ConsoleView | None = view
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        if self._view is not None:
+            try:
+                self._view.emit(event_type, **fields)
+            except OSError:
+                self.close()
+
+    def close(self) -> None:
+        view, self._view = self._view, None
+        if view is not None:
+            with contextlib.suppress(OSError):
+                view.close()
+
+
 class Advised:
-    """Passes events on; a misconfigured backend's reason gains its one-line fix, and so
-    do refused credentials when the profile sends a token of its own (`refused`)."""
+    """Passes events on; a misconfigured backend's or refused credentials' reason gains
+    its one-line fix, for the profile in use: a switch-profile detour's own while on one.
+
+    `advise(reason, detour)` and `auth_fix(detour)` get the detour's profile name or
+    None."""
 
     def __init__(
         self,
         sink: EventSink,
-        advise: Callable[[str], str],
-        refused: Callable[[str], str] | None = None,
+        advise: Callable[[str, str | None], str],
+        auth_fix: Callable[[str | None], str] | None = None,
+        *,
+        detour: str | None = None,
     ) -> None:
         self._sink = sink
         self._advise = advise
-        self._refused = refused
+        self._auth_fix = auth_fix
+        self._detour = detour
         self.reason: str | None = None
 
     def emit(self, event_type: str, **fields: Any) -> None:
+        if event_type == "profile.switched":
+            self._detour = str(fields.get("profile"))
+        elif event_type == "profile.restored":
+            self._detour = None
         outcome = fields.get("outcome") if event_type == "run.finished" else None
-        reason = str(fields.get("reason") or "")
         if outcome == Outcome.BACKEND_MISCONFIGURED.value:
-            self.reason = fields["reason"] = self._advise(reason)
-        elif outcome == Outcome.AUTH_FAILED.value and self._refused is not None:
-            self.reason = fields["reason"] = self._refused(reason)
+            self.reason = self._advise(str(fields.get("reason") or ""), self._detour)
+            fields["reason"] = self.reason
+        elif outcome == Outcome.AUTH_FAILED.value and self._auth_fix is not None:
+            self.reason = f"{fields.get('reason')}: {self._auth_fix(self._detour)}"
+            fields["reason"] = self.reason
         self._sink.emit(event_type, **fields)
 
 
-def _advice(backend: Backend) -> Callable[[str], str]:
-    profile = backend.profile
-    if profile is None:
-        return lambda reason: reason
+ProfileInUse = Callable[[str | None], "BackendProfile | None"]
 
-    def advise(reason: str) -> str:
+
+def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -> ProfileInUse:
+    """The profile of the run's own backend, or of the detour named."""
+
+    def profile(detour: str | None) -> BackendProfile | None:
+        if detour is None or detours is None:
+            return backend.profile
+        try:
+            return detours(detour).profile
+        except UserError:
+            return backend.profile
+
+    return profile
+
+
+def advice(profile_of: ProfileInUse) -> Callable[[str, str | None], str]:
+    def advise(reason: str, detour: str | None) -> str:
+        profile = profile_of(detour)
+        if profile is None:
+            return reason
         from claudeloop.cli.backend_advice import advise as advise_on
 
         return advise_on(reason, profile).line
@@ -218,11 +318,13 @@ def _advice(backend: Backend) -> Callable[[str], str]:
     return advise
 
 
-def _refusal(backend: Backend) -> Callable[[str], str] | None:
-    from claudeloop.cli.backend_advice import refused
+def auth_advice(profile_of: ProfileInUse) -> Callable[[str | None], str]:
+    def fix(detour: str | None) -> str:
+        from claudeloop.cli.backend_advice import auth_fix
 
-    fix = refused(backend.profile) if backend.profile is not None else None
-    return None if fix is None else lambda reason: f"{reason}: {fix}"
+        return auth_fix(profile_of(detour))
+
+    return fix
 
 
 def drive(
@@ -241,22 +343,30 @@ def drive(
     """Drive the run to its end under the run's lock; write summary.md; return the record.
 
     `capacity_dir`: where loops on one account share capacity (None: this loop alone)."""
-    try:
-        acquire(directory.lock_path)
-    except RunLocked as locked:
-        raise UserError(
-            f"run {directory.run_id} is already being driven by process {locked.pid}; "
-            "use `claudeloop status` to watch it or `claudeloop stop` to end it"
-        ) from None
+    lock = _take_lock(directory)
     clock = SystemClock()
     directory.clear_control()
+    remove_temporaries(directory, record)
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
-    redactor = Redactor.from_environment({**os.environ, **backend.env})
-    log = EventLog(directory, clock, redactor)
-    view = ConsoleView(quiet=quiet, verbose=verbose)
+    redactor = run_redactor(record.spec, backend, notify, detours)
+    # From here on every file of the run masks them: state.json, debug.log, events.
+    directory = replace(directory, redactor=redactor)
+    try:
+        log = EventLog(directory, clock, redactor)
+    except OSError as error:
+        lock.release()
+        raise UserError(
+            f"{directory.events_path}: cannot be written ({error.strerror or error}); "
+            "claudeloop writes only a regular file of its own there"
+        ) from None
+    view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
-    events = Advised(Tee(*sinks), _advice(backend), _refusal(backend))
+    in_use = profile_in_use(backend, detours)
+    detour = record.state.detour.profile if record.state.detour is not None else None
+    events = Advised(
+        Redacted(Tee(*sinks), redactor), advice(in_use), auth_advice(in_use), detour=detour
+    )
     chosen_gateway = gateway or make_gateway(
         directory, record.spec, backend, capacity_dir, events=events
     )
@@ -277,6 +387,8 @@ def drive(
             group.start_soon(_interrupts, directory, group.cancel_scope)
             try:
                 final.append(await runner.drive(record, resumed=resumed))
+            except OSError as error:
+                final.append(_failed(directory, record, error, (log, view)))
             finally:
                 await chosen_gateway.close()
                 group.cancel_scope.cancel()
@@ -288,16 +400,40 @@ def drive(
         if notifier is not None:
             notifier.close()
         log.close()
-        release(directory.lock_path)
         directory.clear_control()
+        lock.release()
     # No final record means a second Ctrl-C ended it at once; state.json is the truth.
     ended = final[0] if final else _stopped(directory, record)
     if events.reason is not None and ended.state.reason != events.reason:
         ended = replace(ended, state=replace(ended.state, reason=events.reason))
         directory.save(ended)
-    directory.summary_path.write_text(redactor.text(summary_markdown(ended)), encoding="utf-8")
-    os.chmod(directory.summary_path, 0o600)
+    # What the run tells from here (summary.md, the --json result) is what state.json says.
+    ended = redacted_record(ended, redactor)
+    with contextlib.suppress(OSError):  # a full disk: `status` writes it later
+        write_summary(directory, ended, redactor)
     return ended
+
+
+def _take_lock(directory: RunDirectory) -> DriverLock:
+    """The run's lock, or one line saying why not (a live driver, a planted link)."""
+    try:
+        return acquire(directory.lock_path)
+    except RunLocked as locked:
+        raise UserError(
+            f"run {directory.run_id} is already being driven by process {locked.pid}; "
+            "use `claudeloop status` to watch it or `claudeloop stop` to end it"
+        ) from None
+    except OSError as error:
+        raise UserError(
+            f"{directory.lock_path}: cannot be locked ({error.strerror or error}); "
+            "claudeloop locks only a regular file of its own there"
+        ) from None
+
+
+def write_summary(directory: RunDirectory, record: RunRecord, redactor: Redactor) -> None:
+    # Replaced, not written through: a link planted as summary.md is replaced, never
+    # followed, and the new file is owner-only.
+    write_atomically(directory.summary_path, redactor.text(summary_markdown(record)))
 
 
 def _notifier(
@@ -325,8 +461,9 @@ def _notifier(
 
 
 async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None:
-    """First Ctrl-C: stop at the next safe point. Second: end at once."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    """First Ctrl-C: stop at the next safe point. Second: end at once. A closed terminal
+    (SIGHUP) and a kill (SIGTERM) are a Ctrl-C."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         count = 0
         async for _ in signals:
             count += 1
@@ -335,6 +472,38 @@ async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None
             else:
                 scope.cancel()
                 return
+
+
+def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
+    """What a kill mid-write left: state.json's at once (the lock is ours, so no one else
+    writes it), the control inbox's and the plan's once a minute old (a `stop`, another
+    run on the same plan may be writing them now)."""
+    remove_leftovers(directory.state_path, unmarked=True)
+    remove_leftovers(directory.control_path, older_than=60, unmarked=True)
+    if record.spec.plan_path is not None:
+        remove_leftovers(record.spec.plan_path, older_than=60)
+
+
+def _failed(
+    directory: RunDirectory, record: RunRecord, error: OSError, sinks: tuple[EventSink, ...]
+) -> RunRecord:
+    """The run ended by a disk that is full, a run directory gone: FAILED, saying why,
+    with what state.json last held (saved again if the disk allows)."""
+    try:
+        latest = directory.load()
+    except (OSError, ValueError):
+        latest = record
+    failed, reason = Outcome.FAILED, f"stopped by an I/O error: {error}"
+    state = replace(latest.state, phase=Phase.FAILED, outcome=failed, reason=reason)
+    ended = replace(latest, state=state)
+    for sink in sinks:
+        with contextlib.suppress(OSError):
+            sink.emit(
+                "run.finished", outcome=failed.value, exit_code=failed.exit_code, reason=reason
+            )
+    with contextlib.suppress(OSError):
+        directory.save(ended)
+    return ended
 
 
 def _stopped(directory: RunDirectory, record: RunRecord) -> RunRecord:

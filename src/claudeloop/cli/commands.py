@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -12,13 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
-from claudeloop.adapters.run_directory.layout import list_runs
+from claudeloop.adapters.run_directory.layout import list_runs, run_id_problem
+from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
+from claudeloop.cli.bootstrap import (
+    Backend,
+    backend_for,
+    create_directory,
+    drive,
+    new_record,
+    write_summary,
+)
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.prompt_source import task_prompt
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import Outcome, Phase, reopen
@@ -38,6 +50,16 @@ _WAIT_KEYS = (
     "max_wait",
 )
 _BUDGET_KEYS = ("max_turns", "max_dollars", "max_attempts")
+
+
+def checked_run_id(run_id: str) -> str:
+    """`run_id`, or a one-line error: a run id names one directory under runs/, so
+    `../x`, `/abs` or `a/b` would read or write somewhere else."""
+    problem = run_id_problem(run_id)
+    if problem is not None:
+        shown = repr(run_id if len(run_id) <= 60 else run_id[:60] + "...")
+        raise UserError(f"--run-id {shown} {problem}")
+    return run_id
 
 
 def working_directory(cwd: Path | None) -> Path:
@@ -124,6 +146,13 @@ def pause_and_limits(config: Configuration, cwd: Path) -> tuple[PauseThresholds,
                     f"limits.{kind} (from {where}): switch-profile {action.profile} is the "
                     "run's own profile; name another [profiles.NAME]"
                 )
+            if action.profile not in config.profiles:
+                defined = ", ".join(sorted(config.profiles)) or "none"
+                raise UserError(
+                    f"limits.{kind} (from {where}): switch-profile {action.profile}: no "
+                    f"[profiles.{action.profile}] is defined (defined: {defined}); add it to "
+                    "claudeloop.toml or the user config.toml"
+                )
             profile_gateway_backend(cwd, action.profile, where=f"limits.{kind} ({where})")
     return pause, LimitPolicies(actions)
 
@@ -192,13 +221,22 @@ def run(
     prompt: str | None,
     run_id: str | None,
     backend: Backend | None = None,
+    prompt_file: Path | None = None,
     **options: Any,
 ) -> None:
+    if run_id is not None:
+        checked_run_id(run_id)
     cwd = working_directory(options.get("cwd"))
-    if (plan is None) == (prompt is None):
-        raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
+    if (plan is None) == (prompt is None and prompt_file is None):
+        raise UserError(
+            "give either a PLAN file or --prompt TEXT (or --prompt-file PATH), "
+            "not both and not neither"
+        )
+    prompt = task_prompt(prompt, prompt_file, cwd=cwd)
     if prompt is not None and not prompt.strip():
         raise UserError("--prompt is empty; say what the task is")
+    if run_id is None:
+        refuse_beside_a_live_run(cwd)
     config = configuration(cwd, options)
     plan_path: Path | None = None
     if plan is not None:
@@ -227,6 +265,7 @@ def run(
         update_plan=bool(config.value("update_plan")),
     )
     notify = notify_targets(config)
+    check_writable(spec, why_no_runs_root(cwd))
     record = new_record(spec, run_id)
     directory = create_directory(record)
     finish(
@@ -245,9 +284,48 @@ def run(
     )
 
 
+def live_run(cwd: Path) -> tuple[RunDirectory, int] | None:
+    """The newest run of `cwd` a live driver is driving, and the driver's pid."""
+    for directory in list_runs(cwd):
+        pid = live_driver(directory.lock_path)
+        if pid is not None:
+            return directory, pid
+    return None
+
+
+def refuse_beside_a_live_run(cwd: Path) -> None:
+    """A second run in one directory is a mistake unless asked for by name: the two
+    would edit the same files, and status, logs and stop could pick the wrong one."""
+    live = live_run(cwd)
+    if live is not None:
+        directory, pid = live
+        raise UserError(
+            f"run {directory.run_id} is live in {cwd} (process {pid}); watch it with "
+            "`claudeloop status`, or give --run-id NAME to start another beside it on purpose"
+        )
+
+
+def check_writable(spec: RunSpec, run_files: str | None) -> None:
+    """Refuses, before any turn, a run that could not save what it does: its own files
+    (`run_files`: why they cannot be written, or None), the files Claude Code edits in
+    the working directory, the checkmarks written into the plan."""
+    if run_files is not None:
+        raise UserError(f"cannot write the run's files: {run_files}")
+    if spec.permission_mode != "plan" and (problem := why_not_writable(spec.cwd)):
+        raise UserError(
+            f"--cwd {problem}, and Claude Code edits files there; fix its permissions or "
+            "use --permission-mode plan"
+        )
+    if spec.update_plan and spec.plan_path and (problem := why_not_writable(spec.plan_path.parent)):
+        raise UserError(
+            f"plan file {spec.plan_path}: {problem}, and update_plan writes its checkmarks; "
+            "fix the permissions or set update_plan = false"
+        )
+
+
 def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
     if run_id is not None:
-        directory = RunDirectory(runs_root(cwd) / run_id)
+        directory = RunDirectory(runs_root(cwd) / checked_run_id(run_id))
         if not directory.path.is_dir():
             raise UserError(f"--run-id {run_id}: no such run in {runs_root(cwd)}")
         return directory
@@ -275,6 +353,19 @@ def load_record(directory: RunDirectory) -> RunRecord:
         ) from None
     except CorruptRecordError as error:
         raise UserError(f"{directory.state_path}: unreadable ({error})") from None
+    except OSError as error:
+        raise UserError(f"{directory.state_path}: cannot be read ({error.strerror})") from None
+
+
+def write_missing_summary(directory: RunDirectory, record: RunRecord) -> None:
+    """summary.md of a run that ended without one (killed after its last save), written
+    when the run is next looked at; nothing if it cannot be written."""
+    if not record.state.phase.terminal or directory.summary_path.exists():
+        return
+    if live_driver(directory.lock_path) is not None:
+        return  # its driver is about to write it
+    with contextlib.suppress(OSError):
+        write_summary(directory, record, Redactor.from_environment(os.environ))
 
 
 def resume(
@@ -290,6 +381,7 @@ def resume(
     cwd = working_directory(options.get("cwd"))
     directory = find_run(cwd, run_id, session_id)
     record = load_record(directory)
+    write_missing_summary(directory, record)
     state = record.state
     if state.outcome is Outcome.DONE:
         click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
@@ -346,6 +438,7 @@ def resume(
         state = reopen(state)
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
     record = replace(record, spec=spec, state=state)
+    check_writable(spec, why_not_writable(directory.path))
     finish(
         drive(
             directory,
@@ -369,7 +462,9 @@ def _override(values: dict[str, Setting], key: str, current: Any) -> Any:
 def finish(record: RunRecord, *, as_json: bool) -> None:
     result = result_object(record)
     if as_json:
-        click.echo(json.dumps(result, indent=2, sort_keys=True))
+        # A closed terminal: the exit code and summary.md still tell how the run ended.
+        with contextlib.suppress(OSError):
+            click.echo(json.dumps(result, indent=2, sort_keys=True))
     sys.exit(result["exit_code"])
 
 

@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Console, ConsoleRenderable
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
 
@@ -71,16 +71,27 @@ class _Status:
             self.waiting_for = str(fields.get("capacity", ""))
             self.probe_at = datetime.fromisoformat(str(fields["probe_at"]))
 
-    def __rich__(self) -> ConsoleRenderable:
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.line(options.max_width), style="dim", no_wrap=True, overflow="ellipsis")
+
+    def line(self, width: int) -> str:
+        """The line in at most `width` columns: what is awaited is shortened, never the
+        countdown (a 5-hour wait's description alone nearly fills 80 columns)."""
         parts = [f"turn {self.turn}", f"${self.dollars:.4f}"]
         if self.plan:
             parts.append(self.plan)
-        if self.probe_at is not None:
-            left = max((self.probe_at - datetime.now(UTC)).total_seconds(), 0.0)
-            parts.append(f"waiting: {self.waiting_for}; next probe in {_clock(left)}")
-        else:
-            parts.append("working")
-        return Text(" · ".join(parts), style="dim")
+        if self.probe_at is None:
+            return " · ".join([*parts, "working"])
+        left = max((self.probe_at - datetime.now(UTC)).total_seconds(), 0.0)
+        countdown = f"next probe in {_clock(left)}"
+        head = " · ".join([*parts, "waiting: "])
+        room = width - len(head) - len(f"; {countdown}")
+        if room < 12:
+            return " · ".join([*parts, countdown])
+        awaited = self.waiting_for
+        if len(awaited) > room:
+            awaited = awaited[: room - 1].rstrip() + "…"
+        return f"{head}{awaited}; {countdown}"
 
 
 def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
@@ -90,16 +101,16 @@ def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
         case "run.resumed":
             return f"claudeloop: resumed (phase {fields.get('phase')})"
         case "turn.started":
-            return f"turn {fields.get('turn')}: sent"
+            return f"turn {fields.get('turn')}: started"
         case "turn.finished":
-            summary = str(fields.get("summary") or "").strip().splitlines()
-            first = f" — {summary[0][:100]}" if summary else ""
-            return (
-                f"turn {fields.get('turn')}: {fields.get('verdict')}, capacity "
-                f"{fields.get('capacity')}, ${float(fields.get('cost_usd') or 0):.4f}{first}"
-            )
+            return _finished_line(fields)
         case "turn.failed":
             return f"turn {fields.get('turn')}: failed: {fields.get('reason')}"
+        case "turn.interrupted":
+            return f"turn {fields.get('turn')}: interrupted by a crash; sent again"
+        case "cost.guessed":
+            models = ", ".join(str(model) for model in fields.get("models") or [])
+            return f"cost of {models} not counted: Claude Code only guesses its price"
         case "tools.denied":
             tools = ", ".join(fields.get("tools", []))
             return (
@@ -133,6 +144,21 @@ def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
             )
         case _:
             return None
+
+
+def _finished_line(fields: dict[str, Any]) -> str:
+    turn = f"turn {fields.get('turn')}"
+    error = str(fields.get("error") or "")
+    if fields.get("sent") is False:
+        # Shared capacity kept it from the service: no verdict, no spend, nothing sent.
+        return f"{turn}: held back: {error.removeprefix('not sent: ') or fields.get('capacity')}"
+    cost = f"${float(fields.get('cost_usd') or 0):.4f}"
+    if error and fields.get("verdict") != "refused":
+        # Capacity explains nothing here: the verdict is not trusted and the turn is retried.
+        return f"{turn}: error: {error[:200]}, {cost}"
+    summary = str(fields.get("summary") or "").strip().splitlines()
+    first = f" — {summary[0][:100]}" if summary else ""
+    return f"{turn}: {fields.get('verdict')}, capacity {fields.get('capacity')}, {cost}{first}"
 
 
 def _clock(seconds: float) -> str:

@@ -28,8 +28,9 @@ from claudeloop.adapters.backend_http import reach
 from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
 from claudeloop.adapters.config.profiles import BackendProfile, resolve_profile
 from claudeloop.adapters.run_directory import runs_root
+from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
-from claudeloop.cli.backend_advice import advise, refused
+from claudeloop.cli.backend_advice import advise, auth_fix
 from claudeloop.cli.bootstrap import cli_path_from_environment
 from claudeloop.cli.commands import working_directory
 
@@ -377,8 +378,7 @@ def _model_check(
                     if signals.api_error_status == 401
                     else f"({_first_line(signals.result_text)})"
                 ),
-                refused(backend)
-                or "log in again with `claude` (/login) or replace the token or key",
+                auth_fix(backend),
             )
         case CreditsExhausted():
             return Check(
@@ -413,25 +413,15 @@ def _last_line(log: Path) -> str:
 
 def _run_directory_check(checks: list[Check], cwd: Path) -> None:
     root = runs_root(cwd)
-    existing = root
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    writable = False
-    if existing.is_dir():
-        try:
-            with tempfile.TemporaryFile(dir=existing):
-                writable = True
-        except OSError:
-            writable = False
-    if writable:
+    problem = why_no_runs_root(cwd)
+    if problem is None:
         checks.append(Check("run dir", "ok", f"{root} can be written"))
     else:
         checks.append(
             Check(
                 "run dir",
                 "fail",
-                f"{existing} cannot be written, so {root} cannot be created",
-                f"run claudeloop in a directory you can write to, or fix the permissions "
-                f"of {existing}",
+                problem,
+                "run claudeloop in a directory you can write to, or fix what is named",
             )
         )

@@ -14,16 +14,33 @@ from typing import Any
 
 import click
 
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.records import RunRecord
-from claudeloop.cli.commands import find_run, load_record, working_directory
+from claudeloop.cli.commands import (
+    find_run,
+    live_run,
+    load_record,
+    working_directory,
+    write_missing_summary,
+)
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import ControlCommand
+
+
+def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
+    """What status, logs, stop and wind-down act on: the --run-id run; without one, the
+    run a live driver is driving (the newest, if several are), else the newest run."""
+    if run_id is None:
+        live = live_run(cwd)
+        if live is not None:
+            return live[0]
+    return find_run(cwd, run_id, None)
 
 
 def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> dict[str, Any]:
@@ -62,9 +79,11 @@ def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> 
 
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
-    directory = find_run(working_directory(cwd), run_id, None)
+    directory = watched_run(working_directory(cwd), run_id)
     record = load_record(directory)
-    data = status_object(directory, record, datetime.now(UTC))
+    write_missing_summary(directory, record)
+    # The driver masked what it saved; a state.json of an older claudeloop did not.
+    data = Redactor.from_environment().data(status_object(directory, record, datetime.now(UTC)))
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
@@ -98,7 +117,7 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
 
 
 def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
-    directory = find_run(working_directory(cwd), run_id, None)
+    directory = watched_run(working_directory(cwd), run_id)
     offset = _print_events(directory, 0, as_json=as_json)
     if not follow:
         return
@@ -115,6 +134,8 @@ def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int
         handle = directory.events_path.open("rb")
     except FileNotFoundError:
         return offset
+    except OSError as error:
+        raise UserError(f"{directory.events_path}: cannot be read ({error.strerror})") from None
     with handle:
         handle.seek(offset)
         for raw in handle:
@@ -134,8 +155,14 @@ def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int
                 continue
             if as_json:
                 click.echo(text)
-            else:
+            elif isinstance(event, dict):
                 click.echo(_readable(event))
+            else:
+                click.echo(
+                    f"claudeloop: warning: {directory.events_path}: skipped a line that is "
+                    "not an event object",
+                    err=True,
+                )
     return offset
 
 
@@ -143,7 +170,11 @@ def _readable(event: dict[str, Any]) -> str:
     fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
     ts = str(event.get("ts", ""))[:19].replace("T", " ")
     kind = str(event.get("type", "?"))
-    line = event_line(kind, fields) or ", ".join(f"{k}={v}" for k, v in fields.items())
+    try:
+        line = event_line(kind, fields)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        line = None  # a field of the wrong type (a probe_at that is no date): shown raw
+    line = line or ", ".join(f"{k}={v}" for k, v in fields.items())
     return f"{ts}  {kind:<15} {line}"
 
 
@@ -194,11 +225,17 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
 def control(
     *, cwd: Path | None, run_id: str | None, command: ControlCommand, as_json: bool = False
 ) -> None:
-    directory = find_run(working_directory(cwd), run_id, None)
+    directory = watched_run(working_directory(cwd), run_id)
     pid = live_driver(directory.lock_path)
     if pid is None:
         raise UserError(f"run {directory.run_id} has no live driver; nothing to {command.value}")
-    directory.send(command)
+    try:
+        directory.send(command)
+    except OSError as error:
+        raise UserError(
+            f"{directory.control_path}: cannot be written ({error.strerror}); "
+            f"end the run with kill -TERM {pid}"
+        ) from None
     when = (
         "at once if waiting, otherwise after the current turn"
         if command is ControlCommand.STOP

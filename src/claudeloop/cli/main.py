@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -51,14 +50,13 @@ _DEFAULT_WAIT = tuple(
 
 EPILOG = """\b
 Examples:
-  claudeloop run PLAN.md                     work through a plan's checklist
+  claudeloop run PLAN.md        work through a plan's checklist
   claudeloop run --prompt "Fix the flaky tests" --max-dollars 5
-  claudeloop resume                          continue the most recent run here
-  claudeloop doctor                          check the CLI, credentials, backend, model
-  claudeloop config show                     effective settings and where each came from
-  claudeloop rehearse                        a full run against the rehearsal API
+  claudeloop resume             continue the most recent run here
+  claudeloop doctor             check the CLI, credentials, backend, model
+  claudeloop config show        effective settings and where each came from
+  claudeloop rehearse           a full run against the rehearsal API
 
-\b
 Settings come from flags, then CLAUDELOOP_* variables (CLAUDELOOP_MAX_TURNS=20), then
 ./claudeloop.toml, then config.toml in the user config directory (CLAUDELOOP_CONFIG_DIR
 overrides where that is), then built-in defaults.
@@ -212,19 +210,35 @@ def loop_options(command: F) -> F:
 Examples:
   claudeloop run PLAN.md
   claudeloop run PLAN.md --max-turns 20 --max-dollars 10
-  claudeloop run --prompt "Migrate the tests to pytest" --permission-mode acceptEdits
+  claudeloop run --prompt "Port the tests to pytest" --max-turns 10
+  claudeloop run --prompt-file TASK.md
+  claudeloop run --prompt - < TASK.md
   claudeloop run PLAN.md --max-wait 8h --json
 """
 )
 @click.argument("plan", required=False, type=click.Path(path_type=Path))
-@click.option("--prompt", default=None, help="The task, when there is no plan file.")
+@click.option(
+    "--prompt", default=None, help="The task, when there is no plan file ('-': read stdin)."
+)
+@click.option(
+    "--prompt-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Read the task from this file (for a task too long for the command line).",
+)
 @click.option("--run-id", default=None, help="Name the run (default: time-based).")
 @loop_options
-def run(plan: Path | None, prompt: str | None, run_id: str | None, **options: Any) -> None:
+def run(
+    plan: Path | None,
+    prompt: str | None,
+    prompt_file: Path | None,
+    run_id: str | None,
+    **options: Any,
+) -> None:
     """Start a run on PLAN (a markdown file with - [ ] items) or on --prompt TEXT."""
     from claudeloop.cli import commands
 
-    commands.run(plan=plan, prompt=prompt, run_id=run_id, **options)
+    commands.run(plan=plan, prompt=prompt, prompt_file=prompt_file, run_id=run_id, **options)
 
 
 @cli.command(
@@ -265,10 +279,10 @@ def sessions(cwd: Path | None, as_json: bool, limit: int) -> None:
 @cli.command(
     epilog="""\b
 Examples:
-  claudeloop rehearse                 a window closes mid-run and the loop resumes by itself
-  claudeloop rehearse credits         credits run out, then are topped up
-  claudeloop rehearse --list
-  claudeloop rehearse --notify ntfy://ntfy.sh/my-topic   try your notifications
+  claudeloop rehearse            a window closes; the loop waits and resumes
+  claudeloop rehearse credits    credits run out, then are topped up
+  claudeloop rehearse --list     every scenario and what it shows
+  claudeloop rehearse --notify ntfy://ntfy.sh/my-topic    try notifications
 """
 )
 @click.argument("scenario", required=False, default="window")
@@ -317,14 +331,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
 
 
-def print_json(data: dict[str, Any]) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
-
-
-def seconds(value: timedelta | None) -> float | None:
-    return value.total_seconds() if value is not None else None
-
-
 RUN_SELECTION = [
     click.option(
         "--cwd",
@@ -332,7 +338,11 @@ RUN_SELECTION = [
         default=None,
         help="Working directory of the run (default: the current one).",
     ),
-    click.option("--run-id", default=None, help="The run (default: the most recent)."),
+    click.option(
+        "--run-id",
+        default=None,
+        help="The run (default: the one a live driver is driving, else the most recent).",
+    ),
 ]
 
 
@@ -467,7 +477,6 @@ Examples:
   claudeloop doctor --profile local
   claudeloop doctor --no-probe --json
 
-\b
 Exit codes: 0 every check passed · 78 the backend or the model is misconfigured ·
 2 a configuration file or variable is invalid · 1 anything else failed.
 """

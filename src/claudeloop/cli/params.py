@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -55,6 +56,10 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
+# Letters, dots, dashes: a topic or host name typed without its scheme, never a token.
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z._-]{0,39}")
+
+
 class AppriseUrl(click.ParamType):  # type: ignore[type-arg]
     """scheme://... as apprise reads it; a bad one is named with its secrets masked."""
 
@@ -63,8 +68,10 @@ class AppriseUrl(click.ParamType):  # type: ignore[type-arg]
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         text = str(value)
         if not looks_like_apprise_url(text):
+            # A plain word is shown as typed; anything that could hold a secret is masked.
+            shown = text if _PLAIN_WORD.fullmatch(text) else masked_url(text)
             self.fail(
-                f"{masked_url(text)!r} is not an apprise URL; use scheme://..., such as "
+                f"{shown!r} is not an apprise URL; use scheme://..., such as "
                 "ntfy://ntfy.sh/my-topic or json://127.0.0.1:8080/hook",
                 param,
                 ctx,

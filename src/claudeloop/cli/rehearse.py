@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import textwrap
 from collections.abc import Callable
 from datetime import timedelta
 from importlib import resources
@@ -18,9 +19,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from claudeloop.adapters.config.profiles import DUMMY_TOKEN, BackendProfile
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import Backend, create_directory, drive, new_record
+from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
 from claudeloop.cli.commands import finish
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
@@ -70,25 +72,43 @@ def rehearsal_env(base_url: str, home: Path) -> dict[str, str]:
 
 # What the pause and switch-profile rehearsals set, as a user would in claudeloop.toml.
 PAUSE_AT = PauseThresholds.parse("5h=90%")
-SWITCH_TO_LOCAL = LimitPolicies((("five_hour", SwitchProfile("rehearsal-local")),))
+LOCAL_PROFILE = "rehearsal-local"
+SWITCH_TO_LOCAL = LimitPolicies((("five_hour", SwitchProfile(LOCAL_PROFILE)),))
 LOCAL_SCENARIO = "switch-profile-local"
+# Scenarios of a local server's failures, played through a local profile as a user on
+# Ollama meets them (a 500 there is a model that failed to load, not an outage).
+ON_A_LOCAL_PROFILE = ("local-busy", "local-load-failed", "model-missing")
+
+
+def local_backend(base_url: str, home: Path) -> Backend:
+    """The rehearsal's local profile: a rehearsal API standing in for Ollama."""
+    env = rehearsal_env(base_url, home)
+    env.update(
+        {
+            "CLAUDE_CODE_OAUTH_TOKEN": "",
+            # The dummy token a real local profile sends: "ollama" would be masked as a
+            # secret wherever the word appears (`ollama pull` in the fix).
+            "ANTHROPIC_AUTH_TOKEN": DUMMY_TOKEN,
+            "ANTHROPIC_MODEL": "qwen3",
+        }
+    )
+    profile = BackendProfile(
+        name=LOCAL_PROFILE,
+        where=f"[profiles.{LOCAL_PROFILE}] (built into the rehearsal)",
+        base_url=base_url,
+        preset="ollama",
+        model="qwen3",
+        small_fast_model="qwen3",
+        credentials="a dummy auth token (the server needs none)",
+        env=env,
+        marker_fallback=False,
+        zero_cost=True,
+    )
+    return backend_for(profile)
 
 
 def _local_backend(base_url: str, home: Path) -> Callable[[str], Backend]:
-    """The rehearsal's local profile: a second rehearsal API standing in for Ollama."""
-
-    def backend(_name: str) -> Backend:
-        env = rehearsal_env(base_url, home)
-        env.update(
-            {
-                "CLAUDE_CODE_OAUTH_TOKEN": "",
-                "ANTHROPIC_AUTH_TOKEN": "ollama",
-                "ANTHROPIC_MODEL": "qwen3",
-            }
-        )
-        return Backend(env=env, local=True, zero_cost=True)
-
-    return backend
+    return lambda _name: local_backend(base_url, home)
 
 
 def example_plan() -> str:
@@ -107,8 +127,7 @@ def rehearse(
     )
 
     if list_them:
-        for name in BUILTIN_SCENARIOS:
-            click.echo(name)
+        click.echo(scenario_list())
         return
     try:
         if Path(scenario).suffix in (".toml", ".json"):
@@ -143,13 +162,20 @@ def rehearse(
                     click.echo(
                         f"rehearsal: the local profile's model on {local.base_url}", err=True
                     )
+            home = workdir / "home"
+            own = (
+                local_backend(server.base_url, home)
+                if scenario in ON_A_LOCAL_PROFILE
+                else Backend(env=rehearsal_env(server.base_url, home))
+            )
             spec = RunSpec(
                 cwd=project,
                 task=f"Carry out the plan in PLAN.md. Its text:\n\n{example_plan().strip()}",
                 plan_path=plan,
                 wait_policy=REHEARSAL_POLICY,
                 permission_mode="acceptEdits",
-                profile="rehearsal",
+                profile=own.profile.name if own.profile else "rehearsal",
+                marker_fallback=own.marker_fallback,
                 pause_at=PAUSE_AT if scenario == "pause" else PauseThresholds(),
                 limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
             )
@@ -158,11 +184,11 @@ def rehearse(
             ended = drive(
                 directory,
                 record,
-                backend=Backend(env=rehearsal_env(server.base_url, workdir / "home")),
+                backend=own,
                 resumed=False,
                 quiet=as_json,
                 notify=targets,
-                detours=_local_backend(local.base_url, workdir / "home") if local else None,
+                detours=_local_backend(local.base_url, home) if local else None,
                 # Its own record: a rehearsal never shares capacity with real runs.
                 capacity_dir=workdir / "state" / "capacity",
             )
@@ -186,6 +212,19 @@ def rehearse(
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def scenario_list(width: int = 80) -> str:
+    """Each built-in scenario and what it shows, wrapped to `width` columns."""
+    from claudeloop.rehearsal import BUILTIN_SCENARIOS, builtin_scenario
+
+    column = max(len(name) for name in BUILTIN_SCENARIOS) + 2
+    lines = []
+    for name in BUILTIN_SCENARIOS:
+        wrapped = textwrap.wrap(builtin_scenario(name).description, width - column) or [""]
+        lines.append(f"{name:<{column}}{wrapped[0]}")
+        lines += [" " * column + rest for rest in wrapped[1:]]
+    return "\n".join(lines)
 
 
 def _notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,10 @@ from claudeloop.adapters.config.loading import Configuration, config_files
 from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.adapters.config.schema import SETTING_KEYS
 from claudeloop.adapters.notify.urls import masked_url
+from claudeloop.adapters.redaction import Redactor, looks_secret
 from claudeloop.cli.commands import backend_profile, configuration, working_directory
 
 MASK = "****"
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|KEY|PASSWORD)$", re.IGNORECASE)
 
 
 def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
@@ -106,7 +105,8 @@ def _backend(backend: BackendProfile) -> dict[str, Any]:
 
 def _masked(env: dict[str, str]) -> dict[str, str]:
     return {
-        name: MASK if value and _SECRET_NAME.search(name) else value
+        # A URL's password and a token-shaped value are masked under any name.
+        name: MASK if value and looks_secret(name) else Redactor().text(value)
         for name, value in sorted(env.items())
     }
 

@@ -96,6 +96,29 @@ def next_probe_instant(
     return max(candidate, now)
 
 
+def trusted_probe_instant(
+    persisted: datetime,
+    state: WaitableState,
+    *,
+    now: datetime,
+    started_waiting_at: datetime,
+    probe_count: int,
+    config: WaitPolicyConfig,
+) -> datetime:
+    """A probe instant read back from disk, trusted only as far as the policy would wait
+    from `now`: a tampered or corrupted record, or a clock that stepped back since it was
+    written, must not hold a resumed run for years. An honest instant is never later than
+    the policy's from now, so it is kept as it was."""
+    latest = next_probe_instant(
+        state,
+        now=now,
+        started_waiting_at=started_waiting_at,
+        probe_count=probe_count,
+        config=config,
+    )
+    return min(persisted, latest)
+
+
 def _around_reset(resets_at: datetime, *, now: datetime, config: WaitPolicyConfig) -> datetime:
     """Just after an announced reset; when the window still refuses right after it (the
     service's clock, or its bookkeeping, a little behind), again every few seconds for a

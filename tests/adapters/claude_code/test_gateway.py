@@ -47,7 +47,22 @@ def answer(
     status: int | None = None,
     subtype: str = "success",
     errors: list[str] | None = None,
+    tokens: tuple[int, int] | None = None,
+    session_tokens: tuple[int, int] | None = None,
 ) -> ResultMessage:
+    """`tokens`: this turn's usage; `session_tokens`: the session's running total of
+    them, whose price is `cost` (the CLI's `modelUsage`)."""
+    usage = model_usage = None
+    if tokens is not None and session_tokens is not None:
+        usage = {"input_tokens": tokens[0], "output_tokens": tokens[1]}
+        model_usage = {
+            "claude-sonnet-5-5": {
+                "inputTokens": session_tokens[0],
+                "outputTokens": session_tokens[1],
+                "costUSD": cost,
+                "costBasis": "list",
+            }
+        }
     return ResultMessage(
         subtype=subtype,
         duration_ms=50,
@@ -60,6 +75,8 @@ def answer(
         structured_output=None if is_error else {"complete": True, "summary": "done"},
         api_error_status=status,
         errors=errors,
+        usage=usage,
+        model_usage=model_usage,  # type: ignore[arg-type]
     )
 
 
@@ -147,6 +164,19 @@ def test_one_process_answers_every_turn_of_a_session(
     assert first.failure is None
     assert first.structured is not None
     assert first.structured.complete
+
+
+def test_a_process_resumed_after_a_crash_bills_each_turn_what_it_reported(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    # Measured: after a kill -9 the next process restores an older running total (here
+    # 0.0048 for three turns, while five were served); the turn itself used 400/80.
+    cli = FakeCli(
+        [answer(cost=0.0064, tokens=(400, 80), session_tokens=(1600, 320))],
+        [answer(cost=0.0080, tokens=(400, 80), session_tokens=(2000, 400))],
+    )
+    first, second = turns(gateway_on(cli, monkeypatch, debug_log), SESSION, SESSION)
+    assert [first.cost_usd, second.cost_usd] == pytest.approx([0.0016, 0.0016])
 
 
 def test_another_session_or_a_new_one_starts_a_fresh_process(

@@ -6,6 +6,7 @@ source and each normalisation is pinned on its own.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -322,9 +323,30 @@ def test_the_verdict_cost_usage_session_and_text_come_from_the_result() -> None:
     )
     assert reading.process_cost_usd == 0.0016
     assert reading.usage == {"input_tokens": 100, "output_tokens": 20}
+    assert reading.served_by == ("claude-sonnet",)
     assert reading.session_id == SESSION
     assert reading.final_text == '{"complete":false}'
     assert classify(reading.signals) == Available()
+
+
+def test_the_models_that_answered_leave_out_the_clis_own_error_message() -> None:
+    model_usage = {
+        "claude-sonnet-5-5": {"inputTokens": 400, "outputTokens": 80, "costUSD": 0.0016,
+                              "costBasis": "list"},
+        "qwen3": {"inputTokens": 400, "outputTokens": 80, "costUSD": 0.0032,
+                  "costBasis": "unknown"},
+    }  # fmt: skip
+    answered = AssistantMessage(content=[TextBlock(text="ok")], model="qwen3")
+    synthetic = AssistantMessage(content=[], model="<synthetic>", error="rate_limit")
+    reading = read_turn(
+        [answered, synthetic, replace(result(cost=0.0048), model_usage=cast(Any, model_usage))],
+        local_backend=False,
+    )
+    assert reading.served_by == ("qwen3",)
+    assert [(s.model, s.guessed) for s in reading.spends] == [
+        ("claude-sonnet-5-5", False),
+        ("qwen3", True),
+    ]
 
 
 def test_without_a_result_the_session_comes_from_init_and_nothing_is_answered() -> None:

@@ -74,8 +74,8 @@ def full_record(capacity: CapacityState) -> RunRecord:
         session_id="session-1",
         plan=WorkPlan.parse("- [x] a\n- [ ] b\n- [ ] c\n"),
         waited_seconds=12.5,
-        session_cost_usd=0.7,
         last_turn_started_at=NOW,
+        turn_in_flight=3,
     )
 
 
@@ -118,8 +118,18 @@ def test_an_older_record_without_the_newer_fields_still_reads() -> None:
     for key in ("pause_at", "limits"):
         del data["spec"][key]
     del data["state"]["detour"]
-    del data["session_cost_usd"]
+    del data["turn_in_flight"]
+    data["session_cost_usd"] = 0.7  # what older files held, no longer read
     record = record_from_json(data)
+    assert record.turn_in_flight is None
     assert record.spec.pause_at == PauseThresholds()
     assert record.spec.limits == LimitPolicies()
     assert record.state.detour is None
+
+
+@pytest.mark.parametrize("value", [0, -1, "2", True, 1.5])
+def test_a_turn_in_flight_that_is_no_turn_number_is_corrupt(value: object) -> None:
+    data = record_to_json(full_record(Available()))
+    data["turn_in_flight"] = value
+    with pytest.raises(CorruptRecordError):
+        record_from_json(data)

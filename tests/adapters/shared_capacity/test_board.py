@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.shared_capacity.board import (
+    BoardBusy,
     CapacityBoard,
     account_key,
     capacity_directory,
@@ -257,3 +260,37 @@ def test_a_successs_result_text_is_not_kept(tmp_path: Path) -> None:
     sighting = board.read()
     assert sighting is not None
     assert sighting.signals.result_text == ""
+
+
+def test_a_writer_gives_up_on_a_lock_another_process_keeps(tmp_path: Path) -> None:
+    board = CapacityBoard(tmp_path, "acct")
+    publish(board)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "acct.lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(BoardBusy, match=r"acct\.lock: held by another process"):
+            board.publish(
+                signals=CLOSED, standing="closed", source="turn", writer="w", now=NOW, patience=0
+            )
+    finally:
+        holder.kill()
+        holder.wait(10)
+    sighting = board.read()
+    assert sighting is not None
+    assert sighting.seq == 1
+    # Its holder gone, the lock is the next writer's.
+    assert publish(board) == 2
+
+
+_HOLD_LOCK = """
+import fcntl, os, sys, time
+descriptor = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
+fcntl.flock(descriptor, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""

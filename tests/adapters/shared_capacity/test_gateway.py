@@ -3,9 +3,13 @@ per account, followers that send nothing and take the prober's result."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import multiprocessing
+import os
 import signal
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -420,3 +424,56 @@ def test_without_a_usable_state_directory_the_loop_goes_on_alone(tmp_path: Path)
     assert inner.probes == 1
     assert any("could not update the shared capacity record" in line for line in lines)
     assert any("probing alone" in line for line in lines)
+
+
+@contextlib.contextmanager
+def record_lock_held(tmp_path: Path, *, at_most: float = 15) -> Iterator[None]:
+    """Another holder of the account record's lock (a stuck process), let go after
+    `at_most` seconds so that a loop that waits for it unbounded is caught, not hung."""
+    directory = tmp_path / "capacity"
+    directory.mkdir(exist_ok=True)
+    descriptor = os.open(directory / "acct.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    safety = threading.Timer(at_most, fcntl.flock, (descriptor, fcntl.LOCK_UN))
+    safety.start()
+    try:
+        yield
+    finally:
+        safety.cancel()
+        os.close(descriptor)
+
+
+def test_a_turn_goes_on_without_sharing_when_the_record_stays_locked(tmp_path: Path) -> None:
+    lines: list[str] = []
+    inner = FakeInner(turn=SILENT)
+    gateway = loop(tmp_path, inner, Clock(), lock_patience=0.05, note=lines.append)  # type: ignore[arg-type]
+    with record_lock_held(tmp_path):
+        outcome = run(lambda: gateway.run_turn("go", session_id="s"))
+        assert published(tmp_path) is None
+    assert classify(outcome.signals) == WindowExhausted("five_hour", None)
+    assert inner.prompts == [("go", "s")]
+    assert any("going on without sharing this turn's news" in line for line in lines)
+    assert any("acct.lock: held by another process" in line for line in lines)
+
+
+def test_waiting_for_the_record_lock_leaves_the_loop_free_to_be_stopped(tmp_path: Path) -> None:
+    # While another process holds the lock, the event loop still runs: what a second
+    # Ctrl-C or SIGTERM does (cancel the run) happens at once.
+    inner = FakeInner(turn=SILENT)
+    gateway = loop(tmp_path, inner, Clock())
+    cancelled: list[bool] = []
+
+    async def turn_then_stop() -> None:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: gateway.run_turn("go", session_id="s"))
+                while not inner.prompts:
+                    await anyio.sleep(0.001)
+                await anyio.sleep(0.01)
+                scope.cancel()
+        cancelled.append(scope.cancelled_caught)
+
+    with record_lock_held(tmp_path):
+        run(turn_then_stop)
+        assert published(tmp_path) is None
+    assert cancelled == [True]

@@ -32,8 +32,9 @@ from claudeloop.adapters.claude_code.options import (
     probe_options,
     turn_options,
 )
+from claudeloop.adapters.claude_code.pricing import ModelSpend, TurnPrice, turn_price
 from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
-from claudeloop.adapters.claude_code.stderr_log import StderrLog, secret_values
+from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
 from claudeloop.domain.loop import ControlCommand
@@ -67,13 +68,15 @@ class ClaudeCodeGateway:
         self._events = events
         # Both environments: the CLI sees settings.env over ours, and either may hold
         # the credential it ends up printing.
-        secrets = tuple(secret_values(os.environ, settings.env))
-        self._stderr = StderrLog(settings.stderr_log, redactor=Redactor(secrets))
+        redactor = settings.redactor or Redactor.from_environment(os.environ, settings.env)
+        self._stderr = StderrLog(settings.stderr_log, redactor=redactor)
         self._client: ClaudeSDKClient | None = None
-        # The session the live process is on, and the cost it has reported so far (the
-        # CLI's `total_cost_usd` counts from the start of its process, not of the turn).
+        # The session the live process is on, and the running totals of its last result
+        # (None before its first): a turn's cost is their growth within one process,
+        # never a difference across processes (see pricing.py).
         self._session: str | None = None
-        self._process_cost = 0.0
+        self._previous: tuple[ModelSpend, ...] | None = None
+        self._previous_total = 0.0
 
     async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
         messages: list[Message] = []
@@ -163,7 +166,14 @@ class ClaudeCodeGateway:
         except Exception as error:
             self._stderr.note(f"probe ended without a result: {self._say(error)}")
         reading = read_turn(messages, local_backend=self._settings.local_backend)
-        return ProbeOutcome(signals=reading.signals, cost_usd=reading.process_cost_usd)
+        # A probe is a process of its own: its first (and only) result.
+        price = _price(reading, previous=None, previous_total=0.0)
+        return ProbeOutcome(
+            signals=reading.signals,
+            cost_usd=price.listed_usd,
+            guessed_cost_usd=price.guessed_usd,
+            guessed_models=price.guessed_models,
+        )
 
     async def close(self) -> None:
         await self._drop()
@@ -204,9 +214,8 @@ class ClaudeCodeGateway:
                 reason += f": {self._say(error)}"
             self._stderr.note(reason)
             return self._unanswered(reason, signals=reading.signals)
-        # Rounded so a difference of two running totals reads as the price it is.
-        cost = round(max(reading.process_cost_usd - self._process_cost, 0.0), 9)
-        self._process_cost = reading.process_cost_usd
+        price = _price(reading, previous=self._previous, previous_total=self._previous_total)
+        self._previous, self._previous_total = reading.spends, reading.process_cost_usd
         failure: str | None = None
         if requested is not None and reading.session_id != requested:
             failure = (
@@ -223,8 +232,9 @@ class ClaudeCodeGateway:
             signals=reading.signals,
             structured=reading.structured,
             final_text=reading.final_text,
-            cost_usd=cost,
-            session_cost_usd=reading.process_cost_usd,
+            cost_usd=price.listed_usd,
+            guessed_cost_usd=price.guessed_usd,
+            guessed_models=price.guessed_models,
             session_id=reading.session_id,
             usage=reading.usage,
             denied_tools=reading.denied_tools,
@@ -234,7 +244,7 @@ class ClaudeCodeGateway:
     async def _drop(self) -> None:
         client, self._client = self._client, None
         self._session = None
-        self._process_cost = 0.0
+        self._previous, self._previous_total = None, 0.0
         if client is None:
             return
         try:
@@ -259,3 +269,16 @@ class ClaudeCodeGateway:
         lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
         line = lines[0] if lines else type(error).__name__
         return self._stderr.redact(line[:300])
+
+
+def _price(
+    reading: TurnReading, *, previous: tuple[ModelSpend, ...] | None, previous_total: float
+) -> TurnPrice:
+    return turn_price(
+        total_usd=reading.process_cost_usd,
+        usage=reading.usage,
+        spends=reading.spends,
+        previous=previous,
+        previous_total_usd=previous_total,
+        served_by=reading.served_by,
+    )

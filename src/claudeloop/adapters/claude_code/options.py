@@ -19,6 +19,7 @@ from claude_agent_sdk import (
 )
 
 from claudeloop.adapters.claude_code.verdict import VERDICT_SCHEMA
+from claudeloop.adapters.redaction import Redactor
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
@@ -66,6 +67,9 @@ class GatewaySettings:
     done_marker: str = DEFAULT_DONE_MARKER
     cli_path: Path | None = None
     stderr_log: Path | None = None
+    # What the debug log masks: the run's redactor (None: the secrets of both
+    # environments the CLI sees).
+    redactor: Redactor | None = field(default=None, compare=False)
     max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE
     setting_sources: tuple[str, ...] | None = None
     append_system_prompt: str = ""

@@ -23,6 +23,7 @@ from claude_agent_sdk import (
     TextBlock,
 )
 
+from claudeloop.adapters.claude_code.pricing import ModelSpend, model_spends
 from claudeloop.adapters.claude_code.verdict import verdict_from
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
@@ -37,6 +38,10 @@ _SEVERITY = {"allowed": 0, "allowed_warning": 1, "rejected": 2}
 _CLI_STOPS = frozenset({"error_during_execution", "error_max_turns", "error_max_budget_usd"})
 
 
+# The model the CLI names on a message it made up itself (an API error's).
+_SYNTHETIC_MODEL = "<synthetic>"
+
+
 @dataclass(frozen=True, slots=True)
 class TurnReading:
     """Everything one turn's messages said, before the gateway judges the turn."""
@@ -44,11 +49,15 @@ class TurnReading:
     signals: TurnSignals
     structured: StructuredVerdict | None = None
     final_text: str = ""
-    # The CLI reports the cost of its whole process so far, not of the turn: a process
-    # kept across turns needs the previous total subtracted (the gateway does that).
+    # The CLI reports the session's running total, not the turn's cost (see pricing.py):
+    # the gateway prices the turn from it, `usage` (this turn's tokens) and `spends`.
     process_cost_usd: float = 0.0
     session_id: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    # The running total per model (`modelUsage`), with whether its price is a guess,
+    # and the models that answered this turn (a resumed session may hold others).
+    spends: tuple[ModelSpend, ...] = ()
+    served_by: tuple[str, ...] = ()
     denied_tools: tuple[str, ...] = ()
     answered: bool = False
     # The result reported an error (an API failure or a stop of the CLI's own).
@@ -66,12 +75,15 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
     retry_error: str | None = None
     init_session: str | None = None
     result: ResultMessage | None = None
+    served_by: dict[str, None] = {}
     for message in messages:
         if isinstance(message, RateLimitEvent):
             rate_limits.append(message.rate_limit_info)
         elif isinstance(message, AssistantMessage):
             if isinstance(message.error, str):
                 assistant_error = message.error
+            elif message.model and message.model != _SYNTHETIC_MODEL:
+                served_by[message.model] = None
             if message.parent_tool_use_id is None:
                 text = _text_of(message)
                 last_text = text or last_text
@@ -110,6 +122,8 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         process_cost_usd=_cost(result.total_cost_usd),
         session_id=result.session_id or init_session,
         usage=dict(result.usage or {}),
+        spends=model_spends(result.model_usage),
+        served_by=tuple(served_by),
         denied_tools=_denied_tools(result.permission_denials),
         answered=True,
         failed=result.is_error,

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from pathlib import Path
+
+from claudeloop.adapters.private_file import append_line
 
 # The run directory's own rule for what a secret looks like, so the debug log (which
 # lives there) masks exactly what every other file of the run masks.
 from claudeloop.adapters.redaction import MASK, Redactor
 
-# Environment variables whose values must never reach a log, whatever the CLI prints.
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 REDACTED = MASK
 
 
@@ -43,18 +41,8 @@ class StderrLog:
             return
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            with self._path.open("a", encoding="utf-8") as log:
-                log.write(self.redact(line) + "\n")
+            # Owner-only and never through a planted link: the log holds what the CLI said.
+            append_line(self._path, self.redact(line))
         except OSError:
             # Losing a debug line must never end a turn.
             return
-
-
-def secret_values(*environments: Mapping[str, str]) -> list[str]:
-    """The values of every credential-looking variable in the given environments."""
-    return [
-        value
-        for environment in environments
-        for name, value in environment.items()
-        if _SECRET_NAME.search(name) and value
-    ]

@@ -18,12 +18,16 @@ def parse_duration(text: str) -> timedelta:
     if not text.strip() or match is None or not any(match.groupdict().values()):
         raise ValueError(f"{text!r} is not a duration; use {DURATION_FORMS}")
     parts = {key: int(value) for key, value in match.groupdict().items() if value}
-    return timedelta(
-        days=parts.get("d", 0),
-        hours=parts.get("h", 0),
-        minutes=parts.get("m", 0),
-        seconds=parts.get("s", 0),
-    )
+    try:
+        return timedelta(
+            days=parts.get("d", 0),
+            hours=parts.get("h", 0),
+            minutes=parts.get("m", 0),
+            seconds=parts.get("s", 0),
+        )
+    except OverflowError:
+        # Beyond what a timedelta holds (about 2.7 million years): no run waits that long.
+        raise ValueError(f"{text!r} is too long a duration; use {DURATION_FORMS}") from None
 
 
 def format_duration(value: timedelta) -> str:

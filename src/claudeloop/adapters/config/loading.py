@@ -193,12 +193,16 @@ def load_configuration(
     return Configuration(settings=settings, profiles=profiles, files=tuple(files))
 
 
+# Settings whose flag is not the key's own name.
+_FLAGS = {"limits": "--on-limit"}
+
+
 def _highest(key: str, layers: list[tuple[dict[str, Any], OriginKind, str]]) -> Setting:
     for values, kind, where in layers:
         if key in values:
             label = where
             if kind == "flag":
-                label = "--" + key.replace("_", "-")
+                label = _FLAGS.get(key, "--" + key.replace("_", "-"))
             elif kind == "env":
                 label = ENV_PREFIX + key.upper()
             return Setting(values[key], Origin(kind, label))

@@ -68,9 +68,6 @@ class BackendProfile:
     small_fast_model: str | None = None
     # Which credentials the CLI will use, in words; never the value.
     credentials: str = "inherited from the environment"
-    # Where the profile's token is set, for the fix when it is refused: the variable
-    # `auth_token_env` names, or `auth_token` in the profile's table. None: no token.
-    token_setting: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     marker_fallback: bool = True
     zero_cost: bool = False
@@ -103,13 +100,6 @@ def profile_backend(
     main = model or table.model
     small = table.small_fast_model or main
     token, credentials = _token(defined, environ, local=base_url is not None)
-    token_setting = (
-        f"${table.auth_token_env} (auth_token_env in [profiles.{defined.name}])"
-        if table.auth_token_env is not None
-        else f"`auth_token` in [profiles.{defined.name}]"
-        if table.auth_token is not None
-        else None
-    )
     env: dict[str, str] = {}
     if base_url is not None:
         env.update(dict.fromkeys(BLANKED_FOR_LOCAL, ""))
@@ -144,7 +134,6 @@ def profile_backend(
         model=main,
         small_fast_model=small,
         credentials=credentials,
-        token_setting=token_setting,
         env=env,
         marker_fallback=marker_fallback,
         zero_cost=cost == "zero",

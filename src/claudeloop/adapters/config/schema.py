@@ -63,8 +63,8 @@ ACCEPTED: dict[str, str] = {
     "update_plan": "true or false",
     "pause_at": "WINDOW=PERCENT pairs, such as 5h=90%,7d=95% (windows: 5h, 7d, 7d_opus, 7d_sonnet)",
     "limits": "a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
-    '"wait", "wind-down" or "switch-profile NAME"; in CLAUDELOOP_LIMITS and --on-limit as '
-    "LIMIT=ACTION separated by commas",
+    '"wait", "wind-down" or "switch-profile NAME"; in CLAUDELOOP_LIMITS LIMIT=ACTION pairs '
+    "separated by commas, as each --on-limit LIMIT=ACTION",
     "share_capacity": "true or false (share what loops on one account learn about capacity)",
     "profiles": "[profiles.NAME] tables, NAME made of letters, digits, - and _",
     "preset": "one of " + ", ".join(PRESETS),
@@ -85,7 +85,10 @@ def _duration(value: object) -> object:
     if isinstance(value, bool):
         return value  # refused by the strict check that follows
     if isinstance(value, int):
-        return timedelta(seconds=value)
+        try:
+            return timedelta(seconds=value)
+        except OverflowError:
+            raise ValueError("out of range") from None
     if isinstance(value, str):
         return parse_duration(value)
     return value

@@ -25,6 +25,7 @@ from claudeloop.adapters.notify.decide import (
     notification_for,
 )
 from claudeloop.adapters.notify.urls import MASK, masked_url, url_secrets
+from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.ports import EventSink
 
@@ -226,8 +227,7 @@ class _DebugLogHandler(logging.Handler):
             for secret in self._secrets:
                 text = text.replace(secret, MASK)
             line = f"[notify] {record.levelname.lower()}: {_one_line(text)}"
-            with self._path.open("a", encoding="utf-8") as log:
-                log.write(self._redactor.text(line) + "\n")
+            append_line(self._path, self._redactor.text(line))
         except Exception:  # losing a debug line must never end a run
             return
 

@@ -38,8 +38,8 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
         "session_id": record.session_id,
         "started_at": record.started_at.isoformat(),
         "waited_seconds": record.waited_seconds,
-        "session_cost_usd": record.session_cost_usd,
         "last_turn_started_at": _instant_out(record.last_turn_started_at),
+        "turn_in_flight": record.turn_in_flight,
         "plan_text": record.plan.render() if record.plan is not None else None,
         "spec": {
             "cwd": str(spec.cwd),
@@ -129,7 +129,7 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             detour=_detour_in(raw.get("detour")),
         )
         plan_text = data["plan_text"]
-        return RunRecord(
+        record = RunRecord(
             run_id=data["run_id"],
             spec=spec,
             state=state,
@@ -137,12 +137,58 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             session_id=data["session_id"],
             plan=WorkPlan.parse(plan_text) if plan_text is not None else None,
             waited_seconds=data["waited_seconds"],
-            session_cost_usd=data.get("session_cost_usd", 0.0),
+            # Older files also hold `session_cost_usd`, no longer used: ignored.
             last_turn_started_at=_instant_in(data["last_turn_started_at"]),
+            turn_in_flight=_turn_number(data.get("turn_in_flight")),
             extra=data.get("extra") or {},
         )
-    except (KeyError, TypeError, ValueError) as error:
+        return _well_typed(record)
+    # A value of the wrong type (a list where a table belongs, text for a number) fails
+    # in whatever way the first use of it does: each is the same unreadable record.
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
         raise CorruptRecordError(f"{type(error).__name__}: {error}") from error
+
+
+_NUMBER = (int, float)
+_TEXT_OR_NONE = (str, type(None))
+
+
+def _well_typed(record: RunRecord) -> RunRecord:
+    """`record`, once the values that status, runs and summary.md use have their types;
+    a TypeError naming the first that does not."""
+    state, spec, budget = record.state, record.spec, record.spec.budget
+    expected: list[tuple[str, object, type | tuple[type, ...]]] = [
+        ("run_id", record.run_id, str),
+        ("session_id", record.session_id, _TEXT_OR_NONE),
+        ("waited_seconds", record.waited_seconds, _NUMBER),
+        ("spec.task", spec.task, str),
+        ("spec.model", spec.model, _TEXT_OR_NONE),
+        ("spec.done_marker", spec.done_marker, str),
+        ("spec.continue_prompt", spec.continue_prompt, _TEXT_OR_NONE),
+        ("spec.permission_mode", spec.permission_mode, str),
+        ("spec.profile", spec.profile, str),
+        ("spec.budget.max_turns", budget.max_turns, (int, type(None))),
+        ("spec.budget.max_dollars", budget.max_dollars, (*_NUMBER, type(None))),
+        ("spec.budget.max_attempts", budget.max_attempts, (int, type(None))),
+        ("state.turns", state.ledger.turns, int),
+        ("state.attempts", state.ledger.attempts, int),
+        ("state.dollars", state.ledger.dollars, _NUMBER),
+        ("state.probes", state.probes, int),
+        ("state.wait_probes", state.wait_probes, int),
+        ("state.errored_turns", state.errored_turns, int),
+        ("state.summary", state.summary, _TEXT_OR_NONE),
+        ("state.reason", state.reason, _TEXT_OR_NONE),
+    ]
+    expected += [("state.remaining_work[]", item, str) for item in state.remaining_work]
+    for name, value, kinds in expected:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise TypeError(f"{name} is {value!r}")
+    instants = [record.started_at, record.last_turn_started_at]
+    instants += [state.waiting_since, state.next_probe_at]
+    for instant in instants:
+        if instant is not None and instant.utcoffset() is None:
+            raise ValueError(f"{instant.isoformat()} has no time zone")
+    return record
 
 
 def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
@@ -248,3 +294,11 @@ def _instant_out(value: datetime | None) -> str | None:
 
 def _instant_in(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value is not None else None
+
+
+def _turn_number(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"turn_in_flight must be a turn number, not {value!r}")
+    return value

@@ -9,19 +9,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.adapters.private_file import open_for_appending
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory.codec import (
     CorruptRecordError,
     record_from_json,
     record_to_json,
 )
+from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.application.ports import Clock
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.loop import ControlCommand
@@ -38,6 +41,25 @@ def new_run_id(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
 
+# One directory name under runs/ that a shell command can carry unquoted (the command
+# to continue a run names it): no separator, no `.` or `..`, no blank, no newline.
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MAX_RUN_ID_CHARS = 100
+RUN_ID_RULE = (
+    f"letters, digits, '.', '_' and '-', starting with a letter or digit, "
+    f"at most {MAX_RUN_ID_CHARS} characters"
+)
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """What is wrong with `run_id` as the name of a run's directory; None if nothing."""
+    if len(run_id) > MAX_RUN_ID_CHARS:
+        return f"is {len(run_id)} characters long; a run id is {RUN_ID_RULE}"
+    if _RUN_ID.fullmatch(run_id) is None:
+        return f"is not a run id; a run id is {RUN_ID_RULE}"
+    return None
+
+
 class UnreadableEventLine(UserWarning):
     """A line of events.jsonl that is not JSON (a crash mid-write)."""
 
@@ -45,9 +67,14 @@ class UnreadableEventLine(UserWarning):
 @dataclass(frozen=True)
 class RunDirectory:
     path: Path
+    # What state.json masks of the model's words (the driver gives the run's own).
+    redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
 
     @classmethod
     def create(cls, cwd: Path, run_id: str) -> RunDirectory:
+        problem = run_id_problem(run_id)
+        if problem is not None:
+            raise ValueError(f"run id {run_id!r} {problem}")
         root = runs_root(cwd)
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(OSError):
@@ -87,12 +114,17 @@ class RunDirectory:
     # state.json
 
     def save(self, record: RunRecord) -> None:
-        data = json.dumps(record_to_json(record), indent=2, sort_keys=True)
+        """state.json replaced by `record`, the model's words in it redacted."""
+        masked = redacted_record(record, self.redactor)
+        data = json.dumps(record_to_json(masked), indent=2, sort_keys=True)
         write_atomically(self.state_path, data)
 
     def load(self) -> RunRecord:
         """The persisted record; CorruptRecordError or FileNotFoundError when there is none."""
-        text = self.state_path.read_text(encoding="utf-8")
+        try:
+            text = self.state_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise CorruptRecordError(f"not UTF-8 text ({error.reason})") from error
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
@@ -153,9 +185,13 @@ class EventLog:
         self._directory = directory
         self._clock = clock
         self._redactor = redactor
-        self._handle = directory.events_path.open("a", encoding="utf-8")
-        with contextlib.suppress(OSError):
-            directory.events_path.chmod(0o600)
+        # Owner-only, and OSError rather than writing through a planted symbolic link.
+        self._handle = open_for_appending(directory.events_path)
+        if _ends_mid_line(directory.events_path):
+            # A kill mid-write left half a line: end it, or the next event joins it and
+            # both are lost to every reader.
+            self._handle.write("\n")
+            self._handle.flush()
 
     def emit(self, event_type: str, **fields: Any) -> None:
         event = {
@@ -169,7 +205,16 @@ class EventLog:
         self._handle.flush()
 
     def close(self) -> None:
-        self._handle.close()
+        with contextlib.suppress(OSError):  # a full disk: what could not be written is lost
+            self._handle.close()
+
+
+def _ends_mid_line(path: Path) -> bool:
+    with path.open("rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return False
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) != b"\n"
 
 
 def _capped(value: Any) -> Any:

@@ -3,10 +3,11 @@ user state directory, shared by every claudeloop process on the machine.
 
 The record is replaced atomically (temp file, fsync, rename) under an exclusive `flock`
 on a sibling lock file, so a reader without the lock sees the old record or the new one,
-never half of one; a record that is half-written anyway (a full disk, an older version)
-reads as no record at all. A second lock file elects the one loop that probes; the
-kernel releases it when its holder dies, so a crashed prober is taken over, not waited
-for.
+never half of one. The lock is held for a read and a rename; a writer waits for it a
+bounded time only, so a stuck process holding it never freezes the loops sharing it. A
+record that is half-written anyway (a full disk, an older version) reads as no record
+at all. A second lock file elects the one loop that probes; the kernel releases it
+when its holder dies, so a crashed prober is taken over, not waited for.
 
 The record never holds a credential: the account is named by a short hash.
 """
@@ -18,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +37,9 @@ CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_COD
 _PROVIDER_VARIABLES = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 _VERSION = 1
 _LONGEST_TEXT = 300
+# How long a writer waits for the record's lock by default (held for milliseconds).
+LOCK_PATIENCE_SECONDS = 2.0
+_LOCK_RETRY_SECONDS = 0.01
 
 Standing = Literal["open", "closed", "other"]
 Source = Literal["turn", "probe"]
@@ -89,6 +94,10 @@ def account_key(environment: Mapping[str, str], model: str | None) -> str:
     return digest.hexdigest()[:16]
 
 
+class BoardBusy(OSError):
+    """Another process held the record's lock for longer than a writer waits."""
+
+
 class ProbeLock:
     """The right to probe for every loop of the account, held until released (or until
     the holder's process ends)."""
@@ -129,10 +138,12 @@ class CapacityBoard:
         writer: str,
         now: datetime,
         unless: Callable[[Sighting | None], bool] = lambda _current: False,
+        patience: float = LOCK_PATIENCE_SECONDS,
     ) -> Sighting | None:
         """Write a new record (the next sequence number) unless `unless(current)` says
-        the current record is better news; returns what was written."""
-        with self._locked():
+        the current record is better news; returns what was written. BoardBusy when
+        another process holds the lock for over `patience` seconds (0: one attempt)."""
+        with self._locked(patience):
             current = self.read()
             if unless(current):
                 return None
@@ -160,11 +171,21 @@ class CapacityBoard:
         return ProbeLock(descriptor)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, patience: float) -> Iterator[None]:
         self._ensure_directory()
         descriptor = os.open(self._lock_path, os.O_CREAT | os.O_RDWR, 0o600)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            deadline = time.monotonic() + patience
+            while True:
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise BoardBusy(
+                            f"{self._lock_path}: held by another process for over {patience:g}s"
+                        ) from None
+                    time.sleep(_LOCK_RETRY_SECONDS)
             yield
         finally:
             os.close(descriptor)  # closing releases the lock

@@ -21,10 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import assert_never
 
 import anyio
 
 from claudeloop.adapters.shared_capacity.board import (
+    LOCK_PATIENCE_SECONDS,
+    BoardBusy,
     CapacityBoard,
     ProbeLock,
     Sighting,
@@ -34,7 +37,9 @@ from claudeloop.adapters.shared_capacity.board import (
 )
 from claudeloop.application.ports import Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.domain.capacity import (
+    AuthenticationFailed,
     Available,
+    BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
     WindowExhausted,
@@ -49,6 +54,7 @@ MAX_AGE = timedelta(hours=6)
 # probe (a CLI start and one tiny request) takes, so only a hung prober runs into it.
 FOLLOW_LIMIT_SECONDS = 120.0
 POLL_SECONDS = 0.2
+_LOCK_RETRY_SECONDS = 0.02
 # A record stamped this far in the future was written under another clock: ignored.
 _CLOCK_SLACK = timedelta(minutes=1)
 
@@ -63,8 +69,10 @@ def standing_of(capacity: CapacityState) -> Standing:
             return "closed"
         case Available():
             return "open"
+        case AuthenticationFailed() | BackendMisconfigured():
+            return "other"  # this loop's credentials or configuration, not the account's
         case _:
-            return "other"
+            assert_never(capacity)
 
 
 class SharedCapacityGateway:
@@ -81,6 +89,7 @@ class SharedCapacityGateway:
         max_age: timedelta = MAX_AGE,
         follow_limit: float = FOLLOW_LIMIT_SECONDS,
         poll: float = POLL_SECONDS,
+        lock_patience: float = LOCK_PATIENCE_SECONDS,
     ) -> None:
         self._inner = inner
         self._board = board
@@ -90,6 +99,7 @@ class SharedCapacityGateway:
         self._max_age = max_age
         self._follow_limit = follow_limit
         self._poll = poll
+        self._lock_patience = lock_patience
         self.writer = f"{os.getpid()}:{secrets.token_hex(4)}"
 
     async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
@@ -104,7 +114,7 @@ class SharedCapacityGateway:
         started = self._now()
         outcome = await self._inner.run_turn(prompt, session_id=session_id)
         if outcome.failure is None:
-            self._publish_turn(outcome.signals, started)
+            await self._publish_turn(outcome.signals, started)
         return outcome
 
     async def probe(self) -> ProbeOutcome:
@@ -174,10 +184,10 @@ class SharedCapacityGateway:
 
     async def _probe_and_publish(self) -> ProbeOutcome:
         outcome = await self._inner.probe()
-        self._publish(outcome.signals, standing_of(classify(outcome.signals)), "probe")
+        await self._publish(outcome.signals, standing_of(classify(outcome.signals)), "probe")
         return outcome
 
-    def _publish_turn(self, signals: TurnSignals, started: datetime) -> None:
+    async def _publish_turn(self, signals: TurnSignals, started: datetime) -> None:
         standing = standing_of(classify(signals))
         if standing == "other":
             return  # credentials or configuration: this loop's trouble, not the account's
@@ -192,27 +202,41 @@ class SharedCapacityGateway:
                 and current.at > started
             )
 
-        self._publish(signals, standing, "turn", unless=older_news)
+        await self._publish(signals, standing, "turn", unless=older_news)
 
-    def _publish(
+    async def _publish(
         self,
         signals: TurnSignals,
         standing: Standing,
         source: Source,
         unless: Callable[[Sighting | None], bool] = lambda _current: False,
     ) -> None:
-        try:
-            self._board.publish(
-                signals=signals,
-                standing=standing,
-                source=source,
-                writer=self.writer,
-                now=self._now(),
-                unless=unless,
-            )
-        except OSError as error:
-            # Sharing is a courtesy between loops: this loop goes on without it.
-            self._note(f"could not update the shared capacity record: {error}")
+        # One attempt at a time with the event loop's sleeps between: a process stuck
+        # holding the record's lock delays this loop a bounded time, and Ctrl-C and
+        # SIGTERM are answered meanwhile.
+        deadline = time.monotonic() + self._lock_patience
+        while True:
+            try:
+                self._board.publish(
+                    signals=signals,
+                    standing=standing,
+                    source=source,
+                    writer=self.writer,
+                    now=self._now(),
+                    unless=unless,
+                    patience=0,
+                )
+                return
+            except BoardBusy as error:
+                if time.monotonic() < deadline:
+                    await anyio.sleep(_LOCK_RETRY_SECONDS)
+                    continue
+                self._note(f"going on without sharing this {source}'s news: {error}")
+                return
+            except OSError as error:
+                # Sharing is a courtesy between loops: this loop goes on without it.
+                self._note(f"could not update the shared capacity record: {error}")
+                return
 
     def _read(self) -> Sighting | None:
         return self._board.read()

@@ -1,0 +1,62 @@
+"""A run record as it may leave the process: the words of the model and of the service
+with every secret masked, the rest (ids, times, counts, the user's own spec) untouched
+so that a resumed run goes on exactly where it was."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import assert_never
+
+from claudeloop.adapters.redaction import Redactor
+from claudeloop.application.records import RunRecord
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
+from claudeloop.domain.plan import WorkPlan
+
+
+def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
+    """`record` with its summary, remaining work, reason, plan text and the service's
+    details masked: the text a model may have copied a credential into."""
+    state = record.state
+    detour = state.detour
+    if detour is not None:
+        awaiting = detour.awaiting
+        if isinstance(awaiting, CreditsExhausted):
+            credits = replace(awaiting, detail=redactor.text(awaiting.detail))
+            detour = replace(detour, awaiting=credits)
+    state = replace(
+        state,
+        summary=redactor.text(state.summary),
+        remaining_work=tuple(redactor.text(entry) for entry in state.remaining_work),
+        reason=redactor.text(state.reason),
+        capacity=_capacity(state.capacity, redactor),
+        detour=detour,
+    )
+    plan = record.plan
+    if plan is not None:
+        text = plan.render()
+        masked = redactor.text(text)
+        if masked != text:
+            # Parsing what rendering gave back keeps every line, mark and line number.
+            plan = WorkPlan.parse(masked)
+    return replace(record, state=state, plan=plan)
+
+
+def _capacity(capacity: CapacityState, redactor: Redactor) -> CapacityState:
+    match capacity:
+        case Available() | WindowExhausted():
+            return capacity
+        case CreditsExhausted(detail=detail):
+            return replace(capacity, detail=redactor.text(detail))
+        case AuthenticationFailed(detail=detail):
+            return replace(capacity, detail=redactor.text(detail))
+        case BackendMisconfigured(reason=reason):
+            return replace(capacity, reason=redactor.text(reason))
+        case _:
+            assert_never(capacity)

@@ -1,0 +1,215 @@
+"""Verification commands as real processes: exit codes, timeouts that end the whole
+group, commands that cannot start, the output on disk and its end in memory."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from claudeloop.adapters.redaction import MASK, Redactor
+from claudeloop.adapters.verification_commands import VerificationCommands
+from claudeloop.application.ports import Checks
+from claudeloop.domain.verification import CheckCommand, CheckResult
+
+T = TypeVar("T")
+
+
+def run(coroutine: Callable[[], Awaitable[T]]) -> T:
+    async def bounded() -> T:
+        with anyio.fail_after(30):  # a hung process fails the test instead of the suite
+            return await coroutine()
+
+    return anyio.run(bounded)
+
+
+def check(tmp_path: Path, text: str, **options: object) -> CheckResult:
+    commands = VerificationCommands(tmp_path, **options)  # type: ignore[arg-type]
+    output = tmp_path / "verify" / "check-1.log"
+    return run(lambda: commands.run(CheckCommand.parse(text), output=output))
+
+
+def python(code: str) -> str:
+    return f"{sys.executable} -c '{code}'"
+
+
+def running(pid: int) -> bool:
+    """Whether the process still runs (a zombie waiting to be reaped does not)."""
+    if Path("/proc/self").exists():
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        return state != "Z"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def alive(pid: int) -> bool:
+    """Whether the process survived; a signal already sent takes the kernel a moment."""
+    for _ in range(200):
+        if not running(pid):
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_the_adapter_is_the_checks_port(tmp_path: Path) -> None:
+    commands: Checks = VerificationCommands(tmp_path)
+    assert commands is not None
+
+
+def test_a_passing_command(tmp_path: Path) -> None:
+    result = check(tmp_path, "true")
+    assert result.passed
+    assert result.exit_code == 0
+    assert result.output_path == tmp_path / "verify" / "check-1.log"
+    assert result.seconds >= 0
+
+
+def test_a_failing_command_gives_its_exit_code_and_both_streams(tmp_path: Path) -> None:
+    result = check(tmp_path, "sh -c 'echo collected 3; echo 1 failed >&2; exit 3'")
+    assert not result.passed
+    assert result.exit_code == 3
+    assert result.output_tail == "collected 3\n1 failed\n"
+    assert (tmp_path / "verify" / "check-1.log").read_text() == "collected 3\n1 failed\n"
+
+
+def test_the_command_runs_in_the_cwd_without_a_shell(tmp_path: Path) -> None:
+    result = check(tmp_path, "echo $HOME `pwd` && exit 1")
+    assert result.passed
+    assert result.output_tail == "$HOME `pwd` && exit 1\n"
+    assert check(tmp_path, "pwd").output_tail == f"{tmp_path}\n"
+
+
+def test_a_command_killed_by_a_signal_fails(tmp_path: Path) -> None:
+    result = check(tmp_path, "sh -c 'kill -9 $$'")
+    assert not result.passed
+    assert result.exit_code == -9
+
+
+def test_a_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    script = "sleep 60 & echo $! > child.pid; echo started; sleep 60"
+    result = check(tmp_path, f"sh -c '{script}'", timeout_seconds=0.5, kill_grace_seconds=0.5)
+    assert result.timed_out
+    assert result.exit_code is None
+    assert not result.passed
+    assert result.output_tail == "started\n"
+    assert not alive(int((tmp_path / "child.pid").read_text()))
+
+
+def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    script = 'trap "" TERM; sleep 60 & echo $! > child.pid; sleep 60; sleep 60'
+    result = check(tmp_path, f"sh -c '{script}'", timeout_seconds=0.5, kill_grace_seconds=0.2)
+    assert result.timed_out
+    assert not alive(int((tmp_path / "child.pid").read_text()))
+
+
+def test_what_a_finished_command_left_running_is_ended(tmp_path: Path) -> None:
+    result = check(tmp_path, "sh -c 'sleep 60 & echo $! > child.pid; echo done'")
+    assert result.passed
+    assert result.output_tail == "done\n"
+    assert not alive(int((tmp_path / "child.pid").read_text()))
+
+
+def test_cancelling_a_check_kills_its_group(tmp_path: Path) -> None:
+    commands = VerificationCommands(tmp_path, kill_grace_seconds=0.5)
+    pid_file = tmp_path / "child.pid"
+    command = CheckCommand.parse("sh -c 'sleep 60 & echo $! > child.pid; sleep 60'")
+
+    async def stop_midway() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: commands.run(command, output=tmp_path / "out.log"))
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+
+    run(stop_midway)
+    assert not alive(int(pid_file.read_text()))
+
+
+def test_a_command_that_does_not_exist_is_a_failed_check(tmp_path: Path) -> None:
+    result = check(tmp_path, "no-such-verifier --all")
+    assert not result.passed
+    assert result.exit_code is None
+    assert result.start_error is not None
+    assert "No such file or directory" in result.start_error
+    assert "no-such-verifier" in result.start_error
+    assert "no-such-verifier" in (tmp_path / "verify" / "check-1.log").read_text()
+
+
+def test_a_file_that_is_not_executable_is_a_failed_check(tmp_path: Path) -> None:
+    (tmp_path / "check.sh").write_text("#!/bin/sh\nexit 0\n")
+    result = check(tmp_path, "./check.sh")
+    assert not result.passed
+    assert result.start_error is not None
+    assert "Permission denied" in result.start_error
+
+
+def test_a_big_output_keeps_its_last_bytes_and_the_file_keeps_all(tmp_path: Path) -> None:
+    code = 'import sys\nfor n in range(200_000): sys.stdout.write(f"line {n}\\n")'
+    result = check(tmp_path, python(code), tail_bytes=1000)
+    expected = "".join(f"line {n}\n" for n in range(200_000))
+    assert result.passed
+    assert result.output_tail.endswith("line 199998\nline 199999\n")
+    assert len(result.output_tail.encode()) <= 1000
+    assert result.tail_is_partial
+    assert result.output_bytes == len(expected)
+    assert (tmp_path / "verify" / "check-1.log").read_text() == expected
+
+
+def test_a_tail_cut_inside_a_character_starts_at_the_next_whole_one(tmp_path: Path) -> None:
+    result = check(tmp_path, python('print("é" * 5000, end="")'), tail_bytes=1001)
+    assert result.output_tail == "é" * 500
+
+
+def test_a_line_longer_than_the_line_buffer_is_written_whole(tmp_path: Path) -> None:
+    result = check(tmp_path, python('print("x" * 300_000, end="")'), tail_bytes=10)
+    assert result.output_tail == "x" * 10
+    assert (tmp_path / "verify" / "check-1.log").read_text() == "x" * 300_000
+
+
+def test_secrets_are_redacted_in_the_tail_and_the_file(tmp_path: Path) -> None:
+    secret = "correct-horse-battery"
+    token = "sk-ant-api03-" + "A" * 40
+    redactor = Redactor((secret,))
+    result = check(
+        tmp_path,
+        f"sh -c 'echo password={secret}; echo key {token}; exit 1'",
+        redact=redactor.text,
+    )
+    everything = (tmp_path / "verify" / "check-1.log").read_text()
+    for text in (result.output_tail, everything):
+        assert secret not in text
+        assert token not in text
+        assert text.count(MASK) == 2
+
+
+def test_the_output_file_is_private(tmp_path: Path) -> None:
+    output = tmp_path / "verify" / "check-1.log"
+    output.parent.mkdir()
+    output.write_text("an earlier run's output\n")
+    output.chmod(0o644)
+    result = check(tmp_path, "echo fresh")
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600
+    assert output.read_text() == "fresh\n"
+    assert result.output_bytes == len("fresh\n")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"timeout_seconds": 0}, {"tail_bytes": -1}, {"kill_grace_seconds": -1}],
+)
+def test_settings_that_mean_nothing_are_refused(tmp_path: Path, options: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="positive timeout"):
+        VerificationCommands(tmp_path, **options)  # type: ignore[arg-type]

@@ -1,0 +1,258 @@
+"""The crash-and-resume property: for any sequence of turns, limits, switch-profile
+detours and kills (the driver stopped at an arbitrary moment: during a turn, a probe, a
+wait, an event, right after a save, at start-up), then resumed from the last saved
+record, the ledger (turns, attempts, dollars) and the time waited equal what the service
+served, and no turn number is reported finished twice.
+
+A kill is modelled where it can land: before a request reaches the service (the turn or
+probe is not served), in the middle of a wait (part of it slept), before an event is
+written, or right after a save. The few instructions between a result arriving and the
+save that records it are not a kill point: that moment is the CLI's to keep (see
+RunRecord.turn_in_flight).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from claudeloop.application.ports import ProbeOutcome, TurnOutcome
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.runner import Runner
+from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.limits import LimitPolicies, SwitchProfile
+from claudeloop.domain.loop import Phase, RunState
+from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.waiting import WaitPolicyConfig
+from tests.application.fakes import START, FakeClock, FakeControl, verdict_turn
+
+WINDOW = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="five_hour",
+    api_error_status=429,
+    assistant_error="rate_limit",
+)
+Answer = Literal["work", "window"]
+
+
+class Killed(BaseException):
+    """The driver's process ended here (kill -9): nothing after it runs."""
+
+
+@dataclass
+class Service:
+    """What the service served, in the order it served it: the truth the ledger must
+    equal. `answers` are the run's own backend's, consumed only when served."""
+
+    answers: deque[Answer]
+    probe_answers: deque[bool]  # True: the window is open again
+    clock: FakeClock
+    turns: int = 0
+    attempts: int = 0
+    dollars: float = 0.0
+    slept: float = 0.0
+    # Port calls in this drive, and the one at which the driver is killed.
+    calls: int = 0
+    kill_at: int | None = None
+
+    def call(self) -> bool:
+        """True when the driver dies at this call."""
+        self.calls += 1
+        return self.calls == self.kill_at
+
+
+@dataclass
+class OwnBackend:
+    """The run's own, paid backend. Each answered turn costs a different amount."""
+
+    service: Service
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        if self.service.call():
+            raise Killed
+        answer = self.service.answers.popleft() if self.service.answers else "work"
+        self.service.attempts += 1
+        if answer == "window":
+            return verdict_turn(signals=WINDOW, cost=0.0)
+        cost = round(0.001 * (self.service.turns % 7 + 1), 6)
+        self.service.turns += 1
+        self.service.dollars += cost
+        done = self.service.turns >= 6
+        return verdict_turn(complete=done, remaining=() if done else ("more",), cost=cost)
+
+    async def probe(self) -> ProbeOutcome:
+        if self.service.call():
+            raise Killed
+        self.service.dollars += 0.0005
+        open_again = self.service.probe_answers.popleft() if self.service.probe_answers else True
+        return ProbeOutcome(signals=TurnSignals() if open_again else WINDOW, cost_usd=0.0005)
+
+    async def close(self) -> None:
+        pass
+
+
+@dataclass
+class LocalBackend:
+    """A local model on a detour: the CLI prices its turns, none of it is money."""
+
+    service: Service
+
+    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+        if self.service.call():
+            raise Killed
+        self.service.attempts += 1
+        self.service.turns += 1
+        self.service.clock.advance(120)  # a slow local turn: detour checks come due
+        return replace(verdict_turn(remaining=("more",), cost=0.25), billed=False)
+
+    async def probe(self) -> ProbeOutcome:
+        raise AssertionError("probes go to the run's own backend")
+
+    async def close(self) -> None:
+        pass
+
+
+@dataclass
+class Sleeper:
+    service: Service
+    clock: FakeClock
+
+    async def sleep_until(self, instant: Any, *, progress: Any = None) -> bool:
+        waited = max((instant - self.clock.now()).total_seconds(), 0.0)
+        if self.service.call():
+            # Killed halfway through the wait, after saying how long it had waited.
+            self.clock.advance(waited / 2)
+            self.service.slept += waited / 2
+            if progress is not None:
+                progress(waited / 2)
+            raise Killed
+        self.clock.advance(waited)
+        self.service.slept += waited
+        if progress is not None:
+            progress(waited)
+        return True
+
+
+@dataclass
+class Events:
+    service: Service
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        if self.service.call():
+            raise Killed
+        self.events.append({"type": event_type, **fields})
+
+
+@dataclass
+class Disk:
+    """state.json: replaced whole, so a kill leaves the last save."""
+
+    service: Service
+    record: RunRecord | None = None
+
+    def save(self, record: RunRecord) -> None:
+        self.record = record
+        if self.service.call():
+            raise Killed
+
+
+def new_record(detours: bool) -> RunRecord:
+    limits = LimitPolicies((("five_hour", SwitchProfile("local")),)) if detours else LimitPolicies()
+    spec = RunSpec(
+        cwd=Path("."),
+        task="Build it.",
+        wait_policy=WaitPolicyConfig(window_probe_interval=timedelta(minutes=5)),
+        limits=limits,
+    )
+    return RunRecord(
+        run_id="run-1",
+        spec=spec,
+        state=RunState(ledger=BudgetLedger(budget=spec.budget)),
+        started_at=START,
+    )
+
+
+def run_with_kills(
+    answers: list[Answer], probes: list[bool], kills: list[int], detours: bool
+) -> tuple[RunRecord, Service, list[dict[str, Any]]]:
+    clock = FakeClock()
+    service = Service(deque(answers), deque(probes), clock)
+    disk = Disk(service)
+    events = Events(service)
+    record = new_record(detours)
+    resumed = False
+    for drive in range(len(kills) + 1):
+        service.calls = 0
+        service.kill_at = kills[drive] if drive < len(kills) else None
+        runner = Runner(
+            gateway=OwnBackend(service),
+            clock=clock,
+            sleeper=Sleeper(service, clock),
+            events=events,
+            store=disk,
+            control=FakeControl(),
+            profiles=lambda name: LocalBackend(service),
+        )
+
+        async def go(
+            runner: Runner = runner, record: RunRecord = record, resumed: bool = resumed
+        ) -> RunRecord:
+            return await runner.drive(record, resumed=resumed)
+
+        try:
+            return anyio.run(go), service, events.events
+        except Killed:
+            # `claudeloop resume`: the last saved record, or a fresh start when the
+            # driver died before saving anything.
+            record = disk.record or new_record(detours)
+            resumed = record.state.phase is not Phase.PREFLIGHT
+            clock.advance(30)  # the restart takes a while
+    raise AssertionError("the last drive has no kill")
+
+
+answers = st.lists(st.sampled_from(["work", "work", "window"]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    answers=answers,
+    probes=st.lists(st.booleans(), max_size=4),
+    kills=st.lists(st.integers(min_value=1, max_value=60), max_size=4),
+    detours=st.booleans(),
+)
+def test_the_ledger_equals_what_was_served_across_any_kills_and_resumes(
+    answers: list[Answer], probes: list[bool], kills: list[int], detours: bool
+) -> None:
+    final, served, events = run_with_kills(answers, probes, kills, detours)
+    ledger = final.state.ledger
+    assert (ledger.turns, ledger.attempts) == (served.turns, served.attempts)
+    assert abs(ledger.dollars - served.dollars) < 1e-9
+    assert abs(final.waited_seconds - served.slept) < 1e-6
+    finished = [event["turn"] for event in events if event["type"] == "turn.finished"]
+    assert len(finished) == len(set(finished)), f"a turn finished twice: {finished}"
+    assert all(1 <= number <= ledger.attempts for number in finished)
+    assert final.turn_in_flight is None
+
+
+def test_a_turn_cut_off_by_a_kill_is_said_once_and_sent_again_under_its_number() -> None:
+    cut_off = []
+    for kill in range(1, 40):
+        final, served, events = run_with_kills([], [], [kill], detours=False)
+        if any(event["type"] == "turn.interrupted" for event in events):
+            cut_off.append((final, served, events))
+    assert cut_off, "some kill lands mid-turn"
+    for final, served, events in cut_off:
+        (said,) = [i for i, e in enumerate(events) if e["type"] == "turn.interrupted"]
+        again = next(e for e in events[said:] if e["type"] == "turn.started")
+        assert again["turn"] == events[said]["turn"]  # sent again under its number
+        finished = [e["turn"] for e in events if e["type"] == "turn.finished"]
+        assert finished == list(range(1, served.attempts + 1))  # each once, in order
+        assert final.state.ledger.turns == served.turns

@@ -1,0 +1,50 @@
+"""summary.md's "To continue" command is one a person can paste: after a budget cap it
+raises the caps reached, or `resume` would stop again before its first turn."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+from pathlib import Path
+
+from claudeloop.application.summary import continue_command, summary_markdown
+from claudeloop.domain.budget import Budget
+from claudeloop.domain.loop import Outcome
+from tests.application.fakes import verdict_turn
+from tests.application.test_runner import drive, harness, record
+
+
+def capped(budget: Budget, *, cost: float = 0.01, cwd: Path = Path("/work/my app")) -> str:
+    h = harness([verdict_turn(remaining=("more",), cost=cost) for _ in range(5)])
+    rec = record(budget=budget)
+    final = drive(h, replace(rec, spec=replace(rec.spec, cwd=cwd)))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
+    return continue_command(final)
+
+
+def test_after_the_turn_cap_the_command_allows_as_many_turns_again() -> None:
+    words = shlex.split(capped(Budget(max_turns=2)))
+    assert words[:2] == ["claudeloop", "resume"]
+    assert words[words.index("--max-turns") + 1] == "4"
+    assert "--max-dollars" not in words
+
+
+def test_after_the_dollar_cap_the_command_raises_it_above_what_was_spent() -> None:
+    words = shlex.split(capped(Budget(max_dollars=0.5, max_turns=50), cost=0.3))
+    # Two turns spent $0.60 against a $0.50 cap: the new cap leaves $0.50 more.
+    assert words[words.index("--max-dollars") + 1] == "1.10"
+    assert "--max-turns" not in words
+
+
+def test_a_working_directory_with_a_space_survives_the_shell() -> None:
+    words = shlex.split(capped(Budget(max_attempts=1)))
+    assert words[words.index("--cwd") + 1] == "/work/my app"
+    assert words[words.index("--max-attempts") + 1] == "2"
+
+
+def test_summary_md_carries_the_command() -> None:
+    h = harness([verdict_turn(remaining=("more",)) for _ in range(3)])
+    final = drive(h, record(budget=Budget(max_turns=1)))
+    summary = summary_markdown(final)
+    assert "## To continue" in summary
+    assert "--max-turns 2" in summary

@@ -1,0 +1,57 @@
+"""The run's one redactor knows every secret the run can meet: its own environment's,
+the CLI's, the detour profiles' and the notification URLs'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.notify.sender import NotifyTargets
+from claudeloop.application.records import RunSpec
+from claudeloop.cli.bootstrap import Backend, Redacted, run_redactor
+from claudeloop.cli.errors import UserError
+from claudeloop.domain.limits import LimitPolicies, SwitchProfile
+from tests.application.fakes import MemoryEvents
+
+
+def test_it_masks_the_secrets_of_every_backend_and_notification_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SERVICE_PAT", "own-pat-value-1")
+    spec = RunSpec(
+        cwd=tmp_path,
+        task="t",
+        limits=LimitPolicies((("five_hour", SwitchProfile("spare")),)),
+    )
+    backend = Backend(env={"DEPLOY_PASS": "extra-env-pass-2", "ANTHROPIC_AUTH_TOKEN": "tok-3abc"})
+
+    def detours(name: str) -> Backend:
+        assert name == "spare"
+        return Backend(env={"ANTHROPIC_AUTH_TOKEN": "spare-token-4"})
+
+    notify = NotifyTargets(urls=("json://me:notify-pass-5@127.0.0.1:9/hook",))
+    redactor = run_redactor(spec, backend, notify, detours)
+    text = "own-pat-value-1 extra-env-pass-2 tok-3abc spare-token-4 notify-pass-5"
+    assert redactor.text(text) == " ".join(["[redacted]"] * 5)
+
+
+def test_a_detour_profile_that_no_longer_resolves_is_left_to_fail_when_taken(
+    tmp_path: Path,
+) -> None:
+    spec = RunSpec(
+        cwd=tmp_path, task="t", limits=LimitPolicies((("five_hour", SwitchProfile("gone")),))
+    )
+
+    def detours(name: str) -> Backend:
+        raise UserError(f"profile {name} is not defined")
+
+    redactor = run_redactor(spec, Backend(env={"X_TOKEN": "x-token-value"}), None, detours)
+    assert redactor.text("x-token-value") == "[redacted]"
+
+
+def test_every_sink_behind_redacted_gets_the_masked_fields() -> None:
+    seen = MemoryEvents()
+    sink = Redacted(seen, run_redactor(RunSpec(cwd=Path(), task="t"), Backend(env={}), None, None))
+    sink.emit("turn.finished", summary="key sk-ant-api03-abcdefghijklmnop", turn=1)
+    assert seen.events == [{"type": "turn.finished", "summary": "key [redacted]", "turn": 1}]

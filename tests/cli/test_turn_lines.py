@@ -1,0 +1,68 @@
+"""The line each turn gets on screen (and in `claudeloop logs`) says what really
+happened: a turn held back by shared capacity was never sent, and a turn that ended in
+an error is an error, not a verdict."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+from claudeloop.application.ports import TurnOutcome
+from claudeloop.cli.display import ConsoleView
+from claudeloop.domain.signals import TurnSignals
+from tests.application.fakes import verdict_turn
+from tests.application.test_runner import WINDOW_REJECTED, drive, harness, record
+
+HELD_BACK = TurnOutcome(
+    # As SharedCapacityGateway returns it when another loop found the window closed.
+    signals=replace(
+        WINDOW_REJECTED,
+        is_error=True,
+        result_text="not sent: process 4242 found this account's capacity closed: "
+        "You've hit your 5-hour limit · resets 1:22pm (UTC)",
+    ),
+    structured=None,
+    final_text="",
+    cost_usd=0.0,
+    session_id=None,
+    sent=False,
+)
+
+
+def screen(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -> list[str]:
+    h = harness(turns, probes)
+    drive(h, record())
+    stream = io.StringIO()
+    view = ConsoleView(stream=stream)
+    for event in h.events.events:
+        fields = {k: v for k, v in event.items() if k != "type"}
+        view.emit(event["type"], **fields)
+    view.close()
+    return stream.getvalue().splitlines()
+
+
+def test_a_turn_held_back_by_shared_capacity_is_shown_as_held_back() -> None:
+    lines = screen([HELD_BACK, verdict_turn(complete=True, summary="all done")], [TurnSignals()])
+    turns = [line for line in lines if line.startswith("turn ")]
+    # Held back, it was no attempt: the turn sent once the window is open is turn 1 too.
+    assert turns == [
+        "turn 1: started",
+        "turn 1: held back: process 4242 found this account's capacity closed: "
+        "You've hit your 5-hour limit · resets 1:22pm (UTC)",
+        "turn 1: started",
+        "turn 1: done, capacity available, $0.0100 — all done",
+    ]
+
+
+def test_a_turn_that_ended_in_an_error_is_shown_as_an_error() -> None:
+    errored = verdict_turn(
+        summary="Working on it.",
+        cost=0.02,
+        signals=TurnSignals(
+            is_error=True, result_text="Claude Code crashed mid-turn\nstack trace here"
+        ),
+    )
+    lines = screen([errored, verdict_turn(complete=True, summary="all done")])
+    assert "turn 1: error: Claude Code crashed mid-turn, $0.0200" in lines
+    assert not any(line.startswith("turn 1: continue") for line in lines)
+    assert "turn 2: done, capacity available, $0.0100 — all done" in lines

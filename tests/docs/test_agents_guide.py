@@ -1,0 +1,129 @@
+"""AGENTS.md stays true: every name it writes exists, and its event catalogue is the set
+of events the code says."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.docs.test_skills import ROOT, span_problem, spans
+
+GUIDE = ROOT / "AGENTS.md"
+# Where events are said: the runner, the notifier for its own failures, and the Claude
+# Code gateway for the CLI's own retries in the middle of a turn.
+SPEAKERS = (
+    ROOT / "src" / "claudeloop" / "application" / "runner.py",
+    ROOT / "src" / "claudeloop" / "adapters" / "notify" / "sender.py",
+    ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "gateway.py",
+)
+_EVENT = re.compile(r"^[a-z]+\.[a-z_]+$")
+
+
+def said_events(path: Path) -> set[str]:
+    """Event types a module says: `emit("x.y", ...)` and announcements `("x.y", {...})`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        first: ast.expr | None = None
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "emit"
+            and node.args
+        ):
+            first = node.args[0]
+        elif (
+            isinstance(node, ast.Tuple)
+            and len(node.elts) == 2
+            and isinstance(node.elts[1], ast.Dict)
+        ):
+            first = node.elts[0]
+        if (
+            isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+            and _EVENT.match(first.value)
+        ):
+            found.add(first.value)
+    return found
+
+
+def catalogue() -> dict[str, list[str]]:
+    """The catalogue's rows: event type -> its fields, as the guide lists them."""
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text.split("## The event catalogue", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and _EVENT.match(cells[0].strip("`")):
+            rows[cells[0].strip("`")] = re.findall(r"`([a-z_]+)`", cells[2])
+    return rows
+
+
+def test_the_catalogue_lists_every_event_the_code_says_and_no_other() -> None:
+    said = set().union(*(said_events(path) for path in SPEAKERS))
+    assert len(said) > 10, "the event finder found too little: did the runner change?"
+    assert set(catalogue()) == said
+
+
+def test_every_field_the_catalogue_names_is_a_field_the_code_says() -> None:
+    source = "\n".join(path.read_text(encoding="utf-8") for path in SPEAKERS)
+    for event, fields in catalogue().items():
+        for name in fields:
+            assert re.search(rf'\b{name}=|"{name}":', source), f"{event}: no field {name}"
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _source() -> str:
+    # The docs' own tests quote names on purpose, stale ones too: not evidence.
+    tests = [path for path in (ROOT / "tests").rglob("*.py") if "docs" not in path.parts]
+    paths = [*(ROOT / "src" / "claudeloop").rglob("*.py"), *tests]
+    return "\n".join(path.read_text(encoding="utf-8") for path in paths)
+
+
+def guide_span_problem(span: str) -> str | None:
+    """The skill's checks, widened to the whole code: the guide names adapters, the
+    command line and the tests' fixtures too."""
+    problem = span_problem(span)
+    if problem is None or span == "--help":
+        return None
+    source = _source()
+    if _IDENTIFIER.match(span):
+        defined = rf"^\s*(?:async def|def|class) {span}\b|^\s*{span}\s*[:=]"
+        known = re.search(defined, source, re.M) or f'"{span}"' in source
+        return None if known else f"{span} is defined nowhere"
+    literal = span.removesuffix("...").strip()
+    return None if literal in source else problem
+
+
+def test_every_span_the_guide_writes_is_true_of_the_repository() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text.split("## The event catalogue", 1)
+    # The catalogue's names are checked against the code above.
+    body = section[0] + section[1].split("\n## ", 1)[1]
+    found = spans(body)
+    assert len(found) > 30
+    problems = [f"`{span}`: {problem}" for span in found if (problem := guide_span_problem(span))]
+    assert not problems, "AGENTS.md names what the code no longer has:\n" + "\n".join(problems)
+
+
+def test_claude_code_reads_the_guide() -> None:
+    assert "@AGENTS.md" in (ROOT / "CLAUDE.md").read_text(encoding="utf-8").split()
+
+
+@pytest.mark.parametrize(
+    ("span", "wrong"),
+    [
+        ("UserError", False),
+        ("IS_SANDBOX", False),
+        ("claudeloop: error: ...", False),
+        ("NoSuchGateway", True),
+        ("CLAUDELOOP_NO_SUCH_VARIABLE", True),
+        ("src/claudeloop/cli/nowhere.py", True),
+    ],
+)
+def test_the_checker_tells_true_spans_from_stale_ones(span: str, wrong: bool) -> None:
+    assert (guide_span_problem(span) is not None) is wrong

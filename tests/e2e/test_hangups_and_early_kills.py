@@ -1,0 +1,90 @@
+"""A closed terminal stops a run like Ctrl-C, and a run killed before its first turn can
+be resumed (issue 12, item 11), with the real CLI and the rehearsal API."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+from tests.e2e.test_run_directory import kill_hard, phase
+
+pytestmark = pytest.mark.e2e
+
+
+def only_run(project: Path) -> Path:
+    (run,) = list((project / ".claudeloop" / "runs").iterdir())
+    return run
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_sighup_during_a_wait_stops_the_run_with_130_and_a_summary(rehearsal: Rehearsal) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+    wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+    os.killpg(process.pid, signal.SIGHUP)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    assert "Traceback" not in err
+    assert "**stopped**" in (only_run(rehearsal.project) / "summary.md").read_text()
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_closing_the_terminal_mid_run_stops_it_with_130_and_a_summary(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    terminal, screen = pty.openpty()
+    process = subprocess.Popen(
+        [
+            *rehearsal.command("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s"),
+            "--json",
+        ],
+        env=rehearsal.env,
+        stdin=subprocess.DEVNULL,
+        stdout=screen,
+        stderr=screen,
+        start_new_session=True,
+        text=True,
+    )
+    os.close(screen)
+    try:
+        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+        # The terminal goes away: every write to it fails from now on, then the hangup.
+        os.close(terminal)
+        os.killpg(process.pid, signal.SIGHUP)
+        assert process.wait(timeout=30) == 130
+    finally:
+        if process.poll() is None:
+            kill_hard(process)
+    run = only_run(rehearsal.project)
+    assert "**stopped**" in (run / "summary.md").read_text()
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["type"] == "run.finished"
+    assert events[-1]["outcome"] == "stopped"
+
+
+@pytest.mark.scenario("three_steps")
+def test_a_run_killed_before_its_first_turn_resumes_and_finishes(rehearsal: Rehearsal) -> None:
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    # The driver holds the run's lock from before the slow start of the CLI.
+    runs = rehearsal.project / ".claudeloop" / "runs"
+    wait_for(
+        lambda: runs.is_dir() and any((run / "driver.pid").exists() for run in runs.iterdir()),
+        "the run to be created",
+    )
+    kill_hard(process)
+    assert not any(r["kind"] == "turn" for r in rehearsal.requests())
+    finished = rehearsal.claudeloop("resume")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert finished.event_types().count("run.started") == 1

@@ -1,0 +1,148 @@
+"""A credential the model copies into its words never leaves claudeloop in clear: not in
+any file of the run, not on the screen, not in status or the --json result."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+
+pytestmark = pytest.mark.e2e
+
+CANARIES = (
+    "canary-pat-5d1e2f9a",  # MY_SERVICE_PAT, a name no list knew
+    "canary-auth-4b7c0e",  # ANTHROPIC_AUTH_TOKEN
+    "canary-extra-pass-31",  # a profile's extra_env DEPLOY_PASS
+    "canary-url-pass-66",  # the password of a URL in a profile's extra_env
+    "notify-pass-8812",  # the password of the notification URL in CLAUDELOOP_NOTIFY
+)
+
+
+def assert_no_canary(text: str, where: str) -> None:
+    for canary in CANARIES:
+        assert canary not in text, f"{canary} leaked into {where}"
+
+
+@pytest.mark.scenario("secrets_in_output")
+def test_a_credential_in_the_models_output_appears_nowhere(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    rehearsal.env["NO_PROXY"] = rehearsal.env["no_proxy"] = "127.0.0.1,localhost"
+    rehearsal.env.update(
+        {
+            "MY_SERVICE_PAT": "canary-pat-5d1e2f9a",
+            "ANTHROPIC_AUTH_TOKEN": "canary-auth-4b7c0e",
+            # Nothing listens there: the notification fails, and says so in events.
+            "CLAUDELOOP_NOTIFY": "json://night:notify-pass-8812@127.0.0.1:9/hook",
+        }
+    )
+    (rehearsal.project / "claudeloop.toml").write_text(
+        "[profiles.night]\n"
+        'extra_env = { DEPLOY_PASS = "canary-extra-pass-31", '
+        'DEPLOY_URL = "https://deploy:canary-url-pass-66@deploy.example/" }\n'
+    )
+    # A stand-in for the CLI that prints what it was given on stderr, then runs the real one.
+    from claude_agent_sdk import __file__ as sdk_file
+
+    real = Path(sdk_file).parent / "_bundled" / "claude"
+    wrapper = tmp_path / "claude-wrapper"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'echo "env $MY_SERVICE_PAT $ANTHROPIC_AUTH_TOKEN $DEPLOY_PASS $DEPLOY_URL '
+        '$CLAUDELOOP_NOTIFY" >&2\n'
+        f'exec "{real}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    rehearsal.env["CLAUDELOOP_CLI_PATH"] = str(wrapper)
+    plan = write_plan(rehearsal.project)
+
+    # On the screen (-v shows each summary), under a umask that would share every file.
+    shown = subprocess.run(
+        rehearsal.command("run", str(plan), "--profile", "night", "-v", *FAST_WAITS),
+        env=rehearsal.env,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+        umask=0,
+    )
+    assert shown.returncode == 1, shown.stderr  # blocked
+    assert "[redacted]" in shown.stderr  # the summaries were shown, masked
+    assert_no_canary(shown.stdout + shown.stderr, "the console")
+
+    # The --json result of the same run, resumed (the model names the blocker again).
+    resumed = rehearsal.claudeloop("resume")
+    assert resumed.exit_code == 1, resumed.stderr
+    result = resumed.result
+    assert result["outcome"] == "blocked"
+    assert "[redacted]" in result["reason"]
+    assert "[redacted]" in result["summary"]
+    assert_no_canary(resumed.stdout, "the --json result")
+    assert_no_canary(resumed.stderr, "the resume's stderr")
+
+    for args in (("status",), ("status", "--json"), ("logs",), ("logs", "--json")):
+        seen = subprocess.run(
+            rehearsal.command(*args),
+            env=rehearsal.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert seen.returncode == 0, seen.stderr
+        assert_no_canary(seen.stdout + seen.stderr, " ".join(args))
+    status = json.loads(
+        subprocess.run(
+            rehearsal.command("status", "--json"),
+            env=rehearsal.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert "[redacted]" in status["summary"]
+
+    run = resumed.run_directory()
+    names = {path.name for path in run.iterdir()}
+    assert {"state.json", "events.jsonl", "debug.log", "summary.md"} <= names
+    for path in run.iterdir():
+        assert_no_canary(path.read_text(), path.name)
+    # The wrapper's line reached the log, masked; the log is the owner's alone.
+    assert "env [redacted]" in (run / "debug.log").read_text()
+    assert (run / "debug.log").stat().st_mode & 0o777 == 0o600
+    assert "notify.failed" in (run / "events.jsonl").read_text()
+    assert os.stat(run / "summary.md").st_mode & 0o777 == 0o600
+
+
+@pytest.mark.scenario("blocked")
+def test_links_planted_in_the_run_directory_are_never_written_through(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    first = rehearsal.run(str(write_plan(rehearsal.project)), *FAST_WAITS)
+    assert first.exit_code == 1, first.stderr
+    run = first.run_directory()
+    outside = tmp_path / "someone-elses.txt"
+    outside.write_text("theirs\n")
+    outside.chmod(0o644)
+
+    (run / "summary.md").unlink()
+    (run / "summary.md").symlink_to(outside)
+    again = rehearsal.claudeloop("resume")
+    assert again.exit_code == 1, again.stderr
+    assert not (run / "summary.md").is_symlink()  # replaced by a file of its own
+    assert "# claudeloop run" in (run / "summary.md").read_text()
+    assert (run / "summary.md").stat().st_mode & 0o777 == 0o600
+
+    (run / "events.jsonl").rename(tmp_path / "events.jsonl")
+    (run / "events.jsonl").symlink_to(outside)
+    refused = rehearsal.claudeloop("resume")
+    assert refused.exit_code == 2
+    (line,) = refused.stderr.splitlines()
+    assert "events.jsonl: cannot be written" in line
+    assert outside.read_text() == "theirs\n"
+    assert outside.stat().st_mode & 0o777 == 0o644
