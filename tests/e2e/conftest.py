@@ -152,3 +152,25 @@ def write_plan(project: Path, items: int = 3) -> Path:
     lines = ["# Plan", ""] + [f"- [ ] Write step{n}.txt" for n in range(1, items + 1)]
     plan.write_text("\n".join(lines) + "\n")
     return plan
+
+
+def assert_ledger_is_what_was_served(finished: Finished, rehearsal: Rehearsal) -> None:
+    """Turns, attempts and dollars are what the rehearsal API served, each turn finished
+    once. Every answered request costs the same (the scenario's fixed usage): the price
+    of one is what the run's first turn cost over its answers."""
+    assert finished.exit_code == 0, finished.stderr
+    result = finished.result
+    served = rehearsal.server.state()
+    requests = served["requests"]
+    answered = [r for r in requests if r["answered"] and r["kind"] in ("turn", "probe")]
+    refused = [r for r in requests if r["kind"] == "turn" and r["status"] == 429]
+    events = finished.events()
+    first = next(e for e in events if e["type"] == "turn.finished")
+    first_answers = [r for r in answered if r["kind"] == "turn" and r["turn"] == 1]
+    price = first["cost_usd"] / len(first_answers)
+
+    assert result["turns"] == served["verdicts"]
+    assert result["attempts"] == served["verdicts"] + len(refused)
+    assert result["dollars"] == pytest.approx(price * len(answered), rel=1e-6)
+    finished_turns = [e["turn"] for e in events if e["type"] == "turn.finished"]
+    assert len(finished_turns) == len(set(finished_turns)), finished_turns

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+from tests.e2e.conftest import (
+    FAST_WAITS,
+    Rehearsal,
+    assert_ledger_is_what_was_served,
+    wait_for,
+    write_plan,
+)
 from tests.e2e.test_run_directory import kill_hard, phase
 
 pytestmark = pytest.mark.e2e
@@ -88,3 +94,4 @@ def test_a_run_killed_before_its_first_turn_resumes_and_finishes(rehearsal: Rehe
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     assert finished.event_types().count("run.started") == 1
+    assert_ledger_is_what_was_served(finished, rehearsal)

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+from tests.e2e.conftest import (
+    FAST_WAITS,
+    Rehearsal,
+    assert_ledger_is_what_was_served,
+    wait_for,
+    write_plan,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +66,11 @@ def test_kill_9_during_a_turn_then_resume_finishes_with_the_persisted_ledger(
     assert result["turns"] == before["state"]["turns"] + len(answered_after)  # type: ignore[index]
     assert result["session_id"] == before["session_id"]
     assert {e["session_id"] for e in answered_after} == {before["session_id"]}
+    # The fresh CLI after the kill restores an older running total: billed as a difference
+    # of totals, the turns after the resume came to $0.
+    assert_ledger_is_what_was_served(finished, rehearsal)
+    interrupted = [e for e in events if e["type"] == "turn.interrupted"]
+    assert [e["turn"] for e in interrupted] == [2]
 
 
 @pytest.mark.scenario("window_until_lift_at_2")
@@ -93,6 +104,7 @@ def test_kill_9_during_a_wait_keeps_the_probe_instant_and_status_shows_the_wait(
     probes = [r for r in rehearsal.requests() if r["kind"] == "probe"]
     assert len(probes) == probes_before + 1
     assert probes[-1]["at"] >= persisted
+    assert_ledger_is_what_was_served(finished, rehearsal)
 
 
 @pytest.mark.scenario("window_until_lift_at_2")
