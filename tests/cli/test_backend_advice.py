@@ -7,7 +7,7 @@ import pytest
 
 from claudeloop.adapters.backend_http import NotFound
 from claudeloop.adapters.config.profiles import BackendProfile
-from claudeloop.cli.backend_advice import advise, misconfiguration_kind
+from claudeloop.cli.backend_advice import advise, auth_fix, misconfiguration_kind
 from claudeloop.domain.capacity import BackendMisconfigured
 from claudeloop.domain.classify import classify
 from claudeloop.domain.signals import TurnSignals
@@ -155,17 +155,52 @@ def test_connection_refused_says_which_server_to_start() -> None:
     )
 
 
-def test_without_a_local_profile_only_a_missing_model_gets_a_fix() -> None:
+def test_without_a_local_profile_a_missing_model_and_no_server_get_a_fix() -> None:
     default = BackendProfile()
     missing = reason_of(MODEL_MISSING, local=False)
     assert advise(missing, default, diagnose=never).line == (
         f"{missing}: fix --model or `model` (`claudeloop config show` says where it is set)"
     )
     assert advise("something else", default, diagnose=never).line == "something else"
+    unreachable = reason_of(REFUSED, local=False)
+    environ = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    assert advise(unreachable, default, diagnose=never, environ=environ).line == (
+        "nothing answers at http://127.0.0.1:9 (connection refused): fix ANTHROPIC_BASE_URL"
+    )
+    assert advise(unreachable, default, diagnose=never, environ={}).line == (
+        "nothing answers at Anthropic's API (connection refused): check the network "
+        "(a proxy needs HTTPS_PROXY)"
+    )
 
 
-def test_an_unknown_reason_points_at_doctor() -> None:
-    advice = advise("the backend is odd", LOCAL, diagnose=never)
+LITELLM = BackendProfile(
+    name="proxy",
+    base_url="http://127.0.0.1:4000",
+    preset="litellm",
+    model="qwen3",
+    small_fast_model="qwen3-small",
+    credentials="auth token from $LITELLM_KEY",
+)
+# Measured through LiteLLM 1.108 with CLI 2.1.332.
+UNKNOWN_MODEL = (
+    "unknown",
+    400,
+    "API Error: 400 anthropic_messages: Invalid model name passed in model=qwen3-small. "
+    "Call `/v1/models` to view available models for your key.",
+)
+
+
+def test_a_proxys_unknown_model_names_the_model_list_without_asking_the_server() -> None:
+    advice = advise(reason_of(UNKNOWN_MODEL), LITELLM, diagnose=never)
     assert advice.line == (
-        "the backend is odd: check [profiles.local] (`claudeloop doctor --profile local`)"
+        "the model 'qwen3-small' was not found on http://127.0.0.1:4000: add it to the "
+        "proxy's model_list or fix `small_fast_model` in [profiles.proxy]"
+    )
+
+
+def test_refused_credentials_of_a_litellm_profile_also_name_the_upstream_key() -> None:
+    # Measured: LiteLLM passes an upstream 401 on as its own 401.
+    assert auth_fix(LITELLM) == (
+        "replace the token in $LITELLM_KEY, which [profiles.proxy] reads (or, if its "
+        "upstream refused, the api_key in the proxy's model_list)"
     )

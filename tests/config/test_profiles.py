@@ -36,7 +36,9 @@ def resolved(
     return resolve_profile(configured(tmp_path, table, **flags), environ or {})
 
 
-@pytest.mark.parametrize(("preset", "url"), sorted(PRESET_URLS.items()))
+@pytest.mark.parametrize(
+    ("preset", "url"), sorted(item for item in PRESET_URLS.items() if item[0] != "litellm")
+)
 def test_a_preset_needs_only_a_model(tmp_path: Path, preset: str, url: str) -> None:
     profile = resolved(tmp_path, f'preset = "{preset}"\nmodel = "qwen3"')
     assert profile.local
@@ -118,6 +120,18 @@ def test_token_inline_or_from_a_variable_never_the_dummy(tmp_path: Path) -> None
     assert from_env.credentials == "auth token from $PROXY_KEY"
 
 
+def test_the_litellm_preset_needs_a_token_never_the_dummy(tmp_path: Path) -> None:
+    # LiteLLM refuses to start without a master key, so a dummy token is always refused.
+    with pytest.raises(ConfigError) as refused:
+        resolved(tmp_path, 'preset = "litellm"\nmodel = "m"')
+    message = str(refused.value)
+    assert message.startswith("[profiles.p] in ")
+    assert 'preset "litellm" needs the proxy\'s key' in message
+    assert 'auth_token_env = "LITELLM_MASTER_KEY"' in message
+    assert message.endswith("or auth_token")
+    assert "\n" not in message
+
+
 def test_a_token_variable_that_is_not_set_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="PROXY_KEY is not set"):
         resolved(tmp_path, 'preset = "litellm"\nmodel = "m"\nauth_token_env = "PROXY_KEY"')
@@ -144,7 +158,7 @@ def test_output_tokens_context_window_and_extra_env(tmp_path: Path) -> None:
         ('preset = "lmstudio"\nmodel = "m"', False, True),
         ('preset = "llamacpp"\nmodel = "m"', False, True),
         ('preset = "vllm"\nmodel = "m"', False, True),
-        ('preset = "litellm"\nmodel = "m"', False, False),
+        ('preset = "litellm"\nmodel = "m"\nauth_token = "k"', False, False),
         ('base_url = "http://h:1"\nmodel = "m"', False, False),
         (
             'preset = "ollama"\nmodel = "m"\ndone_marker_fallback = true\ncost = "reported"',

@@ -8,6 +8,7 @@ local server's failure, a local backend profile.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
@@ -26,7 +28,7 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.classify import classify
 from claudeloop.rehearsal import RehearsalServer
-from tests.contract.conftest import Credentials, gate_at_first_turn, gateway_for, run
+from tests.contract.conftest import Credentials, cli_env, gate_at_first_turn, gateway_for, run
 
 pytestmark = pytest.mark.e2e
 
@@ -199,6 +201,27 @@ CASES = [
     Case("drop", "api_key", server_error(None), OVERLOADED),
     Case("stall", "oauth", server_error(None), OVERLOADED, {"stall_seconds": 0.5}),
     Case("stall", "api_key", server_error(None), OVERLOADED, {"stall_seconds": 0.5}),
+    # A LiteLLM proxy's own answers (measured with 1.108): the CLI calls both 400s
+    # "unknown"; only the status and the proxy's words tell them apart.
+    Case(
+        "litellm_unknown_model",
+        "local",
+        {"assistant_error": "unknown", "api_error_status": 400, "local_backend": True},
+        BackendMisconfigured,
+    ),
+    Case(
+        "litellm_no_db",
+        "local",
+        {"assistant_error": "unknown", "api_error_status": 400, "local_backend": True},
+        AuthenticationFailed,
+    ),
+    Case("litellm_upstream_error", "local", server_error(500), OVERLOADED),
+    Case(
+        "litellm_cooldown",
+        "local",
+        {"assistant_error": "rate_limit", "api_error_status": 429, "local_backend": True},
+        WindowExhausted("cooldown", resets_at=None),
+    ),
     # A body that is not the Messages API: the CLI's catch-all error, nothing to wait on.
     Case(
         "malformed",
@@ -312,3 +335,38 @@ def test_a_probe_meets_the_same_gate_as_the_turn(
 
 def _instant(iso: str) -> datetime:
     return datetime.fromisoformat(iso)
+
+
+@pytest.mark.parametrize("credentials", ["oauth", "api_key", "local"])
+def test_nothing_listening_is_misconfigured_on_every_profile_like_doctor_says(
+    credentials: Credentials, tmp_path: Path
+) -> None:
+    # Doctor calls an ANTHROPIC_BASE_URL where nothing listens 78; so must a run, on
+    # Anthropic's profile too (it used to wait on it as an "overloaded" service).
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{taken.getsockname()[1]}"
+    project = tmp_path / "project"
+    project.mkdir()
+    gateway = ClaudeCodeGateway(
+        GatewaySettings(
+            cwd=project,
+            env=cli_env(dead, tmp_path / "home", credentials),
+            local_backend=credentials == "local",
+            setting_sources=(),
+            stderr_log=tmp_path / "debug.log",
+        )
+    )
+
+    async def probe() -> ProbeOutcome:
+        try:
+            return await gateway.probe()
+        finally:
+            await gateway.close()
+
+    signals = run(probe).signals
+    assert signals.api_error_status is None
+    assert signals.assistant_error == "server_error"
+    capacity = classify(signals)
+    assert isinstance(capacity, BackendMisconfigured)
+    assert capacity.reason.startswith("the server is unreachable (")

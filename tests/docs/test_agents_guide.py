@@ -12,10 +12,12 @@ import pytest
 from tests.docs.test_skills import ROOT, span_problem, spans
 
 GUIDE = ROOT / "AGENTS.md"
-# Where events are said: the runner, and the notifier for its own failures.
+# Where events are said: the runner, the notifier for its own failures, and the Claude
+# Code gateway for the CLI's own retries in the middle of a turn.
 SPEAKERS = (
     ROOT / "src" / "claudeloop" / "application" / "runner.py",
     ROOT / "src" / "claudeloop" / "adapters" / "notify" / "sender.py",
+    ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "gateway.py",
 )
 _EVENT = re.compile(r"^[a-z]+\.[a-z_]+$")
 

@@ -82,6 +82,7 @@ def test_billing_error_is_credits_before_any_window() -> None:
         "Error: connection refused (ECONNREFUSED 127.0.0.1:11434)",
         "Prompt is too long",
         "the model failed to load",
+        "Invalid model name passed in model=qwen9",
     ],
 )
 @pytest.mark.parametrize("local_backend", [False, True])
@@ -113,8 +114,13 @@ def test_model_not_found_is_misconfiguration_on_any_backend() -> None:
             "the endpoint or model was not found (404 page not found)",
         ),
         (
-            TurnSignals(api_error_status=500, result_text=""),
-            "the model failed to load (no detail)",
+            TurnSignals(
+                api_error_status=500,
+                result_text="API Error: 500 model failed to load, this may be due to resource "
+                "limitations",
+            ),
+            "the model failed to load (API Error: 500 model failed to load, this may be due to "
+            "resource limitations)",
         ),
         (
             TurnSignals(assistant_error="invalid_request", result_text="Prompt is too long"),
@@ -145,7 +151,12 @@ def test_local_backend_errors_with_a_typed_signal_are_misconfiguration(
 
 def test_local_only_misconfigurations_do_not_apply_to_the_anthropic_backend() -> None:
     assert classify(TurnSignals(api_error_status=404, result_text="not found")) == Available()
-    assert backend_misconfiguration(TurnSignals(api_error_status=500)) is None
+    assert (
+        backend_misconfiguration(
+            TurnSignals(api_error_status=500, result_text="model failed to load")
+        )
+        is None
+    )
     assert (
         backend_misconfiguration(
             TurnSignals(assistant_error="invalid_request", result_text="Prompt is too long")
@@ -165,6 +176,8 @@ def test_local_only_misconfigurations_do_not_apply_to_the_anthropic_backend() ->
         ),
         # A typed error whose text names nothing we recognise.
         TurnSignals(assistant_error="unknown", result_text="something odd happened"),
+        # A 500 that does not say the model failed to load: the upstream of a proxy.
+        TurnSignals(api_error_status=500, result_text=""),
     ],
 )
 def test_local_errors_that_name_no_misconfiguration_are_not_one(signals: TurnSignals) -> None:
@@ -186,6 +199,114 @@ def test_misconfiguration_outranks_a_full_local_queue_and_a_rejection() -> None:
         local_backend=True,
     )
     assert isinstance(classify(signals), BackendMisconfigured)
+
+
+@pytest.mark.parametrize("local_backend", [False, True])
+def test_an_unreachable_server_is_misconfiguration_on_any_backend(local_backend: bool) -> None:
+    # What CLI 2.1.332 reports when nothing listens at ANTHROPIC_BASE_URL.
+    refused = TurnSignals(
+        assistant_error="server_error",
+        error_code="unknown",
+        result_text="API Error: Connection refused — a firewall or proxy may be blocking it "
+        "(ECONNREFUSED)",
+        local_backend=local_backend,
+        is_error=True,
+    )
+    assert classify(refused) == BackendMisconfigured(
+        reason="the server is unreachable (API Error: Connection refused — a firewall or "
+        "proxy may be blocking it (ECONNREFUSED))"
+    )
+
+
+LITELLM_UNKNOWN_MODEL = (
+    "API Error: 400 anthropic_messages: Invalid model name passed in model=nosuch. "
+    "Call `/v1/models` to view available models for your key."
+)
+LITELLM_COOLDOWN = (
+    "API Error: Request rejected (429) · No deployments available for selected model, Try "
+    "again in 5 seconds. All deployments for selected model are in cooldown. Passed "
+    "model=qwen3. pre-call-checks=False, cooldown_list=['f25a10ab']"
+)
+
+
+@pytest.mark.parametrize("local_backend", [False, True])
+def test_a_proxys_unknown_model_is_misconfiguration(local_backend: bool) -> None:
+    unknown = TurnSignals(
+        api_error_status=400,
+        assistant_error="unknown",
+        result_text=LITELLM_UNKNOWN_MODEL,
+        local_backend=local_backend,
+        is_error=True,
+    )
+    assert classify(unknown) == BackendMisconfigured(
+        reason=f"the model was not found ({LITELLM_UNKNOWN_MODEL})"
+    )
+
+
+def test_a_proxy_without_a_database_refusing_a_key_is_authentication_failed() -> None:
+    no_db = TurnSignals(
+        api_error_status=400,
+        assistant_error="unknown",
+        result_text="API Error: 400 No connected db.",
+        local_backend=True,
+        is_error=True,
+    )
+    assert classify(no_db) == AuthenticationFailed(detail="API Error: 400 No connected db.")
+    # The words alone, without the typed 400, are no refusal.
+    assert classify(TurnSignals(result_text="No connected db.")) == Available()
+
+
+def test_a_500_through_a_proxy_is_an_outage_to_wait_out() -> None:
+    upstream = TurnSignals(
+        api_error_status=500,
+        assistant_error="server_error",
+        error_code="server_error",
+        result_text="API Error: 500 litellm.InternalServerError: AnthropicException - "
+        "upstream exploded",
+        local_backend=True,
+        is_error=True,
+    )
+    assert classify(upstream) == WindowExhausted(rate_limit_type="overloaded", resets_at=None)
+
+
+def test_a_proxy_cooldown_is_a_short_wait_no_policy_acts_on() -> None:
+    cooldown = TurnSignals(
+        api_error_status=429,
+        assistant_error="rate_limit",
+        result_text=LITELLM_COOLDOWN,
+        local_backend=True,
+        is_error=True,
+    )
+    assert classify(cooldown) == WindowExhausted(rate_limit_type="cooldown", resets_at=None)
+    # The words alone, without the typed 429, are nothing.
+    assert classify(TurnSignals(result_text=LITELLM_COOLDOWN)) == Available()
+
+
+@pytest.mark.parametrize(
+    ("error_code", "expected"),
+    [
+        ("authentication_failed", AuthenticationFailed(detail=LITELLM_COOLDOWN)),
+        (
+            "model_not_found",
+            BackendMisconfigured(reason=f"the model was not found ({LITELLM_COOLDOWN[:200]})"),
+        ),
+        ("server_error", WindowExhausted(rate_limit_type="cooldown", resets_at=None)),
+    ],
+)
+def test_a_cooldown_does_not_hide_the_refused_attempt_before_it(
+    error_code: str, expected: object
+) -> None:
+    # Measured through LiteLLM 1.108: an upstream 401 is retried by the CLI into the
+    # proxy's cooldown, so the result says 429 and only `api_retry` keeps the 401.
+    hidden = TurnSignals(
+        api_error_status=429,
+        assistant_error="rate_limit",
+        error_code=error_code,
+        result_text=LITELLM_COOLDOWN,
+        local_backend=True,
+        is_error=True,
+    )
+    assert classify(hidden) == expected
 
 
 # Rule 4 ------------------------------------------------------------------------------
@@ -411,14 +532,31 @@ signals_strategy = st.builds(
         [None, "out_of_credits", "org_level_disabled", "overage_not_provisioned"]
     ),
     error_code=st.sampled_from(
-        [None, "credits_required", "credit_balance_too_low", "billing_error", "rate_limited"]
+        [
+            None,
+            "credits_required",
+            "credit_balance_too_low",
+            "billing_error",
+            "rate_limited",
+            "authentication_failed",
+            "model_not_found",
+        ]
     ),
     api_error_status=st.none()
     | st.sampled_from([400, 401, 404, 429, 500, 502, 503, 529])
     | st.integers(min_value=100, max_value=599),
     assistant_error=st.sampled_from(ASSISTANT_ERRORS),
     result_text=st.sampled_from(
-        ["", "Prompt is too long", "connection refused", "model not found", "rate limit"]
+        [
+            "",
+            "Prompt is too long",
+            "connection refused",
+            "model not found",
+            "rate limit",
+            "No connected db.",
+            "Invalid model name passed in model=x",
+            "No deployments available for selected model",
+        ]
     )
     | st.text(max_size=40),
     local_backend=st.booleans(),
@@ -428,7 +566,16 @@ signals_strategy = st.builds(
 @settings(max_examples=300)
 @given(signals=signals_strategy)
 def test_authentication_outranks_everything_over_all_signals(signals: TurnSignals) -> None:
-    refused = signals.assistant_error == "authentication_failed" or signals.api_error_status == 401
+    refused = (
+        signals.assistant_error == "authentication_failed"
+        or signals.api_error_status == 401
+        or (signals.api_error_status == 400 and "No connected db" in signals.result_text)
+        or (
+            signals.api_error_status == 429
+            and "No deployments available" in signals.result_text
+            and signals.error_code == "authentication_failed"
+        )
+    )
     assert isinstance(classify(signals), AuthenticationFailed) is refused
 
 
@@ -461,6 +608,14 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
     if signals.local_backend or signals.assistant_error in (
         "authentication_failed",
         "model_not_found",
+    ):
+        return
+    # What only a misconfiguration or a refusal says, with the typed signal it needs:
+    # nothing answers (an error without an HTTP status), an unknown model, no database
+    # to check the key, or a refused attempt hidden behind a proxy's cooldown.
+    if (signals.assistant_error is not None and signals.api_error_status is None) or any(
+        words in signals.result_text
+        for words in ("Invalid model name", "No connected db", "No deployments available")
     ):
         return
     status = signals.api_error_status

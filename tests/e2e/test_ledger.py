@@ -20,6 +20,7 @@ def test_a_price_the_cli_guessed_never_counts_against_max_dollars(rehearsal: Reh
         'preset = "litellm"\n'
         f'base_url = "{rehearsal.server.base_url}"\n'
         'model = "qwen3"\n'
+        'auth_token = "sk-e2e-proxy-key-not-real"\n'  # the proxy will not start without one
     )
     rehearsal.env["CLAUDELOOP_CONFIG_DIR"] = str(rehearsal.project.parent / "user-config")
     plan = write_plan(rehearsal.project)

@@ -254,5 +254,171 @@ def test_doctor_exits_1_when_the_credentials_are_refused(rehearsal: Rehearsal) -
         "name": "model",
         "status": "fail",
         "detail": "the credentials were refused (401)",
-        "fix": "log in again with `claude` (/login) or replace the token or key",
+        "fix": "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or "
+        "ANTHROPIC_API_KEY",
     }
+
+
+# A LiteLLM proxy, as one (1.108) answered in front of this rehearsal: the gates replay
+# its bodies, so these run without LiteLLM installed.
+KEY_VARIABLE = "E2E_LITELLM_KEY"
+
+
+def litellm_profile(base_url: str) -> str:
+    return (
+        f'[profiles.local]\npreset = "litellm"\nbase_url = "{base_url}"\nmodel = "{MODEL}"\n'
+        f'auth_token_env = "{KEY_VARIABLE}"\n'
+    )
+
+
+def with_key(rehearsal: Rehearsal) -> Rehearsal:
+    rehearsal.env[KEY_VARIABLE] = "sk-e2e-proxy-key-not-real"
+    return rehearsal
+
+
+@pytest.mark.scenario("litellm_unknown_model")
+def test_a_proxy_that_does_not_know_the_model_exits_78_with_the_model_list_fix(
+    rehearsal: Rehearsal,
+) -> None:
+    url = rehearsal.server.base_url
+    write_config(rehearsal.project, litellm_profile(url))
+    finished = run_local(with_key(rehearsal), *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    assert finished.result["reason"] == (
+        f"the model '{MODEL}' was not found on {url}: add it to the proxy's model_list "
+        "or fix `model` in [profiles.local]"
+    )
+    assert finished.event_types().count("turn.started") == 1
+
+
+@pytest.mark.scenario("litellm_no_db")
+def test_a_key_the_proxy_refuses_exits_77_naming_the_profiles_variable(
+    rehearsal: Rehearsal,
+) -> None:
+    write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
+    finished = run_local(with_key(rehearsal), *FAST_WAITS)
+    assert finished.exit_code == 77, finished.stderr
+    reason = finished.result["reason"]
+    assert reason.endswith(
+        f": replace the token in ${KEY_VARIABLE}, which [profiles.local] reads (or, if its "
+        "upstream refused, the api_key in the proxy's model_list)"
+    )
+    assert (
+        "sk-e2e-proxy-key-not-real" not in (finished.run_directory() / "events.jsonl").read_text()
+    )
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+
+
+@pytest.mark.parametrize(
+    ("gate", "capacity"),
+    [
+        pytest.param(
+            "litellm_upstream_error",
+            "overloaded",
+            marks=pytest.mark.scenario("litellm_upstream_error_at_2"),
+        ),
+        pytest.param(
+            "litellm_cooldown", "cooldown", marks=pytest.mark.scenario("litellm_cooldown_at_2")
+        ),
+    ],
+)
+def test_a_passing_proxy_outage_or_cooldown_waits_probes_and_finishes(
+    rehearsal: Rehearsal, gate: str, capacity: str
+) -> None:
+    write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
+    finished = run_local(with_key(rehearsal), *FAST_WAITS, "--window-probe-interval", "2s")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    waits = [e for e in finished.events() if e["type"] == "wait.started"]
+    assert waits
+    assert waits[0]["capacity"].startswith(capacity)
+    requests = rehearsal.requests()
+    assert next(r for r in requests if r["gate"] == gate)["kind"] == "turn"
+    assert [r for r in requests if r["kind"] == "probe"][-1]["gate"] is None
+
+
+@pytest.mark.scenario("one_step")
+def test_a_litellm_profile_without_a_key_is_a_config_error_naming_the_setting(
+    rehearsal: Rehearsal,
+) -> None:
+    write_config(
+        rehearsal.project,
+        f'[profiles.local]\npreset = "litellm"\nbase_url = "{rehearsal.server.base_url}"\n'
+        f'model = "{MODEL}"\n',
+    )
+    finished = run_local(rehearsal, *FAST_WAITS)
+    assert finished.exit_code == 2, finished.stderr
+    (line,) = finished.stderr.strip().splitlines()
+    assert 'preset "litellm" needs the proxy\'s key' in line
+    assert "auth_token_env" in line
+    assert rehearsal.requests() == []
+
+
+@pytest.mark.scenario("one_step")
+def test_nothing_answering_at_anthropic_base_url_exits_78_like_doctor(
+    rehearsal: Rehearsal,
+) -> None:
+    # No profile: the user's own ANTHROPIC_BASE_URL points where nothing listens.
+    url = f"http://127.0.0.1:{unused_port()}"
+    rehearsal.env["ANTHROPIC_BASE_URL"] = url
+    finished = isolated(rehearsal).run("--prompt", "Write step1.txt", *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    assert finished.result["reason"] == (
+        f"nothing answers at {url} (connection refused): fix ANTHROPIC_BASE_URL"
+    )
+    assert "wait.started" not in finished.event_types()
+    code, checks, _ = doctor(rehearsal)
+    assert code == 78
+    assert checks["backend"]["status"] == "fail"
+
+
+@pytest.mark.scenario("litellm_unknown_model")
+def test_doctor_fails_a_probe_the_proxy_answers_with_an_unknown_model(
+    rehearsal: Rehearsal,
+) -> None:
+    url = rehearsal.server.base_url
+    write_config(rehearsal.project, litellm_profile(url))
+    code, checks, _ = doctor(with_key(rehearsal), "--profile", "local")
+    assert code == 78
+    assert checks["model"]["status"] == "fail"
+    assert checks["model"]["detail"] == f"the model '{MODEL}' was not found on {url}"
+    assert checks["model"]["fix"] == (
+        "add it to the proxy's model_list or fix `model` in [profiles.local]"
+    )
+
+
+@pytest.mark.scenario("litellm_no_db")
+def test_doctor_fails_a_key_the_proxy_refuses_naming_the_variable(
+    rehearsal: Rehearsal,
+) -> None:
+    write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
+    code, checks, _ = doctor(with_key(rehearsal), "--profile", "local")
+    assert code == 1
+    assert checks["model"] == {
+        "name": "model",
+        "status": "fail",
+        "detail": "the credentials were refused (API Error: 400 No connected db.)",
+        "fix": f"replace the token in ${KEY_VARIABLE}, which [profiles.local] reads (or, if "
+        "its upstream refused, the api_key in the proxy's model_list)",
+    }
+
+
+@pytest.mark.scenario("litellm_no_db")
+def test_doctor_exits_2_when_a_litellm_profile_has_no_key(rehearsal: Rehearsal) -> None:
+    url = rehearsal.server.base_url
+    write_config(
+        rehearsal.project,
+        f'[profiles.local]\npreset = "litellm"\nbase_url = "{url}"\nmodel = "{MODEL}"\n',
+    )
+    code, checks, _ = doctor(rehearsal, "--profile", "local")
+    assert code == 2
+    assert checks["profile"]["status"] == "fail"
+    assert 'preset "litellm" needs the proxy\'s key' in checks["profile"]["detail"]
+
+
+@pytest.mark.scenario("malformed_always")
+def test_doctor_fails_a_probe_that_ends_in_an_error_no_rule_names(rehearsal: Rehearsal) -> None:
+    code, checks, _ = doctor(rehearsal)
+    assert code == 1
+    assert checks["model"]["status"] == "fail"
+    assert checks["model"]["detail"].startswith("the probe ended in an error: ")

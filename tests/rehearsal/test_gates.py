@@ -218,6 +218,67 @@ def test_each_error_gate_answers_the_services_status_and_envelope(
     assert (record["status"], record["gate"], record["answered"]) == (status, kind, False)
 
 
+@pytest.mark.parametrize(
+    ("kind", "status", "error_type", "message"),
+    [
+        # Each as a LiteLLM 1.108 proxy answered `POST /v1/messages` (measured, with the
+        # rehearsal as its upstream; the model and cooldown ids differ).
+        (
+            "litellm_unknown_model",
+            400,
+            "invalid_request_error",
+            "anthropic_messages: Invalid model name passed in model=llama9. "
+            "Call `/v1/models` to view available models for your key.",
+        ),
+        (
+            "litellm_cooldown",
+            429,
+            "rate_limit_error",
+            "No deployments available for selected model, Try again in 5 seconds. All "
+            "deployments for selected model are in cooldown. Passed model=llama9. "
+            "pre-call-checks=False, cooldown_list=['f25a10ab8ea30185']",
+        ),
+    ],
+)
+def test_litellm_gates_answer_the_proxys_envelope(
+    http: httpx.Client, kind: str, status: int, error_type: str, message: str
+) -> None:
+    plan = scenario(gated(f'kind = "{kind}"\nat_turn = 1\nfor_seconds = 30\n'))
+    with RehearsalServer(plan) as server:
+        response = post(http, server, body([prompt("go")], model="llama9"))
+    assert response.status_code == status
+    assert response.json()["error"] == {"type": error_type, "message": message}
+    assert UNIFIED + "status" not in response.headers
+
+
+def test_litellm_refusing_a_key_without_a_database_answers_openais_shape(
+    http: httpx.Client,
+) -> None:
+    plan = scenario(gated('kind = "litellm_no_db"\nat_turn = 1\nfor_seconds = 30\n'))
+    with RehearsalServer(plan) as server:
+        response = post(http, server, first_turn())
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {
+            "message": "No connected db.",
+            "type": "no_db_connection",
+            "param": None,
+            "code": "400",
+        }
+    }
+
+
+def test_litellm_upstream_error_is_a_500_naming_the_model_group(http: httpx.Client) -> None:
+    plan = scenario(gated('kind = "litellm_upstream_error"\nat_turn = 1\nfor_seconds = 30\n'))
+    with RehearsalServer(plan) as server:
+        response = post(http, server, body([prompt("go")], model="llama9"))
+    assert response.status_code == 500
+    error = response.json()["error"]
+    assert error["type"] == "api_error"
+    assert error["message"].startswith("litellm.InternalServerError: ")
+    assert "LiteLLM: model group 'llama9' failed with the error above." in error["message"]
+
+
 def test_a_gate_message_replaces_the_default(http: httpx.Client) -> None:
     plan = scenario(gated('kind = "overloaded"\nat_turn = 1\nfor_seconds = 9\nmessage = "busy"\n'))
     with RehearsalServer(plan) as server:

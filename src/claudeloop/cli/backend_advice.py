@@ -9,8 +9,9 @@ measured with CLI 2.1.332), so the server is asked directly which it is.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from claudeloop.adapters.backend_http import NotFound, why_not_found
@@ -26,6 +27,8 @@ _KINDS = (
     ("the server is unreachable", "unreachable"),
 )
 _DETAIL = re.compile(r"\((?P<detail>.*)\)\s*$")
+# LiteLLM names the model it does not know: "Invalid model name passed in model=x. Call".
+_UNKNOWN_MODEL = re.compile(r"invalid model name passed in model=(?P<model>\S+?)\.(?:\s|$)", re.I)
 _API_ERROR = re.compile(r"^API Error:\s*(?:\d{3}\s+)?")
 
 _GET_MODEL = {
@@ -69,13 +72,27 @@ class Advice:
         return f"{self.problem}: {self.fix}" if self.fix else self.problem
 
 
-def advise(reason: str, profile: BackendProfile, *, diagnose: Diagnose | None = None) -> Advice:
+def advise(
+    reason: str,
+    profile: BackendProfile,
+    *,
+    diagnose: Diagnose | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> Advice:
     """What `reason` (a BackendMisconfigured reason) means for this profile, and the fix."""
     kind = misconfiguration_kind(reason)
     if not profile.local or profile.base_url is None:
         if kind == "not_found":
             return Advice(
                 reason, "fix --model or `model` (`claudeloop config show` says where it is set)"
+            )
+        if kind == "unreachable":
+            url = profile.env.get("ANTHROPIC_BASE_URL") or environ.get("ANTHROPIC_BASE_URL")
+            if url:
+                return Advice(f"nothing answers at {url}{_said(reason)}", "fix ANTHROPIC_BASE_URL")
+            return Advice(
+                f"nothing answers at Anthropic's API{_said(reason)}",
+                "check the network (a proxy needs HTTPS_PROXY)",
             )
         return Advice(reason)
     url = profile.base_url
@@ -84,7 +101,13 @@ def advise(reason: str, profile: BackendProfile, *, diagnose: Diagnose | None = 
     preset = profile.preset or ""
     match kind:
         case "not_found":
-            found = (diagnose or _diagnose)(profile)
+            unknown = _UNKNOWN_MODEL.search(reason)
+            # A proxy that says "Invalid model name" has said which: no need to ask.
+            found = (
+                NotFound("model", unknown["model"])
+                if unknown is not None
+                else (diagnose or _diagnose)(profile)
+            )
             if found.cause == "model":
                 missing = found.model or model
                 get = _GET_MODEL.get(preset, "make the server serve it").format(model=missing)
@@ -154,11 +177,17 @@ def auth_fix(profile: BackendProfile | None) -> str:
     """What mends refused credentials (exit 77), for the profile that sent them."""
     if profile is not None and profile.name != DEFAULT_BACKEND.name:
         table = f"[profiles.{profile.name}]"
+        # A LiteLLM proxy passes its upstream's 401 on as its own (measured, 1.108).
+        upstream = (
+            " (or, if its upstream refused, the api_key in the proxy's model_list)"
+            if profile.preset == "litellm"
+            else ""
+        )
         variable = profile.credentials.removeprefix("auth token from $")
         if variable != profile.credentials:
-            return f"replace the token in ${variable}, which {table} reads"
+            return f"replace the token in ${variable}, which {table} reads{upstream}"
         if profile.credentials.startswith("auth token from "):
-            return f"replace `auth_token` in {table}"
+            return f"replace `auth_token` in {table}{upstream}"
         if profile.local:
             return f"the server wants a token: set `auth_token_env` or `auth_token` in {table}"
     return (

@@ -109,11 +109,16 @@ def create_directory(record: RunRecord) -> RunDirectory:
 
 
 def make_gateway(
-    directory: RunDirectory, spec: RunSpec, backend: Backend, capacity_dir: Path | None = None
+    directory: RunDirectory,
+    spec: RunSpec,
+    backend: Backend,
+    capacity_dir: Path | None = None,
+    events: EventSink | None = None,
 ) -> Gateway:
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
+    # The run directory's control file: a stop ends a turn stuck in the CLI's retries.
     gateway = ClaudeCodeGateway(
         GatewaySettings(
             cwd=spec.cwd,
@@ -126,7 +131,9 @@ def make_gateway(
             cli_path=backend.cli_path,
             stderr_log=directory.debug_log_path,
             redactor=directory.redactor,
-        )
+        ),
+        control=directory,
+        events=events,
     )
     chosen: Gateway = Unbilled(gateway) if backend.zero_cost else gateway
     if capacity_dir is None:
@@ -360,7 +367,9 @@ def drive(
     events = Advised(
         Redacted(Tee(*sinks), redactor), advice(in_use), auth_advice(in_use), detour=detour
     )
-    chosen_gateway = gateway or make_gateway(directory, record.spec, backend, capacity_dir)
+    chosen_gateway = gateway or make_gateway(
+        directory, record.spec, backend, capacity_dir, events=events
+    )
     runner = Runner(
         gateway=chosen_gateway,
         clock=clock,

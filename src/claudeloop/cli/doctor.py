@@ -30,15 +30,12 @@ from claudeloop.adapters.config.profiles import BackendProfile, resolve_profile
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
-from claudeloop.cli.backend_advice import advise
+from claudeloop.cli.backend_advice import advise, auth_fix
 from claudeloop.cli.bootstrap import cli_path_from_environment
 from claudeloop.cli.commands import working_directory
 
 Status = Literal["ok", "warn", "fail", "skip"]
 ANTHROPIC_API = "https://api.anthropic.com"
-# A doctor should answer in seconds: the CLI's own ten retries with backoff would take
-# minutes to say that a server is down.
-_PROBE_RETRIES = "1"
 _PROBE_TIMEOUT = 90.0
 _CLI_TIMEOUT = 30.0
 
@@ -312,9 +309,8 @@ def _model_check(
     from claudeloop.domain.classify import classify
 
     model = config.value("model")
+    # The probe sets the CLI's retries low itself, so a doctor answers in seconds.
     env = dict(backend.env)
-    if "CLAUDE_CODE_MAX_RETRIES" not in os.environ and "CLAUDE_CODE_MAX_RETRIES" not in env:
-        env["CLAUDE_CODE_MAX_RETRIES"] = _PROBE_RETRIES
     with tempfile.TemporaryDirectory(prefix="claudeloop-doctor-") as scratch:
         log = Path(scratch) / "claude-stderr.log"
         gateway = ClaudeCodeGateway(
@@ -351,6 +347,14 @@ def _model_check(
     name = f"'{model}'" if model else "the default model"
     capacity = classify(signals)
     match capacity:
+        case Available() if signals.is_error:
+            # An error no rule names (a 400 of the server's own, say) is still no answer.
+            return Check(
+                "model",
+                "fail",
+                f"the probe ended in an error: {_first_line(signals.result_text)}",
+                "run `claude -p hi` with the same environment to see why",
+            )
         case Available() if signals.result_text.strip():
             return Check("model", "ok", f"{name} answered a probe")
         case Available():
@@ -368,8 +372,13 @@ def _model_check(
             return Check(
                 "model",
                 "fail",
-                "the credentials were refused (401)",
-                "log in again with `claude` (/login) or replace the token or key",
+                "the credentials were refused "
+                + (
+                    "(401)"
+                    if signals.api_error_status == 401
+                    else f"({_first_line(signals.result_text)})"
+                ),
+                auth_fix(backend),
             )
         case CreditsExhausted():
             return Check(
@@ -386,6 +395,11 @@ def _model_check(
                 "nothing to configure: a run waits for it and probes",
             )
     return Check("model", "fail", describe(capacity))
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:200] if lines else "no detail"
 
 
 def _last_line(log: Path) -> str:

@@ -1,20 +1,26 @@
 """TurnSignals -> CapacityState. The order of the rules is the point of this module.
 
 1. authentication failed outranks everything: no other reading matters if every request
-   will be refused;
+   will be refused (a LiteLLM proxy without a database says so with a 400 "No connected
+   db."; a cooldown after a refused attempt says it with the attempt's error);
 2. a billing error is credits, before any window path could claim it;
-3. a misconfigured backend (model missing anywhere; on a local backend also 404, 500,
-   prompt too long, connection refused) needs a real error signal, never text alone;
+3. a misconfigured backend (model missing or unknown anywhere, the server unreachable
+   anywhere; on a local backend also 404, a 500 whose body says the model failed to
+   load, prompt too long) needs a real error signal, never text alone;
 4. a full local queue (503 on a local backend) is the one local error a clock fixes;
-5. `allowed_warning` is Available: a warning is not a rejection (though it does not mask
+5. a proxy's cooldown (LiteLLM's 429 "No deployments available" for a few seconds after
+   an upstream error) is a short wait, never an end nor a window a policy acts on: the
+   probe after it meets the real error;
+6. `allowed_warning` is Available: a warning is not a rejection (though it does not mask
    one that another source reports: a 429, a `rate_limit` error, a 5xx or 529);
-6. a rejection with any credit signal is credits, even when a reset time came with it (a
+7. a rejection with any credit signal is credits, even when a reset time came with it (a
    window the event calls rejected while overage is allowed and the turn was served, with
    no error anywhere, is no rejection: the account is running on extra usage);
-7. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
-8. (ours) a 5xx or 529 from the service itself is a short closed window with no reset:
-   resending at once would hammer an overloaded service and giving up would lose a night
-   over a blip, so we wait and probe like any window.
+8. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
+9. (ours) a 5xx or 529 from the service itself, or through a proxy (an upstream outage),
+   is a short closed window with no reset: resending at once would hammer an overloaded
+   service and giving up would lose a night over a blip, so we wait and probe like any
+   window.
 """
 
 from __future__ import annotations
@@ -39,13 +45,23 @@ _CONNECTION_REFUSED = re.compile(
 _PROMPT_TOO_LONG = re.compile(
     r"prompt is too long|context (?:size|length|window)|exceed_context_size", re.IGNORECASE
 )
+# A server that says the model did not load (Ollama, llama.cpp); any other 500 through a
+# proxy is the upstream failing, which passes.
+_LOAD_FAILED = re.compile(
+    r"(?:failed|unable) to load|error loading model|loading model failed", re.IGNORECASE
+)
+# LiteLLM's words (1.108): an unknown model name, a key it cannot check without a
+# database, and the cooldown it puts a model group in after an upstream error.
+_UNKNOWN_MODEL = re.compile(r"invalid model name", re.IGNORECASE)
+_NO_DATABASE = re.compile(r"no connected db", re.IGNORECASE)
+_COOLDOWN = re.compile(r"no deployments available|in cooldown", re.IGNORECASE)
 _SERVER_ERRORS = frozenset({"server_error", "overloaded", "api_error"})
 _CREDIT_ERROR_CODES = frozenset({"credits_required", "billing_error", "credit_balance_too_low"})
 
 
 def classify(signals: TurnSignals) -> CapacityState:
     """The capacity a turn's signals reveal. See the module docstring for the order."""
-    if signals.assistant_error == "authentication_failed" or signals.api_error_status == 401:
+    if _refused(signals):
         return AuthenticationFailed(detail=signals.result_text)
     if signals.assistant_error == "billing_error":
         return CreditsExhausted(detail=signals.result_text)
@@ -54,6 +70,8 @@ def classify(signals: TurnSignals) -> CapacityState:
         return BackendMisconfigured(reason=misconfiguration)
     if signals.local_backend and signals.api_error_status == 503:
         return WindowExhausted(rate_limit_type="local", resets_at=None)
+    if _cooldown(signals):
+        return WindowExhausted(rate_limit_type="cooldown", resets_at=None)
     if signals.rate_limit_status == "allowed_warning" and not (
         _rejected(signals) or _service_failed(signals)
     ):
@@ -75,21 +93,39 @@ def backend_misconfiguration(signals: TurnSignals) -> str | None:
     error = signals.assistant_error
     if error is None and status is None:
         return None
-    if error == "model_not_found":
-        return f"the model was not found ({_first_line(signals.result_text)})"
+    text = signals.result_text
+    if (
+        error == "model_not_found"
+        or (status == 400 and _UNKNOWN_MODEL.search(text))
+        or (_cooldown(signals) and signals.error_code == "model_not_found")
+    ):
+        return f"the model was not found ({_first_line(text)})"
+    # The CLI reports a connection that failed with an error and no HTTP status.
+    if error is not None and status is None and _CONNECTION_REFUSED.search(text):
+        return f"the server is unreachable ({_first_line(text)})"
     if not signals.local_backend:
         return None
     if status == 404:
-        return f"the endpoint or model was not found ({_first_line(signals.result_text)})"
-    if status == 500:
-        return f"the model failed to load ({_first_line(signals.result_text)})"
-    if _PROMPT_TOO_LONG.search(signals.result_text) and (
-        error == "invalid_request" or status == 400
-    ):
+        return f"the endpoint or model was not found ({_first_line(text)})"
+    if status == 500 and _LOAD_FAILED.search(text):
+        return f"the model failed to load ({_first_line(text)})"
+    if _PROMPT_TOO_LONG.search(text) and (error == "invalid_request" or status == 400):
         return "the prompt is too long for the model's context window"
-    if error is not None and status is None and _CONNECTION_REFUSED.search(signals.result_text):
-        return f"the server is unreachable ({_first_line(signals.result_text)})"
     return None
+
+
+def _refused(signals: TurnSignals) -> bool:
+    return (
+        signals.assistant_error == "authentication_failed"
+        or signals.api_error_status == 401
+        or (signals.api_error_status == 400 and bool(_NO_DATABASE.search(signals.result_text)))
+        # The attempt before a cooldown was refused: the cooldown only hides it.
+        or (_cooldown(signals) and signals.error_code == "authentication_failed")
+    )
+
+
+def _cooldown(signals: TurnSignals) -> bool:
+    return signals.api_error_status == 429 and bool(_COOLDOWN.search(signals.result_text))
 
 
 def _rejected(signals: TurnSignals) -> bool:

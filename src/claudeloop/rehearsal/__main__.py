@@ -55,6 +55,10 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
       local_busy         503 overloaded_error (Ollama's full queue)
       overloaded         529 overloaded_error
       prompt_too_long    400 "prompt is too long ..."
+      litellm_unknown_model  400 "Invalid model name passed in model=..." (LiteLLM)
+      litellm_no_db      400 "No connected db." (LiteLLM refusing a key it cannot check)
+      litellm_upstream_error  500 "litellm.InternalServerError: ..." (its upstream failed)
+      litellm_cooldown   429 "No deployments available ... in cooldown" (LiteLLM)
       drop               a 200 whose answer starts, then the connection closes
       stall              the same, after stall_seconds of silence
       malformed          a 200 stream with a data line that is not JSON

@@ -200,7 +200,7 @@ async def _each(events: list[bytes]) -> AsyncIterator[bytes]:
 
 
 def _error(failure: HttpFailure, request_id: str) -> Response:
-    envelope = error_envelope(failure.error_type, failure.message, request_id)
+    envelope = failure.body or error_envelope(failure.error_type, failure.message, request_id)
     headers = failure.headers | {"request-id": request_id}
     return JSONResponse(envelope, status_code=failure.status, headers=headers)
 

@@ -4,7 +4,8 @@ Header names are the `anthropic-ratelimit-unified-*` family the CLI parses (CLI
 2.1.332 reads `-status`, `-reset`, `-representative-claim`, `-overage-status`,
 `-overage-disabled-reason`, `-fallback` and per window `-<5h|7d>-status|reset|utilization`).
 Bodies are Anthropic's error envelope with the wording of the service being imitated
-(Anthropic, or Ollama for the local kinds).
+(Anthropic, Ollama for the local kinds, a LiteLLM 1.108 proxy for the litellm kinds, as
+measured in front of this rehearsal: see the test that pins each in tests/rehearsal).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class HttpFailure:
     error_type: str
     message: str
     headers: dict[str, str] = field(default_factory=dict)
+    # A body that is not Anthropic's envelope (LiteLLM's own errors are OpenAI-shaped).
+    body: dict[str, object] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,30 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
         case "prompt_too_long":
             text = message or "prompt is too long: 250000 tokens > 200000 maximum"
             return HttpFailure(400, "invalid_request_error", text)
+        case "litellm_unknown_model":
+            text = message or (
+                f"anthropic_messages: Invalid model name passed in model={model}. "
+                "Call `/v1/models` to view available models for your key."
+            )
+            return HttpFailure(400, "invalid_request_error", text)
+        case "litellm_no_db":
+            text = message or "No connected db."
+            error = {"message": text, "type": "no_db_connection", "param": None, "code": "400"}
+            return HttpFailure(400, "no_db_connection", text, body={"error": error})
+        case "litellm_upstream_error":
+            text = message or (
+                "litellm.InternalServerError: AnthropicException - upstream failed. Handle "
+                "with `litellm.InternalServerError`.\n\nLiteLLM: model group "
+                f"'{model}' failed with the error above. No fallback was attempted."
+            )
+            return HttpFailure(500, "api_error", text)
+        case "litellm_cooldown":
+            text = message or (
+                "No deployments available for selected model, Try again in 5 seconds. All "
+                f"deployments for selected model are in cooldown. Passed model={model}. "
+                "pre-call-checks=False, cooldown_list=['f25a10ab8ea30185']"
+            )
+            return HttpFailure(429, "rate_limit_error", text)
         case "drop" | "malformed" as how:
             return BrokenStream(how)
     raise AssertionError(f"unhandled gate kind {gate.kind}")

@@ -19,17 +19,24 @@ from claude_agent_sdk import (
     ProcessError,
     ResultError,
     ResultMessage,
+    SystemMessage,
     TextBlock,
 )
 
 from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 from claudeloop.adapters.claude_code import gateway as gateway_module
 from claudeloop.application.ports import TurnOutcome
+from claudeloop.domain.loop import ControlCommand
+from tests.application.fakes import FakeControl, MemoryEvents
 
 SESSION = "8f2ba0f9-e66a-4382-9199-b6e286b32481"
 OTHER = "0b4b9d3a-54c1-4c2b-9a57-1d7b3c0f8e11"
 
 Step = Message | BaseException
+# A step at which the played CLI goes quiet until it is ended.
+HANG = SystemMessage(subtype="hang", data={})
+# A step at which it is quiet for a moment, then goes on.
+PAUSE = SystemMessage(subtype="pause", data={})
 
 
 def answer(
@@ -109,6 +116,11 @@ class FakeClient:
         for step in self.turn:
             if isinstance(step, BaseException):
                 raise step
+            if step is HANG:
+                await anyio.sleep_forever()  # a CLI waiting out its retry backoff
+            if step is PAUSE:
+                await anyio.sleep(0.2)  # a CLI at work, long enough for a stop to be seen
+                continue
             yield step
 
     async def disconnect(self) -> None:
@@ -377,3 +389,73 @@ def test_closing_twice_is_harmless(monkeypatch: pytest.MonkeyPatch, debug_log: P
 
     anyio.run(go)
     assert cli.disconnects == 1
+
+
+def retry(attempt: int) -> SystemMessage:
+    data = {
+        "type": "system",
+        "subtype": "api_retry",
+        "attempt": attempt,
+        "max_retries": 10,
+        "retry_delay_ms": 4000,
+        "error_status": 529,
+        "error": "server_error",
+    }
+    return SystemMessage(subtype="api_retry", data=data)
+
+
+def watched(
+    cli: FakeCli, monkeypatch: pytest.MonkeyPatch, debug_log: Path, control: FakeControl
+) -> tuple[ClaudeCodeGateway, MemoryEvents]:
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    monkeypatch.setattr(gateway_module, "STOP_POLL_SECONDS", 0.01)
+    events = MemoryEvents()
+    gateway = ClaudeCodeGateway(
+        GatewaySettings(cwd=Path("/work/project"), stderr_log=debug_log),
+        control=control,
+        events=events,
+    )
+    return gateway, events
+
+
+def test_a_stop_ends_a_turn_stuck_in_the_clis_retries_and_says_what_it_waited_for(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([retry(1), retry(2), HANG, answer()])
+    gateway, events = watched(cli, monkeypatch, debug_log, FakeControl(ControlCommand.STOP))
+
+    (outcome,) = turns(gateway, None)
+
+    assert outcome.failure == (
+        "stopped while Claude Code was retrying a failed request (attempt 2 of 10: "
+        "529 server_error)"
+    )
+    assert cli.disconnects == 1  # the CLI is ended, not left retrying
+    retries = events.of("turn.retrying")
+    assert [r["attempt"] for r in retries] == [1, 2]
+    assert retries[0] == {
+        "type": "turn.retrying",
+        "attempt": 1,
+        "max_retries": 10,
+        "error_status": 529,
+        "error": "server_error",
+        "retry_delay_ms": 4000,
+    }
+
+
+def test_a_stop_waits_for_a_turn_that_is_working(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    # A retry the CLI got past is no longer a wait: the turn is working again.
+    working = AssistantMessage(content=[TextBlock(text="writing")], model="m")
+    cli = FakeCli([retry(1), working, PAUSE, answer()])
+    gateway, _ = watched(cli, monkeypatch, debug_log, FakeControl(ControlCommand.STOP))
+
+    async def slow_turn() -> TurnOutcome:
+        outcome = await gateway.run_turn("go", session_id=None)
+        await gateway.close()
+        return outcome
+
+    outcome = anyio.run(slow_turn)
+    assert outcome.failure is None
+    assert outcome.session_id == SESSION

@@ -120,6 +120,25 @@ def test_a_probe_carries_no_tools_no_verdict_and_no_session() -> None:
     assert options.setting_sources == ["user"]
 
 
+def test_a_probe_is_one_request_without_the_clis_own_retries() -> None:
+    probe = probe_options(settings(env={"A": "1"}), stderr=ignore, environ={})
+    assert probe.env == {"A": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}
+    # A turn keeps the CLI's retries: they ride out a blip inside a turn.
+    turn = turn_options(settings(env={"A": "1"}), resume=None, stderr=ignore)
+    assert "CLAUDE_CODE_MAX_RETRIES" not in turn.env
+
+
+@pytest.mark.parametrize(
+    ("env", "environ"),
+    [({"CLAUDE_CODE_MAX_RETRIES": "3"}, {}), ({}, {"CLAUDE_CODE_MAX_RETRIES": "3"})],
+)
+def test_a_probe_keeps_the_retries_the_user_set(
+    env: dict[str, str], environ: dict[str, str]
+) -> None:
+    probe = probe_options(settings(env=env), stderr=ignore, environ=environ)
+    assert probe.env.get("CLAUDE_CODE_MAX_RETRIES", "3") == "3"
+
+
 @pytest.mark.parametrize(
     ("overrides", "named"),
     [

@@ -5,14 +5,26 @@ half a second) is kept while turns succeed and stay on the same session; it is s
 afresh, resuming the session by id, for the first turn, after a crash, when the runner
 asks for another session, and after a turn that failed (what follows a failure is
 usually a long wait, and a fresh process re-reads credentials the user may have fixed).
+
+While the CLI retries a failed request on its own (`api_retry` messages, minutes with
+its default ten retries), each retry is an event, and a `stop` asked for meanwhile ends
+the turn at once: nothing is being done that waiting would keep.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import anyio
-from claude_agent_sdk import ClaudeSDKClient, CLIConnectionError, Message, ResultError, query
+from claude_agent_sdk import (
+    ClaudeSDKClient,
+    CLIConnectionError,
+    Message,
+    ResultError,
+    SystemMessage,
+    query,
+)
 
 from claudeloop.adapters.claude_code.options import (
     PROBE_PROMPT,
@@ -24,15 +36,36 @@ from claudeloop.adapters.claude_code.pricing import ModelSpend, TurnPrice, turn_
 from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.redaction import Redactor
-from claudeloop.application.ports import ProbeOutcome, TurnOutcome
+from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
+from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals
+
+# How often a turn stuck in the CLI's retries looks for a stop (the sleeper's slice).
+STOP_POLL_SECONDS = 0.5
+
+
+@dataclass
+class _Retrying:
+    """What the CLI is retrying now (None once it moves on), and why a stop ended it."""
+
+    now: str | None = None
+    stopped: str | None = None
 
 
 class ClaudeCodeGateway:
     """Claude Code through claude-agent-sdk, one turn at a time, on one session."""
 
-    def __init__(self, settings: GatewaySettings) -> None:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        *,
+        control: ControlInbox | None = None,
+        events: EventSink | None = None,
+    ) -> None:
         self._settings = settings
+        # Where a stop is asked for and where retries are told, while a turn runs.
+        self._control = control
+        self._events = events
         # Both environments: the CLI sees settings.env over ours, and either may hold
         # the credential it ends up printing.
         redactor = settings.redactor or Redactor.from_environment(os.environ, settings.env)
@@ -47,26 +80,80 @@ class ClaudeCodeGateway:
 
     async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
         messages: list[Message] = []
-        error: Exception | None = None
         try:
             client = await self._send(prompt, session_id)
         except Exception as caught:
             await self._drop()
             where = f"resume session {session_id}" if session_id else "start a session"
             return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
+        retrying = _Retrying()
         try:
-            async for message in client.receive_response():
-                messages.append(message)
-        except Exception as caught:
-            # The SDK raises when the CLI exits; a result read before that still counts.
-            error = caught
+            error = await self._receive(client, messages, retrying)
         except BaseException:
             # Cancelled or interrupted mid-turn: the process is in an unknown state.
             with anyio.CancelScope(shield=True):
                 await self._drop()
             raise
+        if retrying.stopped is not None:
+            await self._drop()
+            return self._unanswered(f"stopped while {retrying.stopped}")
         reading = read_turn(messages, local_backend=self._settings.local_backend)
         return await self._judge(reading, requested=session_id, error=error)
+
+    async def _receive(
+        self, client: ClaudeSDKClient, messages: list[Message], retrying: _Retrying
+    ) -> Exception | None:
+        """Reads the turn into `messages`; the SDK's error when the CLI exits, if any."""
+        error: Exception | None = None
+        interrupted: BaseException | None = None
+        async with anyio.create_task_group() as group:
+            if self._control is not None:
+                group.start_soon(self._stop_when_asked, retrying, group.cancel_scope)
+            try:
+                async for message in client.receive_response():
+                    messages.append(message)
+                    retrying.now = self._retry_of(message)
+            except Exception as caught:
+                # The SDK raises when the CLI exits; a result read before that still counts.
+                error = caught
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as other:
+                interrupted = other  # raised as itself, not inside an exception group
+            group.cancel_scope.cancel()
+        if interrupted is not None:
+            raise interrupted
+        return error
+
+    async def _stop_when_asked(self, retrying: _Retrying, scope: anyio.CancelScope) -> None:
+        assert self._control is not None
+        while True:
+            await anyio.sleep(STOP_POLL_SECONDS)
+            if retrying.now is not None and self._control.pending() is ControlCommand.STOP:
+                retrying.stopped = retrying.now
+                scope.cancel()
+                return
+
+    def _retry_of(self, message: Message) -> str | None:
+        """What the CLI is retrying, told as an event; None for any other message."""
+        if not isinstance(message, SystemMessage) or message.subtype != "api_retry":
+            return None
+        data = message.data
+        status, error = data.get("error_status"), data.get("error")
+        if self._events is not None:
+            self._events.emit(
+                "turn.retrying",
+                attempt=data.get("attempt"),
+                max_retries=data.get("max_retries"),
+                error_status=status,
+                error=error,
+                retry_delay_ms=data.get("retry_delay_ms"),
+            )
+        said = " ".join(str(part) for part in (status, error) if part)
+        return (
+            f"Claude Code was retrying a failed request (attempt {data.get('attempt')} of "
+            f"{data.get('max_retries')}{': ' + said if said else ''})"
+        )
 
     async def probe(self) -> ProbeOutcome:
         messages: list[Message] = []

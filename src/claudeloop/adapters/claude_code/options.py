@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast, get_args
@@ -38,6 +39,11 @@ QUESTION_DENIED = (
     "No one is here to answer: decide yourself, state the assumption in your summary, and continue."
 )
 PROBE_PROMPT = "Reply with: ok"
+# A probe is one short request: the CLI's own retries (ten by default, with backoff up
+# to ~32 s each) would make one probe minutes long, past any --max-wait, while the wait
+# policy already decides when to ask again.
+PROBE_RETRIES = "0"
+_RETRIES = "CLAUDE_CODE_MAX_RETRIES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,17 +112,25 @@ def turn_options(
 
 
 def probe_options(
-    settings: GatewaySettings, *, stderr: Callable[[str], None]
+    settings: GatewaySettings,
+    *,
+    stderr: Callable[[str], None],
+    environ: Mapping[str, str] = os.environ,
 ) -> ClaudeAgentOptions:
     """Options for the cheapest request that still meets the same backend and model.
 
     No tools (the request carries no tool definitions), the SDK's minimal system prompt
-    instead of Claude Code's, one inner turn, no structured output, and
+    instead of Claude Code's, one inner turn, no structured output,
     `--no-session-persistence` so a probe leaves no session behind to be confused with
-    the run's.
+    the run's, and no retries of the CLI's own unless the user set CLAUDE_CODE_MAX_RETRIES.
     """
+    base = _base(settings, stderr)
+    env = dict(base.env)
+    if _RETRIES not in environ and _RETRIES not in env:
+        env[_RETRIES] = PROBE_RETRIES
     return replace(
-        _base(settings, stderr),
+        base,
+        env=env,
         tools=[],
         max_turns=1,
         extra_args={"no-session-persistence": None},

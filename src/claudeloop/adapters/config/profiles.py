@@ -2,7 +2,8 @@
 
 A profile with a `base_url` (or a `preset`, which supplies one) is local. For a local
 profile the CLI gets the server's URL and a token (the profile's, or a dummy the server
-ignores), never the user's ANTHROPIC_API_KEY or login, no nonessential traffic, and
+ignores; a LiteLLM proxy needs a real one: it will not start without a master key),
+never the user's ANTHROPIC_API_KEY or login, no nonessential traffic, and
 every model variable it reads set to the profile's models, so no side request (a title,
 a summary, a subagent) asks the server for a claude-* model it does not have.
 
@@ -30,6 +31,8 @@ PRESET_URLS: dict[str, str] = {
 _FREE_PRESETS = frozenset({"ollama", "lmstudio", "llamacpp", "vllm"})
 # Local servers ignore the token but the CLI will not start without one.
 DUMMY_TOKEN = "claudeloop-local"
+# Servers that check the token: a LiteLLM proxy refuses to start without a master key.
+_TOKEN_PRESETS = frozenset({"litellm"})
 
 MAIN_MODEL_VARIABLES = (
     "ANTHROPIC_MODEL",
@@ -151,6 +154,11 @@ def _token(
                 f"{table.auth_token_env} is not set; export it or use auth_token"
             )
         return value, f"auth token from ${table.auth_token_env}"
+    if table.preset in _TOKEN_PRESETS:
+        raise ConfigError(
+            f'{defined.where}: preset "{table.preset}" needs the proxy\'s key: set '
+            'auth_token_env = "LITELLM_MASTER_KEY" (a variable holding it) or auth_token'
+        )
     if local:
         return None, "a dummy auth token (the server needs none)"
     return None, "inherited from the environment"
