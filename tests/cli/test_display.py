@@ -45,12 +45,14 @@ def test_by_default_a_line_per_event_that_matters() -> None:
     assert "And its tests." not in text
 
 
-def test_a_resent_turn_and_a_guessed_price_are_said_without_verbose() -> None:
+def test_a_resent_turn_a_guessed_price_and_a_retry_are_said_without_verbose() -> None:
     text = shown(
         {},
         ("turn.interrupted", {"turn": 4, "reason": "the run stopped while ..."}),
         ("cost.guessed", {"models": ["qwen3-coder"], "guessed_usd": 0.003, "reason": "..."}),
+        ("turn.retrying", {"attempt": 2, "max_retries": 10, "error_status": 529, "error": "x"}),
     )
+    assert "Claude Code retries a failed request (attempt 2 of 10: 529 x)" in text
     assert "turn 4: interrupted by a crash; sent again" in text
     assert "cost of qwen3-coder not counted: Claude Code only guesses its price" in text
 

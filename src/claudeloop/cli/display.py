@@ -106,6 +106,12 @@ def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
             return _finished_line(fields)
         case "turn.failed":
             return f"turn {fields.get('turn')}: failed: {fields.get('reason')}"
+        case "turn.retrying":
+            said = " ".join(str(fields[k]) for k in ("error_status", "error") if fields.get(k))
+            return (
+                f"Claude Code retries a failed request (attempt {fields.get('attempt')} of "
+                f"{fields.get('max_retries')}{': ' + said if said else ''})"
+            )
         case "turn.interrupted":
             return f"turn {fields.get('turn')}: interrupted by a crash; sent again"
         case "cost.guessed":
