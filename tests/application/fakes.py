@@ -103,10 +103,15 @@ class FakeGateway:
     turn_times: list[datetime] = field(default_factory=list)
     closed: bool = False
     on_turn: Any = None
+    # Per turn, the instant of the crashed turn it was told to bill (None: none).
+    interrupted: list[datetime | None] = field(default_factory=list)
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         self.prompts.append(prompt)
         self.sessions.append(session_id)
+        self.interrupted.append(interrupted_at)
         if self.clock is not None:
             self.turn_times.append(self.clock.now())
         if self.on_turn is not None:

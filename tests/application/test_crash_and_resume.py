@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,7 +74,9 @@ class OwnBackend:
 
     service: Service
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         if self.service.call():
             raise Killed
         answer = self.service.answers.popleft() if self.service.answers else "work"
@@ -104,7 +106,9 @@ class LocalBackend:
 
     service: Service
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         if self.service.call():
             raise Killed
         self.service.attempts += 1

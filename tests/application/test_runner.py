@@ -224,6 +224,37 @@ def test_wind_down_after_the_current_turn() -> None:
     assert len(h.gateway.prompts) == 1
 
 
+def test_a_turn_a_crash_cut_off_is_billed_with_the_turn_sent_again_and_only_with_it() -> None:
+    cut_off_at = START - timedelta(minutes=7)
+    rec = replace(
+        record(),
+        state=RunState(phase=Phase.RUNNING, ledger=BudgetLedger(turns=1, attempts=1)),
+        session_id="s-1",
+        turn_in_flight=2,
+        last_turn_started_at=cut_off_at,
+    )
+    h = harness([verdict_turn(remaining=("more",)), verdict_turn(complete=True)])
+    drive(h, rec, resumed=True)
+    assert h.gateway.interrupted == [cut_off_at, None]
+    # Saved before the prompt went out: a second crash still bills everything since then.
+    assert h.store.saved[1].last_turn_started_at == cut_off_at
+
+
+def test_a_turn_sent_again_that_fails_before_an_answer_still_owes_the_cut_off_one() -> None:
+    cut_off_at = START - timedelta(minutes=7)
+    rec = replace(
+        record(),
+        state=RunState(phase=Phase.RUNNING),
+        session_id="s-1",
+        turn_in_flight=1,
+        last_turn_started_at=cut_off_at,
+    )
+    held_back = replace(verdict_turn(signals=WINDOW_REJECTED), sent=False)
+    h = harness([held_back, verdict_turn(complete=True)], probes=[OK])
+    drive(h, rec, resumed=True)
+    assert h.gateway.interrupted == [cut_off_at, cut_off_at]
+
+
 def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:
     probe_at = START + timedelta(minutes=4)  # within the 5-minute interval of now
     rec = record()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ class PricedGateway:
     def __init__(self) -> None:
         self.closed = False
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         return TurnOutcome(
             signals=TurnSignals(),
             structured=None,
@@ -113,7 +116,9 @@ def test_a_backend_carries_its_profiles_choices() -> None:
 class RefusingGateway(PricedGateway):
     """Every request answered 401, as Claude Code reports refused credentials."""
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         return TurnOutcome(
             signals=TurnSignals(
                 assistant_error="authentication_failed",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,9 @@ def test_config_show_masks_the_secrets_of_notify_urls(claudeloop: Invoke, tmp_pa
 class FinishingGateway:
     """Answers the first turn with a complete verdict."""
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         return TurnOutcome(
             signals=TurnSignals(),
             structured=StructuredVerdict(complete=True, summary="All written."),

@@ -1,12 +1,24 @@
 """What the ledger counts, with the real CLI. That it equals what the rehearsal API served
-after a kill -9 during a turn, a wait or the start-up is asserted by the kill tests of
-test_run_directory.py and test_hangups_and_early_kills.py."""
+after a kill -9 during a turn's first request, a wait or the start-up is asserted by the
+kill tests of test_run_directory.py and test_hangups_and_early_kills.py; here, a kill
+after the service had answered part of a turn."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+from pathlib import Path
+
 import pytest
 
-from tests.e2e.conftest import Rehearsal, write_plan
+from tests.e2e.conftest import (
+    FAST_WAITS,
+    Rehearsal,
+    assert_ledger_is_what_was_served,
+    wait_for,
+    write_plan,
+)
+from tests.e2e.test_run_directory import kill_hard
 
 pytestmark = pytest.mark.e2e
 
@@ -31,3 +43,35 @@ def test_a_price_the_cli_guessed_never_counts_against_max_dollars(rehearsal: Reh
     (guessed,) = [e for e in finished.events() if e["type"] == "cost.guessed"]
     assert guessed["models"] == ["qwen3"]
     assert guessed["guessed_usd"] > 0.001
+
+
+def answers_kept(rehearsal: Rehearsal) -> int:
+    """The answers the run's session transcripts keep, each once."""
+    projects = Path(rehearsal.env["CLAUDE_CONFIG_DIR"]) / "projects"
+    kept = set()
+    for path in projects.glob("*/*.jsonl"):
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if entry.get("type") == "assistant" and entry.get("requestId"):
+                    kept.add(entry["requestId"])
+    return len(kept)
+
+
+@pytest.mark.scenario("stall_at_2_step_1")
+def test_a_turn_killed_after_part_of_it_was_served_is_billed_for_that_part(
+    rehearsal: Rehearsal,
+) -> None:
+    # Turn 2's first request (writing step2.txt) is answered, its next one hangs: the
+    # answered one never reaches a result, only the session's transcript.
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    wait_for(lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2's stall")
+    # Claude Code writes each answer to the transcript a moment after it arrives; a real
+    # crash mid-turn comes minutes later, when every answer before it is there.
+    wait_for(lambda: answers_kept(rehearsal) == 3, "the transcript to keep turn 2's answer")
+    kill_hard(process)
+    partly = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["turn"] == 2]
+    assert [r["answered"] for r in partly] == [True, False]
+    finished = rehearsal.claudeloop("resume")
+    assert_ledger_is_what_was_served(finished, rehearsal)

@@ -8,8 +8,9 @@ import time
 import httpx
 import pytest
 
-from claudeloop.rehearsal import RehearsalServer
+from claudeloop.rehearsal import RehearsalServer, ScenarioError
 from tests.rehearsal.wire import (
+    ENVIRONMENT,
     assembled,
     body,
     events,
@@ -463,3 +464,27 @@ def test_count_tokens_is_never_gated(http: httpx.Client) -> None:
     with RehearsalServer(plan) as server:
         response = http.post(f"{server.base_url}/v1/messages/count_tokens", json=first_turn())
     assert response.status_code == 200
+
+
+def test_a_gate_at_a_step_lets_the_turns_first_request_through_and_answers_the_next(
+    http: httpx.Client,
+) -> None:
+    # A turn killed mid-way needs a request of the turn answered before the one that
+    # fails (or stalls): at_step = 1 is the request after the turn's first tool call.
+    turn = (
+        '[[turns]]\n[[turns.steps]]\nkind = "tool"\nname = "Write"\n'
+        '[[turns.steps]]\nkind = "verdict"\nsummary = "ok"\n'
+    )
+    plan = scenario(
+        turn + '[[gates]]\nkind = "model_missing"\nat_turn = 1\nat_step = 1\nfor_requests = 1\n'
+    )
+    with RehearsalServer(plan) as server:
+        assert post(http, server, first_turn()).status_code == 200
+        second = body([prompt("do the plan"), ENVIRONMENT, tool_call(), tool_result()])
+        assert post(http, server, second).status_code == 404
+        assert post(http, server, second).status_code == 200
+
+
+def test_at_step_without_at_turn_is_refused() -> None:
+    with pytest.raises(ScenarioError, match="at_step needs at_turn"):
+        scenario('[[gates]]\nkind = "stall"\nafter_seconds = 1\nat_step = 1\nfor_requests = 1\n')

@@ -62,8 +62,13 @@ class ProbeOutcome:
 class Gateway(Protocol):
     """Claude Code, one turn at a time, on one session."""
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
-        """Send `prompt` on `session_id` (a new session when None) and wait for its result."""
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
+        """Send `prompt` on `session_id` (a new session when None) and wait for its result.
+
+        `interrupted_at`: this turn is sent again after a crash cut off the one that began
+        then; what the service had answered of that one is billed with this turn."""
         ...
 
     async def probe(self) -> ProbeOutcome:

@@ -48,6 +48,8 @@ class RunRecord:
     session_id: str | None = None
     plan: WorkPlan | None = None
     waited_seconds: float = 0.0
+    # When the last turn began; a turn sent again after a crash keeps the instant of the
+    # one the crash cut off (what the service answered since is not billed yet).
     last_turn_started_at: datetime | None = None
     # The number of the turn sent and not yet recorded: saved before the prompt goes
     # out, cleared by the save that records its result. A resumed run that finds it set

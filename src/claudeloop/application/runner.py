@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, assert_never
 
 from claudeloop.application.ports import (
@@ -69,6 +70,9 @@ class Runner:
     # Models whose price the CLI guessed, already reported: say it once.
     _guessed: set[str] = field(default_factory=set)
     _others: dict[str, Gateway] = field(default_factory=dict)
+    # When the turn a crash cut off began: what the service answered of it since is
+    # billed with the turn sent again (see Gateway.run_turn).
+    _interrupted_at: datetime | None = None
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -99,6 +103,7 @@ class Runner:
                 )
             )
             record = replace(record, turn_in_flight=None)
+            self._interrupted_at = record.last_turn_started_at
         if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
             # Killed while waiting: keep the persisted probe instant, within reason.
             decision = self._trusted(record, resume_decision(record.state))
@@ -212,11 +217,17 @@ class Runner:
                 marker=marker,
             )
         number = record.state.ledger.attempts + 1
-        started = self.clock.now()
+        # A turn sent again after a crash keeps the instant the cut-off one began, so a
+        # second crash still finds everything unbilled since then.
+        started = self._interrupted_at or self.clock.now()
         record = replace(record, last_turn_started_at=started, plan=plan, turn_in_flight=number)
         self.store.save(record)
         self.events.emit("turn.started", turn=number, session_id=record.session_id)
-        outcome = await self._gateway_for(record).run_turn(prompt, session_id=record.session_id)
+        outcome = await self._gateway_for(record).run_turn(
+            prompt, session_id=record.session_id, interrupted_at=self._interrupted_at
+        )
+        if outcome.sent and outcome.failure is None:
+            self._interrupted_at = None  # billed with this turn
         if outcome.failure is not None:
             failed: Announcement = ("turn.failed", {"turn": number, "reason": outcome.failure})
             # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.

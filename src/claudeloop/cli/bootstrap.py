@@ -10,6 +10,7 @@ import os
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,8 +184,12 @@ class Unbilled:
     def __init__(self, inner: Gateway) -> None:
         self._inner = inner
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
-        outcome = await self._inner.run_turn(prompt, session_id=session_id)
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
+        outcome = await self._inner.run_turn(
+            prompt, session_id=session_id, interrupted_at=interrupted_at
+        )
         # Nothing of it is money, guessed or not: no guessed price to warn about either.
         return replace(outcome, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=(), billed=False)
 

@@ -144,7 +144,9 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
         text = str(error) if isinstance(error, BadRequest) else "body is not valid JSON"
         return _error(HttpFailure(400, "invalid_request_error", text), request_id)
 
-    answering = rehearsal.gates.answering(conversation.kind, conversation.turn, received)
+    answering = rehearsal.gates.answering(
+        conversation.kind, conversation.turn, received, step=conversation.step
+    )
     answer: GateAnswer | None = None
     if answering is not None:
         answer = gate_answer(answering, model=conversation.model, windows=rehearsal.windows)

@@ -88,7 +88,9 @@ class GateSchedule:
         self._timeline = timeline
         self._lock = threading.Lock()
 
-    def answering(self, kind: RequestKind, turn: int | None, now: float) -> Answering | None:
+    def answering(
+        self, kind: RequestKind, turn: int | None, now: float, step: int | None = None
+    ) -> Answering | None:
         """The first gate, in scenario order, active for a request that arrived `now`."""
         with self._lock:
             for state in self._states:
@@ -101,6 +103,7 @@ class GateSchedule:
                     and kind == "turn"
                     and turn is not None
                     and turn >= gate.at_turn
+                    and (gate.at_step is None or turn > gate.at_turn or (step or 0) >= gate.at_step)
                 ):
                     state.started = now
                     started_here = True

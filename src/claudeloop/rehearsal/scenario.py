@@ -63,13 +63,16 @@ Match = Literal["all", "turns", "probes"]
 class _GateBase(_Strict):
     """When a gate starts and ends; what it answers is up to its kind.
 
-    Start: `at_turn` (the first turn request numbered N or later) or `after_seconds`
+    Start: `at_turn` (the first turn request numbered N or later; with `at_step`, the
+    first of that turn's requests at that step or later: 0 is the turn's first request,
+    1 the one after its first tool call) or `after_seconds`
     (since the server started). End: `for_seconds`, `for_requests` or `until_lift`.
     A gate started by a request always answers that request, so `for_seconds = 0`
     fails exactly one.
     """
 
     at_turn: int | None = Field(default=None, ge=1)
+    at_step: int | None = Field(default=None, ge=0)
     after_seconds: float | None = Field(default=None, ge=0)
     for_seconds: float | None = Field(default=None, ge=0)
     for_requests: int | None = Field(default=None, ge=1)
@@ -79,6 +82,8 @@ class _GateBase(_Strict):
 
     @model_validator(mode="after")
     def _one_start_one_end(self) -> _GateBase:
+        if self.at_step is not None and self.at_turn is None:
+            raise ValueError("at_step needs at_turn: the step of which turn")
         starts = [self.at_turn is not None, self.after_seconds is not None]
         if sum(starts) != 1:
             raise ValueError("give exactly one start: at_turn (>= 1) or after_seconds (>= 0)")

@@ -83,7 +83,9 @@ class FakeInner:
         self.failure: str | None = None
         self.closed = False
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         self.prompts.append((prompt, session_id))
         return TurnOutcome(
             signals=self.turn,
@@ -252,7 +254,9 @@ def test_a_success_of_a_turn_begun_before_the_window_closed_does_not_reopen_it(
         # The slow loop's turn begins; meanwhile another loop meets the closed window.
         original = slow_inner.run_turn
 
-        async def slow_turn(prompt: str, *, session_id: str | None) -> TurnOutcome:
+        async def slow_turn(
+            prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        ) -> TurnOutcome:
             clock.advance(seconds=10)
             await refused.run_turn("go", session_id="r")
             clock.advance(seconds=10)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import datetime
 
 import anyio
 from claude_agent_sdk import (
@@ -32,9 +33,20 @@ from claudeloop.adapters.claude_code.options import (
     probe_options,
     turn_options,
 )
-from claudeloop.adapters.claude_code.pricing import ModelSpend, TurnPrice, turn_price
+from claudeloop.adapters.claude_code.pricing import (
+    ModelSpend,
+    TurnPrice,
+    added,
+    lost_price,
+    turn_price,
+)
 from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
+from claudeloop.adapters.claude_code.transcript import (
+    ServedRequest,
+    config_directory,
+    served_since,
+)
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
 from claudeloop.domain.loop import ControlCommand
@@ -78,8 +90,12 @@ class ClaudeCodeGateway:
         self._previous: tuple[ModelSpend, ...] | None = None
         self._previous_total = 0.0
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         messages: list[Message] = []
+        # Read before this turn is sent, so that only the cut-off turn's answers count.
+        lost = self._served_before_the_crash(session_id, interrupted_at)
         try:
             client = await self._send(prompt, session_id)
         except Exception as caught:
@@ -98,7 +114,22 @@ class ClaudeCodeGateway:
             await self._drop()
             return self._unanswered(f"stopped while {retrying.stopped}")
         reading = read_turn(messages, local_backend=self._settings.local_backend)
-        return await self._judge(reading, requested=session_id, error=error)
+        return await self._judge(reading, requested=session_id, error=error, lost=lost)
+
+    def _served_before_the_crash(
+        self, session_id: str | None, interrupted_at: datetime | None
+    ) -> tuple[ServedRequest, ...]:
+        """What the service answered of a turn a crash cut off (see transcript.py)."""
+        if session_id is None or interrupted_at is None:
+            return ()
+        environment = {**os.environ, **self._settings.env}
+        lost = served_since(config_directory(environment), session_id, interrupted_at)
+        if lost:
+            self._stderr.note(
+                f"the turn cut off by a crash was served {len(lost)} request(s) before it; "
+                "they are billed with this turn"
+            )
+        return lost
 
     async def _receive(
         self, client: ClaudeSDKClient, messages: list[Message], retrying: _Retrying
@@ -205,7 +236,12 @@ class ClaudeCodeGateway:
         self._session = session_id
 
     async def _judge(
-        self, reading: TurnReading, *, requested: str | None, error: Exception | None
+        self,
+        reading: TurnReading,
+        *,
+        requested: str | None,
+        error: Exception | None,
+        lost: tuple[ServedRequest, ...] = (),
     ) -> TurnOutcome:
         if not reading.answered:
             await self._drop()
@@ -215,6 +251,9 @@ class ClaudeCodeGateway:
             self._stderr.note(reason)
             return self._unanswered(reason, signals=reading.signals)
         price = _price(reading, previous=self._previous, previous_total=self._previous_total)
+        if lost:
+            served = ((request.model, request.usage) for request in lost)
+            price = added(price, lost_price(served, reading.spends))
         self._previous, self._previous_total = reading.spends, reading.process_cost_usd
         failure: str | None = None
         if requested is not None and reading.session_id != requested:

@@ -25,7 +25,7 @@ answering one turn the rate is their average (`usage` does not split by model).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,6 +114,44 @@ def turn_price(
         listed_usd=_rounded(listed),
         guessed_usd=_rounded(guessed),
         guessed_models=tuple(spend.model for spend, cost in grown if spend.guessed and cost > 0),
+    )
+
+
+def lost_price(
+    lost: Iterable[tuple[str, Mapping[str, Any]]], spends: tuple[ModelSpend, ...]
+) -> TurnPrice:
+    """What requests served before a crash cost: each `(model, usage)` (read from the
+    session's transcript, see transcript.py) at the rate this result's running total
+    shows for its model. A model the result does not price at all is left out."""
+    rates = {
+        spend.model: (spend.cost_usd / spend.weighted_tokens, spend.guessed)
+        for spend in spends
+        if spend.weighted_tokens > 0
+    }
+    listed = guessed = 0.0
+    guessed_models: dict[str, None] = {}
+    for model, usage in lost:
+        if model not in rates:
+            continue
+        rate, is_guess = rates[model]
+        cost = _weighted_turn_tokens(usage) * rate
+        if is_guess:
+            guessed += cost
+            guessed_models[model] = None
+        else:
+            listed += cost
+    return TurnPrice(
+        listed_usd=_rounded(listed),
+        guessed_usd=_rounded(guessed),
+        guessed_models=tuple(guessed_models),
+    )
+
+
+def added(one: TurnPrice, other: TurnPrice) -> TurnPrice:
+    return TurnPrice(
+        listed_usd=_rounded(one.listed_usd + other.listed_usd),
+        guessed_usd=_rounded(one.guessed_usd + other.guessed_usd),
+        guessed_models=tuple(dict.fromkeys((*one.guessed_models, *other.guessed_models))),
     )
 
 

@@ -106,7 +106,9 @@ class SharedCapacityGateway:
         self._lock_patience = lock_patience
         self.writer = f"{os.getpid()}:{secrets.token_hex(4)}"
 
-    async def run_turn(self, prompt: str, *, session_id: str | None) -> TurnOutcome:
+    async def run_turn(
+        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+    ) -> TurnOutcome:
         sighting = self._read()
         if sighting is not None and self._closed_now(sighting):
             if self._still_closed(sighting):
@@ -116,7 +118,9 @@ class SharedCapacityGateway:
             if standing_of(classify(probe.signals)) == "closed":
                 return self._not_sent(probe.signals, None, session_id, cost=probe.cost_usd)
         started = self._now()
-        outcome = await self._inner.run_turn(prompt, session_id=session_id)
+        outcome = await self._inner.run_turn(
+            prompt, session_id=session_id, interrupted_at=interrupted_at
+        )
         if outcome.failure is None:
             await self._publish_turn(outcome.signals, started)
         return outcome

@@ -1,0 +1,89 @@
+"""What a session's transcript says the service answered, for a turn a crash cut off.
+
+A turn's cost reaches claudeloop only with its result. When the driver is killed after
+the service answered some of a turn's requests (a long turn makes dozens), no result
+ever comes for them; the only record of what they cost is the session's transcript,
+which Claude Code writes as each answer arrives. Measured with CLI 2.1.332: the
+transcript is `$CLAUDE_CONFIG_DIR/projects/<the cwd, as a name>/<session id>.jsonl`, one
+JSON object a line; an answer is a line of `type` "assistant" with a `timestamp` (ISO
+8601, UTC), a `requestId`, and `message.model` and `message.usage` as the API sent them.
+An answer of several content blocks is several lines with one `requestId`, so each
+request is counted once. The CLI's own placeholder for an API error (`<synthetic>`)
+cost nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+_NO_MODEL = "<synthetic>"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRequest:
+    """One request the service answered, as the transcript keeps it."""
+
+    request_id: str
+    model: str
+    usage: Mapping[str, Any]
+
+
+def config_directory(environment: Mapping[str, str]) -> Path:
+    """Where Claude Code keeps its sessions, in the environment it runs in."""
+    configured = environment.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(environment.get("HOME") or Path.home()) / ".claude"
+
+
+def served_since(config_dir: Path, session_id: str, since: datetime) -> tuple[ServedRequest, ...]:
+    """The requests of `session_id` the service answered at `since` or later, each once;
+    nothing when the transcript cannot be found or read."""
+    seen: dict[str, ServedRequest] = {}
+    for entry in _entries(config_dir, session_id):
+        request = _served(entry, since)
+        if request is not None and request.request_id not in seen:
+            seen[request.request_id] = request
+    return tuple(seen.values())
+
+
+def _entries(config_dir: Path, session_id: str) -> Iterator[Mapping[str, Any]]:
+    # A session id is a UUID, one file under whichever project directory holds it.
+    if not session_id or "/" in session_id or session_id.startswith("."):
+        return
+    for path in (config_dir / "projects").glob(f"*/{session_id}.jsonl"):
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line the kill cut short
+            if isinstance(entry, Mapping):
+                yield entry
+
+
+def _served(entry: Mapping[str, Any], since: datetime) -> ServedRequest | None:
+    message = entry.get("message")
+    if entry.get("type") != "assistant" or not isinstance(message, Mapping):
+        return None
+    model, usage = message.get("model"), message.get("usage")
+    request_id = entry.get("requestId") or message.get("id")
+    if not isinstance(model, str) or model == _NO_MODEL or not isinstance(usage, Mapping):
+        return None
+    if not isinstance(request_id, str) or not request_id:
+        return None
+    try:
+        at = datetime.fromisoformat(str(entry.get("timestamp")))
+    except ValueError:
+        return None
+    if at.utcoffset() is None or at < since:
+        return None
+    return ServedRequest(request_id=request_id, model=model, usage=usage)

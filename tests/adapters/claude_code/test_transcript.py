@@ -1,0 +1,76 @@
+"""The answers a session's transcript keeps, read for a turn a crash cut off, and their
+price at the rates the next result shows."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claudeloop.adapters.claude_code.pricing import ModelSpend, lost_price
+from claudeloop.adapters.claude_code.transcript import config_directory, served_since
+
+SESSION = "664c5ebc-a560-4f0d-9d41-a53829f04859"
+CUT_OFF = datetime(2026, 12, 1, 12, 3, 33, tzinfo=UTC)
+USAGE = {"input_tokens": 200, "output_tokens": 40, "cache_read_input_tokens": 0}
+
+
+def answer(at: str, request: str, model: str = "claude-sonnet-5-5") -> dict[str, Any]:
+    return {
+        "type": "assistant",
+        "timestamp": at,
+        "requestId": request,
+        "message": {"id": f"msg_{request}", "model": model, "usage": USAGE},
+    }
+
+
+def transcript(config: Path, *entries: dict[str, Any], torn: bool = False) -> None:
+    project = config / "projects" / "-tmp-project"
+    project.mkdir(parents=True)
+    lines = [json.dumps(entry) for entry in entries]
+    text = "\n".join(lines) + ('\n{"type": "assist' if torn else "\n")
+    (project / f"{SESSION}.jsonl").write_text(text)
+
+
+def test_the_answers_since_the_cut_off_turn_began_count_once_each(tmp_path: Path) -> None:
+    transcript(
+        tmp_path,
+        answer("2026-12-01T12:03:32.961Z", "req_before"),  # the turn before: billed already
+        {"type": "user", "timestamp": "2026-12-01T12:03:33.033Z", "message": {"role": "user"}},
+        answer("2026-12-01T12:03:33.069Z", "req_a"),
+        answer("2026-12-01T12:03:33.070Z", "req_a"),  # the same answer's second block
+        answer("2026-12-01T12:03:33.143Z", "req_b"),
+        answer("2026-12-01T12:03:33.150Z", "req_error", model="<synthetic>"),
+        torn=True,  # the kill cut the last line short
+    )
+    served = served_since(tmp_path, SESSION, CUT_OFF)
+    assert [request.request_id for request in served] == ["req_a", "req_b"]
+
+
+def test_no_transcript_means_nothing_served(tmp_path: Path) -> None:
+    assert served_since(tmp_path, SESSION, CUT_OFF) == ()
+    assert served_since(tmp_path, "../escape", CUT_OFF) == ()
+
+
+def test_the_config_directory_is_the_clis(tmp_path: Path) -> None:
+    assert config_directory({"CLAUDE_CONFIG_DIR": str(tmp_path)}) == tmp_path
+    assert config_directory({"HOME": "/home/ada"}) == Path("/home/ada/.claude")
+
+
+def test_lost_answers_cost_what_the_next_result_says_their_model_costs() -> None:
+    # 0.0016 for 2 x (200 in + 5 x 40 out) = 800 weighted tokens: 0.000002 a token.
+    spends = (
+        ModelSpend("claude-sonnet-5-5", cost_usd=0.0016, weighted_tokens=800, guessed=False),
+        ModelSpend("qwen3", cost_usd=0.004, weighted_tokens=400, guessed=True),
+    )
+    price = lost_price(
+        [("claude-sonnet-5-5", USAGE), ("claude-sonnet-5-5", USAGE), ("qwen3", USAGE)], spends
+    )
+    assert price.listed_usd == pytest.approx(0.0016)
+    assert price.guessed_usd == pytest.approx(0.004)
+    assert price.guessed_models == ("qwen3",)
+    # A model the result prices not at all has no rate to go by: left out.
+    assert lost_price([("claude-other", USAGE)], spends).listed_usd == 0
