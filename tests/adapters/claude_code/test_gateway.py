@@ -210,6 +210,33 @@ def test_a_failed_turn_ends_the_process_and_the_next_turn_resumes(
     assert resumed.cost_usd == pytest.approx(0.0004)
 
 
+def test_a_session_resumed_after_another_profiles_turns_asks_for_its_own_model(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    # After a switch-profile detour the session's last turn was the local model's: the
+    # CLI would resume with that model's name on this backend.
+    refused: list[Step] = [
+        AssistantMessage(content=[], model="<synthetic>", error="rate_limit"),
+        answer(is_error=True, status=429, cost=0.0),
+    ]
+    served: list[Step] = [
+        AssistantMessage(content=[TextBlock(text="ok")], model="claude-sonnet-5-5"),
+        answer(),
+    ]
+    cli = FakeCli(served, refused, [answer()])
+    models: list[str | None] = []
+    original = FakeCli.client
+
+    def client(self: FakeCli, options: ClaudeAgentOptions) -> FakeClient:
+        models.append(options.model)
+        return original(self, options)
+
+    monkeypatch.setattr(FakeCli, "client", client)
+    turns(gateway_on(cli, monkeypatch, debug_log), None, SESSION, SESSION)
+    # The first process is kept for turn 2; the refusal ends it; turn 3 starts afresh.
+    assert models == [None, "claude-sonnet-5-5"]
+
+
 def test_an_answer_on_another_session_is_a_failure(
     monkeypatch: pytest.MonkeyPatch, debug_log: Path
 ) -> None:

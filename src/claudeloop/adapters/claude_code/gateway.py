@@ -14,7 +14,7 @@ the turn at once: nothing is being done that waiting would keep.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import anyio
@@ -89,6 +89,8 @@ class ClaudeCodeGateway:
         self._session: str | None = None
         self._previous: tuple[ModelSpend, ...] | None = None
         self._previous_total = 0.0
+        # The model that answered this gateway's last served turn.
+        self._answered_by: str | None = None
 
     async def run_turn(
         self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
@@ -228,9 +230,14 @@ class ClaudeCodeGateway:
 
     async def _connect(self, session_id: str | None) -> None:
         await self._drop()
-        client = ClaudeSDKClient(
-            turn_options(self._settings, resume=session_id, stderr=self._stderr)
-        )
+        settings = self._settings
+        if settings.model is None and self._answered_by is not None and session_id:
+            # A resumed session goes on with the model that answered its last turn, which
+            # after a switch-profile detour is the other profile's (a local model's name
+            # sent to this backend): with no model of its own configured, this backend
+            # asks for the one that answered its own turns.
+            settings = replace(settings, model=self._answered_by)
+        client = ClaudeSDKClient(turn_options(settings, resume=session_id, stderr=self._stderr))
         await client.connect()
         self._client = client
         self._session = session_id
@@ -250,6 +257,8 @@ class ClaudeCodeGateway:
                 reason += f": {self._say(error)}"
             self._stderr.note(reason)
             return self._unanswered(reason, signals=reading.signals)
+        if reading.served_by and not reading.failed:
+            self._answered_by = reading.served_by[-1]
         price = _price(reading, previous=self._previous, previous_total=self._previous_total)
         if lost:
             served = ((request.model, request.usage) for request in lost)
