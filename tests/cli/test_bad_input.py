@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -135,36 +137,65 @@ def test_doctor_names_a_file_named_claudeloop(claudeloop: Invoke, tmp_path: Path
     assert ".claudeloop is not a directory" in checks["run dir"]["detail"]
 
 
-def _modes_are_enforced() -> bool:
-    """False for root (with CAP_DAC_OVERRIDE), which writes into a directory whatever its
-    mode: the tests that need a directory it cannot write are skipped then."""
+def _writable_after(lock: Callable[[Path], None]) -> bool:
+    """Whether a file can still be made in a directory after `lock(directory)`."""
     with tempfile.TemporaryDirectory() as scratch:
-        os.chmod(scratch, 0o555)
+        try:
+            lock(Path(scratch))
+        except (OSError, subprocess.CalledProcessError):
+            return True
         try:
             with tempfile.TemporaryFile(dir=scratch):
-                return False
+                return True
         except OSError:
-            return True
+            return False
         finally:
-            os.chmod(scratch, 0o755)
+            _unlock(Path(scratch))
 
 
+def _by_mode(path: Path) -> None:
+    path.chmod(0o555)
+
+
+def _immutable(path: Path) -> None:
+    # Root (CI runs as root) writes into a directory whatever its mode, but not into one
+    # marked immutable (ext4's `chattr +i`).
+    subprocess.run(["chattr", "+i", str(path)], check=True, capture_output=True)
+
+
+def _unlock(path: Path) -> None:
+    if shutil.which("chattr"):
+        subprocess.run(["chattr", "-i", str(path)], check=False, capture_output=True)
+    path.chmod(0o755)
+
+
+def _how_to_make_read_only() -> Callable[[Path], None] | None:
+    if not _writable_after(_by_mode):
+        return _by_mode
+    if shutil.which("chattr") and not _writable_after(_immutable):
+        return _immutable
+    return None
+
+
+MAKE_READ_ONLY = _how_to_make_read_only()
 needs_an_ordinary_user = pytest.mark.skipif(
-    not _modes_are_enforced(), reason="this user writes into read-only directories"
+    MAKE_READ_ONLY is None,
+    reason="no way here to make a directory this user cannot write (root, no chattr)",
 )
 
 
 @pytest.fixture
-def read_only(tmp_path: Path) -> Iterator[Callable[[Path], None]]:
+def read_only() -> Iterator[Callable[[Path], None]]:
     made: list[Path] = []
 
     def make(path: Path) -> None:
-        path.chmod(0o555)
+        assert MAKE_READ_ONLY is not None
+        MAKE_READ_ONLY(path)
         made.append(path)
 
     yield make
     for path in made:
-        path.chmod(0o755)
+        _unlock(path)
 
 
 @needs_an_ordinary_user
