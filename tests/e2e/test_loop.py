@@ -70,7 +70,7 @@ def test_window_without_reset_probes_at_the_interval_until_it_lifts(
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--window-probe-interval", "1s")
     assert finished.exit_code == 0, finished.stderr
     requests = rehearsal.requests()
     probes = [r for r in requests if r["kind"] == "probe"]
