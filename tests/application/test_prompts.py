@@ -1,8 +1,8 @@
-"""The words of a rejected Done: what failed, how, and the end of its output."""
+"""The words said to the model: the task of a plan, and a rejected Done explained."""
 
 from __future__ import annotations
 
-from claudeloop.application.prompts import rejection_prompt
+from claudeloop.application.prompts import plan_task, rejection_prompt
 from claudeloop.domain.verification import CheckCommand, CheckFailed, CheckResult, ReviewDisagreed
 
 CHECK = CheckCommand.parse("test -f step-3.txt")
@@ -68,3 +68,8 @@ def test_a_blocked_review_says_what_it_could_not_confirm() -> None:
     prompt = rejection_prompt(ReviewDisagreed(blocked_on="the plan file is missing"))
     assert "could not confirm it: the plan file is missing" in prompt
     assert "still to do" not in prompt
+
+
+def test_a_plans_task_names_its_file_and_carries_its_whole_text() -> None:
+    task = plan_task("PLAN.md", "# Plan\n\n- [ ] Write step1.txt\n\n")
+    assert task == "Carry out the plan in PLAN.md. Its text:\n\n# Plan\n\n- [ ] Write step1.txt"

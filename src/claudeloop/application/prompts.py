@@ -11,6 +11,11 @@ from claudeloop.domain.verification import CheckFailed, CheckResult, Rejected, R
 REJECTION_TAIL_CHARS = 3000
 
 
+def plan_task(plan_name: str, text: str) -> str:
+    """The task of a run on a plan file: the plan's whole text, named by its file."""
+    return f"Carry out the plan in {plan_name}. Its text:\n\n{text.strip()}"
+
+
 def first_prompt(
     task: str, *, plan: WorkPlan | None, plan_name: str | None, marker: str | None
 ) -> str:

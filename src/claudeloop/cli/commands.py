@@ -19,6 +19,7 @@ from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs, run_id_problem
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
+from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import (
@@ -241,7 +242,7 @@ def run(
     plan_path: Path | None = None
     if plan is not None:
         plan_path, text = read_plan(plan, cwd)
-        task = f"Carry out the plan in {plan_path.name}. Its text:\n\n{text.strip()}"
+        task = plan_task(plan_path.name, text)
     else:
         task = str(prompt)
     model = config.value("model")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import click
 
 from claudeloop.adapters.config.profiles import DUMMY_TOKEN, BackendProfile
+from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
@@ -170,7 +171,7 @@ def rehearse(
             )
             spec = RunSpec(
                 cwd=project,
-                task=f"Carry out the plan in PLAN.md. Its text:\n\n{example_plan().strip()}",
+                task=plan_task("PLAN.md", example_plan()),
                 plan_path=plan,
                 wait_policy=REHEARSAL_POLICY,
                 permission_mode="acceptEdits",
