@@ -1,9 +1,10 @@
-"""What a finished run tells a person: summary.md, and the --json result object."""
+"""What a run tells a person: summary.md, the --json result and the status object."""
 
 from __future__ import annotations
 
 import math
 import shlex
+from datetime import datetime
 from typing import Any
 
 from claudeloop.application.records import RunRecord
@@ -36,29 +37,65 @@ def _raised_caps(ledger: BudgetLedger) -> list[str]:
     return raised
 
 
-def result_object(record: RunRecord) -> dict[str, Any]:
-    """The object `--json` prints at the end, with the fields the design page lists."""
+def _spent(record: RunRecord) -> dict[str, Any]:
+    """What `status --json` and the `--json` result both say of a run, once."""
     state = record.state
-    outcome = state.outcome or Outcome.FAILED
     progress = record.plan_progress
     return {
         "run_id": record.run_id,
         "session_id": record.session_id,
-        "outcome": outcome.value,
-        "exit_code": outcome.exit_code,
         "turns": state.ledger.turns,
         "attempts": state.ledger.attempts,
         "probes": state.probes,
         "dollars": round(state.ledger.dollars, 6),
-        "waited_seconds": round(record.waited_seconds, 3),
         "summary": state.summary,
+        "reason": state.reason,
+        "plan": {"done": progress[0], "total": progress[1]} if progress else None,
+    }
+
+
+def result_object(record: RunRecord) -> dict[str, Any]:
+    """The object `--json` prints at the end, with the fields the design page lists."""
+    state = record.state
+    outcome = state.outcome or Outcome.FAILED
+    return {
+        **_spent(record),
+        "outcome": outcome.value,
+        "exit_code": outcome.exit_code,
+        "waited_seconds": round(record.waited_seconds, 3),
         "remaining_work": list(_remaining(record)),
         "blocked_on": state.reason.removeprefix("blocked on: ")
         if outcome is Outcome.BLOCKED
         else None,
-        "reason": state.reason,
-        "plan": {"done": progress[0], "total": progress[1]} if progress else None,
     }
+
+
+def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -> dict[str, Any]:
+    """The object `status --json` prints: where a run stands now, ended or not."""
+    state = record.state
+    detour = state.detour
+    return {
+        **_spent(record),
+        "phase": state.phase.value,
+        "outcome": state.outcome.value if state.outcome else None,
+        "capacity": describe(state.capacity),
+        "next_probe_at": state.next_probe_at.isoformat() if state.next_probe_at else None,
+        "next_probe_in_seconds": _seconds_until(state.next_probe_at, now),
+        "driver_pid": driver_pid,
+        "driver_alive": driver_pid is not None,
+        "detour": None
+        if detour is None
+        else {
+            "profile": detour.profile,
+            "awaiting": describe(detour.awaiting),
+            "check_at": detour.check_at.isoformat(),
+            "check_in_seconds": _seconds_until(detour.check_at, now),
+        },
+    }
+
+
+def _seconds_until(instant: datetime | None, now: datetime) -> float | None:
+    return round(max((instant - now).total_seconds(), 0.0), 1) if instant else None
 
 
 def summary_markdown(record: RunRecord) -> str:

@@ -19,7 +19,7 @@ from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
-from claudeloop.application.records import RunRecord
+from claudeloop.application.summary import status_object
 from claudeloop.cli.commands import (
     find_run,
     live_run,
@@ -29,7 +29,6 @@ from claudeloop.cli.commands import (
 )
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
-from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import ControlCommand
 
 
@@ -43,47 +42,13 @@ def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
     return find_run(cwd, run_id, None)
 
 
-def status_object(directory: RunDirectory, record: RunRecord, now: datetime) -> dict[str, Any]:
-    state = record.state
-    pid = live_driver(directory.lock_path)
-    probe_in = (
-        max((state.next_probe_at - now).total_seconds(), 0.0) if state.next_probe_at else None
-    )
-    progress = record.plan_progress
-    return {
-        "run_id": record.run_id,
-        "session_id": record.session_id,
-        "phase": state.phase.value,
-        "outcome": state.outcome.value if state.outcome else None,
-        "reason": state.reason,
-        "turns": state.ledger.turns,
-        "attempts": state.ledger.attempts,
-        "probes": state.probes,
-        "dollars": round(state.ledger.dollars, 6),
-        "capacity": describe(state.capacity),
-        "next_probe_at": state.next_probe_at.isoformat() if state.next_probe_at else None,
-        "next_probe_in_seconds": round(probe_in, 1) if probe_in is not None else None,
-        "plan": {"done": progress[0], "total": progress[1]} if progress else None,
-        "summary": state.summary,
-        "driver_pid": pid,
-        "driver_alive": pid is not None,
-        "detour": None
-        if state.detour is None
-        else {
-            "profile": state.detour.profile,
-            "awaiting": describe(state.detour.awaiting),
-            "check_at": state.detour.check_at.isoformat(),
-            "check_in_seconds": round(max((state.detour.check_at - now).total_seconds(), 0), 1),
-        },
-    }
-
-
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     directory = watched_run(working_directory(cwd), run_id)
     record = load_record(directory)
     write_missing_summary(directory, record)
     # The driver masked what it saved; a state.json of an older claudeloop did not.
-    data = Redactor.from_environment().data(status_object(directory, record, datetime.now(UTC)))
+    view = status_object(record, now=datetime.now(UTC), driver_pid=live_driver(directory.lock_path))
+    data = Redactor.from_environment().data(view)
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
