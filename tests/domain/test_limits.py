@@ -189,3 +189,11 @@ def test_a_different_limit_with_its_own_switch_moves_the_detour_there() -> None:
     assert transition.state.detour is not None
     assert transition.state.detour.profile == "other"
     assert transition.state.detour.awaiting == seven_day
+
+
+def test_a_policy_that_switches_to_the_runs_own_profile_is_named() -> None:
+    policies = LimitPolicies(
+        (("credits", Wait()), ("five_hour", SwitchProfile("local")), ("seven_day", WindDown()))
+    )
+    assert policies.switch_to_itself("local") == "five_hour"
+    assert policies.switch_to_itself("default") is None

@@ -139,14 +139,16 @@ def pause_and_limits(config: Configuration, cwd: Path) -> tuple[PauseThresholds,
     actions = tuple(
         (kind, parse_action(action)) for kind, action in (config.value("limits") or {}).items()
     )
+    policies = LimitPolicies(actions)
+    where = config.settings["limits"].origin.describe()
+    itself = policies.switch_to_itself(config.profile_name)
+    if itself is not None:
+        raise UserError(
+            f"limits.{itself} (from {where}): switch-profile {config.profile_name} is the "
+            "run's own profile; name another [profiles.NAME]"
+        )
     for kind, action in actions:
         if isinstance(action, SwitchProfile):
-            where = config.settings["limits"].origin.describe()
-            if action.profile == config.profile_name:
-                raise UserError(
-                    f"limits.{kind} (from {where}): switch-profile {action.profile} is the "
-                    "run's own profile; name another [profiles.NAME]"
-                )
             if action.profile not in config.profiles:
                 defined = ", ".join(sorted(config.profiles)) or "none"
                 raise UserError(
@@ -155,7 +157,7 @@ def pause_and_limits(config: Configuration, cwd: Path) -> tuple[PauseThresholds,
                     "claudeloop.toml or the user config.toml"
                 )
             profile_gateway_backend(cwd, action.profile, where=f"limits.{kind} ({where})")
-    return pause, LimitPolicies(actions)
+    return pause, policies
 
 
 def profile_gateway_backend(cwd: Path, name: str, *, where: str) -> Backend:

@@ -81,6 +81,18 @@ class LimitPolicies:
             if kind not in LIMIT_KINDS:
                 raise ValueError(f"unknown limit {kind!r}; limits: {', '.join(LIMIT_KINDS)}")
 
+    def switch_to_itself(self, own_profile: str) -> str | None:
+        """The limit whose policy switches to the run's own profile, if one does: a detour
+        to where the limit was met goes nowhere, so such a policy is refused."""
+        return next(
+            (
+                kind
+                for kind, action in self.actions
+                if isinstance(action, SwitchProfile) and action.profile == own_profile
+            ),
+            None,
+        )
+
     def action_for(self, capacity: WaitableState) -> LimitAction:
         # A pause before the wall is the user's own choice: it always waits.
         if isinstance(capacity, WindowExhausted) and capacity.paused_at is not None:
