@@ -36,6 +36,7 @@ from claudeloop.domain.loop import (
     decide_on_control,
     decide_on_failure,
     decide_preflight,
+    reopen,
     resume_decision,
     verdict_summary,
 )
@@ -245,6 +246,8 @@ def test_after_turn_blocked_ends_the_run_naming_the_blocker() -> None:
     assert transition.decision.exit_code == 1
     assert transition.state.phase is Phase.FAILED
     assert transition.state.summary == "did a"
+    assert transition.state.blocked_on == "the staging password"
+    assert reopen(transition.state).blocked_on is None
 
 
 def test_after_turn_continue_sends_the_next_turn_and_tracks_remaining_work() -> None:

@@ -64,9 +64,7 @@ def result_object(record: RunRecord) -> dict[str, Any]:
         "exit_code": outcome.exit_code,
         "waited_seconds": round(record.waited_seconds, 3),
         "remaining_work": list(_remaining(record)),
-        "blocked_on": state.reason.removeprefix("blocked on: ")
-        if outcome is Outcome.BLOCKED
-        else None,
+        "blocked_on": state.blocked_on if outcome is Outcome.BLOCKED else None,
     }
 
 

@@ -123,6 +123,9 @@ class RunState:
     summary: str = ""
     outcome: Outcome | None = None
     reason: str = ""
+    # What the model named as the blocker that ended the run (its own words, not the
+    # reason's), for the --json result and a resume that asks whether it is gone.
+    blocked_on: str | None = None
     detour: Detour | None = None
 
 
@@ -235,7 +238,9 @@ def decide_after_turn(
                 phase=Phase.COMPLETE,
             )
         case Blocked(reason=reason):
-            return _finish(state, Outcome.BLOCKED, f"blocked on: {reason}")
+            return _finish(
+                replace(state, blocked_on=reason), Outcome.BLOCKED, f"blocked on: {reason}"
+            )
         case Continue(remaining_work=remaining):
             state = replace(state, remaining_work=remaining)
             if ledger.any_exhausted:
@@ -453,4 +458,6 @@ def reopen(state: RunState) -> RunState:
     raised a cap, renewed credentials). Its ledger is kept: no budget reset."""
     if state.outcome is Outcome.DONE:
         raise ValueError("a run that is done cannot be reopened")
-    return replace(state, phase=Phase.PREFLIGHT, outcome=None, reason="", next_probe_at=None)
+    return replace(
+        state, phase=Phase.PREFLIGHT, outcome=None, reason="", blocked_on=None, next_probe_at=None
+    )

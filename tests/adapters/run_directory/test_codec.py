@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -104,6 +105,23 @@ def test_a_finished_record_keeps_its_outcome() -> None:
         }
     )
     assert record_from_json(record_to_json(ended)).state.outcome is Outcome.DONE
+
+
+def test_a_blocked_record_keeps_its_blocker_and_an_older_one_finds_it_in_the_reason() -> None:
+    record = full_record(Available())
+    blocked = RunState(
+        phase=Phase.FAILED,
+        outcome=Outcome.BLOCKED,
+        reason="blocked on: the staging password",
+        blocked_on="the staging password",
+    )
+    data = record_to_json(replace(record, state=blocked))
+    assert record_from_json(data).state.blocked_on == "the staging password"
+    del data["state"]["blocked_on"]  # as a file written before the field was
+    assert record_from_json(data).state.blocked_on == "the staging password"
+    done = record_to_json(record)
+    del done["state"]["blocked_on"]
+    assert record_from_json(done).state.blocked_on is None
 
 
 def test_a_record_missing_a_key_is_corrupt_not_a_crash() -> None:

@@ -76,6 +76,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "summary": state.summary,
             "outcome": state.outcome.value if state.outcome else None,
             "reason": state.reason,
+            "blocked_on": state.blocked_on,
             "detour": _detour_out(state.detour),
         },
         "extra": record.extra,
@@ -126,6 +127,7 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             summary=raw["summary"],
             outcome=Outcome(raw["outcome"]) if raw["outcome"] else None,
             reason=raw["reason"],
+            blocked_on=_blocked_on(raw),
             detour=_detour_in(raw.get("detour")),
         )
         plan_text = data["plan_text"]
@@ -178,6 +180,7 @@ def _well_typed(record: RunRecord) -> RunRecord:
         ("state.errored_turns", state.errored_turns, int),
         ("state.summary", state.summary, _TEXT_OR_NONE),
         ("state.reason", state.reason, _TEXT_OR_NONE),
+        ("state.blocked_on", state.blocked_on, _TEXT_OR_NONE),
     ]
     expected += [("state.remaining_work[]", item, str) for item in state.remaining_work]
     for name, value, kinds in expected:
@@ -189,6 +192,15 @@ def _well_typed(record: RunRecord) -> RunRecord:
         if instant is not None and instant.utcoffset() is None:
             raise ValueError(f"{instant.isoformat()} has no time zone")
     return record
+
+
+def _blocked_on(raw: dict[str, Any]) -> str | None:
+    if "blocked_on" in raw:
+        return raw["blocked_on"]  # type: ignore[no-any-return]
+    # Written before the blocker was kept apart from the reason: it is in the reason.
+    if raw.get("outcome") == Outcome.BLOCKED.value:
+        return str(raw["reason"]).removeprefix("blocked on: ")
+    return None
 
 
 def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
