@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from claudeloop.cli.bootstrap import (
     write_summary,
 )
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.output import print_json
 from claudeloop.cli.prompt_source import task_prompt
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
@@ -465,9 +465,7 @@ def _override(values: dict[str, Setting], key: str, current: Any) -> Any:
 def finish(record: RunRecord, *, as_json: bool) -> None:
     result = result_object(record)
     if as_json:
-        # A closed terminal: the exit code and summary.md still tell how the run ended.
-        with contextlib.suppress(OSError):
-            click.echo(json.dumps(result, indent=2, sort_keys=True))
+        print_json(result)
     sys.exit(result["exit_code"])
 
 
@@ -477,18 +475,15 @@ def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
     directory = working_directory(cwd)
     found = list_claude_sessions(directory, limit)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "session_id": s.session_id,
-                        "summary": s.summary,
-                        "last_modified": s.last_modified.isoformat(),
-                    }
-                    for s in found
-                ],
-                indent=2,
-            )
+        print_json(
+            [
+                {
+                    "session_id": s.session_id,
+                    "summary": s.summary,
+                    "last_modified": s.last_modified.isoformat(),
+                }
+                for s in found
+            ]
         )
         return
     if not found:

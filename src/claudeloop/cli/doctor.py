@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import os
 import shutil
 import subprocess
@@ -33,6 +32,7 @@ from claudeloop.application.ports import ProbeOutcome
 from claudeloop.cli.backend_advice import advise, auth_fix
 from claudeloop.cli.bootstrap import cli_path_from_environment
 from claudeloop.cli.commands import working_directory
+from claudeloop.cli.output import print_json
 
 Status = Literal["ok", "warn", "fail", "skip"]
 ANTHROPIC_API = "https://api.anthropic.com"
@@ -89,18 +89,14 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
     codes = {check.exit_code for check in failed}
     exit_code = 2 if 2 in codes else 78 if 78 in codes else 1 if failed else 0
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "exit_code": exit_code,
-                    "profile": backend.name if backend else None,
-                    "checks": [
-                        {k: v for k, v in asdict(check).items() if k != "exit_code"}
-                        for check in checks
-                    ],
-                },
-                indent=2,
-            )
+        print_json(
+            {
+                "exit_code": exit_code,
+                "profile": backend.name if backend else None,
+                "checks": [
+                    {k: v for k, v in asdict(check).items() if k != "exit_code"} for check in checks
+                ],
+            }
         )
     else:
         for check in checks:

@@ -9,7 +9,6 @@ so the two cannot drift apart.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.output import print_json
 from claudeloop.cli.params import POSITIVE_INT
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
         except RunIdTaken:
             raise UserError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
     if as_json:
-        click.echo(json.dumps({"run_id": run_id, "cwd": str(cwd), "account": account}))
+        print_json({"run_id": run_id, "cwd": str(cwd), "account": account})
     else:
         click.echo(run_id)
 
@@ -171,7 +171,7 @@ def ls(engine: str | None, as_json: bool) -> None:
     with _unavailable_is_one_line():
         queued = runs(chosen)
     if as_json:
-        click.echo(json.dumps({"runs": [run.to_json() for run in queued]}, indent=2))
+        print_json({"runs": [run.to_json() for run in queued]})
         return
     if not queued:
         click.echo(f"no runs in the queue of {chosen.shown}")

@@ -29,6 +29,7 @@ from claudeloop.cli.commands import (
 )
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.output import print_json
 from claudeloop.domain.loop import ControlCommand
 
 
@@ -50,7 +51,7 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     view = status_object(record, now=datetime.now(UTC), driver_pid=live_driver(directory.lock_path))
     data = Redactor.from_environment().data(view)
     if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        print_json(data)
         return
     alive = f"driver alive (pid {data['driver_pid']})" if data["driver_alive"] else "no driver"
     lines = [
@@ -173,7 +174,7 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
             }
         )
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        print_json(rows)
         return
     if not rows:
         click.echo(f"no claudeloop runs in {directory}")
@@ -207,6 +208,6 @@ def control(
         else "after the current turn, with a handoff summary"
     )
     if as_json:
-        click.echo(json.dumps({"run_id": directory.run_id, "pid": pid, "command": command.value}))
+        print_json({"run_id": directory.run_id, "pid": pid, "command": command.value})
         return
     click.echo(f"claudeloop: asked run {directory.run_id} (pid {pid}) to {command.value}: {when}")

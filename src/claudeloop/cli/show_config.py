@@ -4,7 +4,6 @@ keep only their scheme and server (see adapters/notify/urls.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +18,7 @@ from claudeloop.adapters.config.schema import SETTING_KEYS
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.adapters.redaction import Redactor, looks_secret
 from claudeloop.cli.commands import backend_profile, configuration, working_directory
+from claudeloop.cli.output import print_json
 
 MASK = "****"
 
@@ -44,7 +44,7 @@ def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
         "backend": _backend(backend),
     }
     if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        print_json(data)
         return
     width = max(len(key) for key in SETTING_KEYS)
     for key in SETTING_KEYS:
