@@ -90,7 +90,7 @@ def read_plan(plan: Path, cwd: Path) -> tuple[Path, str]:
 def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
     """Flags over CLAUDELOOP_* variables over ./claudeloop.toml over the user's file."""
     # Imported here: status, logs and stop never read the configuration (nor pydantic).
-    from claudeloop.adapters.config.loading import ConfigError, load_configuration
+    from claudeloop.adapters.config.loading import load_configuration
     from claudeloop.adapters.config.schema import SETTING_KEYS
 
     flags = {key: options.get(key) for key in SETTING_KEYS}
@@ -99,20 +99,13 @@ def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
     flags["notify"] = list(given) if given else None
     limits = flags.get("limits")
     flags["limits"] = dict(limits) if limits else None
-    try:
-        return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
-    except ConfigError as error:
-        raise UserError(str(error)) from None
+    return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
 
 
 def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
-    from claudeloop.adapters.config.loading import ConfigError
     from claudeloop.adapters.config.profiles import resolve_profile
 
-    try:
-        return resolve_profile(config, os.environ, model=model)
-    except ConfigError as error:
-        raise UserError(str(error)) from None
+    return resolve_profile(config, os.environ, model=model)
 
 
 def notify_targets(config: Configuration) -> NotifyTargets | None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+from claudeloop.application.errors import UsageError
 
-class UserError(Exception):
-    """Ends the command with `message` on one line and `exit_code` (2 unless said)."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+class UserError(UsageError):
+    """A mistake the user made on the command line: exit 2 unless said otherwise."""

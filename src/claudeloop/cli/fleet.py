@@ -41,26 +41,19 @@ ENGINE_OPTION = click.option("--engine", default=None, metavar="URL", help=ENGIN
 
 
 def _engine(option: str | None) -> Engine:
-    from claudeloop.adapters.fleet.engine import BadEngine, engine_from
+    from claudeloop.adapters.fleet.engine import engine_from
 
     if importlib.util.find_spec("dbos") is None:
         raise UserError(
             "the fleet commands need DBOS: pip install 'claudeloop[fleet]'", exit_code=2
         )
-    try:
-        return engine_from(option, os.environ)
-    except BadEngine as error:
-        raise UserError(str(error)) from None
+    return engine_from(option, os.environ)
 
 
 @contextmanager
 def _unavailable_is_one_line() -> Iterator[None]:
-    from claudeloop.adapters.fleet.queue import FleetUnavailable
 
-    try:
-        yield
-    except FleetUnavailable as error:
-        raise UserError(str(error), exit_code=1) from None
+    yield  # a FleetUnavailable is a ClaudeloopError: one line, exit 1
 
 
 def init(engine: str | None) -> None:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from claudeloop import __version__
-from claudeloop.cli.errors import UserError
+from claudeloop.application.errors import ClaudeloopError
 from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
     APPRISE_URL,
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: every user error ends in one line and its exit code."""
     try:
         cli.main(args=argv, prog_name="claudeloop", standalone_mode=False)
-    except UserError as error:
+    except ClaudeloopError as error:
         click.echo(f"claudeloop: error: {error}", err=True)
         sys.exit(error.exit_code)
     except click.UsageError as error:

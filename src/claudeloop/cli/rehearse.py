@@ -122,7 +122,6 @@ def rehearse(
     from claudeloop.rehearsal import (
         BUILTIN_SCENARIOS,
         RehearsalServer,
-        ScenarioError,
         builtin_scenario,
         load_scenario,
     )
@@ -130,16 +129,14 @@ def rehearse(
     if list_them:
         click.echo(scenario_list())
         return
-    try:
-        if Path(scenario).suffix in (".toml", ".json"):
-            played = load_scenario(Path(scenario))
-        elif scenario in BUILTIN_SCENARIOS:
-            played = builtin_scenario(scenario)
-        else:
-            names = ", ".join(BUILTIN_SCENARIOS)
-            raise UserError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
-    except ScenarioError as error:
-        raise UserError(str(error)) from None
+    # A ScenarioError is a usage error: one line, exit 2.
+    if Path(scenario).suffix in (".toml", ".json"):
+        played = load_scenario(Path(scenario))
+    elif scenario in BUILTIN_SCENARIOS:
+        played = builtin_scenario(scenario)
+    else:
+        names = ", ".join(BUILTIN_SCENARIOS)
+        raise UserError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
     targets = _notify_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
     try:

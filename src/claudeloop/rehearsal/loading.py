@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from claudeloop.application.errors import UsageError
 from claudeloop.rehearsal.scenario import Scenario
 
 BUILTIN_SCENARIOS: tuple[str, ...] = (
@@ -39,7 +40,7 @@ BUILTIN_SCENARIOS: tuple[str, ...] = (
 _SUFFIXES = (".toml", ".json")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(UsageError, ValueError):
     """A scenario that cannot be played; the message is one line for the user."""
 
 

@@ -29,6 +29,7 @@ from claudeloop.adapters.config.schema import (
 )
 from claudeloop.adapters.notify.decide import NOTIFY_KINDS
 from claudeloop.adapters.notify.urls import masked_url
+from claudeloop.application.errors import UsageError
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -63,7 +64,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """A source says something claudeloop cannot use; the message is one line naming
     the file or variable, the key, the value and what would be accepted."""
 

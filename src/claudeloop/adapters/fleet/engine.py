@@ -17,13 +17,14 @@ from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from claudeloop.adapters.shared_capacity.board import STATE_DIR_VARIABLE
+from claudeloop.application.errors import UsageError
 
 ENGINE_VARIABLE = "CLAUDELOOP_ENGINE"
 SQLITE_FILE = "fleet.sqlite"
 ACCEPTED = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE or sqlite:///PATH"
 
 
-class BadEngine(ValueError):
+class BadEngine(UsageError, ValueError):
     """An engine URL that cannot be used; the message is one line, password masked."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.application.errors import ClaudeloopError
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -27,7 +28,7 @@ APPLICATION_VERSION = "fleet-1"
 _ENDED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 
 
-class FleetUnavailable(OSError):
+class FleetUnavailable(ClaudeloopError, OSError):
     """The engine's database could not be reached or set up; one line, no password."""
 
 
