@@ -1,6 +1,11 @@
 """A run directory written by the claudeloop before events became dataclasses (killed
 by kill -9 while it waited for the 5-hour window) still resumes to its end, and
-`claudeloop logs` still reads it: events.jsonl kept its format."""
+`claudeloop logs` still reads it: events.jsonl kept its format.
+
+The fixture is what `claudeloop run PLAN.md` of commit c4b6279 left in the rehearsal's
+window_until_lift_at_2 scenario, killed with kill -9 once it waited (driver.pid left
+out); logs.txt is what `claudeloop logs` shows of it, the run's id now in its first line
+(the older `logs` dropped it)."""
 
 from __future__ import annotations
 
