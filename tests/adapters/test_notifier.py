@@ -4,6 +4,7 @@ up, sends no secret, and leaves a `notify.failed` event for what did not go."""
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +19,27 @@ from claudeloop.adapters.notify.sender import (
     check_urls,
 )
 from claudeloop.adapters.redaction import Redactor
+from claudeloop.application.events import (
+    Event,
+    RunFinished,
+    TurnStarted,
+    WaitStarted,
+    event_fields,
+)
+from claudeloop.domain.loop import Outcome
 from tests.notification_receiver import notification_receiver
 
 RUN = RunSoFar(run_id="r1", cwd="/work/app")
-DONE = {"outcome": "done", "exit_code": 0, "reason": "complete"}
+DONE = RunFinished(outcome=Outcome.DONE, exit_code=0, reason="complete")
+TEN = datetime(2026, 11, 30, 10)
 
 
 class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, dict[str, Any]]] = []
 
-    def emit(self, event_type: str, **fields: Any) -> None:
-        self.events.append((event_type, fields))
+    def emit(self, event: Event) -> None:
+        self.events.append((event.type, event_fields(event)))
 
 
 class Inbox:
@@ -77,10 +87,10 @@ def notifier(*services: Any, log: Recorder, **options: Any) -> Notifier:
 def test_the_events_that_call_for_a_notification_reach_every_service() -> None:
     first, second, log = Inbox(), Inbox(), Recorder()
     sink = notifier(first, second, log=log)
-    sink.emit("turn.started", turn=1)
-    sink.emit("wait.started", capacity="five_hour window closed", probe_at="2026-11-30T10:00:00")
-    sink.emit("wait.started", capacity="credits exhausted", probe_at="2026-11-30T10:00:00")
-    sink.emit("run.finished", **DONE)
+    sink.emit(TurnStarted(turn=1, session_id=None))
+    sink.emit(WaitStarted(capacity="five_hour window closed", probe_at=TEN))
+    sink.emit(WaitStarted(capacity="credits exhausted", probe_at=TEN))
+    sink.emit(DONE)
     sink.close()
     # "wait" is not in `on`: the window wait is not sent.
     assert [n.kind for n in first.sent] == ["credits", "done"]
@@ -91,7 +101,7 @@ def test_the_events_that_call_for_a_notification_reach_every_service() -> None:
 def test_a_failing_service_is_reported_and_the_others_still_get_it() -> None:
     inbox, log = Inbox(), Recorder()
     sink = notifier(Broken(), inbox, log=log)
-    sink.emit("run.finished", **DONE)
+    sink.emit(DONE)
     sink.close()
     assert [n.kind for n in inbox.sent] == ["done"]
     assert log.events == [
@@ -105,11 +115,11 @@ def test_a_failing_service_is_reported_and_the_others_still_get_it() -> None:
 def test_a_service_that_does_not_answer_never_holds_the_run_up() -> None:
     stuck, log = Stuck(), Recorder()
     sink = notifier(stuck, log=log, flush_seconds=0.2)
-    sink.emit("wait.started", capacity="credits exhausted", probe_at="2026-11-30T10:00:00")
+    sink.emit(WaitStarted(capacity="credits exhausted", probe_at=TEN))
     assert stuck.entered.wait(10)
     # The run goes on while the service hangs: emitting returns.
-    sink.emit("turn.started", turn=2)
-    sink.emit("run.finished", **DONE)
+    sink.emit(TurnStarted(turn=2, session_id=None))
+    sink.emit(DONE)
     sink.close()
     stuck.release.set()
     ((event_type, fields),) = log.events
@@ -124,10 +134,11 @@ def test_no_secret_reaches_a_notification() -> None:
         inbox, log=log, redactor=Redactor(("hunter2-secret-value",)), on=frozenset(("failed",))
     )
     sink.emit(
-        "run.finished",
-        outcome="auth_failed",
-        exit_code=77,
-        reason="refused key sk-ant-api03-abcdefghijklmnop and hunter2-secret-value",
+        RunFinished(
+            outcome=Outcome.AUTH_FAILED,
+            exit_code=77,
+            reason="refused key sk-ant-api03-abcdefghijklmnop and hunter2-secret-value",
+        )
     )
     sink.close()
     (sent,) = inbox.sent
@@ -139,7 +150,7 @@ def test_after_close_events_are_ignored() -> None:
     inbox, log = Inbox(), Recorder()
     sink = notifier(inbox, log=log)
     sink.close()
-    sink.emit("run.finished", **DONE)
+    sink.emit(DONE)
     sink.close()
     assert inbox.sent == []
 
@@ -154,7 +165,7 @@ def test_apprise_delivers_to_a_json_url_on_loopback(tmp_path: Path) -> None:
             redactor=Redactor(),
             debug_log=tmp_path / "debug.log",
         )
-        sink.emit("run.finished", **DONE)
+        sink.emit(DONE)
         sink.close()
     ((posted),) = receiver.received
     assert posted["title"] == "claudeloop: run r1 done — $0.00"
@@ -178,7 +189,7 @@ def test_a_refusing_receiver_becomes_a_notify_failed_event_and_a_debug_line(
             redactor=Redactor(),
             debug_log=debug_log,
         )
-        sink.emit("run.finished", **DONE)
+        sink.emit(DONE)
         sink.close()
     ((event_type, fields),) = log.events
     assert event_type == "notify.failed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from claudeloop.adapters.config.schema import NotifyKinds
@@ -11,45 +12,71 @@ from claudeloop.adapters.notify.decide import (
     RunSoFar,
     notification_for,
 )
+from claudeloop.application.events import (
+    Event,
+    PlanUpdated,
+    ProbeFinished,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolsDenied,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+    WaitStarted,
+)
+from claudeloop.domain.loop import Outcome
 
 RUN = RunSoFar(run_id="20261130-101500-a1b2c3", cwd="/home/ada/app")
 WINDOW = "five_hour window closed until 2026-11-30 15:00:00 UTC"
 
 
-def play(
-    events: list[tuple[str, dict[str, Any]]], run: RunSoFar = RUN, **options: Any
-) -> list[Notification]:
+def play(events: list[Event], run: RunSoFar = RUN, **options: Any) -> list[Notification]:
     sent: list[Notification] = []
-    for event_type, fields in events:
-        notification, run = notification_for(event_type, fields, run, **options)
+    for event in events:
+        notification, run = notification_for(event, run, **options)
         if notification is not None:
             sent.append(notification)
     return sent
 
 
-def turn(cost: float) -> list[tuple[str, dict[str, Any]]]:
+def turn(cost: float) -> list[Event]:
     return [
-        ("turn.started", {"turn": 1, "session_id": None}),
-        ("turn.finished", {"capacity": "available", "verdict": "incomplete", "cost_usd": cost}),
+        TurnStarted(turn=1, session_id=None),
+        TurnFinished(
+            turn=1,
+            capacity="available",
+            verdict="incomplete",
+            summary="",
+            cost_usd=cost,
+            session_id="s1",
+            denied_tools=(),
+            sent=True,
+            error=None,
+        ),
     ]
 
 
-def wait(capacity: str, probe_at: str = "2026-11-30T15:00:02+00:00") -> tuple[str, dict[str, Any]]:
-    return ("wait.started", {"capacity": capacity, "probe_at": probe_at})
+def wait(capacity: str, probe_at: str = "2026-11-30T15:00:02+00:00") -> Event:
+    return WaitStarted(capacity=capacity, probe_at=datetime.fromisoformat(probe_at))
 
 
-def finished(outcome: str, exit_code: int, reason: str) -> tuple[str, dict[str, Any]]:
-    return ("run.finished", {"outcome": outcome, "exit_code": exit_code, "reason": reason})
+def probed(capacity: str, cost: float = 0.0) -> Event:
+    return ProbeFinished(capacity=capacity, cost_usd=cost)
+
+
+def finished(outcome: str, exit_code: int, reason: str) -> Event:
+    return RunFinished(outcome=Outcome(outcome), exit_code=exit_code, reason=reason)
 
 
 def test_done_says_the_plan_progress_and_the_spend_in_the_title() -> None:
     (done,) = play(
         [
             *turn(0.25),
-            ("plan.updated", {"done": 1, "total": 3, "open": []}),
-            ("probe.finished", {"capacity": "available", "cost_usd": 0.02}),
+            PlanUpdated(done=1, total=3, open=()),
+            probed("available", 0.02),
             *turn(0.15),
-            ("plan.updated", {"done": 3, "total": 3, "open": []}),
+            PlanUpdated(done=3, total=3, open=()),
             finished("done", 0, "the agent reported the task complete"),
         ]
     )
@@ -113,9 +140,9 @@ def test_a_window_still_closed_at_the_probe_is_not_told_twice() -> None:
         [
             *turn(0.1),
             wait(silent, "2026-11-30T10:00:00+00:00"),
-            ("probe.finished", {"capacity": silent, "cost_usd": 0.0}),
+            probed(silent),
             wait(silent, "2026-11-30T10:10:00+00:00"),
-            ("probe.finished", {"capacity": silent, "cost_usd": 0.0}),
+            probed(silent),
             wait(silent, "2026-11-30T10:20:00+00:00"),
         ]
     )
@@ -137,7 +164,7 @@ def test_credits_are_told_once_per_wait_however_many_probes_find_them_empty() ->
                 for n in range(5)
                 for event in (
                     wait("credits exhausted", f"2026-11-30T10:0{n}:00+00:00"),
-                    ("probe.finished", {"capacity": "credits exhausted", "cost_usd": 0.0}),
+                    probed("credits exhausted"),
                 )
             ],
             *turn(0.1),
@@ -166,12 +193,18 @@ def test_events_that_tell_nothing_send_nothing() -> None:
     assert (
         play(
             [
-                ("run.started", {"run_id": "x", "cwd": "/w"}),
-                ("run.resumed", {"phase": "waiting"}),
+                RunStarted(
+                    run_id="x",
+                    cwd="/w",
+                    plan=None,
+                    profile="default",
+                    model=None,
+                    permission_mode="acceptEdits",
+                ),
+                RunResumed(phase="waiting"),
                 *turn(0.1),
-                ("turn.failed", {"turn": 2, "reason": "the CLI crashed"}),
-                ("tools.denied", {"tools": ["Bash"]}),
-                ("something.new", {}),
+                TurnFailed(turn=2, reason="the CLI crashed"),
+                ToolsDenied(tools=("Bash",)),
             ]
         )
         == []

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
@@ -129,10 +130,14 @@ class FakeGateway:
 
 @dataclass
 class MemoryEvents:
+    """Keeps each event, and its fields as events.jsonl would hold them."""
+
+    emitted: list[Event] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
 
-    def emit(self, event_type: str, **fields: Any) -> None:
-        self.events.append({"type": event_type, **fields})
+    def emit(self, event: Event) -> None:
+        self.emitted.append(event)
+        self.events.append({"type": event.type, **event_fields(event)})
 
     def types(self) -> list[str]:
         return [event["type"] for event in self.events]

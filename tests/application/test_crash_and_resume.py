@@ -23,6 +23,7 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
@@ -149,10 +150,10 @@ class Events:
     service: Service
     events: list[dict[str, Any]] = field(default_factory=list)
 
-    def emit(self, event_type: str, **fields: Any) -> None:
+    def emit(self, event: Event) -> None:
         if self.service.call():
             raise Killed
-        self.events.append({"type": event_type, **fields})
+        self.events.append({"type": event.type, **event_fields(event)})
 
 
 @dataclass

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import io
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
+from claudeloop.application.events import (
+    ProfileRestored,
+    ProfileSwitched,
+    RunFinished,
+    TurnFailed,
+)
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
@@ -28,6 +33,7 @@ from claudeloop.cli.bootstrap import (
 )
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
+from tests.application.fakes import MemoryEvents
 
 
 class PricedGateway:
@@ -74,23 +80,19 @@ def test_an_unbilled_gateway_reports_no_cost() -> None:
     assert inner.closed
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def emit(self, event_type: str, **fields: Any) -> None:
-        self.events.append((event_type, fields))
-
-
 def test_only_a_misconfigured_backends_reason_is_advised() -> None:
-    sink = Recorder()
+    sink = MemoryEvents()
     advised = Advised(sink, lambda reason, _detour: f"{reason}: do this")
-    advised.emit("turn.finished", reason="the model was not found")
-    advised.emit("run.finished", outcome="done", reason="all done")
+    advised.emit(TurnFailed(turn=1, reason="the model was not found"))
+    advised.emit(RunFinished(outcome=Outcome.DONE, exit_code=0, reason="all done"))
     assert advised.reason is None
-    advised.emit("run.finished", outcome="backend_misconfigured", reason="the model was not found")
+    advised.emit(
+        RunFinished(
+            outcome=Outcome.BACKEND_MISCONFIGURED, exit_code=78, reason="the model was not found"
+        )
+    )
     assert advised.reason == "the model was not found: do this"
-    assert [fields["reason"] for _, fields in sink.events] == [
+    assert [event["reason"] for event in sink.events] == [
         "the model was not found",
         "all done",
         "the model was not found: do this",
@@ -182,14 +184,17 @@ LOCAL = BackendProfile(
 
 
 def test_a_detour_profiles_misconfiguration_is_advised_for_that_profile() -> None:
-    sink = Recorder()
+    sink = MemoryEvents()
     in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
     advised = Advised(sink, advice(in_use), auth_advice(in_use))
-    advised.emit("profile.switched", profile="local", because="five_hour", check_at="x")
+    check_at = datetime(2026, 11, 30, 15, tzinfo=UTC)
+    advised.emit(ProfileSwitched(profile="local", because="five_hour", check_at=check_at))
     advised.emit(
-        "run.finished",
-        outcome="backend_misconfigured",
-        reason="the model failed to load (API Error: 500 model failed to load)",
+        RunFinished(
+            outcome=Outcome.BACKEND_MISCONFIGURED,
+            exit_code=78,
+            reason="the model failed to load (API Error: 500 model failed to load)",
+        )
     )
     # Not the run's own (Anthropic) profile's advice: the local server's.
     assert advised.reason == (
@@ -199,10 +204,12 @@ def test_a_detour_profiles_misconfiguration_is_advised_for_that_profile() -> Non
 
 
 def test_back_on_the_runs_own_profile_the_advice_is_its_own_again() -> None:
-    sink = Recorder()
+    sink = MemoryEvents()
     in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
     advised = Advised(sink, advice(in_use), auth_advice(in_use), detour="local")
-    advised.emit("profile.restored", profile="local")
-    advised.emit("run.finished", outcome="auth_failed", reason="authentication failed")
+    advised.emit(ProfileRestored(profile="local"))
+    advised.emit(
+        RunFinished(outcome=Outcome.AUTH_FAILED, exit_code=77, reason="authentication failed")
+    )
     assert advised.reason is not None
     assert "log in again with `claude`" in advised.reason

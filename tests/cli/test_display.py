@@ -4,38 +4,52 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 
+from claudeloop.application.events import (
+    CostGuessed,
+    Event,
+    NotifyFailed,
+    PlanUpdated,
+    RunFinished,
+    TurnFinished,
+    TurnInterrupted,
+    TurnRetrying,
+    TurnStarted,
+    WaitStarted,
+)
 from claudeloop.cli.display import ConsoleView, _Status
+from claudeloop.domain.loop import Outcome
 
 
-def shown(view_args: dict[str, bool], *events: tuple[str, Mapping[str, object]]) -> str:
+def shown(view_args: dict[str, bool], *events: Event) -> str:
     stream = io.StringIO()
     view = ConsoleView(
         stream=stream,
         quiet=view_args.get("quiet", False),
         verbose=view_args.get("verbose", False),
     )
-    for event_type, fields in events:
-        view.emit(event_type, **fields)
+    for event in events:
+        view.emit(event)
     view.close()
     return stream.getvalue()
 
 
-SUMMARY = (
-    "turn.finished",
-    {
-        "turn": 1,
-        "verdict": "continue",
-        "capacity": "available",
-        "cost_usd": 0.01,
-        "summary": "Wrote the parser.\nAnd its tests.",
-    },
+SUMMARY = TurnFinished(
+    turn=1,
+    capacity="available",
+    verdict="continue",
+    summary="Wrote the parser.\nAnd its tests.",
+    cost_usd=0.01,
+    session_id="s1",
+    denied_tools=(),
+    sent=True,
+    error=None,
 )
-QUIET_EVENT = ("notify.failed", {"url": "json://127.0.0.1/****", "reason": "refused"})
+QUIET_EVENT = NotifyFailed(service="json://127.0.0.1/****", kind="done", reason="refused")
 
 
 def test_by_default_a_line_per_event_that_matters() -> None:
@@ -48,9 +62,9 @@ def test_by_default_a_line_per_event_that_matters() -> None:
 def test_a_resent_turn_a_guessed_price_and_a_retry_are_said_without_verbose() -> None:
     text = shown(
         {},
-        ("turn.interrupted", {"turn": 4, "reason": "the run stopped while ..."}),
-        ("cost.guessed", {"models": ["qwen3-coder"], "guessed_usd": 0.003, "reason": "..."}),
-        ("turn.retrying", {"attempt": 2, "max_retries": 10, "error_status": 529, "error": "x"}),
+        TurnInterrupted(turn=4, reason="the run stopped while ..."),
+        CostGuessed(models=("qwen3-coder",), guessed_usd=0.003, reason="..."),
+        TurnRetrying(attempt=2, max_retries=10, error_status=529, error="x", retry_delay_ms=None),
     )
     assert "Claude Code retries a failed request (attempt 2 of 10: 529 x)" in text
     assert "turn 4: interrupted by a crash; sent again" in text
@@ -59,7 +73,7 @@ def test_a_resent_turn_a_guessed_price_and_a_retry_are_said_without_verbose() ->
 
 def test_verbose_shows_every_event_and_the_whole_summary() -> None:
     text = shown({"verbose": True}, SUMMARY, QUIET_EVENT)
-    assert "notify.failed: url=json://127.0.0.1/****, reason=refused" in text
+    assert "notify.failed: service=json://127.0.0.1/****, kind=done, reason=refused" in text
     assert "And its tests." in text
 
 
@@ -68,12 +82,12 @@ def test_quiet_shows_nothing() -> None:
 
 
 def test_text_from_elsewhere_is_not_read_as_markup() -> None:
-    finished = {
-        "outcome": "backend_misconfigured",
-        "exit_code": 78,
-        "reason": "fix `model` in [profiles.local]",
-    }
-    text = shown({}, ("run.finished", finished))
+    finished = RunFinished(
+        outcome=Outcome.BACKEND_MISCONFIGURED,
+        exit_code=78,
+        reason="fix `model` in [profiles.local]",
+    )
+    text = shown({}, finished)
     assert "[profiles.local]" in text
 
 
@@ -82,11 +96,11 @@ FIVE_HOURS = "five_hour window closed until 2026-11-30 13:22:27 UTC"
 
 def test_the_live_line_keeps_the_countdown_within_80_columns_during_a_five_hour_wait() -> None:
     status = _Status()
-    status.update("turn.started", {"turn": 12})
-    status.update("turn.finished", {"cost_usd": 1.25})
-    status.update("plan.updated", {"done": 7, "total": 19})
+    status.update(TurnStarted(turn=12, session_id="s1"))
+    status.update(replace(SUMMARY, cost_usd=1.25))
+    status.update(PlanUpdated(done=7, total=19, open=()))
     probe_at = datetime.now(UTC) + timedelta(hours=5)
-    status.update("wait.started", {"capacity": FIVE_HOURS, "probe_at": probe_at.isoformat()})
+    status.update(WaitStarted(capacity=FIVE_HOURS, probe_at=probe_at))
     console = Console(width=80, file=io.StringIO(), soft_wrap=True)
     lines = console.render_lines(status, console.options, pad=False)
     assert len(lines) == 1
@@ -99,7 +113,7 @@ def test_the_live_line_keeps_the_countdown_within_80_columns_during_a_five_hour_
 def test_on_a_narrow_terminal_the_countdown_stays_and_the_description_goes() -> None:
     status = _Status()
     probe_at = datetime.now(UTC) + timedelta(minutes=3)
-    status.update("wait.started", {"capacity": FIVE_HOURS, "probe_at": probe_at.isoformat()})
+    status.update(WaitStarted(capacity=FIVE_HOURS, probe_at=probe_at))
     shown = status.line(40)
     assert len(shown) <= 40
     assert re.search(r"next probe in [23]:\d\d$", shown), shown

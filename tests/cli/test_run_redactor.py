@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.notify.sender import NotifyTargets
+from claudeloop.application.events import TurnFinished
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import Backend, Redacted, run_redactor
 from claudeloop.cli.errors import UserError
@@ -53,5 +54,22 @@ def test_a_detour_profile_that_no_longer_resolves_is_left_to_fail_when_taken(
 def test_every_sink_behind_redacted_gets_the_masked_fields() -> None:
     seen = MemoryEvents()
     sink = Redacted(seen, run_redactor(RunSpec(cwd=Path(), task="t"), Backend(env={}), None, None))
-    sink.emit("turn.finished", summary="key sk-ant-api03-abcdefghijklmnop", turn=1)
-    assert seen.events == [{"type": "turn.finished", "summary": "key [redacted]", "turn": 1}]
+    key = "sk-ant-api03-abcdefghijklmnop"
+    sink.emit(
+        TurnFinished(
+            turn=1,
+            capacity="available",
+            verdict="done",
+            summary=f"key {key}",
+            cost_usd=0.01,
+            session_id=None,
+            denied_tools=(f"Bash({key})",),
+            sent=True,
+            error=f"said {key}",
+        )
+    )
+    (finished,) = seen.events
+    assert finished["summary"] == "key [redacted]"
+    assert finished["denied_tools"] == ["Bash([redacted])"]
+    assert finished["error"] == "said [redacted]"
+    assert key not in str(seen.emitted)

@@ -34,9 +34,8 @@ def screen(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) ->
     drive(h, record())
     stream = io.StringIO()
     view = ConsoleView(stream=stream)
-    for event in h.events.events:
-        fields = {k: v for k, v in event.items() if k != "type"}
-        view.emit(event["type"], **fields)
+    for event in h.events.emitted:
+        view.emit(event)
     view.close()
     return stream.getvalue().splitlines()
 

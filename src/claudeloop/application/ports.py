@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from claudeloop.application.events import Event
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
@@ -96,7 +97,7 @@ class Sleeper(Protocol):
 
 
 class EventSink(Protocol):
-    def emit(self, event_type: str, **fields: Any) -> None:
+    def emit(self, event: Event) -> None:
         """Record that something happened, as it happens."""
         ...
 

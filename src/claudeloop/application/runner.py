@@ -10,8 +10,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, assert_never
+from typing import assert_never
 
+from claudeloop.application.events import (
+    CostGuessed,
+    Event,
+    PauseIgnored,
+    PlanUpdated,
+    ProbeFinished,
+    ProfileRestored,
+    ProfileSwitched,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolsDenied,
+    TurnFailed,
+    TurnFinished,
+    TurnInterrupted,
+    TurnStarted,
+    WaitStarted,
+)
 from claudeloop.application.ports import (
     Clock,
     ControlInbox,
@@ -48,9 +66,9 @@ from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import trusted_probe_instant
 
-# What one event says: its type and fields, emitted once the record that holds what it
-# reports is saved (a kill in between loses the event, never repeats it).
-Announcement = tuple[str, dict[str, Any]]
+# An event emitted once the record that holds what it reports is saved (a kill in
+# between loses the event, never repeats it).
+Announcement = Event
 
 
 @dataclass
@@ -77,29 +95,27 @@ class Runner:
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
         if resumed:
-            self.events.emit("run.resumed", phase=record.state.phase.value)
+            self.events.emit(RunResumed(phase=record.state.phase.value))
         else:
             self.events.emit(
-                "run.started",
-                run_id=record.run_id,
-                cwd=str(record.spec.cwd),
-                plan=str(record.spec.plan_path) if record.spec.plan_path else None,
-                profile=record.spec.profile,
-                model=record.spec.model,
-                permission_mode=record.spec.permission_mode,
+                RunStarted(
+                    run_id=record.run_id,
+                    cwd=str(record.spec.cwd),
+                    plan=str(record.spec.plan_path) if record.spec.plan_path else None,
+                    profile=record.spec.profile,
+                    model=record.spec.model,
+                    permission_mode=record.spec.permission_mode,
+                )
             )
         announce: list[Announcement] = []
         if resumed and record.turn_in_flight is not None:
             # Killed mid-turn: its result never reached the record, so it is sent again
             # under the same number (see RunRecord.turn_in_flight).
             announce.append(
-                (
-                    "turn.interrupted",
-                    {
-                        "turn": record.turn_in_flight,
-                        "reason": "the run stopped while this turn was in flight; its "
-                        "result was not recorded, so the turn is sent again",
-                    },
+                TurnInterrupted(
+                    turn=record.turn_in_flight,
+                    reason="the run stopped while this turn was in flight; its "
+                    "result was not recorded, so the turn is sent again",
                 )
             )
             record = replace(record, turn_in_flight=None)
@@ -120,8 +136,8 @@ class Runner:
             record = replace(record, state=transition.state)
             decision = transition.decision
         self.store.save(record)
-        for event_type, fields in announce:
-            self.events.emit(event_type, **fields)
+        for event in announce:
+            self.events.emit(event)
         while True:
             record, next_decision = await self._execute(record, decision)
             if next_decision is None:
@@ -138,11 +154,7 @@ class Runner:
                     return self._apply(record, decide_on_control(record.state, command))
                 return await self._send_turn(record)
             case ScheduleProbe(at=at, awaiting=awaiting):
-                self.events.emit(
-                    "wait.started",
-                    capacity=describe(awaiting),
-                    probe_at=at.isoformat(),
-                )
+                self.events.emit(WaitStarted(capacity=describe(awaiting), probe_at=at))
                 waited_from = self.clock.now()
                 before = record.waited_seconds
                 slept = 0.0
@@ -171,12 +183,7 @@ class Runner:
                 announce: list[Announcement] = []
                 capacity = self._capacity(record, probe.signals, announce)
                 self._note_guess(probe.guessed_models, probe.guessed_cost_usd, announce)
-                announce.append(
-                    (
-                        "probe.finished",
-                        {"capacity": describe(capacity), "cost_usd": probe.cost_usd},
-                    )
-                )
+                announce.append(ProbeFinished(capacity=describe(capacity), cost_usd=probe.cost_usd))
                 return self._apply(
                     record,
                     decide_after_probe(
@@ -192,10 +199,7 @@ class Runner:
             case Finish(outcome=outcome, reason=reason):
                 self.store.save(record)
                 self.events.emit(
-                    "run.finished",
-                    outcome=outcome.value,
-                    exit_code=outcome.exit_code,
-                    reason=reason,
+                    RunFinished(outcome=outcome, exit_code=outcome.exit_code, reason=reason)
                 )
                 await self.close()
                 return record, None
@@ -222,14 +226,14 @@ class Runner:
         started = self._interrupted_at or self.clock.now()
         record = replace(record, last_turn_started_at=started, plan=plan, turn_in_flight=number)
         self.store.save(record)
-        self.events.emit("turn.started", turn=number, session_id=record.session_id)
+        self.events.emit(TurnStarted(turn=number, session_id=record.session_id))
         outcome = await self._gateway_for(record).run_turn(
             prompt, session_id=record.session_id, interrupted_at=self._interrupted_at
         )
         if outcome.sent and outcome.failure is None:
             self._interrupted_at = None  # billed with this turn
         if outcome.failure is not None:
-            failed: Announcement = ("turn.failed", {"turn": number, "reason": outcome.failure})
+            failed = TurnFailed(turn=number, reason=outcome.failure)
             # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
             command = self.control.pending()
             if command is not None:
@@ -264,28 +268,23 @@ class Runner:
             sent=outcome.sent,
         )
         announce.append(
-            (
-                "turn.finished",
-                {
-                    "turn": number,
-                    "capacity": describe(capacity),
-                    # A refused turn's verdict means nothing (the limit may have cut it
-                    # short).
-                    "verdict": type(verdict).__name__.lower()
-                    if isinstance(capacity, Available) or is_pause(capacity)
-                    else "refused",
-                    "summary": verdict.summary,
-                    "cost_usd": cost,
-                    "session_id": record.session_id,
-                    "denied_tools": list(outcome.denied_tools),
-                    # What the screen needs to say "held back" or "error", not a verdict.
-                    "sent": outcome.sent,
-                    "error": error,
-                },
+            TurnFinished(
+                turn=number,
+                capacity=describe(capacity),
+                # A refused turn's verdict means nothing (the limit may have cut it short).
+                verdict=type(verdict).__name__.lower()
+                if isinstance(capacity, Available) or is_pause(capacity)
+                else "refused",
+                summary=verdict.summary,
+                cost_usd=cost,
+                session_id=record.session_id,
+                denied_tools=tuple(outcome.denied_tools),
+                sent=outcome.sent,
+                error=error,
             )
         )
         if outcome.denied_tools:
-            announce.append(("tools.denied", {"tools": list(outcome.denied_tools)}))
+            announce.append(ToolsDenied(tools=tuple(outcome.denied_tools)))
         if isinstance(capacity, Available) or is_pause(capacity):
             record = self._reconcile_plan(record, verdict, announce)
         return self._apply(record, transition, announce=announce)
@@ -299,13 +298,10 @@ class Runner:
         if fresh:
             self._noticed.update(fresh)
             announce.append(
-                (
-                    "pause.ignored",
-                    {
-                        "windows": fresh,
-                        "reason": "the service reports no utilization for these windows; "
-                        "their pause thresholds are ignored",
-                    },
+                PauseIgnored(
+                    windows=tuple(fresh),
+                    reason="the service reports no utilization for these windows; "
+                    "their pause thresholds are ignored",
                 )
             )
         return capacity_of(signals, thresholds)
@@ -318,15 +314,12 @@ class Runner:
             return
         self._guessed.update(fresh)
         announce.append(
-            (
-                "cost.guessed",
-                {
-                    "models": fresh,
-                    "guessed_usd": guessed_usd,
-                    "reason": "Claude Code does not know the price of these models and "
-                    "guesses it; the guess is not counted in the run's dollars nor "
-                    "against --max-dollars",
-                },
+            CostGuessed(
+                models=tuple(fresh),
+                guessed_usd=guessed_usd,
+                reason="Claude Code does not know the price of these models and "
+                "guesses it; the guess is not counted in the run's dollars nor "
+                "against --max-dollars",
             )
         )
 
@@ -357,13 +350,10 @@ class Runner:
             plan = plan.merged_with(on_disk)
         if (plan.done_count, plan.total) != before:
             announce.append(
-                (
-                    "plan.updated",
-                    {
-                        "done": plan.done_count,
-                        "total": plan.total,
-                        "open": [item.text for item in plan.open_items],
-                    },
+                PlanUpdated(
+                    done=plan.done_count,
+                    total=plan.total,
+                    open=tuple(item.text for item in plan.open_items),
                 )
             )
         path = record.spec.plan_path
@@ -417,21 +407,18 @@ class Runner:
         before, after = record.state.detour, transition.state.detour
         if after is not None and before is None:
             said.append(
-                (
-                    "profile.switched",
-                    {
-                        "profile": after.profile,
-                        "because": describe(after.awaiting),
-                        "check_at": after.check_at.isoformat(),
-                    },
+                ProfileSwitched(
+                    profile=after.profile,
+                    because=describe(after.awaiting),
+                    check_at=after.check_at,
                 )
             )
         elif before is not None and after is None:
-            said.append(("profile.restored", {"profile": before.profile}))
+            said.append(ProfileRestored(profile=before.profile))
         record = replace(record, state=transition.state, turn_in_flight=None)
         self.store.save(record)
-        for event_type, fields in said:
-            self.events.emit(event_type, **fields)
+        for event in said:
+            self.events.emit(event)
         return record, transition.decision
 
 

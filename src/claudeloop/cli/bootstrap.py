@@ -9,7 +9,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,12 @@ from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
 from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
+from claudeloop.application.events import (
+    Event,
+    ProfileRestored,
+    ProfileSwitched,
+    RunFinished,
+)
 from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
@@ -209,8 +215,20 @@ class Redacted:
         self._sink = sink
         self._redactor = redactor
 
-    def emit(self, event_type: str, **fields: Any) -> None:
-        self._sink.emit(event_type, **self._redactor.data(fields))
+    def emit(self, event: Event) -> None:
+        self._sink.emit(redacted_event(event, self._redactor))
+
+
+def redacted_event(event: Event, redactor: Redactor) -> Event:
+    """The event with every text in it masked (a summary, a reason, a tool's name)."""
+    masked: dict[str, Any] = {}
+    for item in fields(event):
+        value = getattr(event, item.name)
+        if isinstance(value, str):
+            masked[item.name] = redactor.text(value)
+        elif isinstance(value, tuple):
+            masked[item.name] = tuple(redactor.data(list(value)))
+    return replace(event, **masked)
 
 
 def run_redactor(
@@ -244,10 +262,10 @@ class Screen:
     def __init__(self, view: ConsoleView) -> None:
         self._view: ConsoleView | None = view
 
-    def emit(self, event_type: str, **fields: Any) -> None:
+    def emit(self, event: Event) -> None:
         if self._view is not None:
             try:
-                self._view.emit(event_type, **fields)
+                self._view.emit(event)
             except OSError:
                 self.close()
 
@@ -279,19 +297,21 @@ class Advised:
         self._detour = detour
         self.reason: str | None = None
 
-    def emit(self, event_type: str, **fields: Any) -> None:
-        if event_type == "profile.switched":
-            self._detour = str(fields.get("profile"))
-        elif event_type == "profile.restored":
-            self._detour = None
-        outcome = fields.get("outcome") if event_type == "run.finished" else None
-        if outcome == Outcome.BACKEND_MISCONFIGURED.value:
-            self.reason = self._advise(str(fields.get("reason") or ""), self._detour)
-            fields["reason"] = self.reason
-        elif outcome == Outcome.AUTH_FAILED.value and self._auth_fix is not None:
-            self.reason = f"{fields.get('reason')}: {self._auth_fix(self._detour)}"
-            fields["reason"] = self.reason
-        self._sink.emit(event_type, **fields)
+    def emit(self, event: Event) -> None:
+        match event:
+            case ProfileSwitched(profile=profile):
+                self._detour = profile
+            case ProfileRestored():
+                self._detour = None
+            case RunFinished(outcome=Outcome.BACKEND_MISCONFIGURED, reason=reason):
+                self.reason = self._advise(reason, self._detour)
+                event = replace(event, reason=self.reason)
+            case RunFinished(outcome=Outcome.AUTH_FAILED, reason=reason) if self._auth_fix:
+                self.reason = f"{reason}: {self._auth_fix(self._detour)}"
+                event = replace(event, reason=self.reason)
+            case _:
+                pass  # passed on as it is
+        self._sink.emit(event)
 
 
 ProfileInUse = Callable[[str | None], "BackendProfile | None"]
@@ -503,9 +523,7 @@ def _failed(
     ended = replace(latest, state=state)
     for sink in sinks:
         with contextlib.suppress(OSError):
-            sink.emit(
-                "run.finished", outcome=failed.value, exit_code=failed.exit_code, reason=reason
-            )
+            sink.emit(RunFinished(outcome=failed, exit_code=failed.exit_code, reason=reason))
     with contextlib.suppress(OSError):
         directory.save(ended)
     return ended

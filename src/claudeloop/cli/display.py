@@ -8,11 +8,33 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
+
+from claudeloop.application.events import (
+    CostGuessed,
+    Event,
+    NotifyFailed,
+    PauseIgnored,
+    PlanUpdated,
+    ProbeFinished,
+    ProfileRestored,
+    ProfileSwitched,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolsDenied,
+    TurnFailed,
+    TurnFinished,
+    TurnInterrupted,
+    TurnRetrying,
+    TurnStarted,
+    WaitStarted,
+    event_fields,
+)
 
 
 class ConsoleView:
@@ -30,14 +52,15 @@ class ConsoleView:
             )
             self._live.start()
 
-    def emit(self, event_type: str, **fields: Any) -> None:
-        self._status.update(event_type, fields)
-        line = event_line(event_type, fields)
+    def emit(self, event: Event) -> None:
+        self._status.update(event)
+        line = event_line(event)
         if line is None and self._verbose:
             # -v: every event, the ones without a line of their own as their fields.
-            line = f"{event_type}: " + ", ".join(f"{k}={v}" for k, v in fields.items())
-        elif line is not None and self._verbose and event_type == "turn.finished":
-            line += f"\n  summary: {fields.get('summary', '')}"
+            fields = event_fields(event)
+            line = f"{event.type}: " + ", ".join(f"{k}={v}" for k, v in fields.items())
+        elif line is not None and self._verbose and isinstance(event, TurnFinished):
+            line += f"\n  summary: {event.summary}"
         if line is not None and not self._quiet:
             # Lines hold text from elsewhere ([profiles.local], a model's summary): not markup.
             self._console.print(line, markup=False)
@@ -58,18 +81,21 @@ class _Status:
         self.waiting_for = ""
         self.probe_at: datetime | None = None
 
-    def update(self, event_type: str, fields: dict[str, Any]) -> None:
-        if event_type == "turn.started":
-            self.turn = fields.get("turn", self.turn)
-            self.waiting_for = ""
-            self.probe_at = None
-        elif event_type == "turn.finished":
-            self.dollars += float(fields.get("cost_usd") or 0.0)
-        elif event_type == "plan.updated":
-            self.plan = f"plan {fields['done']}/{fields['total']}"
-        elif event_type == "wait.started":
-            self.waiting_for = str(fields.get("capacity", ""))
-            self.probe_at = datetime.fromisoformat(str(fields["probe_at"]))
+    def update(self, event: Event) -> None:
+        match event:
+            case TurnStarted(turn=turn):
+                self.turn = turn
+                self.waiting_for = ""
+                self.probe_at = None
+            case TurnFinished(cost_usd=cost):
+                self.dollars += cost
+            case PlanUpdated(done=done, total=total):
+                self.plan = f"plan {done}/{total}"
+            case WaitStarted(capacity=capacity, probe_at=probe_at):
+                self.waiting_for = capacity
+                self.probe_at = probe_at
+            case _:
+                pass  # the live line shows none of the others
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Text(self.line(options.max_width), style="dim", no_wrap=True, overflow="ellipsis")
@@ -94,77 +120,71 @@ class _Status:
         return f"{head}{awaited}; {countdown}"
 
 
-def event_line(event_type: str, fields: dict[str, Any]) -> str | None:
-    match event_type:
-        case "run.started":
-            return f"claudeloop: run {fields.get('run_id', '')} started in {fields.get('cwd')}"
-        case "run.resumed":
-            return f"claudeloop: resumed (phase {fields.get('phase')})"
-        case "turn.started":
-            return f"turn {fields.get('turn')}: started"
-        case "turn.finished":
-            return _finished_line(fields)
-        case "turn.failed":
-            return f"turn {fields.get('turn')}: failed: {fields.get('reason')}"
-        case "turn.retrying":
-            said = " ".join(str(fields[k]) for k in ("error_status", "error") if fields.get(k))
+def event_line(event: Event) -> str | None:
+    """The line a person sees for an event; None for one only -v shows."""
+    match event:
+        case RunStarted(run_id=run_id, cwd=cwd):
+            return f"claudeloop: run {run_id} started in {cwd}"
+        case RunResumed(phase=phase):
+            return f"claudeloop: resumed (phase {phase})"
+        case TurnStarted(turn=turn):
+            return f"turn {turn}: started"
+        case TurnFinished():
+            return _finished_line(event)
+        case TurnFailed(turn=turn, reason=reason):
+            return f"turn {turn}: failed: {reason}"
+        case TurnRetrying(attempt=attempt, max_retries=max_retries):
+            said = " ".join(str(part) for part in (event.error_status, event.error) if part)
             return (
-                f"Claude Code retries a failed request (attempt {fields.get('attempt')} of "
-                f"{fields.get('max_retries')}{': ' + said if said else ''})"
+                f"Claude Code retries a failed request (attempt {attempt} of "
+                f"{max_retries}{': ' + said if said else ''})"
             )
-        case "turn.interrupted":
-            return f"turn {fields.get('turn')}: interrupted by a crash; sent again"
-        case "cost.guessed":
-            models = ", ".join(str(model) for model in fields.get("models") or [])
-            return f"cost of {models} not counted: Claude Code only guesses its price"
-        case "tools.denied":
-            tools = ", ".join(fields.get("tools", []))
+        case TurnInterrupted(turn=turn):
+            return f"turn {turn}: interrupted by a crash; sent again"
+        case CostGuessed(models=models):
+            return f"cost of {', '.join(models)} not counted: Claude Code only guesses its price"
+        case ToolsDenied(tools=tools):
             return (
-                f"denied tool calls: {tools}. Allow them with --permission-mode "
+                f"denied tool calls: {', '.join(tools)}. Allow them with --permission-mode "
                 "(e.g. bypassPermissions in a sandbox) or permissions.allow in "
                 ".claude/settings.json"
             )
-        case "plan.updated":
-            return f"plan: {fields.get('done')}/{fields.get('total')} items done"
-        case "wait.started":
-            at = datetime.fromisoformat(str(fields["probe_at"]))
-            return f"waiting: {fields.get('capacity')}; next probe at {at:%H:%M:%S} UTC"
-        case "profile.switched":
-            at = datetime.fromisoformat(str(fields["check_at"]))
+        case PlanUpdated(done=done, total=total):
+            return f"plan: {done}/{total} items done"
+        case WaitStarted(capacity=capacity, probe_at=at):
+            return f"waiting: {capacity}; next probe at {at:%H:%M:%S} UTC"
+        case ProfileSwitched(profile=profile, because=because, check_at=at):
             return (
-                f"switched to profile {fields.get('profile')} ({fields.get('because')}); "
+                f"switched to profile {profile} ({because}); "
                 f"asking the run's own backend again at {at:%H:%M:%S} UTC"
             )
-        case "profile.restored":
-            return f"back on the run's own profile (from {fields.get('profile')})"
-        case "pause.ignored":
-            return f"pause thresholds ignored for {', '.join(fields.get('windows', []))}: " + str(
-                fields.get("reason", "")
-            )
-        case "probe.finished":
-            return f"probe: {fields.get('capacity')}"
-        case "run.finished":
-            return (
-                f"claudeloop: {fields.get('outcome')} (exit {fields.get('exit_code')}): "
-                f"{fields.get('reason')}"
-            )
-        case _:
+        case ProfileRestored(profile=profile):
+            return f"back on the run's own profile (from {profile})"
+        case PauseIgnored(windows=windows, reason=reason):
+            return f"pause thresholds ignored for {', '.join(windows)}: {reason}"
+        case ProbeFinished(capacity=capacity):
+            return f"probe: {capacity}"
+        case RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):
+            return f"claudeloop: {outcome.value} (exit {exit_code}): {reason}"
+        case NotifyFailed():
             return None
+        case _:
+            assert_never(event)
 
 
-def _finished_line(fields: dict[str, Any]) -> str:
-    turn = f"turn {fields.get('turn')}"
-    error = str(fields.get("error") or "")
-    if fields.get("sent") is False:
+def _finished_line(event: TurnFinished) -> str:
+    turn = f"turn {event.turn}"
+    error = event.error or ""
+    if not event.sent:
         # Shared capacity kept it from the service: no verdict, no spend, nothing sent.
-        return f"{turn}: held back: {error.removeprefix('not sent: ') or fields.get('capacity')}"
-    cost = f"${float(fields.get('cost_usd') or 0):.4f}"
-    if error and fields.get("verdict") != "refused":
+        return f"{turn}: held back: {error.removeprefix('not sent: ') or event.capacity}"
+    cost = f"${event.cost_usd:.4f}"
+    if error and event.verdict != "refused":
         # Capacity explains nothing here: the verdict is not trusted and the turn is retried.
         return f"{turn}: error: {error[:200]}, {cost}"
-    summary = str(fields.get("summary") or "").strip().splitlines()
+    summary = event.summary.strip().splitlines()
     first = f" — {summary[0][:100]}" if summary else ""
-    return f"{turn}: {fields.get('verdict')}, capacity {fields.get('capacity')}, {cost}{first}"
+    return f"{turn}: {event.verdict}, capacity {event.capacity}, {cost}{first}"
 
 
 def _clock(seconds: float) -> str:
@@ -180,6 +200,6 @@ class Tee:
     def __init__(self, *sinks: Any) -> None:
         self._sinks = sinks
 
-    def emit(self, event_type: str, **fields: Any) -> None:
+    def emit(self, event: Event) -> None:
         for sink in self._sinks:
-            sink.emit(event_type, **fields)
+            sink.emit(event)

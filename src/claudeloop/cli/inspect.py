@@ -19,6 +19,7 @@ from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.application.events import event_from
 from claudeloop.application.summary import status_object
 from claudeloop.cli.commands import (
     find_run,
@@ -136,10 +137,10 @@ def _readable(event: dict[str, Any]) -> str:
     fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
     ts = str(event.get("ts", ""))[:19].replace("T", " ")
     kind = str(event.get("type", "?"))
-    try:
-        line = event_line(kind, fields)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        line = None  # a field of the wrong type (a probe_at that is no date): shown raw
+    typed = event_from(event)
+    # A line of an older claudeloop, or a field of the wrong type (a probe_at that is no
+    # date): shown as it is.
+    line = event_line(typed) if typed is not None else None
     line = line or ", ".join(f"{k}={v}" for k, v in fields.items())
     return f"{ts}  {kind:<15} {line}"
 

@@ -15,6 +15,7 @@ from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import MASK, Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, run_id_problem
+from claudeloop.application.events import RunResumed
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import CreditsExhausted
@@ -120,7 +121,7 @@ def test_time_based_and_plain_names_are_run_ids(run_id: str) -> None:
 def test_events_jsonl_is_owner_only_whatever_the_umask(tmp_path: Path, open_umask: None) -> None:
     directory = RunDirectory.create(tmp_path, "r1")
     log = EventLog(directory, FixedClock(), Redactor())
-    log.emit("run.started")
+    log.emit(RunResumed(phase="waiting"))
     log.close()
     assert directory.events_path.stat().st_mode & 0o777 == 0o600
 

@@ -48,6 +48,7 @@ from claudeloop.adapters.claude_code.transcript import (
     served_since,
 )
 from claudeloop.adapters.redaction import Redactor
+from claudeloop.application.events import TurnRetrying
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals
@@ -175,12 +176,13 @@ class ClaudeCodeGateway:
         status, error = data.get("error_status"), data.get("error")
         if self._events is not None:
             self._events.emit(
-                "turn.retrying",
-                attempt=data.get("attempt"),
-                max_retries=data.get("max_retries"),
-                error_status=status,
-                error=error,
-                retry_delay_ms=data.get("retry_delay_ms"),
+                TurnRetrying(
+                    attempt=data.get("attempt"),
+                    max_retries=data.get("max_retries"),
+                    error_status=status,
+                    error=error,
+                    retry_delay_ms=data.get("retry_delay_ms"),
+                )
             )
         said = " ".join(str(part) for part in (status, error) if part)
         return (

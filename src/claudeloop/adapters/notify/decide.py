@@ -10,10 +10,32 @@ the credits still empty, each start a new wait that says nothing new.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal, assert_never
+
+from claudeloop.application.events import (
+    CostGuessed,
+    Event,
+    NotifyFailed,
+    PauseIgnored,
+    PlanUpdated,
+    ProbeFinished,
+    ProfileRestored,
+    ProfileSwitched,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    ToolsDenied,
+    TurnFailed,
+    TurnFinished,
+    TurnInterrupted,
+    TurnRetrying,
+    TurnStarted,
+    WaitStarted,
+)
+from claudeloop.domain.loop import Outcome
 
 NotifyKind = Literal["done", "blocked", "failed", "wait", "credits"]
 NOTIFY_KINDS: tuple[NotifyKind, ...] = ("done", "blocked", "failed", "wait", "credits")
@@ -50,8 +72,7 @@ class RunSoFar:
 
 
 def notification_for(
-    event_type: str,
-    fields: Mapping[str, Any],
+    event: Event,
     run: RunSoFar,
     *,
     on: Collection[str] = NOTIFY_KINDS,
@@ -59,32 +80,44 @@ def notification_for(
     """The notification an event calls for (None: nothing to tell, or a kind not in
     `on`), and the run as it stands after the event."""
     notification: Notification | None = None
-    match event_type:
-        case "turn.finished" | "probe.finished":
-            run = replace(run, dollars=run.dollars + _number(fields.get("cost_usd")))
-        case "plan.updated":
-            run = replace(
-                run, plan=(int(_number(fields.get("done"))), int(_number(fields.get("total"))))
-            )
-        case "turn.started":
+    match event:
+        case TurnFinished(cost_usd=cost) | ProbeFinished(cost_usd=cost):
+            run = replace(run, dollars=run.dollars + cost)
+        case PlanUpdated(done=done, total=total):
+            run = replace(run, plan=(done, total))
+        case TurnStarted():
             run = replace(run, told_wait=None)
-        case "wait.started":
-            capacity = str(fields.get("capacity") or "capacity")
+        case WaitStarted(capacity=capacity, probe_at=probe_at):
+            capacity = capacity or "capacity"
             awaited = "credits" if _is_credits(capacity) else capacity
             if awaited != run.told_wait:
-                notification = _wait(capacity, str(fields.get("probe_at") or ""), run)
+                notification = _wait(capacity, probe_at, run)
             run = replace(run, told_wait=awaited)
-        case "run.finished":
-            notification = _finished(fields, run)
+        case RunFinished():
+            notification = _finished(event, run)
             run = replace(run, told_wait=None)
+        case (
+            RunStarted()
+            | RunResumed()
+            | TurnRetrying()
+            | TurnFailed()
+            | TurnInterrupted()
+            | ToolsDenied()
+            | CostGuessed()
+            | PauseIgnored()
+            | ProfileSwitched()
+            | ProfileRestored()
+            | NotifyFailed()
+        ):
+            pass  # nothing a person needs to hear of
         case _:
-            pass
+            assert_never(event)
     if notification is not None and notification.kind not in on:
         notification = None
     return notification, run
 
 
-def _wait(capacity: str, probe_at: str, run: RunSoFar) -> Notification:
+def _wait(capacity: str, probe_at: datetime, run: RunSoFar) -> Notification:
     probe = _instant(probe_at)
     where = f"So far: {run.progress}. Project: {run.cwd}"
     if _is_credits(capacity):
@@ -109,18 +142,18 @@ def _wait(capacity: str, probe_at: str, run: RunSoFar) -> Notification:
     )
 
 
-def _finished(fields: Mapping[str, Any], run: RunSoFar) -> Notification:
-    outcome = str(fields.get("outcome") or "failed")
-    reason = str(fields.get("reason") or "").strip() or "no reason given"
+def _finished(event: RunFinished, run: RunSoFar) -> Notification:
+    outcome = event.outcome
+    reason = event.reason.strip() or "no reason given"
     resume = f"claudeloop resume --run-id {run.run_id} --cwd {shlex.quote(run.cwd)}"
-    if outcome == "done":
+    if outcome is Outcome.DONE:
         return Notification(
             kind="done",
             title=f"claudeloop: run {run.run_id} done — {run.progress}",
             body=f"{reason}\nProject: {run.cwd}",
             level="success",
         )
-    if outcome == "blocked":
+    if outcome is Outcome.BLOCKED:
         return Notification(
             kind="blocked",
             title=f"claudeloop: run {run.run_id} blocked — {run.progress}",
@@ -130,8 +163,8 @@ def _finished(fields: Mapping[str, Any], run: RunSoFar) -> Notification:
     return Notification(
         kind="failed",
         title=(
-            f"claudeloop: run {run.run_id} ended: {outcome} "
-            f"(exit {fields.get('exit_code', '?')}) — {run.progress}"
+            f"claudeloop: run {run.run_id} ended: {outcome.value} "
+            f"(exit {event.exit_code}) — {run.progress}"
         ),
         body=f"{reason}\nTo go on: {resume}",
         level="failure",
@@ -142,19 +175,7 @@ def _is_credits(capacity: str) -> bool:
     return capacity.startswith("credits")
 
 
-def _instant(text: str) -> str:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return text or "an unknown time"
+def _instant(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
-
-
-def _number(value: object) -> float:
-    if isinstance(value, bool):
-        return 0.0
-    if isinstance(value, int | float):
-        return float(value)
-    return 0.0

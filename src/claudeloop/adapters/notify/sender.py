@@ -27,6 +27,7 @@ from claudeloop.adapters.notify.decide import (
 from claudeloop.adapters.notify.urls import MASK, masked_url, url_secrets
 from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import Redactor
+from claudeloop.application.events import Event, NotifyFailed
 from claudeloop.application.ports import EventSink
 
 INSTALL_HINT = "pip install 'claudeloop[notify]'"
@@ -126,7 +127,7 @@ class Notifier:
         )
         self._flush_seconds = flush_seconds
         self._outbox: queue.Queue[Notification | None] = queue.Queue()
-        self._failed: queue.SimpleQueue[dict[str, str]] = queue.SimpleQueue()
+        self._failed: queue.SimpleQueue[NotifyFailed] = queue.SimpleQueue()
         self._closed = False
         self._log_handler = _DebugLogHandler(
             debug_log, redactor, tuple(targets.urls), _secrets_of(targets.urls)
@@ -137,13 +138,10 @@ class Notifier:
         )
         self._thread.start()
 
-    def emit(self, event_type: str, **fields: Any) -> None:
+    def emit(self, event: Event) -> None:
         if self._closed:
             return
-        try:
-            notification, self._run = notification_for(event_type, fields, self._run, on=self._on)
-        except (TypeError, ValueError):
-            notification = None  # an event of a shape it does not know: nothing to tell
+        notification, self._run = notification_for(event, self._run, on=self._on)
         if notification is not None:
             self._outbox.put(
                 replace(
@@ -165,11 +163,12 @@ class Notifier:
             # The one in flight, and those queued behind it (the end marker aside).
             left = self._outbox.qsize()
             self._failures.emit(
-                "notify.failed",
-                service="all",
-                kind="",
-                reason=f"{left} notification(s) still unsent {self._flush_seconds:g} s after "
-                "the run ended; given up",
+                NotifyFailed(
+                    service="all",
+                    kind="",
+                    reason=f"{left} notification(s) still unsent {self._flush_seconds:g} s "
+                    "after the run ended; given up",
+                )
             )
         self._report_failures()
         _detach(self._log_handler)
@@ -184,11 +183,11 @@ class Notifier:
                     service.send(notification)
                 except Exception as error:  # a notification must never end the run
                     self._failed.put(
-                        {
-                            "service": service.name,
-                            "kind": notification.kind,
-                            "reason": _one_line(str(error) or type(error).__name__),
-                        }
+                        NotifyFailed(
+                            service=service.name,
+                            kind=notification.kind,
+                            reason=_one_line(str(error) or type(error).__name__),
+                        )
                     )
 
     def _report_failures(self) -> None:
@@ -198,7 +197,7 @@ class Notifier:
                 failure = self._failed.get_nowait()
             except queue.Empty:
                 return
-            self._failures.emit("notify.failed", **failure)
+            self._failures.emit(failure)
 
 
 class _DebugLogHandler(logging.Handler):

@@ -25,6 +25,7 @@ from claudeloop.adapters.run_directory.codec import (
     record_to_json,
 )
 from claudeloop.adapters.run_directory.redacted import redacted_record
+from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import Clock
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.loop import ControlCommand
@@ -193,14 +194,14 @@ class EventLog:
             self._handle.write("\n")
             self._handle.flush()
 
-    def emit(self, event_type: str, **fields: Any) -> None:
-        event = {
-            **{key: _capped(value) for key, value in fields.items()},
+    def emit(self, event: Event) -> None:
+        line_fields = {
+            **{key: _capped(value) for key, value in event_fields(event).items()},
             "ts": self._clock.now().isoformat(),
             "run_id": self._directory.run_id,
-            "type": event_type,
+            "type": event.type,
         }
-        line = json.dumps(self._redactor.data(event), ensure_ascii=False)
+        line = json.dumps(self._redactor.data(line_fields), ensure_ascii=False)
         self._handle.write(line + "\n")
         self._handle.flush()
 

@@ -1,0 +1,255 @@
+"""What a run says as it goes: one frozen dataclass per event, and the closed union of them.
+
+The runner says most of them, once the record that holds what they report is saved; the
+Claude Code gateway says `turn.retrying` mid-turn and the notifier `notify.failed`. Each
+class's `type` is its name in events.jsonl, and its fields are that line's fields, in
+order: `event_fields` writes them, `event_from` reads a line back (None for a line of
+an older claudeloop or of the wrong shape, which `claudeloop logs` shows as it is).
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+from datetime import datetime
+from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+
+from claudeloop.domain.loop import Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    type: ClassVar[str] = "run.started"
+    run_id: str
+    cwd: str
+    plan: str | None
+    profile: str
+    model: str | None
+    permission_mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunResumed:
+    type: ClassVar[str] = "run.resumed"
+    phase: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    type: ClassVar[str] = "turn.started"
+    turn: int
+    session_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    type: ClassVar[str] = "turn.finished"
+    turn: int
+    capacity: str
+    # done, continue, blocked, ... or "refused": a refused turn's verdict means nothing.
+    verdict: str
+    summary: str
+    cost_usd: float
+    session_id: str | None
+    denied_tools: tuple[str, ...]
+    # What the screen needs to say "held back" or "error", not a verdict. Written since
+    # 2026-12-01: a line from before reads as a sent turn with no error.
+    sent: bool = True
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRetrying:
+    """As the CLI's api_retry message says it: any of it may be missing."""
+
+    type: ClassVar[str] = "turn.retrying"
+    attempt: int | None
+    max_retries: int | None
+    error_status: int | None
+    error: str | None
+    retry_delay_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFailed:
+    type: ClassVar[str] = "turn.failed"
+    turn: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInterrupted:
+    type: ClassVar[str] = "turn.interrupted"
+    turn: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsDenied:
+    type: ClassVar[str] = "tools.denied"
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CostGuessed:
+    type: ClassVar[str] = "cost.guessed"
+    models: tuple[str, ...]
+    guessed_usd: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PauseIgnored:
+    type: ClassVar[str] = "pause.ignored"
+    windows: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    type: ClassVar[str] = "plan.updated"
+    done: int
+    total: int
+    open: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitStarted:
+    type: ClassVar[str] = "wait.started"
+    capacity: str
+    probe_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFinished:
+    type: ClassVar[str] = "probe.finished"
+    capacity: str
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSwitched:
+    type: ClassVar[str] = "profile.switched"
+    profile: str
+    because: str
+    check_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRestored:
+    type: ClassVar[str] = "profile.restored"
+    profile: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyFailed:
+    type: ClassVar[str] = "notify.failed"
+    service: str
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    type: ClassVar[str] = "run.finished"
+    outcome: Outcome
+    exit_code: int
+    reason: str
+
+
+Event = (
+    RunStarted
+    | RunResumed
+    | TurnStarted
+    | TurnFinished
+    | TurnRetrying
+    | TurnFailed
+    | TurnInterrupted
+    | ToolsDenied
+    | CostGuessed
+    | PauseIgnored
+    | PlanUpdated
+    | WaitStarted
+    | ProbeFinished
+    | ProfileSwitched
+    | ProfileRestored
+    | NotifyFailed
+    | RunFinished
+)
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.type: cls for cls in get_args(Event)}
+
+
+def event_fields(event: Event) -> dict[str, Any]:
+    """The event's fields as events.jsonl holds them (JSON values, in the class's order)."""
+    return {field.name: _json(getattr(event, field.name)) for field in fields(event)}
+
+
+def _json(value: object) -> object:
+    if isinstance(value, tuple):
+        return [_json(item) for item in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def event_from(line: Mapping[str, Any]) -> Event | None:
+    """The event a line of events.jsonl holds; None when its type is unknown or a field
+    is missing or of the wrong type (an older claudeloop's line, a hand-edited one)."""
+    cls = EVENT_TYPES.get(str(line.get("type")))
+    if cls is None:
+        return None
+    hints = get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for field in fields(cls):
+        if field.name not in line:
+            if field.default is MISSING:
+                return None
+            continue  # a field added since that line was written: its default
+
+        value = _typed(line[field.name], hints[field.name])
+        if value is _WRONG:
+            return None
+        values[field.name] = value
+    return cls(**values)
+
+
+_WRONG = object()
+
+
+def _typed(value: Any, hint: Any) -> Any:
+    """`value` read as `hint` (one of the few types events hold), or _WRONG."""
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        for option in get_args(hint):
+            typed = _typed(value, option)
+            if typed is not _WRONG:
+                return typed
+        return _WRONG
+    if hint is type(None):
+        return None if value is None else _WRONG
+    if origin is tuple:
+        if not isinstance(value, list):
+            return _WRONG
+        items = [_typed(item, get_args(hint)[0]) for item in value]
+        return _WRONG if _WRONG in items else tuple(items)
+    if hint is datetime:
+        try:
+            return datetime.fromisoformat(value) if isinstance(value, str) else _WRONG
+        except ValueError:
+            return _WRONG
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            return _WRONG
+    if hint is float:
+        numeric = isinstance(value, int | float) and not isinstance(value, bool)
+        return float(value) if numeric else _WRONG
+    if hint is int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else _WRONG
+    return value if isinstance(value, hint) else _WRONG
