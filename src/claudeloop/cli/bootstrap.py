@@ -136,7 +136,7 @@ def make_gateway(
         control=directory,
         events=events,
     )
-    chosen: Gateway = Unbilled(gateway) if backend.zero_cost else gateway
+    chosen: Gateway = UnbilledGateway(gateway) if backend.zero_cost else gateway
     if capacity_dir is None:
         return chosen
     return _sharing(chosen, directory, spec, backend, capacity_dir)
@@ -177,7 +177,7 @@ def _detour_gateways(
     return gateway_of
 
 
-class Unbilled:
+class UnbilledGateway:
     """A gateway whose turns and probes cost nothing: the CLI prices a local model with
     Anthropic's price table, which says nothing true about the user's own machine."""
 
