@@ -65,14 +65,15 @@ class Runner:
     plans: PlanFiles | None = None
     # Gateways of other profiles, for a limit policy that switches profile.
     profiles: Callable[[str], Gateway] | None = None
+    # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
-    _noticed: set[str] = field(default_factory=set)
+    _noticed: set[str] = field(default_factory=set, init=False)
     # Models whose price the CLI guessed, already reported: say it once.
-    _guessed: set[str] = field(default_factory=set)
-    _others: dict[str, Gateway] = field(default_factory=dict)
+    _guessed: set[str] = field(default_factory=set, init=False)
+    _others: dict[str, Gateway] = field(default_factory=dict, init=False)
     # When the turn a crash cut off began: what the service answered of it since is
     # billed with the turn sent again (see Gateway.run_turn).
-    _interrupted_at: datetime | None = None
+    _interrupted_at: datetime | None = field(default=None, init=False)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
