@@ -27,6 +27,7 @@ import click
 from claudeloop.adapters.backend_http import reach
 from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
 from claudeloop.adapters.config.profiles import BackendProfile, resolve_profile
+from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
@@ -229,16 +230,7 @@ def _credentials_check(checks: list[Check], backend: BackendProfile) -> None:
         return
     env: Mapping[str, str] = {**os.environ, **backend.env}
     kinds = [
-        label
-        for name, label in (
-            ("CLAUDE_CODE_OAUTH_TOKEN", "OAuth token (CLAUDE_CODE_OAUTH_TOKEN)"),
-            ("ANTHROPIC_API_KEY", "API key (ANTHROPIC_API_KEY)"),
-            ("ANTHROPIC_AUTH_TOKEN", "auth token (ANTHROPIC_AUTH_TOKEN)"),
-            ("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock (CLAUDE_CODE_USE_BEDROCK)"),
-            ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI (CLAUDE_CODE_USE_VERTEX)"),
-            ("CLAUDE_CODE_USE_FOUNDRY", "Microsoft Foundry (CLAUDE_CODE_USE_FOUNDRY)"),
-        )
-        if env.get(name)
+        f"{label} ({name})" for name, label in {**CREDENTIALS, **PROVIDERS}.items() if env.get(name)
     ]
     config_dir = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
     login = config_dir / ".credentials.json"
