@@ -46,6 +46,7 @@ from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.text import first_line
 from claudeloop.domain.waiting import trusted_probe_instant
 
 # What one event says: its type and fields, emitted once the record that holds what it
@@ -252,7 +253,11 @@ class Runner:
             marker=spec.done_marker,
             marker_fallback=spec.marker_fallback,
         )
-        error = _first_line(outcome.signals.result_text) if outcome.signals.is_error else None
+        error = (
+            first_line(outcome.signals.result_text, longest=300, empty="no detail")
+            if outcome.signals.is_error
+            else None
+        )
         transition = decide_after_turn(
             record.state,
             capacity=capacity,
@@ -442,8 +447,3 @@ def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, f
     if outcome.session_id and outcome.session_id != record.session_id:
         record = replace(record, session_id=outcome.session_id)
     return record, outcome.cost_usd if outcome.billed else 0.0
-
-
-def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0][:300] if lines else "no detail"

@@ -34,6 +34,7 @@ from claudeloop.application.ports import ProbeOutcome
 from claudeloop.cli.backend_advice import advise, auth_fix
 from claudeloop.cli.bootstrap import cli_path_from_environment
 from claudeloop.cli.commands import working_directory
+from claudeloop.domain.text import first_line
 
 Status = Literal["ok", "warn", "fail", "skip"]
 ANTHROPIC_API = "https://api.anthropic.com"
@@ -336,6 +337,7 @@ def _model_check(
             )
         last_words = _last_line(log)
     signals = outcome.signals
+    detail = first_line(signals.result_text, longest=200, empty="no detail")
     name = f"'{model}'" if model else "the default model"
     capacity = classify(signals)
     match capacity:
@@ -344,7 +346,7 @@ def _model_check(
             return Check(
                 "model",
                 "fail",
-                f"the probe ended in an error: {_first_line(signals.result_text)}",
+                f"the probe ended in an error: {detail}",
                 "run `claude -p hi` with the same environment to see why",
             )
         case Available() if signals.result_text.strip():
@@ -365,11 +367,7 @@ def _model_check(
                 "model",
                 "fail",
                 "the credentials were refused "
-                + (
-                    "(401)"
-                    if signals.api_error_status == 401
-                    else f"({_first_line(signals.result_text)})"
-                ),
+                + ("(401)" if signals.api_error_status == 401 else f"({detail})"),
                 auth_fix(backend),
             )
         case CreditsExhausted():
@@ -387,11 +385,6 @@ def _model_check(
                 "nothing to configure: a run waits for it and probes",
             )
     return Check("model", "fail", describe(capacity))
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:200] if lines else "no detail"
 
 
 def _last_line(log: Path) -> str:

@@ -28,6 +28,7 @@ from claudeloop.adapters.notify.urls import MASK, masked_url, url_secrets
 from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.ports import EventSink
+from claudeloop.domain.text import first_line
 
 INSTALL_HINT = "pip install 'claudeloop[notify]'"
 SERVICES_PAGE = "https://github.com/caronc/apprise/wiki"
@@ -187,7 +188,7 @@ class Notifier:
                         {
                             "service": service.name,
                             "kind": notification.kind,
-                            "reason": _one_line(str(error) or type(error).__name__),
+                            "reason": first_line(str(error) or type(error).__name__, longest=300),
                         }
                     )
 
@@ -226,7 +227,7 @@ class _DebugLogHandler(logging.Handler):
                 text = text.replace(url, masked_url(url))
             for secret in self._secrets:
                 text = text.replace(secret, MASK)
-            line = f"[notify] {record.levelname.lower()}: {_one_line(text)}"
+            line = f"[notify] {record.levelname.lower()}: {first_line(text, longest=300)}"
             append_line(self._path, self._redactor.text(line))
         except Exception:  # losing a debug line must never end a run
             return
@@ -259,8 +260,3 @@ def _quiet_apprise() -> Iterator[None]:
 def _secrets_of(urls: Sequence[str]) -> tuple[str, ...]:
     found = {secret for url in urls for secret in url_secrets(url)}
     return tuple(sorted(found, key=len, reverse=True))
-
-
-def _one_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0][:300] if lines else ""

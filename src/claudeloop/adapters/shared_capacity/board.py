@@ -29,6 +29,7 @@ from claudeloop.adapters import credentials
 from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.application.ports import Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals, WindowUsage
+from claudeloop.domain.text import first_line
 
 STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -230,11 +231,6 @@ def sighting_from_json(text: str) -> Sighting | None:
         return None
 
 
-def first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0][:_LONGEST_TEXT] if lines else ""
-
-
 def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
     return {
         "rate_limit_status": signals.rate_limit_status,
@@ -247,7 +243,9 @@ def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
         "api_error_status": signals.api_error_status,
         "assistant_error": signals.assistant_error,
         # An error's first line only: a result is the model's work, not capacity.
-        "result_text": first_line(signals.result_text) if signals.is_error else "",
+        "result_text": first_line(signals.result_text, longest=_LONGEST_TEXT)
+        if signals.is_error
+        else "",
         "local_backend": signals.local_backend,
         "is_error": signals.is_error,
         "windows": [
