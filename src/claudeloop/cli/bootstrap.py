@@ -74,13 +74,6 @@ def backend_for(profile: BackendProfile) -> Backend:
     )
 
 
-def default_backend() -> Backend:
-    """Claude Code as the user's own `claude` reaches it: the inherited environment."""
-    from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
-
-    return backend_for(DEFAULT_BACKEND)
-
-
 def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:
     clock = SystemClock()
     now = clock.now()
