@@ -284,7 +284,6 @@ class ClaudeCodeGateway:
             guessed_cost_usd=price.guessed_usd,
             guessed_models=price.guessed_models,
             session_id=reading.session_id,
-            usage=reading.usage,
             denied_tools=reading.denied_tools,
             failure=failure,
         )
