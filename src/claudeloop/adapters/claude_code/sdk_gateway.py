@@ -40,7 +40,7 @@ from claudeloop.adapters.claude_code.pricing import (
     lost_price,
     turn_price,
 )
-from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
+from claudeloop.adapters.claude_code.reading import TurnReading, read_turn
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.claude_code.transcript import (
     ServedRequest,
