@@ -152,7 +152,7 @@ def _cli_check(checks: list[Check]) -> Path | None:
             )
         )
         return None
-    version = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+    version = first_line(done.stdout, longest=200)
     version = version.removesuffix(" (Claude Code)")
     if done.returncode != 0 or not version:
         checks.append(
