@@ -22,7 +22,7 @@ from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import (
     Advised,
-    Unbilled,
+    UnbilledGateway,
     advice,
     auth_advice,
     backend_for,
@@ -64,7 +64,7 @@ class PricedGateway:
 
 def test_an_unbilled_gateway_reports_no_cost() -> None:
     inner = PricedGateway()
-    gateway = Unbilled(inner)
+    gateway = UnbilledGateway(inner)
 
     async def use() -> tuple[TurnOutcome, ProbeOutcome]:
         turn = await gateway.run_turn("go", session_id=None)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.notify.sender import NotifyTargets
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap import create_directory, default_backend, drive, new_record
+from claudeloop.cli.bootstrap import backend_for, create_directory, drive, new_record
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
@@ -104,7 +105,7 @@ def run_to_the_end(tmp_path: Path, urls: tuple[str, ...]) -> tuple[Outcome | Non
     ended = drive(
         directory,
         record,
-        backend=default_backend(),
+        backend=backend_for(DEFAULT_BACKEND),
         resumed=False,
         quiet=True,
         gateway=FinishingGateway(),

@@ -52,7 +52,6 @@ def test_two_turns_write_files_and_stay_on_one_session(tmp_path: Path) -> None:
     for outcome in (first, second, third):
         assert outcome.failure is None, outcome.failure
         assert outcome.cost_usd > 0
-        assert outcome.usage["output_tokens"] > 0
         assert outcome.denied_tools == ()
         assert classify(outcome.signals) == Available()
     assert first.structured is not None

@@ -19,7 +19,7 @@ GUIDE = ROOT / "AGENTS.md"
 SPEAKERS = (
     ROOT / "src" / "claudeloop" / "application" / "runner.py",
     ROOT / "src" / "claudeloop" / "adapters" / "notify" / "sender.py",
-    ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "gateway.py",
+    ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "sdk_gateway.py",
 )
 _EVENT = re.compile(r"^[a-z]+\.[a-z_]+$")
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from claudeloop.adapters import credentials
 from claudeloop.rehearsal import RehearsalServer, load_scenario
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -30,14 +31,12 @@ FAST_WAITS = [
     "--credits-probe-ceiling", "3s",
     "--max-wait", "2m",
 ]  # fmt: skip
+# What of the user's own setup a test's CLI must not see: it talks to the rehearsal only.
 CREDENTIAL_VARIABLES = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_OAUTH_TOKEN",
+    *credentials.CREDENTIAL_VARIABLES,
+    *credentials.PROVIDER_VARIABLES,
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_MODEL",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
 )
 
 

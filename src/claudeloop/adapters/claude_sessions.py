@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from claudeloop.domain.signals import instant_from_epoch
+from claudeloop.domain.text import first_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +23,7 @@ def list_claude_sessions(cwd: Path, limit: int) -> list[ClaudeSession]:
     return [
         ClaudeSession(
             session_id=info.session_id,
-            summary=(info.summary or "").strip().splitlines()[0][:100] if info.summary else "",
+            summary=first_line(info.summary or "", longest=100),
             last_modified=instant_from_epoch(info.last_modified),
         )
         for info in list_sessions(directory=str(cwd), limit=limit)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from claudeloop.application.events import Event
 from claudeloop.application.records import RunRecord
@@ -30,7 +30,6 @@ class TurnOutcome:
     final_text: str
     cost_usd: float
     session_id: str | None
-    usage: dict[str, Any] = field(default_factory=dict)
     # Tools the permission mode refused during the turn, so the user can be told how to
     # allow them.
     denied_tools: tuple[str, ...] = ()

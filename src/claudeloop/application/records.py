@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
@@ -56,7 +55,6 @@ class RunRecord:
     # knows the driver stopped mid-turn, says so, and sends that turn again under the
     # same number; no turn number is ever recorded or reported finished twice.
     turn_in_flight: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

@@ -64,6 +64,7 @@ from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.text import first_line
 from claudeloop.domain.waiting import trusted_probe_instant
 
 # An event emitted once the record that holds what it reports is saved (a kill in
@@ -83,14 +84,15 @@ class Runner:
     plans: PlanFiles | None = None
     # Gateways of other profiles, for a limit policy that switches profile.
     profiles: Callable[[str], Gateway] | None = None
+    # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
-    _noticed: set[str] = field(default_factory=set)
+    _noticed: set[str] = field(default_factory=set, init=False)
     # Models whose price the CLI guessed, already reported: say it once.
-    _guessed: set[str] = field(default_factory=set)
-    _others: dict[str, Gateway] = field(default_factory=dict)
+    _guessed: set[str] = field(default_factory=set, init=False)
+    _others: dict[str, Gateway] = field(default_factory=dict, init=False)
     # When the turn a crash cut off began: what the service answered of it since is
     # billed with the turn sent again (see Gateway.run_turn).
-    _interrupted_at: datetime | None = None
+    _interrupted_at: datetime | None = field(default=None, init=False)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -255,7 +257,11 @@ class Runner:
             marker=spec.done_marker,
             marker_fallback=spec.marker_fallback,
         )
-        error = _first_line(outcome.signals.result_text) if outcome.signals.is_error else None
+        error = (
+            first_line(outcome.signals.result_text, longest=300, empty="no detail")
+            if outcome.signals.is_error
+            else None
+        )
         transition = decide_after_turn(
             record.state,
             capacity=capacity,
@@ -428,8 +434,3 @@ def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, f
     if outcome.session_id and outcome.session_id != record.session_id:
         record = replace(record, session_id=outcome.session_id)
     return record, outcome.cost_usd if outcome.billed else 0.0
-
-
-def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0][:300] if lines else "no detail"

@@ -80,13 +80,6 @@ def backend_for(profile: BackendProfile) -> Backend:
     )
 
 
-def default_backend() -> Backend:
-    """Claude Code as the user's own `claude` reaches it: the inherited environment."""
-    from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
-
-    return backend_for(DEFAULT_BACKEND)
-
-
 def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:
     clock = SystemClock()
     now = clock.now()
@@ -142,7 +135,7 @@ def make_gateway(
         control=directory,
         events=events,
     )
-    chosen: Gateway = Unbilled(gateway) if backend.zero_cost else gateway
+    chosen: Gateway = UnbilledGateway(gateway) if backend.zero_cost else gateway
     if capacity_dir is None:
         return chosen
     return _sharing(chosen, directory, spec, backend, capacity_dir)
@@ -183,7 +176,7 @@ def _detour_gateways(
     return gateway_of
 
 
-class Unbilled:
+class UnbilledGateway:
     """A gateway whose turns and probes cost nothing: the CLI prices a local model with
     Anthropic's price table, which says nothing true about the user's own machine."""
 

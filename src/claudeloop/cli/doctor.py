@@ -26,6 +26,7 @@ import click
 from claudeloop.adapters.backend_http import reach
 from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
 from claudeloop.adapters.config.profiles import BackendProfile, resolve_profile
+from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
@@ -33,6 +34,7 @@ from claudeloop.cli.backend_advice import advise, auth_fix
 from claudeloop.cli.bootstrap import cli_path_from_environment
 from claudeloop.cli.commands import working_directory
 from claudeloop.cli.output import print_json
+from claudeloop.domain.text import first_line
 
 Status = Literal["ok", "warn", "fail", "skip"]
 ANTHROPIC_API = "https://api.anthropic.com"
@@ -146,7 +148,7 @@ def _cli_check(checks: list[Check]) -> Path | None:
             )
         )
         return None
-    version = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+    version = first_line(done.stdout, longest=200)
     version = version.removesuffix(" (Claude Code)")
     if done.returncode != 0 or not version:
         checks.append(
@@ -225,16 +227,7 @@ def _credentials_check(checks: list[Check], backend: BackendProfile) -> None:
         return
     env: Mapping[str, str] = {**os.environ, **backend.env}
     kinds = [
-        label
-        for name, label in (
-            ("CLAUDE_CODE_OAUTH_TOKEN", "OAuth token (CLAUDE_CODE_OAUTH_TOKEN)"),
-            ("ANTHROPIC_API_KEY", "API key (ANTHROPIC_API_KEY)"),
-            ("ANTHROPIC_AUTH_TOKEN", "auth token (ANTHROPIC_AUTH_TOKEN)"),
-            ("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock (CLAUDE_CODE_USE_BEDROCK)"),
-            ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI (CLAUDE_CODE_USE_VERTEX)"),
-            ("CLAUDE_CODE_USE_FOUNDRY", "Microsoft Foundry (CLAUDE_CODE_USE_FOUNDRY)"),
-        )
-        if env.get(name)
+        f"{label} ({name})" for name, label in {**CREDENTIALS, **PROVIDERS}.items() if env.get(name)
     ]
     config_dir = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
     login = config_dir / ".credentials.json"
@@ -340,6 +333,7 @@ def _model_check(
             )
         last_words = _last_line(log)
     signals = outcome.signals
+    detail = first_line(signals.result_text, longest=200, empty="no detail")
     name = f"'{model}'" if model else "the default model"
     capacity = classify(signals)
     match capacity:
@@ -348,7 +342,7 @@ def _model_check(
             return Check(
                 "model",
                 "fail",
-                f"the probe ended in an error: {_first_line(signals.result_text)}",
+                f"the probe ended in an error: {detail}",
                 "run `claude -p hi` with the same environment to see why",
             )
         case Available() if signals.result_text.strip():
@@ -369,11 +363,7 @@ def _model_check(
                 "model",
                 "fail",
                 "the credentials were refused "
-                + (
-                    "(401)"
-                    if signals.api_error_status == 401
-                    else f"({_first_line(signals.result_text)})"
-                ),
+                + ("(401)" if signals.api_error_status == 401 else f"({detail})"),
                 auth_fix(backend),
             )
         case CreditsExhausted():
@@ -391,11 +381,6 @@ def _model_check(
                 "nothing to configure: a run waits for it and probes",
             )
     return Check("model", "fail", describe(capacity))
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:200] if lines else "no detail"
 
 
 def _last_line(log: Path) -> str:

@@ -32,6 +32,7 @@ from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import print_json
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.text import first_line
 
 
 def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
@@ -79,7 +80,7 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     if data["plan"]:
         lines.append(f"plan: {data['plan']['done']}/{data['plan']['total']} items done")
     if data["summary"]:
-        lines.append(f"last summary: {data['summary'].strip().splitlines()[0][:200]}")
+        lines.append(f"last summary: {first_line(data['summary'], longest=200)}")
     click.echo("\n".join(lines))
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import click
 
 from claudeloop.adapters.config.profiles import DUMMY_TOKEN, BackendProfile
+from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
@@ -43,12 +44,11 @@ REHEARSAL_POLICY = WaitPolicyConfig(
     max_wait=timedelta(minutes=2),
 )
 # Credential variables that must not reach the rehearsal: it needs none, and a real key
-# has no business on a loopback server.
+# has no business on a loopback server; nor a provider or a model of the user's setup.
+# The OAuth token is blanked too, then set to the rehearsal's own.
 BLANKED = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
+    *CREDENTIAL_VARIABLES,
+    *PROVIDER_VARIABLES,
     "ANTHROPIC_MODEL",
     "ANTHROPIC_SMALL_FAST_MODEL",
 )

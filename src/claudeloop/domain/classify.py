@@ -36,6 +36,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.text import first_line
 
 _CONNECTION_REFUSED = re.compile(
     r"connection refused|econnrefused|unable to connect|connection error|could not connect"
@@ -94,21 +95,22 @@ def backend_misconfiguration(signals: TurnSignals) -> str | None:
     if error is None and status is None:
         return None
     text = signals.result_text
+    detail = first_line(text, longest=200, empty="no detail")
     if (
         error == "model_not_found"
         or (status == 400 and _UNKNOWN_MODEL.search(text))
         or (_cooldown(signals) and signals.error_code == "model_not_found")
     ):
-        return f"the model was not found ({_first_line(text)})"
+        return f"the model was not found ({detail})"
     # The CLI reports a connection that failed with an error and no HTTP status.
     if error is not None and status is None and _CONNECTION_REFUSED.search(text):
-        return f"the server is unreachable ({_first_line(text)})"
+        return f"the server is unreachable ({detail})"
     if not signals.local_backend:
         return None
     if status == 404:
-        return f"the endpoint or model was not found ({_first_line(text)})"
+        return f"the endpoint or model was not found ({detail})"
     if status == 500 and _LOAD_FAILED.search(text):
-        return f"the model failed to load ({_first_line(text)})"
+        return f"the model failed to load ({detail})"
     if _PROMPT_TOO_LONG.search(text) and (error == "invalid_request" or status == 400):
         return "the prompt is too long for the model's context window"
     return None
@@ -163,8 +165,3 @@ def _service_failed(signals: TurnSignals) -> bool:
     return (status is not None and (status >= 500 or status == 529)) or (
         signals.assistant_error in _SERVER_ERRORS
     )
-
-
-def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else "no detail"
-    return line[:200]

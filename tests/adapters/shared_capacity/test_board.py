@@ -122,6 +122,24 @@ def test_the_account_is_the_base_url_the_credential_and_the_model() -> None:
     assert account_key({**base, "CLAUDE_CODE_USE_BEDROCK": "1"}, None) != key
 
 
+def test_a_foundry_account_is_not_the_anthropic_account_of_the_same_key() -> None:
+    base = {"ANTHROPIC_API_KEY": "key-a"}
+    assert account_key({**base, "CLAUDE_CODE_USE_FOUNDRY": "1"}, None) != account_key(base, None)
+
+
+def test_the_account_key_is_the_one_earlier_versions_wrote() -> None:
+    # Loops of an older claudeloop on the same account keep sharing the same record.
+    every = {
+        "ANTHROPIC_API_KEY": "key-a",
+        "CLAUDE_CODE_OAUTH_TOKEN": "tok",
+        "ANTHROPIC_AUTH_TOKEN": "auth",
+        "CLAUDE_CODE_USE_VERTEX": "1",
+        "CLAUDE_CODE_USE_BEDROCK": "1",
+    }
+    assert account_key(every, "claude-sonnet-4-5") == "da26d2eb9fccf4d8"
+    assert account_key({"HOME": "/home/ada"}, "claude-sonnet-4-5") == "6f6c0b7cb84a95fa"
+
+
 def test_without_credentials_the_account_is_the_login_the_cli_keeps() -> None:
     one = account_key({"HOME": "/home/ada"}, None)
     assert account_key({"HOME": "/home/ada"}, None) == one

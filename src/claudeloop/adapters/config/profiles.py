@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from claudeloop.adapters.config.loading import ConfigError, Configuration, DefinedProfile
 from claudeloop.adapters.config.schema import DEFAULT_PROFILE
+from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
 
 PRESET_URLS: dict[str, str] = {
     "ollama": "http://localhost:11434",
@@ -46,12 +47,10 @@ MAIN_MODEL_VARIABLES = (
 )
 SMALL_MODEL_VARIABLES = ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL")
 # Credentials and providers of the user's own setup that must not reach a local server.
+# Not the auth token: it is the one a local server is given (the profile's, or a dummy).
 BLANKED_FOR_LOCAL = (
-    "ANTHROPIC_API_KEY",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_USE_FOUNDRY",
+    *(name for name in CREDENTIAL_VARIABLES if name != "ANTHROPIC_AUTH_TOKEN"),
+    *PROVIDER_VARIABLES,
 )
 
 

@@ -29,6 +29,7 @@ from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.events import Event, NotifyFailed
 from claudeloop.application.ports import EventSink
+from claudeloop.domain.text import first_line
 
 INSTALL_HINT = "pip install 'claudeloop[notify]'"
 SERVICES_PAGE = "https://github.com/caronc/apprise/wiki"
@@ -186,7 +187,7 @@ class Notifier:
                         NotifyFailed(
                             service=service.name,
                             kind=notification.kind,
-                            reason=_one_line(str(error) or type(error).__name__),
+                            reason=first_line(str(error) or type(error).__name__, longest=300),
                         )
                     )
 
@@ -225,7 +226,7 @@ class _DebugLogHandler(logging.Handler):
                 text = text.replace(url, masked_url(url))
             for secret in self._secrets:
                 text = text.replace(secret, MASK)
-            line = f"[notify] {record.levelname.lower()}: {_one_line(text)}"
+            line = f"[notify] {record.levelname.lower()}: {first_line(text, longest=300)}"
             append_line(self._path, self._redactor.text(line))
         except Exception:  # losing a debug line must never end a run
             return
@@ -258,8 +259,3 @@ def _quiet_apprise() -> Iterator[None]:
 def _secrets_of(urls: Sequence[str]) -> tuple[str, ...]:
     found = {secret for url in urls for secret in url_secrets(url)}
     return tuple(sorted(found, key=len, reverse=True))
-
-
-def _one_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0][:300] if lines else ""

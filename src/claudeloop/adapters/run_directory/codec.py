@@ -79,7 +79,6 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "blocked_on": state.blocked_on,
             "detour": _detour_out(state.detour),
         },
-        "extra": record.extra,
     }
 
 
@@ -139,10 +138,9 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             session_id=data["session_id"],
             plan=WorkPlan.parse(plan_text) if plan_text is not None else None,
             waited_seconds=data["waited_seconds"],
-            # Older files also hold `session_cost_usd`, no longer used: ignored.
+            # Older files also hold `session_cost_usd` and `extra`, no longer used: ignored.
             last_turn_started_at=_instant_in(data["last_turn_started_at"]),
             turn_in_flight=_turn_number(data.get("turn_in_flight")),
-            extra=data.get("extra") or {},
         )
         return _well_typed(record)
     # A value of the wrong type (a list where a table belongs, text for a number) fails

@@ -9,6 +9,6 @@ from claudeloop.adapters.shared_capacity.board import (
     account_key,
     capacity_directory,
 )
-from claudeloop.adapters.shared_capacity.gateway import SharedCapacityGateway
+from claudeloop.adapters.shared_capacity.sharing_gateway import SharedCapacityGateway
 
 __all__ = ["FileCapacityBoard", "SharedCapacityGateway", "account_key", "capacity_directory"]

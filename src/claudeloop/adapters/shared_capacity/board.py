@@ -25,16 +25,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from claudeloop.adapters import credentials
 from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.application.ports import Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals, WindowUsage
+from claudeloop.domain.text import first_line
 
 STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-# The variables the Claude Code CLI authenticates with, in no particular order: every
-# one that is set is part of the account's identity.
-CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
-_PROVIDER_VARIABLES = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+# Every credential and provider variable that is set is part of the account's identity.
+# Sorted: the key is a hash of them in this order, and it must not move when the one
+# list's order does (loops of the same account would stop sharing what they learn).
+CREDENTIAL_VARIABLES = tuple(sorted(credentials.CREDENTIAL_VARIABLES))
+_PROVIDER_VARIABLES = tuple(sorted(credentials.PROVIDER_VARIABLES))
 _VERSION = 1
 _NEWS_POLL_SECONDS = 0.2
 _LONGEST_TEXT = 300
@@ -63,13 +66,13 @@ def account_key(environment: Mapping[str, str], model: str | None) -> str:
     base_url = (environment.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
     model_name = model or environment.get("ANTHROPIC_MODEL") or ""
     parts = [f"base_url={base_url}", f"model={model_name}"]
-    credentials = [
+    in_use = [
         f"{name}={environment[name]}" for name in CREDENTIAL_VARIABLES if environment.get(name)
     ]
-    if not credentials:
+    if not in_use:
         home = environment.get("HOME", "~")
         parts.append("login=" + (environment.get("CLAUDE_CONFIG_DIR") or f"{home}/.claude"))
-    parts += credentials
+    parts += in_use
     parts += [
         f"{name}={environment[name]}" for name in _PROVIDER_VARIABLES if environment.get(name)
     ]
@@ -228,11 +231,6 @@ def sighting_from_json(text: str) -> Sighting | None:
         return None
 
 
-def first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0][:_LONGEST_TEXT] if lines else ""
-
-
 def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
     return {
         "rate_limit_status": signals.rate_limit_status,
@@ -245,7 +243,9 @@ def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
         "api_error_status": signals.api_error_status,
         "assistant_error": signals.assistant_error,
         # An error's first line only: a result is the model's work, not capacity.
-        "result_text": first_line(signals.result_text) if signals.is_error else "",
+        "result_text": first_line(signals.result_text, longest=_LONGEST_TEXT)
+        if signals.is_error
+        else "",
         "local_backend": signals.local_backend,
         "is_error": signals.is_error,
         "windows": [

@@ -27,6 +27,7 @@ from claudeloop.adapters.claude_code.pricing import ModelSpend, model_spends
 from claudeloop.adapters.claude_code.verdict import verdict_from
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
+from claudeloop.domain.text import first_line
 
 # A warning is worse than allowed and better than rejected; the worst status a turn saw
 # is the one that describes it.
@@ -275,5 +276,5 @@ def _cli_stop(result: ResultMessage, signals: TurnSignals) -> str | None:
     if signals.api_error_status is not None or signals.assistant_error is not None:
         return None
     errors = "; ".join(error for error in result.errors or [] if isinstance(error, str))
-    detail = errors or signals.result_text or "no detail"
-    return f"{result.subtype}: {detail.strip().splitlines()[0][:300]}"
+    detail = first_line(errors or signals.result_text, longest=300, empty="no detail")
+    return f"{result.subtype}: {detail}"

@@ -24,7 +24,7 @@ from claude_agent_sdk import (
 )
 
 from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
-from claudeloop.adapters.claude_code import gateway as gateway_module
+from claudeloop.adapters.claude_code import sdk_gateway as gateway_module
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.domain.loop import ControlCommand
 from tests.application.fakes import FakeControl, MemoryEvents

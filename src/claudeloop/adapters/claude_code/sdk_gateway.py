@@ -40,7 +40,7 @@ from claudeloop.adapters.claude_code.pricing import (
     lost_price,
     turn_price,
 )
-from claudeloop.adapters.claude_code.signals import TurnReading, read_turn
+from claudeloop.adapters.claude_code.reading import TurnReading, read_turn
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.claude_code.transcript import (
     ServedRequest,
@@ -52,6 +52,7 @@ from claudeloop.application.events import TurnRetrying
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.text import first_line
 
 # How often a turn stuck in the CLI's retries looks for a stop (the sleeper's slice).
 STOP_POLL_SECONDS = 0.5
@@ -286,7 +287,6 @@ class ClaudeCodeGateway:
             guessed_cost_usd=price.guessed_usd,
             guessed_models=price.guessed_models,
             session_id=reading.session_id,
-            usage=reading.usage,
             denied_tools=reading.denied_tools,
             failure=failure,
         )
@@ -316,9 +316,7 @@ class ClaudeCodeGateway:
     def _say(self, error: BaseException) -> str:
         """One redacted line about an SDK error, for events and the debug log."""
         text = error.result if isinstance(error, ResultError) and error.result else str(error)
-        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-        line = lines[0] if lines else type(error).__name__
-        return self._stderr.redact(line[:300])
+        return self._stderr.redact(first_line(text, longest=300, empty=type(error).__name__))
 
 
 def _price(

@@ -22,7 +22,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import AssistantMessageError
 
-from claudeloop.adapters.claude_code.signals import read_turn
+from claudeloop.adapters.claude_code.reading import read_turn
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
     Available,

@@ -28,7 +28,6 @@ import anyio
 from claudeloop.adapters.shared_capacity.board import (
     LOCK_PATIENCE_SECONDS,
     BoardBusy,
-    first_line,
 )
 from claudeloop.application.ports import (
     CapacityBoard,
@@ -50,6 +49,7 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.classify import classify
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.text import first_line
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 # A closed record older than this says nothing about now (no loop is watching it).
@@ -267,7 +267,9 @@ class SharedCapacityGateway:
         """The turn as the runner sees it when it was not sent: refused, for the reason
         the record gives, at no cost, on the session it was meant for."""
         who = f"process {pid}" if pid is not None else "a probe"
-        detail = first_line(signals.result_text) or "the account's capacity is closed"
+        detail = first_line(
+            signals.result_text, longest=300, empty="the account's capacity is closed"
+        )
         text = f"not sent: {who} found this account's capacity closed: {detail}"
         self._note(f"turn {text}")
         return TurnOutcome(

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from claudeloop.domain.text import first_line
+
+
+def test_the_first_line_that_holds_something_is_shown_stripped() -> None:
+    assert first_line("\n  \n  rate limited  \nretry later", longest=200) == "rate limited"
+
+
+def test_a_long_line_is_cut_to_the_bound() -> None:
+    assert first_line("x" * 500, longest=300) == "x" * 300
+
+
+def test_a_blank_text_says_what_the_caller_says_for_nothing() -> None:
+    assert first_line(" \n\t\n", longest=200) == ""
+    assert first_line("", longest=200, empty="no detail") == "no detail"
+
+
+@given(st.text(), st.integers(min_value=1, max_value=400))
+def test_the_line_is_one_line_within_the_bound(text: str, longest: int) -> None:
+    line = first_line(text, longest=longest)
+    assert len(line) <= longest
+    assert len(line.splitlines()) <= 1
