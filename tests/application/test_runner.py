@@ -14,7 +14,7 @@ from claudeloop.application.ports import TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.domain.budget import Budget, BudgetLedger
-from claudeloop.domain.capacity import WindowExhausted
+from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured, WindowExhausted
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import WaitPolicyConfig
@@ -458,3 +458,39 @@ def test_a_wait_across_a_clock_stepped_back_counts_the_time_the_sleeper_waited()
     assert final.waited_seconds == 60.0
     # Saved while still waiting: a kill there keeps the minute.
     assert any(s.waited_seconds == 60.0 and s.state.phase is Phase.WAITING for s in h.store.saved)
+
+
+@dataclass
+class FakeAdvisor:
+    asked: list[tuple[str, str | None]]
+
+    def advised(
+        self,
+        reason: str,
+        capacity: AuthenticationFailed | BackendMisconfigured,
+        *,
+        detour: str | None,
+    ) -> str:
+        self.asked.append((type(capacity).__name__, detour))
+        return f"{reason}: log in again"
+
+
+def test_a_run_the_credentials_end_is_saved_and_told_with_its_fix_once() -> None:
+    h = harness([rejected_turn(AUTH_FAILED)])
+    advisor = FakeAdvisor(asked=[])
+    h.runner.advisor = advisor
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.AUTH_FAILED
+    reason = "authentication failed: the credentials were refused: log in again"
+    assert final.state.reason == reason
+    assert h.store.last.state.reason == reason  # saved with it: nothing rewrites it later
+    assert h.events.of("run.finished")[0]["reason"] == reason
+    assert advisor.asked == [("AuthenticationFailed", None)]
+
+
+def test_a_run_that_ends_otherwise_asks_no_advice() -> None:
+    h = harness([verdict_turn(complete=True)])
+    advisor = FakeAdvisor(asked=[])
+    h.runner.advisor = advisor
+    drive(h, record())
+    assert advisor.asked == []

@@ -5,35 +5,27 @@ from __future__ import annotations
 
 import contextlib
 import io
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import anyio
 
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
-from claudeloop.application.events import (
-    ProfileRestored,
-    ProfileSwitched,
-    RunFinished,
-    TurnFailed,
-)
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import (
-    Advised,
+    ProfileAdvisor,
     UnbilledGateway,
-    advice,
-    auth_advice,
     backend_for,
     create_directory,
     drive,
     new_record,
     profile_in_use,
 )
+from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
-from tests.application.fakes import MemoryEvents
 
 
 class PricedGateway:
@@ -78,25 +70,6 @@ def test_an_unbilled_gateway_reports_no_cost() -> None:
     assert (turn.guessed_cost_usd, turn.guessed_models) == (0.0, ())  # no guess to warn of
     assert turn.final_text == "ok"
     assert inner.closed
-
-
-def test_only_a_misconfigured_backends_reason_is_advised() -> None:
-    sink = MemoryEvents()
-    advised = Advised(sink, lambda reason, _detour: f"{reason}: do this")
-    advised.emit(TurnFailed(turn=1, reason="the model was not found"))
-    advised.emit(RunFinished(outcome=Outcome.DONE, exit_code=0, reason="all done"))
-    assert advised.reason is None
-    advised.emit(
-        RunFinished(
-            outcome=Outcome.BACKEND_MISCONFIGURED, exit_code=78, reason="the model was not found"
-        )
-    )
-    assert advised.reason == "the model was not found: do this"
-    assert [event["reason"] for event in sink.events] == [
-        "the model was not found",
-        "all done",
-        "the model was not found: do this",
-    ]
 
 
 def test_a_backend_carries_its_profiles_choices() -> None:
@@ -184,32 +157,19 @@ LOCAL = BackendProfile(
 
 
 def test_a_detour_profiles_misconfiguration_is_advised_for_that_profile() -> None:
-    sink = MemoryEvents()
     in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
-    advised = Advised(sink, advice(in_use), auth_advice(in_use))
-    check_at = datetime(2026, 11, 30, 15, tzinfo=UTC)
-    advised.emit(ProfileSwitched(profile="local", because="five_hour", check_at=check_at))
-    advised.emit(
-        RunFinished(
-            outcome=Outcome.BACKEND_MISCONFIGURED,
-            exit_code=78,
-            reason="the model failed to load (API Error: 500 model failed to load)",
-        )
-    )
+    reason = "the model failed to load (API Error: 500 model failed to load)"
+    advised = ProfileAdvisor(in_use).advised(reason, BackendMisconfigured(reason), detour="local")
     # Not the run's own (Anthropic) profile's advice: the local server's.
-    assert advised.reason == (
+    assert advised == (
         "the model 'qwen3' failed to load on http://127.0.0.1:11434 (model failed to load): "
         "check the server's log and free memory, or pick a smaller `model` in [profiles.local]"
     )
 
 
 def test_back_on_the_runs_own_profile_the_advice_is_its_own_again() -> None:
-    sink = MemoryEvents()
     in_use = profile_in_use(backend_for(DEFAULT_BACKEND), lambda name: backend_for(LOCAL))
-    advised = Advised(sink, advice(in_use), auth_advice(in_use), detour="local")
-    advised.emit(ProfileRestored(profile="local"))
-    advised.emit(
-        RunFinished(outcome=Outcome.AUTH_FAILED, exit_code=77, reason="authentication failed")
+    advised = ProfileAdvisor(in_use).advised(
+        "authentication failed", AuthenticationFailed(), detour=None
     )
-    assert advised.reason is not None
-    assert "log in again with `claude`" in advised.reason
+    assert "log in again with `claude`" in advised

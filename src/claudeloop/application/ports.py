@@ -10,6 +10,7 @@ from typing import Literal, Protocol
 
 from claudeloop.application.events import Event
 from claudeloop.application.records import RunRecord
+from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
@@ -76,6 +77,21 @@ class Gateway(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class Advisor(Protocol):
+    """The fix a person needs when the backend or the credentials end a run."""
+
+    def advised(
+        self,
+        reason: str,
+        capacity: AuthenticationFailed | BackendMisconfigured,
+        *,
+        detour: str | None,
+    ) -> str:
+        """`reason` with its one-line fix for the profile in use: the switch-profile
+        detour's (`detour`, its name) while on one, else the run's own."""
+        ...
 
 
 class Clock(Protocol):

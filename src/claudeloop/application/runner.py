@@ -31,6 +31,7 @@ from claudeloop.application.events import (
     WaitStarted,
 )
 from claudeloop.application.ports import (
+    Advisor,
     Clock,
     ControlInbox,
     EventSink,
@@ -42,11 +43,18 @@ from claudeloop.application.ports import (
 )
 from claudeloop.application.prompts import continue_prompt, first_prompt
 from claudeloop.application.records import RunRecord
-from claudeloop.domain.capacity import Available, CapacityState, describe
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    Available,
+    BackendMisconfigured,
+    CapacityState,
+    describe,
+)
 from claudeloop.domain.completion import CompletionVerdict, evaluate
 from claudeloop.domain.loop import (
     Decision,
     Finish,
+    Outcome,
     Phase,
     RunProbe,
     ScheduleProbe,
@@ -84,6 +92,8 @@ class Runner:
     plans: PlanFiles | None = None
     # Gateways of other profiles, for a limit policy that switches profile.
     profiles: Callable[[str], Gateway] | None = None
+    # The fix for a run the backend or the credentials end (None: the reason alone).
+    advisor: Advisor | None = None
     # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set, init=False)
@@ -199,6 +209,8 @@ class Runner:
                     announce=announce,
                 )
             case Finish(outcome=outcome, reason=reason):
+                reason = self._advised(record, reason)
+                record = replace(record, state=replace(record.state, reason=reason))
                 self.store.save(record)
                 self.events.emit(
                     RunFinished(outcome=outcome, exit_code=outcome.exit_code, reason=reason)
@@ -207,6 +219,18 @@ class Runner:
                 return record, None
             case _:
                 assert_never(decision)
+
+    def _advised(self, record: RunRecord, reason: str) -> str:
+        """A run the backend or the credentials ended says how to mend it, in the reason
+        it is saved and told with (decided once, here, not rewritten downstream)."""
+        capacity = record.state.capacity
+        ended_by_it = record.state.outcome in (Outcome.AUTH_FAILED, Outcome.BACKEND_MISCONFIGURED)
+        if self.advisor is None or not ended_by_it:
+            return reason
+        if not isinstance(capacity, AuthenticationFailed | BackendMisconfigured):
+            return reason
+        detour = record.state.detour.profile if record.state.detour is not None else None
+        return self.advisor.advised(reason, capacity, detour=detour)
 
     async def _send_turn(self, record: RunRecord) -> tuple[RunRecord, Decision | None]:
         spec = record.spec

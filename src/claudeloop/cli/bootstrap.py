@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 
@@ -26,8 +26,6 @@ from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.application.events import (
     Event,
-    ProfileRestored,
-    ProfileSwitched,
     RunFinished,
 )
 from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
@@ -37,6 +35,7 @@ from claudeloop.application.summary import summary_markdown
 from claudeloop.cli.display import ConsoleView, Tee
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.limits import SwitchProfile
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
 
@@ -269,44 +268,6 @@ class Screen:
                 view.close()
 
 
-class Advised:
-    """Passes events on; a misconfigured backend's or refused credentials' reason gains
-    its one-line fix, for the profile in use: a switch-profile detour's own while on one.
-
-    `advise(reason, detour)` and `auth_fix(detour)` get the detour's profile name or
-    None."""
-
-    def __init__(
-        self,
-        sink: EventSink,
-        advise: Callable[[str, str | None], str],
-        auth_fix: Callable[[str | None], str] | None = None,
-        *,
-        detour: str | None = None,
-    ) -> None:
-        self._sink = sink
-        self._advise = advise
-        self._auth_fix = auth_fix
-        self._detour = detour
-        self.reason: str | None = None
-
-    def emit(self, event: Event) -> None:
-        match event:
-            case ProfileSwitched(profile=profile):
-                self._detour = profile
-            case ProfileRestored():
-                self._detour = None
-            case RunFinished(outcome=Outcome.BACKEND_MISCONFIGURED, reason=reason):
-                self.reason = self._advise(reason, self._detour)
-                event = replace(event, reason=self.reason)
-            case RunFinished(outcome=Outcome.AUTH_FAILED, reason=reason) if self._auth_fix:
-                self.reason = f"{reason}: {self._auth_fix(self._detour)}"
-                event = replace(event, reason=self.reason)
-            case _:
-                pass  # passed on as it is
-        self._sink.emit(event)
-
-
 ProfileInUse = Callable[[str | None], "BackendProfile | None"]
 
 
@@ -324,25 +285,30 @@ def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -
     return profile
 
 
-def advice(profile_of: ProfileInUse) -> Callable[[str, str | None], str]:
-    def advise(reason: str, detour: str | None) -> str:
-        profile = profile_of(detour)
-        if profile is None:
-            return reason
-        from claudeloop.cli.backend_advice import advise as advise_on
+class ProfileAdvisor:
+    """The `Advisor` port: the one-line fix for the profile in use, the run's own or a
+    switch-profile detour's (cli/backend_advice.py words them)."""
 
-        return advise_on(reason, profile).line
+    def __init__(self, profile_of: ProfileInUse) -> None:
+        self._profile_of = profile_of
 
-    return advise
+    def advised(
+        self,
+        reason: str,
+        capacity: AuthenticationFailed | BackendMisconfigured,
+        *,
+        detour: str | None,
+    ) -> str:
+        from claudeloop.cli.backend_advice import advise, auth_fix
 
-
-def auth_advice(profile_of: ProfileInUse) -> Callable[[str | None], str]:
-    def fix(detour: str | None) -> str:
-        from claudeloop.cli.backend_advice import auth_fix
-
-        return auth_fix(profile_of(detour))
-
-    return fix
+        profile = self._profile_of(detour)
+        match capacity:
+            case BackendMisconfigured():
+                return advise(reason, profile).line if profile is not None else reason
+            case AuthenticationFailed():
+                return f"{reason}: {auth_fix(profile)}"
+            case _:
+                assert_never(capacity)
 
 
 def drive(
@@ -380,11 +346,7 @@ def drive(
     view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
-    in_use = profile_in_use(backend, detours)
-    detour = record.state.detour.profile if record.state.detour is not None else None
-    events = Advised(
-        Redacted(Tee(*sinks), redactor), advice(in_use), auth_advice(in_use), detour=detour
-    )
+    events = Redacted(Tee(*sinks), redactor)
     chosen_gateway = gateway or make_gateway(
         directory, record.spec, backend, capacity_dir, events=events
     )
@@ -397,6 +359,7 @@ def drive(
         control=directory,
         plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
+        advisor=ProfileAdvisor(profile_in_use(backend, detours)),
     )
     final: list[RunRecord] = []
 
@@ -422,9 +385,6 @@ def drive(
         lock.release()
     # No final record means a second Ctrl-C ended it at once; state.json is the truth.
     ended = final[0] if final else _stopped(directory, record)
-    if events.reason is not None and ended.state.reason != events.reason:
-        ended = replace(ended, state=replace(ended.state, reason=events.reason))
-        directory.save(ended)
     # What the run tells from here (summary.md, the --json result) is what state.json says.
     ended = redacted_record(ended, redactor)
     with contextlib.suppress(OSError):  # a full disk: `status` writes it later
