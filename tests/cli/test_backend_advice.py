@@ -204,3 +204,12 @@ def test_refused_credentials_of_a_litellm_profile_also_name_the_upstream_key() -
         "replace the token in $LITELLM_KEY, which [profiles.proxy] reads (or, if its "
         "upstream refused, the api_key in the proxy's model_list)"
     )
+
+
+def test_the_kind_the_domain_gave_decides_the_advice_whatever_the_words() -> None:
+    # The reason's words are the server's; the kind is what classify found.
+    local = BackendProfile(
+        name="local", base_url="http://127.0.0.1:11434", preset="ollama", model="qwen3"
+    )
+    advice = advise("odd words (API Error: 500 out of memory)", local, kind="load_failed")
+    assert advice.problem.startswith("the model 'qwen3' failed to load on http://127.0.0.1:11434")

@@ -13,6 +13,7 @@ from claudeloop.domain.capacity import (
     Available,
     BackendMisconfigured,
     CreditsExhausted,
+    MisconfigurationKind,
     WindowExhausted,
     is_waitable,
 )
@@ -102,16 +103,17 @@ def test_model_not_found_is_misconfiguration_on_any_backend() -> None:
             local_backend=local_backend,
         )
         assert classify(signals) == BackendMisconfigured(
-            reason="the model was not found (model 'qwen9' not found)"
+            reason="the model was not found (model 'qwen9' not found)", kind="not_found"
         )
 
 
 @pytest.mark.parametrize(
-    ("signals", "reason"),
+    ("signals", "reason", "kind"),
     [
         (
             TurnSignals(api_error_status=404, result_text="404 page not found"),
             "the endpoint or model was not found (404 page not found)",
+            "not_found",
         ),
         (
             TurnSignals(
@@ -121,23 +123,27 @@ def test_model_not_found_is_misconfiguration_on_any_backend() -> None:
             ),
             "the model failed to load (API Error: 500 model failed to load, this may be due to "
             "resource limitations)",
+            "load_failed",
         ),
         (
             TurnSignals(assistant_error="invalid_request", result_text="Prompt is too long"),
             "the prompt is too long for the model's context window",
+            "prompt_too_long",
         ),
         (
             TurnSignals(api_error_status=400, result_text="request exceeds the context size"),
             "the prompt is too long for the model's context window",
+            "prompt_too_long",
         ),
         (
             TurnSignals(assistant_error="unknown", result_text="Connection refused by server"),
             "the server is unreachable (Connection refused by server)",
+            "unreachable",
         ),
     ],
 )
 def test_local_backend_errors_with_a_typed_signal_are_misconfiguration(
-    signals: TurnSignals, reason: str
+    signals: TurnSignals, reason: str, kind: MisconfigurationKind
 ) -> None:
     local = TurnSignals(
         api_error_status=signals.api_error_status,
@@ -145,7 +151,7 @@ def test_local_backend_errors_with_a_typed_signal_are_misconfiguration(
         result_text=signals.result_text,
         local_backend=True,
     )
-    assert classify(local) == BackendMisconfigured(reason=reason)
+    assert classify(local) == BackendMisconfigured(reason=reason, kind=kind)
     assert not is_waitable(classify(local))
 
 
@@ -214,7 +220,8 @@ def test_an_unreachable_server_is_misconfiguration_on_any_backend(local_backend:
     )
     assert classify(refused) == BackendMisconfigured(
         reason="the server is unreachable (API Error: Connection refused — a firewall or "
-        "proxy may be blocking it (ECONNREFUSED))"
+        "proxy may be blocking it (ECONNREFUSED))",
+        kind="unreachable",
     )
 
 
@@ -239,7 +246,7 @@ def test_a_proxys_unknown_model_is_misconfiguration(local_backend: bool) -> None
         is_error=True,
     )
     assert classify(unknown) == BackendMisconfigured(
-        reason=f"the model was not found ({LITELLM_UNKNOWN_MODEL})"
+        reason=f"the model was not found ({LITELLM_UNKNOWN_MODEL})", kind="not_found"
     )
 
 
@@ -288,7 +295,9 @@ def test_a_proxy_cooldown_is_a_short_wait_no_policy_acts_on() -> None:
         ("authentication_failed", AuthenticationFailed(detail=LITELLM_COOLDOWN)),
         (
             "model_not_found",
-            BackendMisconfigured(reason=f"the model was not found ({LITELLM_COOLDOWN[:200]})"),
+            BackendMisconfigured(
+                reason=f"the model was not found ({LITELLM_COOLDOWN[:200]})", kind="not_found"
+            ),
         ),
         ("server_error", WindowExhausted(rate_limit_type="cooldown", resets_at=None)),
     ],

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from claudeloop.adapters.backend_http import NotFound, why_not_found
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 
-# The first words of each of `claudeloop.domain.classify.backend_misconfiguration`'s
+# For records written before BackendMisconfigured kept its kind: the first words of each
+# of `claudeloop.domain.classify.backend_misconfiguration`'s
 # reasons, pinned by tests/cli/test_backend_advice.py.
 _KINDS = (
     ("the model was not found", "not_found"),
@@ -76,11 +77,14 @@ def advise(
     reason: str,
     profile: BackendProfile,
     *,
+    kind: str | None = None,
     diagnose: Diagnose | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> Advice:
-    """What `reason` (a BackendMisconfigured reason) means for this profile, and the fix."""
-    kind = misconfiguration_kind(reason)
+    """What `reason` (a BackendMisconfigured reason, of `kind`) means for this profile,
+    and the fix. Without a kind (a record written before kinds were kept) the reason's
+    first words tell it."""
+    kind = kind or misconfiguration_kind(reason)
     if not profile.local or profile.base_url is None:
         if kind == "not_found":
             return Advice(

@@ -303,8 +303,8 @@ class ProfileAdvisor:
 
         profile = self._profile_of(detour)
         match capacity:
-            case BackendMisconfigured():
-                return advise(reason, profile).line if profile is not None else reason
+            case BackendMisconfigured(kind=kind):
+                return advise(reason, profile, kind=kind).line if profile is not None else reason
             case AuthenticationFailed():
                 return f"{reason}: {auth_fix(profile)}"
             case _:

@@ -355,8 +355,8 @@ def _model_check(
                 f"Claude Code ended the probe without an answer{said}",
                 "run `claude -p hi` with the same environment to see why",
             )
-        case BackendMisconfigured(reason=reason):
-            advice = advise(reason, backend)
+        case BackendMisconfigured(reason=reason, kind=kind):
+            advice = advise(reason, backend, kind=kind)
             return Check("model", "fail", advice.problem, advice.fix, 78)
         case AuthenticationFailed():
             return Check(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import assert_never
+from typing import Literal, assert_never
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +47,20 @@ class AuthenticationFailed:
     detail: str = ""
 
 
+# What is wrong with a misconfigured backend, for the fix a person is told: the model
+# (or, on a local server's 404, the model or the whole endpoint) is not there, the model
+# failed to load, the prompt outgrew the model's context, nothing answers at the URL.
+MisconfigurationKind = Literal["not_found", "load_failed", "prompt_too_long", "unreachable"]
+
+
 @dataclass(frozen=True, slots=True)
 class BackendMisconfigured:
-    """The backend, as configured, cannot serve the run (model missing, unreachable...)."""
+    """The backend, as configured, cannot serve the run (model missing, unreachable...).
+
+    `kind` is None only for a record written before kinds were kept."""
 
     reason: str
+    kind: MisconfigurationKind | None = None
 
 
 CapacityState = (

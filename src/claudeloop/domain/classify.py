@@ -68,7 +68,7 @@ def classify(signals: TurnSignals) -> CapacityState:
         return CreditsExhausted(detail=signals.result_text)
     misconfiguration = backend_misconfiguration(signals)
     if misconfiguration is not None:
-        return BackendMisconfigured(reason=misconfiguration)
+        return misconfiguration
     if signals.local_backend and signals.api_error_status == 503:
         return WindowExhausted(rate_limit_type="local", resets_at=None)
     if _cooldown(signals):
@@ -88,7 +88,7 @@ def classify(signals: TurnSignals) -> CapacityState:
     return Available()
 
 
-def backend_misconfiguration(signals: TurnSignals) -> str | None:
+def backend_misconfiguration(signals: TurnSignals) -> BackendMisconfigured | None:
     """Why the backend cannot serve the run, or None. Needs a typed error signal."""
     status = signals.api_error_status
     error = signals.assistant_error
@@ -101,18 +101,20 @@ def backend_misconfiguration(signals: TurnSignals) -> str | None:
         or (status == 400 and _UNKNOWN_MODEL.search(text))
         or (_cooldown(signals) and signals.error_code == "model_not_found")
     ):
-        return f"the model was not found ({detail})"
+        return BackendMisconfigured(f"the model was not found ({detail})", "not_found")
     # The CLI reports a connection that failed with an error and no HTTP status.
     if error is not None and status is None and _CONNECTION_REFUSED.search(text):
-        return f"the server is unreachable ({detail})"
+        return BackendMisconfigured(f"the server is unreachable ({detail})", "unreachable")
     if not signals.local_backend:
         return None
     if status == 404:
-        return f"the endpoint or model was not found ({detail})"
+        return BackendMisconfigured(f"the endpoint or model was not found ({detail})", "not_found")
     if status == 500 and _LOAD_FAILED.search(text):
-        return f"the model failed to load ({detail})"
+        return BackendMisconfigured(f"the model failed to load ({detail})", "load_failed")
     if _PROMPT_TOO_LONG.search(text) and (error == "invalid_request" or status == 400):
-        return "the prompt is too long for the model's context window"
+        return BackendMisconfigured(
+            "the prompt is too long for the model's context window", "prompt_too_long"
+        )
     return None
 
 

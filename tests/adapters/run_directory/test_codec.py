@@ -88,7 +88,8 @@ def full_record(capacity: CapacityState) -> RunRecord:
         WindowExhausted("unknown"),
         CreditsExhausted("Credit balance is too low"),
         AuthenticationFailed("Invalid API key"),
-        BackendMisconfigured("the model was not found"),
+        BackendMisconfigured("the model was not found (qwen9)", "not_found"),
+        BackendMisconfigured("the model was not found"),  # written before kinds were kept
     ],
 )
 def test_a_record_reads_back_as_it_was_written(capacity: CapacityState) -> None:
@@ -122,6 +123,13 @@ def test_a_blocked_record_keeps_its_blocker_and_an_older_one_finds_it_in_the_rea
     done = record_to_json(record)
     del done["state"]["blocked_on"]
     assert record_from_json(done).state.blocked_on is None
+
+
+def test_a_misconfiguration_of_a_kind_no_claudeloop_knows_is_corrupt() -> None:
+    data = record_to_json(full_record(BackendMisconfigured("odd", "load_failed")))
+    data["state"]["capacity"]["misconfiguration"] = "gremlins"
+    with pytest.raises(CorruptRecordError, match="gremlins"):
+        record_from_json(data)
 
 
 def test_a_record_missing_a_key_is_corrupt_not_a_crash() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, assert_never, cast, get_args
 
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import Budget, BudgetLedger
@@ -14,6 +14,7 @@ from claudeloop.domain.capacity import (
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
+    MisconfigurationKind,
     WindowExhausted,
 )
 from claudeloop.domain.limits import LimitPolicies, parse_action, render_action
@@ -216,8 +217,8 @@ def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
             return {"kind": "credits", "detail": detail}
         case AuthenticationFailed(detail=detail):
             return {"kind": "auth", "detail": detail}
-        case BackendMisconfigured(reason=reason):
-            return {"kind": "misconfigured", "reason": reason}
+        case BackendMisconfigured(reason=reason, kind=misconfiguration):
+            return {"kind": "misconfigured", "reason": reason, "misconfiguration": misconfiguration}
         case _:
             assert_never(capacity)
 
@@ -235,8 +236,18 @@ def capacity_from_json(data: dict[str, Any]) -> CapacityState:
     if kind == "auth":
         return AuthenticationFailed(detail=data.get("detail", ""))
     if kind == "misconfigured":
-        return BackendMisconfigured(reason=data["reason"])
+        # A record written before the kind was kept has none: its reason tells it.
+        return BackendMisconfigured(reason=data["reason"], kind=_misconfiguration(data))
     raise ValueError(f"unknown capacity kind {kind!r}")
+
+
+def _misconfiguration(data: dict[str, Any]) -> MisconfigurationKind | None:
+    kind = data.get("misconfiguration")
+    if kind is None:
+        return None
+    if kind not in get_args(MisconfigurationKind):
+        raise ValueError(f"unknown misconfiguration {kind!r}")
+    return cast(MisconfigurationKind, kind)
 
 
 def _detour_out(detour: Detour | None) -> dict[str, Any] | None:
