@@ -53,6 +53,7 @@ def record_with_the_canary(cwd: Path) -> RunRecord:
             summary=f"Pushed with {CANARY}.",
             outcome=Outcome.BLOCKED,
             reason=f"blocked on: {CANARY} expired",
+            blocked_on=f"{CANARY} expired",
         ),
         started_at=NOW,
         session_id="sess-1",
@@ -70,6 +71,7 @@ def test_state_json_holds_no_secret_of_the_models_words(tmp_path: Path) -> None:
     assert state["summary"] == f"Pushed with {MASK}."
     assert state["remaining_work"] == [f"rotate {MASK}"]
     assert state["reason"] == f"blocked on: {MASK} expired"
+    assert state["blocked_on"] == f"{MASK} expired"
 
 
 def test_a_redacted_record_resumes_where_it_was(tmp_path: Path) -> None:

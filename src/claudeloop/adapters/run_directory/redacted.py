@@ -21,8 +21,8 @@ from claudeloop.domain.plan import WorkPlan
 
 
 def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
-    """`record` with its summary, remaining work, reason, plan text and the service's
-    details masked: the text a model may have copied a credential into."""
+    """`record` with its summary, remaining work, reason, blocker, plan text and the
+    service's details masked: the text a model may have copied a credential into."""
     state = record.state
     detour = state.detour
     if detour is not None:
@@ -35,6 +35,7 @@ def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
         summary=redactor.text(state.summary),
         remaining_work=tuple(redactor.text(entry) for entry in state.remaining_work),
         reason=redactor.text(state.reason),
+        blocked_on=redactor.text(state.blocked_on) if state.blocked_on is not None else None,
         capacity=_capacity(state.capacity, redactor),
         detour=detour,
     )
