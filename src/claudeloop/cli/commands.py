@@ -31,7 +31,7 @@ from claudeloop.cli.bootstrap import (
 )
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import print_json
-from claudeloop.cli.prompt_source import task_prompt
+from claudeloop.cli.prompt_source import read_task_file, task_prompt
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import Outcome, Phase, reopen
@@ -71,20 +71,13 @@ def working_directory(cwd: Path | None) -> Path:
 
 
 def read_plan(plan: Path, cwd: Path) -> tuple[Path, str]:
-    path = plan.expanduser()
-    if not path.is_absolute() and not path.exists() and (cwd / path).exists():
-        path = cwd / path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"plan file {plan}: not found") from None
-    except IsADirectoryError:
-        raise UserError(f"plan file {plan}: is a directory, expected a markdown file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(f"plan file {plan}: cannot be read ({error})") from None
-    if not text.strip():
-        raise UserError(f"plan file {plan}: is empty; write the task or a - [ ] checklist in it")
-    return path.resolve(), text
+    return read_task_file(
+        plan,
+        cwd,
+        named="plan file",
+        kind="a markdown file",
+        empty="write the task or a - [ ] checklist in it",
+    )
 
 
 def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:

@@ -31,22 +31,36 @@ def task_prompt(
     return prompt
 
 
-def _from_file(given: Path, cwd: Path) -> str:
+def read_task_file(
+    given: Path, cwd: Path, *, named: str, kind: str, empty: str
+) -> tuple[Path, str]:
+    """(the resolved path, its text) of a file holding the task: a plan or a prompt file,
+    relative to the cwd when it is not where the shell is; one line when it cannot be
+    used. `named` is how the message names it, `kind` what was expected of it, `empty`
+    what to write in an empty one."""
     path = given.expanduser()
     if not path.is_absolute() and not path.exists() and (cwd / path).exists():
         path = cwd / path
+    where = f"{named} {given}"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UserError(f"--prompt-file {given}: not found") from None
+        raise UserError(f"{where}: not found") from None
     except IsADirectoryError:
-        raise UserError(f"--prompt-file {given}: is a directory, expected a text file") from None
+        raise UserError(f"{where}: is a directory, expected {kind}") from None
     except UnicodeDecodeError:
-        raise UserError(f"--prompt-file {given}: is not UTF-8 text") from None
+        raise UserError(f"{where}: is not UTF-8 text") from None
     except OSError as error:
-        raise UserError(f"--prompt-file {given}: cannot be read ({error.strerror})") from None
+        raise UserError(f"{where}: cannot be read ({error.strerror or error})") from None
     if not text.strip():
-        raise UserError(f"--prompt-file {given}: is empty; write the task in it")
+        raise UserError(f"{where}: is empty; {empty}")
+    return path.resolve(), text
+
+
+def _from_file(given: Path, cwd: Path) -> str:
+    _, text = read_task_file(
+        given, cwd, named="--prompt-file", kind="a text file", empty="write the task in it"
+    )
     return text
 
 
