@@ -194,7 +194,9 @@ CASES = [
         "prompt_too_long",
         "local",
         {"assistant_error": "invalid_request", "api_error_status": 400},
-        BackendMisconfigured("the prompt is too long for the model's context window"),
+        BackendMisconfigured(
+            "the prompt is too long for the model's context window", "prompt_too_long"
+        ),
     ),
     # A stream cut or stalled mid-answer: the CLI reports a lost connection, no status.
     Case("drop", "oauth", server_error(None), OVERLOADED),
