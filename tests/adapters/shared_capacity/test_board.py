@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,29 +18,7 @@ from claudeloop.adapters.shared_capacity.board import (
     capacity_directory,
     sighting_from_json,
 )
-from claudeloop.domain.signals import TurnSignals, WindowUsage
-
-NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
-TOKEN = "sk-ant-oat01-very-secret-token-value"
-CLOSED = TurnSignals(
-    rate_limit_status="rejected",
-    rate_limit_type="five_hour",
-    resets_at=NOW + timedelta(hours=2),
-    utilization=1.0,
-    api_error_status=429,
-    assistant_error="rate_limit",
-    result_text="API Error: 429 rate limited\nsecond line is the model's business",
-    is_error=True,
-    windows=(WindowUsage("five_hour", 1.0, NOW + timedelta(hours=2), "rejected"),),
-)
-
-
-def publish(board: FileCapacityBoard, signals: TurnSignals = CLOSED, writer: str = "w") -> int:
-    written = board.publish(
-        signals=signals, standing="closed", source="turn", writer=writer, now=NOW
-    )
-    assert written is not None
-    return written.seq
+from tests.adapters.shared_capacity.test_board_contract import CLOSED, NOW, TOKEN, publish
 
 
 @pytest.mark.parametrize(
