@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from claudeloop.adapters.notify.decide import Notification, RunSoFar
+from claudeloop.adapters.notify.messages import Notification, RunSoFar
 from claudeloop.adapters.notify.sender import (
     AppriseService,
     Notifier,

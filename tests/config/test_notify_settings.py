@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claudeloop.adapters.notify.decide import NOTIFY_KINDS
+from claudeloop.adapters.notify.messages import NOTIFY_KINDS
 from tests.config.sources import error_of, load
 
 

@@ -424,7 +424,7 @@ def _notifier(
     """A notifier when notifications are configured; what failed to go is logged."""
     if notify is None or not notify.urls:
         return None
-    from claudeloop.adapters.notify.decide import RunSoFar
+    from claudeloop.adapters.notify.messages import RunSoFar
     from claudeloop.adapters.notify.sender import Notifier
 
     so_far = RunSoFar(

@@ -27,7 +27,7 @@ from claudeloop.adapters.config.schema import (
     ProfileTable,
     RunSettings,
 )
-from claudeloop.adapters.notify.decide import NOTIFY_KINDS
+from claudeloop.adapters.notify.messages import NOTIFY_KINDS
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.application.errors import UsageError
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER

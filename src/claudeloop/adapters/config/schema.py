@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from claudeloop.adapters.config.durations import DURATION_FORMS, parse_duration
-from claudeloop.adapters.notify.decide import NOTIFY_KINDS
+from claudeloop.adapters.notify.messages import NOTIFY_KINDS
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
 from claudeloop.domain.limits import LIMIT_KINDS, parse_action, render_action
 from claudeloop.domain.pause import PauseThresholds

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from claudeloop.adapters.notify.decide import (
+from claudeloop.adapters.notify.messages import (
     NOTIFY_KINDS,
     Notification,
     RunSoFar,

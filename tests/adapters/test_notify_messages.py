@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from claudeloop.adapters.config.schema import NotifyKinds
-from claudeloop.adapters.notify.decide import (
+from claudeloop.adapters.notify.messages import (
     NOTIFY_KINDS,
     Notification,
     RunSoFar,
