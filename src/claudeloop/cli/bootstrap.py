@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import anyio
 
 from claudeloop.adapters.atomic_file import remove_leftovers, write_atomically
+from claudeloop.adapters.fleet.lease_file import leased
 from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor, secret_values
 from claudeloop.adapters.run_directory import RunDirectory
@@ -355,7 +356,7 @@ def drive(
         clock=clock,
         sleeper=WallClockSleeper(directory, clock),
         events=events,
-        store=directory,
+        store=leased(directory, os.environ),  # a worker's run: saved while its lease holds
         control=directory,
         plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),

@@ -91,8 +91,8 @@ def said(error: BaseException) -> str:
 
 
 def init_schema(engine: Engine) -> None:
-    """DBOS's tables and, on PostgreSQL, the capacity board's; safe to repeat and to
-    race (DBOS migrates under a lock, the board creates its table under one)."""
+    """DBOS's tables, the workers' leases and run records, and on PostgreSQL the
+    capacity board's; safe to repeat and to race (each is created under a lock)."""
     from dbos import DBOS
 
     if engine.sqlite_file is not None:
@@ -105,6 +105,15 @@ def init_schema(engine: Engine) -> None:
             DBOS.migrate(engine.url)
         except Exception as error:  # DBOS and SQLAlchemy raise many kinds
             raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+    from claudeloop.adapters.fleet.leases import Leases
+
+    leases = Leases(engine)
+    try:
+        leases.ensure_schema()
+    except Exception as error:  # SQLAlchemy's errors, of either driver
+        raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+    finally:
+        leases.close()
     if engine.kind == "postgresql":
         from claudeloop.adapters.shared_capacity.postgres_board import ensure_schema
 
