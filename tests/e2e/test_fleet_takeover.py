@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,6 +90,21 @@ def start_worker(of: Fleet, on: Machine) -> subprocess.Popen[str]:
     return worker
 
 
+def child_of(of: Fleet, on: Machine) -> int:
+    """The pid of the run's child process, as `on`'s worker said it started it."""
+    said = re.findall(r"\(pid (\d+)\)", (of.root / f"worker-{on.name}.log").read_text())
+    return int(said[-1])
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, ended but not yet reaped by its paused parent, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def requests_from(of: Fleet, on: Machine) -> list[dict[str, Any]]:
     """The requests `on` sent (a probe names no directory; its credentials tell)."""
     return [r for r in of.rehearsal.requests() if r["credentials"] == on.credentials]
@@ -135,19 +151,21 @@ def test_a_killed_workers_waiting_run_is_taken_over_and_a_paused_one_is_fenced(
         assert all(datetime.fromisoformat(r["at"]) >= probe_at for r in requests_from(fleet, b))
         assert b.record(run_id)["session_id"] == saved["session_id"]  # type: ignore[index]
 
-        # B paused past its lease: C takes the run over; B, continued, is fenced.
+        # B paused past its lease: C takes the run over. B's child, which SIGSTOP of
+        # its worker does not stop, has ended on its own by then.
         third = start_worker(fleet, c)
         os.kill(second.pid, signal.SIGSTOP)
         wait_for(lambda: "run.resumed" in c.kinds(run_id), "C to take the run over", 90)
+        assert not alive(child_of(fleet, b))
         sent_by_b = len(requests_from(fleet, b))
-        os.kill(second.pid, signal.SIGCONT)
-        assert second.wait(timeout=60) == 1
-        fleet.rehearsal.server.lift()
+        fleet.rehearsal.server.lift()  # the window opens while B is still paused
         wait_for(
             lambda: (c.record(run_id) or {}).get("state", {}).get("outcome") is not None,
             "the run to finish on C",
             120,
         )
+        os.kill(second.pid, signal.SIGCONT)
+        assert second.wait(timeout=60) == 1  # fenced
         wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
         os.killpg(third.pid, signal.SIGTERM)
         third.wait(timeout=60)
