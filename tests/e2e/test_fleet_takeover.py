@@ -12,12 +12,15 @@ finishes on C after the window lifts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -90,6 +93,25 @@ def start_worker(of: Fleet, on: Machine) -> subprocess.Popen[str]:
     return worker
 
 
+def pause(worker: subprocess.Popen[str], url: str) -> None:
+    """SIGSTOP `worker`. On SQLite, at a moment it holds no write lock: a process paused
+    mid-write holds the file's lock for every process of the machine until it goes on
+    (PostgreSQL ends such a transaction itself), a limit of the one-machine engine."""
+    for _ in range(20):
+        os.kill(worker.pid, signal.SIGSTOP)
+        if not url.startswith("sqlite:///"):
+            return
+        try:
+            with contextlib.closing(sqlite3.connect(url[len("sqlite:///") :], timeout=2)) as db:
+                db.execute("BEGIN IMMEDIATE")
+                db.rollback()
+            return
+        except sqlite3.OperationalError:  # paused mid-write: let it finish, pause again
+            os.kill(worker.pid, signal.SIGCONT)
+            time.sleep(0.2)
+    pytest.fail("the worker held the SQLite lock at every pause")
+
+
 def child_of(of: Fleet, on: Machine) -> int:
     """The pid of the run's child process, as `on`'s worker said it started it."""
     said = re.findall(r"\(pid (\d+)\)", (of.root / f"worker-{on.name}.log").read_text())
@@ -154,7 +176,7 @@ def test_a_killed_workers_waiting_run_is_taken_over_and_a_paused_one_is_fenced(
         # B paused past its lease: C takes the run over. B's child, which SIGSTOP of
         # its worker does not stop, has ended on its own by then.
         third = start_worker(fleet, c)
-        os.kill(second.pid, signal.SIGSTOP)
+        pause(second, fleet.engine)
         wait_for(lambda: "run.resumed" in c.kinds(run_id), "C to take the run over", 90)
         assert not alive(child_of(fleet, b))
         sent_by_b = len(requests_from(fleet, b))

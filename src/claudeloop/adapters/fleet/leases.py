@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 _SCHEMA_LOCK = 0x636C6F6F70_02  # pg_advisory_lock key of this set-up ("cloop", 2)
 _BUSY_SECONDS = 30  # SQLite: how long a writer waits for another's lock
+_IDLE_IN_TRANSACTION_MS = 2000
 
 
 class Fenced(RuntimeError):
@@ -68,7 +69,16 @@ class Leases:
         url = engine.url
         if engine.kind == "postgresql":
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
-            self._db = sa.create_engine(url, pool_pre_ping=True)
+            # A worker paused mid-transaction (SIGSTOP) would hold its row's lock, and
+            # the takeover of that very worker would wait for it: the server ends such
+            # a transaction instead. None of ours is ever idle on purpose.
+            mine = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION_MS}"
+            parsed = sa.make_url(url)
+            given = parsed.query.get("options")
+            options = f"{given} {mine}" if isinstance(given, str) else mine
+            self._db = sa.create_engine(
+                parsed.update_query_dict({"options": options}), pool_pre_ping=True
+            )
             self._now = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
         else:
             self._db = sa.create_engine(url, connect_args={"timeout": _BUSY_SECONDS})
@@ -80,6 +90,11 @@ class Leases:
     def ensure_schema(self) -> None:
         """Create both tables; safe to repeat and to race (IF NOT EXISTS under the
         database's lock: SQLite's writer lock, an advisory lock on PostgreSQL)."""
+        if self.kind == "sqlite":
+            # Write-ahead logging: a reader never holds up a writer, so a worker paused
+            # while it reads stops no other (one paused while it writes still does).
+            with self._db.connect() as c:
+                c.exec_driver_sql("PRAGMA journal_mode=WAL")
         with self._db.begin() as c:
             if self.kind == "postgresql":
                 c.execute(self._sa.text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))

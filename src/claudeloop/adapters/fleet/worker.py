@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from claudeloop.adapters.fleet import travel
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, Engine
@@ -43,6 +43,7 @@ from claudeloop.adapters.fleet.lease_file import (
     FENCED_EXIT,
     LEASE_VARIABLE,
     descendants,
+    lease_holds,
     write_lease,
 )
 from claudeloop.adapters.fleet.leases import Fenced, Leases
@@ -60,6 +61,7 @@ from claudeloop.adapters.fleet.queue import (
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 
+T = TypeVar("T")
 STOPPED_EXIT = 130
 USAGE_EXIT = 2
 FAILED_EXIT = 1
@@ -210,7 +212,9 @@ class Drivers:
             if self.stopping.is_set() or not self._still_holds(run_id, epoch):
                 self._say(f"run {run_id}: taken over by another worker; leaving it")
                 self._hold()
-            self._say(f"run {run_id}: the lease held after all; resuming it")
+            while not lease_holds(self._settings.lease_file):  # renewed by the next beat
+                time.sleep(_CANCEL_POLL_SECONDS)
+            self._say(f"run {run_id}: its lease lapsed but no worker took it; resuming it")
         if run_id not in self.cancelled and (
             self.stopping.is_set()
             or (code == STOPPED_EXIT and self.stopping.wait(_SIGNAL_GRACE_SECONDS))
@@ -252,26 +256,31 @@ class Drivers:
         return code
 
     def _claim(self, run_id: str) -> int:
-        while True:
-            try:
-                return self._leases.claim(run_id, self._settings.executor_id)
-            except Fenced:
-                self._hold()
-            except Exception as error:  # the database away for a moment
-                self._say(f"run {run_id}: cannot reach the engine ({said(error)}); retrying")
-                time.sleep(_CANCEL_POLL_SECONDS * 4)
+        try:
+            return self._retried(
+                run_id, lambda: self._leases.claim(run_id, self._settings.executor_id)
+            )
+        except Fenced:
+            self._hold()
 
     def _still_holds(self, run_id: str, epoch: int) -> bool:
+        return self._retried(run_id, lambda: self._leases.holds(run_id, epoch))
+
+    def _retried(self, run_id: str, ask: Callable[[], T]) -> T:
+        """`ask` the engine until it answers (the database away for a moment)."""
         while True:
             try:
-                return self._leases.holds(run_id, epoch)
-            except Exception:  # the database away for a moment: ask again
+                return ask()
+            except Fenced:
+                raise
+            except Exception as error:  # SQLAlchemy's errors, of either driver
+                self._say(f"run {run_id}: cannot reach the engine ({said(error)}); retrying")
                 time.sleep(_CANCEL_POLL_SECONDS * 4)
 
     def _restore(self, run_id: str, cwd: Path) -> None:
         """The run's record and transcript from the engine, when another worker stored
         them last (or this machine has no record): a takeover."""
-        stored = self._leases.stored(run_id)
+        stored = self._retried(run_id, lambda: self._leases.stored(run_id))
         if stored is None or stored.record is None:
             return
         if stored.saved_by == self._settings.executor_id and record_exists(cwd, run_id):
