@@ -11,12 +11,12 @@ from pathlib import Path
 import anyio
 
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
+from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import (
     ProfileAdvisor,
-    UnbilledGateway,
     backend_for,
     create_directory,
     drive,

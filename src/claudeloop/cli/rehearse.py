@@ -25,8 +25,8 @@ from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
-from claudeloop.cli.commands import finish
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.waiting import WaitPolicyConfig
