@@ -23,7 +23,7 @@ from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquir
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.application.billing import UnbilledGateway
-from claudeloop.application.driving import WiredRun, drive_run
+from claudeloop.application.driving import WiredRun
 from claudeloop.application.ports import ControlInbox, EventSink, Gateway
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
@@ -260,34 +260,6 @@ class ProfileAdvisor:
                 return f"{reason}: {auth_fix(profile)}"
             case _:
                 assert_never(capacity)
-
-
-def drive(
-    directory: RunDirectory,
-    record: RunRecord,
-    *,
-    backend: Backend,
-    resumed: bool,
-    quiet: bool,
-    verbose: bool = False,
-    gateway: Gateway | None = None,
-    notify: NotifyTargets | None = None,
-    detours: Callable[[str], Backend] | None = None,
-    capacity_dir: Path | None = None,
-) -> RunRecord:
-    """Drive the run to its end (application/driving.py says how) with its parts wired."""
-    run = wire_run(
-        directory,
-        record,
-        backend=backend,
-        quiet=quiet,
-        verbose=verbose,
-        gateway=gateway,
-        notify=notify,
-        detours=detours,
-        capacity_dir=capacity_dir,
-    )
-    return drive_run(run, record, resumed=resumed)
 
 
 def wire_run(

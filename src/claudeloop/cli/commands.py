@@ -15,6 +15,7 @@ from claudeloop.adapters.run_directory.finding import (
     write_missing_summary,
 )
 from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
+from claudeloop.application.driving import drive_run
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_spec import (
     new_spec,
@@ -23,7 +24,7 @@ from claudeloop.application.run_spec import (
     resumed_model,
     resumed_record,
 )
-from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
+from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, new_record, wire_run
 from claudeloop.cli.configuration import (
     backend_profile,
     configuration,
@@ -127,15 +128,18 @@ def _drive(
     resumed: bool,
 ) -> None:
     as_json = bool(options.get("as_json"))
-    ended = drive(
-        directory,
+    ended = drive_run(
+        wire_run(
+            directory,
+            record,
+            backend=backend,
+            quiet=bool(options.get("quiet")) or as_json,
+            verbose=bool(options.get("verbose")),
+            notify=notify,
+            detours=detours(record.spec.cwd),
+            capacity_dir=shared_capacity_dir(config),
+        ),
         record,
-        backend=backend,
         resumed=resumed,
-        quiet=bool(options.get("quiet")) or as_json,
-        verbose=bool(options.get("verbose")),
-        notify=notify,
-        detours=detours(record.spec.cwd),
-        capacity_dir=shared_capacity_dir(config),
     )
     finish(ended, as_json=as_json)
