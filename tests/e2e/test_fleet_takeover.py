@@ -202,3 +202,23 @@ def test_a_killed_workers_waiting_run_is_taken_over_and_a_paused_one_is_fenced(
     assert (c.checkout / "step3.txt").exists()
     log = (fleet.root / "worker-b.log").read_text()
     assert "fenced" in log
+
+
+@pytest.mark.scenario("slow_turn_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the worker's own lease
+def test_a_stopping_worker_keeps_its_lease_while_a_long_turn_reaches_its_safe_point(
+    fleet: Fleet,  # noqa: F811
+) -> None:
+    project = fleet.project("alpha")
+    run_id = fleet.add(project)
+    worker = fleet.worker("--lease", "1s")  # shorter than the turn in flight
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
+        "turn 2 to be in flight",
+    )
+    worker.send_signal(signal.SIGTERM)  # the worker only: it passes the stop on
+    assert worker.wait(timeout=60) == 130
+    record = json.loads((project / ".claudeloop" / "runs" / run_id / "state.json").read_text())
+    assert record["state"]["turns"] == 2  # the turn in flight finished, then it stopped
+    assert record["state"]["outcome"] == "stopped"
+    assert "lease on this run is over" not in (fleet.root / "worker-0.log").read_text()

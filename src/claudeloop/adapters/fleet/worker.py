@@ -496,15 +496,31 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         f"lease {settings.lease_seconds:g} s); stop with Ctrl-C or SIGTERM"
     )
 
+    return _until_stopped(settings, drivers, heart, leases, say)
+
+
+def _until_stopped(
+    settings: WorkerSettings,
+    drivers: Drivers,
+    heart: Heart,
+    leases: Leases,
+    say: Callable[[str], None],
+) -> int:
+    """Heart-beat, take over the dead, pass cancellations on, until stopped or fenced."""
+    from dbos import DBOS
+
     def recover(executors: list[str]) -> int:
         return len(DBOS._recover_pending_workflows(executors))
 
+    def fenced() -> int:
+        say(f"worker {settings.executor_id}: another worker took over its runs; fenced")
+        for child in drivers.running_children():
+            stop_tree(child)
+        return FAILED_EXIT
+
     while not drivers.stopping.wait(_CANCEL_POLL_SECONDS):
         if not heart.beat():
-            say(f"worker {settings.executor_id}: another worker took over its runs; fenced")
-            for child in drivers.running_children():
-                stop_tree(child)
-            return FAILED_EXIT
+            return fenced()
         heart.take_over(recover)
         for run_id in drivers.running():
             try:
@@ -513,7 +529,9 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
                 continue
             if status is not None and status.status == "CANCELLED":
                 drivers.cancel(run_id)
-    while drivers.running():  # each child stops at its safe point
+    while drivers.running():  # each child stops at its safe point, a turn may be long
+        if not heart.beat():  # the children keep their lease until then
+            return fenced()
         time.sleep(_CANCEL_POLL_SECONDS)
     with contextlib.suppress(Exception):  # no engine: the lease runs out on its own
         leases.let_go(settings.executor_id)
