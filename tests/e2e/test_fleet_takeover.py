@@ -36,7 +36,7 @@ from tests.e2e.test_fleet import RUN_OPTIONS, Fleet, engine, fleet  # noqa: F401
 
 pytestmark = pytest.mark.e2e
 
-LEASE = "3s"
+LEASE = "4s"
 # Longer than a takeover takes, so a probe sent at once by the new worker would show.
 PROBE_INTERVAL = "8s"
 
@@ -75,12 +75,12 @@ def machine(of: Fleet, name: str, credentials: str = "oauth") -> Machine:
     return Machine(name, env, checkout, credentials)
 
 
-def start_worker(of: Fleet, on: Machine) -> subprocess.Popen[str]:
+def start_worker(of: Fleet, on: Machine, lease: str = LEASE) -> subprocess.Popen[str]:
     with (of.root / f"worker-{on.name}.log").open("w") as log:
         worker = subprocess.Popen(
             [
                 sys.executable, "-m", "claudeloop", "worker", "--engine", of.engine,
-                "--lease", LEASE, "--work-root", str(on.checkout.parent),
+                "--lease", lease, "--work-root", str(on.checkout.parent),
             ],
             env=on.env,
             cwd=on.checkout.parent,
@@ -211,7 +211,7 @@ def test_a_stopping_worker_keeps_its_lease_while_a_long_turn_reaches_its_safe_po
 ) -> None:
     project = fleet.project("alpha")
     run_id = fleet.add(project)
-    worker = fleet.worker("--lease", "1s")  # shorter than the turn in flight
+    worker = fleet.worker("--lease", "2s")  # shorter than the turn in flight (3 s)
     wait_for(
         lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
         "turn 2 to be in flight",
@@ -222,3 +222,53 @@ def test_a_stopping_worker_keeps_its_lease_while_a_long_turn_reaches_its_safe_po
     assert record["state"]["turns"] == 2  # the turn in flight finished, then it stopped
     assert record["state"]["outcome"] == "stopped"
     assert "lease on this run is over" not in (fleet.root / "worker-0.log").read_text()
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # git's part: any engine
+def test_a_repo_run_works_in_a_clone_and_pushes_its_branch_after_each_turn(
+    fleet: Fleet,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    write_plan(seed, 3)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@localhost"]
+    for step in (["init", "--quiet"], ["add", "PLAN.md"], ["commit", "--quiet", "-m", "plan"]):
+        subprocess.run([*git, "-C", str(seed), *step], check=True)
+    remote = tmp_path / "remote.git"
+    subprocess.run([*git, "clone", "--quiet", "--bare", str(seed), str(remote)], check=True)
+    a = machine(fleet, "a")
+    added = subprocess.run(
+        [
+            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md",
+            "--repo", f"file://{remote}", *RUN_OPTIONS, "--engine", fleet.engine,
+        ],
+        env=a.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    run_id = added.stdout.strip()
+    branch = f"claudeloop/{run_id}"
+
+    def files() -> list[str]:
+        done = subprocess.run(
+            ["git", "--git-dir", str(remote), "ls-tree", "--name-only", branch],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout.split()
+
+    worker = start_worker(fleet, a, lease="30s")
+    try:
+        # Turn 1 done, the run waiting for the window: its work is pushed already.
+        wait_for(lambda: files() == ["PLAN.md", "step1.txt"], "turn 1's work on the branch", 90)
+        fleet.rehearsal.server.lift()
+        wait_for(lambda: fleet.states([run_id]) == ["done"], "the run to finish", 120)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert files() == ["PLAN.md", "step1.txt", "step2.txt", "step3.txt"]
+    # The clone is the worker's own, under its work root; the run's files stay out of git.
+    clone = a.checkout.parent / "clones" / run_id
+    assert (clone / ".claudeloop" / "runs" / run_id / "state.json").is_file()

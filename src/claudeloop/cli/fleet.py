@@ -13,9 +13,11 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -123,13 +125,17 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
 
     chosen = _engine(values.pop("engine"))
     as_json = bool(values.pop("as_json"))
-    checkout: str | None = values.pop("checkout")
+    elsewhere = Elsewhere(values.pop("checkout"), values.pop("repo"), values.pop("branch"))
     given_cwd: Path | None = values.pop("cwd")
     plan, prompt = values.get("plan"), values.get("prompt")
     if (plan is None) == (prompt is None):
         raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
-    if checkout is not None:
-        _queue_checkout(forwarded, values, chosen, checkout, given_cwd=given_cwd, as_json=as_json)
+    if elsewhere.branch is not None and elsewhere.repo is None:
+        raise UserError("--branch names a branch of --repo URL; give --repo too")
+    if elsewhere.checkout is not None or elsewhere.repo is not None:
+        if given_cwd is not None or (elsewhere.checkout and elsewhere.repo):
+            raise UserError("give one of --cwd PATH, --checkout NAME and --repo URL")
+        _queue_elsewhere(forwarded, values, chosen, elsewhere, as_json=as_json)
         return
     cwd = (given_cwd or Path.cwd()).expanduser().resolve()
     if not cwd.is_dir():
@@ -148,30 +154,58 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
     _enqueue(chosen, run_id, str(cwd), run_arguments(forwarded, values), values, as_json=as_json)
 
 
-def _queue_checkout(
+@dataclass(frozen=True)
+class Elsewhere:
+    """Where a run is that `queue add` does not look at: a checkout's name under each
+    worker's --work-root, or a git repository each worker clones."""
+
+    checkout: str | None
+    repo: str | None
+    branch: str | None
+
+
+def _queue_elsewhere(
     forwarded: list[click.Parameter],
     values: dict[str, Any],
     chosen: Engine,
-    checkout: str,
+    elsewhere: Elsewhere,
     *,
-    given_cwd: Path | None,
     as_json: bool,
 ) -> None:
-    """A run whose directory is CHECKOUT under each worker's --work-root: nothing of
-    it is looked for here, where it may not be."""
-    if given_cwd is not None:
-        raise UserError("give either --cwd PATH or --checkout NAME, not both")
-    relative = Path(checkout)
-    if not checkout.strip() or relative.is_absolute() or ".." in relative.parts:
-        raise UserError(
-            f"--checkout {checkout!r}: a relative path under the workers' --work-root, without '..'"
-        )
+    """A run on the workers' machines: nothing of it is looked for here."""
+    from claudeloop.adapters.fleet.engine import masked
+
+    where: str
+    if elsewhere.repo is not None:
+        where = elsewhere.repo
+        if urlsplit(where).password:
+            raise UserError(
+                f"--repo {masked(where)}: a password in the URL would be kept in the "
+                "engine's database; use SSH or a git credential helper on the workers"
+            )
+        what = "repository"
+    else:
+        assert elsewhere.checkout is not None
+        relative = Path(elsewhere.checkout)
+        if not elsewhere.checkout.strip() or relative.is_absolute() or ".." in relative.parts:
+            raise UserError(
+                f"--checkout {elsewhere.checkout!r}: a relative path under the workers' "
+                "--work-root, without '..'"
+            )
+        where, what = str(relative), "checkout"
     plan = values.get("plan")
     if plan is not None and plan.is_absolute():
-        raise UserError(f"plan file {plan}: with --checkout, name it relative to the checkout")
+        raise UserError(f"plan file {plan}: name it relative to the {what}")
     run_id = _run_id(values.pop("run_id"))
+    arguments = run_arguments(forwarded, values)
     _enqueue(
-        chosen, run_id, str(relative), run_arguments(forwarded, values), values, as_json=as_json
+        chosen,
+        run_id,
+        where,
+        arguments,
+        values,
+        as_json=as_json,
+        repo=(elsewhere.repo, elsewhere.branch),
     )
 
 
@@ -183,6 +217,7 @@ def _enqueue(
     values: dict[str, Any],
     *,
     as_json: bool,
+    repo: tuple[str | None, str | None] = (None, None),
 ) -> None:
     from claudeloop.adapters.fleet.queue import Order, RunIdTaken
     from claudeloop.adapters.fleet.queue import add as enqueue
@@ -190,7 +225,7 @@ def _enqueue(
 
     # The fingerprint of the account the worker's runs spend: its queue partition.
     account = account_key(os.environ, values.get("model"))
-    order = Order(cwd, arguments, account)
+    order = Order(cwd, arguments, account, *repo)
     with _unavailable_is_one_line():
         try:
             enqueue(chosen, run_id, order)
@@ -344,6 +379,18 @@ Examples:
                 help="The run's directory is NAME under each worker's --work-root "
                 "(the same project checked out on every machine); instead of --cwd.",
             ),
+            click.Option(
+                ["--repo"],
+                default=None,
+                metavar="URL",
+                help="The run's directory is a clone of URL; its work travels through git "
+                "(branch claudeloop/RUN_ID, pushed after each turn); instead of --cwd.",
+            ),
+            click.Option(
+                ["--branch"],
+                default=None,
+                help="With --repo: the branch the run starts from (default: the remote's).",
+            ),
             click.Option(["--run-id"], default=None, help="Name the run (default: time-based)."),
             click.Option(["--engine"], default=None, metavar="URL", help=ENGINE_HELP),
             click.Option(["--json", "as_json"], is_flag=True, help="Print the run id as JSON."),
@@ -355,6 +402,7 @@ Examples:
   claudeloop queue add --prompt "Fix the flaky tests" --cwd ~/src/api
   claudeloop queue add PLAN.md --run-id nightly --engine postgresql://db/fleet
   claudeloop queue add PLAN.md --checkout app     in each worker's --work-root
+  claudeloop queue add PLAN.md --repo git@git.internal:app.git --branch main
 """,
     )
     queue_group.add_command(add_command)

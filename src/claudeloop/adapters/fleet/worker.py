@@ -37,7 +37,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
-from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet import repo, travel
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, Engine
 from claudeloop.adapters.fleet.lease_file import (
     FENCED_EXIT,
@@ -58,6 +58,7 @@ from claudeloop.adapters.fleet.queue import (
     quiet_dbos,
     said,
 )
+from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 
@@ -67,8 +68,10 @@ USAGE_EXIT = 2
 FAILED_EXIT = 1
 DEFAULT_LEASE_SECONDS = 30.0
 # The child trusts its lease for less than the engine counts it, so it has stopped
-# before any other worker may take its run over.
-_CHILD_SHARE = 0.8
+# before any other worker may take its run over; heartbeats come often enough that
+# one held up by the database (a busy SQLite file) does not end the children's lease.
+_CHILD_SHARE = 0.9
+_BEATS_PER_LEASE = 6
 _CANCEL_POLL_SECONDS = 0.5
 # A child that exits 130 on its own may have had the terminal's Ctrl-C too: give the
 # worker's own handler this long to say the worker is stopping, so the run is handed
@@ -134,9 +137,11 @@ def record_exists(cwd: Path, run_id: str) -> bool:
     return (runs_root(cwd) / run_id / "state.json").is_file()
 
 
-def run_cwd(order: Order, work_root: Path | None) -> Path | None:
-    """Where the run is driven: its --cwd, or its checkout under this worker's work
-    root (None: a checkout, and this worker has no work root)."""
+def run_cwd(order: Order, work_root: Path | None, clones: Path | None = None) -> Path | None:
+    """Where the run is driven: its --cwd, its checkout under this worker's work root
+    (None: this worker has none), or the clone of its --repo in `clones`."""
+    if order.repo is not None:
+        return clones
     cwd = Path(order.cwd)
     if cwd.is_absolute():
         return cwd
@@ -197,11 +202,18 @@ class Drivers:
         returns: the run must stay unfinished for the next worker to resume. Fenced
         (another worker took the run over), never returns either: the run's result is
         the other worker's to record."""
-        cwd = run_cwd(order, self._settings.work_root)
+        clones = (self._settings.work_root or self._settings.state_directory) / "clones"
+        cwd = run_cwd(order, self._settings.work_root, clones / run_id)
         if cwd is None:
             self._say(f"run {run_id}: queued as checkout {order.cwd}; start with --work-root")
             return USAGE_EXIT
         epoch = self._claim(run_id)
+        if order.repo is not None:
+            try:
+                repo.prepare(order.repo, order.branch, run_id, cwd)
+            except RepoFailed as failed:
+                self._say(f"run {run_id}: {failed}")
+                return FAILED_EXIT
         self._restore(run_id, cwd)
         while True:
             code = self._drive_child(run_id, order, cwd, epoch)
@@ -209,7 +221,10 @@ class Drivers:
                 break
             # The child's lease ran out (this worker was cut off): go on only if no
             # other worker took the run meanwhile.
-            if self.stopping.is_set() or not self._still_holds(run_id, epoch):
+            if self.stopping.is_set():
+                self._say(f"run {run_id}: stopped; a worker will resume it")
+                self._hold()
+            if not self._still_holds(run_id, epoch):
                 self._say(f"run {run_id}: taken over by another worker; leaving it")
                 self._hold()
             while not lease_holds(self._settings.lease_file):  # renewed by the next beat
@@ -244,16 +259,36 @@ class Drivers:
             self._hold()
         self._say(f"run {run_id}: {command[3]} in {cwd} (pid {child.pid})")
         synced: tuple[object, ...] = ()
+        pushed = self._turns(cwd, run_id)
         while True:
             try:
                 code = child.wait(timeout=_CANCEL_POLL_SECONDS)
                 break
             except subprocess.TimeoutExpired:
                 synced = self._sync(run_id, cwd, epoch, synced, child)
+                if order.repo is not None and self._turns(cwd, run_id) != pushed:
+                    pushed = self._push(run_id, cwd)
         self._sync(run_id, cwd, epoch, synced, child)
+        if order.repo is not None and code != FENCED_EXIT:
+            self._push(run_id, cwd)
         with self._lock:
             self.children.pop(run_id, None)
         return code
+
+    def _turns(self, cwd: Path, run_id: str) -> object:
+        state = travel.read_state(runs_root(cwd) / run_id)
+        inner = state.get("state") if state else None
+        return inner.get("turns") if isinstance(inner, dict) else None
+
+    def _push(self, run_id: str, cwd: Path) -> object:
+        """Commit and push the working tree after a turn (work in progress); returns
+        the turns it covers. A push that fails is said and tried after the next turn."""
+        turns = self._turns(cwd, run_id)
+        try:
+            repo.push(cwd, run_id, f"claudeloop: run {run_id}, after turn {turns}")
+        except RepoFailed as failed:
+            self._say(f"run {run_id}: {failed}")
+        return turns
 
     def _claim(self, run_id: str) -> int:
         try:
@@ -402,7 +437,7 @@ class Heart:
     def start(self) -> None:
         self._leases.start(self._settings.executor_id)
         write_lease(self._settings.lease_file, time.time() + self._child_lease)
-        self._next_beat = time.monotonic() + self._settings.lease_seconds / 3
+        self._next_beat = time.monotonic() + self._settings.lease_seconds / _BEATS_PER_LEASE
 
     @property
     def _child_lease(self) -> float:
@@ -419,7 +454,7 @@ class Heart:
             return True
         if alive:
             write_lease(self._settings.lease_file, sent + self._child_lease)
-            self._next_beat = time.monotonic() + self._settings.lease_seconds / 3
+            self._next_beat = time.monotonic() + self._settings.lease_seconds / _BEATS_PER_LEASE
         return alive
 
     def take_over(self, recover: Callable[[list[str]], int]) -> None:
@@ -518,7 +553,8 @@ def _until_stopped(
             stop_tree(child)
         return FAILED_EXIT
 
-    while not drivers.stopping.wait(_CANCEL_POLL_SECONDS):
+    tick = min(_CANCEL_POLL_SECONDS, settings.lease_seconds / _BEATS_PER_LEASE)
+    while not drivers.stopping.wait(tick):
         if not heart.beat():
             return fenced()
         heart.take_over(recover)
@@ -532,7 +568,7 @@ def _until_stopped(
     while drivers.running():  # each child stops at its safe point, a turn may be long
         if not heart.beat():  # the children keep their lease until then
             return fenced()
-        time.sleep(_CANCEL_POLL_SECONDS)
+        time.sleep(tick)
     with contextlib.suppress(Exception):  # no engine: the lease runs out on its own
         leases.let_go(settings.executor_id)
     say("worker stopped; another worker takes over its unfinished runs, or this one started again")
