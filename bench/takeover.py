@@ -154,7 +154,7 @@ def table(figures: Takeover) -> list[str]:
         "",
         f"A run waiting for a closed window; its worker killed with kill -9 (median of "
         f"{REPEATS}, a SQLite engine, lease {figures.lease_seconds:g} s). The lease runs "
-        "from the dead worker's last heartbeat, up to a third of a lease before the kill.",
+        "from the dead worker's last heartbeat, up to a sixth of a lease before the kill.",
         "",
         "| the run resumed by | kill -9 to resumed | ratio |",
         "|---|---|---|",
