@@ -277,3 +277,42 @@ def test_the_rejection_is_saved_for_a_resume_and_cleared_once_answered() -> None
     assert isinstance(rejected[0].state.rejection, CheckFailed)
     assert rejected[0].state.phase is Phase.RUNNING
     assert h.store.last.state.rejection is None
+
+
+class Killed(BaseException):
+    """kill -9: nothing after it runs."""
+
+
+def test_a_kill_during_a_check_then_resume_runs_the_checks_again_and_resends_no_turn() -> None:
+    h = harness([verdict_turn(complete=True, summary="all done", cost=0.25, session_id="s-1")])
+    rec, checks, _ = verified(h, checks=("make test", "ruff check ."))
+    ran_before_kill: list[str] = []
+
+    def kill_in_the_second_check(text: str) -> None:
+        ran_before_kill.append(text)
+        if len(ran_before_kill) == 2:
+            raise Killed
+
+    checks.on_run = kill_in_the_second_check
+    try:
+        drive(h, rec)
+    except Killed:
+        pass
+    else:
+        raise AssertionError("the kill should have stopped the driver")
+    saved = h.store.last
+    assert saved.state.phase is Phase.VERIFYING
+    assert saved.turn_in_flight is None  # the turn's result was recorded
+
+    checks.on_run = None
+    checks.ran.clear()
+    h.events.events.clear()
+    final = drive(h, saved, resumed=True)
+
+    assert final.state.outcome is Outcome.DONE
+    assert checks.ran == ["make test", "ruff check ."]  # the round from its first check
+    assert len(h.gateway.prompts) == 1  # the turn was not sent again
+    assert (final.state.ledger.turns, final.state.ledger.attempts) == (1, 1)
+    assert final.state.ledger.dollars == 0.25
+    assert "turn.interrupted" not in h.events.types()
+    assert "turn.finished" not in h.events.types()

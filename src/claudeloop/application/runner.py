@@ -334,10 +334,11 @@ class Runner:
         )
         answered = isinstance(capacity, Available) or is_pause(capacity)
         seen: Answered | None = None
+        plan_said: list[Announcement] = []  # said after the turn's own events
         if answered:
             # A Done still to be verified checks no plan item by itself.
             accepted = not (isinstance(verdict, Done) and spec.verify.verifies)
-            record = self._reconcile_plan(record, verdict, announce, accepted=accepted)
+            record = self._reconcile_plan(record, verdict, plan_said, accepted=accepted)
             seen = Answered(checked_items=_checked(record.plan), tree=self._fingerprint())
         transition = decide_after_turn(
             record.state,
@@ -370,6 +371,7 @@ class Runner:
         )
         if outcome.denied_tools:
             announce.append(ToolsDenied(tools=tuple(outcome.denied_tools)))
+        announce.extend(plan_said)
         return self._apply(record, transition, announce=announce)
 
     async def _run_check(

@@ -24,6 +24,8 @@ from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
 from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
+from claudeloop.adapters.verification_commands import VerificationCommands
+from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.events import (
     Event,
     RunFinished,
@@ -113,7 +115,10 @@ def make_gateway(
     backend: Backend,
     capacity_dir: Path | None = None,
     events: EventSink | None = None,
+    *,
+    read_only: bool = False,
 ) -> Gateway:
+    """The gateway of the run's turns; `read_only`: of its independent reviews."""
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
@@ -130,6 +135,7 @@ def make_gateway(
             cli_path=backend.cli_path,
             stderr_log=directory.debug_log_path,
             redactor=directory.redactor,
+            read_only=read_only,
         ),
         control=directory,
         events=events,
@@ -360,6 +366,16 @@ def drive(
         plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
         advisor=ProfileAdvisor(profile_in_use(backend, detours)),
+        checks=VerificationCommands(
+            record.spec.cwd,
+            timeout_seconds=record.spec.verify_timeout_seconds,
+            redact=redactor.text,
+        ),
+        check_logs=directory.path / "checks",
+        reviewer=make_gateway(directory, record.spec, backend, events=events, read_only=True)
+        if record.spec.verify.review
+        else None,
+        tree=WorkingTreeOnDisk(record.spec.cwd),
     )
     final: list[RunRecord] = []
 
@@ -372,6 +388,8 @@ def drive(
                 final.append(_failed(directory, record, error, (log, view)))
             finally:
                 await chosen_gateway.close()
+                if runner.reviewer is not None:
+                    await runner.reviewer.close()
                 group.cancel_scope.cancel()
 
     try:
