@@ -205,3 +205,29 @@ def test_doctor_reports_an_invalid_file_and_exits_2(claudeloop: Invoke, tmp_path
     assert "unknown key colour" in checks["config"]["detail"]
     assert checks["profile"]["status"] == "skip"
     assert checks["run dir"]["status"] == "ok"
+
+
+def test_config_show_says_what_a_done_must_pass_and_the_brake(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text(
+        'verify = ["make test", "ruff check ."]\nverify_timeout = "2m"\nreview = true\n'
+    )
+    shown = json.loads(claudeloop("config", "show", "--cwd", tmp_path, "--json").out)["settings"]
+    assert shown["verify"]["value"] == ["make test", "ruff check ."]
+    assert shown["verify_timeout"]["value"] == "2m"
+    assert shown["review"]["value"] is True
+    assert shown["stall_turns"] == {"value": 3, "from": "default"}
+    assert shown["same_failure"] == {"value": 3, "from": "default"}
+    text = claudeloop("config", "show", "--cwd", tmp_path).out
+    assert "make test, ruff check ." in text
+    assert "stall_turns" in text
+
+
+def test_run_refuses_an_empty_verification_command_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text('verify = [""]\n')
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(result, "claudeloop.toml", "verify.0", "none empty")
+    assert not (tmp_path / ".claudeloop").exists()
