@@ -67,7 +67,7 @@ def test_the_flags_win(tmp_path: Path) -> None:
     ("text", "said"),
     [
         ('verify = ["   "]\n', 'verify.0 = "   "'),
-        ("verify = [\"pytest 'unclosed\"]\n", "verify.0 = \"pytest 'unclosed\""),
+        ('verify = ["pytest \'unclosed"]\n', 'verify.0 = "pytest \'unclosed"'),
         ("stall_turns = -1\n", "stall_turns = -1"),
         ('verify_timeout = "soon"\n', 'verify_timeout = "soon"'),
     ],
