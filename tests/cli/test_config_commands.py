@@ -231,3 +231,41 @@ def test_run_refuses_an_empty_verification_command_before_any_turn(
     result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
     assert_one_line_error(result, "claudeloop.toml", "verify.0", "none empty")
     assert not (tmp_path / ".claudeloop").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("--verify", ""), "is empty"),
+        (("--verify", "pytest 'unclosed"), "cannot be split into words"),
+        (("--stall-turns", "-1"), "--stall-turns"),
+        (("--verify-timeout", "soon"), "--verify-timeout"),
+    ],
+)
+def test_a_bad_verification_flag_is_one_line_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path, flags: tuple[str, ...], said: str
+) -> None:
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, *flags)
+    assert_one_line_error(result, said)
+    assert not (tmp_path / ".claudeloop").exists()
+
+
+def test_verification_flags_and_keys_reach_the_runs_spec(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from claudeloop.cli import commands
+
+    kept: list[RunRecord] = []
+    monkeypatch.setattr(commands, "drive", lambda directory, record, **_: kept.append(record))
+    monkeypatch.setattr(commands, "finish", lambda record, **_: None)
+    (tmp_path / "claudeloop.toml").write_text('verify = ["make lint"]\nsame_failure = 4\n')
+    claudeloop(
+        "run", "--prompt", "x", "--cwd", tmp_path, "--verify", "make test", "--verify",
+        "ruff check .", "--review", "--stall-turns", "0", "--verify-timeout", "90s",
+    )  # fmt: skip
+    (record,) = kept
+    rules = record.spec.verify
+    assert [check.text for check in rules.checks] == ["make test", "ruff check ."]
+    assert rules.review is True
+    assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 4)
+    assert record.spec.verify_timeout_seconds == 90.0

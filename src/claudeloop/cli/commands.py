@@ -34,8 +34,9 @@ from claudeloop.cli.output import print_json
 from claudeloop.cli.prompt_source import read_task_file, task_prompt
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
-from claudeloop.domain.loop import Outcome, Phase, reopen
+from claudeloop.domain.loop import Outcome, Phase, VerifyRules, reopen
 from claudeloop.domain.pause import PauseThresholds
+from claudeloop.domain.verification import parse_checks
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
@@ -92,6 +93,8 @@ def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
     flags["notify"] = list(given) if given else None
     limits = flags.get("limits")
     flags["limits"] = dict(limits) if limits else None
+    checks = flags.get("verify")
+    flags["verify"] = list(checks) if checks else None
     return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
 
 
@@ -194,6 +197,25 @@ def budget(values: dict[str, Setting], base: Budget | None = None) -> Budget:
     return replace(current, **changes)
 
 
+def verification(
+    values: dict[str, Setting], base: RunSpec | None = None
+) -> tuple[VerifyRules, float]:
+    """What a Done must pass and the brake, as the settings say over what `base` had;
+    and the timeout of one check, in seconds."""
+    rules = base.verify if base is not None else VerifyRules()
+    timeout = base.verify_timeout_seconds if base is not None else 600.0
+    if "verify" in values:
+        rules = replace(rules, checks=parse_checks(values["verify"].value))
+    if "review" in values:
+        rules = replace(rules, review=bool(values["review"].value))
+    brake = {key: values[key].value for key in ("stall_turns", "same_failure") if key in values}
+    if brake:
+        rules = replace(rules, stagnation=replace(rules.stagnation, **brake))
+    if "verify_timeout" in values:
+        timeout = values["verify_timeout"].value.total_seconds()
+    return rules, timeout
+
+
 def _set(config: Configuration, *, kinds: tuple[str, ...] | None = None) -> dict[str, Setting]:
     """The settings that a source sets (of the given kinds), defaults left out."""
     return {
@@ -253,6 +275,8 @@ def run(
         limits=limits,
         update_plan=bool(config.value("update_plan")),
     )
+    rules, timeout = verification(_set(config))
+    spec = replace(spec, verify=rules, verify_timeout_seconds=timeout)
     notify = notify_targets(config)
     check_writable(spec, why_no_runs_root(cwd))
     record = new_record(spec, run_id)
@@ -423,6 +447,8 @@ def resume(
             pause_at=pause if "pause_at" in overrides else spec.pause_at,
             limits=limits if "limits" in overrides else spec.limits,
         )
+    rules, timeout = verification(overrides, spec)
+    spec = replace(spec, verify=rules, verify_timeout_seconds=timeout)
     if state.phase.terminal:
         state = reopen(state)
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
