@@ -272,6 +272,15 @@ def test_a_round_cut_off_by_a_crash_runs_again_from_its_first_check() -> None:
     assert resumed.state.ledger == mid_round.ledger
 
 
+def test_a_round_cut_off_runs_again_under_the_checks_a_resume_gives() -> None:
+    mid_round = turn(RUNNING, Done("shipped")).state
+    now = VerifyRules(checks=(LINT,))
+    resumed = decide_preflight(mid_round, Available(), now=NOW, config=CONFIG, rules=now)
+    assert resumed.decision == RunCheck(LINT)
+    off = decide_preflight(mid_round, Available(), now=NOW, config=CONFIG, rules=VerifyRules())
+    assert off.decision == Finish(Outcome.DONE, "shipped")
+
+
 def test_a_run_resumed_while_awaiting_its_review_sends_the_review() -> None:
     assert resume_decision(awaiting_review()) == RunCheck(TEST)
     only_review = turn(RUNNING, Done("x"), rules=VerifyRules(review=True)).state

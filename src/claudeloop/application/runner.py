@@ -174,6 +174,7 @@ class Runner:
                 now=self.clock.now(),
                 config=record.spec.wait_policy,
                 policies=record.spec.limits,
+                rules=record.spec.verify,
             )
             record = replace(record, state=transition.state)
             decision = transition.decision

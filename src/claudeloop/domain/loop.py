@@ -234,12 +234,14 @@ def decide_preflight(
     now: datetime,
     config: WaitPolicyConfig,
     policies: LimitPolicies = NO_POLICIES,
+    rules: VerifyRules | None = None,
 ) -> Transition:
     """Before the first real turn: what is known of capacity decides whether to send it.
 
     A verification round a crash cut off runs again from its first check: a result the
-    record holds may describe a tree the model has not finished with."""
-    state = _round_restarted(state)
+    record holds may describe a tree the model has not finished with. It runs under
+    `rules` when given (a resume may have changed the checks), else its own."""
+    state = _round_restarted(state, rules)
     if state.ledger.any_exhausted:
         return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
     return _by_capacity(state, capacity, now=now, config=config, policies=policies)
@@ -586,10 +588,12 @@ def _send_turn(state: RunState) -> Transition:
     return Transition(running, SendTurn())
 
 
-def _round_restarted(state: RunState) -> RunState:
-    if state.verifying is None:
+def _round_restarted(state: RunState, rules: VerifyRules | None = None) -> RunState:
+    verifying = state.verifying
+    if verifying is None:
         return state
-    return replace(state, verifying=replace(state.verifying, results=()))
+    restarted = replace(verifying, results=(), rules=rules or verifying.rules)
+    return replace(state, verifying=restarted)
 
 
 def _verify_next(state: RunState) -> Transition:
