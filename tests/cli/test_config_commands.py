@@ -269,3 +269,31 @@ def test_verification_flags_and_keys_reach_the_runs_spec(
     assert rules.review is True
     assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 4)
     assert record.spec.verify_timeout_seconds == 90.0
+
+
+def test_resume_changes_only_the_verification_settings_a_flag_or_variable_gives(
+    tmp_path: Path,
+) -> None:
+    from claudeloop.adapters.config.loading import load_configuration
+    from claudeloop.cli.commands import _set, verification
+    from claudeloop.domain.loop import VerifyRules
+    from claudeloop.domain.stagnation import StagnationSettings
+    from claudeloop.domain.verification import CheckCommand
+
+    started = RunSpec(
+        cwd=tmp_path,
+        task="x",
+        verify=VerifyRules(
+            checks=(CheckCommand.parse("make test"),),
+            review=True,
+            stagnation=StagnationSettings(stall_turns=5, same_failure=2),
+        ),
+        verify_timeout_seconds=30.0,
+    )
+    environ = {"CLAUDELOOP_CONFIG_DIR": str(tmp_path / "user"), "CLAUDELOOP_STALL_TURNS": "0"}
+    config = load_configuration(cwd=tmp_path, flags={"verify": ["pytest -x"]}, environ=environ)
+    rules, timeout = verification(_set(config, kinds=("flag", "env")), started)
+    assert [check.text for check in rules.checks] == ["pytest -x"]
+    assert rules.review is True  # kept
+    assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 2)
+    assert timeout == 30.0

@@ -7,8 +7,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import (
@@ -21,6 +22,7 @@ from claudeloop.domain.capacity import (
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
 from claudeloop.domain.loop import (
     MAX_ERRORED_TURNS,
+    Decision,
     Finish,
     Outcome,
     Phase,
@@ -281,6 +283,15 @@ def test_a_round_cut_off_runs_again_under_the_checks_a_resume_gives() -> None:
     assert off.decision == Finish(Outcome.DONE, "shipped")
 
 
+def test_a_done_on_the_last_allowed_turn_cut_off_mid_round_is_still_verified() -> None:
+    state = replace(RUNNING, ledger=BudgetLedger(Budget(max_turns=1)))
+    mid_round = turn(state, Done("shipped"), rules=VerifyRules(checks=(TEST,))).state
+    assert mid_round.ledger.any_exhausted
+    resumed = decide_preflight(mid_round, Available(), now=NOW, config=CONFIG)
+    assert resumed.decision == RunCheck(TEST)
+    assert decide_after_check(resumed.state, passed()).decision == Finish(Outcome.DONE, "shipped")
+
+
 def test_a_run_resumed_while_awaiting_its_review_sends_the_review() -> None:
     assert resume_decision(awaiting_review()) == RunCheck(TEST)
     only_review = turn(RUNNING, Done("x"), rules=VerifyRules(review=True)).state
@@ -467,3 +478,148 @@ def test_a_round_keeps_the_rules_it_began_under() -> None:
     state = turn(RUNNING, Done("x"), rules=REVIEWED).state
     assert isinstance(state.verifying, Verifying)
     assert state.verifying.rules == REVIEWED
+
+
+# The loop with verification, driven at random ----------------------------------------
+
+
+class VerifyingLoopMachine(RuleBasedStateMachine):
+    """The runner's moves with checks, a review and the brake: turns, check results,
+    reviews, limits and probes, and crashes; the promises are checked after each step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = NOW
+        self.rules = VerifyRules()
+        self.state = RunState()
+        self.decision: Decision = SendTurn()
+        self.step = "start"
+        self.round_results: list[CheckResult] = []
+        self.review_verdict: CompletionVerdict | None = None
+
+    def take(self, step: str, transition: Transition) -> None:
+        self.step = step
+        self.state = transition.state
+        self.decision = transition.decision
+
+    @initialize(
+        checks=st.integers(0, 2),
+        review_asked=st.booleans(),
+        stall=st.integers(0, 3),
+        same=st.integers(0, 3),
+        turns=st.none() | st.integers(1, 12),
+    )
+    def start(
+        self, *, checks: int, review_asked: bool, stall: int, same: int, turns: int | None
+    ) -> None:
+        self.rules = VerifyRules(
+            checks=(TEST, LINT)[:checks],
+            review=review_asked,
+            stagnation=StagnationSettings(stall_turns=stall, same_failure=same),
+        )
+        begun = RunState(ledger=BudgetLedger(Budget(max_turns=turns)))
+        self.take("start", decide_preflight(begun, Available(), now=self.now, config=CONFIG))
+
+    @precondition(lambda self: isinstance(self.decision, SendTurn))
+    @rule(verdict=_VERDICTS, limited=st.integers(0, 5), tree=st.sampled_from(["a", "b"]))
+    def turn(self, *, verdict: CompletionVerdict, limited: int, tree: str) -> None:
+        capacity = LIMIT if limited == 0 else Available()
+        self.round_results = []
+        self.review_verdict = None
+        transition = decide_after_turn(
+            self.state,
+            capacity=capacity,
+            verdict=verdict,
+            now=self.now,
+            config=CONFIG,
+            rules=self.rules,
+            seen=Answered(tree=tree),
+        )
+        self.take("turn", transition)
+
+    @precondition(lambda self: isinstance(self.decision, RunCheck))
+    @rule(code=st.sampled_from([0, 0, 1]), output=st.sampled_from(["1 failed", "2 failed"]))
+    def check(self, *, code: int, output: str) -> None:
+        assert isinstance(self.decision, RunCheck)
+        assert self.state.phase is Phase.VERIFYING
+        done_so_far = self.state.verifying.results if self.state.verifying else ()
+        assert self.decision.check == self.rules.checks[len(done_so_far)]  # in order
+        tail = "" if code == 0 else output
+        result = CheckResult(
+            command=self.decision.check, exit_code=code, seconds=1.0, output_tail=tail
+        )
+        self.round_results.append(result)
+        before = self.state.ledger
+        self.take("check", decide_after_check(self.state, result))
+        assert self.state.ledger == before  # a check spends nothing
+
+    @precondition(lambda self: isinstance(self.decision, AskReview))
+    @rule(verdict=_VERDICTS, limited=st.integers(0, 4))
+    def ask_review(self, *, verdict: CompletionVerdict, limited: int) -> None:
+        assert all(result.passed for result in self.round_results)
+        capacity = LIMIT if limited == 0 else Available()
+        self.review_verdict = verdict if limited else None
+        before = self.state.ledger.attempts
+        self.take("review", review(self.state, verdict, capacity=capacity))
+        assert self.state.ledger.attempts == before + 1  # a turn like any other
+
+    @precondition(lambda self: isinstance(self.decision, ScheduleProbe))
+    @rule()
+    def probe(self) -> None:
+        assert isinstance(self.decision, ScheduleProbe)
+        self.now = max(self.now, self.decision.at)
+        probing = begin_probe(self.state)
+        self.take(
+            "probe", decide_after_probe(probing.state, Available(), now=self.now, config=CONFIG)
+        )
+
+    @precondition(lambda self: not self.state.phase.terminal)
+    @rule()
+    def crash_and_resume(self) -> None:
+        if self.state.phase in (Phase.WAITING, Phase.PROBING):
+            return
+        # The runner's resume of a run between turns or mid-round, as in Runner.drive.
+        expected = resume_decision(self.state)
+        self.round_results = []
+        self.take("resume", decide_preflight(self.state, Available(), now=self.now, config=CONFIG))
+        assert self.decision == expected
+
+    @precondition(lambda self: self.state.phase.terminal)
+    @rule()
+    def ended(self) -> None:
+        assert resume_decision(self.state) == self.decision  # an ended run stays ended
+
+    @invariant()
+    def a_done_ends_the_run_only_once_verified(self) -> None:
+        if not (isinstance(self.decision, Finish) and self.decision.outcome is Outcome.DONE):
+            return
+        if self.rules.checks:
+            assert self.step in ("check", "review")
+            assert len(self.round_results) == len(self.rules.checks)
+            assert all(result.passed for result in self.round_results)
+        if self.rules.review:
+            assert self.step == "review"
+            assert isinstance(self.review_verdict, Done)
+
+    @invariant()
+    def a_round_is_in_flight_exactly_while_verifying(self) -> None:
+        verifying = self.state.phase is Phase.VERIFYING
+        assert isinstance(self.decision, RunCheck | AskReview) is verifying
+        if verifying:
+            assert self.state.verifying is not None
+
+    @invariant()
+    def the_brake_stops_only_after_its_count(self) -> None:
+        counts = self.state.stagnation
+        stall = self.rules.stagnation.stall_turns
+        if isinstance(self.decision, Finish) and "no progress" in self.decision.reason:
+            assert stall
+            assert counts.turns_without_progress >= stall
+        elif not self.state.phase.terminal and stall:
+            assert counts.turns_without_progress < stall
+
+
+VerifyingLoopMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=40, deadline=None
+)
+TestVerifyingLoop = VerifyingLoopMachine.TestCase

@@ -240,8 +240,11 @@ def decide_preflight(
 
     A verification round a crash cut off runs again from its first check: a result the
     record holds may describe a tree the model has not finished with. It runs under
-    `rules` when given (a resume may have changed the checks), else its own."""
-    state = _round_restarted(state, rules)
+    `rules` when given (a resume may have changed the checks), else its own. A check
+    spends nothing, so a Done on the last allowed turn is still verified."""
+    if state.verifying is not None:
+        restarted = _round_restarted(state, state.verifying, rules)
+        return _verify_next(replace(restarted, phase=Phase.RUNNING))
     if state.ledger.any_exhausted:
         return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
     return _by_capacity(state, capacity, now=now, config=config, policies=policies)
@@ -473,7 +476,7 @@ def resume_decision(state: RunState) -> Decision:
         case Phase.PREFLIGHT | Phase.RUNNING | Phase.VERIFYING:
             if state.verifying is not None:
                 # The round a crash cut off runs again from its first check.
-                return _verify_next(_round_restarted(state)).decision
+                return _verify_next(_round_restarted(state, state.verifying)).decision
             return SendTurn()
         case Phase.WAITING:
             if state.next_probe_at is not None and isinstance(
@@ -588,10 +591,9 @@ def _send_turn(state: RunState) -> Transition:
     return Transition(running, SendTurn())
 
 
-def _round_restarted(state: RunState, rules: VerifyRules | None = None) -> RunState:
-    verifying = state.verifying
-    if verifying is None:
-        return state
+def _round_restarted(
+    state: RunState, verifying: Verifying, rules: VerifyRules | None = None
+) -> RunState:
     restarted = replace(verifying, results=(), rules=rules or verifying.rules)
     return replace(state, verifying=restarted)
 
