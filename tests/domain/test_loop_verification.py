@@ -490,7 +490,7 @@ class VerifyingLoopMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = NOW
-        self.rules = VerifyRules()
+        self.held_to = VerifyRules()
         self.state = RunState()
         self.decision: Decision = SendTurn()
         self.step = "start"
@@ -512,7 +512,7 @@ class VerifyingLoopMachine(RuleBasedStateMachine):
     def start(
         self, *, checks: int, review_asked: bool, stall: int, same: int, turns: int | None
     ) -> None:
-        self.rules = VerifyRules(
+        self.held_to = VerifyRules(
             checks=(TEST, LINT)[:checks],
             review=review_asked,
             stagnation=StagnationSettings(stall_turns=stall, same_failure=same),
@@ -532,7 +532,7 @@ class VerifyingLoopMachine(RuleBasedStateMachine):
             verdict=verdict,
             now=self.now,
             config=CONFIG,
-            rules=self.rules,
+            rules=self.held_to,
             seen=Answered(tree=tree),
         )
         self.take("turn", transition)
@@ -543,7 +543,7 @@ class VerifyingLoopMachine(RuleBasedStateMachine):
         assert isinstance(self.decision, RunCheck)
         assert self.state.phase is Phase.VERIFYING
         done_so_far = self.state.verifying.results if self.state.verifying else ()
-        assert self.decision.check == self.rules.checks[len(done_so_far)]  # in order
+        assert self.decision.check == self.held_to.checks[len(done_so_far)]  # in order
         tail = "" if code == 0 else output
         result = CheckResult(
             command=self.decision.check, exit_code=code, seconds=1.0, output_tail=tail
@@ -593,11 +593,11 @@ class VerifyingLoopMachine(RuleBasedStateMachine):
     def a_done_ends_the_run_only_once_verified(self) -> None:
         if not (isinstance(self.decision, Finish) and self.decision.outcome is Outcome.DONE):
             return
-        if self.rules.checks:
+        if self.held_to.checks:
             assert self.step in ("check", "review")
-            assert len(self.round_results) == len(self.rules.checks)
+            assert len(self.round_results) == len(self.held_to.checks)
             assert all(result.passed for result in self.round_results)
-        if self.rules.review:
+        if self.held_to.review:
             assert self.step == "review"
             assert isinstance(self.review_verdict, Done)
 
@@ -611,7 +611,7 @@ class VerifyingLoopMachine(RuleBasedStateMachine):
     @invariant()
     def the_brake_stops_only_after_its_count(self) -> None:
         counts = self.state.stagnation
-        stall = self.rules.stagnation.stall_turns
+        stall = self.held_to.stagnation.stall_turns
         if isinstance(self.decision, Finish) and "no progress" in self.decision.reason:
             assert stall
             assert counts.turns_without_progress >= stall
