@@ -230,6 +230,18 @@ def test_a_limit_met_during_the_review_is_waited_out_then_the_review_runs_again(
     assert back.state.phase is Phase.VERIFYING
 
 
+def test_a_limit_during_the_review_is_waited_out_even_under_a_switch_profile_policy() -> None:
+    from claudeloop.domain.limits import LimitPolicies, SwitchProfile
+
+    policies = LimitPolicies((("five_hour", SwitchProfile("local")),))
+    after = decide_after_review(
+        awaiting_review(), capacity=LIMIT, verdict=Done("ok"), now=NOW, config=CONFIG,
+        policies=policies,
+    )  # fmt: skip
+    assert isinstance(after.decision, ScheduleProbe)
+    assert after.state.detour is None
+
+
 def test_a_review_refused_at_the_attempt_cap_ends_on_the_budget() -> None:
     state = replace(awaiting_review(), ledger=BudgetLedger(Budget(max_attempts=2)).spend_turn(0.0))
     after = review(state, Done("ok"), capacity=LIMIT)

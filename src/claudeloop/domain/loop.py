@@ -381,6 +381,11 @@ def decide_after_review(
                 Outcome.BUDGET_EXHAUSTED,
                 _budget_reason(state.ledger),
             )
+        if isinstance(capacity, WindowExhausted | CreditsExhausted) and isinstance(
+            policies.action_for(capacity), SwitchProfile
+        ):
+            # The reviewer has no other profile to go on with: the limit is waited out.
+            return _wait(state, capacity, now=now, config=config)
         return _by_capacity(state, capacity, now=now, config=config, policies=policies)
     state = replace(state, capacity=capacity)
     if error is not None:
