@@ -170,6 +170,7 @@ def test_a_reviewer_who_disagrees_once_sends_the_work_back_then_agrees() -> None
     reviews = h.events.of("review.finished")
     assert [(e["turn"], e["verdict"]) for e in reviews] == [(2, "continue"), (4, "done")]
     assert h.events.of("review.started")[0]["turn"] == 2
+    assert reviewer.closed  # its process goes with the run
 
 
 def test_a_limit_met_during_the_review_is_waited_out_and_the_review_runs_again() -> None:

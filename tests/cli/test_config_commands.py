@@ -256,8 +256,9 @@ def test_verification_flags_and_keys_reach_the_runs_spec(
     from claudeloop.cli import commands
 
     kept: list[RunRecord] = []
-    monkeypatch.setattr(commands, "drive", lambda directory, record, **_: kept.append(record))
-    monkeypatch.setattr(commands, "finish", lambda record, **_: None)
+    monkeypatch.setattr(
+        commands, "_drive", lambda directory, record, backend, **_: kept.append(record)
+    )
     (tmp_path / "claudeloop.toml").write_text('verify = ["make lint"]\nsame_failure = 4\n')
     claudeloop(
         "run", "--prompt", "x", "--cwd", tmp_path, "--verify", "make test", "--verify",
@@ -275,7 +276,7 @@ def test_resume_changes_only_the_verification_settings_a_flag_or_variable_gives(
     tmp_path: Path,
 ) -> None:
     from claudeloop.adapters.config.loading import load_configuration
-    from claudeloop.cli.commands import _set, verification
+    from claudeloop.application.run_spec import set_by, verification
     from claudeloop.domain.loop import VerifyRules
     from claudeloop.domain.stagnation import StagnationSettings
     from claudeloop.domain.verification import CheckCommand
@@ -292,7 +293,8 @@ def test_resume_changes_only_the_verification_settings_a_flag_or_variable_gives(
     )
     environ = {"CLAUDELOOP_CONFIG_DIR": str(tmp_path / "user"), "CLAUDELOOP_STALL_TURNS": "0"}
     config = load_configuration(cwd=tmp_path, flags={"verify": ["pytest -x"]}, environ=environ)
-    rules, timeout = verification(_set(config, kinds=("flag", "env")), started)
+    changed = verification(set_by(config, kinds=("flag", "env")), started)
+    rules, timeout = changed["verify"], changed["verify_timeout_seconds"]
     assert [check.text for check in rules.checks] == ["pytest -x"]
     assert rules.review is True  # kept
     assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 2)

@@ -14,6 +14,9 @@ from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.waiting import WaitPolicyConfig
 
+# How long one verification command may run, by default: ten minutes.
+DEFAULT_VERIFY_TIMEOUT_SECONDS = 600.0
+
 
 @dataclass(frozen=True, slots=True)
 class RunSpec:
@@ -37,7 +40,7 @@ class RunSpec:
     # What a Done must pass (the checks, the review) and the stagnation brake.
     verify: VerifyRules = field(default_factory=VerifyRules)
     # How long one verification command may run before it is killed and counts as failed.
-    verify_timeout_seconds: float = 600.0
+    verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -592,10 +592,13 @@ class Runner:
         return self._others[detour.profile]
 
     async def close(self) -> None:
-        """Closes the other profiles' gateways (the run's own belongs to its owner)."""
+        """Closes the other profiles' gateways and the reviewer's (the run's own belongs
+        to its owner)."""
         others, self._others = self._others, {}
         for gateway in others.values():
             await gateway.close()
+        if self.reviewer is not None:
+            await self.reviewer.close()
 
     def _apply(
         self,
