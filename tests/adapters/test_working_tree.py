@@ -50,6 +50,8 @@ def test_an_edit_a_new_file_or_a_removal_changes_it(tree: Path) -> None:
     prints = [seen.fingerprint()]
     (tree / "a.txt").write_text("a changed, longer\n")
     prints.append(seen.fingerprint())
+    (tree / "a.txt").write_text("a changed again!!\n")  # the same size, modified already
+    prints.append(seen.fingerprint())
     (tree / "b.txt").write_text("b\n")
     prints.append(seen.fingerprint())
     (tree / "b.txt").write_text("b, and more\n")

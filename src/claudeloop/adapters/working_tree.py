@@ -50,7 +50,8 @@ class WorkingTreeOnDisk:
             "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".", exclude
         )
         digest.update(head + b"\0" + status + b"\0")
-        digest.update(self._run_git("diff", "HEAD", "--binary", "--", ".", exclude, check=False))
+        # Streamed into the digest: a diff of gigabytes never sits in memory.
+        self._hash_git(digest, "diff", "HEAD", "--binary", "--", ".", exclude)
         for entry in status.split(b"\0"):
             if entry.startswith(b"?? "):
                 _stat_into(digest, self._cwd / os.fsdecode(entry[3:]), entry[3:])
@@ -68,6 +69,19 @@ class WorkingTreeOnDisk:
                 if seen >= MAX_SCANNED_FILES:
                     return digest.hexdigest()[:16]
         return digest.hexdigest()[:16]
+
+    def _hash_git(self, digest: hashlib._Hash, *args: str) -> None:
+        with subprocess.Popen(
+            ["git", *args],
+            cwd=self._cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        ) as process:
+            assert process.stdout is not None
+            while chunk := process.stdout.read(1 << 16):
+                digest.update(chunk)
+            process.wait(timeout=_GIT_SECONDS)
 
     def _run_git(self, *args: str, check: bool = True) -> bytes:
         done = subprocess.run(
