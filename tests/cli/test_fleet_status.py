@@ -17,6 +17,7 @@ from claudeloop.adapters.fleet.queue import Order, add
 from tests.cli.conftest import Invocation
 from tests.cli.test_run_directory_commands import waiting_run
 from tests.cli.test_user_errors import assert_one_line_error
+from tests.postgres_server import PostgresServer
 
 Invoke = Callable[..., Invocation]
 RUN_ID = "20261130-090000-aaaaaa"
@@ -128,3 +129,95 @@ def test_engine_wants_a_run_id_but_for_status_and_not_cwd_too(
     assert_one_line_error(
         claudeloop("status", "--engine", engine, "--cwd", tmp_path), "--cwd or --engine"
     )
+
+
+def test_stop_and_wind_down_of_an_ended_run_say_it_has_ended(
+    claudeloop: Invoke, engine: str
+) -> None:
+    from claudeloop.adapters.fleet.queue import cancel
+
+    cancel(parse_engine(engine, "test"), "later")
+    for command in ("stop", "wind-down"):
+        result = claudeloop(command, "--engine", engine, "--run-id", "later")
+        assert_one_line_error(result, "run later has ended (cancelled)", "nothing to")
+
+
+def test_logs_follow_prints_each_event_once_until_the_stored_record_has_ended(
+    claudeloop: Invoke, engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from claudeloop.adapters.run_directory import RunDirectory
+
+    directory = RunDirectory(tmp_path / "machine-a" / ".claudeloop" / "runs" / RUN_ID)
+
+    def finish() -> None:  # the worker stores the record once more: the run ended
+        with directory.events_path.open("a") as handle:
+            finished: dict[str, object] = {"ts": "2026-12-01T10:00:00+00:00", "run_id": RUN_ID}
+            finished |= {"type": "run.finished", "outcome": "done", "exit_code": 0}
+            handle.write(json.dumps(finished | {"reason": "done"}) + "\n")
+        state = json.loads(directory.state_path.read_text())
+        state["state"]["phase"] = "complete"
+        directory.state_path.write_text(json.dumps(state))
+        leases = Leases(parse_engine(engine, "test"))
+        try:
+            epoch = leases.stored(RUN_ID).epoch  # type: ignore[union-attr]
+            packed = travel.pack_record(directory.path)
+            leases.store(RUN_ID, epoch, "w1", phase="complete", record=packed, transcript=None)
+        finally:
+            leases.close()
+
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:  # while `logs -f` waits, its worker stores once more
+        sleeps.append(seconds)
+        if len(sleeps) == 1:
+            finish()
+
+    monkeypatch.setattr("time.sleep", sleep)
+    shown = claudeloop("logs", "--engine", engine, "--run-id", RUN_ID, "-f", "--json")
+    assert len(sleeps) == 1  # it read the record again, saw the run had ended, and returned
+    assert shown.exit_code == 0, shown.err
+    kinds = [json.loads(line)["type"] for line in shown.out.splitlines()]
+    assert kinds == ["run.started", "wait.started", "run.finished"]
+
+
+def test_status_of_a_fleet_on_postgresql_shows_each_accounts_capacity(
+    claudeloop: Invoke, postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    import uuid
+    from datetime import UTC, datetime, timedelta
+
+    from claudeloop.adapters.fleet.queue import init_schema
+    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
+    from claudeloop.domain.signals import TurnSignals
+
+    # A database of its own: DBOS's tables are in a schema of its own name.
+    postgres_dsn = f"{postgres_server.dsn.rsplit('/', 1)[0]}/fleet_{uuid.uuid4().hex[:12]}"
+    chosen = parse_engine(postgres_dsn, "test")
+    init_schema(chosen)
+    add(chosen, "r1", Order(str(tmp_path), ["PLAN.md"], account="0123456789abcdef"))
+    board = PostgresCapacityBoard(postgres_dsn, "0123456789abcdef")
+    try:
+        board.publish(
+            signals=TurnSignals(
+                rate_limit_status="rejected",
+                resets_at=datetime(2030, 1, 2, 3, 4, tzinfo=UTC),
+            ),
+            standing="closed",
+            source="probe",
+            writer="w1",
+            now=datetime.now(UTC) - timedelta(hours=1),
+        )
+    finally:
+        board.close()
+    shown = claudeloop("status", "--engine", postgres_dsn)
+    assert shown.exit_code == 0, shown.err
+    lines = shown.out.splitlines()
+    assert lines[1].split()[:2] == ["r1", "queued"]
+    assert lines[3].split() == ["ACCOUNT", "CAPACITY", "SEEN", "BY", "RESETS"]
+    cells = lines[4].split()
+    assert cells[:2] == ["0123456789abcdef", "closed"]
+    assert cells[4:] == ["probe", "2030-01-02", "03:04"]
+    assert all(len(line) <= 80 for line in lines)
+    listed = json.loads(claudeloop("status", "--engine", postgres_dsn, "--json").out)
+    (account,) = listed["capacity"]
+    assert (account["standing"], account["source"]) == ("closed", "probe")

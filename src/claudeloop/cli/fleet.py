@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -673,21 +673,33 @@ def fleet_status(chosen: Engine, as_json: bool) -> None:
     if not rows:
         click.echo(f"no runs in the fleet of {chosen.shown}")
     else:
-        table = [("RUN", "STATE", "PLAN", "SPEND", "PROBE", "WORKER")] + [
-            _fleet_row(row) for row in rows
-        ]
-        widths = [max(len(row[i]) for row in table) for i in range(5)]
-        for cells in table:
-            line = "  ".join(c.ljust(w) for c, w in zip(cells[:5], widths, strict=True))
-            click.echo(_fit(f"{line}  {cells[5]}"))
-    for s in capacity:
-        resets = f", resets {_minute(s['resets_at'])}" if s["resets_at"] else ""
-        click.echo(
-            _fit(
-                f"account {s['account']}: {s['standing']} at {_minute(s['at'])} "
-                f"({s['source']}){resets}"
-            )
+        _table(
+            [("RUN", "STATE", "PLAN", "SPEND", "PROBE", "WORKER")]
+            + [_fleet_row(row) for row in rows]
         )
+    if capacity:
+        click.echo("")
+        _table(
+            [("ACCOUNT", "CAPACITY", "SEEN", "BY", "RESETS")]
+            + [
+                (
+                    s["account"],
+                    s["standing"],
+                    _minute(s["at"]),
+                    s["source"],
+                    _minute(s["resets_at"]) if s["resets_at"] else "-",
+                )
+                for s in capacity
+            ]
+        )
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> None:
+    """Columns as wide as their widest cell; the last one as long as it is, within 80."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for cells in rows:
+        line = "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths, strict=False))
+        click.echo(_fit(f"{line}  {cells[-1]}"))
 
 
 def _fleet_row(row: dict[str, Any]) -> tuple[str, str, str, str, str, str]:

@@ -5,6 +5,7 @@ engine reaching the worker that holds the run, and the capacity board's accounts
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,19 +14,27 @@ import pytest
 from claudeloop.adapters.fleet import travel
 from claudeloop.adapters.fleet.engine import Engine, parse_engine
 from claudeloop.adapters.fleet.leases import Leases
-from claudeloop.adapters.fleet.queue import Order, add
+from claudeloop.adapters.fleet.queue import Order, add, init_schema
 from claudeloop.adapters.fleet.remote import ask, fleet, look_up
 from claudeloop.adapters.fleet.worker import Drivers, WorkerSettings
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.domain.loop import ControlCommand
 from tests.cli.test_run_directory_commands import waiting_run
+from tests.postgres_server import PostgresServer
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
     if request.param == "sqlite":
-        return parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
-    return parse_engine(request.getfixturevalue("postgres_dsn"), "test")
+        chosen = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
+    else:
+        # A database of its own, which set-up creates: DBOS keeps its tables in a schema
+        # of its own name, whatever the search path.
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        base = server.dsn.rsplit("/", 1)[0]
+        chosen = parse_engine(f"{base}/fleet_{uuid.uuid4().hex[:12]}", "test")
+    init_schema(chosen)
+    return chosen
 
 
 @pytest.fixture
@@ -117,13 +126,9 @@ def test_the_capacity_board_is_read_on_postgresql_and_is_none_on_sqlite(
         return
     from datetime import UTC, datetime, timedelta
 
-    from claudeloop.adapters.shared_capacity.postgres_board import (
-        PostgresCapacityBoard,
-        ensure_schema,
-    )
+    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
     from claudeloop.domain.signals import TurnSignals
 
-    ensure_schema(engine.url)
     board = PostgresCapacityBoard(engine.url, "0123456789abcdef")
     resets = datetime.now(UTC) + timedelta(hours=1)
     try:

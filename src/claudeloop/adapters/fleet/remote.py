@@ -78,8 +78,8 @@ def look_up(engine: Engine, run_id: str) -> FleetRun | None:
 
 def fleet(engine: Engine) -> tuple[list[FleetRun], list[Sighting]]:
     """Every run of the queue, newest first, and the capacity board's accounts."""
-    queued = runs(engine)
-    with opened(engine) as leases:
+    queued = runs(engine)  # sets the schema up
+    with opened(engine, set_up=False) as leases:
         stored = leases.every_stored()
         sightings = leases.capacity()
     listed = [FleetRun(q.run_id, q, stored.get(q.run_id)) for q in reversed(queued)]
