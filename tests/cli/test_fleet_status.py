@@ -105,6 +105,12 @@ def test_a_run_the_engine_does_not_know_is_one_line_with_exit_2(
         assert_one_line_error(result, "--run-id nope", "no such run in the fleet")
 
 
+def test_status_of_a_queued_run_says_it_has_no_record_yet(claudeloop: Invoke, engine: str) -> None:
+    shown = claudeloop("status", "--engine", engine, "--run-id", "later")
+    assert shown.exit_code == 0, shown.err
+    assert shown.out.strip() == "run later: queued, no record yet"
+
+
 def test_stop_of_a_queued_run_says_it_is_not_running(claudeloop: Invoke, engine: str) -> None:
     result = claudeloop("stop", "--engine", engine, "--run-id", "later")
     assert_one_line_error(result, "run later is queued", "queue cancel later")

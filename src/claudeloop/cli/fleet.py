@@ -568,9 +568,11 @@ def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
 
 def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
     """`logs --engine [URL] --run-id ID [-f]`: the events the run's worker stored."""
+    import itertools
     import tempfile
     import time
 
+    from claudeloop.adapters.fleet.queue import find
     from claudeloop.adapters.fleet.remote import opened
     from claudeloop.adapters.fleet.travel import unpack_record
     from claudeloop.adapters.run_directory import RunDirectory
@@ -581,17 +583,20 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="claudeloop-logs-") as into:
         directory = RunDirectory(Path(into) / run_id)
         offset = 0
-        stored = found.stored
+        stored, state = found.stored, found.state
         with opened(chosen, set_up=False) as leases:
-            while True:
+            for polls in itertools.count(1):
                 if stored is not None and stored.record is not None:
                     unpack_record(stored.record, directory.path)
                     offset = print_events(directory, offset, as_json=as_json)
                 ended = stored is not None and stored.phase in ("complete", "failed")
-                if not follow or ended or found.state not in ("queued", "running"):
+                if not follow or ended or state not in ("queued", "running"):
                     return
                 time.sleep(1)  # a worker stores the record as it changes
                 stored = leases.stored(run_id)
+                if polls % 10 == 0:  # cancelled before it started: nothing more to come
+                    queued = find(chosen, run_id)
+                    state = queued.state if queued else state
 
 
 def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: bool) -> None:
