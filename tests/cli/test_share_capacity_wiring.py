@@ -71,6 +71,19 @@ def test_a_run_a_fleet_worker_started_on_postgresql_shares_the_fleets_board(
     assert isinstance(detour._board, PostgresCapacityBoard)
 
 
+def test_a_run_that_does_not_share_capacity_still_hides_the_fleets_board_from_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from claudeloop.adapters.shared_capacity import board as file_board
+
+    monkeypatch.setattr(file_board, "_fleet_board", [])
+    monkeypatch.setenv("CLAUDELOOP_FLEET_BOARD", "postgresql://fleet:s3cret@127.0.0.1:9/c")
+    directory = RunDirectory.create(tmp_path, "run-1")
+    gateway = make_gateway(directory, spec(tmp_path), Backend(env={}))  # share_capacity off
+    assert not isinstance(gateway, SharedCapacityGateway)
+    assert "CLAUDELOOP_FLEET_BOARD" not in os.environ
+
+
 def test_a_run_of_one_machine_loads_no_database_driver(tmp_path: Path) -> None:
     probe = (
         "import sys\n"

@@ -135,6 +135,9 @@ def make_gateway(
         events=events,
     )
     chosen: Gateway = UnbilledGateway(gateway) if backend.zero_cost else gateway
+    from claudeloop.adapters.shared_capacity.board import fleet_board
+
+    fleet_board(os.environ)  # shared or not, the CLI never inherits the fleet's URL
     if capacity_dir is None:
         return chosen
     return _sharing(chosen, directory, spec, backend, capacity_dir)

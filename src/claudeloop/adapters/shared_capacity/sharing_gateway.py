@@ -344,9 +344,13 @@ class WokenByNews:
             async def watch(after: int) -> None:
                 while True:
                     began = time.monotonic()
-                    news = await anyio.to_thread.run_sync(
-                        self._board.wait_for_news, after, self._watch, abandon_on_cancel=True
-                    )
+                    try:
+                        news = await anyio.to_thread.run_sync(
+                            self._board.wait_for_news, after, self._watch, abandon_on_cancel=True
+                        )
+                    except OSError as error:  # the news is a courtesy: sleep on without it
+                        self._note(f"wait: no news from the shared capacity record: {error}")
+                        return
                     if news is None:
                         # A board that cannot be read answers at once: not a busy loop.
                         await anyio.sleep(max(0.0, began + self._watch - time.monotonic()))
