@@ -146,6 +146,38 @@ def test_news_of_a_closed_window_or_of_the_loops_own_does_not_end_the_wait(
     assert not endless.cut_short
 
 
+def test_a_pause_before_the_wall_is_not_ended_by_another_loops_news(tmp_path: Path) -> None:
+    # The turn was answered (capacity open) and its window is past the run's threshold:
+    # the run waits for the reset however open the others find the account.
+    clock = Clock()
+    board = Watched(tmp_path, "acct")
+    waiter = sharing(board, FakeInner(turn=OPEN), clock)
+    prober = sharing(FileCapacityBoard(tmp_path, "acct"), FakeInner(probe=OPEN), clock)
+    endless = Endless()
+    woke: list[bool] = []
+
+    async def main() -> None:
+        await waiter.run_turn("go", session_id=None)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+
+                async def wait() -> None:
+                    sleeper = waiter.waking(endless, watch=0.05)
+                    woke.append(await sleeper.sleep_until(clock() + HOUR))
+
+                group.start_soon(wait)
+                await endless.entered.wait()
+                clock.advance(minutes=6)
+                await prober.probe()  # open: seq 2
+                while 2 not in board.heard:
+                    await anyio.sleep(0.01)
+                assert woke == []
+                endless.ended.set()
+
+    anyio.run(main)
+    assert woke == [False]
+
+
 def test_a_run_of_one_machine_without_sharing_sleeps_as_ever() -> None:
     endless = Endless()
     assert woken(FakeInner(), endless) is endless
@@ -169,7 +201,9 @@ def test_waiters_on_other_connections_wake_on_a_probe_published_in_postgresql(
     woke: list[bool] = []
 
     async def main() -> None:
-        await waiters[0].run_turn("go", session_id=None)  # closed, for both
+        await waiters[0].run_turn("go", session_id=None)  # refused: the window closes
+        held = await waiters[1].run_turn("go", session_id=None)
+        assert not held.sent  # the other took that as its own
         entered = 0
 
         class Counted(WallClockSleeper):

@@ -113,6 +113,9 @@ class SharedCapacityGateway:
         self._poll = poll
         self._lock_patience = lock_patience
         self.writer = f"{os.getpid()}:{secrets.token_hex(4)}"
+        # Whether the runner was last told capacity is closed: only such a wait is one
+        # that news of capacity open ends (not a pause before the wall, say).
+        self._told_closed = False
 
     async def run_turn(
         self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
@@ -131,9 +134,15 @@ class SharedCapacityGateway:
         )
         if outcome.failure is None:
             await self._publish_turn(outcome.signals, started)
+        self._told_closed = standing_of(classify(outcome.signals)) == "closed"
         return outcome
 
     async def probe(self) -> ProbeOutcome:
+        outcome = await self._probe()
+        self._told_closed = standing_of(classify(outcome.signals)) == "closed"
+        return outcome
+
+    async def _probe(self) -> ProbeOutcome:
         seen = self._read()
         if seen is not None and self._recent_news(seen):
             self._note(f"probe: took what process {seen.pid} learned at {seen.at:%H:%M:%S}")
@@ -166,9 +175,10 @@ class SharedCapacityGateway:
         return WokenByNews(sleeper, self._board, wakes=self.wakes, note=self._note, watch=watch)
 
     def wakes(self, sighting: Sighting) -> bool:
-        """Whether news ends a wait: another loop found capacity open, recently enough
-        that `probe` takes its result instead of probing."""
-        return sighting.standing == "open" and self._recent_news(sighting)
+        """Whether news ends a wait: this loop waits for capacity it was told is closed,
+        and another loop found it open, recently enough that `probe` takes its result
+        instead of probing."""
+        return self._told_closed and sighting.standing == "open" and self._recent_news(sighting)
 
     def _closed_now(self, sighting: Sighting) -> bool:
         """Whether the record says closed and is young enough to matter."""
@@ -289,6 +299,7 @@ class SharedCapacityGateway:
         )
         text = f"not sent: {who} found this account's capacity closed: {detail}"
         self._note(f"turn {text}")
+        self._told_closed = True
         return TurnOutcome(
             signals=replace(signals, is_error=True, result_text=text),
             structured=None,
