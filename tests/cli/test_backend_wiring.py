@@ -11,17 +11,18 @@ from pathlib import Path
 import anyio
 
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
+from claudeloop.application.billing import UnbilledGateway
+from claudeloop.application.driving import drive_run
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import (
     ProfileAdvisor,
-    UnbilledGateway,
     backend_for,
     create_directory,
-    drive,
     new_record,
     profile_in_use,
+    wire_run,
 )
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.loop import Outcome
@@ -115,13 +116,16 @@ def refused_run(tmp_path: Path, profile: BackendProfile) -> tuple[str, str, str]
     directory = create_directory(record)
     screen = io.StringIO()
     with contextlib.redirect_stderr(screen):
-        ended = drive(
-            directory,
+        ended = drive_run(
+            wire_run(
+                directory,
+                record,
+                backend=backend_for(profile),
+                quiet=False,
+                gateway=RefusingGateway(),
+            ),
             record,
-            backend=backend_for(profile),
             resumed=False,
-            quiet=False,
-            gateway=RefusingGateway(),
         )
     assert ended.state.outcome is Outcome.AUTH_FAILED
     final = screen.getvalue().strip().splitlines()[-1]

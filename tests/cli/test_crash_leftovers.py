@@ -14,8 +14,9 @@ import pytest
 
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.application.driving import drive_run
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap import backend_for, create_directory, drive, new_record
+from claudeloop.cli.bootstrap import backend_for, create_directory, new_record, wire_run
 from claudeloop.domain.loop import Outcome, Phase
 from tests.application.fakes import FakeGateway, verdict_turn
 from tests.cli.conftest import Invocation
@@ -73,13 +74,16 @@ def test_a_run_removes_the_temporary_files_a_killed_write_left(tmp_path: Path) -
         path.write_text("{")
         os.utime(path, (hour_ago, hour_ago))
     gateway = FakeGateway(turns=deque([verdict_turn(complete=True, summary="done")]))
-    ended = drive(
-        directory,
+    ended = drive_run(
+        wire_run(
+            directory,
+            record,
+            backend=backend_for(DEFAULT_BACKEND),
+            quiet=True,
+            gateway=gateway,
+        ),
         record,
-        backend=backend_for(DEFAULT_BACKEND),
         resumed=False,
-        quiet=True,
-        gateway=gateway,
     )
     assert ended.state.outcome is Outcome.DONE
     assert not state_temporary.exists()

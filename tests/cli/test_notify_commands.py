@@ -14,9 +14,10 @@ import pytest
 
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.notify.sender import NotifyTargets
+from claudeloop.application.driving import drive_run
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap import backend_for, create_directory, drive, new_record
+from claudeloop.cli.bootstrap import backend_for, create_directory, new_record, wire_run
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
@@ -102,14 +103,17 @@ class FinishingGateway:
 def run_to_the_end(tmp_path: Path, urls: tuple[str, ...]) -> tuple[Outcome | None, list[str]]:
     record = new_record(RunSpec(cwd=tmp_path, task="Write hello.txt"), "notified")
     directory = create_directory(record)
-    ended = drive(
-        directory,
+    ended = drive_run(
+        wire_run(
+            directory,
+            record,
+            backend=backend_for(DEFAULT_BACKEND),
+            quiet=True,
+            gateway=FinishingGateway(),
+            notify=NotifyTargets(urls=urls),
+        ),
         record,
-        backend=backend_for(DEFAULT_BACKEND),
         resumed=False,
-        quiet=True,
-        gateway=FinishingGateway(),
-        notify=NotifyTargets(urls=urls),
     )
     lines = directory.events_path.read_text().splitlines()
     return ended.state.outcome, lines

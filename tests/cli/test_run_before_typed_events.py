@@ -18,8 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.application.driving import drive_run
 from claudeloop.application.events import event_from
-from claudeloop.cli.bootstrap import Backend, drive
+from claudeloop.cli.bootstrap import Backend, wire_run
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals
 from tests.application.fakes import FakeGateway, verdict_turn
@@ -67,8 +68,10 @@ def test_an_older_run_killed_while_waiting_resumes_to_its_end(tmp_path: Path) ->
         probes=deque([TurnSignals()]),
     )
     with contextlib.redirect_stderr(io.StringIO()):
-        ended = drive(
-            directory, record, backend=Backend(env={}), resumed=True, quiet=True, gateway=gateway
+        ended = drive_run(
+            wire_run(directory, record, backend=Backend(env={}), quiet=True, gateway=gateway),
+            record,
+            resumed=True,
         )
     assert ended.state.outcome is Outcome.DONE
     assert ended.state.ledger.turns == 3  # the one it had, and the two sent after the resume

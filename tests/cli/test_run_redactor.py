@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.notify.sender import NotifyTargets
+from claudeloop.adapters.run_directory.redacted import RedactedEvents
 from claudeloop.application.events import TurnFinished
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap import Backend, Redacted, run_redactor
+from claudeloop.cli.bootstrap import Backend, run_redactor
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from tests.application.fakes import MemoryEvents
@@ -53,7 +54,9 @@ def test_a_detour_profile_that_no_longer_resolves_is_left_to_fail_when_taken(
 
 def test_every_sink_behind_redacted_gets_the_masked_fields() -> None:
     seen = MemoryEvents()
-    sink = Redacted(seen, run_redactor(RunSpec(cwd=Path(), task="t"), Backend(env={}), None, None))
+    sink = RedactedEvents(
+        seen, run_redactor(RunSpec(cwd=Path(), task="t"), Backend(env={}), None, None)
+    )
     key = "sk-ant-api03-abcdefghijklmnop"
     sink.emit(
         TurnFinished(

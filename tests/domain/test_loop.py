@@ -35,6 +35,7 @@ from claudeloop.domain.loop import (
     decide_after_turn,
     decide_on_control,
     decide_on_failure,
+    decide_on_second_interrupt,
     decide_preflight,
     reopen,
     resume_decision,
@@ -456,6 +457,14 @@ def test_a_failure_outside_the_rules_fails_the_run_with_its_reason() -> None:
     assert transition.decision == Finish(Outcome.FAILED, "the CLI exited with 137")
     assert transition.decision.exit_code == 1
     assert transition.state.reason == "the CLI exited with 137"
+
+
+def test_a_second_interrupt_stops_the_run_at_once_even_mid_wait() -> None:
+    waiting = after_turn(RUNNING, FIVE_HOUR).state
+    transition = decide_on_second_interrupt(waiting)
+    assert transition.decision == Finish(Outcome.STOPPED, "stopped at once by a second interrupt")
+    assert transition.decision.exit_code == 130
+    assert transition.state.outcome is Outcome.STOPPED
 
 
 # resume_decision -----------------------------------------------------------------------

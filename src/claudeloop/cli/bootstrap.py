@@ -1,4 +1,5 @@
-"""The composition root: wires the real adapters into the runner and drives a run.
+"""The composition root: wires the real adapters into the runner and hands the wired
+run to the use case that drives it (application/driving.py).
 
 Tests wire fakes into the same runner; this is the one place that knows both sides.
 """
@@ -7,37 +8,32 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, assert_never
 
-import anyio
-
-from claudeloop.adapters.atomic_file import remove_leftovers, write_atomically
+from claudeloop.adapters.atomic_file import remove_leftovers
+from claudeloop.adapters.interrupts import SignalInterrupts
 from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor, secret_values
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
 from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
-from claudeloop.adapters.run_directory.redacted import redacted_record
+from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
-from claudeloop.application.events import (
-    Event,
-    RunFinished,
-)
-from claudeloop.application.ports import EventSink, Gateway, ProbeOutcome, TurnOutcome
+from claudeloop.application.billing import UnbilledGateway
+from claudeloop.application.driving import WiredRun
+from claudeloop.application.ports import ControlInbox, EventSink, Gateway
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
-from claudeloop.application.summary import summary_markdown
-from claudeloop.cli.display import ConsoleView, Tee
+from claudeloop.cli.display import ConsoleView, Screen, Tee
 from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
+from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.limits import SwitchProfile
-from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
+from claudeloop.domain.loop import RunState
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.profiles import BackendProfile
@@ -107,6 +103,39 @@ def create_directory(record: RunRecord) -> RunDirectory:
     return directory
 
 
+def claude_code(
+    backend: Backend,
+    *,
+    cwd: Path,
+    model: str | None,
+    permission_mode: str,
+    stderr_log: Path,
+    done_marker: str = DEFAULT_DONE_MARKER,
+    redactor: Redactor | None = None,
+    control: ControlInbox | None = None,
+    events: EventSink | None = None,
+) -> Gateway:
+    """The gateway to the Claude Code CLI of `backend`, unbilled on a backend whose costs
+    are not money; `doctor` probes through it too."""
+    # The SDK is imported only where a turn runs: --help and status stay fast.
+    from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
+
+    settings = GatewaySettings(
+        cwd=cwd,
+        model=model,
+        permission_mode=permission_mode,
+        env=dict(backend.env),
+        local_backend=backend.local,
+        structured_output=backend.structured_output,
+        done_marker=done_marker,
+        cli_path=backend.cli_path,
+        stderr_log=stderr_log,
+        redactor=redactor,
+    )
+    gateway = ClaudeCodeGateway(settings, control=control, events=events)
+    return UnbilledGateway(gateway) if backend.zero_cost else gateway
+
+
 def make_gateway(
     directory: RunDirectory,
     spec: RunSpec,
@@ -114,27 +143,18 @@ def make_gateway(
     capacity_dir: Path | None = None,
     events: EventSink | None = None,
 ) -> Gateway:
-    # The SDK is imported only where a turn runs: --help and status stay fast.
-    from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
-
     # The run directory's control file: a stop ends a turn stuck in the CLI's retries.
-    gateway = ClaudeCodeGateway(
-        GatewaySettings(
-            cwd=spec.cwd,
-            model=spec.model,
-            permission_mode=spec.permission_mode,
-            env=dict(backend.env),
-            local_backend=backend.local,
-            structured_output=backend.structured_output,
-            done_marker=spec.done_marker,
-            cli_path=backend.cli_path,
-            stderr_log=directory.debug_log_path,
-            redactor=directory.redactor,
-        ),
+    chosen = claude_code(
+        backend,
+        cwd=spec.cwd,
+        model=spec.model,
+        permission_mode=spec.permission_mode,
+        done_marker=spec.done_marker,
+        stderr_log=directory.debug_log_path,
+        redactor=directory.redactor,
         control=directory,
         events=events,
     )
-    chosen: Gateway = UnbilledGateway(gateway) if backend.zero_cost else gateway
     from claudeloop.adapters.shared_capacity.board import fleet_board
 
     fleet_board(os.environ)  # shared or not, the CLI never inherits the fleet's URL
@@ -177,54 +197,6 @@ def _detour_gateways(
     return gateway_of
 
 
-class UnbilledGateway:
-    """A gateway whose turns and probes cost nothing: the CLI prices a local model with
-    Anthropic's price table, which says nothing true about the user's own machine."""
-
-    def __init__(self, inner: Gateway) -> None:
-        self._inner = inner
-
-    async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
-    ) -> TurnOutcome:
-        outcome = await self._inner.run_turn(
-            prompt, session_id=session_id, interrupted_at=interrupted_at
-        )
-        # Nothing of it is money, guessed or not: no guessed price to warn about either.
-        return replace(outcome, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=(), billed=False)
-
-    async def probe(self) -> ProbeOutcome:
-        probe = await self._inner.probe()
-        return replace(probe, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=())
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-class Redacted:
-    """Passes events on with every secret masked: the screen and the notifications get
-    no more of the model's words than events.jsonl does."""
-
-    def __init__(self, sink: EventSink, redactor: Redactor) -> None:
-        self._sink = sink
-        self._redactor = redactor
-
-    def emit(self, event: Event) -> None:
-        self._sink.emit(redacted_event(event, self._redactor))
-
-
-def redacted_event(event: Event, redactor: Redactor) -> Event:
-    """The event with every text in it masked (a summary, a reason, a tool's name)."""
-    masked: dict[str, Any] = {}
-    for item in fields(event):
-        value = getattr(event, item.name)
-        if isinstance(value, str):
-            masked[item.name] = redactor.text(value)
-        elif isinstance(value, tuple):
-            masked[item.name] = tuple(redactor.data(list(value)))
-    return replace(event, **masked)
-
-
 def run_redactor(
     spec: RunSpec,
     backend: Backend,
@@ -247,27 +219,6 @@ def run_redactor(
 
         extra += [secret for url in notify.urls for secret in (url, *url_secrets(url))]
     return Redactor((*secret_values(*environments), *extra))
-
-
-class Screen:
-    """The console view until the terminal is gone (closed: a write fails with EIO); then
-    nothing. The run goes on, and all it would have shown is in the run directory."""
-
-    def __init__(self, view: ConsoleView) -> None:
-        self._view: ConsoleView | None = view
-
-    def emit(self, event: Event) -> None:
-        if self._view is not None:
-            try:
-                self._view.emit(event)
-            except OSError:
-                self.close()
-
-    def close(self) -> None:
-        view, self._view = self._view, None
-        if view is not None:
-            with contextlib.suppress(OSError):
-                view.close()
 
 
 ProfileInUse = Callable[[str | None], "BackendProfile | None"]
@@ -313,22 +264,21 @@ class ProfileAdvisor:
                 assert_never(capacity)
 
 
-def drive(
+def wire_run(
     directory: RunDirectory,
     record: RunRecord,
     *,
     backend: Backend,
-    resumed: bool,
     quiet: bool,
     verbose: bool = False,
     gateway: Gateway | None = None,
     notify: NotifyTargets | None = None,
     detours: Callable[[str], Backend] | None = None,
     capacity_dir: Path | None = None,
-) -> RunRecord:
-    """Drive the run to its end under the run's lock; write summary.md; return the record.
-
-    `capacity_dir`: where loops on one account share capacity (None: this loop alone)."""
+) -> WiredRun:
+    """The run's parts, its lock taken: the event log, the screen and notifications, the
+    gateway stack, the runner. `capacity_dir`: where loops on one account share
+    capacity (None: this loop alone)."""
     lock = _take_lock(directory)
     clock = SystemClock()
     directory.clear_control()
@@ -348,7 +298,7 @@ def drive(
     view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
     notifier = _notifier(notify, directory, record, log, redactor)
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
-    events = Redacted(Tee(*sinks), redactor)
+    events = RedactedEvents(Tee(*sinks), redactor)
     chosen_gateway = gateway or make_gateway(
         directory, record.spec, backend, capacity_dir, events=events
     )
@@ -366,35 +316,28 @@ def drive(
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
         advisor=ProfileAdvisor(profile_in_use(backend, detours)),
     )
-    final: list[RunRecord] = []
 
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(_interrupts, directory, group.cancel_scope)
-            try:
-                final.append(await runner.drive(record, resumed=resumed))
-            except OSError as error:
-                final.append(_failed(directory, record, error, (log, view)))
-            finally:
-                await chosen_gateway.close()
-                group.cancel_scope.cancel()
+    def close() -> None:
+        try:
+            view.close()
+            if notifier is not None:
+                notifier.close()
+            log.close()
+            directory.clear_control()
+        finally:
+            lock.release()
 
-    try:
-        anyio.run(main)
-    finally:
-        view.close()
-        if notifier is not None:
-            notifier.close()
-        log.close()
-        directory.clear_control()
-        lock.release()
-    # No final record means a second Ctrl-C ended it at once; state.json is the truth.
-    ended = final[0] if final else _stopped(directory, record)
-    # What the run tells from here (summary.md, the --json result) is what state.json says.
-    ended = redacted_record(ended, redactor)
-    with contextlib.suppress(OSError):  # a full disk: `status` writes it later
-        write_summary(directory, ended, redactor)
-    return ended
+    return WiredRun(
+        runner=runner,
+        gateway=chosen_gateway,
+        files=directory,
+        interrupts=SignalInterrupts(),
+        told=(log, view),
+        tell=directory.write_summary,
+        # What the run tells from here (summary.md, --json) is what state.json says.
+        masked=lambda ended: redacted_record(ended, redactor),
+        close=close,
+    )
 
 
 def _take_lock(directory: RunDirectory) -> DriverLock:
@@ -411,12 +354,6 @@ def _take_lock(directory: RunDirectory) -> DriverLock:
             f"{directory.lock_path}: cannot be locked ({error.strerror or error}); "
             "claudeloop locks only a regular file of its own there"
         ) from None
-
-
-def write_summary(directory: RunDirectory, record: RunRecord, redactor: Redactor) -> None:
-    # Replaced, not written through: a link planted as summary.md is replaced, never
-    # followed, and the new file is owner-only.
-    write_atomically(directory.summary_path, redactor.text(summary_markdown(record)))
 
 
 def _notifier(
@@ -443,20 +380,6 @@ def _notifier(
     )
 
 
-async def _interrupts(directory: RunDirectory, scope: anyio.CancelScope) -> None:
-    """First Ctrl-C: stop at the next safe point. Second: end at once. A closed terminal
-    (SIGHUP) and a kill (SIGTERM) are a Ctrl-C."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-        count = 0
-        async for _ in signals:
-            count += 1
-            if count == 1:
-                directory.send(ControlCommand.STOP)
-            else:
-                scope.cancel()
-                return
-
-
 def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
     """What a kill mid-write left: state.json's at once (the lock is ours, so no one else
     writes it), the control inbox's and the plan's once a minute old (a `stop`, another
@@ -465,34 +388,3 @@ def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
     remove_leftovers(directory.control_path, older_than=60, unmarked=True)
     if record.spec.plan_path is not None:
         remove_leftovers(record.spec.plan_path, older_than=60)
-
-
-def _failed(
-    directory: RunDirectory, record: RunRecord, error: OSError, sinks: tuple[EventSink, ...]
-) -> RunRecord:
-    """The run ended by a disk that is full, a run directory gone: FAILED, saying why,
-    with what state.json last held (saved again if the disk allows)."""
-    try:
-        latest = directory.load()
-    except (OSError, ValueError):
-        latest = record
-    failed, reason = Outcome.FAILED, f"stopped by an I/O error: {error}"
-    state = replace(latest.state, phase=Phase.FAILED, outcome=failed, reason=reason)
-    ended = replace(latest, state=state)
-    for sink in sinks:
-        with contextlib.suppress(OSError):
-            sink.emit(RunFinished(outcome=failed, exit_code=failed.exit_code, reason=reason))
-    with contextlib.suppress(OSError):
-        directory.save(ended)
-    return ended
-
-
-def _stopped(directory: RunDirectory, record: RunRecord) -> RunRecord:
-    try:
-        latest = directory.load()
-    except (OSError, ValueError):
-        latest = record
-    state = replace(
-        latest.state, outcome=Outcome.STOPPED, reason="stopped at once by a second interrupt"
-    )
-    return replace(latest, state=state)

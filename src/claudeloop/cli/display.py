@@ -6,6 +6,7 @@ wait, what is awaited and a countdown to the next probe. Elsewhere, plain lines.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from datetime import UTC, datetime
 from typing import Any, assert_never
@@ -203,3 +204,24 @@ class Tee:
     def emit(self, event: Event) -> None:
         for sink in self._sinks:
             sink.emit(event)
+
+
+class Screen:
+    """The console view until the terminal is gone (closed: a write fails with EIO); then
+    nothing. The run goes on, and all it would have shown is in the run directory."""
+
+    def __init__(self, view: ConsoleView) -> None:
+        self._view: ConsoleView | None = view
+
+    def emit(self, event: Event) -> None:
+        if self._view is not None:
+            try:
+                self._view.emit(event)
+            except OSError:
+                self.close()
+
+    def close(self) -> None:
+        view, self._view = self._view, None
+        if view is not None:
+            with contextlib.suppress(OSError):
+                view.close()

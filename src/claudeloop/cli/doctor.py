@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -31,9 +31,9 @@ from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
 from claudeloop.cli.backend_advice import advise, auth_fix
-from claudeloop.cli.bootstrap import cli_path_from_environment
-from claudeloop.cli.commands import working_directory
+from claudeloop.cli.bootstrap import backend_for, claude_code, cli_path_from_environment
 from claudeloop.cli.output import print_json
+from claudeloop.cli.params import working_directory
 from claudeloop.domain.text import first_line
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -286,7 +286,6 @@ def _model_check(
 ) -> Check:
     import anyio
 
-    from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
     from claudeloop.domain.capacity import (
         AuthenticationFailed,
         Available,
@@ -299,19 +298,14 @@ def _model_check(
 
     model = config.value("model")
     # The probe sets the CLI's retries low itself, so a doctor answers in seconds.
-    env = dict(backend.env)
     with tempfile.TemporaryDirectory(prefix="claudeloop-doctor-") as scratch:
         log = Path(scratch) / "claude-stderr.log"
-        gateway = ClaudeCodeGateway(
-            GatewaySettings(
-                cwd=cwd,
-                model=model,
-                permission_mode=config.value("permission_mode"),
-                env=env,
-                local_backend=backend.local,
-                cli_path=cli_path,
-                stderr_log=log,
-            )
+        gateway = claude_code(
+            replace(backend_for(backend), cli_path=cli_path),
+            cwd=cwd,
+            model=model,
+            permission_mode=config.value("permission_mode"),
+            stderr_log=log,
         )
 
         async def ask() -> ProbeOutcome:

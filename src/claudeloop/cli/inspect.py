@@ -1,4 +1,5 @@
-"""Seeing and steering a run from another terminal: status, logs, runs, stop, wind-down.
+"""Seeing and steering a run from another terminal: status, logs, runs, stop, wind-down;
+and the Claude sessions of a directory.
 
 Each reads state.json or events.jsonl only, so it costs the same after 100,000 events
 as after ten (logs streams them line by line).
@@ -17,32 +18,21 @@ import click
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
+from claudeloop.adapters.run_directory.finding import (
+    load_record,
+    watched_run,
+    write_missing_summary,
+)
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.events import event_from
 from claudeloop.application.summary import status_object
-from claudeloop.cli.commands import (
-    find_run,
-    live_run,
-    load_record,
-    working_directory,
-    write_missing_summary,
-)
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import print_json
+from claudeloop.cli.params import working_directory
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.text import first_line
-
-
-def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
-    """What status, logs, stop and wind-down act on: the --run-id run; without one, the
-    run a live driver is driving (the newest, if several are), else the newest run."""
-    if run_id is None:
-        live = live_run(cwd)
-        if live is not None:
-            return live[0]
-    return find_run(cwd, run_id, None)
 
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
@@ -213,3 +203,27 @@ def control(
         print_json({"run_id": directory.run_id, "pid": pid, "command": command.value})
         return
     click.echo(f"claudeloop: asked run {directory.run_id} (pid {pid}) to {command.value}: {when}")
+
+
+def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
+    from claudeloop.adapters.claude_sessions import list_claude_sessions
+
+    directory = working_directory(cwd)
+    found = list_claude_sessions(directory, limit)
+    if as_json:
+        print_json(
+            [
+                {
+                    "session_id": s.session_id,
+                    "summary": s.summary,
+                    "last_modified": s.last_modified.isoformat(),
+                }
+                for s in found
+            ]
+        )
+        return
+    if not found:
+        click.echo(f"no Claude sessions in {directory}")
+        return
+    for s in found:
+        click.echo(f"{s.last_modified:%Y-%m-%d %H:%M}  {s.session_id}  {s.summary}")

@@ -272,9 +272,9 @@ Examples:
 @click.option("--limit", type=POSITIVE_INT, default=20)
 def sessions(cwd: Path | None, as_json: bool, limit: int) -> None:
     """Claude sessions of the working directory, newest first."""
-    from claudeloop.cli import commands
+    from claudeloop.cli import inspect
 
-    commands.sessions(cwd=cwd, as_json=as_json, limit=limit)
+    inspect.sessions(cwd=cwd, as_json=as_json, limit=limit)
 
 
 @cli.command(

@@ -1,11 +1,19 @@
-"""What `--json` prints, the same way for every command: indented, keys sorted."""
+"""What `--json` prints, the same way for every command: indented, keys sorted; and how a
+run's command ends."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
+from typing import TYPE_CHECKING, NoReturn
 
 import click
+
+from claudeloop.application.summary import result_object
+
+if TYPE_CHECKING:
+    from claudeloop.application.records import RunRecord
 
 
 def print_json(data: object) -> None:
@@ -13,3 +21,11 @@ def print_json(data: object) -> None:
     pipe, is no error: the exit code and the run directory still tell what happened."""
     with contextlib.suppress(OSError):
         click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+def finish(record: RunRecord, *, as_json: bool) -> NoReturn:
+    """End the command with the run's exit code, its result printed first with --json."""
+    result = result_object(record)
+    if as_json:
+        print_json(result)
+    sys.exit(result["exit_code"])

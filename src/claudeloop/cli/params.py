@@ -1,16 +1,19 @@
-"""Parameter types for the command line: durations, positive numbers, apprise URLs."""
+"""Parameter types for the command line: durations, positive numbers, apprise URLs, the
+working directory."""
 
 from __future__ import annotations
 
 import math
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import click
 
 from claudeloop.adapters.config.durations import parse_duration
 from claudeloop.adapters.notify.urls import looks_like_apprise_url, masked_url
+from claudeloop.cli.errors import UserError
 
 __all__ = [
     "APPRISE_URL",
@@ -21,6 +24,7 @@ __all__ = [
     "Duration",
     "Positive",
     "parse_duration",
+    "working_directory",
 ]
 
 
@@ -122,3 +126,11 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
 
 PAUSE_AT = PauseAt()
 ON_LIMIT = OnLimit()
+
+
+def working_directory(cwd: Path | None) -> Path:
+    """--cwd (default: the current directory), which must be a directory."""
+    chosen = (cwd or Path.cwd()).expanduser()
+    if not chosen.is_dir():
+        raise UserError(f"--cwd {chosen}: no such directory")
+    return chosen.resolve()

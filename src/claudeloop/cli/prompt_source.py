@@ -1,5 +1,5 @@
-"""The task of `run --prompt`: given inline, read from a file (`--prompt-file PATH`) or
-from standard input (`--prompt -`).
+"""The task of `run`: a PLAN file, or a prompt given inline, read from a file
+(`--prompt-file PATH`) or from standard input (`--prompt -`).
 
 A long task cannot go inline: the kernel caps one argument at 128 KiB (MAX_ARG_STRLEN
 on Linux), so `claudeloop run --prompt "$(cat TASK.md)"` fails before claudeloop starts.
@@ -13,9 +13,28 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from claudeloop.application.prompts import plan_task
 from claudeloop.cli.errors import UserError
 
 STDIN = "-"
+
+
+def the_task(
+    plan: Path | None, prompt: str | None, prompt_file: Path | None, *, cwd: Path
+) -> tuple[Path | None, str]:
+    """(the plan file or None, the task as the model is told it) of `run`'s arguments."""
+    if (plan is None) == (prompt is None and prompt_file is None):
+        raise UserError(
+            "give either a PLAN file or --prompt TEXT (or --prompt-file PATH), "
+            "not both and not neither"
+        )
+    if plan is not None:
+        plan_path, text = read_plan(plan, cwd)
+        return plan_path, plan_task(plan_path.name, text)
+    given = task_prompt(prompt, prompt_file, cwd=cwd)
+    if given is None or not given.strip():
+        raise UserError("--prompt is empty; say what the task is")
+    return None, given
 
 
 def task_prompt(
@@ -77,3 +96,13 @@ def _from_stdin(stdin: TextIO) -> str:
     if not text.strip():
         raise UserError("--prompt -: standard input was empty; say what the task is")
     return text
+
+
+def read_plan(plan: Path, cwd: Path) -> tuple[Path, str]:
+    return read_task_file(
+        plan,
+        cwd,
+        named="plan file",
+        kind="a markdown file",
+        empty="write the task or a - [ ] checklist in it",
+    )

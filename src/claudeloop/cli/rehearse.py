@@ -21,12 +21,13 @@ import click
 
 from claudeloop.adapters.config.profiles import DUMMY_TOKEN, BackendProfile
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+from claudeloop.application.driving import drive_run
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, drive, new_record
-from claudeloop.cli.commands import finish
+from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, new_record, wire_run
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.waiting import WaitPolicyConfig
@@ -179,16 +180,19 @@ def rehearse(
             )
             record = new_record(spec, None)
             directory = create_directory(record)
-            ended = drive(
-                directory,
+            ended = drive_run(
+                wire_run(
+                    directory,
+                    record,
+                    backend=own,
+                    quiet=as_json,
+                    notify=targets,
+                    detours=_local_backend(local.base_url, home) if local else None,
+                    # Its own record: a rehearsal never shares capacity with real runs.
+                    capacity_dir=workdir / "state" / "capacity",
+                ),
                 record,
-                backend=own,
                 resumed=False,
-                quiet=as_json,
-                notify=targets,
-                detours=_local_backend(local.base_url, home) if local else None,
-                # Its own record: a rehearsal never shares capacity with real runs.
-                capacity_dir=workdir / "state" / "capacity",
             )
             state = server.state()
         if not as_json:

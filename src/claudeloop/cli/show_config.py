@@ -17,8 +17,9 @@ from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.adapters.config.schema import SETTING_KEYS
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.adapters.redaction import Redactor, looks_secret
-from claudeloop.cli.commands import backend_profile, configuration, working_directory
+from claudeloop.cli.configuration import backend_profile, configuration
 from claudeloop.cli.output import print_json
+from claudeloop.cli.params import working_directory
 
 MASK = "****"
 

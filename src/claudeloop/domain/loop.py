@@ -322,6 +322,13 @@ def decide_on_failure(state: RunState, reason: str) -> Transition:
     return _finish(state, Outcome.FAILED, reason)
 
 
+def decide_on_second_interrupt(state: RunState) -> Transition:
+    """A second Ctrl-C (or SIGTERM) ends the run at once, wherever it was: a turn is cut
+    off, a wait left. The state saved before it stays the truth a resume continues from;
+    this is what the run tells of its end (the summary, the exit code)."""
+    return _finish(state, Outcome.STOPPED, "stopped at once by a second interrupt")
+
+
 def resume_decision(state: RunState) -> Decision:
     """What a resumed run does first, from its persisted state alone.
 

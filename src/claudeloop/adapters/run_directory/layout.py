@@ -28,6 +28,7 @@ from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import Clock
 from claudeloop.application.records import RunRecord
+from claudeloop.application.summary import summary_markdown
 from claudeloop.domain.loop import ControlCommand
 
 # Long text (a summary, a model's answer) is capped in events: the log is for reading.
@@ -133,6 +134,13 @@ class RunDirectory:
         if not isinstance(data, dict):
             raise CorruptRecordError("not a JSON object")
         return record_from_json(data)
+
+    # summary.md
+
+    def write_summary(self, record: RunRecord) -> None:
+        """summary.md of `record`, masked. Replaced, not written through: a link planted
+        as summary.md is replaced, never followed, and the new file is owner-only."""
+        write_atomically(self.summary_path, self.redactor.text(summary_markdown(record)))
 
     # control inbox
 

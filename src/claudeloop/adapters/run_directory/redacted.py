@@ -1,13 +1,15 @@
-"""A run record as it may leave the process: the words of the model and of the service
-with every secret masked, the rest (ids, times, counts, the user's own spec) untouched
-so that a resumed run goes on exactly where it was."""
+"""A run record and its events as they may leave the process: the words of the model and
+of the service with every secret masked, the rest (ids, times, counts, the user's own
+spec) untouched so that a resumed run goes on exactly where it was."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import assert_never
+from dataclasses import fields, replace
+from typing import Any, assert_never
 
 from claudeloop.adapters.redaction import Redactor
+from claudeloop.application.events import Event
+from claudeloop.application.ports import EventSink
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
@@ -61,3 +63,27 @@ def _capacity(capacity: CapacityState, redactor: Redactor) -> CapacityState:
             return replace(capacity, reason=redactor.text(reason))
         case _:
             assert_never(capacity)
+
+
+class RedactedEvents:
+    """Passes events on with every secret masked: the screen and the notifications get
+    no more of the model's words than events.jsonl does."""
+
+    def __init__(self, sink: EventSink, redactor: Redactor) -> None:
+        self._sink = sink
+        self._redactor = redactor
+
+    def emit(self, event: Event) -> None:
+        self._sink.emit(redacted_event(event, self._redactor))
+
+
+def redacted_event(event: Event, redactor: Redactor) -> Event:
+    """The event with every text in it masked (a summary, a reason, a tool's name)."""
+    masked: dict[str, Any] = {}
+    for item in fields(event):
+        value = getattr(event, item.name)
+        if isinstance(value, str):
+            masked[item.name] = redactor.text(value)
+        elif isinstance(value, tuple):
+            masked[item.name] = tuple(redactor.data(list(value)))
+    return replace(event, **masked)

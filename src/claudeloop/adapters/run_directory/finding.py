@@ -1,0 +1,107 @@
+"""Which run a command means: by --run-id, by the Claude session it used, the one a live
+driver is driving, or the newest; each refusal is one line naming what was asked."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from pathlib import Path
+
+from claudeloop.adapters.redaction import Redactor
+from claudeloop.adapters.run_directory.codec import CorruptRecordError
+from claudeloop.adapters.run_directory.layout import (
+    RunDirectory,
+    list_runs,
+    run_id_problem,
+    runs_root,
+)
+from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.application.errors import UsageError
+from claudeloop.application.records import RunRecord
+
+
+def checked_run_id(run_id: str) -> str:
+    """`run_id`, or a one-line error: a run id names one directory under runs/, so
+    `../x`, `/abs` or `a/b` would read or write somewhere else."""
+    problem = run_id_problem(run_id)
+    if problem is not None:
+        shown = repr(run_id if len(run_id) <= 60 else run_id[:60] + "...")
+        raise UsageError(f"--run-id {shown} {problem}")
+    return run_id
+
+
+def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
+    """The run named by `run_id`, else the one that used `session_id`, else the newest."""
+    if run_id is not None:
+        directory = RunDirectory(runs_root(cwd) / checked_run_id(run_id))
+        if not directory.path.is_dir():
+            raise UsageError(f"--run-id {run_id}: no such run in {runs_root(cwd)}")
+        return directory
+    runs = list_runs(cwd)
+    if session_id is not None:
+        for directory in runs:
+            try:
+                if directory.load().session_id == session_id:
+                    return directory
+            except (OSError, CorruptRecordError):
+                continue
+        raise UsageError(f"--session-id {session_id}: no run of {cwd} used that session")
+    if not runs:
+        raise UsageError(f"no claudeloop run in {cwd}; start one with `claudeloop run PLAN`")
+    return runs[0]
+
+
+def live_run(cwd: Path) -> tuple[RunDirectory, int] | None:
+    """The newest run of `cwd` a live driver is driving, and the driver's pid."""
+    for directory in list_runs(cwd):
+        pid = live_driver(directory.lock_path)
+        if pid is not None:
+            return directory, pid
+    return None
+
+
+def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
+    """What status, logs, stop and wind-down act on: the --run-id run; without one, the
+    run a live driver is driving (the newest, if several are), else the newest run."""
+    if run_id is None:
+        live = live_run(cwd)
+        if live is not None:
+            return live[0]
+    return find_run(cwd, run_id, None)
+
+
+def refuse_beside_a_live_run(cwd: Path) -> None:
+    """A second run in one directory is a mistake unless asked for by name: the two
+    would edit the same files, and status, logs and stop could pick the wrong one."""
+    live = live_run(cwd)
+    if live is not None:
+        directory, pid = live
+        raise UsageError(
+            f"run {directory.run_id} is live in {cwd} (process {pid}); watch it with "
+            "`claudeloop status`, or give --run-id NAME to start another beside it on purpose"
+        )
+
+
+def load_record(directory: RunDirectory) -> RunRecord:
+    try:
+        return directory.load()
+    except FileNotFoundError:
+        raise UsageError(
+            f"{directory.state_path}: missing; the run never started a turn "
+            "(start a new one with `claudeloop run`)"
+        ) from None
+    except CorruptRecordError as error:
+        raise UsageError(f"{directory.state_path}: unreadable ({error})") from None
+    except OSError as error:
+        raise UsageError(f"{directory.state_path}: cannot be read ({error.strerror})") from None
+
+
+def write_missing_summary(directory: RunDirectory, record: RunRecord) -> None:
+    """summary.md of a run that ended without one (killed after its last save), written
+    when the run is next looked at; nothing if it cannot be written."""
+    if not record.state.phase.terminal or directory.summary_path.exists():
+        return
+    if live_driver(directory.lock_path) is not None:
+        return  # its driver is about to write it
+    with contextlib.suppress(OSError):
+        replace(directory, redactor=Redactor.from_environment()).write_summary(record)

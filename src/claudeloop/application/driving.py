@@ -1,0 +1,126 @@
+"""Driving a run to its end: what a person's interrupts do, what a failing disk does,
+and what the run tells last. The composition root wires the parts (cli/bootstrap.py);
+this says what happens with them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import anyio
+
+from claudeloop.application.events import RunFinished
+from claudeloop.application.ports import EventSink, Gateway
+from claudeloop.application.records import RunRecord
+from claudeloop.application.runner import Runner
+from claudeloop.domain.loop import (
+    ControlCommand,
+    RunState,
+    Transition,
+    decide_on_failure,
+    decide_on_second_interrupt,
+)
+
+
+class Interrupts(Protocol):
+    def each(self) -> AsyncIterator[object]:
+        """Every interrupt a person sends the driver (Ctrl-C, a closed terminal, a kill)."""
+        ...
+
+
+class RunFiles(Protocol):
+    """The run's saved record and its control inbox, as the driver sees them."""
+
+    def load(self) -> RunRecord: ...
+
+    def save(self, record: RunRecord) -> None: ...
+
+    def send(self, command: ControlCommand) -> None: ...
+
+
+@dataclass(frozen=True)
+class WiredRun:
+    """A run's parts, wired by the composition root with the run's lock held.
+
+    `told`: where the end of a run broken by I/O is told (the event log, the screen).
+    `tell`: writes what the run tells of itself at its end (summary.md).
+    `masked`: the record with every secret the run knows masked.
+    `close`: closes what was opened for the run and releases its lock.
+    """
+
+    runner: Runner
+    gateway: Gateway
+    files: RunFiles
+    interrupts: Interrupts
+    told: tuple[EventSink, ...]
+    tell: Callable[[RunRecord], None]
+    masked: Callable[[RunRecord], RunRecord]
+    close: Callable[[], None]
+
+
+def drive_run(run: WiredRun, record: RunRecord, *, resumed: bool) -> RunRecord:
+    """Drive `record` to its end and return the final record, masked.
+
+    The first interrupt stops the run at its next safe point (it is sent to the run like
+    `claudeloop stop`); a second ends it at once. A disk that fails mid-run ends it
+    FAILED with what state.json last held. summary.md is written last, whatever the end.
+    """
+    final: list[RunRecord] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_listen, run, group.cancel_scope)
+            try:
+                final.append(await run.runner.drive(record, resumed=resumed))
+            except OSError as error:
+                final.append(_failed(run, record, error))
+            finally:
+                await run.gateway.close()
+                group.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        run.close()
+    # No final record means a second interrupt ended it at once; state.json is the truth.
+    ended = final[0] if final else _ended(run, record, decide_on_second_interrupt)
+    ended = run.masked(ended)
+    with contextlib.suppress(OSError):  # a full disk: `status` writes it later
+        run.tell(ended)
+    return ended
+
+
+async def _listen(run: WiredRun, scope: anyio.CancelScope) -> None:
+    count = 0
+    async for _ in run.interrupts.each():
+        count += 1
+        if count == 1:
+            run.files.send(ControlCommand.STOP)
+        else:
+            scope.cancel()
+            return
+
+
+def _failed(run: WiredRun, record: RunRecord, error: OSError) -> RunRecord:
+    """The run ended by a disk that is full, a run directory gone: FAILED, saying why,
+    with what state.json last held (saved again if the disk allows)."""
+    reason = f"stopped by an I/O error: {error}"
+    ended = _ended(run, record, lambda state: decide_on_failure(state, reason))
+    outcome = ended.state.outcome
+    assert outcome is not None
+    for sink in run.told:
+        with contextlib.suppress(OSError):
+            sink.emit(RunFinished(outcome=outcome, exit_code=outcome.exit_code, reason=reason))
+    with contextlib.suppress(OSError):
+        run.files.save(ended)
+    return ended
+
+
+def _ended(run: WiredRun, record: RunRecord, decide: Callable[[RunState], Transition]) -> RunRecord:
+    try:
+        latest = run.files.load()
+    except (OSError, ValueError):
+        latest = record
+    return replace(latest, state=decide(latest.state).state)
