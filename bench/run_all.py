@@ -77,56 +77,6 @@ def kinds_table(rows: list[waiting.Figures]) -> list[str]:
     return lines
 
 
-def fleet_section(figures: fleet.Fleet) -> list[str]:
-    memory = figures.memory
-    lines = [
-        "## A fleet",
-        "",
-        "Wake-up spread: N loops of one account wait on a closed window; another loop's "
-        "probe finds it open. From the end of that probe to the next turn of every waiter "
-        "(the real sharing gateway and sleeper over a scripted Claude Code, on the real "
-        "boards). Baseline: the waiters without the board's news, each at its own probe "
-        f"instant, spread over a probe interval compressed to {fleet.BASELINE_INTERVAL:.0f} s "
-        f"(by default it is {fleet.DEFAULT_INTERVAL / 60:.0f} min, and so is the spread).",
-        "",
-        "| board | waiters | median | max | max / baseline's max |",
-        "|---|---|---|---|---|",
-    ]
-    baseline = {s.waiters: s for s in figures.spreads if s.board.startswith("none")}
-    for spread in figures.spreads:
-        ratio = spread.max_seconds / baseline[spread.waiters].max_seconds
-        lines.append(
-            f"| {spread.board} | {spread.waiters} | {spread.median_seconds * 1000:.0f} ms | "
-            f"{spread.max_seconds * 1000:.0f} ms | {ratio:.3f} |"
-        )
-    lines += [
-        "",
-        "Probes per waiting hour for one account, N loops waiting on a silent window, their "
-        "waits decided by the real domain in compressed time (the 5-minute probe interval "
-        "is 1 s), on the PostgreSQL board. Baseline: the same loops, each alone.",
-        "",
-        "| loops | shared | each alone (baseline) | ratio |",
-        "|---|---|---|---|",
-    ]
-    for rate in figures.rates:
-        lines.append(
-            f"| {rate.loops} | {rate.shared:.0f} | {rate.alone:.0f} | "
-            f"{rate.shared / rate.alone:.2f} |"
-        )
-    lines += [
-        "",
-        "A worker's own memory (its process, without its runs' `claudeloop run` children "
-        "and their CLIs), on SQLite:",
-        "",
-        "| process | peak RSS |",
-        "|---|---|",
-        f"| worker, idle | {memory.idle_mb:.0f} MB |",
-        f"| worker, driving {memory.runs} runs | {memory.driving_mb:.0f} MB |",
-        f"| a run it drives (`claudeloop run`, for comparison) | {memory.run_mb:.0f} MB |",
-    ]
-    return lines
-
-
 def plot(rows: list[waiting.Figures], path: Path) -> None:
     import matplotlib
 
@@ -226,7 +176,7 @@ def main() -> None:
         f"| 1 GiB | {verify.big_peak_rss_mb:.0f} MB | {verify.big_seconds:.0f} s |",
         f"| ratio | {verify.ratio:.2f} | |",
         "",
-        *fleet_section(shared),
+        *fleet.section(shared),
         "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]
