@@ -343,7 +343,8 @@ def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed
     for number in range(3):
         named = ["--name", f"w{number}"] if one_machine else []
         machine, state = fleet.root / f"machine{number}", fleet.root / "state"
-        limits = ["--slots", "2", "--per-account", "2"]
+        # One slot each: the account's two running runs are on two workers.
+        limits = ["--slots", "1", "--per-account", "2"]
         shared = state if one_machine else None
         workers.append(fleet.worker(*limits, *named, machine=machine, state=shared))
     try:
@@ -352,7 +353,7 @@ def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed
             "two runs to wait for the window",
             150,
         )
-        # The account's other two runs wait in the queue, slots to spare or not.
+        # The account's other two runs wait in the queue, a worker's slot to spare.
         assert sum(1 for project, run_id in pairs if kinds_of(project, run_id)) == 2
         fleet.rehearsal.server.lift()
         wait_for(
@@ -380,24 +381,34 @@ def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed
     gate_turns = [r for r in requests if r["kind"] == "turn" and r["gate"]]
     gate_probes = [r for r in requests if r["kind"] == "probe" and r["gate"]]
     assert gate_turns, "the window closed on a turn"
-    # Turns into the closed window: one per run at most, each sent before any run had
-    # finished a refused turn (in flight before anyone could know), by the first two.
+    # Turns into the closed window: one per run at most, each begun before any run had
+    # finished a refused turn (in flight before anyone could know).
     per_run = Counter(r["cwd"] for r in gate_turns)
+    assert set(per_run) <= set(by_directory)
     assert max(per_run.values()) == 1, per_run
+    refused = {
+        directory: next((e for e in events(project, run_id) if e.get("verdict") == "refused"), None)
+        for directory, (project, run_id) in by_directory.items()
+    }
     known_closed = min(
-        datetime.fromisoformat(e["ts"])
-        for project, run_id in pairs
-        for e in events(project, run_id)
-        if e["type"] == "turn.finished" and e["verdict"] == "refused"
+        datetime.fromisoformat(event["ts"]) for event in refused.values() if event is not None
     )
-    assert all(datetime.fromisoformat(r["at"]) < known_closed for r in gate_turns), gate_turns
+    for directory in per_run:
+        project, run_id = by_directory[directory]
+        turn = refused[directory]
+        assert turn is not None, directory
+        started = next(
+            e
+            for e in events(project, run_id)
+            if e["type"] == "turn.started" and e["turn"] == turn["turn"]
+        )
+        assert datetime.fromisoformat(started["ts"]) < known_closed, (directory, refused)
     # One probe at a time for the account: the closed window saw no more probes than one
     # run's share of the results, and every waiting run had results of its own.
     shares = [closed_probes(project, run_id) for project, run_id in pairs]
     waited = [share for share in shares if share]
     assert len(waited) == 2, shares
     assert len(gate_probes) <= max(waited) < sum(waited), (len(gate_probes), shares)
-    assert set(per_run) <= set(by_directory)
     account = account_key(fleet.rehearsal.env, None)
     if one_machine:
         assert (fleet.root / "state" / "capacity" / f"{account}.json").exists()
