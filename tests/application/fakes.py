@@ -16,6 +16,7 @@ from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.verification import CheckCommand, CheckResult
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -172,3 +173,48 @@ class MemoryPlans:
     def write(self, path: Path, plan: WorkPlan) -> None:
         self.writes.append(path)
         self.files[path] = plan.render()
+
+
+@dataclass
+class FakeTree:
+    """A working tree: `changing` (the default) is a model that writes something every
+    turn; set it False and the turns change nothing."""
+
+    changing: bool = True
+    looks: int = 0
+
+    def fingerprint(self) -> str | None:
+        self.looks += 1
+        return f"tree-{self.looks}" if self.changing else "tree"
+
+
+@dataclass
+class FakeChecks:
+    """Verification commands that end as scripted, per command text (each list played in
+    order, its last ending kept), and record what ran."""
+
+    endings: dict[str, list[int | None]] = field(default_factory=dict)
+    ran: list[str] = field(default_factory=list)
+    outputs: list[Path] = field(default_factory=list)
+    on_run: Any = None
+
+    async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
+        self.ran.append(check.text)
+        self.outputs.append(output)
+        if self.on_run is not None:
+            self.on_run(check.text)
+        script = self.endings.get(check.text, [0])
+        code = script.pop(0) if len(script) > 1 else script[0]
+        if code is None:
+            return CheckResult(
+                command=check, exit_code=None, seconds=600.0, output_path=output, timed_out=True
+            )
+        tail = "" if code == 0 else f"{check.text}: 1 failed"
+        return CheckResult(
+            command=check,
+            exit_code=code,
+            seconds=0.5,
+            output_tail=tail,
+            output_bytes=len(tail),
+            output_path=output,
+        )

@@ -24,6 +24,7 @@ from tests.application.fakes import (
     FakeControl,
     FakeGateway,
     FakeSleeper,
+    FakeTree,
     MemoryEvents,
     MemoryPlans,
     MemoryStore,
@@ -53,6 +54,7 @@ class Harness:
     store: MemoryStore
     runner: Runner
     plans: MemoryPlans
+    tree: FakeTree
 
 
 def harness(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -> Harness:
@@ -63,6 +65,7 @@ def harness(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -
     events = MemoryEvents()
     store = MemoryStore()
     plans = MemoryPlans()
+    tree = FakeTree()
     runner = Runner(
         gateway=gateway,
         clock=clock,
@@ -71,8 +74,9 @@ def harness(turns: list[TurnOutcome], probes: list[TurnSignals] | None = None) -
         store=store,
         control=control,
         plans=plans,
+        tree=tree,
     )
-    return Harness(gateway, clock, control, sleeper, events, store, runner, plans)
+    return Harness(gateway, clock, control, sleeper, events, store, runner, plans, tree)
 
 
 def record(

@@ -48,3 +48,29 @@ def test_summary_md_carries_the_command() -> None:
     summary = summary_markdown(final)
     assert "## To continue" in summary
     assert "--max-turns 2" in summary
+
+
+def test_summary_json_and_status_show_each_verification_and_where_its_output_is() -> None:
+    from datetime import UTC, datetime
+
+    from claudeloop.application.summary import result_object, status_object
+    from tests.application.test_runner_verification import LOGS, STEP_3, verified
+
+    h = harness([verdict_turn(complete=True), verdict_turn(complete=True)])
+    rec, _, _ = verified(h, endings={STEP_3: [1, 0]})
+    final = drive(h, rec)
+    summary = summary_markdown(final)
+    assert "## Verification" in summary
+    assert f"- `{STEP_3}` passed (0.5 s); output in {LOGS / 'turn-2-check-1.log'}" in summary
+    (shown,) = result_object(final)["verification"]
+    assert shown == {
+        "command": STEP_3,
+        "passed": True,
+        "exit_code": 0,
+        "seconds": 0.5,
+        "timed_out": False,
+        "output": str(LOGS / "turn-2-check-1.log"),
+    }
+    status = status_object(final, now=datetime.now(UTC), driver_pid=None)
+    assert status["verification"] == [shown]
+    assert status["turns_without_progress"] == 0

@@ -205,3 +205,97 @@ def test_doctor_reports_an_invalid_file_and_exits_2(claudeloop: Invoke, tmp_path
     assert "unknown key colour" in checks["config"]["detail"]
     assert checks["profile"]["status"] == "skip"
     assert checks["run dir"]["status"] == "ok"
+
+
+def test_config_show_says_what_a_done_must_pass_and_the_brake(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text(
+        'verify = ["make test", "ruff check ."]\nverify_timeout = "2m"\nreview = true\n'
+    )
+    shown = json.loads(claudeloop("config", "show", "--cwd", tmp_path, "--json").out)["settings"]
+    assert shown["verify"]["value"] == ["make test", "ruff check ."]
+    assert shown["verify_timeout"]["value"] == "2m"
+    assert shown["review"]["value"] is True
+    assert shown["stall_turns"] == {"value": 3, "from": "default"}
+    assert shown["same_failure"] == {"value": 3, "from": "default"}
+    text = claudeloop("config", "show", "--cwd", tmp_path).out
+    assert "make test, ruff check ." in text
+    assert "stall_turns" in text
+
+
+def test_run_refuses_an_empty_verification_command_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text('verify = [""]\n')
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(result, "claudeloop.toml", "verify.0", "none empty")
+    assert not (tmp_path / ".claudeloop").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("--verify", ""), "is empty"),
+        (("--verify", "pytest 'unclosed"), "cannot be split into words"),
+        (("--stall-turns", "-1"), "--stall-turns"),
+        (("--verify-timeout", "soon"), "--verify-timeout"),
+    ],
+)
+def test_a_bad_verification_flag_is_one_line_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path, flags: tuple[str, ...], said: str
+) -> None:
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, *flags)
+    assert_one_line_error(result, said)
+    assert not (tmp_path / ".claudeloop").exists()
+
+
+def test_verification_flags_and_keys_reach_the_runs_spec(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from claudeloop.cli import commands
+
+    kept: list[RunRecord] = []
+    monkeypatch.setattr(
+        commands, "_drive", lambda directory, record, backend, **_: kept.append(record)
+    )
+    (tmp_path / "claudeloop.toml").write_text('verify = ["make lint"]\nsame_failure = 4\n')
+    claudeloop(
+        "run", "--prompt", "x", "--cwd", tmp_path, "--verify", "make test", "--verify",
+        "ruff check .", "--review", "--stall-turns", "0", "--verify-timeout", "90s",
+    )  # fmt: skip
+    (record,) = kept
+    rules = record.spec.verify
+    assert [check.text for check in rules.checks] == ["make test", "ruff check ."]
+    assert rules.review is True
+    assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 4)
+    assert record.spec.verify_timeout_seconds == 90.0
+
+
+def test_resume_changes_only_the_verification_settings_a_flag_or_variable_gives(
+    tmp_path: Path,
+) -> None:
+    from claudeloop.adapters.config.loading import load_configuration
+    from claudeloop.application.run_spec import set_by, verification
+    from claudeloop.domain.loop import VerifyRules
+    from claudeloop.domain.stagnation import StagnationSettings
+    from claudeloop.domain.verification import CheckCommand
+
+    started = RunSpec(
+        cwd=tmp_path,
+        task="x",
+        verify=VerifyRules(
+            checks=(CheckCommand.parse("make test"),),
+            review=True,
+            stagnation=StagnationSettings(stall_turns=5, same_failure=2),
+        ),
+        verify_timeout_seconds=30.0,
+    )
+    environ = {"CLAUDELOOP_CONFIG_DIR": str(tmp_path / "user"), "CLAUDELOOP_STALL_TURNS": "0"}
+    config = load_configuration(cwd=tmp_path, flags={"verify": ["pytest -x"]}, environ=environ)
+    changed = verification(set_by(config, kinds=("flag", "env")), started)
+    rules, timeout = changed["verify"], changed["verify_timeout_seconds"]
+    assert [check.text for check in rules.checks] == ["pytest -x"]
+    assert rules.review is True  # kept
+    assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 2)
+    assert timeout == 30.0

@@ -117,3 +117,44 @@ def test_on_a_narrow_terminal_the_countdown_stays_and_the_description_goes() -> 
     shown = status.line(40)
     assert len(shown) <= 40
     assert re.search(r"next probe in [23]:\d\d$", shown), shown
+
+
+def test_each_verification_and_review_is_a_line_naming_command_ending_and_output() -> None:
+    from claudeloop.application.events import (
+        NoProgress,
+        ReviewFinished,
+        ReviewStarted,
+        VerifyFinished,
+        VerifyStarted,
+    )
+    from claudeloop.cli.display import event_line
+
+    def finished(**how: object) -> VerifyFinished:
+        fields: dict[str, object] = {
+            "turn": 3, "command": "make test", "passed": False, "exit_code": None,
+            "seconds": 2.0, "output": "/r/c.log", "timed_out": False, "error": None,
+        }  # fmt: skip
+        return VerifyFinished(**(fields | how))  # type: ignore[arg-type]
+
+    assert event_line(VerifyStarted(turn=3, command="make test", output="/r/c.log")) == (
+        "turn 3: verifying: make test"
+    )
+    assert event_line(finished(passed=True, exit_code=0)) == (
+        "turn 3: make test: passed (2.0s); output in /r/c.log"
+    )
+    assert "FAILED: exit 2" in str(event_line(finished(exit_code=2)))
+    assert "FAILED: timed out" in str(event_line(finished(timed_out=True)))
+    assert "could not start (no such file)" in str(
+        event_line(finished(error="no such file", output=None))
+    )
+    assert "review started" in str(event_line(ReviewStarted(turn=4)))
+    review = ReviewFinished(
+        turn=4, capacity="available", verdict="continue", summary="no tests",
+        remaining_work=("tests",), cost_usd=0.1,
+    )  # fmt: skip
+    assert event_line(review) == "turn 4: the reviewer disagrees (continue): no tests"
+    assert "agrees" in str(event_line(replace(review, verdict="done", summary="")))
+    assert event_line(NoProgress(turn=5, turns_without_progress=2, stall_turns=3)) == (
+        "no evidence of progress: 2 of 3 turns in a row"
+    )
+    assert event_line(NoProgress(turn=5, turns_without_progress=2, stall_turns=0)) is None

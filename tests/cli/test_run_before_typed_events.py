@@ -67,6 +67,8 @@ def test_an_older_run_killed_while_waiting_resumes_to_its_end(tmp_path: Path) ->
         ),
         probes=deque([TurnSignals()]),
     )
+    # Each turn writes the file its summary names: progress the stagnation brake sees.
+    gateway.on_turn = lambda n: (project / f"step{n + 1}.txt").write_text(f"step {n + 1}\n")
     with contextlib.redirect_stderr(io.StringIO()):
         ended = drive_run(
             wire_run(directory, record, backend=Backend(env={}), quiet=True, gateway=gateway),

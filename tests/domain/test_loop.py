@@ -30,6 +30,7 @@ from claudeloop.domain.loop import (
     ScheduleProbe,
     SendTurn,
     Transition,
+    VerifyRules,
     begin_probe,
     decide_after_probe,
     decide_after_turn,
@@ -42,6 +43,7 @@ from claudeloop.domain.loop import (
     verdict_summary,
 )
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.verification import AskReview, CheckCommand, RunCheck
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -136,9 +138,25 @@ def test_every_phase_is_reachable_and_every_decision_is_produced() -> None:
     state = record(decide_after_probe(state, Available(), now=RESET, config=CONFIG))
     record(after_turn(state, Available(), Done("shipped"), now=RESET))
     record(after_turn(state, Available(), Blocked("a password"), now=RESET))
+    checked = VerifyRules(checks=(CheckCommand.parse("make test"),), review=True)
+    record(
+        decide_after_turn(
+            state, capacity=Available(), verdict=Done("x"), now=RESET, config=CONFIG, rules=checked
+        )
+    )
+    record(
+        decide_after_turn(
+            state,
+            capacity=Available(),
+            verdict=Done("x"),
+            now=RESET,
+            config=CONFIG,
+            rules=VerifyRules(review=True),
+        )
+    )
 
     assert phases == set(Phase)
-    assert decisions == {SendTurn, RunProbe, ScheduleProbe, Finish}
+    assert decisions == {SendTurn, RunProbe, ScheduleProbe, RunCheck, AskReview, Finish}
 
 
 # decide_preflight ----------------------------------------------------------------------

@@ -18,3 +18,7 @@ def test_continue_checks_the_items_no_longer_remaining() -> None:
 
 def test_blocked_leaves_progress_alone() -> None:
     assert plan_after_verdict(PLAN, Blocked("a key")) == PLAN
+
+
+def test_a_done_not_accepted_yet_checks_nothing_by_itself() -> None:
+    assert plan_after_verdict(PLAN, Done("ok"), accepted=False) == PLAN

@@ -49,6 +49,17 @@ def test_the_pause_rehearsal_pauses_at_the_threshold(tmp_path: Path) -> None:
     assert result["probes"] == 1
 
 
+def test_the_verify_rehearsal_sends_an_early_done_back_then_verifies_and_reviews(
+    tmp_path: Path,
+) -> None:
+    finished = rehearse(tmp_path, "verify")
+    assert finished.returncode == 0, finished.stderr
+    assert "test -f step3.txt: FAILED: exit 1" in finished.stderr
+    assert "test -f step3.txt: passed" in finished.stderr
+    assert "the reviewer agrees the task is complete" in finished.stderr
+    assert "rehearsal: done after 4 turns" in finished.stderr  # three working, one review
+
+
 def test_the_switch_profile_rehearsal_switches_and_comes_back(tmp_path: Path) -> None:
     finished = rehearse(tmp_path, "switch-profile")
     assert finished.returncode == 0, finished.stderr

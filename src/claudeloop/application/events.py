@@ -152,6 +152,61 @@ class NotifyFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class VerifyStarted:
+    """A verification command of a Done starts; its whole output goes to `output`."""
+
+    type: ClassVar[str] = "verify.started"
+    turn: int
+    command: str
+    output: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyFinished:
+    type: ClassVar[str] = "verify.finished"
+    turn: int
+    command: str
+    passed: bool
+    # None when it timed out or could not start (`error` says why it did not start).
+    exit_code: int | None
+    seconds: float
+    output: str | None
+    timed_out: bool
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewStarted:
+    """The independent review of a Done goes to a fresh, read-only session."""
+
+    type: ClassVar[str] = "review.started"
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewFinished:
+    type: ClassVar[str] = "review.finished"
+    turn: int
+    capacity: str
+    # done (the reviewer agrees), continue or blocked; "refused" when a limit cut it off.
+    verdict: str
+    summary: str
+    remaining_work: tuple[str, ...]
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class NoProgress:
+    """A counted turn showed no evidence of progress; `stall_turns` in a row end the run
+    (0: the brake is off)."""
+
+    type: ClassVar[str] = "progress.none"
+    turn: int
+    turns_without_progress: int
+    stall_turns: int
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     type: ClassVar[str] = "run.finished"
     outcome: Outcome
@@ -175,6 +230,11 @@ Event = (
     | ProbeFinished
     | ProfileSwitched
     | ProfileRestored
+    | VerifyStarted
+    | VerifyFinished
+    | ReviewStarted
+    | ReviewFinished
+    | NoProgress
     | NotifyFailed
     | RunFinished
 )

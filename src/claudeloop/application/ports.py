@@ -148,6 +148,15 @@ class Checks(Protocol):
         ...
 
 
+class WorkingTree(Protocol):
+    """The run's working directory, for the stagnation brake's evidence."""
+
+    def fingerprint(self) -> str | None:
+        """What the tree holds now, as a short text that changes when a file does (None
+        when it cannot be told); never the files' contents in the clear."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Sighting:
     """What one loop last learned about its account's capacity, when, and who it was."""

@@ -7,6 +7,8 @@ from typing import assert_never
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.verification import CheckFailed, CheckResult, Rejected, ReviewDisagreed
 
+# How the independent review's prompt opens (the rehearsal API knows a review by it).
+REVIEW_OPENING = "You are reviewing another session's work in this directory; you did none of it."
 # A few KB of a failing check's output: enough to act on, little enough to leave room.
 REJECTION_TAIL_CHARS = 3000
 
@@ -82,6 +84,26 @@ def rejection_prompt(rejected: Rejected, *, tail_chars: int = REJECTION_TAIL_CHA
                 parts.append(f"The reviewer's summary: {summary.strip()}")
         case _:
             assert_never(rejected)
+    return "\n\n".join(parts)
+
+
+def review_prompt(task: str, *, plan: WorkPlan | None, summary: str, marker: str | None) -> str:
+    """The prompt of the independent review: a fresh session that did none of the work,
+    asked whether it is done, with tools that only read."""
+    parts = [
+        f"{REVIEW_OPENING} It says the task below is complete. Check that claim against "
+        "the files themselves (you can only read them). Answer with the same structured "
+        "verdict: complete only when the whole task is done, otherwise the work still to "
+        "do as remaining_work, or blocked_on what you cannot check.",
+        f"The task:\n{task.strip()}",
+    ]
+    if plan is not None and plan.total:
+        items = "\n".join(f"- [{'x' if item.done else ' '}] {item.text}" for item in plan.items)
+        parts.append(f"The plan ({plan.done_count}/{plan.total} checked):\n{items}")
+    if summary.strip():
+        parts.append(f"The working session's summary of what it did:\n{summary.strip()}")
+    if marker:
+        parts.append(_marker_instruction(marker))
     return "\n\n".join(parts)
 
 

@@ -9,10 +9,13 @@ from pathlib import Path
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.limits import LimitPolicies
-from claudeloop.domain.loop import RunState
+from claudeloop.domain.loop import RunState, VerifyRules
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.waiting import WaitPolicyConfig
+
+# How long one verification command may run, by default: ten minutes.
+DEFAULT_VERIFY_TIMEOUT_SECONDS = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,10 @@ class RunSpec:
     limits: LimitPolicies = field(default_factory=LimitPolicies)
     # Write the reconciled checkmarks into the plan file (off: the file is the user's).
     update_plan: bool = False
+    # What a Done must pass (the checks, the review) and the stagnation brake.
+    verify: VerifyRules = field(default_factory=VerifyRules)
+    # How long one verification command may run before it is killed and counts as failed.
+    verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True)

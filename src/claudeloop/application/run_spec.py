@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from claudeloop.application.errors import UsageError
-from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS, RunRecord, RunSpec
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
-from claudeloop.domain.loop import reopen
+from claudeloop.domain.loop import VerifyRules, reopen
 from claudeloop.domain.pause import PauseThresholds
+from claudeloop.domain.verification import parse_checks
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 WAIT_KEYS = (
@@ -100,6 +101,7 @@ def new_spec(
         pause_at=pause,
         limits=limits,
         update_plan=bool(settings.value("update_plan")),
+        **verification(given),
     )
 
 
@@ -178,6 +180,7 @@ def resumed_record(
             pause_at=pause if "pause_at" in overrides else spec.pause_at,
             limits=limits if "limits" in overrides else spec.limits,
         )
+    spec = replace(spec, **verification(overrides, spec))
     state = reopen(record.state) if record.state.phase.terminal else record.state
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
     return replace(record, spec=spec, state=state)
@@ -232,6 +235,24 @@ def budget(values: Mapping[str, Setting], base: Budget | None = None) -> Budget:
     current = base or Budget()
     changes = {key: values[key].value for key in BUDGET_KEYS if key in values}
     return replace(current, **changes)
+
+
+def verification(values: Mapping[str, Setting], base: RunSpec | None = None) -> dict[str, Any]:
+    """The spec's `verify` (what a Done must pass, the brake) and `verify_timeout_seconds`,
+    as the settings say over what `base` had. The checks were split once already, when
+    the configuration was read (an unsplittable one is refused there)."""
+    rules = base.verify if base is not None else VerifyRules()
+    timeout = base.verify_timeout_seconds if base is not None else DEFAULT_VERIFY_TIMEOUT_SECONDS
+    if "verify" in values:
+        rules = replace(rules, checks=parse_checks(values["verify"].value))
+    if "review" in values:
+        rules = replace(rules, review=bool(values["review"].value))
+    brake = {key: values[key].value for key in ("stall_turns", "same_failure") if key in values}
+    if brake:
+        rules = replace(rules, stagnation=replace(rules.stagnation, **brake))
+    if "verify_timeout" in values:
+        timeout = values["verify_timeout"].value.total_seconds()
+    return {"verify": rules, "verify_timeout_seconds": timeout}
 
 
 def set_by(settings: Settings, *, kinds: tuple[str, ...] | None = None) -> dict[str, Setting]:

@@ -10,16 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import assert_never
 
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    NoProgress,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
     ProfileRestored,
     ProfileSwitched,
+    ReviewFinished,
+    ReviewStarted,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -28,10 +32,13 @@ from claudeloop.application.events import (
     TurnFinished,
     TurnInterrupted,
     TurnStarted,
+    VerifyFinished,
+    VerifyStarted,
     WaitStarted,
 )
 from claudeloop.application.ports import (
     Advisor,
+    Checks,
     Clock,
     ControlInbox,
     EventSink,
@@ -40,8 +47,14 @@ from claudeloop.application.ports import (
     RunStore,
     Sleeper,
     TurnOutcome,
+    WorkingTree,
 )
-from claudeloop.application.prompts import continue_prompt, first_prompt
+from claudeloop.application.prompts import (
+    continue_prompt,
+    first_prompt,
+    rejection_prompt,
+    review_prompt,
+)
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
@@ -50,7 +63,7 @@ from claudeloop.domain.capacity import (
     CapacityState,
     describe,
 )
-from claudeloop.domain.completion import CompletionVerdict, evaluate
+from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
 from claudeloop.domain.loop import (
     Decision,
     Finish,
@@ -61,7 +74,9 @@ from claudeloop.domain.loop import (
     SendTurn,
     Transition,
     begin_probe,
+    decide_after_check,
     decide_after_probe,
+    decide_after_review,
     decide_after_turn,
     decide_on_control,
     decide_on_failure,
@@ -72,7 +87,9 @@ from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.stagnation import Answered, Stagnation
 from claudeloop.domain.text import first_line
+from claudeloop.domain.verification import AskReview, CheckCommand, ReviewDisagreed, RunCheck
 from claudeloop.domain.waiting import trusted_probe_instant
 
 # An event emitted once the record that holds what it reports is saved (a kill in
@@ -94,6 +111,14 @@ class Runner:
     profiles: Callable[[str], Gateway] | None = None
     # The fix for a run the backend or the credentials end (None: the reason alone).
     advisor: Advisor | None = None
+    # The verification commands a Done must pass, and the directory their outputs go to
+    # (None: the run's cwd).
+    checks: Checks | None = None
+    check_logs: Path | None = None
+    # The independent reviewer: a gateway on fresh sessions whose tools only read.
+    reviewer: Gateway | None = None
+    # The working tree, for the stagnation brake's evidence (None: not looked at).
+    tree: WorkingTree | None = None
     # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set, init=False)
@@ -138,12 +163,18 @@ class Runner:
             if isinstance(decision, ScheduleProbe):
                 record = replace(record, state=replace(record.state, next_probe_at=decision.at))
         else:
+            if not resumed:
+                # Where the run begins, so its first turn is compared with something.
+                plan = self._current_plan(record)
+                start = Stagnation.start(checked_items=_checked(plan), tree=self._fingerprint())
+                record = replace(record, state=replace(record.state, stagnation=start))
             transition = decide_preflight(
                 record.state,
                 Available(),
                 now=self.clock.now(),
                 config=record.spec.wait_policy,
                 policies=record.spec.limits,
+                rules=record.spec.verify,
             )
             record = replace(record, state=transition.state)
             decision = transition.decision
@@ -165,6 +196,16 @@ class Runner:
                 if command is not None:
                     return self._apply(record, decide_on_control(record.state, command))
                 return await self._send_turn(record)
+            case RunCheck(check=check):
+                command = self.control.pending()
+                if command is not None:
+                    return self._apply(record, decide_on_control(record.state, command))
+                return await self._run_check(record, check)
+            case AskReview():
+                command = self.control.pending()
+                if command is not None:
+                    return self._apply(record, decide_on_control(record.state, command))
+                return await self._review(record)
             case ScheduleProbe(at=at, awaiting=awaiting):
                 self.events.emit(WaitStarted(capacity=describe(awaiting), probe_at=at))
                 waited_from = self.clock.now()
@@ -240,12 +281,18 @@ class Runner:
             plan_name = spec.plan_path.name if spec.plan_path else None
             prompt = first_prompt(spec.task, plan=plan, plan_name=plan_name, marker=marker)
         else:
+            rejection = record.state.rejection
             prompt = continue_prompt(
                 plan=plan,
-                remaining_work=record.state.remaining_work,
+                # A reviewer's remaining work is said with its rejection.
+                remaining_work=()
+                if isinstance(rejection, ReviewDisagreed)
+                else record.state.remaining_work,
                 custom=spec.continue_prompt,
                 marker=marker,
             )
+            if rejection is not None:
+                prompt = f"{rejection_prompt(rejection)}\n\n{prompt}"
         number = record.state.ledger.attempts + 1
         # A turn sent again after a crash keeps the instant the cut-off one began, so a
         # second crash still finds everything unbilled since then.
@@ -286,6 +333,14 @@ class Runner:
             if outcome.signals.is_error
             else None
         )
+        answered = isinstance(capacity, Available) or is_pause(capacity)
+        seen: Answered | None = None
+        plan_said: list[Announcement] = []  # said after the turn's own events
+        if answered:
+            # A Done still to be verified checks no plan item by itself.
+            accepted = not (isinstance(verdict, Done) and spec.verify.verifies)
+            record = self._reconcile_plan(record, verdict, plan_said, accepted=accepted)
+            seen = Answered(checked_items=_checked(record.plan), tree=self._fingerprint())
         transition = decide_after_turn(
             record.state,
             capacity=capacity,
@@ -296,6 +351,8 @@ class Runner:
             error=error,
             policies=spec.limits,
             sent=outcome.sent,
+            rules=spec.verify,
+            seen=seen,
         )
         announce.append(
             TurnFinished(
@@ -315,9 +372,120 @@ class Runner:
         )
         if outcome.denied_tools:
             announce.append(ToolsDenied(tools=tuple(outcome.denied_tools)))
-        if isinstance(capacity, Available) or is_pause(capacity):
-            record = self._reconcile_plan(record, verdict, announce)
+        announce.extend(plan_said)
         return self._apply(record, transition, announce=announce)
+
+    async def _run_check(
+        self, record: RunRecord, check: CheckCommand
+    ) -> tuple[RunRecord, Decision | None]:
+        """One verification command of the Done in verification, through the Checks port."""
+        verifying = record.state.verifying
+        assert verifying is not None  # a RunCheck comes only with a Done in verification
+        if self.checks is None:
+            reason = "verification commands are configured but this run cannot run them"
+            return self._apply(record, decide_on_failure(record.state, reason))
+        turn = record.state.ledger.attempts
+        logs = self.check_logs or record.spec.cwd
+        output = logs / f"turn-{turn}-check-{len(verifying.results) + 1}.log"
+        self.events.emit(VerifyStarted(turn=turn, command=check.text, output=str(output)))
+        result = await self.checks.run(check, output=output)
+        announce: list[Announcement] = [
+            VerifyFinished(
+                turn=turn,
+                command=check.text,
+                passed=result.passed,
+                exit_code=result.exit_code,
+                seconds=round(result.seconds, 3),
+                output=str(result.output_path) if result.output_path else None,
+                timed_out=result.timed_out,
+                error=result.start_error,
+            )
+        ]
+        transition = decide_after_check(record.state, result)
+        record = self._on_acceptance(record, transition, verifying.summary, announce)
+        return self._apply(record, transition, announce=announce)
+
+    async def _review(self, record: RunRecord) -> tuple[RunRecord, Decision | None]:
+        """The independent review: one turn on a fresh, read-only session."""
+        verifying = record.state.verifying
+        assert verifying is not None  # an AskReview comes only with a Done in verification
+        if self.reviewer is None:
+            reason = "an independent review is asked for but this run has no reviewer"
+            return self._apply(record, decide_on_failure(record.state, reason))
+        spec = record.spec
+        marker = spec.done_marker if spec.marker_fallback else None
+        prompt = review_prompt(
+            spec.task, plan=self._current_plan(record), summary=verifying.summary, marker=marker
+        )
+        number = record.state.ledger.attempts + 1
+        self.events.emit(ReviewStarted(turn=number))
+        outcome = await self.reviewer.run_turn(prompt, session_id=None)
+        if outcome.failure is not None:
+            failed = TurnFailed(turn=number, reason=f"the review failed: {outcome.failure}")
+            command = self.control.pending()
+            if command is not None:
+                return self._apply(
+                    record, decide_on_control(record.state, command), announce=[failed]
+                )
+            return self._apply(
+                record, decide_on_failure(record.state, failed.reason), announce=[failed]
+            )
+        announce: list[Announcement] = []
+        self._note_guess(outcome.guessed_models, outcome.guessed_cost_usd, announce)
+        capacity = self._capacity(record, outcome.signals, announce)
+        verdict = evaluate(
+            outcome.structured,
+            final_text=outcome.final_text,
+            prompt=prompt,
+            marker=spec.done_marker,
+            marker_fallback=spec.marker_fallback,
+        )
+        error = (
+            first_line(outcome.signals.result_text, longest=300, empty="no detail")
+            if outcome.signals.is_error
+            else None
+        )
+        cost = outcome.cost_usd if outcome.billed else 0.0
+        transition = decide_after_review(
+            record.state,
+            capacity=capacity,
+            verdict=verdict,
+            now=self.clock.now(),
+            config=spec.wait_policy,
+            cost_usd=cost,
+            error=error,
+            policies=spec.limits,
+            sent=outcome.sent,
+        )
+        answered = isinstance(capacity, Available) or is_pause(capacity)
+        announce.append(
+            ReviewFinished(
+                turn=number,
+                capacity=describe(capacity),
+                verdict=type(verdict).__name__.lower() if answered else "refused",
+                summary=verdict.summary,
+                remaining_work=verdict.remaining_work if isinstance(verdict, Continue) else (),
+                cost_usd=cost,
+            )
+        )
+        record = self._on_acceptance(record, transition, verifying.summary, announce)
+        return self._apply(record, transition, announce=announce)
+
+    def _on_acceptance(
+        self,
+        record: RunRecord,
+        transition: Transition,
+        summary: str,
+        announce: list[Announcement],
+    ) -> RunRecord:
+        """A Done accepted after its verification checks the plan's items, as an
+        unverified Done does at once."""
+        if transition.state.outcome is not Outcome.DONE:
+            return record
+        return self._reconcile_plan(record, Done(summary), announce)
+
+    def _fingerprint(self) -> str | None:
+        return self.tree.fingerprint() if self.tree is not None else None
 
     def _capacity(
         self, record: RunRecord, signals: TurnSignals, announce: list[Announcement]
@@ -369,12 +537,17 @@ class Runner:
         return replace(decision, at=at)
 
     def _reconcile_plan(
-        self, record: RunRecord, verdict: CompletionVerdict, announce: list[Announcement]
+        self,
+        record: RunRecord,
+        verdict: CompletionVerdict,
+        announce: list[Announcement],
+        *,
+        accepted: bool = True,
     ) -> RunRecord:
         if record.plan is None:
             return record
         before = (record.plan.done_count, record.plan.total)
-        plan = plan_after_verdict(record.plan, verdict)
+        plan = plan_after_verdict(record.plan, verdict, accepted=accepted)
         on_disk = self._read_plan(record)
         if on_disk is not None:
             plan = plan.merged_with(on_disk)
@@ -419,10 +592,13 @@ class Runner:
         return self._others[detour.profile]
 
     async def close(self) -> None:
-        """Closes the other profiles' gateways (the run's own belongs to its owner)."""
+        """Closes the other profiles' gateways and the reviewer's (the run's own belongs
+        to its owner)."""
         others, self._others = self._others, {}
         for gateway in others.values():
             await gateway.close()
+        if self.reviewer is not None:
+            await self.reviewer.close()
 
     def _apply(
         self,
@@ -434,6 +610,15 @@ class Runner:
         """Saves the transition, then says what happened: an event never tells of
         something a resume would do again."""
         said = list(announce)
+        counted = transition.state.stagnation.turns_without_progress
+        if counted > record.state.stagnation.turns_without_progress:
+            said.append(
+                NoProgress(
+                    turn=transition.state.ledger.attempts,
+                    turns_without_progress=counted,
+                    stall_turns=record.spec.verify.stagnation.stall_turns,
+                )
+            )
         before, after = record.state.detour, transition.state.detour
         if after is not None and before is None:
             said.append(
@@ -450,6 +635,11 @@ class Runner:
         for event in said:
             self.events.emit(event)
         return record, transition.decision
+
+
+def _checked(plan: WorkPlan | None) -> frozenset[str]:
+    """The keys of the plan's checked items."""
+    return frozenset(item.key for item in plan.items if item.done) if plan else frozenset()
 
 
 def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, float]:

@@ -11,6 +11,7 @@ from claudeloop.application.records import RunRecord
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
+from claudeloop.domain.verification import CheckResult
 
 
 def continue_command(record: RunRecord) -> str:
@@ -51,7 +52,35 @@ def _spent(record: RunRecord) -> dict[str, Any]:
         "summary": state.summary,
         "reason": state.reason,
         "plan": {"done": progress[0], "total": progress[1]} if progress else None,
+        # The last verification round: each command, how it ended, where its output is.
+        "verification": [_check_object(result) for result in state.last_checks],
+        "turns_without_progress": state.stagnation.turns_without_progress,
     }
+
+
+def _check_object(result: CheckResult) -> dict[str, Any]:
+    return {
+        "command": result.command.text,
+        "passed": result.passed,
+        "exit_code": result.exit_code,
+        "seconds": round(result.seconds, 3),
+        "timed_out": result.timed_out,
+        "output": str(result.output_path) if result.output_path else None,
+    }
+
+
+def check_line(result: CheckResult) -> str:
+    """One verification, in a line: command, how it ended, seconds, where its output is."""
+    if result.passed:
+        how = "passed"
+    elif result.timed_out:
+        how = "failed: timed out"
+    elif result.exit_code is None:
+        how = f"failed: could not start ({result.start_error})"
+    else:
+        how = f"failed: exit {result.exit_code}"
+    where = f"; output in {result.output_path}" if result.output_path else ""
+    return f"`{result.command.text}` {how} ({result.seconds:.1f} s){where}"
 
 
 def result_object(record: RunRecord) -> dict[str, Any]:
@@ -115,6 +144,8 @@ def summary_markdown(record: RunRecord) -> str:
     progress = record.plan_progress
     if progress is not None:
         lines.append(f"- Plan: {progress[0]}/{progress[1]} items done")
+    if state.last_checks:
+        lines += ["", "## Verification", "", *(f"- {check_line(r)}" for r in state.last_checks)]
     if state.summary:
         lines += ["", "## Last summary", "", state.summary]
     remaining = _remaining(record)

@@ -22,6 +22,8 @@ from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
 from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
+from claudeloop.adapters.verification_commands import VerificationCommands
+from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.ports import ControlInbox, EventSink, Gateway
@@ -114,9 +116,11 @@ def claude_code(
     redactor: Redactor | None = None,
     control: ControlInbox | None = None,
     events: EventSink | None = None,
+    read_only: bool = False,
 ) -> Gateway:
     """The gateway to the Claude Code CLI of `backend`, unbilled on a backend whose costs
-    are not money; `doctor` probes through it too."""
+    are not money; `doctor` probes through it too. `read_only`: an independent
+    reviewer's (read-only tools, plan mode, no session kept)."""
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
@@ -131,6 +135,7 @@ def claude_code(
         cli_path=backend.cli_path,
         stderr_log=stderr_log,
         redactor=redactor,
+        read_only=read_only,
     )
     gateway = ClaudeCodeGateway(settings, control=control, events=events)
     return UnbilledGateway(gateway) if backend.zero_cost else gateway
@@ -142,7 +147,10 @@ def make_gateway(
     backend: Backend,
     capacity_dir: Path | None = None,
     events: EventSink | None = None,
+    *,
+    read_only: bool = False,
 ) -> Gateway:
+    """The gateway of the run's turns; `read_only`: of its independent reviews."""
     # The run directory's control file: a stop ends a turn stuck in the CLI's retries.
     chosen = claude_code(
         backend,
@@ -152,6 +160,7 @@ def make_gateway(
         done_marker=spec.done_marker,
         stderr_log=directory.debug_log_path,
         redactor=directory.redactor,
+        read_only=read_only,
         control=directory,
         events=events,
     )
@@ -315,6 +324,16 @@ def wire_run(
         plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
         advisor=ProfileAdvisor(profile_in_use(backend, detours)),
+        checks=VerificationCommands(
+            record.spec.cwd,
+            timeout_seconds=record.spec.verify_timeout_seconds,
+            redact=redactor.text,
+        ),
+        check_logs=directory.path / "checks",
+        reviewer=make_gateway(directory, record.spec, backend, events=events, read_only=True)
+        if record.spec.verify.review
+        else None,
+        tree=WorkingTreeOnDisk(record.spec.cwd),
     )
 
     def close() -> None:

@@ -31,6 +31,8 @@ def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
     flags["notify"] = list(given) if given else None
     limits = flags.get("limits")
     flags["limits"] = dict(limits) if limits else None
+    checks = flags.get("verify")
+    flags["verify"] = list(checks) if checks else None
     return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
 
 

@@ -18,12 +18,15 @@ from rich.text import Text
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    NoProgress,
     NotifyFailed,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
     ProfileRestored,
     ProfileSwitched,
+    ReviewFinished,
+    ReviewStarted,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -33,6 +36,8 @@ from claudeloop.application.events import (
     TurnInterrupted,
     TurnRetrying,
     TurnStarted,
+    VerifyFinished,
+    VerifyStarted,
     WaitStarted,
     event_fields,
 )
@@ -165,12 +170,39 @@ def event_line(event: Event) -> str | None:
             return f"pause thresholds ignored for {', '.join(windows)}: {reason}"
         case ProbeFinished(capacity=capacity):
             return f"probe: {capacity}"
+        case VerifyStarted(turn=turn, command=command):
+            return f"turn {turn}: verifying: {command}"
+        case VerifyFinished():
+            return _verified_line(event)
+        case ReviewStarted(turn=turn):
+            return f"turn {turn}: independent review started (fresh read-only session)"
+        case ReviewFinished(turn=turn, verdict=verdict, summary=summary):
+            agreed = {"done": "agrees the task is complete", "refused": "refused by a limit"}
+            said = agreed.get(verdict, f"disagrees ({verdict})")
+            return f"turn {turn}: the reviewer {said}" + (f": {summary}" if summary else "")
+        case NoProgress(turns_without_progress=count, stall_turns=limit):
+            if not limit:
+                return None
+            return f"no evidence of progress: {count} of {limit} turns in a row"
         case RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):
             return f"claudeloop: {outcome.value} (exit {exit_code}): {reason}"
         case NotifyFailed():
             return None
         case _:
             assert_never(event)
+
+
+def _verified_line(event: VerifyFinished) -> str:
+    if event.passed:
+        how = "passed"
+    elif event.timed_out:
+        how = "FAILED: timed out"
+    elif event.exit_code is None:
+        how = f"FAILED: could not start ({event.error})"
+    else:
+        how = f"FAILED: exit {event.exit_code}"
+    where = f"; output in {event.output}" if event.output else ""
+    return f"turn {event.turn}: {event.command}: {how} ({event.seconds:.1f}s){where}"
 
 
 def _finished_line(event: TurnFinished) -> str:

@@ -69,6 +69,13 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
         )
     if data["plan"]:
         lines.append(f"plan: {data['plan']['done']}/{data['plan']['total']} items done")
+    for check in data["verification"]:
+        how = "passed" if check["passed"] else "timed out" if check["timed_out"] else "failed"
+        code = f" (exit {check['exit_code']})" if check["exit_code"] is not None else ""
+        lines.append(
+            f"verify: {check['command']}: {how}{code}, {check['seconds']:.1f} s; "
+            f"output in {check['output']}"
+        )
     if data["summary"]:
         lines.append(f"last summary: {first_line(data['summary'], longest=200)}")
     click.echo("\n".join(lines))

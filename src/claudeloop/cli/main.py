@@ -15,6 +15,7 @@ from claudeloop.application.errors import ClaudeloopError
 from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
     APPRISE_URL,
+    CHECK,
     DURATION,
     ON_LIMIT,
     PAUSE_AT,
@@ -193,6 +194,43 @@ def loop_options(command: F) -> F:
             help="Share what is learnt about capacity with the other loops on this account "
             "and machine: none sends a turn into a window another found closed, one probes "
             "for all (default: on).",
+        ),
+        click.option(
+            "--verify",
+            type=CHECK,
+            multiple=True,
+            help="A command a Done must pass before the run ends (repeatable, run in order "
+            "in the working directory, no shell): e.g. --verify 'make test'. A failure "
+            "sends its output back to the same session.",
+        ),
+        click.option(
+            "--verify-timeout",
+            type=DURATION,
+            default=None,
+            help="Kill a verification command after this long; it counts as failed (default 10m).",
+        ),
+        click.option(
+            "--review/--no-review",
+            default=None,
+            help="After the checks pass, an independent review in a fresh read-only "
+            "session must agree the task is done (a turn against the caps; default: off).",
+        ),
+        click.option(
+            "--stall-turns",
+            type=click.IntRange(min=0),
+            metavar="N",
+            default=None,
+            help="Stop (exit 1) after N turns in a row without evidence of progress: no "
+            "plan item checked, no file changed, the same remaining work and checks "
+            "(default 3; 0: off).",
+        ),
+        click.option(
+            "--same-failure",
+            type=click.IntRange(min=0),
+            metavar="N",
+            default=None,
+            help="Stop (exit 1) when one verification failure repeats N rounds in a row "
+            "(default 3; 0: off).",
         ),
         click.option(
             "--json",

@@ -124,6 +124,21 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
             self.fail(str(error), param, ctx)
 
 
+class Check(click.ParamType):  # type: ignore[type-arg]
+    """A verification command, split like a shell would (and refused as one would)."""
+
+    name = "CMD"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from claudeloop.domain.verification import CheckCommand
+
+        try:
+            return CheckCommand.parse(str(value)).text
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+CHECK = Check()
 PAUSE_AT = PauseAt()
 ON_LIMIT = OnLimit()
 

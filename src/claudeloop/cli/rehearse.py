@@ -29,7 +29,9 @@ from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, new
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
+from claudeloop.domain.loop import VerifyRules
 from claudeloop.domain.pause import PauseThresholds
+from claudeloop.domain.verification import CheckCommand
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
@@ -77,6 +79,8 @@ PAUSE_AT = PauseThresholds.parse("5h=90%")
 LOCAL_PROFILE = "rehearsal-local"
 SWITCH_TO_LOCAL = LimitPolicies((("five_hour", SwitchProfile(LOCAL_PROFILE)),))
 LOCAL_SCENARIO = "switch-profile-local"
+# What the verify rehearsal sets, as `--verify 'test -f step3.txt' --review` would.
+VERIFY = VerifyRules(checks=(CheckCommand.parse("test -f step3.txt"),), review=True)
 # Scenarios of a local server's failures, played through a local profile as a user on
 # Ollama meets them (a 500 there is a model that failed to load, not an outage).
 ON_A_LOCAL_PROFILE = ("local-busy", "local-load-failed", "model-missing")
@@ -177,6 +181,7 @@ def rehearse(
                 marker_fallback=own.marker_fallback,
                 pause_at=PAUSE_AT if scenario == "pause" else PauseThresholds(),
                 limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
+                verify=VERIFY if scenario == "verify" else VerifyRules(),
             )
             record = new_record(spec, None)
             directory = create_directory(record)

@@ -32,6 +32,28 @@ from claudeloop.domain.limits import (
     limit_kind,
 )
 from claudeloop.domain.pause import is_pause
+from claudeloop.domain.stagnation import (
+    Answered,
+    KeepGoing,
+    NoProgress,
+    SameFailure,
+    Stagnation,
+    StagnationSettings,
+)
+from claudeloop.domain.verification import (
+    Accepted,
+    AskReview,
+    CheckCommand,
+    CheckFailed,
+    CheckResult,
+    DoneJudgement,
+    FailureSignature,
+    Rejected,
+    ReviewDisagreed,
+    RunCheck,
+    judge_done,
+    verification_of,
+)
 from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
 
 # Turns in a row that may end in an error no capacity state explains (a malformed answer,
@@ -44,6 +66,7 @@ NO_POLICIES = LimitPolicies()
 class Phase(enum.Enum):
     PREFLIGHT = "preflight"
     RUNNING = "running"
+    VERIFYING = "verifying"  # a Done is being checked, or reviewed
     WAITING = "waiting"
     PROBING = "probing"
     COMPLETE = "complete"
@@ -108,6 +131,35 @@ class Detour:
 
 
 @dataclass(frozen=True, slots=True)
+class VerifyRules:
+    """What a Done must pass (the checks, in order, then the review when asked for) and
+    when a run that shows no progress stops."""
+
+    checks: tuple[CheckCommand, ...] = ()
+    review: bool = False
+    stagnation: StagnationSettings = field(default_factory=StagnationSettings)
+
+    @property
+    def verifies(self) -> bool:
+        return bool(self.checks) or self.review
+
+
+# The domain's own default: no checks, no review, no brake (the run's spec sets its own).
+NO_RULES = VerifyRules(stagnation=StagnationSettings(stall_turns=0, same_failure=0))
+
+
+@dataclass(frozen=True, slots=True)
+class Verifying:
+    """A Done being verified: what the turn claimed and left behind, the rules it is held
+    to (kept with it, so a resumed run judges it the same), and the results so far."""
+
+    summary: str
+    seen: Answered
+    rules: VerifyRules
+    results: tuple[CheckResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RunState:
     """Everything the loop knows between two decisions; persisted for resume."""
 
@@ -127,6 +179,13 @@ class RunState:
     # reason's), for the --json result and a resume that asks whether it is gone.
     blocked_on: str | None = None
     detour: Detour | None = None
+    # The Done in verification, if one is (saved, so a crash mid-round runs it again).
+    verifying: Verifying | None = None
+    # Why the last Done was not accepted; said in the next prompt, until a turn answers.
+    rejection: Rejected | None = None
+    # The results of the last verification round that ran, for status and the summary.
+    last_checks: tuple[CheckResult, ...] = ()
+    stagnation: Stagnation = field(default_factory=Stagnation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +216,9 @@ class Finish:
         return self.outcome.exit_code
 
 
-Decision = SendTurn | RunProbe | ScheduleProbe | Finish
+# RunCheck (run this verification command) and AskReview (send the review turn, on a
+# fresh read-only session) come from the judgement of a Done (domain.verification).
+Decision = SendTurn | RunProbe | ScheduleProbe | RunCheck | AskReview | Finish
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +234,17 @@ def decide_preflight(
     now: datetime,
     config: WaitPolicyConfig,
     policies: LimitPolicies = NO_POLICIES,
+    rules: VerifyRules | None = None,
 ) -> Transition:
-    """Before the first real turn: what is known of capacity decides whether to send it."""
+    """Before the first real turn: what is known of capacity decides whether to send it.
+
+    A verification round a crash cut off runs again from its first check: a result the
+    record holds may describe a tree the model has not finished with. It runs under
+    `rules` when given (a resume may have changed the checks), else its own. A check
+    spends nothing, so a Done on the last allowed turn is still verified."""
+    if state.verifying is not None:
+        restarted = _round_restarted(state, state.verifying, rules)
+        return _verify_next(replace(restarted, phase=Phase.RUNNING))
     if state.ledger.any_exhausted:
         return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
     return _by_capacity(state, capacity, now=now, config=config, policies=policies)
@@ -191,6 +261,8 @@ def decide_after_turn(
     error: str | None = None,
     policies: LimitPolicies = NO_POLICIES,
     sent: bool = True,
+    rules: VerifyRules = NO_RULES,
+    seen: Answered | None = None,
 ) -> Transition:
     """After a turn. Capacity is read before the verdict, always: a Done claimed by a turn
     that hit a limit is discarded, since the limit may have cut the work short.
@@ -199,6 +271,10 @@ def decide_after_turn(
     verdict is not trusted either (an error can quote a marker), and the turn is retried
     until MAX_ERRORED_TURNS in a row have failed. A turn not `sent` (held back because
     another loop found the capacity closed) spends nothing.
+
+    A Done is verified under `rules` before it ends the run. `seen` is what the answered
+    turn left behind (plan items checked, the working tree) for the stagnation brake; a
+    refused turn is no turn for it.
     """
     # A pause before the wall comes after a turn that was answered in full.
     answered = isinstance(capacity, Available) or is_pause(capacity)
@@ -228,8 +304,18 @@ def decide_after_turn(
         if ledger.any_exhausted:
             return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(ledger))
         return _send_turn(state)
-    state = replace(state, capacity=capacity, summary=verdict_summary(verdict), errored_turns=0)
+    state = replace(
+        state,
+        capacity=capacity,
+        summary=verdict_summary(verdict),
+        errored_turns=0,
+        rejection=None,
+    )
+    seen = seen or Answered(checked_items=state.stagnation.checked_items)
     match verdict:
+        case Done(summary=summary) if rules.verifies:
+            verifying = Verifying(summary=summary, seen=seen, rules=rules)
+            return _verify_next(replace(state, remaining_work=(), verifying=verifying))
         case Done(summary=summary):
             return _finish(
                 replace(state, remaining_work=()),
@@ -242,9 +328,13 @@ def decide_after_turn(
                 replace(state, blocked_on=reason), Outcome.BLOCKED, f"blocked on: {reason}"
             )
         case Continue(remaining_work=remaining):
-            state = replace(state, remaining_work=remaining)
+            stagnation = state.stagnation.observe(replace(seen, remaining_work=remaining))
+            state = replace(state, remaining_work=remaining, stagnation=stagnation)
             if ledger.any_exhausted:
                 return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(ledger))
+            stalled = _braked(state, rules)
+            if stalled is not None:
+                return stalled
             if isinstance(capacity, WindowExhausted):  # paused before the wall
                 return _wait(state, capacity, now=now, config=config)
             if state.detour is not None and now >= state.detour.check_at:
@@ -253,6 +343,65 @@ def decide_after_turn(
             return _send_turn(state)
         case _:
             assert_never(verdict)
+
+
+def decide_after_check(state: RunState, result: CheckResult) -> Transition:
+    """A verification command of the round in progress has ended."""
+    verifying = state.verifying
+    if verifying is None:
+        raise ValueError("a check result needs a Done in verification")
+    verifying = replace(verifying, results=(*verifying.results, result))
+    return _verify_next(replace(state, verifying=verifying))
+
+
+def decide_after_review(
+    state: RunState,
+    *,
+    capacity: CapacityState,
+    verdict: CompletionVerdict,
+    now: datetime,
+    config: WaitPolicyConfig,
+    cost_usd: float = 0.0,
+    error: str | None = None,
+    policies: LimitPolicies = NO_POLICIES,
+    sent: bool = True,
+) -> Transition:
+    """After the review turn: a turn like any other for the caps and the limits (a limit
+    met during it is waited out, then the review runs again), and only its Done agrees."""
+    verifying = state.verifying
+    if verifying is None:
+        raise ValueError("a review needs a Done in verification")
+    answered = isinstance(capacity, Available) or is_pause(capacity)
+    spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
+    state = replace(state, ledger=spend(cost_usd) if sent else state.ledger)
+    if not answered:
+        if state.ledger.any_exhausted:
+            return _finish(
+                replace(state, capacity=capacity),
+                Outcome.BUDGET_EXHAUSTED,
+                _budget_reason(state.ledger),
+            )
+        if isinstance(capacity, WindowExhausted | CreditsExhausted) and isinstance(
+            policies.action_for(capacity), SwitchProfile
+        ):
+            # The reviewer has no other profile to go on with: the limit is waited out.
+            return _wait(state, capacity, now=now, config=config)
+        return _by_capacity(state, capacity, now=now, config=config, policies=policies)
+    state = replace(state, capacity=capacity)
+    if error is not None:
+        state = replace(state, errored_turns=state.errored_turns + 1)
+        if state.errored_turns >= MAX_ERRORED_TURNS:
+            return _finish(
+                state,
+                Outcome.FAILED,
+                f"{state.errored_turns} review turns in a row ended in an error: {error}",
+            )
+        return _verify_next(state)
+    state = replace(state, errored_turns=0)
+    judgement = judge_done(
+        verifying.rules.checks, verifying.results, review_asked=True, review=verdict
+    )
+    return _judged(state, verifying, judgement)
 
 
 def begin_probe(state: RunState) -> Transition:
@@ -336,7 +485,10 @@ def resume_decision(state: RunState) -> Decision:
     no fresh full wait either.
     """
     match state.phase:
-        case Phase.PREFLIGHT | Phase.RUNNING:
+        case Phase.PREFLIGHT | Phase.RUNNING | Phase.VERIFYING:
+            if state.verifying is not None:
+                # The round a crash cut off runs again from its first check.
+                return _verify_next(_round_restarted(state, state.verifying)).decision
             return SendTurn()
         case Phase.WAITING:
             if state.next_probe_at is not None and isinstance(
@@ -442,10 +594,102 @@ def _wait(
 
 
 def _send_turn(state: RunState) -> Transition:
+    """Capacity is there: the next turn, or the next step of the Done in verification."""
     running = replace(
         state, phase=Phase.RUNNING, waiting_since=None, next_probe_at=None, wait_probes=0
     )
+    if running.verifying is not None:
+        return _verify_next(running)
     return Transition(running, SendTurn())
+
+
+def _round_restarted(
+    state: RunState, verifying: Verifying, rules: VerifyRules | None = None
+) -> RunState:
+    restarted = replace(verifying, results=(), rules=rules or verifying.rules)
+    return replace(state, verifying=restarted)
+
+
+def _verify_next(state: RunState) -> Transition:
+    verifying = state.verifying
+    assert verifying is not None
+    rules = verifying.rules
+    return _judged(
+        state, verifying, judge_done(rules.checks, verifying.results, review_asked=rules.review)
+    )
+
+
+def _judged(state: RunState, verifying: Verifying, judgement: DoneJudgement) -> Transition:
+    """The run after a step of a Done's verification."""
+    match judgement:
+        case RunCheck():
+            return Transition(replace(state, phase=Phase.VERIFYING), judgement)
+        case AskReview():
+            if state.ledger.any_exhausted:  # the review is a turn: none is left for it
+                return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
+            return Transition(replace(state, phase=Phase.VERIFYING), judgement)
+        case Accepted():
+            state = replace(state, verifying=None, last_checks=verifying.results)
+            return _finish(
+                state, Outcome.DONE, verifying.summary or "the task is complete",
+                phase=Phase.COMPLETE,
+            )  # fmt: skip
+        case CheckFailed() | ReviewDisagreed():
+            return _rejected(state, verifying, judgement)
+        case _:
+            assert_never(judgement)
+
+
+def _rejected(state: RunState, verifying: Verifying, rejected: Rejected) -> Transition:
+    """A Done not accepted: the same session goes on, told why; the round counts for the
+    brake as the verification result of the turn that claimed it."""
+    remaining = rejected.remaining_work if isinstance(rejected, ReviewDisagreed) else ()
+    verification = verification_of(verifying.results) if verifying.rules.checks else None
+    seen = replace(verifying.seen, remaining_work=remaining, verification=verification)
+    state = replace(
+        state,
+        verifying=None,
+        rejection=rejected,
+        remaining_work=remaining,
+        last_checks=verifying.results,
+        stagnation=state.stagnation.observe(seen),
+    )
+    if state.ledger.any_exhausted:
+        return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
+    stalled = _braked(state, verifying.rules)
+    if stalled is not None:
+        return stalled
+    return _send_turn(state)
+
+
+def _braked(state: RunState, rules: VerifyRules) -> Transition | None:
+    """The run's end when the stagnation brake holds, else None."""
+    brake = state.stagnation.brake(rules.stagnation)
+    match brake:
+        case KeepGoing():
+            return None
+        case NoProgress(turns=turns):
+            return _finish(state, Outcome.FAILED, f"no progress in {turns} turns")
+        case SameFailure(failure=failure, rounds=rounds):
+            return _finish(
+                state,
+                Outcome.FAILED,
+                f"the same verification failure {rounds} times in a row: "
+                f"{describe_failure(failure)}",
+            )
+        case _:
+            assert_never(brake)
+
+
+def describe_failure(failure: FailureSignature) -> str:
+    """A failure in a few words: the command and how it ended."""
+    if failure.timed_out:
+        ending = "timed out"
+    elif failure.exit_code is None:
+        ending = "could not start"
+    else:
+        ending = f"exited with code {failure.exit_code}"
+    return f"`{failure.command}` {ending}"
 
 
 def _finish(
@@ -465,6 +709,13 @@ def reopen(state: RunState) -> RunState:
     raised a cap, renewed credentials). Its ledger is kept: no budget reset."""
     if state.outcome is Outcome.DONE:
         raise ValueError("a run that is done cannot be reopened")
+    # A run the brake stopped starts its count over: the person has changed something.
     return replace(
-        state, phase=Phase.PREFLIGHT, outcome=None, reason="", blocked_on=None, next_probe_at=None
+        state,
+        phase=Phase.PREFLIGHT,
+        outcome=None,
+        reason="",
+        blocked_on=None,
+        next_probe_at=None,
+        stagnation=replace(state.stagnation, turns_without_progress=0, same_failure_rounds=0),
     )

@@ -8,10 +8,15 @@ from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, D
 from claudeloop.domain.plan import WorkPlan
 
 
-def plan_after_verdict(plan: WorkPlan, verdict: CompletionVerdict) -> WorkPlan:
-    """Done checks every item; Continue checks the items no longer listed as remaining;
-    Blocked says nothing about progress."""
+def plan_after_verdict(
+    plan: WorkPlan, verdict: CompletionVerdict, *, accepted: bool = True
+) -> WorkPlan:
+    """Done checks every item once it is accepted (a Done still to be verified, or
+    rejected, checks none by itself); Continue checks the items no longer listed as
+    remaining; Blocked says nothing about progress."""
     match verdict:
+        case Done() if not accepted:
+            return plan
         case Done():
             return plan.with_items_marked_done(frozenset(item.key for item in plan.items))
         case Continue(remaining_work=remaining):

@@ -64,6 +64,8 @@ class Rehearsal:
         self.gates = GateSchedule(list(scenario.gates), self.timeline)
         self.ledger = Ledger(self.timeline)
         self.windows = Windows(self.timeline)
+        # Reviews answered with their verdict: the next review plays the one after.
+        self.reviews_done = 0
 
     def state(self) -> dict[str, Any]:
         return {
@@ -150,8 +152,10 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
     answer: GateAnswer | None = None
     if answering is not None:
         answer = gate_answer(answering, model=conversation.model, windows=rehearsal.windows)
-    reply = play(rehearsal.scenario, conversation)
+    reply = play(rehearsal.scenario, conversation, reviews_done=rehearsal.reviews_done)
     delivered = answer is None or isinstance(answer, Warned)
+    if conversation.review and delivered and reply.verdict:
+        rehearsal.reviews_done += 1
     status = answer.status if isinstance(answer, HttpFailure) else 200
     rehearsal.ledger.record(
         received=received,
@@ -214,7 +218,7 @@ def _broken(
     headers: dict[str, str],
     message_id: str,
 ) -> Response:
-    reply = play(rehearsal.scenario, conversation)
+    reply = play(rehearsal.scenario, conversation, reviews_done=rehearsal.reviews_done)
     usage = rehearsal.scenario.usage
     if conversation.stream:
         events = stream_events(reply, model=conversation.model, usage=usage, message_id=message_id)

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from claudeloop.application.prompts import REVIEW_OPENING
+
 STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
 
 Credentials = Literal["oauth", "api_key", "none"]
@@ -39,6 +41,9 @@ class Conversation:
     cwd: str | None = None
     # The StructuredOutput schema's keys when it forbids others; None means any key.
     verdict_keys: frozenset[str] | None = None
+    # A turn of claudeloop's independent review (a fresh session): played from the
+    # scenario's reviews, not its turns.
+    review: bool = False
 
 
 def read_conversation(body: object, *, structured_output: bool = True) -> Conversation:
@@ -70,6 +75,7 @@ def read_conversation(body: object, *, structured_output: bool = True) -> Conver
         step=step,
         cwd=working_directory(body),
         verdict_keys=_verdict_keys(tools),
+        review=_is_review(messages),
     )
 
 
@@ -97,6 +103,19 @@ def turn_and_step(messages: list[object]) -> tuple[int, int]:
         elif role == "assistant":
             step += 1
     return max(turn, 1), step
+
+
+def _is_review(messages: list[object]) -> bool:
+    """Whether the conversation's first prompt is claudeloop's review prompt."""
+    for message in messages:
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            content = message.get("content")
+            texts = [content] if isinstance(content, str) else list(_texts(content))
+            for text in texts:
+                words = _REMINDER.sub("", text).strip()
+                if words:
+                    return words.startswith(REVIEW_OPENING)
+    return False
 
 
 def _has_prompt_text(content: object) -> bool:

@@ -35,6 +35,7 @@ BUILTIN_SCENARIOS: tuple[str, ...] = (
     "pause",
     "switch-profile",
     "switch-profile-local",
+    "verify",
 )
 
 _SUFFIXES = (".toml", ".json")

@@ -56,11 +56,17 @@ class Reply:
 PROBE_REPLY = Reply(blocks=(TextBlock("ok"),), stop_reason="end_turn")
 
 
-def play(scenario: Scenario, conversation: Conversation) -> Reply:
+AGREED = VerdictStep(kind="verdict", complete=True, summary="Reviewed: the task is complete.")
+
+
+def play(scenario: Scenario, conversation: Conversation, *, reviews_done: int = 0) -> Reply:
     """The answer to a turn request: the step's message, or the verdict once the
-    turn's steps are spent. Turns beyond the scenario repeat its last verdict."""
+    turn's steps are spent. Turns beyond the scenario repeat its last verdict. A review
+    plays the scenario's review after the `reviews_done` already answered."""
     if conversation.kind == "probe" or conversation.turn is None:
         return PROBE_REPLY
+    if conversation.review:
+        return _review(scenario, conversation, reviews_done)
     turn = conversation.turn
     step = conversation.step or 0
     if turn <= len(scenario.turns):
@@ -71,6 +77,18 @@ def play(scenario: Scenario, conversation: Conversation) -> Reply:
     else:
         verdict = _verdict_of(scenario, len(scenario.turns))
     return _render([verdict], scenario, conversation)
+
+
+def _review(scenario: Scenario, conversation: Conversation, reviews_done: int) -> Reply:
+    if not scenario.reviews:
+        return _render([AGREED], scenario, conversation)
+    steps = scenario.reviews[min(reviews_done, len(scenario.reviews) - 1)].steps
+    answers = _answers(steps)
+    step = conversation.step or 0
+    if step < len(answers):
+        return _render(answers[step], scenario, conversation)
+    verdicts = [s for s in steps if isinstance(s, VerdictStep)]
+    return _render([verdicts[-1] if verdicts else AGREED], scenario, conversation)
 
 
 def _answers(steps: Sequence[Step]) -> list[list[Step]]:

@@ -182,4 +182,7 @@ class Scenario(_Strict):
     done_marker: str = Field(default=DEFAULT_DONE_MARKER, min_length=1)
     usage: Usage = Field(default_factory=Usage)
     turns: list[Turn] = Field(default_factory=list)
+    # What claudeloop's independent reviewer answers, review by review (the last is
+    # repeated; none: every review agrees).
+    reviews: list[Turn] = Field(default_factory=list)
     gates: list[Gate] = Field(default_factory=list)

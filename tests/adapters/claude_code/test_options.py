@@ -152,3 +152,17 @@ def test_settings_refuse_what_the_cli_would_not_accept(
 ) -> None:
     with pytest.raises(ValueError, match=named):
         settings(**overrides)
+
+
+def test_the_reviewer_only_reads_in_plan_mode_and_keeps_no_session() -> None:
+    options = turn_options(
+        settings(read_only=True, permission_mode="bypassPermissions"), resume=None, stderr=ignore
+    )
+    assert options.tools == ["Read", "Grep", "Glob"]
+    assert options.allowed_tools == ["Read", "Grep", "Glob"]
+    assert options.permission_mode == "plan"
+    assert "no-session-persistence" in options.extra_args
+    assert options.output_format == {"type": "json_schema", "schema": VERDICT_SCHEMA}
+    working = turn_options(settings(), resume=None, stderr=ignore)
+    assert working.tools is None
+    assert "no-session-persistence" not in working.extra_args

@@ -162,3 +162,76 @@ def test_a_turn_in_flight_that_is_no_turn_number_is_corrupt(value: object) -> No
     data["turn_in_flight"] = value
     with pytest.raises(CorruptRecordError):
         record_from_json(data)
+
+
+def test_a_check_round_in_flight_and_the_brake_read_back_the_same() -> None:
+    from claudeloop.domain.loop import Verifying, VerifyRules
+    from claudeloop.domain.stagnation import Answered, Stagnation, StagnationSettings
+    from claudeloop.domain.verification import (
+        CheckCommand,
+        CheckFailed,
+        CheckResult,
+        ChecksPassed,
+        ReviewDisagreed,
+    )
+
+    test = CheckCommand.parse("make 'the tests'")
+    failed = CheckResult(
+        command=test, exit_code=None, seconds=600.0, output_tail="slow", output_bytes=9,
+        output_path=Path("/r/checks/turn-3-check-1.log"), timed_out=True,
+    )  # fmt: skip
+    passed = CheckResult(command=test, exit_code=0, seconds=1.5)
+    rules = VerifyRules(checks=(test,), review=True, stagnation=StagnationSettings(2, 0))
+    signature = failed.failure_signature()
+    assert signature is not None
+    base = full_record(Available())
+    for rejection in (CheckFailed(failed), ReviewDisagreed(("x",), "a key", "no"), None):
+        state = replace(
+            base.state,
+            phase=Phase.VERIFYING,
+            verifying=Verifying(
+                summary="all done",
+                seen=Answered(frozenset({"a"}), "t1", ("r",), ChecksPassed()),
+                rules=rules,
+                results=(passed,),
+            ),
+            rejection=rejection,
+            last_checks=(failed, passed),
+            stagnation=Stagnation(2, 1, frozenset({"a"}), "t0", frozenset({"b"}), signature),
+        )
+        record = replace(
+            base, spec=replace(base.spec, verify=rules, verify_timeout_seconds=30.0), state=state
+        )
+        assert record_from_json(json.loads(json.dumps(record_to_json(record)))) == record
+
+
+def test_a_record_from_before_verification_reads_with_the_defaults() -> None:
+    from claudeloop.domain.loop import VerifyRules
+    from claudeloop.domain.stagnation import Stagnation
+
+    data = record_to_json(full_record(Available()))
+    for key in ("verify", "verify_timeout_seconds"):
+        del data["spec"][key]
+    for key in ("verifying", "rejection", "last_checks", "stagnation"):
+        del data["state"][key]
+    record = record_from_json(data)
+    assert record.spec.verify == VerifyRules()
+    assert record.spec.verify_timeout_seconds == 600.0
+    assert record.state.verifying is None
+    assert record.state.rejection is None
+    assert record.state.stagnation == Stagnation()
+
+
+@pytest.mark.parametrize("where", ["verifying", "rejection", "stagnation"])
+def test_an_unknown_kind_in_the_new_fields_is_a_corrupt_record(where: str) -> None:
+    data = record_to_json(full_record(Available()))
+    data["state"][where] = {
+        "verifying": {"summary": "", "seen": {}, "rules": {}, "results": []},
+        "rejection": {"kind": "elsewise"},
+        "stagnation": {
+            "turns_without_progress": 0, "same_failure_rounds": 0, "checked_items": [],
+            "tree": None, "remaining_work": [], "verification": {"kind": "elsewise"},
+        },
+    }[where]  # fmt: skip
+    with pytest.raises(CorruptRecordError):
+        record_from_json(data)

@@ -43,6 +43,10 @@ PROBE_PROMPT = "Reply with: ok"
 # to ~32 s each) would make one probe minutes long, past any --max-wait, while the wait
 # policy already decides when to ask again.
 PROBE_RETRIES = "0"
+# The independent reviewer's tools: it reads the work, it never changes it (no edits, no
+# shell), in plan mode besides.
+REVIEW_TOOLS = ("Read", "Grep", "Glob")
+REVIEW_PERMISSION_MODE: PermissionMode = "plan"
 _RETRIES = "CLAUDE_CODE_MAX_RETRIES"
 
 
@@ -73,6 +77,9 @@ class GatewaySettings:
     max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE
     setting_sources: tuple[str, ...] | None = None
     append_system_prompt: str = ""
+    # The reviewer's sessions: read-only tools, plan mode, and none kept on disk (each
+    # review is a fresh session nobody resumes).
+    read_only: bool = False
 
     def __post_init__(self) -> None:
         if self.permission_mode not in PERMISSION_MODES:
@@ -94,7 +101,7 @@ def turn_options(
     settings: GatewaySettings, *, resume: str | None, stderr: Callable[[str], None]
 ) -> ClaudeAgentOptions:
     """Options for the long-lived process that answers the turns of one session."""
-    return replace(
+    options = replace(
         _base(settings, stderr),
         resume=resume,
         system_prompt={
@@ -108,6 +115,15 @@ def turn_options(
             else None
         ),
         hooks={"PreToolUse": [HookMatcher(matcher="AskUserQuestion", hooks=[deny_question])]},
+    )
+    if not settings.read_only:
+        return options
+    return replace(
+        options,
+        tools=list(REVIEW_TOOLS),
+        allowed_tools=list(REVIEW_TOOLS),
+        permission_mode=REVIEW_PERMISSION_MODE,
+        extra_args={**options.extra_args, "no-session-persistence": None},
     )
 
 

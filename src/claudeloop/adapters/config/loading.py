@@ -14,6 +14,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from claudeloop.adapters.notify.messages import NOTIFY_KINDS
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.application.errors import UsageError
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.stagnation import DEFAULT_SAME_FAILURE, DEFAULT_STALL_TURNS
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 PROJECT_FILE = "claudeloop.toml"
@@ -61,6 +63,11 @@ DEFAULTS: dict[str, Any] = {
     "pause_at": None,
     "limits": None,
     "share_capacity": True,
+    "verify": [],
+    "verify_timeout": timedelta(minutes=10),
+    "review": False,
+    "stall_turns": DEFAULT_STALL_TURNS,
+    "same_failure": DEFAULT_SAME_FAILURE,
 }
 
 

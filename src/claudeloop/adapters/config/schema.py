@@ -21,6 +21,7 @@ from claudeloop.adapters.notify.messages import NOTIFY_KINDS
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
 from claudeloop.domain.limits import LIMIT_KINDS, parse_action, render_action
 from claudeloop.domain.pause import PauseThresholds
+from claudeloop.domain.verification import CheckCommand
 
 PRESETS: tuple[str, ...] = ("ollama", "lmstudio", "llamacpp", "vllm", "litellm")
 PERMISSION_MODES: tuple[str, ...] = (
@@ -66,6 +67,13 @@ ACCEPTED: dict[str, str] = {
     '"wait", "wind-down" or "switch-profile NAME"; in CLAUDELOOP_LIMITS LIMIT=ACTION pairs '
     "separated by commas, as each --on-limit LIMIT=ACTION",
     "share_capacity": "true or false (share what loops on one account learn about capacity)",
+    "verify": 'a list of commands a Done must pass, such as ["make test", "ruff check ."] '
+    "(split like a shell, none empty); in CLAUDELOOP_VERIFY one command per line",
+    "verify_timeout": _DURATION,
+    "review": "true or false (an independent read-only review before a Done is accepted)",
+    "stall_turns": "a whole number, 0 for off (turns in a row without progress that stop the run)",
+    "same_failure": "a whole number, 0 for off (rounds in a row of one verification failure "
+    "that stop the run)",
     "profiles": "[profiles.NAME] tables, NAME made of letters, digits, - and _",
     "preset": "one of " + ", ".join(PRESETS),
     "base_url": "an http:// or https:// URL, such as http://localhost:11434",
@@ -180,7 +188,21 @@ def _action(value: str) -> str:
     return render_action(parse_action(value))
 
 
+def _check(value: str) -> str:
+    CheckCommand.parse(value)  # an empty command or unbalanced quoting: a ValueError
+    return value
+
+
+def _lines(value: object) -> object:
+    """Text (a variable) is one command per line; a list is as it is."""
+    if isinstance(value, str):
+        return [line for line in value.splitlines() if line.strip()] or [value]
+    return value
+
+
 PauseAt = Annotated[str, AfterValidator(_pause_at)]
+Checks = Annotated[list[Annotated[str, AfterValidator(_check)]], BeforeValidator(_lines)]
+WholeOrZero = Annotated[int, Field(ge=0)]
 LimitKind = Literal["five_hour", "seven_day", "seven_day_opus", "overage", "credits", "local"]
 Limits = Annotated[
     dict[LimitKind, Annotated[str, AfterValidator(_action)]], BeforeValidator(_limit_pairs)
@@ -219,6 +241,12 @@ class RunSettings(BaseModel):
     limits: Limits | None = None
     # Loops on one account share what they learn about capacity (adapters.shared_capacity).
     share_capacity: bool | None = None
+    # What a Done must pass, and the brake on turns that change nothing (domain.loop).
+    verify: Checks | None = None
+    verify_timeout: Duration | None = None
+    review: bool | None = None
+    stall_turns: WholeOrZero | None = None
+    same_failure: WholeOrZero | None = None
 
 
 SETTING_KEYS: tuple[str, ...] = tuple(RunSettings.model_fields)

@@ -18,12 +18,15 @@ from typing import Literal, assert_never
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    NoProgress,
     NotifyFailed,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
     ProfileRestored,
     ProfileSwitched,
+    ReviewFinished,
+    ReviewStarted,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -33,6 +36,8 @@ from claudeloop.application.events import (
     TurnInterrupted,
     TurnRetrying,
     TurnStarted,
+    VerifyFinished,
+    VerifyStarted,
     WaitStarted,
 )
 from claudeloop.domain.loop import Outcome
@@ -107,6 +112,11 @@ def notification_for(
             | PauseIgnored()
             | ProfileSwitched()
             | ProfileRestored()
+            | VerifyStarted()
+            | VerifyFinished()
+            | ReviewStarted()
+            | ReviewFinished()
+            | NoProgress()
             | NotifyFailed()
         ):
             pass  # nothing a person needs to hear of

@@ -18,9 +18,20 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.limits import LimitPolicies, parse_action, render_action
-from claudeloop.domain.loop import Detour, Outcome, Phase, RunState
+from claudeloop.domain.loop import Detour, Outcome, Phase, RunState, Verifying, VerifyRules
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.stagnation import Answered, Stagnation, StagnationSettings
+from claudeloop.domain.verification import (
+    CheckCommand,
+    CheckFailed,
+    CheckResult,
+    ChecksPassed,
+    FailureSignature,
+    Rejected,
+    ReviewDisagreed,
+    Verification,
+)
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 FORMAT_VERSION = 1
@@ -61,6 +72,8 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "pause_at": spec.pause_at.render(),
             "update_plan": spec.update_plan,
             "limits": {kind: render_action(action) for kind, action in spec.limits.actions},
+            "verify": _rules_out(spec.verify),
+            "verify_timeout_seconds": spec.verify_timeout_seconds,
         },
         "state": {
             "phase": state.phase.value,
@@ -79,6 +92,10 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "reason": state.reason,
             "blocked_on": state.blocked_on,
             "detour": _detour_out(state.detour),
+            "verifying": _verifying_out(state.verifying),
+            "rejection": _rejection_out(state.rejection),
+            "last_checks": [_result_out(result) for result in state.last_checks],
+            "stagnation": _stagnation_out(state.stagnation),
         },
     }
 
@@ -107,6 +124,9 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
                     for kind, action in (raw_spec.get("limits") or {}).items()
                 )
             ),
+            # Written since 2026-12-01: a record from before has the defaults.
+            verify=_rules_in(raw_spec["verify"]) if "verify" in raw_spec else VerifyRules(),
+            verify_timeout_seconds=float(raw_spec.get("verify_timeout_seconds", 600.0)),
         )
         raw = data["state"]
         state = RunState(
@@ -129,6 +149,10 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             reason=raw["reason"],
             blocked_on=_blocked_on(raw),
             detour=_detour_in(raw.get("detour")),
+            verifying=_verifying_in(raw.get("verifying")),
+            rejection=_rejection_in(raw.get("rejection")),
+            last_checks=tuple(_result_in(result) for result in raw.get("last_checks", ())),
+            stagnation=_stagnation_in(raw.get("stagnation")),
         )
         plan_text = data["plan_text"]
         record = RunRecord(
@@ -274,6 +298,174 @@ def _detour_in(data: dict[str, Any] | None) -> Detour | None:
         since=datetime.fromisoformat(data["since"]),
         check_at=datetime.fromisoformat(data["check_at"]),
         checks=data["checks"],
+    )
+
+
+def _rules_out(rules: VerifyRules) -> dict[str, Any]:
+    return {
+        "checks": [check.text for check in rules.checks],
+        "review": rules.review,
+        "stall_turns": rules.stagnation.stall_turns,
+        "same_failure": rules.stagnation.same_failure,
+    }
+
+
+def _rules_in(data: dict[str, Any]) -> VerifyRules:
+    return VerifyRules(
+        checks=tuple(CheckCommand.parse(text) for text in data["checks"]),
+        review=bool(data["review"]),
+        stagnation=StagnationSettings(
+            stall_turns=data["stall_turns"], same_failure=data["same_failure"]
+        ),
+    )
+
+
+def _result_out(result: CheckResult) -> dict[str, Any]:
+    return {
+        "command": result.command.text,
+        "exit_code": result.exit_code,
+        "seconds": result.seconds,
+        "output_tail": result.output_tail,
+        "output_bytes": result.output_bytes,
+        "output_path": str(result.output_path) if result.output_path else None,
+        "timed_out": result.timed_out,
+        "start_error": result.start_error,
+    }
+
+
+def _result_in(data: dict[str, Any]) -> CheckResult:
+    path = data["output_path"]
+    return CheckResult(
+        command=CheckCommand.parse(data["command"]),
+        exit_code=data["exit_code"],
+        seconds=float(data["seconds"]),
+        output_tail=data["output_tail"],
+        output_bytes=data["output_bytes"],
+        output_path=Path(path) if path else None,
+        timed_out=bool(data["timed_out"]),
+        start_error=data["start_error"],
+    )
+
+
+def _verification_out(verification: Verification | None) -> dict[str, Any] | None:
+    match verification:
+        case None:
+            return None
+        case ChecksPassed():
+            return {"kind": "passed"}
+        case FailureSignature():
+            return {
+                "kind": "failure",
+                "command": verification.command,
+                "exit_code": verification.exit_code,
+                "timed_out": verification.timed_out,
+                "output": verification.output,
+            }
+        case _:
+            assert_never(verification)
+
+
+def _verification_in(data: dict[str, Any] | None) -> Verification | None:
+    if data is None:
+        return None
+    if data["kind"] == "passed":
+        return ChecksPassed()
+    if data["kind"] == "failure":
+        return FailureSignature(
+            command=data["command"],
+            exit_code=data["exit_code"],
+            timed_out=bool(data["timed_out"]),
+            output=data["output"],
+        )
+    raise ValueError(f"unknown verification kind {data['kind']!r}")
+
+
+def _verifying_out(verifying: Verifying | None) -> dict[str, Any] | None:
+    if verifying is None:
+        return None
+    seen = verifying.seen
+    return {
+        "summary": verifying.summary,
+        "seen": {
+            "checked_items": sorted(seen.checked_items),
+            "tree": seen.tree,
+            "remaining_work": list(seen.remaining_work),
+            "verification": _verification_out(seen.verification),
+        },
+        "rules": _rules_out(verifying.rules),
+        "results": [_result_out(result) for result in verifying.results],
+    }
+
+
+def _verifying_in(data: dict[str, Any] | None) -> Verifying | None:
+    if data is None:
+        return None
+    seen = data["seen"]
+    return Verifying(
+        summary=data["summary"],
+        seen=Answered(
+            checked_items=frozenset(seen["checked_items"]),
+            tree=seen["tree"],
+            remaining_work=tuple(seen["remaining_work"]),
+            verification=_verification_in(seen["verification"]),
+        ),
+        rules=_rules_in(data["rules"]),
+        results=tuple(_result_in(result) for result in data["results"]),
+    )
+
+
+def _rejection_out(rejection: Rejected | None) -> dict[str, Any] | None:
+    match rejection:
+        case None:
+            return None
+        case CheckFailed(result=result):
+            return {"kind": "check_failed", "result": _result_out(result)}
+        case ReviewDisagreed():
+            return {
+                "kind": "review_disagreed",
+                "remaining_work": list(rejection.remaining_work),
+                "blocked_on": rejection.blocked_on,
+                "summary": rejection.summary,
+            }
+        case _:
+            assert_never(rejection)
+
+
+def _rejection_in(data: dict[str, Any] | None) -> Rejected | None:
+    if data is None:
+        return None
+    if data["kind"] == "check_failed":
+        return CheckFailed(_result_in(data["result"]))
+    if data["kind"] == "review_disagreed":
+        return ReviewDisagreed(
+            remaining_work=tuple(data["remaining_work"]),
+            blocked_on=data["blocked_on"],
+            summary=data["summary"],
+        )
+    raise ValueError(f"unknown rejection kind {data['kind']!r}")
+
+
+def _stagnation_out(stagnation: Stagnation) -> dict[str, Any]:
+    return {
+        "turns_without_progress": stagnation.turns_without_progress,
+        "same_failure_rounds": stagnation.same_failure_rounds,
+        "checked_items": sorted(stagnation.checked_items),
+        "tree": stagnation.tree,
+        "remaining_work": sorted(stagnation.remaining_work),
+        "verification": _verification_out(stagnation.verification),
+    }
+
+
+def _stagnation_in(data: dict[str, Any] | None) -> Stagnation:
+    if data is None:
+        return Stagnation()  # a record from before the brake: its count starts now
+    return Stagnation(
+        turns_without_progress=data["turns_without_progress"],
+        same_failure_rounds=data["same_failure_rounds"],
+        checked_items=frozenset(data["checked_items"]),
+        tree=data["tree"],
+        remaining_work=frozenset(data["remaining_work"]),
+        verification=_verification_in(data["verification"]),
     )
 
 

@@ -20,6 +20,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.verification import Rejected, ReviewDisagreed
 
 
 def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
@@ -40,6 +41,10 @@ def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
         blocked_on=redactor.text(state.blocked_on) if state.blocked_on is not None else None,
         capacity=_capacity(state.capacity, redactor),
         detour=detour,
+        verifying=replace(state.verifying, summary=redactor.text(state.verifying.summary))
+        if state.verifying is not None
+        else None,
+        rejection=_rejection(state.rejection, redactor),
     )
     plan = record.plan
     if plan is not None:
@@ -49,6 +54,17 @@ def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
             # Parsing what rendering gave back keeps every line, mark and line number.
             plan = WorkPlan.parse(masked)
     return replace(record, state=state, plan=plan)
+
+
+def _rejection(rejection: Rejected | None, redactor: Redactor) -> Rejected | None:
+    """A reviewer's words are the model's; a check's tail was masked as it was read."""
+    if not isinstance(rejection, ReviewDisagreed):
+        return rejection
+    return ReviewDisagreed(
+        remaining_work=tuple(redactor.text(entry) for entry in rejection.remaining_work),
+        blocked_on=redactor.text(rejection.blocked_on) if rejection.blocked_on else None,
+        summary=redactor.text(rejection.summary),
+    )
 
 
 def _capacity(capacity: CapacityState, redactor: Redactor) -> CapacityState:
