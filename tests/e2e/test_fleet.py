@@ -1,5 +1,6 @@
-"""A fleet on one machine: `queue add`, `queue cancel`, `worker`, with the real bundled
-CLI and the rehearsal API, on both engines (a SQLite file, and PostgreSQL).
+"""A fleet: `queue add`, `queue cancel`, `worker`, with the real bundled CLI and the
+rehearsal API, on both engines (a SQLite file, and PostgreSQL), and workers that are
+machines of their own sharing one account through PostgreSQL.
 
 Each test gets a database of its own (on PostgreSQL a fresh database that `queue add`
 creates), so no queue or executor is shared between tests.
