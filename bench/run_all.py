@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import fleet, overhead, startup, verify_memory, waiting
+from bench import fleet, overhead, startup, takeover, verify_memory, waiting
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent.parent / "README.md"
@@ -111,6 +111,8 @@ def main() -> None:
     start = startup.run()
     print("a verification command printing 1 GiB...", flush=True)
     verify = verify_memory.run()
+    print("takeover after kill -9 (a fleet on SQLite, real CLI, rehearsal API)...", flush=True)
+    moved = takeover.run()
     print("a fleet: wake-ups, probes per account, a worker's memory...", flush=True)
     shared = fleet.run()
     plot(rows, RESULTS / "waiting.png")
@@ -175,6 +177,8 @@ def main() -> None:
         f"| 1 KiB | {verify.small_peak_rss_mb:.0f} MB | |",
         f"| 1 GiB | {verify.big_peak_rss_mb:.0f} MB | {verify.big_seconds:.0f} s |",
         f"| ratio | {verify.ratio:.2f} | |",
+        "",
+        *takeover.table(moved),
         "",
         *fleet.section(shared),
         "",

@@ -199,3 +199,56 @@ def test_a_second_worker_of_one_name_is_refused_in_one_line(
         running.release()
     assert_one_line_error(result, "already running", f"pid {os.getpid()}", "--name")
     assert_one_line_error(claudeloop("worker", "--name", "a b", "--engine", engine), "--name")
+
+
+def test_a_checkout_is_queued_as_its_name_and_its_mistakes_are_one_line(
+    claudeloop: Invoke, engine: str, tmp_path: Path
+) -> None:
+    # Nothing of the checkout is looked for here: it is on the workers' machines.
+    added = claudeloop(
+        "queue", "add", "PLAN.md", "--checkout", "src/app", "--run-id", "r1", "--engine", engine
+    )
+    assert added.exit_code == 0, added.err
+    (only,) = json.loads(claudeloop("queue", "ls", "--json", "--engine", engine).out)["runs"]
+    assert only["cwd"] == "src/app"
+    for wrong in ("/srv/app", "../app"):
+        refused = claudeloop("queue", "add", "PLAN.md", "--checkout", wrong, "--engine", engine)
+        assert_one_line_error(refused, "--checkout", "--work-root")
+    both = claudeloop(
+        "queue", "add", "PLAN.md", "--checkout", "app", "--cwd", tmp_path, "--engine", engine
+    )
+    assert_one_line_error(both, "--cwd", "--checkout")
+    absolute = claudeloop(
+        "queue", "add", tmp_path / "PLAN.md", "--checkout", "app", "--engine", engine
+    )
+    assert_one_line_error(absolute, "relative to the checkout")
+
+
+def test_a_lease_too_short_and_a_missing_work_root_are_one_line(
+    claudeloop: Invoke, engine: str, tmp_path: Path
+) -> None:
+    assert_one_line_error(claudeloop("worker", "--lease", "0s", "--engine", engine), "--lease")
+    gone = claudeloop("worker", "--work-root", tmp_path / "gone", "--engine", engine)
+    assert_one_line_error(gone, "--work-root", "not a directory")
+
+
+def test_a_repo_run_is_queued_without_a_password_and_with_its_branch(
+    claudeloop: Invoke, engine: str, tmp_path: Path
+) -> None:
+    url = "https://git.example/app.git"
+    added = claudeloop(
+        "queue", "add", "PLAN.md", "--repo", url, "--branch", "main", "--engine", engine
+    )
+    assert added.exit_code == 0, added.err
+    (only,) = json.loads(claudeloop("queue", "ls", "--json", "--engine", engine).out)["runs"]
+    assert only["cwd"] == url
+    secret = "https://bot:hunter2@git.example/app.git"
+    refused = claudeloop("queue", "add", "PLAN.md", "--repo", secret, "--engine", engine)
+    assert_one_line_error(refused, "--repo", "bot:***@", "credential helper")
+    assert "hunter2" not in refused.err
+    alone = claudeloop("queue", "add", "PLAN.md", "--branch", "main", "--engine", engine)
+    assert_one_line_error(alone, "--branch", "--repo")
+    both = claudeloop(
+        "queue", "add", "PLAN.md", "--repo", url, "--cwd", tmp_path, "--engine", engine
+    )
+    assert_one_line_error(both, "--cwd", "--repo")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
 from claudeloop.adapters.atomic_file import remove_leftovers
+from claudeloop.adapters.fleet.lease_file import leased
 from claudeloop.adapters.interrupts import SignalInterrupts
 from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor, secret_values
@@ -319,7 +320,7 @@ def wire_run(
         clock=clock,
         sleeper=woken(chosen_gateway, WallClockSleeper(directory, clock)),
         events=events,
-        store=directory,
+        store=leased(directory, os.environ),  # a worker's run: saved while its lease holds
         control=directory,
         plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),

@@ -13,15 +13,17 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import click
 
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import print_json
-from claudeloop.cli.params import POSITIVE_INT
+from claudeloop.cli.params import DURATION, POSITIVE_INT
 
 if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
@@ -119,19 +121,25 @@ def _run_id(given: str | None) -> str:
 
 
 def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
-    from claudeloop.adapters.fleet.queue import Order, RunIdTaken
-    from claudeloop.adapters.fleet.queue import add as enqueue
     from claudeloop.adapters.run_directory.layout import runs_root
-    from claudeloop.adapters.shared_capacity.board import account_key
 
     chosen = _engine(values.pop("engine"))
     as_json = bool(values.pop("as_json"))
-    cwd = (values.pop("cwd") or Path.cwd()).expanduser().resolve()
-    if not cwd.is_dir():
-        raise UserError(f"--cwd {cwd}: not a directory; give the run's working directory")
+    elsewhere = Elsewhere(values.pop("checkout"), values.pop("repo"), values.pop("branch"))
+    given_cwd: Path | None = values.pop("cwd")
     plan, prompt = values.get("plan"), values.get("prompt")
     if (plan is None) == (prompt is None):
         raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
+    if elsewhere.branch is not None and elsewhere.repo is None:
+        raise UserError("--branch names a branch of --repo URL; give --repo too")
+    if elsewhere.checkout is not None or elsewhere.repo is not None:
+        if given_cwd is not None or (elsewhere.checkout and elsewhere.repo):
+            raise UserError("give one of --cwd PATH, --checkout NAME and --repo URL")
+        _queue_elsewhere(forwarded, values, chosen, elsewhere, as_json=as_json)
+        return
+    cwd = (given_cwd or Path.cwd()).expanduser().resolve()
+    if not cwd.is_dir():
+        raise UserError(f"--cwd {cwd}: not a directory; give the run's working directory")
     if plan is not None:
         # As `run` finds it: from here, else in the run's directory.
         located = plan.expanduser()
@@ -143,16 +151,88 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
     run_id = _run_id(values.pop("run_id"))
     if (runs_root(cwd) / run_id).exists():  # the worker would resume that run instead
         raise UserError(f"run id {run_id!r} is already used in {cwd}; pick another --run-id")
+    _enqueue(chosen, run_id, str(cwd), run_arguments(forwarded, values), values, as_json=as_json)
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """Where a run is that `queue add` does not look at: a checkout's name under each
+    worker's --work-root, or a git repository each worker clones."""
+
+    checkout: str | None
+    repo: str | None
+    branch: str | None
+
+
+def _queue_elsewhere(
+    forwarded: list[click.Parameter],
+    values: dict[str, Any],
+    chosen: Engine,
+    elsewhere: Elsewhere,
+    *,
+    as_json: bool,
+) -> None:
+    """A run on the workers' machines: nothing of it is looked for here."""
+    from claudeloop.adapters.fleet.engine import masked
+
+    where: str
+    if elsewhere.repo is not None:
+        where = elsewhere.repo
+        if urlsplit(where).password:
+            raise UserError(
+                f"--repo {masked(where)}: a password in the URL would be kept in the "
+                "engine's database; use SSH or a git credential helper on the workers"
+            )
+        what = "repository"
+    else:
+        assert elsewhere.checkout is not None
+        relative = Path(elsewhere.checkout)
+        if not elsewhere.checkout.strip() or relative.is_absolute() or ".." in relative.parts:
+            raise UserError(
+                f"--checkout {elsewhere.checkout!r}: a relative path under the workers' "
+                "--work-root, without '..'"
+            )
+        where, what = str(relative), "checkout"
+    plan = values.get("plan")
+    if plan is not None and plan.is_absolute():
+        raise UserError(f"plan file {plan}: name it relative to the {what}")
+    run_id = _run_id(values.pop("run_id"))
+    arguments = run_arguments(forwarded, values)
+    _enqueue(
+        chosen,
+        run_id,
+        where,
+        arguments,
+        values,
+        as_json=as_json,
+        repo=(elsewhere.repo, elsewhere.branch),
+    )
+
+
+def _enqueue(
+    chosen: Engine,
+    run_id: str,
+    cwd: str,
+    arguments: list[str],
+    values: dict[str, Any],
+    *,
+    as_json: bool,
+    repo: tuple[str | None, str | None] = (None, None),
+) -> None:
+    from claudeloop.adapters.fleet.queue import Order, RunIdTaken
+    from claudeloop.adapters.fleet.queue import add as enqueue
+    from claudeloop.adapters.shared_capacity.board import account_key
+
     # The fingerprint of the account the worker's runs spend: its queue partition.
     account = account_key(os.environ, values.get("model"))
-    order = Order(str(cwd), run_arguments(forwarded, values), account)
+    order = Order(cwd, arguments, account, *repo)
     with _unavailable_is_one_line():
         try:
             enqueue(chosen, run_id, order)
         except RunIdTaken:
             raise UserError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
     if as_json:
-        print_json({"run_id": run_id, "cwd": str(cwd), "account": account})
+        print_json({"run_id": run_id, "cwd": cwd, "account": account})
     else:
         click.echo(run_id)
 
@@ -195,15 +275,35 @@ def cancel(run_id: str, engine: str | None) -> None:
             click.echo(f"run {run_id}: already ended ({ended})")
 
 
-def worker(engine: str | None, slots: int, per_account: int, name: str | None) -> None:
+def worker(
+    engine: str | None,
+    slots: int,
+    per_account: int,
+    name: str | None,
+    *,
+    lease: timedelta,
+    work_root: Path | None,
+) -> None:
     from claudeloop.adapters.fleet.engine import executor_id, state_directory
     from claudeloop.adapters.fleet.worker import WorkerRunning, WorkerSettings, exit_now, serve
 
     chosen = _engine(engine)
     if name is not None and not _NAME.fullmatch(name):
         raise UserError(f"--name {name!r}: use letters, digits, '-' and '_'")
+    if lease < timedelta(seconds=1):
+        raise UserError(f"--lease {_text(lease)}: at least 1s (default 30s)")
+    if work_root is not None:
+        work_root = work_root.expanduser().resolve()
+        if not work_root.is_dir():
+            raise UserError(f"--work-root {work_root}: not a directory")
     settings = WorkerSettings(
-        chosen, slots, per_account, executor_id(os.environ, name), state_directory(os.environ)
+        chosen,
+        slots,
+        per_account,
+        executor_id(os.environ, name),
+        state_directory(os.environ),
+        lease_seconds=lease.total_seconds(),
+        work_root=work_root,
     )
     with _unavailable_is_one_line():
         try:
@@ -272,6 +372,25 @@ Examples:
                 default=None,
                 help="Working directory of the run (default: the current one).",
             ),
+            click.Option(
+                ["--checkout"],
+                default=None,
+                metavar="NAME",
+                help="The run's directory is NAME under each worker's --work-root "
+                "(the same project checked out on every machine); instead of --cwd.",
+            ),
+            click.Option(
+                ["--repo"],
+                default=None,
+                metavar="URL",
+                help="The run's directory is a clone of URL; its work travels through git "
+                "(branch claudeloop/RUN_ID, pushed after each turn); instead of --cwd.",
+            ),
+            click.Option(
+                ["--branch"],
+                default=None,
+                help="With --repo: the branch the run starts from (default: the remote's).",
+            ),
             click.Option(["--run-id"], default=None, help="Name the run (default: time-based)."),
             click.Option(["--engine"], default=None, metavar="URL", help=ENGINE_HELP),
             click.Option(["--json", "as_json"], is_flag=True, help="Print the run id as JSON."),
@@ -282,6 +401,8 @@ Examples:
   claudeloop queue add PLAN.md --cwd ~/src/app
   claudeloop queue add --prompt "Fix the flaky tests" --cwd ~/src/api
   claudeloop queue add PLAN.md --run-id nightly --engine postgresql://db/fleet
+  claudeloop queue add PLAN.md --checkout app     in each worker's --work-root
+  claudeloop queue add PLAN.md --repo git@git.internal:app.git --branch main
 """,
     )
     queue_group.add_command(add_command)
@@ -324,11 +445,16 @@ Examples:
   claudeloop worker --slots 4 --per-account 2
   claudeloop worker --name second            a second worker on this machine
   CLAUDELOOP_ENGINE=postgresql://db.internal/fleet claudeloop worker
+  claudeloop worker --work-root ~/src --lease 1m
 
 Each run is driven by `claudeloop run` (or `claudeloop resume` when its run
 directory already holds a record) as a child process in the run's directory.
+A worker heart-beats in the engine; one silent longer than its lease has its
+runs taken over by another worker, which resumes each from the record and
+session transcript kept in the engine. A worker cut off past its lease (paused,
+its network gone) is fenced: its runs end on its machine, it exits 1.
 SIGTERM or Ctrl-C: no new run starts, the running ones stop at a safe point and
-the worker exits 130; a worker started again on this machine resumes them.
+the worker exits 130; another worker takes them over.
 --slots and --per-account are settings of the queue: the worker started last
 sets them for every worker.
 """,
@@ -354,6 +480,27 @@ sets them for every worker.
         help="Tells two workers of this machine apart; started again with its name, a "
         "worker resumes the runs it left unfinished (default: no name).",
     )
-    def worker_command(engine: str | None, slots: int, per_account: int, name: str | None) -> None:
+    @click.option(
+        "--lease",
+        type=DURATION,
+        default="30s",
+        show_default=True,
+        help="How long a silent worker keeps its runs before another takes them over.",
+    )
+    @click.option(
+        "--work-root",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Where this worker finds the runs queued with --checkout NAME.",
+    )
+    def worker_command(
+        engine: str | None,
+        slots: int,
+        per_account: int,
+        name: str | None,
+        *,
+        lease: timedelta,
+        work_root: Path | None,
+    ) -> None:
         """Take runs from the fleet's queue and drive them until stopped."""
-        worker(engine, slots, per_account, name)
+        worker(engine, slots, per_account, name, lease=lease, work_root=work_root)

@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order
 from claudeloop.adapters.fleet.worker import (
     Drivers,
     WorkerLock,
     WorkerRunning,
+    WorkerSettings,
     child_command,
     child_environment,
+    run_cwd,
 )
 from claudeloop.adapters.run_directory.lock import acquire
 
@@ -25,7 +28,7 @@ def order(cwd: Path) -> Order:
 
 
 def test_a_run_taken_the_first_time_is_started_with_its_options(tmp_path: Path) -> None:
-    command = child_command("r1", order(tmp_path))
+    command = child_command("r1", order(tmp_path), tmp_path)
     assert command[1:] == [
         "-m", "claudeloop", "run", "PLAN.md", "--max-turns", "5", "--run-id", "r1",
         "--cwd", str(tmp_path), "--quiet",
@@ -38,7 +41,7 @@ def test_a_run_with_a_record_is_resumed_with_the_settings_it_started_with(
     run = tmp_path / ".claudeloop" / "runs" / "r1"
     run.mkdir(parents=True)
     (run / "state.json").write_text("{}")
-    command = child_command("r1", order(tmp_path))
+    command = child_command("r1", order(tmp_path), tmp_path)
     assert command[3:] == ["resume", "--run-id", "r1", "--cwd", str(tmp_path), "--quiet"]
 
 
@@ -49,7 +52,7 @@ def test_a_directory_without_a_record_is_set_aside_and_the_run_started_again(
     run.mkdir(parents=True)
     (run / "events.jsonl").write_text('{"type": "run.started"}\n')
     (run / "driver.pid").write_text("999999999")  # its driver died
-    command = child_command("r1", order(tmp_path))
+    command = child_command("r1", order(tmp_path), tmp_path)
     assert command[3] == "run"
     assert not run.exists()
     kept = tmp_path / ".claudeloop" / "unstarted" / "r1-1" / "events.jsonl"
@@ -61,17 +64,39 @@ def test_a_directory_a_live_process_is_setting_up_is_left_alone(tmp_path: Path) 
     run.mkdir(parents=True)
     lock = acquire(run / "driver.pid")  # a driver holds the run's lock while it sets up
     try:
-        child_command("r1", order(tmp_path))
+        child_command("r1", order(tmp_path), tmp_path)
     finally:
         lock.release()
     assert run.is_dir()
 
 
+def drivers(tmp_path: Path, said: list[str], work_root: Path | None = None) -> Drivers:
+    engine = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
+    leases = Leases(engine)
+    leases.ensure_schema()
+    settings = WorkerSettings(engine, 1, 1, "w1", tmp_path, work_root=work_root)
+    leases.start("w1")
+    return Drivers(said.append, {}, settings, leases)
+
+
 def test_a_run_whose_directory_is_gone_ends_with_exit_2_and_says_why(tmp_path: Path) -> None:
     said: list[str] = []
     gone = Order(str(tmp_path / "gone"), ["--prompt", "x"], account="0123456789abcdef")
-    assert Drivers(said.append, {}).drive("r1", gone) == 2
-    assert said == [f"run r1: cannot start in {tmp_path / 'gone'}: No such file or directory"]
+    assert drivers(tmp_path, said).drive("r1", gone) == 2
+    assert said == [
+        f"run r1: cannot start in {tmp_path / 'gone'}: No such file or directory",
+        "run r1: exit 2",
+    ]
+
+
+def test_a_checkout_is_driven_under_the_work_root_and_refused_without_one(
+    tmp_path: Path,
+) -> None:
+    assert run_cwd(Order("app", [], "a"), tmp_path) == tmp_path / "app"
+    assert run_cwd(Order("/srv/app", [], "a"), tmp_path) == Path("/srv/app")
+    said: list[str] = []
+    assert drivers(tmp_path, said).drive("r1", Order("app", ["--prompt", "x"], "a")) == 2
+    assert said == ["run r1: queued as checkout app; start with --work-root"]
 
 
 def test_a_second_worker_of_the_same_name_is_refused_and_named_apart_is_not(

@@ -38,19 +38,37 @@ class RunIdTaken(ValueError):
 
 @dataclass(frozen=True)
 class Order:
-    """What a worker needs to drive one run: where, the arguments of `claudeloop run`
-    after its own name (without --cwd and --run-id), and the account it spends."""
+    """What a worker needs to drive one run: where (a path, a checkout's name under
+    the worker's work root, or a git repository and branch), the arguments of
+    `claudeloop run` after its own name (without --cwd and --run-id), and the account
+    it spends."""
 
     cwd: str
     arguments: list[str]
     account: str
+    repo: str | None = None
+    branch: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"cwd": self.cwd, "arguments": list(self.arguments), "account": self.account}
+        data: dict[str, Any] = {
+            "cwd": self.cwd,
+            "arguments": list(self.arguments),
+            "account": self.account,
+        }
+        if self.repo is not None:  # an order of before has neither: the same shape
+            data |= {"repo": self.repo, "branch": self.branch}
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Order:
-        return cls(str(data["cwd"]), [str(a) for a in data["arguments"]], str(data["account"]))
+        repo, branch = data.get("repo"), data.get("branch")
+        return cls(
+            str(data["cwd"]),
+            [str(a) for a in data["arguments"]],
+            str(data["account"]),
+            str(repo) if repo is not None else None,
+            str(branch) if branch is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -91,8 +109,8 @@ def said(error: BaseException) -> str:
 
 
 def init_schema(engine: Engine) -> None:
-    """DBOS's tables and, on PostgreSQL, the capacity board's; safe to repeat and to
-    race (DBOS migrates under a lock, the board creates its table under one)."""
+    """DBOS's tables, the workers' leases and run records, and on PostgreSQL the
+    capacity board's; safe to repeat and to race (each is created under a lock)."""
     from dbos import DBOS
 
     if engine.sqlite_file is not None:
@@ -105,6 +123,15 @@ def init_schema(engine: Engine) -> None:
             DBOS.migrate(engine.url)
         except Exception as error:  # DBOS and SQLAlchemy raise many kinds
             raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+    from claudeloop.adapters.fleet.leases import Leases
+
+    leases = Leases(engine)
+    try:
+        leases.ensure_schema()
+    except Exception as error:  # SQLAlchemy's errors, of either driver
+        raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+    finally:
+        leases.close()
     if engine.kind == "postgresql":
         from claudeloop.adapters.shared_capacity.postgres_board import ensure_schema
 

@@ -8,13 +8,22 @@ instant. The child's exit code is the workflow's result.
 
 Stopping (SIGTERM or SIGINT): no new child starts, every running child gets SIGTERM
 (claudeloop stops at a safe point and exits 130) and the worker exits 130 without
-recording those runs as ended. They stay pending under this worker's executor id, and
-DBOS recovers them when a worker with that id starts again: the id is stable per
-machine and state directory.
+recording those runs as ended. They stay pending under this worker's executor id:
+DBOS recovers them when a worker with that id starts again (the id is stable per
+machine and state directory), and another worker takes them over at once (the
+stopping worker ends its lease).
+
+Leases (adapters/fleet/leases.py): the worker heart-beats in the engine's database;
+a worker whose heartbeat is older than the lease has its runs taken over by a live
+one, which asks DBOS to recover that executor's pending workflows (what DBOS's admin
+API does for another executor's id). While a child runs, the worker stores its record
+and transcript in the engine each time they change, under the run's epoch; a worker
+that drives a run another worker took over finds its epoch stale and is fenced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -26,9 +35,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
+from claudeloop.adapters.fleet import repo, travel
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, Engine
+from claudeloop.adapters.fleet.lease_file import (
+    FENCED_EXIT,
+    LEASE_VARIABLE,
+    descendants,
+    lease_holds,
+    write_lease,
+)
+from claudeloop.adapters.fleet.leases import Fenced, Leases
 from claudeloop.adapters.fleet.queue import (
     APPLICATION,
     APPLICATION_VERSION,
@@ -40,12 +58,21 @@ from claudeloop.adapters.fleet.queue import (
     quiet_dbos,
     said,
 )
+from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.shared_capacity.board import FLEET_BOARD_VARIABLE
 
+T = TypeVar("T")
 STOPPED_EXIT = 130
 USAGE_EXIT = 2
+FAILED_EXIT = 1
+DEFAULT_LEASE_SECONDS = 30.0
+# The child trusts its lease for less than the engine counts it, so it has stopped
+# before any other worker may take its run over; heartbeats come often enough that
+# one held up by the database (a busy SQLite file) does not end the children's lease.
+_CHILD_SHARE = 0.9
+_BEATS_PER_LEASE = 6
 _CANCEL_POLL_SECONDS = 0.5
 # A child that exits 130 on its own may have had the terminal's Ctrl-C too: give the
 # worker's own handler this long to say the worker is stopping, so the run is handed
@@ -98,6 +125,12 @@ class WorkerSettings:
     per_account: int
     executor_id: str
     state_directory: Path
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    work_root: Path | None = None  # where runs queued with a checkout name are
+
+    @property
+    def lease_file(self) -> Path:
+        return self.state_directory / "workers" / f"{self.executor_id}.lease"
 
 
 def record_exists(cwd: Path, run_id: str) -> bool:
@@ -105,8 +138,18 @@ def record_exists(cwd: Path, run_id: str) -> bool:
     return (runs_root(cwd) / run_id / "state.json").is_file()
 
 
-def child_command(run_id: str, order: Order) -> list[str]:
+def run_cwd(order: Order, work_root: Path | None, clones: Path | None = None) -> Path | None:
+    """Where the run is driven: its --cwd, its checkout under this worker's work root
+    (None: this worker has none), or the clone of its --repo in `clones`."""
+    if order.repo is not None:
+        return clones
     cwd = Path(order.cwd)
+    if cwd.is_absolute():
+        return cwd
+    return work_root / cwd if work_root is not None else None
+
+
+def child_command(run_id: str, order: Order, cwd: Path) -> list[str]:
     if record_exists(cwd, run_id):
         action = ["resume", "--run-id", run_id]
     else:
@@ -145,9 +188,17 @@ def child_environment(environ: Mapping[str, str], engine: Engine | None = None) 
 class Drivers:
     """The children this worker runs, and whether it is stopping."""
 
-    def __init__(self, say: Callable[[str], None], environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        say: Callable[[str], None],
+        environ: Mapping[str, str],
+        settings: WorkerSettings,
+        leases: Leases,
+    ) -> None:
         self._say = say
-        self._environ = dict(environ)
+        self._settings = settings
+        self._leases = leases
+        self._child_env = {**environ, LEASE_VARIABLE: str(settings.lease_file)}
         self._lock = threading.Lock()
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.cancelled: set[str] = set()
@@ -155,33 +206,172 @@ class Drivers:
 
     def drive(self, run_id: str, order: Order) -> int:
         """Run the child to its end; returns its exit code. While stopping, never
-        returns: the run must stay unfinished for the next worker to resume."""
-        command = child_command(run_id, order)
-        with self._lock:
-            child = None
-            if not self.stopping.is_set():
-                try:
-                    child = subprocess.Popen(
-                        command, cwd=order.cwd, env=self._environ, stdin=subprocess.DEVNULL
-                    )
-                except OSError as error:  # its directory is gone, or not on this machine
-                    self._say(f"run {run_id}: cannot start in {order.cwd}: {error.strerror}")
-                    return USAGE_EXIT
-                self.children[run_id] = child
-        if child is None:
-            self._hold()
-        self._say(f"run {run_id}: {command[3]} in {order.cwd} (pid {child.pid})")
-        code = child.wait()
-        with self._lock:
-            self.children.pop(run_id, None)
+        returns: the run must stay unfinished for the next worker to resume. Fenced
+        (another worker took the run over), never returns either: the run's result is
+        the other worker's to record."""
+        clones = (self._settings.work_root or self._settings.state_directory) / "clones"
+        cwd = run_cwd(order, self._settings.work_root, clones / run_id)
+        if cwd is None:
+            self._say(f"run {run_id}: queued as checkout {order.cwd}; start with --work-root")
+            return USAGE_EXIT
+        epoch = self._claim(run_id)
+        if order.repo is not None:
+            try:
+                repo.prepare(order.repo, order.branch, run_id, cwd)
+            except RepoFailed as failed:
+                self._say(f"run {run_id}: {failed}")
+                return FAILED_EXIT
+        self._restore(run_id, cwd)
+        while True:
+            code = self._drive_child(run_id, order, cwd, epoch)
+            if code != FENCED_EXIT:
+                break
+            # The child's lease ran out (this worker was cut off): go on only if no
+            # other worker took the run meanwhile.
+            if self.stopping.is_set():
+                self._say(f"run {run_id}: stopped; a worker will resume it")
+                self._hold()
+            if not self._still_holds(run_id, epoch):
+                self._say(f"run {run_id}: taken over by another worker; leaving it")
+                self._hold()
+            while not lease_holds(self._settings.lease_file):  # renewed by the next beat
+                time.sleep(_CANCEL_POLL_SECONDS)
+            self._say(f"run {run_id}: its lease lapsed but no worker took it; resuming it")
         if run_id not in self.cancelled and (
             self.stopping.is_set()
             or (code == STOPPED_EXIT and self.stopping.wait(_SIGNAL_GRACE_SECONDS))
         ):
             self._say(f"run {run_id}: stopped at a safe point; a worker will resume it")
             self._hold()
+        if not self._still_holds(run_id, epoch):
+            self._say(f"run {run_id}: taken over by another worker; leaving it")
+            self._hold()
         self._say(f"run {run_id}: exit {code}")
         return code
+
+    def _drive_child(self, run_id: str, order: Order, cwd: Path, epoch: int) -> int:
+        command = child_command(run_id, order, cwd)
+        with self._lock:
+            child = None
+            if not self.stopping.is_set():
+                try:
+                    child = subprocess.Popen(
+                        command, cwd=cwd, env=self._child_env, stdin=subprocess.DEVNULL
+                    )
+                except OSError as error:  # its directory is gone, or not on this machine
+                    self._say(f"run {run_id}: cannot start in {cwd}: {error.strerror}")
+                    return USAGE_EXIT
+                self.children[run_id] = child
+        if child is None:
+            self._hold()
+        self._say(f"run {run_id}: {command[3]} in {cwd} (pid {child.pid})")
+        synced: tuple[object, ...] = ()
+        pushed = self._turns(cwd, run_id)
+        while True:
+            try:
+                code = child.wait(timeout=_CANCEL_POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                synced = self._sync(run_id, cwd, epoch, synced, child)
+                if order.repo is not None and self._turns(cwd, run_id) != pushed:
+                    pushed = self._push(run_id, cwd)
+        self._sync(run_id, cwd, epoch, synced, child)
+        if order.repo is not None and code != FENCED_EXIT:
+            self._push(run_id, cwd)
+        with self._lock:
+            self.children.pop(run_id, None)
+        return code
+
+    def _turns(self, cwd: Path, run_id: str) -> object:
+        state = travel.read_state(runs_root(cwd) / run_id)
+        inner = state.get("state") if state else None
+        return inner.get("turns") if isinstance(inner, dict) else None
+
+    def _push(self, run_id: str, cwd: Path) -> object:
+        """Commit and push the working tree after a turn (work in progress); returns
+        the turns it covers. A push that fails is said and tried after the next turn."""
+        turns = self._turns(cwd, run_id)
+        try:
+            repo.push(cwd, run_id, f"claudeloop: run {run_id}, after turn {turns}")
+        except RepoFailed as failed:
+            self._say(f"run {run_id}: {failed}")
+        return turns
+
+    def _claim(self, run_id: str) -> int:
+        try:
+            return self._retried(
+                run_id, lambda: self._leases.claim(run_id, self._settings.executor_id)
+            )
+        except Fenced:
+            self._hold()
+
+    def _still_holds(self, run_id: str, epoch: int) -> bool:
+        return self._retried(run_id, lambda: self._leases.holds(run_id, epoch))
+
+    def _retried(self, run_id: str, ask: Callable[[], T]) -> T:
+        """`ask` the engine until it answers (the database away for a moment)."""
+        while True:
+            try:
+                return ask()
+            except Fenced:
+                raise
+            except Exception as error:  # SQLAlchemy's errors, of either driver
+                self._say(f"run {run_id}: cannot reach the engine ({said(error)}); retrying")
+                time.sleep(_CANCEL_POLL_SECONDS * 4)
+
+    def _restore(self, run_id: str, cwd: Path) -> None:
+        """The run's record and transcript from the engine, when another worker stored
+        them last (or this machine has no record): a takeover."""
+        stored = self._retried(run_id, lambda: self._leases.stored(run_id))
+        if stored is None or stored.record is None:
+            return
+        if stored.saved_by == self._settings.executor_id and record_exists(cwd, run_id):
+            return  # this machine's record is at least as new
+        directory = runs_root(cwd) / run_id
+        travel.unpack_record(stored.record, directory)
+        was = travel.relocate(directory, cwd)
+        session = travel.session_of(travel.read_state(directory))
+        if stored.transcript is not None and session is not None:
+            path = travel.transcript_path(self._child_env, cwd, session)
+            moved = (was, cwd) if was is not None else None
+            travel.unpack_transcript(stored.transcript, path, moved)
+        self._say(f"run {run_id}: taken over from {stored.saved_by} ({stored.phase})")
+
+    def _sync(
+        self,
+        run_id: str,
+        cwd: Path,
+        epoch: int,
+        synced: tuple[object, ...],
+        child: subprocess.Popen[bytes],
+    ) -> tuple[object, ...]:
+        """Store the run's record and transcript in the engine if they changed since
+        `synced`; returns what was stored. A stale epoch: stop the child, hold."""
+        directory = runs_root(cwd) / run_id
+        state = travel.read_state(directory)
+        session = travel.session_of(state)
+        transcript = travel.transcript_path(self._child_env, cwd, session) if session else None
+        paths = [directory / name for name in travel.RECORD_FILES]
+        now = travel.fingerprint([*paths, *([transcript] if transcript else [])])
+        if now == synced or state is None:
+            return synced
+        try:
+            self._leases.store(
+                run_id,
+                epoch,
+                self._settings.executor_id,
+                phase=travel.phase_of(state),
+                record=travel.pack_record(directory),
+                transcript=travel.pack_transcript(transcript) if transcript else None,
+            )
+        except Fenced:
+            self._say(f"run {run_id}: taken over by another worker; stopping its child")
+            if child.poll() is None:  # once reaped, its pid may be another process's
+                stop_tree(child.pid)
+            self._hold()
+        except Exception:  # the database away for a moment: store it next time
+            return synced
+        return now
 
     def _hold(self) -> NoReturn:
         # The thread of a run being handed back waits here until the process exits.
@@ -210,6 +400,10 @@ class Drivers:
         with self._lock:
             return list(self.children)
 
+    def running_children(self) -> list[int]:
+        with self._lock:
+            return [child.pid for child in self.children.values()]
+
 
 def _terminal_sent_it_to_all() -> bool:
     """Whether a Ctrl-C came from the terminal, which sends it to its whole foreground
@@ -226,13 +420,76 @@ def _signal(child: subprocess.Popen[bytes], which: signal.Signals) -> None:
         child.send_signal(which)
 
 
+def stop_tree(pid: int) -> None:
+    """SIGKILL a child and everything under it (its Claude CLI and the CLI's tools)."""
+    for each in [*descendants(pid), pid]:
+        with contextlib.suppress(OSError):
+            os.kill(each, signal.SIGKILL)
+
+
+class Heart:
+    """The worker's heartbeat: renews its lease in the engine and the file its
+    children read, and takes over the runs of workers whose lease ran out."""
+
+    def __init__(self, settings: WorkerSettings, leases: Leases, say: Callable[[str], None]):
+        self._settings = settings
+        self._leases = leases
+        self._say = say
+        self._next_beat = 0.0
+
+    @property
+    def lease_ms(self) -> int:
+        return int(self._settings.lease_seconds * 1000)
+
+    def start(self) -> None:
+        self._leases.start(self._settings.executor_id)
+        write_lease(self._settings.lease_file, time.time() + self._child_lease)
+        self._next_beat = time.monotonic() + self._settings.lease_seconds / _BEATS_PER_LEASE
+
+    @property
+    def _child_lease(self) -> float:
+        return self._settings.lease_seconds * _CHILD_SHARE
+
+    def beat(self) -> bool:
+        """Heartbeat when one is due; False when this worker was taken over."""
+        if time.monotonic() < self._next_beat:
+            return True
+        sent = time.time()
+        try:
+            alive = self._leases.beat(self._settings.executor_id)
+        except Exception:  # the database away: the children's lease runs out on its own
+            return True
+        if alive:
+            write_lease(self._settings.lease_file, sent + self._child_lease)
+            self._next_beat = time.monotonic() + self._settings.lease_seconds / _BEATS_PER_LEASE
+        return alive
+
+    def take_over(self, recover: Callable[[list[str]], int]) -> None:
+        """Take the runs of each worker whose lease ran out, when this worker wins it."""
+        me = self._settings.executor_id
+        try:
+            for dead in self._leases.dead(me, self.lease_ms):
+                executors = self._leases.take_over(dead, me, self.lease_ms)
+                if executors is not None:
+                    count = recover(executors)
+                    self._say(f"worker {dead} stopped heart-beating: taking over {count} run(s)")
+        except Exception:  # the database away for a moment: look again next time
+            return
+
+
 def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     """Take runs until SIGTERM or SIGINT; returns the exit code (130 when stopped)."""
     from dbos import DBOS, DBOSConfig
 
     WorkerLock(settings.state_directory, settings.executor_id).acquire()  # held to the end
     init_schema(settings.engine)
-    drivers = Drivers(say, child_environment(os.environ, settings.engine))
+    leases = Leases(settings.engine)
+    heart = Heart(settings, leases, say)
+    try:
+        heart.start()  # before DBOS recovers this worker's own runs: they claim under it
+    except Exception as error:
+        raise FleetUnavailable(f"engine {settings.engine.shown}: {said(error)}") from None
+    drivers = Drivers(say, child_environment(os.environ, settings.engine), settings, leases)
     config: DBOSConfig = {
         "name": APPLICATION,
         "system_database_url": settings.engine.url,
@@ -277,10 +534,37 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
             raise FleetUnavailable(f"engine {settings.engine.shown}: {said(error)}") from None
     say(
         f"worker {settings.executor_id}: taking runs from {settings.engine.shown} "
-        f"({settings.slots} at once, {settings.per_account} per account); "
-        "stop with Ctrl-C or SIGTERM"
+        f"({settings.slots} at once, {settings.per_account} per account, "
+        f"lease {settings.lease_seconds:g} s); stop with Ctrl-C or SIGTERM"
     )
-    while not drivers.stopping.wait(_CANCEL_POLL_SECONDS):
+
+    return _until_stopped(settings, drivers, heart, leases, say)
+
+
+def _until_stopped(
+    settings: WorkerSettings,
+    drivers: Drivers,
+    heart: Heart,
+    leases: Leases,
+    say: Callable[[str], None],
+) -> int:
+    """Heart-beat, take over the dead, pass cancellations on, until stopped or fenced."""
+    from dbos import DBOS
+
+    def recover(executors: list[str]) -> int:
+        return len(DBOS._recover_pending_workflows(executors))
+
+    def fenced() -> int:
+        say(f"worker {settings.executor_id}: another worker took over its runs; fenced")
+        for child in drivers.running_children():
+            stop_tree(child)
+        return FAILED_EXIT
+
+    tick = min(_CANCEL_POLL_SECONDS, settings.lease_seconds / _BEATS_PER_LEASE)
+    while not drivers.stopping.wait(tick):
+        if not heart.beat():
+            return fenced()
+        heart.take_over(recover)
         for run_id in drivers.running():
             try:
                 status = DBOS.get_workflow_status(run_id)
@@ -288,9 +572,13 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
                 continue
             if status is not None and status.status == "CANCELLED":
                 drivers.cancel(run_id)
-    while drivers.running():  # each child stops at its safe point
-        time.sleep(_CANCEL_POLL_SECONDS)
-    say("worker stopped; its unfinished runs resume when a worker starts again here")
+    while drivers.running():  # each child stops at its safe point, a turn may be long
+        if not heart.beat():  # the children keep their lease until then
+            return fenced()
+        time.sleep(tick)
+    with contextlib.suppress(Exception):  # no engine: the lease runs out on its own
+        leases.let_go(settings.executor_id)
+    say("worker stopped; another worker takes over its unfinished runs, or this one started again")
     return STOPPED_EXIT
 
 

@@ -1,0 +1,109 @@
+"""A fleet-driven run's lease, as its child process sees it: a file the worker renews.
+
+The worker that drives a run as a child process tells it where its lease is
+(CLAUDELOOP_FLEET_LEASE). Each time the worker's heartbeat reaches the engine, it
+writes in that file the instant until which its lease surely holds: before the lease
+the engine counts could have run out, so before another worker may take the run over.
+A worker that is cut off (SIGSTOP, a network gone) renews nothing, while its children
+go on: SIGSTOP of a worker does not stop them. So the child checks the lease itself,
+before each save of its record and every fraction of a second while it runs; once the
+lease is over it stops its Claude CLI and ends at once, saving nothing, with
+FENCED_EXIT. The run is another worker's from then on.
+
+Standard library only: `claudeloop run` imports this module when a worker started it,
+and it must not load dbos or a database driver (nor need the engine's password).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from claudeloop.application.ports import RunStore
+from claudeloop.application.records import RunRecord
+
+LEASE_VARIABLE = "CLAUDELOOP_FLEET_LEASE"
+# The exit code of a child that ended because its lease was over; only a worker sees it.
+FENCED_EXIT = 79
+_WATCH_SECONDS = 0.2
+
+
+def write_lease(path: Path, until: float) -> None:
+    """Renew the lease to `until` (seconds since the epoch), replacing the file whole."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(f"{until:.3f}\n")
+    temporary.replace(path)
+
+
+def lease_holds(path: Path, now: float | None = None) -> bool:
+    """Whether the lease in `path` has not run out (a file missing or unreadable: over)."""
+    try:
+        until = float(path.read_text().strip())
+    except (OSError, ValueError):
+        return False
+    return (time.time() if now is None else now) < until
+
+
+def descendants(of: int) -> list[int]:
+    """The children of process `of` and theirs (Linux /proc): the Claude CLI and its
+    tools."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found: list[int] = []
+    waiting = [of]
+    while waiting:
+        for child in parents.get(waiting.pop(), []):
+            found.append(child)
+            waiting.append(child)
+    return found
+
+
+def fence() -> None:
+    """Stop the Claude CLI and end this process now, writing nothing more."""
+    with contextlib.suppress(OSError, ValueError):
+        os.write(2, b"claudeloop: the worker's lease on this run is over; stopping\n")
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    os._exit(FENCED_EXIT)
+
+
+class LeasedStore:
+    """A run store that saves only while the worker's lease holds."""
+
+    def __init__(self, store: RunStore, lease: Path) -> None:
+        self._store = store
+        self._lease = lease
+
+    def save(self, record: RunRecord) -> None:
+        if not lease_holds(self._lease):
+            fence()
+        self._store.save(record)
+
+
+def watch(lease: Path) -> None:
+    """Fence this process the moment its lease is over, mid-turn or mid-wait."""
+
+    def keep_watching() -> None:
+        while lease_holds(lease):
+            time.sleep(_WATCH_SECONDS)
+        fence()
+
+    threading.Thread(target=keep_watching, name="fleet-lease", daemon=True).start()
+
+
+def leased(store: RunStore, environ: Mapping[str, str]) -> RunStore:
+    """`store`, fenced by the worker's lease when a worker drives this run."""
+    lease = environ.get(LEASE_VARIABLE)
+    if not lease:
+        return store
+    watch(Path(lease))
+    return LeasedStore(store, Path(lease))

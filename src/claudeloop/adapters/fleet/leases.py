@@ -1,0 +1,256 @@
+"""What lets another worker take a dead worker's runs: leases, takeover, epochs, and the
+run records kept in the engine's database.
+
+Two tables beside DBOS's, in the same database (a SQLite file or PostgreSQL):
+
+- `claudeloop_workers`: one row per worker (its DBOS executor id) with the instant of
+  its last heartbeat, by the database's clock, and who took it over. A worker whose
+  heartbeat is older than the lease is dead; the first live worker whose
+  `UPDATE ... WHERE taken_by IS NULL` changes its row is the one that takes its runs.
+- `claudeloop_runs`: one row per run with its epoch, the worker that holds it, and the
+  run's record (state.json and events.jsonl) and Claude session transcript as the last
+  holder stored them. Each drive, and each takeover, raises the epoch; a record stored
+  under an older epoch is refused, which is how a worker cut off but alive is fenced.
+
+SQLAlchemy Core (a dependency of dbos) speaks both dialects; the fleet commands alone
+import this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from claudeloop.adapters.fleet.engine import Engine
+
+_SCHEMA_LOCK = 0x636C6F6F70_02  # pg_advisory_lock key of this set-up ("cloop", 2)
+_BUSY_SECONDS = 30  # SQLite: how long a writer waits for another's lock
+_IDLE_IN_TRANSACTION_MS = 2000
+
+
+class Fenced(RuntimeError):
+    """This worker was taken over, or this run's epoch is no longer the one it holds."""
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run's record as the engine holds it."""
+
+    epoch: int
+    holder: str | None
+    saved_by: str | None
+    phase: str | None
+    record: bytes | None
+    transcript: bytes | None
+
+
+def _tables(kind: str) -> list[str]:
+    binary = "BYTEA" if kind == "postgresql" else "BLOB"
+    return [
+        "CREATE TABLE IF NOT EXISTS claudeloop_workers ("
+        " worker TEXT PRIMARY KEY, beat_at BIGINT NOT NULL, taken_by TEXT)",
+        "CREATE TABLE IF NOT EXISTS claudeloop_runs ("
+        " run_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, saved_by TEXT,"
+        f" phase TEXT, record {binary}, transcript {binary})",
+    ]
+
+
+class Leases:
+    """The leases and run records of one engine's database."""
+
+    def __init__(self, engine: Engine) -> None:
+        import sqlalchemy as sa
+
+        self._sa = sa
+        self.kind = engine.kind
+        url = engine.url
+        if engine.kind == "postgresql":
+            url = "postgresql+psycopg://" + url.split("://", 1)[1]
+            # A worker paused mid-transaction (SIGSTOP) would hold its row's lock, and
+            # the takeover of that very worker would wait for it: the server ends such
+            # a transaction instead. None of ours is ever idle on purpose.
+            mine = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION_MS}"
+            parsed = sa.make_url(url)
+            given = parsed.query.get("options")
+            options = f"{given} {mine}" if isinstance(given, str) else mine
+            self._db = sa.create_engine(
+                parsed.update_query_dict({"options": options}), pool_pre_ping=True
+            )
+            self._now = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+        else:
+            self._db = sa.create_engine(url, connect_args={"timeout": _BUSY_SECONDS})
+            self._now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+
+    def close(self) -> None:
+        self._db.dispose()
+
+    def ensure_schema(self) -> None:
+        """Create both tables; safe to repeat and to race (IF NOT EXISTS under the
+        database's lock: SQLite's writer lock, an advisory lock on PostgreSQL)."""
+        if self.kind == "sqlite":
+            # Write-ahead logging: a reader never holds up a writer, so a worker paused
+            # while it reads stops no other (one paused while it writes still does).
+            with self._db.connect() as c:
+                c.exec_driver_sql("PRAGMA journal_mode=WAL")
+        with self._db.begin() as c:
+            if self.kind == "postgresql":
+                c.execute(self._sa.text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))
+            for statement in _tables(self.kind):
+                c.execute(self._sa.text(statement))
+
+    def _sql(self, statement: str) -> sa.TextClause:
+        return self._sa.text(statement.replace(":now", f"({self._now})"))
+
+    def _change(self, statement: str, **values: Any) -> int:
+        """Rows the statement changed."""
+        with self._db.begin() as c:
+            return int(c.execute(self._sql(statement), values).rowcount)
+
+    def _rows(self, statement: str, **values: Any) -> list[Any]:
+        with self._db.begin() as c:
+            return list(c.execute(self._sql(statement), values).fetchall())
+
+    # Workers
+
+    def start(self, worker: str) -> None:
+        """A worker begins a life: a fresh heartbeat, taken over by no one."""
+        self._change(
+            "INSERT INTO claudeloop_workers (worker, beat_at, taken_by) VALUES (:w, :now, NULL)"
+            " ON CONFLICT (worker) DO UPDATE SET beat_at = :now, taken_by = NULL",
+            w=worker,
+        )
+
+    def beat(self, worker: str) -> bool:
+        """Heartbeat; False when another worker has taken this one over (fenced)."""
+        changed = self._change(
+            "UPDATE claudeloop_workers SET beat_at = :now WHERE worker = :w AND taken_by IS NULL",
+            w=worker,
+        )
+        return changed == 1
+
+    def let_go(self, worker: str) -> None:
+        """A worker stopping on purpose: its lease ends now, so another worker takes
+        the runs it hands back without waiting for the lease to run out."""
+        self._change(
+            "UPDATE claudeloop_workers SET beat_at = 0 WHERE worker = :w AND taken_by IS NULL",
+            w=worker,
+        )
+
+    def dead(self, me: str, lease_ms: int) -> list[str]:
+        """Workers other than `me` whose lease ran out and that nobody took over."""
+        rows = self._rows(
+            "SELECT worker FROM claudeloop_workers WHERE taken_by IS NULL AND worker <> :me"
+            " AND beat_at < :now - :lease ORDER BY worker",
+            me=me,
+            lease=lease_ms,
+        )
+        return [str(row[0]) for row in rows]
+
+    def take_over(self, dead: str, me: str, lease_ms: int) -> list[str] | None:
+        """Take `dead`'s runs: one statement that only one live worker wins. The winner
+        gets the executor ids whose pending runs it must recover: `dead`'s and those of
+        the workers `dead` had taken over (it may have died before recovering them);
+        every run they held has its epoch raised, fencing them. None: not won."""
+        with self._db.begin() as c:
+            won = c.execute(
+                self._sql(
+                    "UPDATE claudeloop_workers SET taken_by = :me WHERE worker = :dead"
+                    " AND taken_by IS NULL AND beat_at < :now - :lease"
+                ),
+                {"me": me, "dead": dead, "lease": lease_ms},
+            )
+            if won.rowcount != 1:
+                return None
+            taken = c.execute(
+                self._sa.text("SELECT worker FROM claudeloop_workers WHERE taken_by = :dead"),
+                {"dead": dead},
+            )
+            executors = [dead, *(str(row[0]) for row in taken)]
+            for executor in executors:
+                c.execute(
+                    self._sa.text(
+                        "UPDATE claudeloop_runs SET epoch = epoch + 1, holder = NULL"
+                        " WHERE holder = :x"
+                    ),
+                    {"x": executor},
+                )
+            return executors
+
+    # Runs
+
+    def claim(self, run_id: str, me: str) -> int:
+        """This worker drives the run from now: a new epoch, unless this worker itself
+        was taken over (Fenced)."""
+        with self._db.begin() as c:
+            alive = c.execute(
+                self._sa.text(
+                    "SELECT 1 FROM claudeloop_workers WHERE worker = :me AND taken_by IS NULL"
+                ),
+                {"me": me},
+            ).first()
+            if alive is None:
+                raise Fenced(f"worker {me} was taken over")
+            c.execute(
+                self._sa.text(
+                    "INSERT INTO claudeloop_runs (run_id, epoch, holder) VALUES (:r, 1, :me)"
+                    " ON CONFLICT (run_id) DO UPDATE"
+                    " SET epoch = claudeloop_runs.epoch + 1, holder = :me"
+                ),
+                {"r": run_id, "me": me},
+            )
+            epoch = c.execute(
+                self._sa.text("SELECT epoch FROM claudeloop_runs WHERE run_id = :r"), {"r": run_id}
+            ).scalar_one()
+            return int(epoch)
+
+    def holds(self, run_id: str, epoch: int) -> bool:
+        rows = self._rows(
+            "SELECT 1 FROM claudeloop_runs WHERE run_id = :r AND epoch = :e", r=run_id, e=epoch
+        )
+        return bool(rows)
+
+    def store(
+        self,
+        run_id: str,
+        epoch: int,
+        me: str,
+        *,
+        phase: str | None,
+        record: bytes,
+        transcript: bytes | None,
+    ) -> None:
+        """Keep the run's record and transcript; Fenced when `epoch` is stale."""
+        changed = self._change(
+            "UPDATE claudeloop_runs SET phase = :phase, record = :record,"
+            " transcript = COALESCE(:transcript, transcript), saved_by = :me"
+            " WHERE run_id = :r AND epoch = :e",
+            r=run_id,
+            e=epoch,
+            me=me,
+            phase=phase,
+            record=record,
+            transcript=transcript,
+        )
+        if changed != 1:
+            raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
+
+    def stored(self, run_id: str) -> StoredRun | None:
+        rows = self._rows(
+            "SELECT epoch, holder, saved_by, phase, record, transcript FROM claudeloop_runs"
+            " WHERE run_id = :r",
+            r=run_id,
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return StoredRun(
+            int(row[0]),
+            row[1],
+            row[2],
+            row[3],
+            bytes(row[4]) if row[4] is not None else None,
+            bytes(row[5]) if row[5] is not None else None,
+        )

@@ -1,0 +1,121 @@
+"""What of a run travels through the engine, so another machine can resume it: the
+run's record (state.json and events.jsonl) and its Claude session's transcript.
+
+The transcript is where Claude Code keeps it,
+`$CLAUDE_CONFIG_DIR/projects/<the cwd, non-alphanumerics as '-'>/<session id>.jsonl`
+(claude-code-facts), and a session resumes only from the same cwd and config
+directory: a takeover writes it under its own.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.adapters.claude_code.transcript import config_directory
+
+RECORD_FILES = ("state.json", "events.jsonl")
+
+
+def transcript_path(environ: Mapping[str, str], cwd: Path, session_id: str) -> Path:
+    name = re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+    return config_directory(environ) / "projects" / name / f"{session_id}.jsonl"
+
+
+def fingerprint(paths: list[Path]) -> tuple[tuple[int, int] | None, ...]:
+    """What changes when any of `paths` is written (size and modification time)."""
+    marks: list[tuple[int, int] | None] = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except OSError:
+            marks.append(None)
+        else:
+            marks.append((stat.st_mtime_ns, stat.st_size))
+    return tuple(marks)
+
+
+def read_state(run_directory: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((run_directory / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def session_of(state: Mapping[str, object] | None) -> str | None:
+    session = state.get("session_id") if state else None
+    return session if isinstance(session, str) and session else None
+
+
+def phase_of(state: Mapping[str, object] | None) -> str | None:
+    inner = state.get("state") if state else None
+    phase = inner.get("phase") if isinstance(inner, dict) else None
+    return phase if isinstance(phase, str) else None
+
+
+def pack_record(run_directory: Path) -> bytes:
+    """The run's record files, as one compressed archive."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name in RECORD_FILES:
+            path = run_directory / name
+            if path.is_file():
+                archive.add(path, arcname=name)
+    return buffer.getvalue()
+
+
+def unpack_record(data: bytes, run_directory: Path) -> None:
+    """Write the record files of `data` into `run_directory`, replacing what is there
+    (each file whole; only the names a record has, so an archive cannot write
+    elsewhere)."""
+    run_directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        for member in archive.getmembers():
+            if member.name not in RECORD_FILES or not member.isfile():
+                continue
+            content = archive.extractfile(member)
+            if content is not None:
+                write_atomically(run_directory / member.name, content.read().decode())
+
+
+def relocate(run_directory: Path, cwd: Path) -> Path | None:
+    """Point the record at this machine's copy of the run's directory: its cwd, and
+    its plan when the plan is in the run's directory. Returns the cwd it had."""
+    state = read_state(run_directory)
+    spec = state.get("spec") if state else None
+    if state is None or not isinstance(spec, dict) or not isinstance(spec.get("cwd"), str):
+        return None
+    was = Path(spec["cwd"])
+    plan = spec.get("plan_path")
+    if isinstance(plan, str) and Path(plan).is_relative_to(was):
+        spec["plan_path"] = str(cwd / Path(plan).relative_to(was))
+    spec["cwd"] = str(cwd)
+    write_atomically(run_directory / "state.json", json.dumps(state, indent=2, sort_keys=True))
+    return was
+
+
+def pack_transcript(path: Path) -> bytes | None:
+    try:
+        return gzip.compress(path.read_bytes())
+    except OSError:
+        return None
+
+
+def unpack_transcript(data: bytes, path: Path, moved: tuple[Path, Path] | None = None) -> None:
+    """Write the transcript at `path`. `moved` (the run's directory on the machine that
+    wrote it, and here): the session's messages name files by absolute path (the
+    environment it described, each tool call), so they are made to name this
+    machine's copy; the model goes on in the directory it is in."""
+    text = gzip.decompress(data).decode()
+    if moved is not None and moved[0] != moved[1]:
+        # JSON writes a path's slashes as they are: the same text in every line.
+        text = text.replace(json.dumps(str(moved[0]))[1:-1], json.dumps(str(moved[1]))[1:-1])
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_atomically(path, text)

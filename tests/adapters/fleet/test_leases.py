@@ -1,0 +1,92 @@
+"""Leases, takeover and epochs in the engine's database, on SQLite and PostgreSQL: one
+live worker takes a dead one's runs, and whatever the dead one still tries is refused."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.leases import Fenced, Leases
+
+LONG = 3_600_000  # a lease no heartbeat of a test outlives
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def leases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Leases]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
+    else:
+        url = request.getfixturevalue("postgres_dsn")
+    made = Leases(parse_engine(url, "test"))
+    made.ensure_schema()
+    made.ensure_schema()  # safe to repeat
+    yield made
+    made.close()
+
+
+def test_a_worker_beating_is_alive_and_one_that_let_go_is_taken_by_one_worker_only(
+    leases: Leases,
+) -> None:
+    for worker in ("w1", "w2", "w3"):
+        leases.start(worker)
+    assert leases.dead("w2", LONG) == []
+    leases.let_go("w1")  # its lease over, as a silence past it would leave it
+    assert leases.dead("w2", LONG) == ["w1"]
+    won: list[list[str] | None] = []
+    racing = [
+        threading.Thread(target=lambda me=me: won.append(leases.take_over("w1", me, LONG)))
+        for me in ("w2", "w3")
+    ]
+    for thread in racing:
+        thread.start()
+    for thread in racing:
+        thread.join()
+    assert sorted(won, key=str) == [None, ["w1"]]
+    assert leases.dead("w2", LONG) == []  # taken: nobody takes it again
+    assert leases.beat("w1") is False  # the dead one, back: fenced
+    leases.start("w1")  # started again on purpose: a new life
+    assert leases.beat("w1") is True
+
+
+def test_a_takeover_raises_the_epoch_and_the_old_holder_can_neither_store_nor_claim(
+    leases: Leases,
+) -> None:
+    leases.start("w1")
+    leases.start("w2")
+    first = leases.claim("r1", "w1")
+    leases.store("r1", first, "w1", phase="waiting", record=b"one", transcript=b"t1")
+    leases.let_go("w1")
+    assert leases.take_over("w1", "w2", LONG) == ["w1"]
+    assert not leases.holds("r1", first)
+    with pytest.raises(Fenced):
+        leases.store("r1", first, "w1", phase="turn", record=b"stale", transcript=None)
+    with pytest.raises(Fenced):
+        leases.claim("r1", "w1")
+    second = leases.claim("r1", "w2")
+    assert second > first
+    stored = leases.stored("r1")
+    assert stored is not None
+    assert (stored.record, stored.transcript, stored.saved_by) == (b"one", b"t1", "w1")
+    leases.store("r1", second, "w2", phase="done", record=b"two", transcript=None)
+    stored = leases.stored("r1")
+    assert stored is not None
+    # No transcript this time: the one kept stays.
+    assert (stored.record, stored.transcript, stored.saved_by) == (b"two", b"t1", "w2")
+    assert leases.stored("nope") is None
+
+
+def test_a_worker_that_dies_after_winning_a_takeover_passes_those_runs_on_too(
+    leases: Leases,
+) -> None:
+    for worker in ("w1", "w2", "w3"):
+        leases.start(worker)
+    run = leases.claim("r1", "w1")
+    leases.let_go("w1")
+    assert leases.take_over("w1", "w2", LONG) == ["w1"]
+    leases.let_go("w2")  # died before DBOS recovered w1's runs
+    assert leases.take_over("w2", "w3", LONG) == ["w2", "w1"]
+    assert leases.claim("r1", "w3") > run

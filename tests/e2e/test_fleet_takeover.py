@@ -1,0 +1,274 @@
+"""Nothing lost when a worker dies, with the real bundled CLI and the rehearsal API, on
+both engines: workers are separate processes with separate HOME, state and work
+directories (each machine has its own checkout of the project), so a run that moves
+from one to another moves through the engine, never through a shared path.
+
+One run, three machines: the worker of machine A is killed (kill -9) while the run
+waits for a closed window, and B takes it over from the engine's record (same session,
+no probe before the saved instant); then B is paused (SIGSTOP) past its lease, C takes
+the run over, and B, continued, is fenced: it sends nothing more and exits 1. The run
+finishes on C after the window lifts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.leases import Leases
+from claudeloop.adapters.fleet.travel import unpack_record
+from tests.e2e.conftest import cli_env, wait_for, write_plan
+from tests.e2e.test_fleet import RUN_OPTIONS, Fleet, engine, fleet  # noqa: F401
+
+pytestmark = pytest.mark.e2e
+
+LEASE = "4s"
+# Longer than a takeover takes, so a probe sent at once by the new worker would show.
+PROBE_INTERVAL = "8s"
+
+
+@dataclass
+class Machine:
+    name: str
+    env: dict[str, str]
+    checkout: Path  # this machine's copy of the project
+    credentials: str  # how its requests authenticate: the ledger tells them apart
+
+    def record(self, run_id: str) -> dict[str, Any] | None:
+        try:
+            path = self.checkout / ".claudeloop" / "runs" / run_id / "state.json"
+            return dict(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            return None
+
+    def kinds(self, run_id: str) -> list[str]:
+        try:
+            path = self.checkout / ".claudeloop" / "runs" / run_id / "events.jsonl"
+            lines = path.read_text().splitlines()
+        except OSError:
+            return []
+        return [json.loads(line)["type"] for line in lines if line.strip()]
+
+
+def machine(of: Fleet, name: str, credentials: str = "oauth") -> Machine:
+    root = of.root / f"machine-{name}"
+    checkout = root / "work" / "app"
+    checkout.mkdir(parents=True)
+    write_plan(checkout, 3)
+    env = cli_env(of.rehearsal.server.base_url, root / "home", credentials=credentials)
+    env["CLAUDELOOP_STATE_DIR"] = str(root / "state")
+    env["XDG_CONFIG_HOME"] = str(root / "config")
+    return Machine(name, env, checkout, credentials)
+
+
+def start_worker(of: Fleet, on: Machine, lease: str = LEASE) -> subprocess.Popen[str]:
+    with (of.root / f"worker-{on.name}.log").open("w") as log:
+        worker = subprocess.Popen(
+            [
+                sys.executable, "-m", "claudeloop", "worker", "--engine", of.engine,
+                "--lease", lease, "--work-root", str(on.checkout.parent),
+            ],
+            env=on.env,
+            cwd=on.checkout.parent,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )  # fmt: skip
+    of.started.append(worker)  # killed at the end if a test fails
+    return worker
+
+
+def pause(worker: subprocess.Popen[str], url: str) -> None:
+    """SIGSTOP `worker`. On SQLite, at a moment it holds no write lock: a process paused
+    mid-write holds the file's lock for every process of the machine until it goes on
+    (PostgreSQL ends such a transaction itself), a limit of the one-machine engine."""
+    for _ in range(20):
+        os.kill(worker.pid, signal.SIGSTOP)
+        if not url.startswith("sqlite:///"):
+            return
+        try:
+            with contextlib.closing(sqlite3.connect(url[len("sqlite:///") :], timeout=2)) as db:
+                db.execute("BEGIN IMMEDIATE")
+                db.rollback()
+            return
+        except sqlite3.OperationalError:  # paused mid-write: let it finish, pause again
+            os.kill(worker.pid, signal.SIGCONT)
+            time.sleep(0.2)
+    pytest.fail("the worker held the SQLite lock at every pause")
+
+
+def child_of(of: Fleet, on: Machine) -> int:
+    """The pid of the run's child process, as `on`'s worker said it started it."""
+    said = re.findall(r"\(pid (\d+)\)", (of.root / f"worker-{on.name}.log").read_text())
+    return int(said[-1])
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, ended but not yet reaped by its paused parent, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def requests_from(of: Fleet, on: Machine) -> list[dict[str, Any]]:
+    """The requests `on` sent (a probe names no directory; its credentials tell)."""
+    return [r for r in of.rehearsal.requests() if r["credentials"] == on.credentials]
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_a_killed_workers_waiting_run_is_taken_over_and_a_paused_one_is_fenced(
+    fleet: Fleet,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # B alone signs in with an API key, A and C with the subscription's token.
+    a, b, c = machine(fleet, "a"), machine(fleet, "b", "api_key"), machine(fleet, "c")
+    first = start_worker(fleet, a)
+    added = subprocess.run(
+        [
+            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", "--checkout", "app",
+            *RUN_OPTIONS, "--window-probe-interval", PROBE_INTERVAL, "--engine", fleet.engine,
+        ],
+        env=a.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    run_id = added.stdout.strip()
+    leases = Leases(parse_engine(fleet.engine, "test"))
+    try:
+
+        def stored_phase() -> str | None:
+            stored = leases.stored(run_id)
+            return stored.phase if stored else None
+
+        wait_for(lambda: stored_phase() == "waiting", "the engine to hold the waiting run", 90)
+        stored = leases.stored(run_id)
+        assert stored is not None
+        assert stored.record is not None
+        unpack_record(stored.record, tmp_path / "saved")
+        saved = json.loads((tmp_path / "saved" / "state.json").read_text())
+        probe_at = datetime.fromisoformat(saved["state"]["next_probe_at"])
+
+        # kill -9 of machine A's worker, its run and its CLI: B takes the run over.
+        second = start_worker(fleet, b)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        wait_for(lambda: bool(requests_from(fleet, b)), "B to probe the taken-over run", 90)
+        assert b.kinds(run_id).count("run.resumed") == 1
+        assert all(datetime.fromisoformat(r["at"]) >= probe_at for r in requests_from(fleet, b))
+        assert b.record(run_id)["session_id"] == saved["session_id"]  # type: ignore[index]
+
+        # B paused past its lease: C takes the run over. B's child, which SIGSTOP of
+        # its worker does not stop, has ended on its own by then.
+        third = start_worker(fleet, c)
+        pause(second, fleet.engine)
+        wait_for(lambda: "run.resumed" in c.kinds(run_id), "C to take the run over", 90)
+        assert not alive(child_of(fleet, b))
+        sent_by_b = len(requests_from(fleet, b))
+        fleet.rehearsal.server.lift()  # the window opens while B is still paused
+        wait_for(
+            lambda: (c.record(run_id) or {}).get("state", {}).get("outcome") is not None,
+            "the run to finish on C",
+            120,
+        )
+        os.kill(second.pid, signal.SIGCONT)
+        assert second.wait(timeout=60) == 1  # fenced
+        wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
+        os.killpg(third.pid, signal.SIGTERM)
+        third.wait(timeout=60)
+    finally:
+        leases.close()
+    assert len(requests_from(fleet, b)) == sent_by_b  # nothing more from the fenced one
+    final = c.record(run_id)
+    assert final is not None
+    assert final["state"]["outcome"] == "done"
+    assert final["session_id"] == saved["session_id"]
+    assert c.kinds(run_id).count("run.resumed") == 2  # once on B, once on C
+    assert (c.checkout / "step3.txt").exists()
+    log = (fleet.root / "worker-b.log").read_text()
+    assert "fenced" in log
+
+
+@pytest.mark.scenario("slow_turn_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the worker's own lease
+def test_a_stopping_worker_keeps_its_lease_while_a_long_turn_reaches_its_safe_point(
+    fleet: Fleet,  # noqa: F811
+) -> None:
+    project = fleet.project("alpha")
+    run_id = fleet.add(project)
+    worker = fleet.worker("--lease", "2s")  # shorter than the turn in flight (3 s)
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
+        "turn 2 to be in flight",
+    )
+    worker.send_signal(signal.SIGTERM)  # the worker only: it passes the stop on
+    assert worker.wait(timeout=60) == 130
+    record = json.loads((project / ".claudeloop" / "runs" / run_id / "state.json").read_text())
+    assert record["state"]["turns"] == 2  # the turn in flight finished, then it stopped
+    assert record["state"]["outcome"] == "stopped"
+    assert "lease on this run is over" not in (fleet.root / "worker-0.log").read_text()
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # git's part: any engine
+def test_a_repo_run_works_in_a_clone_and_pushes_its_branch_after_each_turn(
+    fleet: Fleet,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    write_plan(seed, 3)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@localhost"]
+    for step in (["init", "--quiet"], ["add", "PLAN.md"], ["commit", "--quiet", "-m", "plan"]):
+        subprocess.run([*git, "-C", str(seed), *step], check=True)
+    remote = tmp_path / "remote.git"
+    subprocess.run([*git, "clone", "--quiet", "--bare", str(seed), str(remote)], check=True)
+    a = machine(fleet, "a")
+    added = subprocess.run(
+        [
+            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md",
+            "--repo", f"file://{remote}", *RUN_OPTIONS, "--engine", fleet.engine,
+        ],
+        env=a.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    run_id = added.stdout.strip()
+    branch = f"claudeloop/{run_id}"
+
+    def files() -> list[str]:
+        done = subprocess.run(
+            ["git", "--git-dir", str(remote), "ls-tree", "--name-only", branch],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout.split()
+
+    worker = start_worker(fleet, a, lease="30s")
+    try:
+        # Turn 1 done, the run waiting for the window: its work is pushed already.
+        wait_for(lambda: files() == ["PLAN.md", "step1.txt"], "turn 1's work on the branch", 90)
+        fleet.rehearsal.server.lift()
+        wait_for(lambda: fleet.states([run_id]) == ["done"], "the run to finish", 120)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert files() == ["PLAN.md", "step1.txt", "step2.txt", "step3.txt"]
+    # The clone is the worker's own, under its work root; the run's files stay out of git.
+    clone = a.checkout.parent / "clones" / run_id
+    assert (clone / ".claudeloop" / "runs" / run_id / "state.json").is_file()
