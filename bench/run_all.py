@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import overhead, startup, takeover, verify_memory, waiting
+from bench import fleet, overhead, startup, takeover, verify_memory, waiting
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent.parent / "README.md"
@@ -113,6 +113,8 @@ def main() -> None:
     verify = verify_memory.run()
     print("takeover after kill -9 (a fleet on SQLite, real CLI, rehearsal API)...", flush=True)
     moved = takeover.run()
+    print("a fleet: wake-ups, probes per account, a worker's memory...", flush=True)
+    shared = fleet.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -177,6 +179,8 @@ def main() -> None:
         f"| ratio | {verify.ratio:.2f} | |",
         "",
         *takeover.table(moved),
+        "",
+        *fleet.section(shared),
         "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]

@@ -1,5 +1,6 @@
-"""A fleet on one machine: `queue add`, `queue cancel`, `worker`, with the real bundled
-CLI and the rehearsal API, on both engines (a SQLite file, and PostgreSQL).
+"""A fleet: `queue add`, `queue cancel`, `worker`, with the real bundled CLI and the
+rehearsal API, on both engines (a SQLite file, and PostgreSQL), and workers that are
+machines of their own sharing one account through PostgreSQL.
 
 Each test gets a database of its own (on PostgreSQL a fresh database that `queue add`
 creates), so no queue or executor is shared between tests.
@@ -7,12 +8,14 @@ creates), so no queue or executor is shared between tests.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+from claudeloop.adapters.shared_capacity import account_key
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, cli_env, wait_for, write_plan
 from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.e2e
@@ -107,12 +111,24 @@ class Fleet:
         assert listed.returncode == 0, listed.stderr
         return {run["run_id"]: run for run in json.loads(listed.stdout)["runs"]}
 
-    def worker(self, *args: str) -> subprocess.Popen[str]:
-        """A worker in its own process group, its output in a file (never a full pipe)."""
+    def worker(
+        self, *args: str, machine: Path | None = None, state: Path | None = None
+    ) -> subprocess.Popen[str]:
+        """A worker in its own process group, its output in a file (never a full pipe).
+        `machine`: a directory of its own for its HOME, configuration, state and work
+        directory, as on a machine of its own; `state`: a state directory shared with
+        the workers of its machine instead."""
+        env = self.rehearsal.env
+        if machine is not None:
+            env = cli_env(self.rehearsal.server.base_url, machine / "home")
+            env["CLAUDELOOP_CONFIG_DIR"] = str(machine / "config")
+            env["CLAUDELOOP_STATE_DIR"] = str(state or machine / "state")
+            (machine / "work").mkdir(parents=True)
         with (self.root / f"worker-{len(self.started)}.log").open("w") as log:
             worker = subprocess.Popen(
                 [sys.executable, "-m", "claudeloop", "worker", "--engine", self.engine, *args],
-                env=self.rehearsal.env,
+                env=env,
+                cwd=machine / "work" if machine is not None else None,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -325,3 +341,118 @@ def kinds_of(project: Path, run_id: str) -> list[str]:
         return [event["type"] for event in events(project, run_id)]
     except OSError:
         return []
+
+
+def probe_results(project: Path, run_id: str) -> list[str]:
+    """The capacity each probe of the run found, so far (a line being written skipped)."""
+    path = project / ".claudeloop" / "runs" / run_id / "events.jsonl"
+    found = []
+    for line in path.read_text().splitlines() if path.exists() else ():
+        with contextlib.suppress(json.JSONDecodeError):
+            event = json.loads(line)
+            if event["type"] == "probe.finished":
+                found.append(str(event["capacity"]))
+    return found
+
+
+def closed_probes(project: Path, run_id: str) -> int:
+    return sum(1 for capacity in probe_results(project, run_id) if capacity != "available")
+
+
+@pytest.mark.scenario("two_steps_window_until_lift_at_2")
+def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed_window(
+    fleet: Fleet, engine: str
+) -> None:
+    """The account limit holds across workers, no turn goes into the closed window but
+    those already in flight, one run probes for the account at a time (the others take
+    its result), and every run finishes after the lift. On PostgreSQL each worker is a
+    machine of its own (its own HOME, configuration, state and work directory): what
+    the runs share goes through the engine's board. On SQLite the workers are one
+    machine's, sharing its state directory (and its file board)."""
+    projects = [fleet.project(name, items=2) for name in ("alpha", "beta", "gamma", "delta")]
+    pairs = list(zip(projects, fleet.add_at_once(projects), strict=True))
+    one_machine = engine.startswith("sqlite")
+    workers = []
+    for number in range(3):
+        named = ["--name", f"w{number}"] if one_machine else []
+        machine, state = fleet.root / f"machine{number}", fleet.root / "state"
+        # One slot each: the account's two running runs are on two workers.
+        limits = ["--slots", "1", "--per-account", "2"]
+        shared = state if one_machine else None
+        workers.append(fleet.worker(*limits, *named, machine=machine, state=shared))
+    try:
+        wait_for(
+            lambda: sum(1 for project, run_id in pairs if closed_probes(project, run_id)) >= 2,
+            "two runs to wait for the window",
+            150,
+        )
+        # The account's other two runs wait in the queue, a worker's slot to spare.
+        assert sum(1 for project, run_id in pairs if kinds_of(project, run_id)) == 2
+        fleet.rehearsal.server.lift()
+        wait_for(
+            lambda: all(finished(project, run_id) for project, run_id in pairs),
+            "every run to finish",
+            180,
+        )
+    finally:
+        codes = [stop(worker) for worker in workers]
+    assert codes == [130, 130, 130]
+    served = fleet.rehearsal.server.state()
+    lifted = datetime.fromisoformat(served["lifted_at"])
+    spans = []
+    for project, run_id in pairs:
+        record = run_record(project, run_id)
+        assert record["state"]["outcome"] == "done", record["state"]
+        assert (project / "step2.txt").read_text() == "step 2\n"
+        stamps = [datetime.fromisoformat(e["ts"]) for e in events(project, run_id)]
+        spans.append((min(stamps), max(stamps)))
+        assert max(stamps) > lifted  # it finished after the lift
+    assert most_at_once(spans) == 2
+
+    requests = served["requests"]
+    by_directory = {str(project.resolve()): (project, run_id) for project, run_id in pairs}
+    gate_turns = [r for r in requests if r["kind"] == "turn" and r["gate"]]
+    gate_probes = [r for r in requests if r["kind"] == "probe" and r["gate"]]
+    assert gate_turns, "the window closed on a turn"
+    # Turns into the closed window: one per run at most, each begun before any run had
+    # finished a refused turn (in flight before anyone could know).
+    per_run = Counter(r["cwd"] for r in gate_turns)
+    assert set(per_run) <= set(by_directory)
+    assert max(per_run.values()) == 1, per_run
+    refused = {
+        directory: next((e for e in events(project, run_id) if e.get("verdict") == "refused"), None)
+        for directory, (project, run_id) in by_directory.items()
+    }
+    known_closed = min(
+        datetime.fromisoformat(event["ts"]) for event in refused.values() if event is not None
+    )
+    for directory in per_run:
+        project, run_id = by_directory[directory]
+        turn = refused[directory]
+        assert turn is not None, directory
+        started = next(
+            e
+            for e in events(project, run_id)
+            if e["type"] == "turn.started" and e["turn"] == turn["turn"]
+        )
+        assert datetime.fromisoformat(started["ts"]) < known_closed, (directory, refused)
+    # One probe at a time for the account: the closed window saw no more probes than one
+    # run's share of the results, and every waiting run had results of its own.
+    shares = [closed_probes(project, run_id) for project, run_id in pairs]
+    waited = [share for share in shares if share]
+    assert len(waited) == 2, shares
+    assert len(gate_probes) <= max(waited) < sum(waited), (len(gate_probes), shares)
+    account = account_key(fleet.rehearsal.env, None)
+    if one_machine:
+        assert (fleet.root / "state" / "capacity" / f"{account}.json").exists()
+    else:  # no machine's file record: the engine's board
+        assert not any(fleet.root.glob("machine*/state/capacity/*.json"))
+        import psycopg
+
+        with psycopg.connect(engine) as connection:
+            row = connection.execute(
+                "SELECT seq, standing FROM claudeloop_capacity WHERE account = %s", (account,)
+            ).fetchone()
+        assert row is not None
+        assert row[0] >= len(gate_probes) + 1
+        assert row[1] == "open"

@@ -165,6 +165,9 @@ def make_gateway(
         control=directory,
         events=events,
     )
+    from claudeloop.adapters.shared_capacity.board import fleet_board
+
+    fleet_board(os.environ)  # shared or not, the CLI never inherits the fleet's URL
     if capacity_dir is None:
         return chosen
     return _sharing(chosen, directory, spec, backend, capacity_dir)
@@ -176,13 +179,12 @@ def _sharing(
     """`inner`, sharing what it learns about capacity with the loops on the same account
     (the CLI's environment is ours with the backend's over it) and model."""
     from claudeloop.adapters.claude_code.stderr_log import StderrLog
-    from claudeloop.adapters.shared_capacity import (
-        FileCapacityBoard,
-        SharedCapacityGateway,
-        account_key,
-    )
+    from claudeloop.adapters.shared_capacity import SharedCapacityGateway, account_key, board_for
 
-    board = FileCapacityBoard(capacity_dir, account_key({**os.environ, **backend.env}, spec.model))
+    # A fleet's worker on PostgreSQL names the fleet's board; else the machine's file.
+    board = board_for(
+        capacity_dir, account_key({**os.environ, **backend.env}, spec.model), os.environ
+    )
     debug_log = StderrLog(directory.debug_log_path, redactor=directory.redactor)
     return SharedCapacityGateway(inner, board, policy=spec.wait_policy, note=debug_log.note)
 
@@ -310,10 +312,13 @@ def wire_run(
     chosen_gateway = gateway or make_gateway(
         directory, record.spec, backend, capacity_dir, events=events
     )
+    # A wait shared with the account's other loops ends when one of them finds it open.
+    from claudeloop.adapters.shared_capacity.sharing_gateway import woken
+
     runner = Runner(
         gateway=chosen_gateway,
         clock=clock,
-        sleeper=WallClockSleeper(directory, clock),
+        sleeper=woken(chosen_gateway, WallClockSleeper(directory, clock)),
         events=events,
         store=leased(directory, os.environ),  # a worker's run: saved while its lease holds
         control=directory,

@@ -128,3 +128,13 @@ def test_a_run_gets_the_workers_environment_but_not_the_engine_and_its_password(
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
         "CLAUDELOOP_MAX_TURNS": "5",
     }
+
+
+def test_on_postgresql_a_run_is_told_the_fleets_capacity_board() -> None:
+    url = "postgresql://fleet:s3cret@db/claudeloop"
+    environ = {"CLAUDELOOP_ENGINE": url, "CLAUDELOOP_FLEET_BOARD": "postgresql://old@db/x"}
+    on_postgres = child_environment(environ, parse_engine(url, "--engine"))
+    assert on_postgres == {"CLAUDELOOP_FLEET_BOARD": url}
+    # On SQLite (one machine) the runs share the machine's file record, as ever.
+    on_sqlite = child_environment(environ, parse_engine("sqlite:////tmp/f.sqlite", "--engine"))
+    assert on_sqlite == {}

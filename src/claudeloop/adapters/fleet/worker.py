@@ -61,6 +61,7 @@ from claudeloop.adapters.fleet.queue import (
 from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.adapters.shared_capacity.board import FLEET_BOARD_VARIABLE
 from claudeloop.domain.loop import ControlCommand
 
 T = TypeVar("T")
@@ -173,10 +174,16 @@ def _set_aside_unstarted(cwd: Path, run_id: str) -> None:
     directory.path.rename(aside / f"{run_id}-{number}")
 
 
-def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The worker's environment without the engine URL: a run does not need it, and its
-    password must not reach the agent (whose shell could print it into a transcript)."""
-    return {name: value for name, value in environ.items() if name != ENGINE_VARIABLE}
+def child_environment(environ: Mapping[str, str], engine: Engine | None = None) -> dict[str, str]:
+    """The worker's environment without the engine URL: its password must not reach the
+    agent (whose shell could print it into a transcript). On PostgreSQL the runs share
+    capacity through the engine's board: FLEET_BOARD_VARIABLE names it for the run,
+    which takes it out of its environment before it starts the CLI."""
+    hidden = (ENGINE_VARIABLE, FLEET_BOARD_VARIABLE)
+    child = {name: value for name, value in environ.items() if name not in hidden}
+    if engine is not None and engine.kind == "postgresql":
+        child[FLEET_BOARD_VARIABLE] = engine.url
+    return child
 
 
 class Drivers:
@@ -508,7 +515,7 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         heart.start()  # before DBOS recovers this worker's own runs: they claim under it
     except Exception as error:
         raise FleetUnavailable(f"engine {settings.engine.shown}: {said(error)}") from None
-    drivers = Drivers(say, child_environment(os.environ), settings, leases)
+    drivers = Drivers(say, child_environment(os.environ, settings.engine), settings, leases)
     config: DBOSConfig = {
         "name": APPLICATION,
         "system_database_url": settings.engine.url,

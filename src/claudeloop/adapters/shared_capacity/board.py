@@ -20,18 +20,21 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from claudeloop.adapters import credentials
 from claudeloop.adapters.atomic_file import write_atomically
-from claudeloop.application.ports import Sighting, Source, Standing
+from claudeloop.application.ports import CapacityBoard, Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 from claudeloop.domain.text import first_line
 
 STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
+# Set by a fleet's worker on PostgreSQL for the runs it starts: the engine's URL, whose
+# `claudeloop_capacity` table is the board every machine's runs share.
+FLEET_BOARD_VARIABLE = "CLAUDELOOP_FLEET_BOARD"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Every credential and provider variable that is set is part of the account's identity.
 # Sorted: the key is a hash of them in this order, and it must not move when the one
@@ -54,6 +57,31 @@ def capacity_directory(environ: Mapping[str, str]) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_state_dir("claudeloop")) / "capacity"
+
+
+_fleet_board: list[str] = []
+
+
+def fleet_board(environ: MutableMapping[str, str]) -> str | None:
+    """The fleet's board its worker named for this run, if any. Taken out of `environ`
+    the first time it is asked for (and remembered): the CLI, its tools and the checks a
+    run starts inherit the environment, and the URL may hold the database's password."""
+    named = environ.pop(FLEET_BOARD_VARIABLE, None)
+    if named:
+        _fleet_board[:] = [named]
+    return _fleet_board[0] if _fleet_board else None
+
+
+def board_for(directory: Path, account: str, environ: MutableMapping[str, str]) -> CapacityBoard:
+    """The account's board: the fleet's in PostgreSQL when a worker on PostgreSQL started
+    this run, else the file record in `directory`, shared by the machine's loops."""
+    fleet = fleet_board(environ)
+    if fleet is None:
+        return FileCapacityBoard(directory, account)
+    # psycopg (the `fleet` extra) is loaded only here, never by a run of one machine.
+    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
+
+    return PostgresCapacityBoard(fleet, account)
 
 
 def account_key(environment: Mapping[str, str], model: str | None) -> str:

@@ -11,6 +11,9 @@ turn or a probe and reads the signals it gets back, as ever. Behind that:
 - Only one loop probes at a time. The others wait for its result and take it as their
   own; a result another loop published less than a probe interval ago is taken as it
   is. When the prober dies its lock dies with it and a waiting loop probes instead.
+- A loop waiting for capacity wakes as soon as another loop finds it open (`waking`
+  wraps its sleeper): it takes that result as its probe's and sends its next turn,
+  instead of sleeping on to a probe instant of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import assert_never
 
 import anyio
+import anyio.to_thread
 
 from claudeloop.adapters.shared_capacity.board import (
     LOCK_PATIENCE_SECONDS,
@@ -35,6 +39,7 @@ from claudeloop.application.ports import (
     ProbeHold,
     ProbeOutcome,
     Sighting,
+    Sleeper,
     Source,
     Standing,
     TurnOutcome,
@@ -58,6 +63,9 @@ MAX_AGE = timedelta(hours=6)
 # probe (a CLI start and one tiny request) takes, so only a hung prober runs into it.
 FOLLOW_LIMIT_SECONDS = 120.0
 POLL_SECONDS = 0.2
+# How long one look for news lasts (a thread waits on the board meanwhile): the longest
+# a finished wait leaves that thread behind.
+WATCH_SECONDS = 1.0
 _LOCK_RETRY_SECONDS = 0.02
 # A record stamped this far in the future was written under another clock: ignored.
 _CLOCK_SLACK = timedelta(minutes=1)
@@ -105,6 +113,9 @@ class SharedCapacityGateway:
         self._poll = poll
         self._lock_patience = lock_patience
         self.writer = f"{os.getpid()}:{secrets.token_hex(4)}"
+        # Whether the runner was last told capacity is closed: only such a wait is one
+        # that news of capacity open ends (not a pause before the wall, say).
+        self._told_closed = False
 
     async def run_turn(
         self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
@@ -123,9 +134,15 @@ class SharedCapacityGateway:
         )
         if outcome.failure is None:
             await self._publish_turn(outcome.signals, started)
+        self._told_closed = standing_of(classify(outcome.signals)) == "closed"
         return outcome
 
     async def probe(self) -> ProbeOutcome:
+        outcome = await self._probe()
+        self._told_closed = standing_of(classify(outcome.signals)) == "closed"
+        return outcome
+
+    async def _probe(self) -> ProbeOutcome:
         seen = self._read()
         if seen is not None and self._recent_news(seen):
             self._note(f"probe: took what process {seen.pid} learned at {seen.at:%H:%M:%S}")
@@ -152,6 +169,16 @@ class SharedCapacityGateway:
 
     async def close(self) -> None:
         await self._inner.close()
+
+    def waking(self, sleeper: Sleeper, *, watch: float = WATCH_SECONDS) -> Sleeper:
+        """`sleeper`, woken early when another loop of the account finds capacity open."""
+        return WokenByNews(sleeper, self._board, wakes=self.wakes, note=self._note, watch=watch)
+
+    def wakes(self, sighting: Sighting) -> bool:
+        """Whether news ends a wait: this loop waits for capacity it was told is closed,
+        and another loop found it open, recently enough that `probe` takes its result
+        instead of probing."""
+        return self._told_closed and sighting.standing == "open" and self._recent_news(sighting)
 
     def _closed_now(self, sighting: Sighting) -> bool:
         """Whether the record says closed and is young enough to matter."""
@@ -272,6 +299,7 @@ class SharedCapacityGateway:
         )
         text = f"not sent: {who} found this account's capacity closed: {detail}"
         self._note(f"turn {text}")
+        self._told_closed = True
         return TurnOutcome(
             signals=replace(signals, is_error=True, result_text=text),
             structured=None,
@@ -280,6 +308,74 @@ class SharedCapacityGateway:
             session_id=session_id,
             sent=False,
         )
+
+
+def woken(gateway: Gateway, sleeper: Sleeper) -> Sleeper:
+    """`sleeper`, woken by the board's news when `gateway` shares capacity."""
+    return gateway.waking(sleeper) if isinstance(gateway, SharedCapacityGateway) else sleeper
+
+
+class WokenByNews:
+    """A `Sleeper` that ends a wait early, as if its instant had come, when the board
+    brings news that `wakes` says ends it (the runner then probes, and the probe takes
+    that news). Otherwise it is `inner`'s wait: to its instant, or to a control command.
+
+    The board's `wait_for_news` blocks (a LISTEN, a file looked at), so it runs in a
+    worker thread, `watch` seconds at a time; a wait that ends first leaves that thread
+    to finish its look by itself."""
+
+    def __init__(
+        self,
+        inner: Sleeper,
+        board: CapacityBoard,
+        *,
+        wakes: Callable[[Sighting], bool],
+        note: Callable[[str], None],
+        watch: float,
+    ) -> None:
+        self._inner = inner
+        self._board = board
+        self._wakes = wakes
+        self._note = note
+        self._watch = watch
+
+    async def sleep_until(
+        self, instant: datetime, *, progress: Callable[[float], None] | None = None
+    ) -> bool:
+        # News is what is published from now on: a record already there was known
+        # (or was this loop's own) when the wait was decided.
+        seen = self._board.read()
+        woke: list[bool] = []
+        async with anyio.create_task_group() as group:
+
+            async def sleep() -> None:
+                woke.append(await self._inner.sleep_until(instant, progress=progress))
+                group.cancel_scope.cancel()
+
+            async def watch(after: int) -> None:
+                while True:
+                    began = time.monotonic()
+                    try:
+                        news = await anyio.to_thread.run_sync(
+                            self._board.wait_for_news, after, self._watch, abandon_on_cancel=True
+                        )
+                    except OSError as error:  # the news is a courtesy: sleep on without it
+                        self._note(f"wait: no news from the shared capacity record: {error}")
+                        return
+                    if news is None:
+                        # A board that cannot be read answers at once: not a busy loop.
+                        await anyio.sleep(max(0.0, began + self._watch - time.monotonic()))
+                        continue
+                    after = news.seq
+                    if self._wakes(news):
+                        self._note(f"wait: process {news.pid} found capacity open; waking")
+                        woke.append(True)
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(sleep)
+            group.start_soon(watch, seen.seq if seen is not None else 0)
+        return woke[0]
 
 
 class _Alone:
