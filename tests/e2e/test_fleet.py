@@ -58,6 +58,20 @@ class Fleet:
             check=False,
         )
 
+    def claudeloop_on(
+        self, env: dict[str, str], cwd: Path, *args: str
+    ) -> subprocess.CompletedProcess[str]:
+        """A command of another machine: its own environment and directory."""
+        return subprocess.run(
+            [sys.executable, "-m", "claudeloop", *args, "--engine", self.engine],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
     def project(self, name: str, items: int = 3) -> Path:
         project = self.root / name
         project.mkdir()
@@ -256,23 +270,39 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
 
 @pytest.mark.scenario("window_until_lift_at_2")
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the worker's signals: any engine
-def test_a_cancelled_run_stops_and_sigterm_hands_the_other_back_to_the_next_worker(
+def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_one_back(
     fleet: Fleet,
 ) -> None:
-    kept, cancelled = fleet.project("kept"), fleet.project("cancelled")
-    kept_id, cancelled_id = fleet.add(kept), fleet.add(cancelled)
-    first = fleet.worker("--slots", "2", "--per-account", "2")
+    kept, cancelled, stopped = (fleet.project(n) for n in ("kept", "cancelled", "stopped"))
+    kept_id, cancelled_id, stopped_id = fleet.add(kept), fleet.add(cancelled), fleet.add(stopped)
+    first = fleet.worker("--slots", "3", "--per-account", "3")
     wait_for(
         lambda: (
-            [project_phase(kept, kept_id), project_phase(cancelled, cancelled_id)]
-            == ["waiting", "waiting"]
+            [project_phase(p, r) for p, r in [(kept, kept_id), (cancelled, cancelled_id)]]
+            + [project_phase(stopped, stopped_id)]
+            == ["waiting"] * 3
         ),
-        "both runs to wait for the window",
+        "the three runs to wait for the window",
     )
     session = run_record(kept, kept_id)["session_id"]
     assert fleet.claudeloop("queue", "cancel", cancelled_id).returncode == 0
+    # Another machine (its own HOME and state directory, no run directory) sees the run
+    # through the engine and stops it; its worker passes the stop on.
+    elsewhere = fleet.root / "elsewhere"
+    elsewhere.mkdir()
+    other = {**fleet.rehearsal.env, "HOME": str(elsewhere)}
+    other["CLAUDELOOP_STATE_DIR"] = str(elsewhere / "state")
+    seen = fleet.claudeloop_on(other, elsewhere, "status", "--run-id", stopped_id, "--json")
+    assert seen.returncode == 0, seen.stderr
+    shown = json.loads(seen.stdout)
+    assert (shown["phase"], shown["state"]) == ("waiting", "running")
+    assert shown["worker"] == fleet.runs()[stopped_id]["worker"]
+    asked = fleet.claudeloop_on(other, elsewhere, "stop", "--run-id", stopped_id)
+    assert asked.returncode == 0, asked.stderr
     wait_for(lambda: finished(cancelled, cancelled_id), "the cancelled run to stop")
     assert run_record(cancelled, cancelled_id)["state"]["outcome"] == "stopped"
+    wait_for(lambda: fleet.states([stopped_id]) == ["exit 130"], "the stopped run to end", 60)
+    assert run_record(stopped, stopped_id)["state"]["outcome"] == "stopped"
 
     first.send_signal(signal.SIGTERM)  # the worker only: it passes the stop on
     assert first.wait(timeout=60) == 130
@@ -292,9 +322,11 @@ def test_a_cancelled_run_stops_and_sigterm_hands_the_other_back_to_the_next_work
     assert after["session_id"] == session
     kinds = kinds_of(kept, kept_id)
     assert kinds.count("run.started") + kinds.count("run.resumed") == 2  # once by each worker
-    # The cancelled run was not taken again.
+    # Neither the cancelled run nor the stopped one was taken again.
     assert kinds_of(cancelled, cancelled_id).count("run.started") == 1
     assert run_record(cancelled, cancelled_id)["state"]["outcome"] == "stopped"
+    assert kinds_of(stopped, stopped_id).count("run.started") == 1
+    assert fleet.states([stopped_id]) == ["exit 130"]
 
 
 def project_phase(project: Path, run_id: str) -> str | None:

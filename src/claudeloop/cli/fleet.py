@@ -1,4 +1,5 @@
-"""The fleet's commands: `fleet init`, `queue add|ls|cancel`, `worker`.
+"""The fleet's commands: `fleet init`, `queue add|ls|cancel`, `worker`; and `status`,
+`logs`, `stop` and `wind-down` with `--engine`, a run of the fleet from any machine.
 
 Parsing and rendering only; the engine, the queue and the worker are in
 adapters/fleet, imported when a fleet command runs (dbos is the `fleet` extra, and
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,6 +28,8 @@ from claudeloop.cli.params import DURATION, POSITIVE_INT
 
 if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
+    from claudeloop.adapters.fleet.remote import FleetRun
+    from claudeloop.domain.loop import ControlCommand
 
 # Options of `run` that are about `run`'s own output or are set by the worker itself,
 # and --notify: an apprise URL often holds a token, and a queued run's options are kept
@@ -504,3 +507,219 @@ sets them for every worker.
     ) -> None:
         """Take runs from the fleet's queue and drive them until stopped."""
         worker(engine, slots, per_account, name, lease=lease, work_root=work_root)
+
+
+# status, logs, stop and wind-down with --engine: a run of the fleet, from any machine
+
+
+def _known(chosen: Engine, run_id: str) -> FleetRun:
+    from claudeloop.adapters.fleet.remote import look_up
+    from claudeloop.adapters.run_directory.finding import checked_run_id
+
+    found = look_up(chosen, checked_run_id(run_id))
+    if found is None:
+        raise UserError(f"--run-id {run_id}: no such run in the fleet of {chosen.shown}")
+    return found
+
+
+def _status_of(found: FleetRun, into: Path) -> dict[str, Any] | None:
+    """What local `status --json` says of the run, from its stored record, and where it
+    is in the fleet; None before the run's first record."""
+    from claudeloop.adapters.redaction import Redactor
+    from claudeloop.adapters.run_directory import RunDirectory
+    from claudeloop.adapters.run_directory.finding import load_record
+    from claudeloop.application.summary import status_object
+
+    unpacked = found.unpack(into)
+    if unpacked is None:
+        return None
+    record = load_record(RunDirectory(unpacked))
+    view = status_object(record, now=datetime.now(UTC), driver_pid=None)
+    view |= {"state": found.state, "worker": found.worker}
+    return dict(Redactor.from_environment().data(view))
+
+
+def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
+    """`status --engine [URL] [--run-id ID]`."""
+    import tempfile
+
+    from claudeloop.cli.inspect import show_status
+
+    chosen = _engine(engine or None)
+    if run_id is None:
+        fleet_status(chosen, as_json)
+        return
+    found = _known(chosen, run_id)
+    with tempfile.TemporaryDirectory(prefix="claudeloop-status-") as into:
+        data = _status_of(found, Path(into))
+    if data is None:
+        data = {"run_id": run_id, "phase": None, "state": found.state, "worker": found.worker}
+        if as_json:
+            print_json(data)
+        else:
+            held = f"; worker {found.worker}" if found.worker else ""
+            click.echo(f"run {run_id}: {found.state}, no record yet{held}")
+        return
+    if as_json:
+        print_json(data)
+        return
+    show_status(data, f"worker {found.worker or '-'} ({found.state})")
+
+
+def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
+    """`logs --engine [URL] --run-id ID [-f]`: the events the run's worker stored."""
+    import itertools
+    import tempfile
+    import time
+
+    from claudeloop.adapters.fleet.queue import find
+    from claudeloop.adapters.fleet.remote import opened
+    from claudeloop.adapters.fleet.travel import unpack_record
+    from claudeloop.adapters.run_directory import RunDirectory
+    from claudeloop.cli.inspect import print_events
+
+    chosen = _engine(engine or None)
+    found = _known(chosen, run_id)
+    with tempfile.TemporaryDirectory(prefix="claudeloop-logs-") as into:
+        directory = RunDirectory(Path(into) / run_id)
+        offset = 0
+        stored, state = found.stored, found.state
+        with opened(chosen, set_up=False) as leases:
+            for polls in itertools.count(1):
+                if stored is not None and stored.record is not None:
+                    unpack_record(stored.record, directory.path)
+                    offset = print_events(directory, offset, as_json=as_json)
+                ended = stored is not None and stored.phase in ("complete", "failed")
+                if not follow or ended or state not in ("queued", "running"):
+                    return
+                time.sleep(1)  # a worker stores the record as it changes
+                stored = leases.stored(run_id)
+                if polls % 10 == 0:  # cancelled before it started: nothing more to come
+                    queued = find(chosen, run_id)
+                    state = queued.state if queued else state
+
+
+def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: bool) -> None:
+    """`stop` or `wind-down --engine [URL] --run-id ID`: asked through the engine, the
+    run's worker writes it into the run's control file."""
+    from claudeloop.adapters.fleet.remote import ask
+
+    chosen = _engine(engine or None)
+    found = _known(chosen, run_id)
+    phase = found.stored.phase if found.stored else None
+    if found.state == "queued":
+        raise UserError(
+            f"run {run_id} is queued, not running; nothing to {command.value} "
+            f"(`claudeloop queue cancel {run_id}` keeps it from starting)"
+        )
+    if found.state != "running" or phase in ("complete", "failed"):
+        ended = found.state if found.state != "running" else phase
+        raise UserError(f"run {run_id} has ended ({ended}); nothing to {command.value}")
+    ask(chosen, run_id, command.value)
+    if as_json:
+        print_json({"run_id": run_id, "worker": found.worker, "command": command.value})
+        return
+    when = (
+        "at once if waiting, otherwise after the current turn"
+        if command.value == "stop"
+        else "after the current turn, with a handoff summary"
+    )
+    click.echo(
+        f"claudeloop: asked run {run_id} (worker {found.worker or '-'}) to {command.value}: {when}"
+    )
+
+
+def fleet_status(chosen: Engine, as_json: bool) -> None:
+    """Every run of the fleet, newest first, and the account's capacity."""
+    import tempfile
+
+    from claudeloop.adapters.fleet.remote import fleet
+    from claudeloop.application.errors import UsageError
+
+    listed, sightings = fleet(chosen)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="claudeloop-fleet-") as into:
+        for found in listed:
+            try:
+                data = _status_of(found, Path(into))
+            except UsageError:  # a record this claudeloop cannot read
+                data = {"phase": "unreadable"}
+            data = data or {}
+            queued = found.queued
+            rows.append(
+                {
+                    "run_id": found.run_id,
+                    "state": found.state,
+                    "phase": data.get("phase"),
+                    "worker": found.worker,
+                    "next_probe_at": data.get("next_probe_at"),
+                    "next_probe_in_seconds": data.get("next_probe_in_seconds"),
+                    "plan": data.get("plan"),
+                    "turns": data.get("turns"),
+                    "dollars": data.get("dollars"),
+                    "cwd": queued.cwd if queued else None,
+                    "account": queued.account if queued else None,
+                }
+            )
+    capacity: list[dict[str, Any]] = [
+        {
+            "account": s.account,
+            "standing": s.standing,
+            "at": s.at,
+            "source": s.source,
+            "writer": s.writer,
+            "resets_at": s.resets_at,
+        }
+        for s in sightings
+    ]
+    if as_json:
+        print_json({"engine": chosen.shown, "runs": rows, "capacity": capacity})
+        return
+    if not rows:
+        click.echo(f"no runs in the fleet of {chosen.shown}")
+    else:
+        _table(
+            [("RUN", "STATE", "PLAN", "SPEND", "PROBE", "WORKER")]
+            + [_fleet_row(row) for row in rows]
+        )
+    if capacity:
+        click.echo("")
+        _table(
+            [("ACCOUNT", "CAPACITY", "SEEN", "BY", "RESETS")]
+            + [
+                (
+                    s["account"],
+                    s["standing"],
+                    _minute(s["at"]),
+                    s["source"],
+                    _minute(s["resets_at"]) if s["resets_at"] else "-",
+                )
+                for s in capacity
+            ]
+        )
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> None:
+    """Columns as wide as their widest cell; the last one as long as it is, within 80."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for cells in rows:
+        line = "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths, strict=False))
+        click.echo(_fit(f"{line}  {cells[-1]}"))
+
+
+def _fleet_row(row: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
+    # A running run by its phase (waiting, probing...); an ended one by how it ended.
+    state = row["phase"] if row["state"] == "running" and row["phase"] else row["state"]
+    plan = f"{row['plan']['done']}/{row['plan']['total']}" if row["plan"] else "-"
+    spend = f"${row['dollars']:.2f}" if row["dollars"] is not None else "-"
+    seconds = row["next_probe_in_seconds"]
+    probe = "-" if seconds is None else f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+    return (row["run_id"], state, plan, spend, probe, row["worker"] or "-")
+
+
+def _minute(instant: str) -> str:
+    return instant[:16].replace("T", " ")
+
+
+def _fit(line: str) -> str:
+    return line if len(line) <= 80 else line[:79] + "…"

@@ -46,10 +46,15 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
         print_json(data)
         return
     alive = f"driver alive (pid {data['driver_pid']})" if data["driver_alive"] else "no driver"
+    show_status(data, alive)
+
+
+def show_status(data: dict[str, Any], driver: str) -> None:
+    """`status` as lines; `driver` says who drives the run (a pid here, a worker)."""
     lines = [
         f"run {data['run_id']}: {data['phase']}"
         + (f", {data['outcome']}: {data['reason']}" if data["outcome"] else "")
-        + f" · {alive}",
+        + f" · {driver}",
         f"turns {data['turns']} ({data['attempts']} sent, {data['probes']} probes) · "
         f"${data['dollars']:.4f}",
         f"capacity: {data['capacity']}",
@@ -83,17 +88,17 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
 
 def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
     directory = watched_run(working_directory(cwd), run_id)
-    offset = _print_events(directory, 0, as_json=as_json)
+    offset = print_events(directory, 0, as_json=as_json)
     if not follow:
         return
     # Until the run ends, or its driver is gone (a crashed run does not keep -f waiting).
     while not _finished(directory) and live_driver(directory.lock_path) is not None:
         time.sleep(0.3)
-        offset = _print_events(directory, offset, as_json=as_json)
-    _print_events(directory, offset, as_json=as_json)
+        offset = print_events(directory, offset, as_json=as_json)
+    print_events(directory, offset, as_json=as_json)
 
 
-def _print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int:
+def print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int:
     """Prints whole lines from `offset`; returns the offset after the last whole line."""
     try:
         handle = directory.events_path.open("rb")

@@ -389,17 +389,53 @@ def run_selection(command: F) -> F:
     return with_options(RUN_SELECTION, command)
 
 
+# A run of the fleet, from any machine: a value of its own is optional, so
+# `status --engine` means the engine CLAUDELOOP_ENGINE names (or the SQLite default).
+FLEET_SELECTION = click.option(
+    "--engine",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[URL]",
+    help="The run is in this fleet (no URL: CLAUDELOOP_ENGINE, else the local one).",
+)
+
+
+def _in_fleet(engine: str | None, cwd: Path | None, run_id: str | None, *, listed: bool) -> bool:
+    """Whether the command reads the fleet (--engine) rather than a run directory."""
+    from claudeloop.cli.errors import UserError
+
+    if engine is None:
+        return False
+    if cwd is not None:
+        raise UserError("--engine finds the run in the fleet; give --cwd or --engine, not both")
+    if run_id is None and not listed:
+        raise UserError("--engine needs --run-id ID; `claudeloop status --engine` lists them")
+    return True
+
+
 @cli.command(
     epilog="""\b
 Examples:
   claudeloop status
   claudeloop status --json --run-id 20261130-101500-a1b2c3
+  claudeloop status --engine                 every run of the fleet
+  claudeloop status --engine postgresql://db.internal/fleet --run-id nightly
 """
 )
 @run_selection
+@FLEET_SELECTION
 @click.option("--json", "as_json", is_flag=True)
-def status(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
-    """Phase, turns, spend, capacity, next probe and plan progress of a run."""
+def status(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
+    """Phase, turns, spend, capacity, next probe and plan progress of a run.
+
+    With --engine and no --run-id: every run of the fleet, and the capacity of
+    its accounts (on PostgreSQL)."""
+    if _in_fleet(engine, cwd, run_id, listed=True):
+        from claudeloop.cli import fleet
+
+        fleet.remote_status(engine or "", run_id, as_json)
+        return
     from claudeloop.cli import inspect
 
     inspect.status(cwd=cwd, run_id=run_id, as_json=as_json)
@@ -411,13 +447,23 @@ Examples:
   claudeloop logs
   claudeloop logs -f
   claudeloop logs --json | jq .type
+  claudeloop logs --engine --run-id nightly -f     a run of the fleet
 """
 )
 @run_selection
+@FLEET_SELECTION
 @click.option("-f", "--follow", is_flag=True, help="Keep printing events until the run ends.")
 @click.option("--json", "as_json", is_flag=True, help="The raw JSON lines.")
-def logs(cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
+def logs(
+    cwd: Path | None, run_id: str | None, engine: str | None, follow: bool, as_json: bool
+) -> None:
     """The run's events as readable lines."""
+    if _in_fleet(engine, cwd, run_id, listed=False):
+        from claudeloop.cli import fleet
+
+        assert run_id is not None
+        fleet.remote_logs(engine or "", run_id, follow, as_json)
+        return
     from claudeloop.cli import inspect
 
     inspect.logs(cwd=cwd, run_id=run_id, follow=follow, as_json=as_json)
@@ -444,14 +490,23 @@ def runs(cwd: Path | None, as_json: bool) -> None:
 Examples:
   claudeloop stop
   claudeloop stop --run-id 20261130-101500-a1b2c3
+  claudeloop stop --engine --run-id nightly      its worker passes it on
 """
 )
 @run_selection
+@FLEET_SELECTION
 @click.option("--json", "as_json", is_flag=True)
-def stop(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
+def stop(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Stop the live run at the next safe point (at once during a wait); it exits 130."""
-    from claudeloop.cli import inspect
     from claudeloop.domain.loop import ControlCommand
+
+    if _in_fleet(engine, cwd, run_id, listed=False):
+        from claudeloop.cli import fleet
+
+        assert run_id is not None
+        fleet.remote_control(engine or "", run_id, ControlCommand.STOP, as_json)
+        return
+    from claudeloop.cli import inspect
 
     inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.STOP, as_json=as_json)
 
@@ -461,14 +516,23 @@ def stop(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     epilog="""\b
 Examples:
   claudeloop wind-down
+  claudeloop wind-down --engine --run-id nightly
 """,
 )
 @run_selection
+@FLEET_SELECTION
 @click.option("--json", "as_json", is_flag=True)
-def wind_down(cwd: Path | None, run_id: str | None, as_json: bool) -> None:
+def wind_down(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Finish the current turn, write the handoff summary, exit 75."""
-    from claudeloop.cli import inspect
     from claudeloop.domain.loop import ControlCommand
+
+    if _in_fleet(engine, cwd, run_id, listed=False):
+        from claudeloop.cli import fleet
+
+        assert run_id is not None
+        fleet.remote_control(engine or "", run_id, ControlCommand.WIND_DOWN, as_json)
+        return
+    from claudeloop.cli import inspect
 
     inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.WIND_DOWN, as_json=as_json)
 

@@ -11,6 +11,9 @@ Two tables beside DBOS's, in the same database (a SQLite file or PostgreSQL):
   run's record (state.json and events.jsonl) and Claude session transcript as the last
   holder stored them. Each drive, and each takeover, raises the epoch; a record stored
   under an older epoch is refused, which is how a worker cut off but alive is fenced.
+- `claudeloop_controls`: a `stop` or `wind-down` asked from any machine, one per run,
+  until the worker holding the run writes it into the run's control file (a worker
+  that takes the run over meanwhile delivers it instead).
 
 SQLAlchemy Core (a dependency of dbos) speaks both dialects; the fleet commands alone
 import this module.
@@ -19,6 +22,7 @@ import this module.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,6 +37,18 @@ _IDLE_IN_TRANSACTION_MS = 2000
 
 class Fenced(RuntimeError):
     """This worker was taken over, or this run's epoch is no longer the one it holds."""
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """An account's row of the capacity board, as `status --engine` shows it."""
+
+    account: str
+    standing: str
+    at: str
+    source: str
+    writer: str
+    resets_at: str | None
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,8 @@ def _tables(kind: str) -> list[str]:
         "CREATE TABLE IF NOT EXISTS claudeloop_runs ("
         " run_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, saved_by TEXT,"
         f" phase TEXT, record {binary}, transcript {binary})",
+        "CREATE TABLE IF NOT EXISTS claudeloop_controls ("
+        " run_id TEXT PRIMARY KEY, command TEXT NOT NULL, asked_at BIGINT NOT NULL)",
     ]
 
 
@@ -254,3 +272,76 @@ class Leases:
             bytes(row[4]) if row[4] is not None else None,
             bytes(row[5]) if row[5] is not None else None,
         )
+
+    def every_stored(self) -> dict[str, StoredRun]:
+        """Every run's stored row, by run id (the fleet's view)."""
+        rows = self._rows(
+            "SELECT run_id, epoch, holder, saved_by, phase, record FROM claudeloop_runs"
+        )
+        return {
+            str(row[0]): StoredRun(
+                int(row[1]),
+                row[2],
+                row[3],
+                row[4],
+                bytes(row[5]) if row[5] is not None else None,
+                None,
+            )
+            for row in rows
+        }
+
+    # Stop and wind-down from any machine
+
+    def ask(self, run_id: str, command: str) -> None:
+        """Ask the worker holding the run to pass `command` on to it; the last asked
+        counts."""
+        self._change(
+            "INSERT INTO claudeloop_controls (run_id, command, asked_at) VALUES (:r, :c, :now)"
+            " ON CONFLICT (run_id) DO UPDATE SET command = :c, asked_at = :now",
+            r=run_id,
+            c=command,
+        )
+
+    def asked_of(self, worker: str) -> list[tuple[str, str]]:
+        """The commands asked of the runs `worker` holds: (run id, command)."""
+        rows = self._rows(
+            "SELECT c.run_id, c.command FROM claudeloop_controls c"
+            " JOIN claudeloop_runs r ON r.run_id = c.run_id WHERE r.holder = :w"
+            " ORDER BY c.run_id",
+            w=worker,
+        )
+        return [(str(row[0]), str(row[1])) for row in rows]
+
+    def delivered(self, run_id: str, command: str) -> None:
+        """The command reached the run (one asked since stays)."""
+        self._change(
+            "DELETE FROM claudeloop_controls WHERE run_id = :r AND command = :c",
+            r=run_id,
+            c=command,
+        )
+
+    # The capacity board (PostgreSQL), read only
+
+    def capacity(self) -> list[Sighting]:
+        """Each account's last sighting on the capacity board; none on SQLite (its
+        board is a file on each machine)."""
+        if self.kind != "postgresql":
+            return []
+        rows = self._rows(
+            "SELECT account, standing, at, source, writer, signals FROM claudeloop_capacity"
+            " ORDER BY account"
+        )
+        sightings = []
+        for account, standing, at, source, writer, signals in rows:
+            resets = signals.get("resets_at") if isinstance(signals, dict) else None
+            sightings.append(
+                Sighting(
+                    str(account),
+                    str(standing),
+                    at.astimezone(UTC).isoformat() if hasattr(at, "astimezone") else str(at),
+                    str(source),
+                    str(writer),
+                    str(resets) if resets else None,
+                )
+            )
+        return sightings

@@ -196,6 +196,13 @@ def runs(engine: Engine) -> list[QueuedRun]:
         return [_queued_run(status) for status in statuses]
 
 
+def find(engine: Engine, run_id: str) -> QueuedRun | None:
+    """The run of the queue with this id; None when there is none (the schema exists)."""
+    with _client(engine) as client:
+        found = client.list_workflows(workflow_ids=[run_id], name=WORKFLOW, load_output=True)
+        return _queued_run(found[0]) if found else None
+
+
 def cancel(engine: Engine, run_id: str) -> QueuedRun | None:
     """Cancel the run: queued, it never starts; running, its worker stops it at the next
     safe point. Returns the run as it was, None when there is no such run."""

@@ -62,6 +62,7 @@ from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.shared_capacity.board import FLEET_BOARD_VARIABLE
+from claudeloop.domain.loop import ControlCommand
 
 T = TypeVar("T")
 STOPPED_EXIT = 130
@@ -201,6 +202,7 @@ class Drivers:
         self._child_env = {**environ, LEASE_VARIABLE: str(settings.lease_file)}
         self._lock = threading.Lock()
         self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.places: dict[str, Path] = {}  # each running run's directory
         self.cancelled: set[str] = set()
         self.stopping = threading.Event()
 
@@ -262,6 +264,7 @@ class Drivers:
                     self._say(f"run {run_id}: cannot start in {cwd}: {error.strerror}")
                     return USAGE_EXIT
                 self.children[run_id] = child
+                self.places[run_id] = runs_root(cwd) / run_id
         if child is None:
             self._hold()
         self._say(f"run {run_id}: {command[3]} in {cwd} (pid {child.pid})")
@@ -280,6 +283,7 @@ class Drivers:
             self._push(run_id, cwd)
         with self._lock:
             self.children.pop(run_id, None)
+            self.places.pop(run_id, None)
         return code
 
     def _turns(self, cwd: Path, run_id: str) -> object:
@@ -395,6 +399,28 @@ class Drivers:
                 self.cancelled.add(run_id)
                 self._say(f"run {run_id}: cancelled; stopping it at a safe point")
                 _signal(child, signal.SIGTERM)
+
+    def deliver(self, asked: list[tuple[str, str]], delivered: Callable[[str, str], None]) -> None:
+        """Write each command asked through the engine (`stop --engine`) into its run's
+        control file, as a local `claudeloop stop` does; the run reads it at its next
+        safe point. A run whose child has not started yet gets it once it has."""
+        for run_id, asked_for in asked:
+            with self._lock:
+                place = self.places.get(run_id)
+            if place is None:
+                continue
+            try:
+                command = ControlCommand(asked_for)
+            except ValueError:  # a command of a newer claudeloop: not this one's to say
+                delivered(run_id, asked_for)
+                continue
+            try:
+                RunDirectory(place).send(command)
+            except OSError as error:
+                self._say(f"run {run_id}: cannot pass {asked_for} on: {error.strerror}")
+                continue
+            delivered(run_id, asked_for)
+            self._say(f"run {run_id}: asked to {asked_for} through the engine")
 
     def running(self) -> list[str]:
         with self._lock:
@@ -572,6 +598,9 @@ def _until_stopped(
                 continue
             if status is not None and status.status == "CANCELLED":
                 drivers.cancel(run_id)
+        if drivers.running():
+            with contextlib.suppress(Exception):  # the database away: ask again next time
+                drivers.deliver(leases.asked_of(settings.executor_id), leases.delivered)
     while drivers.running():  # each child stops at its safe point, a turn may be long
         if not heart.beat():  # the children keep their lease until then
             return fenced()

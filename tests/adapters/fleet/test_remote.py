@@ -1,0 +1,152 @@
+"""A run of the fleet from any machine, on SQLite and PostgreSQL: its stored record and
+place in the queue by run id, the whole fleet newest first, a stop asked through the
+engine reaching the worker that holds the run, and the capacity board's accounts."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet.engine import Engine, parse_engine
+from claudeloop.adapters.fleet.leases import Leases
+from claudeloop.adapters.fleet.queue import Order, add, init_schema
+from claudeloop.adapters.fleet.remote import ask, fleet, look_up
+from claudeloop.adapters.fleet.worker import Drivers, WorkerSettings
+from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.domain.loop import ControlCommand
+from tests.cli.test_run_directory_commands import waiting_run
+from tests.postgres_server import PostgresServer
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
+    if request.param == "sqlite":
+        chosen = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
+    else:
+        # A database of its own, which set-up creates: DBOS keeps its tables in a schema
+        # of its own name, whatever the search path.
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        base = server.dsn.rsplit("/", 1)[0]
+        chosen = parse_engine(f"{base}/fleet_{uuid.uuid4().hex[:12]}", "test")
+    init_schema(chosen)
+    return chosen
+
+
+@pytest.fixture
+def leases(engine: Engine) -> Iterator[Leases]:
+    made = Leases(engine)
+    made.ensure_schema()
+    yield made
+    made.close()
+
+
+def queued(engine: Engine, run_id: str, cwd: Path) -> None:
+    add(engine, run_id, Order(str(cwd), ["PLAN.md"], account="0123456789abcdef"))
+
+
+def test_a_run_is_found_by_id_with_its_record_and_worker_and_the_fleet_lists_it(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    queued(engine, "r1", tmp_path)
+    queued(engine, "r2", tmp_path)
+    directory = waiting_run(tmp_path / "machine-a", "r1")
+    leases.start("w1")
+    epoch = leases.claim("r1", "w1")
+    record = travel.pack_record(directory.path)
+    leases.store("r1", epoch, "w1", phase="waiting", record=record, transcript=None)
+
+    found = look_up(engine, "r1")
+    assert found is not None
+    assert (found.worker, found.state) == ("w1", "queued")
+    unpacked = found.unpack(tmp_path / "elsewhere")
+    assert unpacked is not None
+    state = json.loads((unpacked / "state.json").read_text())
+    assert state["state"]["phase"] == "waiting"
+    assert "wait.started" in (unpacked / "events.jsonl").read_text()
+
+    never_started = look_up(engine, "r2")
+    assert never_started is not None
+    assert never_started.stored is None
+    assert never_started.unpack(tmp_path / "elsewhere") is None
+    assert look_up(engine, "nope") is None
+
+    listed, _ = fleet(engine)
+    assert [run.run_id for run in listed] == ["r2", "r1"]  # newest first
+    assert listed[1].stored is not None
+    assert listed[1].stored.record == record
+
+
+def test_a_stop_asked_reaches_the_worker_holding_the_run_and_is_gone_once_delivered(
+    engine: Engine, leases: Leases
+) -> None:
+    for worker in ("w1", "w2"):
+        leases.start(worker)
+    leases.claim("r1", "w1")
+    ask(engine, "r1", "stop")
+    assert leases.asked_of("w2") == []
+    assert leases.asked_of("w1") == [("r1", "stop")]
+    ask(engine, "r1", "wind-down")  # the last asked counts
+    leases.delivered("r1", "stop")  # one delivered before: the newer stays
+    assert leases.asked_of("w1") == [("r1", "wind-down")]
+    leases.let_go("w1")
+    leases.take_over("w1", "w2", 3_600_000)
+    leases.claim("r1", "w2")  # taken over before it was delivered: the new holder's
+    assert leases.asked_of("w2") == [("r1", "wind-down")]
+    leases.delivered("r1", "wind-down")
+    assert leases.asked_of("w2") == []
+
+
+def test_the_worker_writes_a_command_asked_into_the_control_file_of_a_run_it_drives(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    said: list[str] = []
+    settings = WorkerSettings(engine, 1, 1, "w1", tmp_path)
+    drivers = Drivers(said.append, {}, settings, leases)
+    here = waiting_run(tmp_path / "app", "r1")
+    drivers.places["r1"] = here.path
+    delivered: list[tuple[str, str]] = []
+    drivers.deliver(
+        [("r1", "stop"), ("r2", "stop")], lambda run, command: delivered.append((run, command))
+    )
+    assert RunDirectory(here.path).pending() is ControlCommand.STOP
+    assert delivered == [("r1", "stop")]  # r2's child has not started here: it waits
+    assert said == ["run r1: asked to stop through the engine"]
+
+
+def test_the_capacity_board_is_read_on_postgresql_and_is_none_on_sqlite(
+    engine: Engine, leases: Leases
+) -> None:
+    if engine.kind == "sqlite":
+        assert leases.capacity() == []
+        return
+    from datetime import UTC, datetime, timedelta
+
+    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
+    from claudeloop.domain.signals import TurnSignals
+
+    board = PostgresCapacityBoard(engine.url, "0123456789abcdef")
+    resets = datetime.now(UTC) + timedelta(hours=1)
+    try:
+        board.publish(
+            signals=TurnSignals(rate_limit_status="rejected", resets_at=resets),
+            standing="closed",
+            source="probe",
+            writer="w1",
+            now=datetime.now(UTC),
+        )
+    finally:
+        board.close()
+    (sighting,) = leases.capacity()
+    assert (sighting.account, sighting.standing, sighting.source) == (
+        "0123456789abcdef",
+        "closed",
+        "probe",
+    )
+    assert sighting.resets_at is not None
+    assert abs(datetime.fromisoformat(sighting.resets_at) - resets) < timedelta(seconds=1)
+    assert datetime.fromisoformat(sighting.at).utcoffset() == timedelta(0)
