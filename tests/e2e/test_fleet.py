@@ -189,6 +189,9 @@ def stop(worker: subprocess.Popen[str]) -> int:
 
 
 @pytest.mark.scenario("one_step")
+# A worker's slots are its own, not the engine's: one engine proves them (both engines
+# run the three-worker case below, which limits an account across workers).
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_one_worker_with_two_slots_finishes_three_runs_never_more_than_two_at_once(
     fleet: Fleet,
 ) -> None:
@@ -238,6 +241,10 @@ def test_one_account_runs_one_at_a_time_by_default_with_slots_to_spare(fleet: Fl
 
 
 @pytest.mark.scenario("stall_at_2")
+# The same machine's worker started again; the takeover by another machine after kill -9
+# runs on both engines in test_fleet_takeover.py. PostgreSQL is where the first worker
+# races `queue add` to create the database itself.
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
 def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
     fleet: Fleet,
 ) -> None:
