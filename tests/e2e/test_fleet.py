@@ -302,7 +302,8 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
     seen = fleet.claudeloop_on(other, elsewhere, "status", "--run-id", stopped_id, "--json")
     assert seen.returncode == 0, seen.stderr
     shown = json.loads(seen.stdout)
-    assert (shown["phase"], shown["state"]) == ("waiting", "running")
+    # Waiting for the window, between probes or in one (a probe may be out as it looks).
+    assert (shown["phase"], shown["state"]) in {("waiting", "running"), ("probing", "running")}
     assert shown["worker"] == fleet.runs()[stopped_id]["worker"]
     asked = fleet.claudeloop_on(other, elsewhere, "stop", "--run-id", stopped_id)
     assert asked.returncode == 0, asked.stderr
