@@ -43,7 +43,10 @@ _TOKEN_SHAPES = re.compile(
     re.IGNORECASE,
 )
 # scheme://user:PASSWORD@host: the password, whatever its length, in any text.
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@]*:)([^\s/@]+)(@)")
+# The scheme is bounded (the longest real ones, `postgresql+psycopg`, are under 32): an
+# unbounded one scans every run of letters to its end from each of its letters, and a
+# check printing long lines was redacted at under 1 MB/s.
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s/:@]*:)([^\s/@]+)(@)")
 # ?token=...&api_key=...: a query parameter whose name says it is a secret.
 _SECRET_PARAMETER = re.compile(r"[?&;]([A-Za-z0-9_\-]+)=([^&#;\s]+)")
 MASK = "[redacted]"
@@ -112,7 +115,8 @@ class Redactor:
     def text(self, value: str) -> str:
         for secret in self._secrets:
             value = value.replace(secret, MASK)
-        value = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<3>", value)
+        if "://" in value:
+            value = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<3>", value)
         return _TOKEN_SHAPES.sub(MASK, value)
 
     def data(self, value: Any) -> Any:
