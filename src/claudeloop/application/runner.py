@@ -319,20 +319,7 @@ class Runner:
         record, cost = _with_session(record, outcome)
         # Everything said of the turn is said once the record holding it is saved.
         announce: list[Announcement] = []
-        self._note_guess(outcome.guessed_models, outcome.guessed_cost_usd, announce)
-        capacity = self._capacity(record, outcome.signals, announce)
-        verdict = evaluate(
-            outcome.structured,
-            final_text=outcome.final_text,
-            prompt=prompt,
-            marker=spec.done_marker,
-            marker_fallback=spec.marker_fallback,
-        )
-        error = (
-            first_line(outcome.signals.result_text, longest=300, empty="no detail")
-            if outcome.signals.is_error
-            else None
-        )
+        capacity, verdict, error = self._read(record, outcome, prompt, announce)
         answered = isinstance(capacity, Available) or is_pause(capacity)
         seen: Answered | None = None
         plan_said: list[Announcement] = []  # said after the turn's own events
@@ -431,20 +418,7 @@ class Runner:
                 record, decide_on_failure(record.state, failed.reason), announce=[failed]
             )
         announce: list[Announcement] = []
-        self._note_guess(outcome.guessed_models, outcome.guessed_cost_usd, announce)
-        capacity = self._capacity(record, outcome.signals, announce)
-        verdict = evaluate(
-            outcome.structured,
-            final_text=outcome.final_text,
-            prompt=prompt,
-            marker=spec.done_marker,
-            marker_fallback=spec.marker_fallback,
-        )
-        error = (
-            first_line(outcome.signals.result_text, longest=300, empty="no detail")
-            if outcome.signals.is_error
-            else None
-        )
+        capacity, verdict, error = self._read(record, outcome, prompt, announce)
         cost = outcome.cost_usd if outcome.billed else 0.0
         transition = decide_after_review(
             record.state,
@@ -486,6 +460,27 @@ class Runner:
 
     def _fingerprint(self) -> str | None:
         return self.tree.fingerprint() if self.tree is not None else None
+
+    def _read(
+        self, record: RunRecord, outcome: TurnOutcome, prompt: str, announce: list[Announcement]
+    ) -> tuple[CapacityState, CompletionVerdict, str | None]:
+        """What a turn's or a review's outcome says: the capacity it met, its verdict, and
+        the error it ended in (None: none)."""
+        self._note_guess(outcome.guessed_models, outcome.guessed_cost_usd, announce)
+        capacity = self._capacity(record, outcome.signals, announce)
+        verdict = evaluate(
+            outcome.structured,
+            final_text=outcome.final_text,
+            prompt=prompt,
+            marker=record.spec.done_marker,
+            marker_fallback=record.spec.marker_fallback,
+        )
+        error = (
+            first_line(outcome.signals.result_text, longest=300, empty="no detail")
+            if outcome.signals.is_error
+            else None
+        )
+        return capacity, verdict, error
 
     def _capacity(
         self, record: RunRecord, signals: TurnSignals, announce: list[Announcement]
