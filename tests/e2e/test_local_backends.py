@@ -246,9 +246,9 @@ def test_doctor_passes_on_the_inherited_environment(rehearsal: Rehearsal) -> Non
 
 
 @pytest.mark.scenario("auth_from_start")
-def test_doctor_exits_1_when_the_credentials_are_refused(rehearsal: Rehearsal) -> None:
+def test_doctor_exits_77_when_the_credentials_are_refused(rehearsal: Rehearsal) -> None:
     code, checks, _ = doctor(rehearsal)
-    assert code == 1
+    assert code == 77  # what a run into the same refusal ends with
     assert checks["credentials"]["status"] == "ok"  # present; the service refuses them
     assert checks["model"] == {
         "name": "model",
@@ -257,6 +257,15 @@ def test_doctor_exits_1_when_the_credentials_are_refused(rehearsal: Rehearsal) -
         "fix": "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or "
         "ANTHROPIC_API_KEY",
     }
+
+
+@pytest.mark.scenario("one_step")
+def test_doctor_exits_77_when_there_are_no_credentials_at_all(rehearsal: Rehearsal) -> None:
+    del rehearsal.env["CLAUDE_CODE_OAUTH_TOKEN"]
+    code, checks, _ = doctor(rehearsal, "--no-probe")
+    assert code == 77
+    assert checks["credentials"]["status"] == "fail"
+    assert checks["backend"]["status"] == "ok"
 
 
 # A LiteLLM proxy, as one (1.108) answered in front of this rehearsal: the gates replay
@@ -393,7 +402,7 @@ def test_doctor_fails_a_key_the_proxy_refuses_naming_the_variable(
 ) -> None:
     write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
     code, checks, _ = doctor(with_key(rehearsal), "--profile", "local")
-    assert code == 1
+    assert code == 77
     assert checks["model"] == {
         "name": "model",
         "status": "fail",

@@ -3,8 +3,9 @@ fix when it fails.
 
 Exit 0 when every check passes (a closed usage window is a warning, not a failure),
 78 when the backend or the model is misconfigured (unreachable, model missing, ...),
+77 when there are no credentials or they are refused (the code a run ends with then),
 2 when a configuration file or variable is invalid, 1 for anything else (no Claude
-Code CLI, no credentials, refused credentials, a run directory that cannot be written).
+Code CLI, credits out, a run directory that cannot be written).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
     _run_directory_check(checks, directory)
     failed = [check for check in checks if check.status == "fail"]
     codes = {check.exit_code for check in failed}
-    exit_code = 2 if 2 in codes else 78 if 78 in codes else 1 if failed else 0
+    exit_code = next((code for code in (2, 78, 77) if code in codes), 1 if failed else 0)
     if as_json:
         print_json(
             {
@@ -254,6 +255,7 @@ def _credentials_check(checks: list[Check], backend: BackendProfile) -> None:
                 f"no login in {config_dir}",
                 "log in with `claude` (/login), or set CLAUDE_CODE_OAUTH_TOKEN "
                 "(`claude setup-token`) or ANTHROPIC_API_KEY",
+                77,
             )
         )
 
@@ -359,6 +361,7 @@ def _model_check(
                 "the credentials were refused "
                 + ("(401)" if signals.api_error_status == 401 else f"({detail})"),
                 auth_fix(backend),
+                77,
             )
         case CreditsExhausted():
             return Check(

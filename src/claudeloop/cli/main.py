@@ -581,7 +581,8 @@ Examples:
   claudeloop doctor --no-probe --json
 
 Exit codes: 0 every check passed · 78 the backend or the model is misconfigured ·
-2 a configuration file or variable is invalid · 1 anything else failed.
+77 no credentials, or they were refused · 2 a configuration file or variable is
+invalid · 1 anything else failed.
 """
 )
 @click.option(
