@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -23,6 +23,9 @@ from claudeloop.cli.params import (
     POSITIVE_INT,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
+
+if TYPE_CHECKING:
+    from claudeloop.domain.loop import ControlCommand
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -500,15 +503,7 @@ def stop(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool
     """Stop the live run at the next safe point (at once during a wait); it exits 130."""
     from claudeloop.domain.loop import ControlCommand
 
-    if _in_fleet(engine, cwd, run_id, listed=False):
-        from claudeloop.cli import fleet
-
-        assert run_id is not None
-        fleet.remote_control(engine or "", run_id, ControlCommand.STOP, as_json)
-        return
-    from claudeloop.cli import inspect
-
-    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.STOP, as_json=as_json)
+    _control(ControlCommand.STOP, cwd=cwd, run_id=run_id, engine=engine, as_json=as_json)
 
 
 @cli.command(
@@ -526,15 +521,27 @@ def wind_down(cwd: Path | None, run_id: str | None, engine: str | None, as_json:
     """Finish the current turn, write the handoff summary, exit 75."""
     from claudeloop.domain.loop import ControlCommand
 
+    _control(ControlCommand.WIND_DOWN, cwd=cwd, run_id=run_id, engine=engine, as_json=as_json)
+
+
+def _control(
+    command: ControlCommand,
+    *,
+    cwd: Path | None,
+    run_id: str | None,
+    engine: str | None,
+    as_json: bool,
+) -> None:
+    """Hands `stop` or `wind-down` to the run's worker in a fleet, else to its directory."""
     if _in_fleet(engine, cwd, run_id, listed=False):
         from claudeloop.cli import fleet
 
         assert run_id is not None
-        fleet.remote_control(engine or "", run_id, ControlCommand.WIND_DOWN, as_json)
+        fleet.remote_control(engine or "", run_id, command, as_json)
         return
     from claudeloop.cli import inspect
 
-    inspect.control(cwd=cwd, run_id=run_id, command=ControlCommand.WIND_DOWN, as_json=as_json)
+    inspect.control(cwd=cwd, run_id=run_id, command=command, as_json=as_json)
 
 
 @cli.group(
