@@ -110,8 +110,9 @@ built-in scenarios:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m claudeloop.rehearsal",
-        description="Serve a scripted Anthropic Messages API on 127.0.0.1 that plays a "
-        "model and the failures of the real service. Point Claude Code at it with "
+        # Raw, for the scenario table below; so the lines are broken here.
+        description="Serve a scripted Anthropic Messages API on 127.0.0.1 that plays a model\n"
+        "and the failures of the real service. Point Claude Code at it with\n"
         "ANTHROPIC_BASE_URL.",
         epilog=FORMAT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
