@@ -6,7 +6,8 @@ database's."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import anyio
 from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
 from claudeloop.adapters.shared_capacity.sharing_gateway import woken
 from claudeloop.adapters.system_clock import WallClockSleeper
-from claudeloop.application.ports import CapacityBoard, Sighting
+from claudeloop.application.ports import CapacityBoard, Sighting, Sleeper
 from claudeloop.domain.capacity import Available
 from claudeloop.domain.classify import classify
 from tests.adapters.shared_capacity.test_sharing_gateway import (
@@ -71,6 +72,23 @@ def sharing(board: CapacityBoard, inner: FakeInner, clock: Clock) -> SharedCapac
     return SharedCapacityGateway(inner, board, policy=POLICY, now=clock, poll=0.01)
 
 
+@asynccontextmanager
+async def waiting_an_hour(
+    sleeper: Sleeper, endless: Endless, clock: Clock, woke: list[bool]
+) -> AsyncIterator[None]:
+    """`sleeper` sleeps until an hour from now in the background; the body runs once
+    the wait has begun, and the block ends with the wait (30 s at the most)."""
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+
+            async def wait() -> None:
+                woke.append(await sleeper.sleep_until(clock() + HOUR))
+
+            group.start_soon(wait)
+            await endless.entered.wait()
+            yield
+
+
 def test_a_wait_ends_when_another_loop_finds_capacity_open_and_its_result_is_taken(
     tmp_path: Path,
 ) -> None:
@@ -85,17 +103,9 @@ def test_a_wait_ends_when_another_loop_finds_capacity_open_and_its_result_is_tak
     async def main() -> None:
         refused = await waiter.run_turn("go", session_id=None)  # the window closes
         assert refused.signals.is_error
-        with anyio.fail_after(30):
-            async with anyio.create_task_group() as group:
-
-                async def wait() -> None:
-                    sleeper = woken(waiter, endless)
-                    woke.append(await sleeper.sleep_until(clock() + HOUR))
-
-                group.start_soon(wait)
-                await endless.entered.wait()
-                clock.advance(minutes=6)  # the waiter's record is no news by now
-                await prober.probe()  # finds it open
+        async with waiting_an_hour(woken(waiter, endless), endless, clock, woke):
+            clock.advance(minutes=6)  # the waiter's record is no news by now
+            await prober.probe()  # finds it open
         probe = await waiter.probe()
         assert classify(probe.signals) == Available()
         await waiter.run_turn("go on", session_id="s1")
@@ -121,24 +131,16 @@ def test_news_of_a_closed_window_or_of_the_loops_own_does_not_end_the_wait(
 
     async def main() -> None:
         await waiter.run_turn("go", session_id=None)
-        with anyio.fail_after(30):
-            async with anyio.create_task_group() as group:
-
-                async def wait() -> None:
-                    sleeper = waiter.waking(endless, watch=0.05)
-                    woke.append(await sleeper.sleep_until(clock() + HOUR))
-
-                group.start_soon(wait)
-                await endless.entered.wait()
-                clock.advance(minutes=6)
-                await prober.probe()  # still closed: seq 2
-                board.publish(  # the waiter's own word that it is open: seq 3
-                    signals=OPEN, standing="open", source="turn", writer=waiter.writer, now=clock()
-                )
-                while 3 not in board.heard:
-                    await anyio.sleep(0.01)
-                assert woke == []
-                endless.ended.set()  # a control command ends it
+        async with waiting_an_hour(waiter.waking(endless, watch=0.05), endless, clock, woke):
+            clock.advance(minutes=6)
+            await prober.probe()  # still closed: seq 2
+            board.publish(  # the waiter's own word that it is open: seq 3
+                signals=OPEN, standing="open", source="turn", writer=waiter.writer, now=clock()
+            )
+            while 3 not in board.heard:
+                await anyio.sleep(0.01)
+            assert woke == []
+            endless.ended.set()  # a control command ends it
 
     anyio.run(main)
     assert prober_inner.probes == 1
@@ -158,21 +160,13 @@ def test_a_pause_before_the_wall_is_not_ended_by_another_loops_news(tmp_path: Pa
 
     async def main() -> None:
         await waiter.run_turn("go", session_id=None)
-        with anyio.fail_after(30):
-            async with anyio.create_task_group() as group:
-
-                async def wait() -> None:
-                    sleeper = waiter.waking(endless, watch=0.05)
-                    woke.append(await sleeper.sleep_until(clock() + HOUR))
-
-                group.start_soon(wait)
-                await endless.entered.wait()
-                clock.advance(minutes=6)
-                await prober.probe()  # open: seq 2
-                while 2 not in board.heard:
-                    await anyio.sleep(0.01)
-                assert woke == []
-                endless.ended.set()
+        async with waiting_an_hour(waiter.waking(endless, watch=0.05), endless, clock, woke):
+            clock.advance(minutes=6)
+            await prober.probe()  # open: seq 2
+            while 2 not in board.heard:
+                await anyio.sleep(0.01)
+            assert woke == []
+            endless.ended.set()
 
     anyio.run(main)
     assert woke == [False]
