@@ -90,3 +90,29 @@ def test_a_worker_that_dies_after_winning_a_takeover_passes_those_runs_on_too(
     leases.let_go("w2")  # died before DBOS recovered w1's runs
     assert leases.take_over("w2", "w3", LONG) == ["w2", "w1"]
     assert leases.claim("r1", "w3") > run
+
+
+def test_setting_up_a_fresh_sqlite_file_while_another_process_writes_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    # The first `queue add`s of a fleet race to set the file up; SQLite refuses the
+    # switch to write-ahead logging at once while another connection writes.
+    import sqlite3
+
+    path = tmp_path / "fleet.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE dbos_migrations (version INTEGER NOT NULL PRIMARY KEY)")
+    committing = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    committing.start()
+    leases = Leases(parse_engine(f"sqlite:///{path}", "test"))
+    try:
+        leases.ensure_schema()
+        leases.start("w1")
+        assert leases.beat("w1") is True  # the tables are there and written
+    finally:
+        committing.join()
+        leases.close()
+        other.close()
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()
+    assert mode == ("wal",)

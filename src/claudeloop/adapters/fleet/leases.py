@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 _SCHEMA_LOCK = 0x636C6F6F70_02  # pg_advisory_lock key of this set-up ("cloop", 2)
 _BUSY_SECONDS = 30  # SQLite: how long a writer waits for another's lock
+_RETRY_SECONDS = 0.05  # SQLite: between tries of what gets no busy wait
 _IDLE_IN_TRANSACTION_MS = 2000
 
 
@@ -109,15 +110,33 @@ class Leases:
         """Create both tables; safe to repeat and to race (IF NOT EXISTS under the
         database's lock: SQLite's writer lock, an advisory lock on PostgreSQL)."""
         if self.kind == "sqlite":
-            # Write-ahead logging: a reader never holds up a writer, so a worker paused
-            # while it reads stops no other (one paused while it writes still does).
-            with self._db.connect() as c:
-                c.exec_driver_sql("PRAGMA journal_mode=WAL")
+            self._write_ahead_logging()
         with self._db.begin() as c:
             if self.kind == "postgresql":
                 c.execute(self._sa.text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))
             for statement in _tables(self.kind):
                 c.execute(self._sa.text(statement))
+
+    def _write_ahead_logging(self) -> None:
+        """SQLite in write-ahead logging: a reader never holds up a writer, so a worker
+        paused while it reads stops no other (one paused while it writes still does).
+
+        The switch is made once, on a fresh file, and needs the file to itself: while
+        another process writes (the first `queue add`s of a fleet race to set it up),
+        SQLite refuses it at once, without waiting out the busy timeout. So it is
+        tried again until the file is free, as long as a writer would wait."""
+        import time
+
+        deadline = time.monotonic() + _BUSY_SECONDS
+        while True:
+            try:
+                with self._db.connect() as c:
+                    c.exec_driver_sql("PRAGMA journal_mode=WAL")
+                return
+            except self._sa.exc.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+            time.sleep(_RETRY_SECONDS)
 
     def _sql(self, statement: str) -> sa.TextClause:
         return self._sa.text(statement.replace(":now", f"({self._now})"))
