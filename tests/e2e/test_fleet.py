@@ -312,6 +312,18 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
     wait_for(lambda: fleet.states([stopped_id]) == ["exit 130"], "the stopped run to end", 60)
     assert run_record(stopped, stopped_id)["state"]["outcome"] == "stopped"
 
+    # Followed from the other machine across the hand-back, to its end on the second worker.
+    followed = elsewhere / "kept-logs.jsonl"
+    logs = ["logs", "-f", "--json", "--run-id", kept_id, "--engine", fleet.engine]
+    with followed.open("w") as out:
+        following = subprocess.Popen(
+            [sys.executable, "-m", "claudeloop", *logs],
+            env=other,
+            cwd=elsewhere,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     first.send_signal(signal.SIGTERM)  # the worker only: it passes the stop on
     assert first.wait(timeout=60) == 130
     assert run_record(kept, kept_id)["state"]["outcome"] == "stopped"
@@ -325,6 +337,11 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
         wait_for(lambda: fleet.states([kept_id]) == ["done"], "the queue to say so", 30)
     finally:
         stop(second)
+    _, err = following.communicate(timeout=30)  # ended on its own with the run
+    assert following.returncode == 0, err
+    seen_kinds = [json.loads(line)["type"] for line in followed.read_text().splitlines()]
+    assert seen_kinds == kinds_of(kept, kept_id)  # every event once, in order
+    assert seen_kinds.count("run.finished") == 2  # stopped on the first worker, done on the second
     after = run_record(kept, kept_id)
     assert after["state"]["outcome"] == "done"
     assert after["session_id"] == session

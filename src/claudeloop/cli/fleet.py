@@ -589,12 +589,15 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
                 if stored is not None and stored.record is not None:
                     unpack_record(stored.record, directory.path)
                     offset = print_events(directory, offset, as_json=as_json)
-                ended = stored is not None and stored.phase in ("complete", "failed")
-                if not follow or ended or state not in ("queued", "running"):
+                if not follow or state not in ("queued", "running"):
                     return
                 time.sleep(1)  # a worker stores the record as it changes
                 stored = leases.stored(run_id)
-                if polls % 10 == 0:  # cancelled before it started: nothing more to come
+                # A record that says the run ended may be one handed back by a stopping
+                # worker, for another to resume: only the queue says it is over. It is
+                # also asked now and then, for a run cancelled before it started.
+                ended = stored is not None and stored.phase in ("complete", "failed")
+                if ended or polls % 10 == 0:
                     queued = find(chosen, run_id)
                     state = queued.state if queued else state
 
