@@ -148,9 +148,10 @@ def test_stop_and_wind_down_of_an_ended_run_say_it_has_ended(
         assert_one_line_error(result, "run later has ended (cancelled)", "nothing to")
 
 
-def test_logs_follow_prints_each_event_once_until_the_stored_record_has_ended(
+def test_logs_follow_prints_each_event_once_and_follows_until_the_queue_says_it_ended(
     claudeloop: Invoke, engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from claudeloop.adapters.fleet.queue import cancel
     from claudeloop.adapters.run_directory import RunDirectory
 
     directory = RunDirectory(tmp_path / "machine-a" / ".claudeloop" / "runs" / RUN_ID)
@@ -158,8 +159,8 @@ def test_logs_follow_prints_each_event_once_until_the_stored_record_has_ended(
     def finish() -> None:  # the worker stores the record once more: the run ended
         with directory.events_path.open("a") as handle:
             finished: dict[str, object] = {"ts": "2026-12-01T10:00:00+00:00", "run_id": RUN_ID}
-            finished |= {"type": "run.finished", "outcome": "done", "exit_code": 0}
-            handle.write(json.dumps(finished | {"reason": "done"}) + "\n")
+            finished |= {"type": "run.finished", "outcome": "stopped", "exit_code": 130}
+            handle.write(json.dumps(finished | {"reason": "stopped"}) + "\n")
         state = json.loads(directory.state_path.read_text())
         state["state"]["phase"] = "complete"
         directory.state_path.write_text(json.dumps(state))
@@ -173,15 +174,18 @@ def test_logs_follow_prints_each_event_once_until_the_stored_record_has_ended(
 
     sleeps: list[float] = []
 
-    def sleep(seconds: float) -> None:  # while `logs -f` waits, its worker stores once more
+    def sleep(seconds: float) -> None:  # while `logs -f` waits, the fleet moves on
         sleeps.append(seconds)
         if len(sleeps) == 1:
-            finish()
+            finish()  # a record that says ended, the queue not: handed back, say
+        elif len(sleeps) == 2:
+            cancel(parse_engine(engine, "test"), RUN_ID)  # now the queue says it ended
+        assert len(sleeps) < 5, "still following a run the queue says has ended"
 
     monkeypatch.setattr("time.sleep", sleep)
     shown = claudeloop("logs", "--engine", engine, "--run-id", RUN_ID, "-f", "--json")
-    assert len(sleeps) == 1  # it read the record again, saw the run had ended, and returned
     assert shown.exit_code == 0, shown.err
+    assert len(sleeps) == 2  # on past the ended record, and no further than the queue's end
     kinds = [json.loads(line)["type"] for line in shown.out.splitlines()]
     assert kinds == ["run.started", "wait.started", "run.finished"]
 
