@@ -79,14 +79,10 @@ def test_a_kill_during_a_check_then_resume_runs_it_again_and_sends_no_turn_again
     # The check waits for a file the test writes once the driver is dead.
     check = "sh -c 'while [ ! -f go ]; do sleep 0.1; done'"
     process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", check)
-    events = rehearsal.project / ".claudeloop" / "runs"
+    runs = rehearsal.project / ".claudeloop" / "runs"
+    # The run's directory comes a moment before its event log: only logs that exist.
     wait_for(
-        lambda: (
-            events.is_dir()
-            and any(
-                "verify.started" in (run / "events.jsonl").read_text() for run in events.iterdir()
-            )
-        ),
+        lambda: any("verify.started" in log.read_text() for log in runs.glob("*/events.jsonl")),
         "the check to start",
     )
     kill_hard(process)
