@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from claudeloop.application.summary import result_object
-
 if TYPE_CHECKING:
     from claudeloop.application.records import RunRecord
 
@@ -25,6 +23,9 @@ def print_json(data: object) -> None:
 
 def finish(record: RunRecord, *, as_json: bool) -> NoReturn:
     """End the command with the run's exit code, its result printed first with --json."""
+    # Here, not above: every command imports this module, and --help needs no domain.
+    from claudeloop.application.summary import result_object
+
     result = result_object(record)
     if as_json:
         print_json(result)
