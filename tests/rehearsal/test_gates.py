@@ -397,18 +397,24 @@ def test_lift_also_ends_a_gate_on_a_clock(http: httpx.Client) -> None:
     assert (before, after, nothing) == (529, 200, 0)
 
 
-def test_a_gate_after_seconds_starts_on_the_clock_not_a_turn(http: httpx.Client) -> None:
+def test_a_gate_after_seconds_starts_on_the_clock_not_a_turn() -> None:
+    # The server's clock, faked: a loaded machine cannot make the early request late.
+    from claudeloop.rehearsal.gates import GateSchedule, Timeline
+
     plan = scenario(gated('kind = "overloaded"\nafter_seconds = 0.3\nfor_seconds = 60\n'))
-    with RehearsalServer(plan) as server:
-        early = post(http, server, PROBE)
-        pending = server.state()["gates"][0]
-        time.sleep(0.35)
-        late = post(http, server, PROBE)
-        started = server.state()["gates"][0]
-    assert (early.status_code, late.status_code) == (200, 529)
+    clock = [1000.0]
+    timeline = Timeline(monotonic=lambda: clock[0], wall=lambda: 1_800_000_000.0)
+    gates = GateSchedule(list(plan.gates), timeline)
+    assert gates.answering("probe", None, now=1000.29) is None  # no turn starts it either
+    clock[0] = 1000.29
+    [pending] = gates.snapshot()
+    answered = gates.answering("probe", None, now=1000.35)
+    [started] = gates.snapshot()
+    assert answered is not None
+    assert answered.gate.kind == "overloaded"
     assert (pending["active"], pending["started_at"]) == (False, None)
     assert started["active"] is True
-    assert started["started_at"] < server.state()["requests"][1]["at"]
+    assert started["started_at"] == timeline.iso(1000.3)  # its instant, not the request's
 
 
 def test_for_seconds_zero_fails_exactly_the_request_that_started_it(http: httpx.Client) -> None:
