@@ -335,9 +335,12 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
         fleet.rehearsal.server.lift()
         wait_for(lambda: finished(kept, kept_id), "the run to finish", 120)
         wait_for(lambda: fleet.states([kept_id]) == ["done"], "the queue to say so", 30)
+        _, err = following.communicate(timeout=30)  # ended on its own with the run
     finally:
         stop(second)
-    _, err = following.communicate(timeout=30)  # ended on its own with the run
+        if following.poll() is None:  # the test failed first: no follower left behind
+            following.kill()
+            following.wait(timeout=10)
     assert following.returncode == 0, err
     seen_kinds = [json.loads(line)["type"] for line in followed.read_text().splitlines()]
     assert seen_kinds == kinds_of(kept, kept_id)  # every event once, in order

@@ -92,7 +92,7 @@ def test_a_worker_that_dies_after_winning_a_takeover_passes_those_runs_on_too(
     assert leases.claim("r1", "w3") > run
 
 
-def test_setting_up_a_fresh_sqlite_file_while_another_process_writes_waits_for_it(
+def test_setting_up_a_fresh_sqlite_file_while_another_connection_writes_waits_for_it(
     tmp_path: Path,
 ) -> None:
     # The first `queue add`s of a fleet race to set the file up; SQLite refuses the

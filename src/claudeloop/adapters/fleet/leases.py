@@ -21,6 +21,8 @@ import this module.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
@@ -125,8 +127,6 @@ class Leases:
         another process writes (the first `queue add`s of a fleet race to set it up),
         SQLite refuses it at once, without waiting out the busy timeout. So it is
         tried again until the file is free, as long as a writer would wait."""
-        import time
-
         deadline = time.monotonic() + _BUSY_SECONDS
         while True:
             try:
@@ -134,7 +134,8 @@ class Leases:
                     c.exec_driver_sql("PRAGMA journal_mode=WAL")
                 return
             except self._sa.exc.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
+                busy = getattr(error.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+                if not busy or time.monotonic() > deadline:
                     raise
             time.sleep(_RETRY_SECONDS)
 
