@@ -162,9 +162,12 @@ class Disk:
 
     service: Service
     record: RunRecord | None = None
+    # Every ledger saved, across every drive, in order.
+    ledgers: list[BudgetLedger] = field(default_factory=list)
 
     def save(self, record: RunRecord) -> None:
         self.record = record
+        self.ledgers.append(record.state.ledger)
         if self.service.call():
             raise Killed
 
@@ -188,6 +191,14 @@ def new_record(detours: bool) -> RunRecord:
 def run_with_kills(
     answers: list[Answer], probes: list[bool], kills: list[int], detours: bool
 ) -> tuple[RunRecord, Service, list[dict[str, Any]]]:
+    final, service, events, _ = run_with_kills_on(answers, probes, kills, detours)
+    return final, service, events
+
+
+def run_with_kills_on(
+    answers: list[Answer], probes: list[bool], kills: list[int], detours: bool
+) -> tuple[RunRecord, Service, list[dict[str, Any]], Disk]:
+    """`run_with_kills`, with the disk its records were saved on."""
     clock = FakeClock()
     service = Service(deque(answers), deque(probes), clock)
     disk = Disk(service)
@@ -213,7 +224,7 @@ def run_with_kills(
             return await runner.drive(record, resumed=resumed)
 
         try:
-            return anyio.run(go), service, events.events
+            return anyio.run(go), service, events.events, disk
         except Killed:
             # `claudeloop resume`: the last saved record, or a fresh start when the
             # driver died before saving anything.
@@ -236,7 +247,7 @@ answers = st.lists(st.sampled_from(["work", "work", "window"]), max_size=8)
 def test_the_ledger_equals_what_was_served_across_any_kills_and_resumes(
     answers: list[Answer], probes: list[bool], kills: list[int], detours: bool
 ) -> None:
-    final, served, events = run_with_kills(answers, probes, kills, detours)
+    final, served, events, disk = run_with_kills_on(answers, probes, kills, detours)
     ledger = final.state.ledger
     assert (ledger.turns, ledger.attempts) == (served.turns, served.attempts)
     assert abs(ledger.dollars - served.dollars) < 1e-9
@@ -245,6 +256,11 @@ def test_the_ledger_equals_what_was_served_across_any_kills_and_resumes(
     assert len(finished) == len(set(finished)), f"a turn finished twice: {finished}"
     assert all(1 <= number <= ledger.attempts for number in finished)
     assert final.turn_in_flight is None
+    # No save, of any drive, lowers a counter of the ledger (issue 20, item 1).
+    for before, after in zip(disk.ledgers, disk.ledgers[1:], strict=False):
+        assert after.turns >= before.turns
+        assert after.attempts >= before.attempts
+        assert after.dollars >= before.dollars - 1e-12
 
 
 def test_a_turn_cut_off_by_a_kill_is_said_once_and_sent_again_under_its_number() -> None:

@@ -269,14 +269,19 @@ def _override(values: Mapping[str, Setting], key: str, current: Any) -> Any:
     return values[key].value if key in values else current
 
 
+def refuse_unwritable_run_files(run_files: str | None) -> None:
+    """Refuses a run whose own files cannot be written (`run_files`: why, or None)."""
+    if run_files is not None:
+        raise UsageError(f"cannot write the run's files: {run_files}")
+
+
 def refuse_unwritable(
     spec: RunSpec, *, run_files: str | None, why_not_writable: Callable[[Path], str | None]
 ) -> None:
     """Refuses, before any turn, a run that could not save what it does: its own files
     (`run_files`: why they cannot be written, or None), the files Claude Code edits in
     the working directory, the checkmarks written into the plan."""
-    if run_files is not None:
-        raise UsageError(f"cannot write the run's files: {run_files}")
+    refuse_unwritable_run_files(run_files)
     if spec.permission_mode != "plan" and (problem := why_not_writable(spec.cwd)):
         raise UsageError(
             f"--cwd {problem}, and Claude Code edits files there; fix its permissions or "

@@ -285,11 +285,13 @@ def wire_run(
     notify: NotifyTargets | None = None,
     detours: Callable[[str], Backend] | None = None,
     capacity_dir: Path | None = None,
+    lock: DriverLock | None = None,
 ) -> WiredRun:
     """The run's parts, its lock taken: the event log, the screen and notifications, the
     gateway stack, the runner. `capacity_dir`: where loops on one account share
-    capacity (None: this loop alone)."""
-    lock = _take_lock(directory)
+    capacity (None: this loop alone). `lock`: the run's lock, when the caller took it
+    before it read the record (a resume), else taken here."""
+    lock = lock or take_lock(directory)
     clock = SystemClock()
     directory.clear_control()
     remove_temporaries(directory, record)
@@ -360,7 +362,7 @@ def wire_run(
     )
 
 
-def _take_lock(directory: RunDirectory) -> DriverLock:
+def take_lock(directory: RunDirectory) -> DriverLock:
     """The run's lock, or one line saying why not (a live driver, a planted link)."""
     try:
         return acquire(directory.lock_path)

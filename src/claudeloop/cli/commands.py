@@ -21,10 +21,18 @@ from claudeloop.application.run_spec import (
     new_spec,
     profile_to_resume_with,
     refuse_unwritable,
+    refuse_unwritable_run_files,
     resumed_model,
     resumed_record,
 )
-from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, new_record, wire_run
+from claudeloop.cli.bootstrap import (
+    Backend,
+    backend_for,
+    create_directory,
+    new_record,
+    take_lock,
+    wire_run,
+)
 from claudeloop.cli.configuration import (
     backend_profile,
     configuration,
@@ -42,6 +50,7 @@ if TYPE_CHECKING:
     from claudeloop.adapters.config.loading import Configuration
     from claudeloop.adapters.notify.sender import NotifyTargets
     from claudeloop.adapters.run_directory import RunDirectory
+    from claudeloop.adapters.run_directory.lock import DriverLock
 
 
 def run(
@@ -88,8 +97,24 @@ def resume(
     only when --profile names the new one."""
     cwd = working_directory(options.get("cwd"))
     directory = find_run(cwd, run_id, session_id)
+    # The record is read with the lock held: a driver that ended while this resume
+    # started has saved its last turn by then, so no finished turn is sent again and the
+    # ledger never goes back.
+    refuse_unwritable_run_files(why_not_writable(directory.path))
+    lock = take_lock(directory)
+    try:
+        _resume(directory, lock, backend=backend, options=options)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _resume(
+    directory: RunDirectory, lock: DriverLock, *, backend: Backend | None, options: dict[str, Any]
+) -> None:
+    cwd = working_directory(options.get("cwd"))
     record = load_record(directory)
-    write_missing_summary(directory, record)
+    write_missing_summary(directory, record, locked=True)
     if record.state.outcome is Outcome.DONE:
         click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
         finish(record, as_json=bool(options.get("as_json")))
@@ -114,6 +139,7 @@ def resume(
         notify=notify,
         options=options,
         resumed=started,
+        lock=lock,
     )
 
 
@@ -126,6 +152,7 @@ def _drive(
     notify: NotifyTargets | None,
     options: dict[str, Any],
     resumed: bool,
+    lock: DriverLock | None = None,
 ) -> None:
     as_json = bool(options.get("as_json"))
     ended = drive_run(
@@ -138,6 +165,7 @@ def _drive(
             notify=notify,
             detours=detours(record.spec.cwd),
             capacity_dir=shared_capacity_dir(config),
+            lock=lock,
         ),
         record,
         resumed=resumed,

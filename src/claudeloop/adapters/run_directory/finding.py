@@ -96,12 +96,15 @@ def load_record(directory: RunDirectory) -> RunRecord:
         raise UsageError(f"{directory.state_path}: cannot be read ({error.strerror})") from None
 
 
-def write_missing_summary(directory: RunDirectory, record: RunRecord) -> None:
+def write_missing_summary(
+    directory: RunDirectory, record: RunRecord, *, locked: bool = False
+) -> None:
     """summary.md of a run that ended without one (killed after its last save), written
-    when the run is next looked at; nothing if it cannot be written."""
+    when the run is next looked at; nothing if it cannot be written. `locked`: the caller
+    holds the run's lock, so no driver is about to write it."""
     if not record.state.phase.terminal or directory.summary_path.exists():
         return
-    if live_driver(directory.lock_path) is not None:
+    if not locked and live_driver(directory.lock_path) is not None:
         return  # its driver is about to write it
     with contextlib.suppress(OSError):
         replace(directory, redactor=Redactor.from_environment()).write_summary(record)
