@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.run_directory import RunDirectory
-from claudeloop.adapters.run_directory.lock import DriverLock
+from claudeloop.adapters.run_directory.lock import DriverLock, acquire
 from claudeloop.application.records import RunRecord, RunSpec
-from claudeloop.cli import bootstrap
 from claudeloop.cli.bootstrap import create_directory, new_record
 from claudeloop.domain.loop import Outcome, Phase
 
@@ -42,14 +41,13 @@ def _driver_finishes_while_the_resume_waits(
 ) -> None:
     """The live driver saves its last turn, done, and lets go of the lock just before the
     resume gets it."""
-    take = bootstrap.acquire
 
     def finished_then_taken(lock_path: Path) -> DriverLock:
         ended = _at_turn(directory.load(), 3, phase=Phase.COMPLETE, outcome=Outcome.DONE)
         directory.save(ended)
-        return take(lock_path)
+        return acquire(lock_path)
 
-    monkeypatch.setattr(bootstrap, "acquire", finished_then_taken)
+    monkeypatch.setattr("claudeloop.cli.bootstrap.acquire", finished_then_taken)
 
 
 def test_a_resume_that_waited_for_the_lock_drives_nothing_of_a_run_that_ended_done(
