@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck contracts pytest install bench rehearse docs clean
+.PHONY: test lint typecheck contracts pytest install bench crash-fuzz rehearse docs clean
 
 test: $(STAMP) lint typecheck contracts pytest
 
@@ -46,6 +46,10 @@ $(BENCH_STAMP): $(STAMP)
 # Benchmarks print figures and ratios; they never fail the tests. Results: bench/results/.
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run_all
+
+# Runs killed with SIGKILL at every phase and resumed until done; prints what held.
+crash-fuzz: $(STAMP)
+	$(PY) -m bench.crash_fuzz
 
 # docs/reference/cli.md from the CLI's own --help (tests/docs/test_cli_reference.py fails when stale)
 docs: $(STAMP)
