@@ -31,6 +31,8 @@ def test_sharing_wraps_the_gateway_with_the_accounts_board(tmp_path: Path) -> No
     board = gateway._board
     assert isinstance(board, FileCapacityBoard)
     assert board.path == tmp_path / "capacity" / f"{expected}.json"
+    # Its records name the run, so that the run's own earlier ones never hold it back.
+    assert gateway.run_id == "run-1"
 
 
 def test_without_a_directory_the_gateway_is_left_alone(tmp_path: Path) -> None:

@@ -231,3 +231,82 @@ def test_a_run_beside_a_stuck_holder_of_the_capacity_lock_goes_on_and_answers_si
     (debug,) = rehearsal.project.glob(".claudeloop/runs/*/debug.log")
     assert "going on without sharing this turn's news" in debug.read_text()
     assert not (state / "capacity" / f"{account_key(rehearsal.env, None)}.json").exists()
+
+
+def stopped_while_waiting(rehearsal: Rehearsal) -> None:
+    """A run meets the closed window at turn 2, waits (a probe interval far off), and is
+    stopped with `claudeloop stop`: its driver is gone, its sighting stays on the board."""
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "30s")
+    try:
+        wait_for(
+            lambda: any(e["type"] == "wait.started" for e in events(rehearsal.project)),
+            "the run to wait for the closed window",
+            timeout=90,
+        )
+        stop = rehearsal.claudeloop("stop")
+        assert stop.exit_code == 0, stop.stderr
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+    assert process.returncode == 130, err
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_a_stopped_run_resumed_after_the_lift_sends_a_turn_at_once(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    rehearsal.env["CLAUDELOOP_STATE_DIR"] = str(tmp_path / "shared-state")
+    stopped_while_waiting(rehearsal)
+    before = len(events(rehearsal.project))
+    rehearsal.server.lift()
+    resumed = rehearsal.claudeloop("resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.result["outcome"] == "done"
+    after = events(rehearsal.project)[before:]
+    types = [event["type"] for event in after]
+    # Its own sighting of the closed window holds it back no more: the first thing the
+    # resumed run does is a turn, sent, not a wait. (A stopped run goes on as if begun
+    # again, with its ledger: its log says run.started.)
+    assert types[:2] == ["run.started", "turn.started"], types
+    assert len({event["run_id"] for event in events(rehearsal.project)}) == 1  # the same run
+    first = next(event for event in after if event["type"] == "turn.finished")
+    assert (first["sent"], first["verdict"]) == (True, "continue"), first
+    assert "wait.started" not in types, types
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_a_run_beside_a_gone_runs_sighting_checks_it_with_one_probe_at_once(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    rehearsal.env["CLAUDELOOP_STATE_DIR"] = str(tmp_path / "shared-state")
+    stopped_while_waiting(rehearsal)
+    rehearsal.server.lift()
+    # A new run of the same account in another directory, after the first's driver is gone.
+    other = tmp_path / "other"
+    other.mkdir()
+    plan = write_plan(other)
+    command = [sys.executable, "-m", "claudeloop", "run", str(plan), *FAST_WAITS]
+    command += ["--window-probe-interval", "30s", "--cwd", str(other), "--json"]
+    finished = subprocess.run(
+        command, env=rehearsal.env, capture_output=True, text=True, timeout=150, check=False
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout)["outcome"] == "done"
+    types = [event["type"] for event in events(other)]
+    assert "wait.started" not in types, types
+    first = next(event for event in events(other) if event["type"] == "turn.finished")
+    assert (first["sent"], first["verdict"]) == (True, "continue"), first
+    # The gone run's closed window was checked by one probe, before the new run's turn.
+    requests = rehearsal.requests()
+    probes = [n for n, r in enumerate(requests) if r["kind"] == "probe"]
+    first_turn = next(
+        n
+        for n, r in enumerate(requests)
+        if r["kind"] == "turn" and r["cwd"] == str(other.resolve())
+    )
+    assert len(probes) == 1, requests
+    assert probes[0] < first_turn

@@ -170,6 +170,12 @@ class Sighting:
     source: Source
     standing: Standing
     signals: TurnSignals
+    # The run that wrote it: a run's own earlier record (a driver of it that was stopped
+    # or crashed) never holds it back. None in a record an older version wrote.
+    run_id: str | None = None
+    # The machine of the process `pid` (a fleet's board spans machines): whether that
+    # process still runs can be told only there. None in a record of an older version.
+    host: str | None = None
 
 
 class ProbeHold(Protocol):
@@ -197,13 +203,20 @@ class CapacityBoard(Protocol):
         source: Source,
         writer: str,
         now: datetime,
+        run_id: str | None = ...,
         unless: Callable[[Sighting | None], bool] = ...,
         patience: float = ...,
     ) -> Sighting | None:
-        """Write the next record (the next sequence number) unless `unless(current)`
-        says the current one is better news; returns what was written. Waits at most
-        `patience` seconds for another writer of the account (0: one attempt), then
-        raises OSError: a stuck writer never holds a loop up."""
+        """Write the next record (the next sequence number), stamped with this process,
+        its machine and `run_id`, unless `unless(current)` says the current one is
+        better news; returns what was written. Waits at most `patience` seconds for
+        another writer of the account (0: one attempt), then raises OSError: a stuck
+        writer never holds a loop up."""
+        ...
+
+    def writer_alive(self, sighting: Sighting) -> bool | None:
+        """Whether the process that wrote `sighting` still runs; None when this board
+        cannot tell (it ran on another machine)."""
         ...
 
     def try_probe_lock(self) -> ProbeHold | None:

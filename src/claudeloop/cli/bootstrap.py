@@ -10,6 +10,7 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
@@ -150,8 +151,11 @@ def make_gateway(
     events: EventSink | None = None,
     *,
     read_only: bool = False,
+    known_at: datetime | None = None,
 ) -> Gateway:
-    """The gateway of the run's turns; `read_only`: of its independent reviews."""
+    """The gateway of the run's turns; `read_only`: of its independent reviews.
+    `known_at`: when the run last asked the service (its last turn's start), so that a
+    shared record older than that is checked, not trusted."""
     # The run directory's control file: a stop ends a turn stuck in the CLI's retries.
     chosen = claude_code(
         backend,
@@ -170,11 +174,17 @@ def make_gateway(
     fleet_board(os.environ)  # shared or not, the CLI never inherits the fleet's URL
     if capacity_dir is None:
         return chosen
-    return _sharing(chosen, directory, spec, backend, capacity_dir)
+    return _sharing(chosen, directory, spec, backend, capacity_dir, known_at=known_at)
 
 
 def _sharing(
-    inner: Gateway, directory: RunDirectory, spec: RunSpec, backend: Backend, capacity_dir: Path
+    inner: Gateway,
+    directory: RunDirectory,
+    spec: RunSpec,
+    backend: Backend,
+    capacity_dir: Path,
+    *,
+    known_at: datetime | None,
 ) -> Gateway:
     """`inner`, sharing what it learns about capacity with the loops on the same account
     (the CLI's environment is ours with the backend's over it) and model."""
@@ -186,7 +196,16 @@ def _sharing(
         capacity_dir, account_key({**os.environ, **backend.env}, spec.model), os.environ
     )
     debug_log = StderrLog(directory.debug_log_path, redactor=directory.redactor)
-    return SharedCapacityGateway(inner, board, policy=spec.wait_policy, note=debug_log.note)
+    # The run id tells this run's own earlier records (a driver stopped or crashed) from
+    # other runs': its own never hold it back.
+    return SharedCapacityGateway(
+        inner,
+        board,
+        run_id=directory.run_id,
+        known_at=known_at,
+        policy=spec.wait_policy,
+        note=debug_log.note,
+    )
 
 
 def _detour_gateways(
@@ -312,7 +331,12 @@ def wire_run(
     sinks: tuple[EventSink, ...] = (log, view) if notifier is None else (log, view, notifier)
     events = RedactedEvents(Tee(*sinks), redactor)
     chosen_gateway = gateway or make_gateway(
-        directory, record.spec, backend, capacity_dir, events=events
+        directory,
+        record.spec,
+        backend,
+        capacity_dir,
+        events=events,
+        known_at=record.last_turn_started_at,
     )
     # A wait shared with the account's other loops ends when one of them finds it open.
     from claudeloop.adapters.shared_capacity.sharing_gateway import woken

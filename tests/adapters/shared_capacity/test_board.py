@@ -4,9 +4,12 @@ What every board does is in test_board_contract.py; here is what only a file can
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -166,3 +169,47 @@ fcntl.flock(descriptor, fcntl.LOCK_EX)
 print("held", flush=True)
 time.sleep(60)
 """
+
+
+def test_a_record_written_before_records_named_their_run_reads_without_one(
+    tmp_path: Path,
+) -> None:
+    # An older claudeloop on the same machine wrote it: no run id, no host. It was
+    # written here, so whether its process runs can still be told.
+    pid = os.getpid()
+    text = json.dumps(
+        {
+            "version": 1,
+            "seq": 4,
+            "at": "2026-11-30T10:00:00+00:00",
+            "pid": pid,
+            "writer": f"{pid}:abcd",
+            "source": "turn",
+            "standing": "closed",
+            "signals": {},
+        }
+    )
+    board = FileCapacityBoard(tmp_path / "capacity", "acct")
+    board.directory.mkdir(parents=True)
+    board.path.write_text(text)
+    read = board.read()
+    assert read is not None
+    assert (read.seq, read.run_id, read.host) == (4, None, None)
+    assert board.writer_alive(read) is True
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert board.writer_alive(replace(read, pid=int(gone.stdout))) is False
+
+
+def test_a_record_naming_its_run_is_still_read_by_a_reader_of_before(tmp_path: Path) -> None:
+    # The run id and host are keys of version 1, which an older reader skips.
+    board = FileCapacityBoard(tmp_path / "capacity", "acct")
+    publish(board)
+    data = json.loads(board.path.read_text())
+    assert data["version"] == 1
+    assert set(data) >= {"seq", "at", "pid", "writer", "source", "standing", "signals"}
+    assert data["host"] == socket.gethostname()

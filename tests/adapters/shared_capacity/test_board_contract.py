@@ -4,6 +4,7 @@ PostgreSQL board of a fleet behave alike wherever the loops can tell."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -278,3 +279,70 @@ def _eventually(attempt: Callable[[], T | None], tries: int = 50) -> T | None:
             return got
         threading.Event().wait(0.1)
     return None
+
+
+def _publish_and_exit(location: Location) -> None:
+    written = open_board(location).publish(
+        signals=CLOSED, standing="closed", source="turn", writer="gone", now=NOW, run_id="run-a"
+    )
+    assert written is not None
+
+
+def test_a_record_says_which_run_wrote_it_and_whether_its_process_still_runs(
+    location: Location,
+) -> None:
+    board = open_board(location)
+    written = board.publish(
+        signals=CLOSED, standing="closed", source="turn", writer="w", now=NOW, run_id="run-b"
+    )
+    assert written is not None
+    read = board.read()
+    assert read is not None
+    assert (read.run_id, read.writer) == ("run-b", "w")
+    assert board.writer_alive(read) is True  # this very process
+    # A driver that published and is gone: its record says so to whoever reads it.
+    context = multiprocessing.get_context("fork")
+    gone = context.Process(target=_publish_and_exit, args=(location,))
+    gone.start()
+    gone.join(30)
+    assert gone.exitcode == 0
+    left = board.read()
+    assert left is not None
+    assert (left.run_id, left.pid) == ("run-a", gone.pid)
+    assert board.writer_alive(left) is False
+
+
+def test_of_a_process_on_another_machine_nothing_is_known(location: Location) -> None:
+    board = open_board(location)
+    publish(board)
+    read = board.read()
+    assert read is not None
+    elsewhere = replace(read, host="another-machine", pid=2**22 + 12345)
+    assert board.writer_alive(elsewhere) is None
+
+
+def test_a_table_an_older_version_made_gains_who_wrote_a_record(postgres_dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as older:
+        older.execute(
+            "CREATE TABLE claudeloop_capacity (account text PRIMARY KEY, seq bigint NOT NULL,"
+            " at timestamptz NOT NULL, pid integer NOT NULL, writer text NOT NULL,"
+            " source text NOT NULL, standing text NOT NULL, signals jsonb NOT NULL)"
+        )
+        older.execute(
+            "INSERT INTO claudeloop_capacity VALUES ('acct', 7, now(), 4242, '4242:ab',"
+            " 'turn', 'closed', '{}')"
+        )
+    board = open_board(("postgresql", postgres_dsn))
+    before = board.read()
+    assert before is not None
+    # A record of old names no run and no machine: nothing is known of its process.
+    assert (before.seq, before.run_id, before.host) == (7, None, None)
+    assert board.writer_alive(before) is None
+    written = board.publish(
+        signals=CLOSED, standing="closed", source="probe", writer="w", now=NOW, run_id="run-c"
+    )
+    assert written is not None
+    assert (written.seq, written.run_id, written.pid) == (8, "run-c", os.getpid())
+    assert board.writer_alive(written) is True

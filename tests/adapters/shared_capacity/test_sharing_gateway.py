@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import multiprocessing
 import os
 import signal
@@ -13,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -107,14 +108,14 @@ class FakeInner:
         self.closed = True
 
 
-def loop(tmp_path: Path, inner: FakeInner, clock: Clock, **options: float) -> SharedCapacityGateway:
+def loop(tmp_path: Path, inner: FakeInner, clock: Clock, **options: Any) -> SharedCapacityGateway:
     return SharedCapacityGateway(
         inner,
         FileCapacityBoard(tmp_path / "capacity", "acct"),
         policy=POLICY,
         now=clock,
         poll=0.01,
-        **options,  # type: ignore[arg-type]
+        **options,
     )
 
 
@@ -450,7 +451,7 @@ def record_lock_held(tmp_path: Path, *, at_most: float = 15) -> Iterator[None]:
 def test_a_turn_goes_on_without_sharing_when_the_record_stays_locked(tmp_path: Path) -> None:
     lines: list[str] = []
     inner = FakeInner(turn=SILENT)
-    gateway = loop(tmp_path, inner, Clock(), lock_patience=0.05, note=lines.append)  # type: ignore[arg-type]
+    gateway = loop(tmp_path, inner, Clock(), lock_patience=0.05, note=lines.append)
     with record_lock_held(tmp_path):
         outcome = run(lambda: gateway.run_turn("go", session_id="s"))
         assert published(tmp_path) is None
@@ -481,3 +482,126 @@ def test_waiting_for_the_record_lock_leaves_the_loop_free_to_be_stopped(tmp_path
         run(turn_then_stop)
         assert published(tmp_path) is None
     assert cancelled == [True]
+
+
+def _meet_the_window_and_exit(directory: str, run_id: str | None, at: datetime) -> None:
+    """A driver that met the closed window, published it, and is gone (stopped)."""
+    clock = Clock()
+    clock.instant = at
+    gateway = SharedCapacityGateway(
+        FakeInner(turn=SILENT), FileCapacityBoard(Path(directory), "acct"), run_id=run_id, now=clock
+    )
+    run(lambda: gateway.run_turn("go", session_id="a"))
+
+
+def gone_driver_met_the_window(tmp_path: Path, run_id: str | None, at: datetime = START) -> None:
+    context = multiprocessing.get_context("fork")
+    driver = context.Process(
+        target=_meet_the_window_and_exit, args=(str(tmp_path / "capacity"), run_id, at)
+    )
+    driver.start()
+    driver.join(30)
+    assert driver.exitcode == 0
+    assert published(tmp_path) == (1, "turn", "closed")
+
+
+def test_a_resumed_run_sends_its_turn_past_its_own_stopped_drivers_record(
+    tmp_path: Path,
+) -> None:
+    gone_driver_met_the_window(tmp_path, "run-a")
+    clock = Clock()
+    clock.advance(seconds=30)  # well within a probe interval: the record looks fresh
+    inner = FakeInner()
+    resumed = loop(tmp_path, inner, clock, run_id="run-a")
+    outcome = run(lambda: resumed.run_turn("go on", session_id="a"))
+    assert (inner.probes, inner.prompts) == (0, [("go on", "a")])
+    assert outcome.sent is True
+    assert published(tmp_path) == (2, "turn", "open")
+
+
+def test_a_runs_own_record_from_a_live_driver_of_before_holds_nothing_back(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    run(
+        lambda: loop(tmp_path, FakeInner(turn=SILENT), clock, run_id="run-a").run_turn(
+            "go", session_id="a"
+        )
+    )
+    clock.advance(seconds=30)
+    inner = FakeInner()
+    again = loop(tmp_path, inner, clock, run_id="run-a")
+    run(lambda: again.run_turn("go on", session_id="a"))
+    assert (inner.probes, len(inner.prompts)) == (0, 1)
+    # Nor is it taken as the answer of a probe: the run asks the service itself.
+    probe = run(loop(tmp_path, inner, clock, run_id="run-a").probe)
+    assert inner.probes == 1
+    assert classify(probe.signals) == Available()
+
+
+@pytest.mark.parametrize("probe_finds", [OPEN, SILENT])
+def test_another_runs_record_whose_process_is_gone_is_checked_with_one_probe_at_once(
+    tmp_path: Path, probe_finds: TurnSignals
+) -> None:
+    gone_driver_met_the_window(tmp_path, "run-a")
+    clock = Clock()
+    clock.advance(seconds=30)
+    inner = FakeInner(probe=probe_finds)
+    other = loop(tmp_path, inner, clock, run_id="run-b")
+    outcome = run(lambda: other.run_turn("go", session_id="b"))
+    assert inner.probes == 1
+    if probe_finds is OPEN:
+        assert inner.prompts == [("go", "b")]
+        assert outcome.sent is True
+        assert published(tmp_path) == (3, "turn", "open")
+    else:
+        assert inner.prompts == []
+        assert outcome.sent is False
+        assert outcome.signals.result_text.startswith("not sent: a probe found")
+        assert published(tmp_path) == (2, "probe", "closed")
+
+
+def test_a_probe_does_not_take_a_gone_processs_record_as_its_answer(tmp_path: Path) -> None:
+    gone_driver_met_the_window(tmp_path, "run-a")
+    clock = Clock()
+    clock.advance(seconds=30)
+    inner = FakeInner(probe=OPEN)
+    probe = run(loop(tmp_path, inner, clock, run_id="run-b").probe)
+    assert inner.probes == 1
+    assert classify(probe.signals) == Available()
+
+
+def test_a_record_older_than_the_runs_own_last_request_is_checked_at_once(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    run(
+        lambda: loop(tmp_path, FakeInner(turn=SILENT), clock, run_id="run-a").run_turn(
+            "go", session_id="a"
+        )
+    )
+    clock.advance(seconds=30)
+    inner = FakeInner(probe=OPEN)
+    # This run's last turn began after that record was written (its own news of it was
+    # never shared: the board was busy, say).
+    known = START + timedelta(seconds=10)
+    other = loop(tmp_path, inner, clock, run_id="run-b", known_at=known)
+    run(lambda: other.run_turn("go", session_id="b"))
+    assert (inner.probes, len(inner.prompts)) == (1, 1)
+
+
+def test_a_live_runs_record_written_before_records_named_their_run_still_holds_back(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    run(lambda: loop(tmp_path, FakeInner(turn=SILENT), clock).run_turn("go", session_id="a"))
+    board = FileCapacityBoard(tmp_path / "capacity", "acct")
+    data = json.loads(board.path.read_text())
+    del data["run_id"], data["host"]  # as an older claudeloop writes it
+    board.path.write_text(json.dumps(data))
+    clock.advance(seconds=30)
+    inner = FakeInner()
+    outcome = run(
+        lambda: loop(tmp_path, inner, clock, run_id="run-b").run_turn("go", session_id="b")
+    )
+    assert (inner.probes, inner.prompts, outcome.sent) == (0, [], False)

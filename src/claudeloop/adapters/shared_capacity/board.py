@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from datetime import UTC, datetime
@@ -151,6 +152,7 @@ class FileCapacityBoard:
         source: Source,
         writer: str,
         now: datetime,
+        run_id: str | None = None,
         unless: Callable[[Sighting | None], bool] = lambda _current: False,
         patience: float = LOCK_PATIENCE_SECONDS,
     ) -> Sighting | None:
@@ -169,9 +171,19 @@ class FileCapacityBoard:
                 source=source,
                 standing=standing,
                 signals=signals,
+                run_id=run_id,
+                host=this_host(),
             )
             write_atomically(self.path, sighting_to_json(sighting))
             return sighting
+
+    def writer_alive(self, sighting: Sighting) -> bool | None:
+        """Whether its writer still runs. The loops sharing this file run on this
+        machine (a record of old, without its host, was written here too), unless the
+        state directory is shared with another machine's."""
+        if sighting.host is not None and sighting.host != this_host():
+            return None
+        return process_alive(sighting.pid)
 
     def wait_for_news(self, after_seq: int, timeout: float) -> Sighting | None:
         """The first record newer than `after_seq`, or None after `timeout` seconds.
@@ -221,7 +233,29 @@ class FileCapacityBoard:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
+def this_host() -> str:
+    """The machine's name, as a record says which machine its writer ran on."""
+    return socket.gethostname()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` of this machine runs (or has not been reaped yet). A pid
+    taken again by another process reads as alive: its record is then trusted, as every
+    record was before records said who wrote them."""
+    if pid <= 0:
+        return False  # 0 and below name process groups, never a writer
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process (EPERM): it runs
+    return True
+
+
 def sighting_to_json(sighting: Sighting) -> str:
+    # Still version 1: the run id and host are keys an older reader skips, and a record
+    # an older version wrote (without them) reads here with None for each.
     return json.dumps(
         {
             "version": _VERSION,
@@ -229,6 +263,8 @@ def sighting_to_json(sighting: Sighting) -> str:
             "at": sighting.at.isoformat(),
             "pid": sighting.pid,
             "writer": sighting.writer,
+            "run_id": sighting.run_id,
+            "host": sighting.host,
             "source": sighting.source,
             "standing": sighting.standing,
             "signals": signals_to_dict(sighting.signals),
@@ -254,6 +290,8 @@ def sighting_from_json(text: str) -> Sighting | None:
             source=source,
             standing=standing,
             signals=signals_from_dict(data["signals"]),
+            run_id=_text(data.get("run_id")),
+            host=_text(data.get("host")),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None

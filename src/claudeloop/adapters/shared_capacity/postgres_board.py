@@ -32,8 +32,10 @@ import psycopg.errors
 from claudeloop.adapters.shared_capacity.board import (
     LOCK_PATIENCE_SECONDS,
     BoardBusy,
+    process_alive,
     signals_from_dict,
     signals_to_dict,
+    this_host,
 )
 from claudeloop.application.ports import Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals
@@ -53,10 +55,16 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     writer   text NOT NULL,
     source   text NOT NULL CHECK (source IN ('turn', 'probe')),
     standing text NOT NULL CHECK (standing IN ('open', 'closed', 'other')),
-    signals  jsonb NOT NULL
-)
+    signals  jsonb NOT NULL,
+    run_id   text,
+    host     text
+);
+-- A table an older version made gains the columns of who wrote a record; its rows
+-- keep NULL in them (a record of old, said by no run).
+ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS run_id text;
+ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS host text
 """
-_COLUMNS = "seq, at, pid, writer, source, standing, signals"
+_COLUMNS = "seq, at, pid, writer, source, standing, signals, run_id, host"
 
 
 class BoardUnavailable(OSError):
@@ -119,12 +127,19 @@ class PostgresCapacityBoard:
         source: Source,
         writer: str,
         now: datetime,  # noqa: ARG002 (the database's clock stamps the record)
+        run_id: str | None = None,
         unless: Callable[[Sighting | None], bool] = lambda _current: False,
         patience: float = LOCK_PATIENCE_SECONDS,
     ) -> Sighting | None:
         try:
             return self._publish(
-                signals, standing, source, writer=writer, unless=unless, patience=patience
+                signals,
+                standing,
+                source,
+                writer=writer,
+                run_id=run_id,
+                unless=unless,
+                patience=patience,
             )
         except psycopg.errors.LockNotAvailable:
             self._drop()
@@ -135,6 +150,13 @@ class PostgresCapacityBoard:
         except psycopg.Error as error:
             self._drop()
             raise BoardUnavailable(f"capacity board: {_said(error)}") from None
+
+    def writer_alive(self, sighting: Sighting) -> bool | None:
+        """Whether its writer still runs, told only of a process of this machine: of
+        another machine's (or a record of old, that names none) nothing is known here."""
+        if sighting.host is None or sighting.host != this_host():
+            return None
+        return process_alive(sighting.pid)
 
     def try_probe_lock(self) -> PostgresProbeLock | None:
         try:
@@ -182,6 +204,7 @@ class PostgresCapacityBoard:
         source: Source,
         *,
         writer: str,
+        run_id: str | None,
         unless: Callable[[Sighting | None], bool],
         patience: float,
     ) -> Sighting | None:
@@ -199,21 +222,31 @@ class PostgresCapacityBoard:
                 current = _sighting(row) if row is not None else None
                 if unless(current):
                     return None
-                values = (os.getpid(), writer, source, standing, payload, self.account)
+                values = (
+                    os.getpid(),
+                    writer,
+                    source,
+                    standing,
+                    payload,
+                    run_id,
+                    this_host(),
+                    self.account,
+                )
                 if current is None:
                     # Two first publications race to insert: the loser goes round again
                     # and finds the winner's row to lock.
                     written = connection.execute(
                         f"INSERT INTO {TABLE} (seq, at, pid, writer, source, standing, "
-                        "signals, account) VALUES (1, clock_timestamp(), %s, %s, %s, %s, "
-                        f"%s, %s) ON CONFLICT (account) DO NOTHING RETURNING {_COLUMNS}",
+                        "signals, run_id, host, account) VALUES (1, clock_timestamp(), %s, "
+                        f"%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (account) DO NOTHING "
+                        f"RETURNING {_COLUMNS}",
                         values,
                     ).fetchone()
                 else:
                     written = connection.execute(
                         f"UPDATE {TABLE} SET seq = seq + 1, at = clock_timestamp(), pid = %s,"
-                        " writer = %s, source = %s, standing = %s, signals = %s "
-                        f"WHERE account = %s RETURNING {_COLUMNS}",
+                        " writer = %s, source = %s, standing = %s, signals = %s, run_id = %s,"
+                        f" host = %s WHERE account = %s RETURNING {_COLUMNS}",
                         values,
                     ).fetchone()
                 if written is None:
@@ -251,7 +284,7 @@ def _connect(dsn: str, *, autocommit: bool) -> psycopg.Connection[Any]:
 
 
 def _sighting(row: tuple[Any, ...]) -> Sighting | None:
-    seq, at, pid, writer, source, standing, signals = row
+    seq, at, pid, writer, source, standing, signals, run_id, host = row
     try:
         return Sighting(
             seq=int(seq),
@@ -261,6 +294,8 @@ def _sighting(row: tuple[Any, ...]) -> Sighting | None:
             source=source,
             standing=standing,
             signals=signals_from_dict(signals if isinstance(signals, dict) else {}),
+            run_id=None if run_id is None else str(run_id),
+            host=None if host is None else str(host),
         )
     except (ValueError, TypeError, KeyError):
         return None

@@ -8,6 +8,10 @@ turn or a probe and reads the signals it gets back, as ever. Behind that:
   signals back (a refused turn that cost nothing), so it classifies the same limit and
   waits for the same instant. Once an announced reset has passed, or a closed record
   without one is older than a probe interval, one shared probe decides first.
+- Who wrote the record decides how much it is worth (`domain.sightings.regard`): a run's
+  own earlier record (a driver of it that was stopped or crashed) holds nothing back;
+  another run's, whose process is gone or that is older than this run's own last
+  request, is checked with one probe at once instead of being waited out.
 - Only one loop probes at a time. The others wait for its result and take it as their
   own; a result another loop published less than a probe interval ago is taken as it
   is. When the prober dies its lock dies with it and a waiting loop probes instead.
@@ -53,6 +57,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.classify import classify
+from claudeloop.domain.sightings import Regard, regard
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
 from claudeloop.domain.waiting import WaitPolicyConfig
@@ -88,13 +93,20 @@ def standing_of(capacity: CapacityState) -> Standing:
 
 
 class SharedCapacityGateway:
-    """The `Gateway` port over another gateway, sharing capacity through `board`."""
+    """The `Gateway` port over another gateway, sharing capacity through `board`.
+
+    `run_id`: the run whose turns it carries, so that the run's own earlier records are
+    told from other runs' (None: a gateway of its own, as no other run). `known_at`:
+    when the run last asked the service itself before this process (its last turn's
+    start), so that a record older than that is checked rather than trusted."""
 
     def __init__(
         self,
         inner: Gateway,
         board: CapacityBoard,
         *,
+        run_id: str | None = None,
+        known_at: datetime | None = None,
         policy: WaitPolicyConfig | None = None,
         now: Callable[[], datetime] = _utc_now,
         note: Callable[[str], None] = lambda _line: None,
@@ -113,6 +125,8 @@ class SharedCapacityGateway:
         self._poll = poll
         self._lock_patience = lock_patience
         self.writer = f"{os.getpid()}:{secrets.token_hex(4)}"
+        self.run_id = run_id if run_id is not None else self.writer
+        self._known_at = known_at
         # Whether the runner was last told capacity is closed: only such a wait is one
         # that news of capacity open ends (not a pause before the wall, say).
         self._told_closed = False
@@ -122,17 +136,31 @@ class SharedCapacityGateway:
     ) -> TurnOutcome:
         sighting = self._read()
         if sighting is not None and self._closed_now(sighting):
-            if self._still_closed(sighting):
-                return self._not_sent(sighting.signals, sighting.pid, session_id)
-            # The record may be out of date: one probe (whoever makes it) decides.
-            probe = await self.probe()
-            if standing_of(classify(probe.signals)) == "closed":
-                return self._not_sent(probe.signals, None, session_id, cost=probe.cost_usd)
+            regarded = self._regard(sighting)
+            match regarded:
+                case Regard.IGNORE:
+                    pass  # the run's own news, weighed when it decided to send this turn
+                case Regard.TRUST | Regard.CHECK:
+                    if regarded is Regard.TRUST and self._still_closed(sighting):
+                        return self._not_sent(sighting.signals, sighting.pid, session_id)
+                    if regarded is Regard.CHECK:
+                        self._note(
+                            f"turn: process {sighting.pid}'s record of capacity closed "
+                            "may be stale (its process is gone, or this run asked the "
+                            "service since); one probe decides, at once"
+                        )
+                    # The record may be out of date: one probe (whoever makes it) decides.
+                    probe = await self.probe()
+                    if standing_of(classify(probe.signals)) == "closed":
+                        return self._not_sent(probe.signals, None, session_id, cost=probe.cost_usd)
+                case _:
+                    assert_never(regarded)
         started = self._now()
         outcome = await self._inner.run_turn(
             prompt, session_id=session_id, interrupted_at=interrupted_at
         )
         if outcome.failure is None:
+            self._known_at = started
             await self._publish_turn(outcome.signals, started)
         self._told_closed = standing_of(classify(outcome.signals)) == "closed"
         return outcome
@@ -198,8 +226,8 @@ class SharedCapacityGateway:
         """Whether another loop's record answers a probe made now as well as a probe
         would: younger than the interval this loop would probe at, and not a closed
         window whose announced reset came after it was written."""
-        if sighting.writer == self.writer:
-            return False
+        if self._regard(sighting) is not Regard.TRUST:
+            return False  # the run's own, or news that may be stale: a probe is made
         now = self._now()
         age = now - sighting.at
         if age < -_CLOCK_SLACK:
@@ -217,8 +245,20 @@ class SharedCapacityGateway:
             return self._policy.credits_probe_interval
         return self._policy.window_probe_interval
 
+    def _regard(self, sighting: Sighting) -> Regard:
+        """What the record is worth to this run (see `domain.sightings`)."""
+        by_this_run = sighting.writer == self.writer or sighting.run_id == self.run_id
+        return regard(
+            by_this_run=by_this_run,
+            writer_alive=None if by_this_run else self._board.writer_alive(sighting),
+            seen_at=sighting.at,
+            known_at=self._known_at,
+        )
+
     async def _probe_and_publish(self) -> ProbeOutcome:
+        started = self._now()
         outcome = await self._inner.probe()
+        self._known_at = started
         await self._publish(outcome.signals, standing_of(classify(outcome.signals)), "probe")
         return outcome
 
@@ -258,6 +298,7 @@ class SharedCapacityGateway:
                     source=source,
                     writer=self.writer,
                     now=self._now(),
+                    run_id=self.run_id,
                     unless=unless,
                     patience=0,
                 )
