@@ -9,7 +9,7 @@ from pathlib import Path
 
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.budget import Budget
-from claudeloop.domain.loop import ControlCommand, Outcome, Phase, VerifyRules
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, VerifyRules, reopen
 from claudeloop.domain.stagnation import StagnationSettings
 from claudeloop.domain.verification import CheckCommand, CheckFailed
 from tests.application.fakes import FakeChecks, FakeGateway, verdict_turn
@@ -126,6 +126,46 @@ def test_a_stop_asked_for_before_a_check_stops_the_run() -> None:
     final = drive(h, rec)
     assert final.state.outcome is Outcome.STOPPED
     assert checks.ran == []
+
+
+def test_a_stop_during_a_check_ends_the_check_and_stops_the_run_resumable() -> None:
+    h = harness([verdict_turn(complete=True, summary="all three written")])
+    rec, checks, _ = verified(h, checks=("sleep 300", STEP_3))
+    checks.hang = {"sleep 300"}
+    checks.on_run = lambda text: setattr(h.control, "command", ControlCommand.STOP)
+    final = drive(h, rec)
+
+    assert final.state.outcome is Outcome.STOPPED
+    assert final.state.outcome.exit_code == 130
+    assert checks.ran == ["sleep 300"]  # the second check never started
+    assert checks.cancelled == ["sleep 300"]
+    types = h.events.types()
+    assert types[-2:] == ["verify.started", "run.finished"]  # it did not finish
+    # The Done is still to be verified: a resume runs its round again.
+    assert final.state.verifying is not None
+    assert final.state.verifying.summary == "all three written"
+    assert final.state.verifying.results == ()
+    assert h.store.saved[-1].state.outcome is Outcome.STOPPED
+
+    h.control.command = None  # a driver that starts clears the control file
+    checks.hang = set()
+    checks.on_run = None
+    resumed = drive(h, replace(final, state=reopen(final.state)), resumed=True)
+    assert resumed.state.outcome is Outcome.DONE
+    assert checks.ran == ["sleep 300", "sleep 300", STEP_3]
+    assert len(h.gateway.prompts) == 1  # the turn was not sent again
+
+
+def test_a_wind_down_during_a_check_lets_it_finish_then_winds_down() -> None:
+    h = harness([verdict_turn(complete=True)])
+    rec, checks, _ = verified(h, checks=("make test", STEP_3))
+    checks.on_run = lambda text: setattr(h.control, "command", ControlCommand.WIND_DOWN)
+    final = drive(h, rec)
+
+    assert final.state.outcome is Outcome.WOUND_DOWN
+    assert checks.ran == ["make test"]
+    finished = h.events.of("verify.finished")
+    assert [(e["command"], e["passed"]) for e in finished] == [("make test", True)]
 
 
 def test_checks_configured_without_a_way_to_run_them_fail_the_run() -> None:

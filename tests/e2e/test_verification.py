@@ -3,12 +3,57 @@ run that changes nothing stops, a reviewer on a fresh session has the last word.
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from tests.e2e.conftest import Rehearsal, wait_for
 from tests.e2e.test_run_directory import kill_hard
 
 pytestmark = pytest.mark.e2e
+
+# A check that notes its process group (the shell leads it) and leaves a child in it;
+# once `go` exists it passes at once. Thirty seconds is far longer than a stop takes to
+# be noticed, and short enough that a check that ignores the stop ends the run first.
+LONG_CHECK = "sh -c 'echo $$ >> groups; test -f go && exit 0; sleep 30 & sleep 30'"
+
+
+def check_groups(project: Path) -> list[int]:
+    path = project / "groups"
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def live_in_group(group: int) -> list[int]:
+    """The processes of `group` that are not zombies (in a container nothing may reap
+    an orphan; a zombie runs nothing)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while being read
+        if int(fields[2]) == group and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
+
+
+def events_of(project: Path) -> list[dict[str, Any]]:
+    logs = list((project / ".claudeloop" / "runs").glob("*/events.jsonl"))
+    return [json.loads(line) for log in logs for line in log.read_text().splitlines() if line]
+
+
+def stop_by(how: str, process: subprocess.Popen[str], rehearsal: Rehearsal) -> None:
+    if how == "stop":
+        asked = rehearsal.claudeloop("stop")
+        assert asked.exit_code == 0, asked.stderr
+    else:
+        process.send_signal(getattr(signal, how))  # the driver alone, as `kill` would
+
 
 TASK = "Write step-1.txt, step-2.txt and step-3.txt."
 
@@ -98,3 +143,37 @@ def test_a_kill_during_a_check_then_resume_runs_it_again_and_sends_no_turn_again
     assert types.count("verify.finished") == 1
     turns = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["verdict"]]
     assert len(turns) == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
+@pytest.mark.parametrize("how", ["stop", "SIGTERM"])
+@pytest.mark.scenario("one_step")
+def test_a_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_again(
+    rehearsal: Rehearsal, how: str
+) -> None:
+    process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", LONG_CHECK)
+    wait_for(lambda: len(check_groups(rehearsal.project)) == 1, "the check to start")
+    stop_by(how, process, rehearsal)
+    out, err = process.communicate(timeout=120)
+
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    types = [e["type"] for e in events_of(rehearsal.project)]
+    # The check was ended, not waited for: it never finished, the run did.
+    assert types[-2:] == ["verify.started", "run.finished"]
+    assert "verify.finished" not in types
+    (group,) = check_groups(rehearsal.project)
+    wait_for(lambda: live_in_group(group) == [], "the check's group to be gone")
+    (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
+    assert "stopped" in (run / "summary.md").read_text()
+
+    (rehearsal.project / "go").write_text("")
+    finished = rehearsal.claudeloop("resume")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    types = finished.event_types()
+    assert types.count("turn.started") == 1  # the Done was verified again, not redone
+    assert types.count("verify.started") == 2
+    checks = [e for e in finished.events() if e["type"] == "verify.finished"]
+    assert [(e["passed"], e["exit_code"]) for e in checks] == [(True, 0)]
+    assert len(check_groups(rehearsal.project)) == 2
