@@ -3,7 +3,9 @@ run that changes nothing stops, a reviewer on a fresh session has the last word.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.adapters.test_verification_commands import live_in_group, until_gone
 from tests.e2e.conftest import Rehearsal, wait_for
 from tests.e2e.test_run_directory import kill_hard
 
@@ -26,20 +29,6 @@ LONG_CHECK = "sh -c 'echo $$ >> groups; test -f go && exit 0; sleep 30 & sleep 3
 def check_groups(project: Path) -> list[int]:
     path = project / "groups"
     return [int(line) for line in path.read_text().split()] if path.exists() else []
-
-
-def live_in_group(group: int) -> list[int]:
-    """The processes of `group` that are not zombies (in a container nothing may reap
-    an orphan; a zombie runs nothing)."""
-    alive = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # it ended while being read
-        if int(fields[2]) == group and fields[0] != "Z":
-            alive.append(int(stat.parent.name))
-    return alive
 
 
 def events_of(project: Path) -> list[dict[str, Any]]:
@@ -163,7 +152,7 @@ def test_a_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_aga
     assert types[-2:] == ["verify.started", "run.finished"]
     assert "verify.finished" not in types
     (group,) = check_groups(rehearsal.project)
-    wait_for(lambda: live_in_group(group) == [], "the check's group to be gone")
+    assert until_gone(group) == []
     (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
     assert "stopped" in (run / "summary.md").read_text()
 
@@ -177,3 +166,34 @@ def test_a_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_aga
     checks = [e for e in finished.events() if e["type"] == "verify.finished"]
     assert [(e["passed"], e["exit_code"]) for e in checks] == [(True, 0)]
     assert len(check_groups(rehearsal.project)) == 2
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
+@pytest.mark.scenario("one_step")
+def test_a_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy(
+    rehearsal: Rehearsal,
+) -> None:
+    # Long enough that a check left behind is still there when the resume ends.
+    check = "sh -c 'echo $$ >> groups; test -f go && exit 0; sleep 300 & sleep 300'"
+    process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", check)
+    wait_for(lambda: len(check_groups(rehearsal.project)) == 1, "the check to start")
+    (first,) = check_groups(rehearsal.project)
+    try:
+        assert len(live_in_group(first)) == 3  # the shell and its two sleeps
+        kill_hard(process)  # claudeloop's process group, as a crash or a reboot would
+        assert until_gone(first) == []
+
+        (rehearsal.project / "go").write_text("")
+        finished = rehearsal.claudeloop("resume")
+        assert finished.exit_code == 0, finished.stderr
+        assert finished.result["outcome"] == "done"
+        groups = check_groups(rehearsal.project)
+        assert len(groups) == 2  # the resume started exactly one copy
+        assert [live_in_group(group) for group in groups] == [[], []]
+        types = finished.event_types()
+        assert types.count("verify.started") == 2
+        assert types.count("verify.finished") == 1
+    finally:
+        for group in check_groups(rehearsal.project):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
