@@ -213,6 +213,22 @@ def test_a_reviewer_who_disagrees_once_sends_the_work_back_then_agrees() -> None
     assert reviewer.closed  # its process goes with the run
 
 
+def test_a_wind_down_during_the_review_lets_it_answer_then_winds_down() -> None:
+    h = harness([verdict_turn(complete=True, session_id="s-1")])
+    rec, _, reviewer = verified(
+        h,
+        review=True,
+        reviews=[verdict_turn(remaining=("add the tests",), summary="no tests")],
+    )
+    reviewer.on_turn = lambda n: setattr(h.control, "command", ControlCommand.WIND_DOWN)
+    final = drive(h, rec)
+
+    assert final.state.outcome is Outcome.WOUND_DOWN
+    assert [e["verdict"] for e in h.events.of("review.finished")] == ["continue"]
+    assert len(h.gateway.prompts) == 1  # no turn after it
+    assert final.state.remaining_work == ("add the tests",)  # the handoff says what is left
+
+
 def test_a_limit_met_during_the_review_is_waited_out_and_the_review_runs_again() -> None:
     h = harness([verdict_turn(complete=True)], probes=[OK])
     rec, checks, reviewer = verified(

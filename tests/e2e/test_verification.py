@@ -135,7 +135,7 @@ def test_a_kill_during_a_check_then_resume_runs_it_again_and_sends_no_turn_again
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
-@pytest.mark.parametrize("how", ["stop", "SIGTERM"])
+@pytest.mark.parametrize("how", ["stop", "SIGTERM", "SIGINT", "SIGHUP"])
 @pytest.mark.scenario("one_step")
 def test_a_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_again(
     rehearsal: Rehearsal, how: str

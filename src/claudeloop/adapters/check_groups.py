@@ -65,9 +65,7 @@ async def dismiss(watchdog: Process | None) -> None:
     assert watchdog.stdin is not None
     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         await watchdog.stdin.send(_ENDED)
-    with contextlib.suppress(OSError):
-        await watchdog.stdin.aclose()
-    await watchdog.wait()
+    await watchdog.aclose()  # closes its pipe and waits for it
 
 
 def note_group(note: Path, group: int) -> None:
