@@ -78,6 +78,9 @@ class NoControl:
     def pending(self) -> ControlCommand | None:
         return None
 
+    async def stop_asked(self) -> None:
+        await anyio.sleep_forever()
+
 
 class Scripted:
     """Claude Code's stand-in: probes find `service["open"]`; turns are noted."""

@@ -3,8 +3,12 @@ group, commands that cannot start, the output on disk and its end in memory."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import stat
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -14,6 +18,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
+from claudeloop.adapters.check_groups import note_group
 from claudeloop.adapters.redaction import MASK, Redactor
 from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.application.ports import Checks
@@ -62,6 +67,31 @@ def alive(pid: int) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def live_in_group(group: int) -> list[int]:
+    """The processes of `group` that still run (in a container nothing may reap an
+    orphan, and a zombie runs nothing)."""
+    alive = []
+    for path in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = path.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while being read
+        if int(fields[2]) == group and fields[0] != "Z":
+            alive.append(int(path.parent.name))
+    return alive
+
+
+def until_gone(group: int) -> list[int]:
+    """What is left of `group` once it is gone, or after a while (a kill takes the
+    kernel a moment, a watchdog a moment more to start on a loaded machine)."""
+    for _ in range(300):
+        left = live_in_group(group)
+        if not left:
+            return left
+        time.sleep(0.1)
+    return live_in_group(group)
 
 
 def test_the_adapter_is_the_checks_port(tmp_path: Path) -> None:
@@ -213,3 +243,90 @@ def test_the_output_file_is_private(tmp_path: Path) -> None:
 def test_settings_that_mean_nothing_are_refused(tmp_path: Path, options: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="positive timeout"):
         VerificationCommands(tmp_path, **options)  # type: ignore[arg-type]
+
+
+on_linux = pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
+LEFT_RUNNING = "sh -c 'echo $$ > group; sleep 300 & sleep 300'"
+DRIVER = """
+import sys, anyio
+from pathlib import Path
+from claudeloop.adapters.verification_commands import VerificationCommands
+from claudeloop.domain.verification import CheckCommand
+here = Path.cwd()
+commands = VerificationCommands(here, note=here / "checks" / "running.json")
+check = CheckCommand.parse(sys.argv[1])
+anyio.run(lambda: commands.run(check, output=here / "checks" / "out.log"))
+"""
+
+
+def leftover(tmp_path: Path) -> int:
+    """A check's group as a dead driver leaves it: a shell and two children, noted."""
+    shell = subprocess.Popen(
+        ["sh", "-c", "sleep 300 & sleep 300"], cwd=tmp_path, start_new_session=True
+    )
+    note_group(tmp_path / "checks" / "running.json", shell.pid)
+    return shell.pid
+
+
+@on_linux
+def test_a_check_dies_with_its_driver_children_and_all(tmp_path: Path) -> None:
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, LEFT_RUNNING], cwd=tmp_path, start_new_session=True
+    )
+    group_file = tmp_path / "group"
+    for _ in range(300):
+        if group_file.exists() and group_file.read_text().strip():
+            break
+        time.sleep(0.1)
+    group = int(group_file.read_text())
+    try:
+        assert len(live_in_group(group)) == 3  # the shell and its two sleeps
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver's group: its watchdog is not in it
+        driver.wait(timeout=30)
+        assert until_gone(group) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+@on_linux
+def test_the_next_check_ends_the_check_a_dead_driver_left_then_runs(tmp_path: Path) -> None:
+    group = leftover(tmp_path)
+    try:
+        assert len(live_in_group(group)) == 3
+        note = tmp_path / "checks" / "running.json"
+        result = check(tmp_path, "true", note=note)
+        assert result.passed
+        assert until_gone(group) == []
+        assert not note.exists()  # nothing is in flight now
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+@on_linux
+@pytest.mark.parametrize("tampered", ["started", "boot"])
+def test_a_noted_group_that_is_no_longer_the_check_is_left_alone(
+    tmp_path: Path, tampered: str
+) -> None:
+    # Its number given to another process since (another start time), or a reboot.
+    group = leftover(tmp_path)
+    note = tmp_path / "checks" / "running.json"
+    record = json.loads(note.read_text())
+    record[tampered] = record[tampered] - 1 if tampered == "started" else "another-boot"
+    note.write_text(json.dumps(record))
+    try:
+        assert check(tmp_path, "true", note=note).passed
+        time.sleep(0.2)
+        assert len(live_in_group(group)) == 3
+        assert not note.exists()
+    finally:
+        os.killpg(group, signal.SIGKILL)
+
+
+def test_a_note_that_cannot_be_read_is_dropped(tmp_path: Path) -> None:
+    note = tmp_path / "checks" / "running.json"
+    note.parent.mkdir()
+    note.write_text("{not json")
+    assert check(tmp_path, "true", note=note).passed
+    assert not note.exists()

@@ -39,6 +39,9 @@ class Inbox:
     def pending(self) -> ControlCommand | None:
         return self.command
 
+    async def stop_asked(self) -> None:
+        raise AssertionError("a sleeper never waits for a stop")
+
 
 def sleep_until(sleeper: WallClockSleeper, instant: datetime) -> bool:
     async def go() -> bool:

@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunRecord
@@ -63,6 +65,12 @@ class FakeControl:
 
     def pending(self) -> ControlCommand | None:
         return self.command
+
+    async def stop_asked(self) -> None:
+        # Looks again at each turn of the event loop: a fake check that blocks is ended
+        # as soon as a stop is set, with no time passing.
+        while self.command is not ControlCommand.STOP:
+            await anyio.sleep(0)
 
 
 def verdict_turn(
@@ -197,12 +205,23 @@ class FakeChecks:
     ran: list[str] = field(default_factory=list)
     outputs: list[Path] = field(default_factory=list)
     on_run: Any = None
+    # Commands that take a while (a thousand turns of the event loop, no time) before
+    # they end as scripted, and those cancelled meanwhile.
+    hang: set[str] = field(default_factory=set)
+    cancelled: list[str] = field(default_factory=list)
 
     async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
         self.ran.append(check.text)
         self.outputs.append(output)
         if self.on_run is not None:
             self.on_run(check.text)
+        if check.text in self.hang:
+            try:
+                for _ in range(1000):
+                    await anyio.sleep(0)
+            except anyio.get_cancelled_exc_class():
+                self.cancelled.append(check.text)
+                raise
         script = self.endings.get(check.text, [0])
         code = script.pop(0) if len(script) > 1 else script[0]
         if code is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.budget import Budget
-from claudeloop.domain.loop import ControlCommand, Outcome, Phase, VerifyRules
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, VerifyRules, reopen
 from claudeloop.domain.stagnation import StagnationSettings
 from claudeloop.domain.verification import CheckCommand, CheckFailed
 from tests.application.fakes import FakeChecks, FakeGateway, verdict_turn
@@ -128,6 +128,46 @@ def test_a_stop_asked_for_before_a_check_stops_the_run() -> None:
     assert checks.ran == []
 
 
+def test_a_stop_during_a_check_ends_the_check_and_stops_the_run_resumable() -> None:
+    h = harness([verdict_turn(complete=True, summary="all three written")])
+    rec, checks, _ = verified(h, checks=("sleep 300", STEP_3))
+    checks.hang = {"sleep 300"}
+    checks.on_run = lambda text: setattr(h.control, "command", ControlCommand.STOP)
+    final = drive(h, rec)
+
+    assert final.state.outcome is Outcome.STOPPED
+    assert final.state.outcome.exit_code == 130
+    assert checks.ran == ["sleep 300"]  # the second check never started
+    assert checks.cancelled == ["sleep 300"]
+    types = h.events.types()
+    assert types[-2:] == ["verify.started", "run.finished"]  # it did not finish
+    # The Done is still to be verified: a resume runs its round again.
+    assert final.state.verifying is not None
+    assert final.state.verifying.summary == "all three written"
+    assert final.state.verifying.results == ()
+    assert h.store.saved[-1].state.outcome is Outcome.STOPPED
+
+    h.control.command = None  # a driver that starts clears the control file
+    checks.hang = set()
+    checks.on_run = None
+    resumed = drive(h, replace(final, state=reopen(final.state)), resumed=True)
+    assert resumed.state.outcome is Outcome.DONE
+    assert checks.ran == ["sleep 300", "sleep 300", STEP_3]
+    assert len(h.gateway.prompts) == 1  # the turn was not sent again
+
+
+def test_a_wind_down_during_a_check_lets_it_finish_then_winds_down() -> None:
+    h = harness([verdict_turn(complete=True)])
+    rec, checks, _ = verified(h, checks=("make test", STEP_3))
+    checks.on_run = lambda text: setattr(h.control, "command", ControlCommand.WIND_DOWN)
+    final = drive(h, rec)
+
+    assert final.state.outcome is Outcome.WOUND_DOWN
+    assert checks.ran == ["make test"]
+    finished = h.events.of("verify.finished")
+    assert [(e["command"], e["passed"]) for e in finished] == [("make test", True)]
+
+
 def test_checks_configured_without_a_way_to_run_them_fail_the_run() -> None:
     h = harness([verdict_turn(complete=True)])
     rec, _, _ = verified(h)
@@ -171,6 +211,22 @@ def test_a_reviewer_who_disagrees_once_sends_the_work_back_then_agrees() -> None
     assert [(e["turn"], e["verdict"]) for e in reviews] == [(2, "continue"), (4, "done")]
     assert h.events.of("review.started")[0]["turn"] == 2
     assert reviewer.closed  # its process goes with the run
+
+
+def test_a_wind_down_during_the_review_lets_it_answer_then_winds_down() -> None:
+    h = harness([verdict_turn(complete=True, session_id="s-1")])
+    rec, _, reviewer = verified(
+        h,
+        review=True,
+        reviews=[verdict_turn(remaining=("add the tests",), summary="no tests")],
+    )
+    reviewer.on_turn = lambda n: setattr(h.control, "command", ControlCommand.WIND_DOWN)
+    final = drive(h, rec)
+
+    assert final.state.outcome is Outcome.WOUND_DOWN
+    assert [e["verdict"] for e in h.events.of("review.finished")] == ["continue"]
+    assert len(h.gateway.prompts) == 1  # no turn after it
+    assert final.state.remaining_work == ("add the tests",)  # the handoff says what is left
 
 
 def test_a_limit_met_during_the_review_is_waited_out_and_the_review_runs_again() -> None:

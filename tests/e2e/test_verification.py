@@ -3,12 +3,46 @@ run that changes nothing stops, a reviewer on a fresh session has the last word.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from tests.adapters.test_verification_commands import live_in_group, until_gone
 from tests.e2e.conftest import Rehearsal, wait_for
 from tests.e2e.test_run_directory import kill_hard
 
 pytestmark = pytest.mark.e2e
+
+# A check that notes its process group (the shell leads it) and leaves a child in it;
+# once `go` exists it passes at once. Thirty seconds is far longer than a stop takes to
+# be noticed, and short enough that a check that ignores the stop ends the run first.
+LONG_CHECK = "sh -c 'echo $$ >> groups; test -f go && exit 0; sleep 30 & sleep 30'"
+
+
+def check_groups(project: Path) -> list[int]:
+    path = project / "groups"
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def events_of(project: Path) -> list[dict[str, Any]]:
+    logs = list((project / ".claudeloop" / "runs").glob("*/events.jsonl"))
+    return [json.loads(line) for log in logs for line in log.read_text().splitlines() if line]
+
+
+def stop_by(how: str, process: subprocess.Popen[str], rehearsal: Rehearsal) -> None:
+    if how == "stop":
+        asked = rehearsal.claudeloop("stop")
+        assert asked.exit_code == 0, asked.stderr
+    else:
+        process.send_signal(getattr(signal, how))  # the driver alone, as `kill` would
+
 
 TASK = "Write step-1.txt, step-2.txt and step-3.txt."
 
@@ -98,3 +132,68 @@ def test_a_kill_during_a_check_then_resume_runs_it_again_and_sends_no_turn_again
     assert types.count("verify.finished") == 1
     turns = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["verdict"]]
     assert len(turns) == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
+@pytest.mark.parametrize("how", ["stop", "SIGTERM", "SIGINT", "SIGHUP"])
+@pytest.mark.scenario("one_step")
+def test_a_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_again(
+    rehearsal: Rehearsal, how: str
+) -> None:
+    process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", LONG_CHECK)
+    wait_for(lambda: len(check_groups(rehearsal.project)) == 1, "the check to start")
+    stop_by(how, process, rehearsal)
+    out, err = process.communicate(timeout=120)
+
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    types = [e["type"] for e in events_of(rehearsal.project)]
+    # The check was ended, not waited for: it never finished, the run did.
+    assert types[-2:] == ["verify.started", "run.finished"]
+    assert "verify.finished" not in types
+    (group,) = check_groups(rehearsal.project)
+    assert until_gone(group) == []
+    (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
+    assert "stopped" in (run / "summary.md").read_text()
+
+    (rehearsal.project / "go").write_text("")
+    finished = rehearsal.claudeloop("resume")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    types = finished.event_types()
+    assert types.count("turn.started") == 1  # the Done was verified again, not redone
+    assert types.count("verify.started") == 2
+    checks = [e for e in finished.events() if e["type"] == "verify.finished"]
+    assert [(e["passed"], e["exit_code"]) for e in checks] == [(True, 0)]
+    assert len(check_groups(rehearsal.project)) == 2
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
+@pytest.mark.scenario("one_step")
+def test_a_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy(
+    rehearsal: Rehearsal,
+) -> None:
+    # Long enough that a check left behind is still there when the resume ends.
+    check = "sh -c 'echo $$ >> groups; test -f go && exit 0; sleep 300 & sleep 300'"
+    process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", check)
+    wait_for(lambda: len(check_groups(rehearsal.project)) == 1, "the check to start")
+    (first,) = check_groups(rehearsal.project)
+    try:
+        assert len(live_in_group(first)) == 3  # the shell and its two sleeps
+        kill_hard(process)  # claudeloop's process group, as a crash or a reboot would
+        assert until_gone(first) == []
+
+        (rehearsal.project / "go").write_text("")
+        finished = rehearsal.claudeloop("resume")
+        assert finished.exit_code == 0, finished.stderr
+        assert finished.result["outcome"] == "done"
+        groups = check_groups(rehearsal.project)
+        assert len(groups) == 2  # the resume started exactly one copy
+        assert [live_in_group(group) for group in groups] == [[], []]
+        types = finished.event_types()
+        assert types.count("verify.started") == 2
+        assert types.count("verify.finished") == 1
+    finally:
+        for group in check_groups(rehearsal.project):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)

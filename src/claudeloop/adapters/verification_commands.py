@@ -1,8 +1,10 @@
-"""Verification commands, run as real processes: no shell, their own process group, the
-whole output in a file and only its end in memory."""
+"""Verification commands, run as real processes: no shell, their own process group (which
+dies with the driver: `check_groups`), the whole output in a file and only its end in
+memory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,6 +15,13 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
+from claudeloop.adapters.check_groups import (
+    dismiss,
+    end_leftover,
+    forget_group,
+    note_group,
+    start_watchdog,
+)
 from claudeloop.domain.verification import CheckCommand, CheckResult
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
@@ -40,7 +49,10 @@ class VerificationCommands:
         tail_bytes: int = DEFAULT_TAIL_BYTES,
         env: Mapping[str, str] | None = None,
         kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
+        note: Path | None = None,
     ) -> None:
+        """`note`: where the check in flight is noted, so that the run's next driver ends
+        one a dead driver left before it starts its own (None: not noted)."""
         if not timeout_seconds > 0 or tail_bytes < 0 or kill_grace_seconds < 0:
             raise ValueError("a check needs a positive timeout and a tail of 0 bytes or more")
         self._cwd = cwd
@@ -49,21 +61,27 @@ class VerificationCommands:
         self._tail_bytes = tail_bytes
         self._env = env
         self._grace = kill_grace_seconds
+        self._note = note
 
     async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
         """Run `check` to its end, its timeout or a cancellation (which kills its group)."""
+        if self._note is not None:
+            end_leftover(self._note)  # never two copies of a check on one tree
         started = time.monotonic()
         with _Output(output, self._redact, self._tail_bytes) as sink:
             try:
-                process = await anyio.open_process(
-                    list(check.argv),
-                    cwd=self._cwd,
-                    env=self._env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+                # Shielded: a stop that came now would leave a check no one ends.
+                with anyio.CancelScope(shield=True):
+                    process = await anyio.open_process(
+                        list(check.argv),
+                        cwd=self._cwd,
+                        env=self._env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                    watchdog = await start_watchdog(process.pid)
             except OSError as error:
                 message = self._redact(str(error))
                 sink.write(message.encode() + b"\n")
@@ -76,7 +94,14 @@ class VerificationCommands:
                     output_path=output,
                     start_error=message,
                 )
-            timed_out = await self._wait(process, sink)
+            self._noted(process.pid)
+            try:
+                timed_out = await self._wait(process, sink)
+            finally:
+                # The group is ended by now (see _wait): nothing is left to watch.
+                with anyio.CancelScope(shield=True):
+                    await dismiss(watchdog)
+                self._noted(None)
             sink.flush()
             return CheckResult(
                 command=check,
@@ -87,6 +112,17 @@ class VerificationCommands:
                 output_path=output,
                 timed_out=timed_out,
             )
+
+    def _noted(self, group: int | None) -> None:
+        """Note the group in flight (None: none is). A disk that refuses the note leaves
+        the check to its watchdog alone."""
+        if self._note is None:
+            return
+        with contextlib.suppress(OSError):
+            if group is None:
+                forget_group(self._note)
+            else:
+                note_group(self._note, group)
 
     async def _wait(self, process: Process, sink: _Output) -> bool:
         """Whether the command timed out. Whatever is left of its group is gone after."""

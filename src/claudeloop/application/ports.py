@@ -128,6 +128,11 @@ class ControlInbox(Protocol):
         """The command a person sent to this run, if any, without consuming it."""
         ...
 
+    async def stop_asked(self) -> None:
+        """Return once a stop is pending (within a second of it): what a verification
+        check in flight is ended by."""
+        ...
+
 
 class PlanFiles(Protocol):
     def read(self, path: Path) -> WorkPlan | None:
@@ -144,7 +149,8 @@ class Checks(Protocol):
 
     async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
         """Run `check` in the run's cwd, its whole output into `output`; a command that
-        times out or cannot start is a failed result, not an exception."""
+        times out or cannot start is a failed result, not an exception. Cancelled (a
+        stop), it ends the check's whole process group before it returns."""
         ...
 
 

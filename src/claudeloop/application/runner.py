@@ -13,6 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import assert_never
 
+import anyio
+
 from claudeloop.application.events import (
     CostGuessed,
     Event,
@@ -65,6 +67,7 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
 from claudeloop.domain.loop import (
+    ControlCommand,
     Decision,
     Finish,
     Outcome,
@@ -89,7 +92,13 @@ from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.stagnation import Answered, Stagnation
 from claudeloop.domain.text import first_line
-from claudeloop.domain.verification import AskReview, CheckCommand, ReviewDisagreed, RunCheck
+from claudeloop.domain.verification import (
+    AskReview,
+    CheckCommand,
+    CheckResult,
+    ReviewDisagreed,
+    RunCheck,
+)
 from claudeloop.domain.waiting import trusted_probe_instant
 
 # An event emitted once the record that holds what it reports is saved (a kill in
@@ -375,7 +384,12 @@ class Runner:
         logs = self.check_logs or record.spec.cwd
         output = logs / f"turn-{turn}-check-{len(verifying.results) + 1}.log"
         self.events.emit(VerifyStarted(turn=turn, command=check.text, output=str(output)))
-        result = await self.checks.run(check, output=output)
+        result = await self._check_unless_stopped(self.checks, check, output)
+        if result is None:
+            # A check may run for its whole timeout: a stop ends it and the run, which
+            # keeps the round to run again from its first check on resume. A wind-down
+            # lets the check finish, as it lets a turn.
+            return self._apply(record, decide_on_control(record.state, ControlCommand.STOP))
         announce: list[Announcement] = [
             VerifyFinished(
                 turn=turn,
@@ -391,6 +405,31 @@ class Runner:
         transition = decide_after_check(record.state, result)
         record = self._on_acceptance(record, transition, verifying.summary, announce)
         return self._apply(record, transition, announce=announce)
+
+    async def _check_unless_stopped(
+        self, checks: Checks, check: CheckCommand, output: Path
+    ) -> CheckResult | None:
+        """The check's result, or None when a stop came first (cancelled, the check has
+        ended its process group)."""
+        results: list[CheckResult] = []
+        failure: BaseException | None = None
+        async with anyio.create_task_group() as group:
+
+            async def stop_when_asked() -> None:
+                await self.control.stop_asked()
+                group.cancel_scope.cancel()
+
+            group.start_soon(stop_when_asked)
+            try:
+                results.append(await checks.run(check, output=output))
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as other:
+                failure = other  # raised as itself (a full disk), not in an exception group
+            group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return results[0] if results else None
 
     async def _review(self, record: RunRecord) -> tuple[RunRecord, Decision | None]:
         """The independent review: one turn on a fresh, read-only session."""

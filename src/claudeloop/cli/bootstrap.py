@@ -355,6 +355,7 @@ def wire_run(
             record.spec.cwd,
             timeout_seconds=record.spec.verify_timeout_seconds,
             redact=redactor.text,
+            note=directory.path / "checks" / "running.json",
         ),
         check_logs=directory.path / "checks",
         reviewer=make_gateway(directory, record.spec, backend, events=events, read_only=True)

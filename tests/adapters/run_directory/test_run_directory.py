@@ -19,7 +19,7 @@ from claudeloop.application.events import RunResumed
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import CreditsExhausted
-from claudeloop.domain.loop import Outcome, Phase, RunState
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
 from claudeloop.domain.plan import WorkPlan
 
 CANARY = "canary-pat-5d1e2f9a"
@@ -152,3 +152,32 @@ def test_an_appended_file_is_owner_only_even_when_it_was_not(
     assert fresh.stat().st_mode & 0o777 == 0o600
     assert old.stat().st_mode & 0o777 == 0o600
     assert old.read_text() == "before\ntwo\n"
+
+
+def test_a_check_waiting_on_the_control_file_is_told_of_a_stop_not_of_a_wind_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+
+    from claudeloop.adapters.run_directory import layout
+
+    monkeypatch.setattr(layout, "STOP_POLL_SECONDS", 0)  # each look is a turn of the loop
+    directory = RunDirectory.create(tmp_path, "r1")
+    told: list[ControlCommand | None] = []
+
+    async def go() -> None:
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                await directory.stop_asked()
+                told.append(directory.pending())
+
+            group.start_soon(watch)
+            directory.send(ControlCommand.WIND_DOWN)
+            for _ in range(50):
+                await anyio.sleep(0)
+            assert told == []
+            directory.send(ControlCommand.STOP)
+
+    anyio.run(go)
+    assert told == [ControlCommand.STOP]

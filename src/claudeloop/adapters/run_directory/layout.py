@@ -33,6 +33,8 @@ from claudeloop.domain.loop import ControlCommand
 
 # Long text (a summary, a model's answer) is capped in events: the log is for reading.
 MAX_FIELD_CHARS = 2000
+# How often a check in flight looks for a stop in the control file.
+STOP_POLL_SECONDS = 0.5
 
 
 def runs_root(cwd: Path) -> Path:
@@ -156,6 +158,12 @@ class RunDirectory:
             return ControlCommand(text)
         except ValueError:
             return None
+
+    async def stop_asked(self) -> None:
+        import anyio  # only a driver waits on it: `status` and `stop` stay fast
+
+        while self.pending() is not ControlCommand.STOP:
+            await anyio.sleep(STOP_POLL_SECONDS)
 
     def clear_control(self) -> None:
         self.control_path.unlink(missing_ok=True)
