@@ -87,7 +87,7 @@ class Leases:
 
         self._sa = sa
         self.kind = engine.kind
-        url = engine.url
+        url = engine.connect_url
         if engine.kind == "postgresql":
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
             # A worker paused mid-transaction (SIGSTOP) would hold its row's lock, and
