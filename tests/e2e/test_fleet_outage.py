@@ -8,6 +8,7 @@ finishes done exactly once.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +29,14 @@ WORKERS = 3
 
 @pytest.fixture
 def own_server() -> Iterator[PostgresServer]:
-    """A server this test alone stops and starts."""
+    """A server this test alone stops and starts (never skipped in CI, like the
+    session's)."""
     try:
         with throwaway_postgres() as server:
             yield server
     except NoPostgres as missing:
+        if os.environ.get("CI"):
+            pytest.fail(str(missing))
         pytest.skip(str(missing))
 
 
