@@ -126,12 +126,27 @@ class PostgresServer:
     def start(self) -> None:
         data = self.root / "data"
         self._run("initdb", "-D", str(data), "-A", "trust", "-U", SUPERUSER, "--no-sync")
+        self.up()
+
+    def up(self) -> None:
+        """Start the server on its data directory and port (again, after `down`)."""
         options = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
         log = self.root / "server.log"
-        self._run("pg_ctl", "-D", str(data), "-o", options, "-l", str(log), "-w", "start")
+        data = str(self.root / "data")
+        self._run("pg_ctl", "-D", data, "-o", options, "-l", str(log), "-w", "start")
+
+    def down(self) -> None:
+        """An outage: the server stops as an administrator stops it (`-m fast`: every
+        connection is ended, nothing answers until `up`)."""
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "fast", "-w", "stop")
+
+    def restart(self) -> None:
+        """`pg_ctl restart -m fast`: every connection ended, the server back at once."""
+        log = str(self.root / "server.log")  # else its output holds our pipe open
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-l", log, "-m", "fast", "-w", "restart")
 
     def stop(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):

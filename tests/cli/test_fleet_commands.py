@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,49 @@ def test_an_unreachable_database_is_one_line_with_exit_1(claudeloop: Invoke) -> 
     (line,) = result.err.strip().splitlines()
     assert line.startswith("claudeloop: error: engine postgresql://fleet:***@127.0.0.1:9/x")
     assert "hunter2" not in result.err
+
+
+@pytest.fixture
+def black_hole() -> Iterator[int]:
+    """A port of 127.0.0.1 that takes connections and never answers (a firewall that
+    drops, a host that hangs): the kernel completes the handshake, nobody replies."""
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(64)
+        yield int(listening.getsockname()[1])
+
+
+def test_an_engine_that_never_answers_is_one_line_saying_so(
+    black_hole: int, tmp_path: Path
+) -> None:
+    url = f"postgresql://fleet:hunter2@127.0.0.1:{black_hole}/x"
+    env = {**os.environ, "CLAUDELOOP_STATE_DIR": str(tmp_path / "state")}
+    commands = [["queue", "ls"], ["status"], ["worker"]]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-m", "claudeloop", *command, "--engine", url],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in commands
+    ]
+    try:
+        ended = [process.communicate(timeout=180) for process in running]
+    except subprocess.TimeoutExpired:
+        pytest.fail("a fleet command still waits for an engine that never answers")
+    finally:
+        for process in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+    for command, process, (out, err) in zip(commands, running, ended, strict=True):
+        assert process.returncode == 1, (command, err)
+        (line,) = err.strip().splitlines()
+        shown = f"postgresql://fleet:***@127.0.0.1:{black_hole}/x"
+        assert line.startswith(f"claudeloop: error: engine {shown}: does not answer"), command
+        assert "hunter2" not in out + err
 
 
 def test_queue_add_prints_the_run_id_and_ls_lists_it_queued(

@@ -6,8 +6,8 @@ from one to another moves through the engine, never through a shared path.
 One run, three machines: the worker of machine A is killed (kill -9) while the run
 waits for a closed window, and B takes it over from the engine's record (same session,
 no probe before the saved instant); then B is paused (SIGSTOP) past its lease, C takes
-the run over, and B, continued, is fenced: it sends nothing more and exits 1. The run
-finishes on C after the window lifts.
+the run over, and B, continued, is fenced: it sends nothing more for the run. The run
+finishes on C after the window lifts; B, fenced, starts again and takes runs again.
 """
 
 from __future__ import annotations
@@ -187,8 +187,16 @@ def test_a_killed_workers_waiting_run_is_taken_over_and_a_paused_one_is_fenced(
             120,
         )
         os.kill(second.pid, signal.SIGCONT)
-        assert second.wait(timeout=60) == 1  # fenced
+        # Fenced, B leaves the run and starts again in place: a new life, same process.
+        wait_for(
+            lambda: (fleet.root / "worker-b.log").read_text().count("taking runs from") == 2,
+            "B to take runs again",
+            60,
+        )
         wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
+        assert second.poll() is None
+        os.killpg(second.pid, signal.SIGTERM)
+        assert second.wait(timeout=60) == 130
         os.killpg(third.pid, signal.SIGTERM)
         third.wait(timeout=60)
     finally:

@@ -452,10 +452,12 @@ Examples:
 
 Each run is driven by `claudeloop run` (or `claudeloop resume` when its run
 directory already holds a record) as a child process in the run's directory.
-A worker heart-beats in the engine; one silent longer than its lease has its
-runs taken over by another worker, which resumes each from the record and
-session transcript kept in the engine. A worker cut off past its lease (paused,
-its network gone) is fenced: its runs end on its machine, it exits 1.
+A worker heart-beats in the engine; one silent longer than its own lease has
+its runs taken over by another worker, which resumes each from the record and
+session transcript kept in the engine. The database away (an outage, a
+restart) fences no one: the runs pause and go on once it answers. A worker cut
+off alone past its lease (paused, its network gone) is fenced: its runs end on
+its machine and it starts again in place, taking new runs.
 SIGTERM or Ctrl-C: no new run starts, the running ones stop at a safe point and
 the worker exits 130; another worker takes them over.
 --slots and --per-account are settings of the queue: the worker started last

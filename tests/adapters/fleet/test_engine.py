@@ -88,3 +88,16 @@ def test_the_worker_keeps_its_name_on_this_machine_and_state_directory(tmp_path:
     assert executor_id(here) == executor_id(dict(here))
     assert executor_id(here) != executor_id(elsewhere)
     assert executor_id(here, "second") == f"{executor_id(here)}-second"
+
+
+def test_every_connection_gives_up_on_a_silent_server_unless_the_url_says_otherwise() -> None:
+    given = parse_engine("postgresql://a:s3cret@db/fleet?options=-csearch_path%3Dx", "test")
+    assert given.connect_url == (
+        "postgresql://a:s3cret@db/fleet?options=-csearch_path%3Dx"
+        "&connect_timeout=5&tcp_user_timeout=10000"
+    )
+    assert given.shown == "postgresql://a:***@db/fleet?options=-csearch_path%3Dx"
+    own = parse_engine("postgresql://a@db/fleet?connect_timeout=30", "test")
+    assert own.connect_url == "postgresql://a@db/fleet?connect_timeout=30&tcp_user_timeout=10000"
+    sqlite = parse_engine("sqlite:////tmp/fleet.sqlite", "test")
+    assert sqlite.connect_url == sqlite.url

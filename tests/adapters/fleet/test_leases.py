@@ -116,3 +116,78 @@ def test_setting_up_a_fresh_sqlite_file_while_another_connection_writes_waits_fo
         other.close()
     mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()
     assert mode == ("wal",)
+
+
+def silent_for(leases: Leases, worker: str, ms: int) -> None:
+    """The worker's last heartbeat `ms` ago, by the database's clock."""
+    leases._change(
+        "UPDATE claudeloop_workers SET beat_at = :now - :ms WHERE worker = :w", ms=ms, w=worker
+    )
+
+
+def test_a_worker_is_judged_by_its_own_lease_not_by_the_judges(leases: Leases) -> None:
+    leases.start("patient", 30_000)
+    leases.start("hasty", 2_000)
+    silent_for(leases, "patient", 10_000)  # well within its own 30 s
+    assert leases.dead("hasty", LONG) == []
+    assert leases.take_over("patient", "hasty", LONG) is None
+    assert leases.beat("patient") is True  # not fenced
+    silent_for(leases, "hasty", 10_000)  # past its own 2 s
+    assert leases.dead("patient", LONG) == ["hasty"]
+    assert leases.take_over("hasty", "patient", LONG) == ["hasty"]
+
+
+def test_a_worker_back_from_an_outage_judges_no_one_until_it_has_been_back_a_whole_lease(
+    leases: Leases,
+) -> None:
+    for worker in ("w1", "w2"):
+        leases.start(worker, 4_000)
+    silent_for(leases, "w1", 10_000)  # its beats could not be written in the outage
+    assert leases.dead("w2", 1_000) == []  # w2 itself back for a second only
+    assert leases.take_over("w1", "w2", 1_000) is None
+    assert leases.beat("w1") is True  # w1 is back too: nobody was fenced
+    silent_for(leases, "w1", 5_000)  # w1 silent on while w2 reached the engine 4 s
+    assert leases.dead("w2", 4_000) == ["w1"]
+    leases.let_go("w2")  # a worker that let go is taken at once, by a judge just back
+    assert leases.dead("w1", 0) == ["w2"]
+
+
+def test_a_worker_taken_over_takes_no_one_over(leases: Leases) -> None:
+    for worker in ("w1", "w2", "w3"):
+        leases.start(worker)
+    leases.let_go("w1")
+    leases.let_go("w2")
+    assert leases.take_over("w2", "w3", LONG) == ["w2"]
+    assert leases.take_over("w1", "w2", LONG) is None  # w2 is fenced: w1 waits for w3
+    assert leases.take_over("w1", "w3", LONG) == ["w1"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_workers_table_of_before_gets_each_workers_lease_with_the_default(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    import sqlalchemy as sa
+
+    url = (
+        f"sqlite:///{tmp_path / 'fleet.sqlite'}"
+        if kind == "sqlite"
+        else request.getfixturevalue("postgres_dsn")
+    )
+    engine = parse_engine(url, "test")
+    made = Leases(engine)
+    with made._db.begin() as c:  # the table as a claudeloop of before made it
+        c.execute(
+            sa.text(
+                "CREATE TABLE claudeloop_workers ("
+                " worker TEXT PRIMARY KEY, beat_at BIGINT NOT NULL, taken_by TEXT)"
+            )
+        )
+        c.execute(sa.text("INSERT INTO claudeloop_workers VALUES ('old', 1, NULL)"))
+    try:
+        made.ensure_schema()
+        made.ensure_schema()  # safe to repeat
+        assert made._rows("SELECT worker, lease_ms FROM claudeloop_workers") == [("old", 30_000)]
+        made.start("new", 4_000)
+        assert made.beat("new") is True
+    finally:
+        made.close()

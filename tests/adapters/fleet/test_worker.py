@@ -13,6 +13,7 @@ from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order
 from claudeloop.adapters.fleet.worker import (
     Drivers,
+    Heart,
     WorkerLock,
     WorkerRunning,
     WorkerSettings,
@@ -138,3 +139,51 @@ def test_on_postgresql_a_run_is_told_the_fleets_capacity_board() -> None:
     # On SQLite (one machine) the runs share the machine's file record, as ever.
     on_sqlite = child_environment(environ, parse_engine("sqlite:////tmp/f.sqlite", "--engine"))
     assert on_sqlite == {}
+
+
+class Outage(Leases):
+    """The engine's leases, with the database away while `away` is set."""
+
+    away = False
+
+    def beat(self, worker: str) -> bool:
+        if self.away:
+            raise ConnectionError("connection refused")
+        return super().beat(worker)
+
+
+def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
+    tmp_path: Path,
+) -> None:
+    engine = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
+    leases = Outage(engine)
+    leases.ensure_schema()
+    (tmp_path / "workers").mkdir()
+    now = [1000.0]
+    settings = WorkerSettings(engine, 1, 1, "judge", tmp_path, lease_seconds=4.0)
+    said: list[str] = []
+    heart = Heart(settings, leases, said.append, clock=lambda: now[0])
+    heart.start()
+    leases.start("other", 4_000)
+    taken: list[list[str]] = []
+
+    def recover(executors: list[str]) -> int:
+        taken.append(executors)
+        return 0
+
+    def beats_for(seconds: float) -> None:
+        for _ in range(int(seconds * 10)):
+            now[0] += 0.1
+            assert heart.beat() is True
+            heart.take_over(recover)
+
+    beats_for(1)
+    leases.away = True  # the database down for 6 s: nobody's beat is written
+    beats_for(6)
+    leases.away = False
+    leases._change("UPDATE claudeloop_workers SET beat_at = :now - 7000 WHERE worker = 'other'")
+    beats_for(3)  # back 3 s of a 4 s lease: the other may not have reached it yet
+    assert taken == []
+    assert heart.up_for_ms() >= 2_900
+    beats_for(1.5)  # back a whole lease, and the other silent all along: dead
+    assert taken == [["other"]]

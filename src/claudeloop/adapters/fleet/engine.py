@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from claudeloop.adapters.shared_capacity.board import STATE_DIR_VARIABLE
 from claudeloop.application.errors import UsageError
@@ -22,6 +22,15 @@ from claudeloop.application.errors import UsageError
 ENGINE_VARIABLE = "CLAUDELOOP_ENGINE"
 SQLITE_FILE = "fleet.sqlite"
 ACCEPTED = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE or sqlite:///PATH"
+# libpq waits for a server that accepts and never answers (a black-holed port, a
+# firewall that drops) for minutes: every connection of the fleet gives up after this,
+# unless the URL sets its own connect_timeout. tcp_user_timeout (ms) ends a connection
+# whose packets go unacknowledged that long (the network gone mid-statement).
+CONNECT_TIMEOUT_SECONDS = 5
+_CONNECT_PARAMETERS = {
+    "connect_timeout": str(CONNECT_TIMEOUT_SECONDS),
+    "tcp_user_timeout": str(CONNECT_TIMEOUT_SECONDS * 2000),
+}
 
 
 class BadEngine(UsageError, ValueError):
@@ -37,6 +46,18 @@ class Engine:
     def shown(self) -> str:
         """The URL with its password masked: safe for output and logs."""
         return masked(self.url)
+
+    @property
+    def connect_url(self) -> str:
+        """The URL every connection of the fleet uses: on PostgreSQL with a connect
+        timeout and a TCP timeout, unless the URL gives its own."""
+        if self.kind != "postgresql":
+            return self.url
+        parts = urlsplit(self.url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        given = {name for name, _ in query}
+        query += [(k, v) for k, v in _CONNECT_PARAMETERS.items() if k not in given]
+        return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
     @property
     def sqlite_file(self) -> Path | None:

@@ -4,9 +4,12 @@ run records kept in the engine's database.
 Two tables beside DBOS's, in the same database (a SQLite file or PostgreSQL):
 
 - `claudeloop_workers`: one row per worker (its DBOS executor id) with the instant of
-  its last heartbeat, by the database's clock, and who took it over. A worker whose
-  heartbeat is older than the lease is dead; the first live worker whose
-  `UPDATE ... WHERE taken_by IS NULL` changes its row is the one that takes its runs.
+  its last heartbeat, by the database's clock, its own lease, and who took it over. A
+  worker whose heartbeat is older than its own lease is dead, to a judge that has
+  reached the database for a whole such lease itself (one back from an outage allows
+  the others the time their heartbeats could not be written); the first live worker
+  whose `UPDATE ... WHERE taken_by IS NULL` changes its row is the one that takes its
+  runs.
 - `claudeloop_runs`: one row per run with its epoch, the worker that holds it, and the
   run's record (state.json and events.jsonl) and Claude session transcript as the last
   holder stored them. Each drive, and each takeover, raises the epoch; a record stored
@@ -36,6 +39,10 @@ _SCHEMA_LOCK = 0x636C6F6F70_02  # pg_advisory_lock key of this set-up ("cloop", 
 _BUSY_SECONDS = 30  # SQLite: how long a writer waits for another's lock
 _RETRY_SECONDS = 0.05  # SQLite: between tries of what gets no busy wait
 _IDLE_IN_TRANSACTION_MS = 2000
+DEFAULT_LEASE_MS = 30_000  # the lease of a worker of before leases were kept per worker
+# Dead: let go on purpose (its heartbeat set to 0), or silent past its own lease while
+# the judge (`:up_for` ms without a break on its side) could have seen it beat.
+_DEAD = "taken_by IS NULL AND (beat_at = 0 OR (beat_at < :now - lease_ms AND lease_ms <= :up_for))"
 
 
 class Fenced(RuntimeError):
@@ -66,11 +73,17 @@ class StoredRun:
     transcript: bytes | None
 
 
+_ADD_LEASE = (
+    f"ALTER TABLE claudeloop_workers ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT {DEFAULT_LEASE_MS}"
+)
+
+
 def _tables(kind: str) -> list[str]:
     binary = "BYTEA" if kind == "postgresql" else "BLOB"
     return [
         "CREATE TABLE IF NOT EXISTS claudeloop_workers ("
-        " worker TEXT PRIMARY KEY, beat_at BIGINT NOT NULL, taken_by TEXT)",
+        " worker TEXT PRIMARY KEY, beat_at BIGINT NOT NULL, taken_by TEXT,"
+        f" lease_ms BIGINT NOT NULL DEFAULT {DEFAULT_LEASE_MS})",
         "CREATE TABLE IF NOT EXISTS claudeloop_runs ("
         " run_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, saved_by TEXT,"
         f" phase TEXT, record {binary}, transcript {binary})",
@@ -82,18 +95,23 @@ def _tables(kind: str) -> list[str]:
 class Leases:
     """The leases and run records of one engine's database."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, answer_within: float | None = None) -> None:
+        """`answer_within`: seconds a statement may take on PostgreSQL before the server
+        ends it (the heartbeat's own connection: a beat must not hang)."""
         import sqlalchemy as sa
 
         self._sa = sa
         self.kind = engine.kind
-        url = engine.url
+        url = engine.connect_url
         if engine.kind == "postgresql":
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
             # A worker paused mid-transaction (SIGSTOP) would hold its row's lock, and
             # the takeover of that very worker would wait for it: the server ends such
             # a transaction instead. None of ours is ever idle on purpose.
             mine = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION_MS}"
+            if answer_within is not None:
+                waits = int(answer_within * 1000)
+                mine += f" -c statement_timeout={waits} -c lock_timeout={waits}"
             parsed = sa.make_url(url)
             given = parsed.query.get("options")
             options = f"{given} {mine}" if isinstance(given, str) else mine
@@ -118,6 +136,29 @@ class Leases:
                 c.execute(self._sa.text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))
             for statement in _tables(self.kind):
                 c.execute(self._sa.text(statement))
+            if self.kind == "postgresql":
+                c.execute(self._sa.text(_ADD_LEASE.replace("COLUMN", "COLUMN IF NOT EXISTS")))
+        if self.kind == "sqlite":
+            self._add_lease_column()
+
+    def _add_lease_column(self) -> None:
+        """A table made before each worker's lease was kept gets the column (the rows
+        of workers of before count with the default lease). SQLite has no ADD COLUMN
+        IF NOT EXISTS: a set-up racing this one may add it between the look and the
+        change, which is then refused, and the column is there."""
+        if self._has_lease_column():
+            return
+        try:
+            with self._db.begin() as c:
+                c.exec_driver_sql(_ADD_LEASE)
+        except self._sa.exc.OperationalError:
+            if not self._has_lease_column():
+                raise
+
+    def _has_lease_column(self) -> bool:
+        with self._db.connect() as c:
+            columns = c.exec_driver_sql("PRAGMA table_info(claudeloop_workers)").fetchall()
+        return any(column[1] == "lease_ms" for column in columns)
 
     def _write_ahead_logging(self) -> None:
         """SQLite in write-ahead logging: a reader never holds up a writer, so a worker
@@ -153,12 +194,15 @@ class Leases:
 
     # Workers
 
-    def start(self, worker: str) -> None:
-        """A worker begins a life: a fresh heartbeat, taken over by no one."""
+    def start(self, worker: str, lease_ms: int = DEFAULT_LEASE_MS) -> None:
+        """A worker begins a life: a fresh heartbeat, its lease, taken over by no one."""
         self._change(
-            "INSERT INTO claudeloop_workers (worker, beat_at, taken_by) VALUES (:w, :now, NULL)"
-            " ON CONFLICT (worker) DO UPDATE SET beat_at = :now, taken_by = NULL",
+            "INSERT INTO claudeloop_workers (worker, beat_at, taken_by, lease_ms)"
+            " VALUES (:w, :now, NULL, :lease)"
+            " ON CONFLICT (worker) DO UPDATE"
+            " SET beat_at = :now, taken_by = NULL, lease_ms = :lease",
             w=worker,
+            lease=lease_ms,
         )
 
     def beat(self, worker: str) -> bool:
@@ -177,28 +221,32 @@ class Leases:
             w=worker,
         )
 
-    def dead(self, me: str, lease_ms: int) -> list[str]:
-        """Workers other than `me` whose lease ran out and that nobody took over."""
+    def dead(self, me: str, up_for_ms: int) -> list[str]:
+        """Workers other than `me` that let go, or whose own lease ran out while `me`
+        reached the database (`up_for_ms`: since its last failed heartbeat), and that
+        nobody took over."""
         rows = self._rows(
-            "SELECT worker FROM claudeloop_workers WHERE taken_by IS NULL AND worker <> :me"
-            " AND beat_at < :now - :lease ORDER BY worker",
+            f"SELECT worker FROM claudeloop_workers WHERE worker <> :me AND {_DEAD}"
+            " ORDER BY worker",
             me=me,
-            lease=lease_ms,
+            up_for=up_for_ms,
         )
         return [str(row[0]) for row in rows]
 
-    def take_over(self, dead: str, me: str, lease_ms: int) -> list[str] | None:
-        """Take `dead`'s runs: one statement that only one live worker wins. The winner
-        gets the executor ids whose pending runs it must recover: `dead`'s and those of
-        the workers `dead` had taken over (it may have died before recovering them);
-        every run they held has its epoch raised, fencing them. None: not won."""
+    def take_over(self, dead: str, me: str, up_for_ms: int) -> list[str] | None:
+        """Take `dead`'s runs: one statement that only one live worker wins (one taken
+        over itself wins none). The winner gets the executor ids whose pending runs it
+        must recover: `dead`'s and those of the workers `dead` had taken over (it may
+        have died before recovering them); every run they held has its epoch raised,
+        fencing them. None: not won."""
         with self._db.begin() as c:
             won = c.execute(
                 self._sql(
-                    "UPDATE claudeloop_workers SET taken_by = :me WHERE worker = :dead"
-                    " AND taken_by IS NULL AND beat_at < :now - :lease"
+                    f"UPDATE claudeloop_workers SET taken_by = :me WHERE worker = :dead AND {_DEAD}"
+                    " AND EXISTS (SELECT 1 FROM claudeloop_workers mine"
+                    " WHERE mine.worker = :me AND mine.taken_by IS NULL)"
                 ),
-                {"me": me, "dead": dead, "lease": lease_ms},
+                {"me": me, "dead": dead, "up_for": up_for_ms},
             )
             if won.rowcount != 1:
                 return None

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.adapters.fleet.engine import CONNECT_TIMEOUT_SECONDS, Engine
 from claudeloop.application.errors import ClaudeloopError
 
 if TYPE_CHECKING:
@@ -102,8 +102,14 @@ def quiet_dbos() -> Iterator[None]:
 
 
 def said(error: BaseException) -> str:
-    """The first line of what the database said (SQLAlchemy appends SQL and links)."""
+    """The first line of what the database said (SQLAlchemy appends SQL and links); a
+    server that accepted the connection and never answered, in those words."""
     cause = getattr(error, "orig", None) or error
+    if type(cause).__name__ == "ConnectionTimeout":  # psycopg's, named not imported
+        return (
+            f"does not answer (no reply within {CONNECT_TIMEOUT_SECONDS} s of connecting); "
+            "check that the host and port are a PostgreSQL server's and reachable"
+        )
     lines = [line for line in str(cause).strip().splitlines() if line.strip()]
     return lines[0][:300] if lines else type(cause).__name__
 
@@ -120,7 +126,7 @@ def init_schema(engine: Engine) -> None:
             raise FleetUnavailable(f"engine {engine.shown}: {error}") from None
     with quiet_dbos():
         try:
-            DBOS.migrate(engine.url)
+            DBOS.migrate(engine.connect_url)
         except Exception as error:  # DBOS and SQLAlchemy raise many kinds
             raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
     from claudeloop.adapters.fleet.leases import Leases
@@ -136,7 +142,7 @@ def init_schema(engine: Engine) -> None:
         from claudeloop.adapters.shared_capacity.postgres_board import ensure_schema
 
         try:
-            ensure_schema(engine.url)
+            ensure_schema(engine.connect_url)
         except OSError as error:
             raise FleetUnavailable(f"engine {engine.shown}: {error}") from None
 
@@ -148,7 +154,7 @@ def _client(engine: Engine) -> Iterator[DBOSClient]:
     with quiet_dbos():
         try:
             client = DBOSClient(
-                system_database_url=engine.url,
+                system_database_url=engine.connect_url,
                 application_name=APPLICATION,
                 retry_connection_errors=False,
             )

@@ -14,11 +14,12 @@ machine and state directory), and another worker takes them over at once (the
 stopping worker ends its lease).
 
 Leases (adapters/fleet/leases.py): the worker heart-beats in the engine's database;
-a worker whose heartbeat is older than the lease has its runs taken over by a live
+a worker whose heartbeat is older than its own lease has its runs taken over by a live
 one, which asks DBOS to recover that executor's pending workflows (what DBOS's admin
 API does for another executor's id). While a child runs, the worker stores its record
 and transcript in the engine each time they change, under the run's epoch; a worker
-that drives a run another worker took over finds its epoch stale and is fenced.
+that drives a run another worker took over finds its epoch stale and is fenced, and
+a worker taken over starts again in place with a new life.
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ DEFAULT_LEASE_SECONDS = 30.0
 _CHILD_SHARE = 0.9
 _BEATS_PER_LEASE = 6
 _CANCEL_POLL_SECONDS = 0.5
+# The heartbeat's statements end after this (or a sixth of the lease, if longer): a beat
+# held up is a beat missed, and the next one comes soon.
+_HEART_ANSWER_SECONDS = 2.0
 # A child that exits 130 on its own may have had the terminal's Ctrl-C too: give the
 # worker's own handler this long to say the worker is stopping, so the run is handed
 # back rather than recorded as stopped.
@@ -455,22 +459,52 @@ def stop_tree(pid: int) -> None:
 
 class Heart:
     """The worker's heartbeat: renews its lease in the engine and the file its
-    children read, and takes over the runs of workers whose lease ran out."""
+    children read, and takes over the runs of workers whose lease ran out.
 
-    def __init__(self, settings: WorkerSettings, leases: Leases, say: Callable[[str], None]):
+    It beats on a thread of its own, through a connection of its own that gives up
+    within seconds: the worker's main loop asks DBOS, which waits out a database away
+    with a backoff of its own (up to a minute), and a heartbeat held up behind it would
+    make a live worker look dead. A worker back from a time it could not reach the
+    engine judges no one by the heartbeats that could not be written meanwhile: it
+    takes over a worker only once it has itself reached the engine without a break for
+    that worker's whole lease."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        leases: Leases,
+        say: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._settings = settings
         self._leases = leases
         self._say = say
+        self._clock = clock
         self._next_beat = 0.0
+        self._up_since: float | None = None  # the first beat since the engine was last away
+        self._last_beat: float | None = None  # the last beat that reached the engine
+        self.fenced = threading.Event()  # another worker took this one over
 
     @property
     def lease_ms(self) -> int:
         return int(self._settings.lease_seconds * 1000)
 
+    @property
+    def _interval(self) -> float:
+        return self._settings.lease_seconds / _BEATS_PER_LEASE
+
+    @property
+    def tick(self) -> float:
+        return min(_CANCEL_POLL_SECONDS, self._interval)
+
     def start(self) -> None:
-        self._leases.start(self._settings.executor_id)
+        """A new life: a fresh heartbeat with this worker's lease, taken over by no one."""
+        self._leases.start(self._settings.executor_id, self.lease_ms)
         write_lease(self._settings.lease_file, time.time() + self._child_lease)
-        self._next_beat = time.monotonic() + self._settings.lease_seconds / _BEATS_PER_LEASE
+        now = self._clock()
+        self._up_since = self._last_beat = now
+        self._next_beat = now + self._interval
+        self.fenced.clear()
 
     @property
     def _child_lease(self) -> float:
@@ -478,24 +512,50 @@ class Heart:
 
     def beat(self) -> bool:
         """Heartbeat when one is due; False when this worker was taken over."""
-        if time.monotonic() < self._next_beat:
+        if self._clock() < self._next_beat:
             return True
         sent = time.time()
         try:
             alive = self._leases.beat(self._settings.executor_id)
         except Exception:  # the database away: the children's lease runs out on its own
+            self._up_since = None
             return True
         if alive:
+            now = self._clock()
+            if self._up_since is None or self._broken(now):
+                self._up_since = now
+            self._last_beat = now
             write_lease(self._settings.lease_file, sent + self._child_lease)
-            self._next_beat = time.monotonic() + self._settings.lease_seconds / _BEATS_PER_LEASE
+            self._next_beat = now + self._interval
         return alive
+
+    def _broken(self, now: float) -> bool:
+        """Whether the engine went unheard long enough to miss beats of others (this
+        worker paused, a beat that hung)."""
+        return self._last_beat is None or now - self._last_beat > self._settings.lease_seconds / 2
+
+    def up_for_ms(self) -> int:
+        """How long this worker has reached the engine without a break, in ms."""
+        now = self._clock()
+        if self._up_since is None or self._broken(now):
+            return 0
+        return int((now - self._up_since) * 1000)
+
+    def keep_beating(self, stopped: threading.Event) -> None:
+        """The heartbeat's thread, until `stopped`; sets `fenced` when taken over."""
+        while not stopped.wait(self.tick):
+            if not self.fenced.is_set() and not self.beat():
+                self.fenced.set()
 
     def take_over(self, recover: Callable[[list[str]], int]) -> None:
         """Take the runs of each worker whose lease ran out, when this worker wins it."""
         me = self._settings.executor_id
+        up_for = self.up_for_ms()
+        if up_for == 0 or self.fenced.is_set():
+            return
         try:
-            for dead in self._leases.dead(me, self.lease_ms):
-                executors = self._leases.take_over(dead, me, self.lease_ms)
+            for dead in self._leases.dead(me, up_for):
+                executors = self._leases.take_over(dead, me, up_for)
                 if executors is not None:
                     count = recover(executors)
                     self._say(f"worker {dead} stopped heart-beating: taking over {count} run(s)")
@@ -510,7 +570,8 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     WorkerLock(settings.state_directory, settings.executor_id).acquire()  # held to the end
     init_schema(settings.engine)
     leases = Leases(settings.engine)
-    heart = Heart(settings, leases, say)
+    heart_answer = max(_HEART_ANSWER_SECONDS, settings.lease_seconds / _BEATS_PER_LEASE)
+    heart = Heart(settings, Leases(settings.engine, answer_within=heart_answer), say)
     try:
         heart.start()  # before DBOS recovers this worker's own runs: they claim under it
     except Exception as error:
@@ -518,7 +579,7 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     drivers = Drivers(say, child_environment(os.environ, settings.engine), settings, leases)
     config: DBOSConfig = {
         "name": APPLICATION,
-        "system_database_url": settings.engine.url,
+        "system_database_url": settings.engine.connect_url,
         "executor_id": settings.executor_id,
         "application_version": APPLICATION_VERSION,
         "log_level": "ERROR",
@@ -574,22 +635,21 @@ def _until_stopped(
     leases: Leases,
     say: Callable[[str], None],
 ) -> int:
-    """Heart-beat, take over the dead, pass cancellations on, until stopped or fenced."""
+    """Take over the dead and pass cancellations on, while the heart beats on its own
+    thread, until stopped; a worker taken over starts again in place."""
     from dbos import DBOS
 
     def recover(executors: list[str]) -> int:
         return len(DBOS._recover_pending_workflows(executors))
 
-    def fenced() -> int:
-        say(f"worker {settings.executor_id}: another worker took over its runs; fenced")
-        for child in drivers.running_children():
-            stop_tree(child)
-        return FAILED_EXIT
-
-    tick = min(_CANCEL_POLL_SECONDS, settings.lease_seconds / _BEATS_PER_LEASE)
+    stop_beating = threading.Event()
+    threading.Thread(
+        target=heart.keep_beating, args=(stop_beating,), name="fleet-heart", daemon=True
+    ).start()
+    tick = heart.tick
     while not drivers.stopping.wait(tick):
-        if not heart.beat():
-            return fenced()
+        if heart.fenced.is_set():
+            _start_again(settings, drivers, say)
         heart.take_over(recover)
         for run_id in drivers.running():
             try:
@@ -602,13 +662,57 @@ def _until_stopped(
             with contextlib.suppress(Exception):  # the database away: ask again next time
                 drivers.deliver(leases.asked_of(settings.executor_id), leases.delivered)
     while drivers.running():  # each child stops at its safe point, a turn may be long
-        if not heart.beat():  # the children keep their lease until then
-            return fenced()
+        if heart.fenced.is_set():  # the children kept their lease until then
+            say(f"worker {settings.executor_id}: another worker took over its runs")
+            for child in drivers.running_children():
+                stop_tree(child)
+            break
         time.sleep(tick)
-    with contextlib.suppress(Exception):  # no engine: the lease runs out on its own
-        leases.let_go(settings.executor_id)
+    stop_beating.set()
+    if not heart.fenced.is_set():
+        with contextlib.suppress(Exception):  # no engine: the lease runs out on its own
+            leases.let_go(settings.executor_id)
     say("worker stopped; another worker takes over its unfinished runs, or this one started again")
     return STOPPED_EXIT
+
+
+def _start_again(
+    settings: WorkerSettings, drivers: Drivers, say: Callable[[str], None]
+) -> NoReturn:
+    """Taken over (this worker was cut off past its lease: its network, a pause): its
+    runs are another worker's. Their children stop (they ended on their own at the
+    lease), and once the taker has handed them back to the queue (DBOS no longer counts
+    them as this worker's; a lease at most), the worker starts again in place, the same
+    process with a new life: a service ends when it is told to, not when it is cut off."""
+    from dbos import DBOS
+
+    me = settings.executor_id
+    say(f"worker {me}: another worker took over its runs; fenced, leaving them and starting again")
+    held = drivers.running()
+    for child in drivers.running_children():
+        stop_tree(child)
+
+    def still_mine(run_id: str) -> bool:
+        try:
+            status = DBOS.get_workflow_status(run_id)
+        except Exception:  # the database away again: the taker has not been seen to
+            return True
+        return status is not None and status.status == "PENDING" and status.executor_id == me
+
+    deadline = time.monotonic() + settings.lease_seconds
+    while held and time.monotonic() < deadline:
+        held = [run_id for run_id in held if still_mine(run_id)]
+        time.sleep(_CANCEL_POLL_SECONDS)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Every thread and connection of this life ends with the exec; the worker lock's
+    # descriptor is not inherited, so the new life takes it again.
+    try:
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    except OSError as error:  # its interpreter gone (an upgrade under it): end instead
+        say(f"worker {me}: cannot start again ({error.strerror}); start it again by hand")
+        exit_now(FAILED_EXIT)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def exit_now(code: int) -> None:

@@ -1,0 +1,154 @@
+"""A fleet's database goes away and comes back, with the real bundled CLI, the
+rehearsal API and real PostgreSQL (a server of this test's own, stopped and started
+as an administrator does): three workers, three runs, outages of 3 s (shorter than the
+lease), 10 s and 6 s (longer) and restarts, while the runs wait for a closed window
+and while a turn is in flight. No worker dies of it or is taken over, and every run
+finishes done exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.leases import Leases
+from tests.e2e.conftest import Rehearsal, wait_for
+from tests.e2e.test_fleet import RUN_OPTIONS, Fleet, events, finished, project_phase, stop
+from tests.postgres_server import NoPostgres, PostgresServer, throwaway_postgres
+
+pytestmark = pytest.mark.e2e
+
+LEASE = 4.0
+WORKERS = 3
+
+
+@pytest.fixture
+def own_server() -> Iterator[PostgresServer]:
+    """A server this test alone stops and starts (never skipped in CI, like the
+    session's)."""
+    try:
+        with throwaway_postgres() as server:
+            yield server
+    except NoPostgres as missing:
+        if os.environ.get("CI"):
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
+
+
+def beating(url: str) -> dict[str, tuple[int, str | None]]:
+    """Each worker's last heartbeat by the database's clock, and who took it over."""
+    leases = Leases(parse_engine(url, "test"))
+    try:
+        rows = leases._rows("SELECT worker, beat_at, taken_by FROM claudeloop_workers")
+        return {str(row[0]): (int(row[1]), row[2]) for row in rows}
+    finally:
+        leases.close()
+
+
+def database_now(url: str) -> int:
+    leases = Leases(parse_engine(url, "test"))
+    try:
+        return int(leases._rows("SELECT :now")[0][0])
+    finally:
+        leases.close()
+
+
+def all_back(url: str, since: int) -> bool:
+    """Every worker has beaten since `since` and nobody was taken over."""
+    try:
+        seen = beating(url)
+    except Exception:  # the server still starting
+        return False
+    return len(seen) == WORKERS and all(at > since and by is None for at, by in seen.values())
+
+
+def outage(server: PostgresServer, url: str, seconds: float) -> None:
+    """The database away for `seconds`; back, every worker beats again and a whole
+    lease more passes, time enough for a wrong takeover to happen."""
+    server.down()
+    time.sleep(seconds)
+    server.up()
+    settle(url)
+
+
+def settle(url: str) -> None:
+    back = database_now(url)
+    wait_for(lambda: all_back(url, back), "every worker to beat again", 60)
+    time.sleep(LEASE * 1.5)
+    assert all_back(url, back), beating(url)
+
+
+@pytest.mark.scenario("window_until_lift_at_2_slow_turn_3")
+def test_workers_outlive_database_outages_and_every_run_finishes_once(
+    rehearsal: Rehearsal, own_server: PostgresServer, tmp_path: Path
+) -> None:
+    url = f"{own_server.dsn.rsplit('/', 1)[0]}/fleet"
+    root = tmp_path / "fleet"
+    root.mkdir()
+    fleet = Fleet(rehearsal, url, root, [])
+    try:
+        projects = [fleet.project(name) for name in ("alpha", "beta", "gamma")]
+        run_ids = []
+        for project in projects:
+            added = fleet.claudeloop(
+                "queue", "add", str(project / "PLAN.md"), "--cwd", str(project),
+                *RUN_OPTIONS, "--max-wait", "10m",
+            )  # fmt: skip
+            assert added.returncode == 0, added.stderr
+            run_ids.append(added.stdout.strip())
+        pairs = list(zip(projects, run_ids, strict=True))
+        limits = ["--lease", f"{LEASE:g}s", "--slots", "1", "--per-account", str(WORKERS)]
+        workers = [fleet.worker("--name", f"w{n}", *limits) for n in range(WORKERS)]
+        wait_for(
+            lambda: all(project_phase(p, r) in ("waiting", "probing") for p, r in pairs),
+            "the three runs to wait for the window",
+            150,
+        )
+        # While the runs wait: shorter than the lease, a restart, longer than it.
+        outage(own_server, url, 3)
+        own_server.restart()
+        settle(url)
+        outage(own_server, url, 10)
+
+        rehearsal.server.lift()
+        wait_for(
+            lambda: any(r["gate"] == "stall" for r in rehearsal.requests()),
+            "a turn 3 to be in flight",
+            120,
+        )
+        # A turn in flight: a restart, then an outage longer than the lease.
+        own_server.restart()
+        time.sleep(1)
+        outage(own_server, url, 6)
+        wait_for(lambda: all(finished(p, r) for p, r in pairs), "every run to finish", 180)
+        wait_for(lambda: fleet.states(run_ids) == ["done"] * 3, "the queue to say so", 60)
+        assert [worker.poll() for worker in workers] == [None] * WORKERS  # all serving
+        logs = "".join((root / f"worker-{n}.log").read_text() for n in range(WORKERS))
+        assert "fenced" not in logs
+        assert "taking over" not in logs  # nobody judged another dead
+        codes = [stop(worker) for worker in workers]
+    finally:
+        for worker in fleet.started:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(timeout=10)
+    assert codes == [130] * WORKERS
+    for project, run_id in pairs:
+        kinds = [event["type"] for event in events(project, run_id)]
+        finishes = [e for e in events(project, run_id) if e["type"] == "run.finished"]
+        assert [e["outcome"] for e in finishes] == ["done"], kinds
+        verdicts = [e["verdict"] for e in events(project, run_id) if e["type"] == "turn.finished"]
+        assert verdicts.count("done") == 1, verdicts
+        # A turn the outage cut off (or the window refused) is sent again under its
+        # number: each number has one answer that counted.
+        turns = [
+            e["turn"]
+            for e in events(project, run_id)
+            if e["type"] == "turn.finished" and e["verdict"] != "refused"
+        ]
+        assert len(turns) == len(set(turns)), turns
