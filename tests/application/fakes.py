@@ -107,6 +107,8 @@ class FakeGateway:
     on_turn: Any = None
     # Per turn, the instant of the crashed turn it was told to bill (None: none).
     interrupted: list[datetime | None] = field(default_factory=list)
+    # How long each probe takes, on the clock (a real one is a CLI process and a request).
+    probe_seconds: float = 0.0
 
     async def run_turn(
         self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
@@ -123,6 +125,7 @@ class FakeGateway:
     async def probe(self) -> ProbeOutcome:
         if self.clock is not None:
             self.probe_times.append(self.clock.now())
+            self.clock.advance(self.probe_seconds)
         return ProbeOutcome(signals=self.probes.popleft(), cost_usd=0.001)
 
     async def close(self) -> None:

@@ -1,8 +1,10 @@
 """The crash-and-resume property: for any sequence of turns, limits, switch-profile
 detours and kills (the driver stopped at an arbitrary moment: during a turn, a probe, a
 wait, an event, right after a save, at start-up), then resumed from the last saved
-record, the ledger (turns, attempts, dollars) and the time waited equal what the service
-served, and no turn number is reported finished twice.
+record, the ledger (turns, attempts, dollars) equals what the service served, the time
+waited is the wall time from each wait's refusal to the capacity that ended it (probes and
+restarts in it included, as --max-wait counts it), and no turn number is reported
+finished twice.
 
 A kill is modelled where it can land: before a request reaches the service (the turn or
 probe is not served), in the middle of a wait (part of it slept), before an event is
@@ -58,7 +60,12 @@ class Service:
     turns: int = 0
     attempts: int = 0
     dollars: float = 0.0
-    slept: float = 0.0
+    # The waits, as the service saw them: the refusal that began the one going on, the
+    # open probe that may have ended it (until the run goes on, a kill may undo that),
+    # and the seconds of the waits that ended.
+    refused_at: datetime | None = None
+    opened_at: datetime | None = None
+    waited: float = 0.0
     # Port calls in this drive, and the one at which the driver is killed.
     calls: int = 0
     kill_at: int | None = None
@@ -67,6 +74,22 @@ class Service:
         """True when the driver dies at this call."""
         self.calls += 1
         return self.calls == self.kill_at
+
+    def served_turn(self, refused: bool) -> None:
+        # The runner sends no turn while it waits: one now means the probe that opened
+        # the window was recorded (the wait ended), or the refusal was not (no wait).
+        if self.refused_at is not None and self.opened_at is not None:
+            self.waited += (self.opened_at - self.refused_at).total_seconds()
+        self.refused_at = self.clock.now() if refused else None
+        self.opened_at = None
+
+    def served_probe(self, open_again: bool) -> None:
+        # A probe after an open one: the open one was not recorded, the wait goes on.
+        self.opened_at = self.clock.now() if open_again and self.refused_at else None
+
+    def time_waited(self) -> float:
+        self.served_turn(refused=False)
+        return self.waited
 
 
 @dataclass
@@ -82,6 +105,7 @@ class OwnBackend:
             raise Killed
         answer = self.service.answers.popleft() if self.service.answers else "work"
         self.service.attempts += 1
+        self.service.served_turn(refused=answer == "window")
         if answer == "window":
             return verdict_turn(signals=WINDOW, cost=0.0)
         cost = round(0.001 * (self.service.turns % 7 + 1), 6)
@@ -95,6 +119,7 @@ class OwnBackend:
             raise Killed
         self.service.dollars += 0.0005
         open_again = self.service.probe_answers.popleft() if self.service.probe_answers else True
+        self.service.served_probe(open_again)
         return ProbeOutcome(signals=TurnSignals() if open_again else WINDOW, cost_usd=0.0005)
 
     async def close(self) -> None:
@@ -114,6 +139,7 @@ class LocalBackend:
             raise Killed
         self.service.attempts += 1
         self.service.turns += 1
+        self.service.served_turn(refused=False)
         self.service.clock.advance(120)  # a slow local turn: detour checks come due
         return replace(verdict_turn(remaining=("more",), cost=0.25), billed=False)
 
@@ -134,12 +160,10 @@ class Sleeper:
         if self.service.call():
             # Killed halfway through the wait, after saying how long it had waited.
             self.clock.advance(waited / 2)
-            self.service.slept += waited / 2
             if progress is not None:
                 progress(waited / 2)
             raise Killed
         self.clock.advance(waited)
-        self.service.slept += waited
         if progress is not None:
             progress(waited)
         return True
@@ -240,7 +264,7 @@ def test_the_ledger_equals_what_was_served_across_any_kills_and_resumes(
     ledger = final.state.ledger
     assert (ledger.turns, ledger.attempts) == (served.turns, served.attempts)
     assert abs(ledger.dollars - served.dollars) < 1e-9
-    assert abs(final.waited_seconds - served.slept) < 1e-6
+    assert abs(final.waited_seconds - served.time_waited()) < 1e-6
     finished = [event["turn"] for event in events if event["type"] == "turn.finished"]
     assert len(finished) == len(set(finished)), f"a turn finished twice: {finished}"
     assert all(1 <= number <= ledger.attempts for number in finished)

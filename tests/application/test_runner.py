@@ -13,9 +13,10 @@ import anyio
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
+from claudeloop.application.summary import summary_markdown
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured, WindowExhausted
-from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState, reopen
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import WaitPolicyConfig
 from tests.application.fakes import (
@@ -161,6 +162,47 @@ def test_closed_window_waits_until_reset_plus_grace_then_probes_then_resumes() -
     assert final.state.ledger.turns == 2
     assert final.state.ledger.attempts == 3
     assert final.waited_seconds == (reset + timedelta(seconds=60) - START).total_seconds()
+
+
+def test_the_time_waited_that_ends_a_run_on_max_wait_counts_its_probes_too() -> None:
+    # Each probe takes 2 s; --max-wait 15s gives up after the probe that ends past it.
+    policy = WaitPolicyConfig(
+        credits_probe_interval=timedelta(seconds=1),
+        credits_probe_ceiling=timedelta(seconds=3),
+        max_wait=timedelta(seconds=15),
+    )
+    h = harness([rejected_turn(CREDITS_OUT)], probes=[CREDITS_OUT] * 20)
+    h.gateway.probe_seconds = 2.0
+    final = drive(h, record(policy=policy))
+    assert final.state.outcome is Outcome.MAX_WAIT_EXCEEDED
+    assert "waited longer than max-wait" in final.state.reason
+    # Wall time from the refusal (the turn came back at START) to giving up.
+    assert final.waited_seconds == (h.clock.now() - START).total_seconds()
+    assert final.waited_seconds >= 15
+    shown = f"- Time waited for capacity: {final.waited_seconds:.1f}s"
+    assert shown in summary_markdown(final)
+
+
+def test_the_time_waited_runs_from_the_refusal_to_capacity_over_probes_and_restarts() -> None:
+    policy = WaitPolicyConfig(
+        credits_probe_interval=timedelta(seconds=60),
+        credits_probe_ceiling=timedelta(seconds=60),
+    )
+    h = harness([rejected_turn(CREDITS_OUT)], probes=[CREDITS_OUT])
+    h.gateway.probe_seconds = 5.0
+    h.sleeper.interrupt_at_sleep[1] = ControlCommand.STOP  # stopped in its second sleep
+    stopped = drive(h, record(policy=policy))
+    # 60 s asleep, a 5 s probe, then the stop: 65 s since the refusal.
+    assert stopped.state.outcome is Outcome.STOPPED
+    assert stopped.waited_seconds == 65.0
+    # Resumed an hour later (the hour is no wait): a second refusal, a second wait.
+    h.control.command = None
+    h.clock.advance(3600)
+    h.gateway.turns.extend([rejected_turn(CREDITS_OUT), verdict_turn(complete=True)])
+    h.gateway.probes.append(OK)
+    resumed = drive(h, replace(stopped, state=reopen(stopped.state)), resumed=True)
+    assert resumed.state.outcome is Outcome.DONE
+    assert resumed.waited_seconds == 65.0 + 60.0 + 5.0
 
 
 def test_credits_out_backs_off_and_resumes_within_one_probe_of_the_top_up() -> None:

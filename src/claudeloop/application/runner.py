@@ -70,6 +70,7 @@ from claudeloop.domain.loop import (
     Outcome,
     Phase,
     RunProbe,
+    RunState,
     ScheduleProbe,
     SendTurn,
     Transition,
@@ -82,6 +83,8 @@ from claudeloop.domain.loop import (
     decide_on_failure,
     decide_preflight,
     resume_decision,
+    time_waited,
+    wait_began,
 )
 from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
@@ -208,21 +211,17 @@ class Runner:
                 return await self._review(record)
             case ScheduleProbe(at=at, awaiting=awaiting):
                 self.events.emit(WaitStarted(capacity=describe(awaiting), probe_at=at))
-                waited_from = self.clock.now()
                 before = record.waited_seconds
-                slept = 0.0
 
                 def progress(seconds: float) -> None:
-                    # Saved as the wait goes, so a kill mid-wait loses little of it.
-                    nonlocal record, slept
-                    slept = max(slept, seconds)
-                    record = replace(record, waited_seconds=before + slept)
+                    # Saved as the wait goes, so a kill mid-wait loses little of it; the
+                    # sleeper's own count holds when the wall clock stepped back.
+                    nonlocal record
+                    record = self._waited(record, at_least=before + seconds)
                     self.store.save(record)
 
                 woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
-                # The wall clock, or what the sleeper counted when the clock stepped back.
-                elapsed = (self.clock.now() - waited_from).total_seconds()
-                record = replace(record, waited_seconds=before + max(elapsed, slept, 0.0))
+                record = self._waited(record)
                 command = self.control.pending()
                 if command is not None:
                     return self._apply(record, decide_on_control(record.state, command))
@@ -595,6 +594,19 @@ class Runner:
         if self.reviewer is not None:
             await self.reviewer.close()
 
+    def _waited(
+        self, record: RunRecord, *, after: RunState | None = None, at_least: float = 0.0
+    ) -> RunRecord:
+        """`record` with the time waited up to now (`domain.loop.time_waited`, never less
+        than it said nor than `at_least`); with `after`, the state it moves to: a wait that
+        ends there, or begins, closes the count of the one before."""
+        earlier = record.earlier_waits_seconds
+        counted = time_waited(record.state, earlier=earlier, now=self.clock.now())
+        total = max(record.waited_seconds, counted, at_least)
+        if after is not None and wait_began(after) != wait_began(record.state):
+            earlier = total
+        return replace(record, waited_seconds=total, earlier_waits_seconds=earlier)
+
     def _apply(
         self,
         record: RunRecord,
@@ -625,6 +637,7 @@ class Runner:
             )
         elif before is not None and after is None:
             said.append(ProfileRestored(profile=before.profile))
+        record = self._waited(record, after=transition.state)
         record = replace(record, state=transition.state, turn_in_flight=None)
         self.store.save(record)
         for event in said:

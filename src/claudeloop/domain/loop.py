@@ -505,6 +505,22 @@ def resume_decision(state: RunState) -> Decision:
             assert_never(state.phase)
 
 
+def wait_began(state: RunState) -> datetime | None:
+    """When the wait going on began (its first refusal); None when the run is not waiting."""
+    return state.waiting_since if state.phase in (Phase.WAITING, Phase.PROBING) else None
+
+
+def time_waited(state: RunState, *, earlier: float, now: datetime) -> float:
+    """Seconds the run has waited for capacity: `earlier` (its waits that ended) and the
+    wait going on, the wall time since its first refusal with its probes and any restart
+    in it. That is the time --max-wait measures (`wait_exceeded`), so what the summary says
+    was waited and why the run gave up never disagree. A clock stepped back adds nothing."""
+    began = wait_began(state)
+    if began is None:
+        return earlier
+    return earlier + max((now - began).total_seconds(), 0.0)
+
+
 def verdict_summary(verdict: CompletionVerdict) -> str:
     return verdict.summary
 
