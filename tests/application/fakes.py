@@ -111,13 +111,21 @@ class FakeGateway:
     probe_seconds: float = 0.0
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         self.prompts.append(prompt)
         self.sessions.append(session_id)
         self.interrupted.append(interrupted_at)
         if self.clock is not None:
             self.turn_times.append(self.clock.now())
+        named = self.turns[0].session_id if self.turns else None
+        if session_id is None and on_session is not None and named:
+            on_session(named)  # as Claude Code's init message names a new session
         if self.on_turn is not None:
             self.on_turn(len(self.prompts))
         return self.turns.popleft()

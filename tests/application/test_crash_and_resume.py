@@ -16,12 +16,15 @@ RunRecord.turn_in_flight).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +37,16 @@ from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import Phase, RunState
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import WaitPolicyConfig
-from tests.application.fakes import START, FakeClock, FakeControl, verdict_turn
+from tests.application.fakes import (
+    START,
+    FakeClock,
+    FakeControl,
+    FakeGateway,
+    FakeSleeper,
+    MemoryEvents,
+    MemoryStore,
+    verdict_turn,
+)
 
 WINDOW = TurnSignals(
     rate_limit_status="rejected",
@@ -99,7 +111,12 @@ class OwnBackend:
     service: Service
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         if self.service.call():
             raise Killed
@@ -133,7 +150,12 @@ class LocalBackend:
     service: Service
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         if self.service.call():
             raise Killed
@@ -285,3 +307,37 @@ def test_a_turn_cut_off_by_a_kill_is_said_once_and_sent_again_under_its_number()
         finished = [e["turn"] for e in events if e["type"] == "turn.finished"]
         assert finished == list(range(1, served.attempts + 1))  # each once, in order
         assert final.state.ledger.turns == served.turns
+
+
+def test_a_first_turn_killed_after_claude_code_named_its_session_resumes_that_session() -> None:
+    # The CLI names the new session at once; the driver dies before the turn's result.
+    clock = FakeClock()
+    turns = deque([verdict_turn(remaining=("more",)), verdict_turn(complete=True)])
+    gateway = FakeGateway(turns=turns, clock=clock)
+    store = MemoryStore()
+
+    def killed(number: int) -> None:
+        if number == 1:
+            clock.advance(40)  # the service answered part of the turn meanwhile
+            raise Killed
+
+    gateway.on_turn = killed
+    first = Runner(gateway, clock, FakeSleeper(clock, FakeControl()), MemoryEvents(), store,
+                   FakeControl())  # fmt: skip
+    record = new_record(detours=False)
+    with pytest.raises(Killed):
+        anyio.run(first.drive, record)
+    saved = store.last
+    assert (saved.session_id, saved.turn_in_flight) == ("session-1", 1)
+
+    gateway.on_turn = None
+    events = MemoryEvents()
+    again = Runner(gateway, clock, FakeSleeper(clock, FakeControl()), events, store, FakeControl())
+    final = anyio.run(partial(again.drive, saved, resumed=True))
+    # One session throughout; the turn sent again bills what the cut-off one was served.
+    assert gateway.sessions == [None, "session-1", "session-1"]
+    assert gateway.interrupted[1] == START
+    assert "Build it." in gateway.prompts[1]  # no turn was recorded: the task said again
+    assert [e["session_id"] for e in events.of("turn.started")] == ["session-1", "session-1"]
+    assert events.of("turn.interrupted")[0]["turn"] == 1
+    assert final.session_id == "session-1"

@@ -153,10 +153,12 @@ def write_plan(project: Path, items: int = 3) -> Path:
     return plan
 
 
-def assert_ledger_is_what_was_served(finished: Finished, rehearsal: Rehearsal) -> None:
+def assert_ledger_is_what_was_served(
+    finished: Finished, rehearsal: Rehearsal, *, price: float | None = None
+) -> None:
     """Turns, attempts and dollars are what the rehearsal API served, each turn finished
     once. Every answered request costs the same (the scenario's fixed usage): the price
-    of one is what the run's first turn cost over its answers."""
+    of one is `price`, by default what the run's first turn cost over its answers."""
     assert finished.exit_code == 0, finished.stderr
     result = finished.result
     served = rehearsal.server.state()
@@ -166,7 +168,8 @@ def assert_ledger_is_what_was_served(finished: Finished, rehearsal: Rehearsal) -
     events = finished.events()
     first = next(e for e in events if e["type"] == "turn.finished")
     first_answers = [r for r in answered if r["kind"] == "turn" and r["turn"] == 1]
-    price = first["cost_usd"] / len(first_answers)
+    if price is None:
+        price = first["cost_usd"] / len(first_answers)
 
     assert result["turns"] == served["verdicts"]
     assert result["attempts"] == served["verdicts"] + len(refused)

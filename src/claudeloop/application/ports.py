@@ -64,12 +64,20 @@ class Gateway(Protocol):
     """Claude Code, one turn at a time, on one session."""
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         """Send `prompt` on `session_id` (a new session when None) and wait for its result.
 
         `interrupted_at`: this turn is sent again after a crash cut off the one that began
-        then; what the service had answered of that one is billed with this turn."""
+        then; what the service had answered of that one is billed with this turn.
+        `on_session` hears the id of a new session the moment Claude Code names it, long
+        before the turn ends: a crash in between then resumes that session, and bills
+        what it served, instead of starting another."""
         ...
 
     async def probe(self) -> ProbeOutcome:

@@ -276,7 +276,9 @@ class Runner:
         spec = record.spec
         plan = self._current_plan(record)
         marker = spec.done_marker if spec.marker_fallback else None
-        if record.session_id is None:
+        # No turn recorded yet: a session saved mid-turn by a first turn a crash cut off
+        # holds at most part of the task, so the task is said again.
+        if record.session_id is None or record.state.ledger.attempts == 0:
             plan_name = spec.plan_path.name if spec.plan_path else None
             prompt = first_prompt(spec.task, plan=plan, plan_name=plan_name, marker=marker)
         else:
@@ -299,8 +301,20 @@ class Runner:
         record = replace(record, last_turn_started_at=started, plan=plan, turn_in_flight=number)
         self.store.save(record)
         self.events.emit(TurnStarted(turn=number, session_id=record.session_id))
+
+        def session_named(session_id: str) -> None:
+            # Saved at once: a kill before the turn ends resumes this session, and what
+            # it served is billed then, instead of a new session leaving it unbilled.
+            nonlocal record
+            if session_id != record.session_id:
+                record = replace(record, session_id=session_id)
+                self.store.save(record)
+
         outcome = await self._gateway_for(record).run_turn(
-            prompt, session_id=record.session_id, interrupted_at=self._interrupted_at
+            prompt,
+            session_id=record.session_id,
+            interrupted_at=self._interrupted_at,
+            on_session=session_named,
         )
         if outcome.sent and outcome.failure is None:
             self._interrupted_at = None  # billed with this turn

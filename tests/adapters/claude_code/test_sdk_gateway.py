@@ -7,6 +7,7 @@ or started afresh, how cost is split per turn, and which turns are failures.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -486,3 +487,57 @@ def test_a_stop_waits_for_a_turn_that_is_working(
     outcome = anyio.run(slow_turn)
     assert outcome.failure is None
     assert outcome.session_id == SESSION
+
+
+def init(session_id: str) -> SystemMessage:
+    return SystemMessage(subtype="init", data={"type": "system", "session_id": session_id})
+
+
+def test_a_new_session_is_told_the_moment_the_cli_names_it_before_the_turn_ends(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    # The driver dies mid-turn, after the CLI's init message: the id was heard by then.
+    cli = FakeCli([init(SESSION), Interrupted()], [init(SESSION), answer()])
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+    told: list[str] = []
+
+    async def go() -> None:
+        with pytest.raises(Interrupted):
+            await gateway.run_turn("go", session_id=None, on_session=told.append)
+        # A session resumed is the runner's already: nothing to tell.
+        await gateway.run_turn("go on", session_id=SESSION, on_session=told.append)
+        await gateway.close()
+
+    anyio.run(go)
+    assert told == [SESSION]
+
+
+def test_a_session_named_but_never_written_is_started_afresh_after_a_crash(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
+) -> None:
+    # Killed between the CLI's init and its first write: no transcript, nothing served,
+    # and `--resume` of that id would fail with "No conversation found".
+    cli = FakeCli([init(OTHER), answer(session_id=OTHER)])
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    settings = GatewaySettings(
+        cwd=Path("/work/project"),
+        stderr_log=debug_log,
+        env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")},
+    )
+    gateway = ClaudeCodeGateway(settings)
+    told: list[str] = []
+
+    async def go() -> TurnOutcome:
+        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+        outcome = await gateway.run_turn(
+            "go", session_id=SESSION, interrupted_at=cut_off, on_session=told.append
+        )
+        await gateway.close()
+        return outcome
+
+    outcome = anyio.run(go)
+    assert cli.resumes == [None]
+    assert outcome.failure is None
+    assert outcome.session_id == OTHER
+    assert told == [OTHER]
+    assert f"session {SESSION} was never written" in debug_log.read_text()

@@ -14,8 +14,10 @@ the turn at once: nothing is being done that waiting would keep.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 
 import anyio
 from claude_agent_sdk import (
@@ -40,12 +42,13 @@ from claudeloop.adapters.claude_code.pricing import (
     lost_price,
     turn_price,
 )
-from claudeloop.adapters.claude_code.reading import TurnReading, read_turn
+from claudeloop.adapters.claude_code.reading import TurnReading, read_turn, started_session
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.claude_code.transcript import (
     ServedRequest,
     config_directory,
     served_since,
+    session_written,
 )
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.events import TurnRetrying
@@ -95,9 +98,19 @@ class ClaudeCodeGateway:
         self._answered_by: str | None = None
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         messages: list[Message] = []
+        if session_id is not None and interrupted_at is not None and not self._written(session_id):
+            # Killed between the CLI naming the session and writing it: nothing of it was
+            # served, and no CLI can resume it. The turn starts the session afresh.
+            self._stderr.note(f"session {session_id} was never written; starting a new one")
+            session_id = None
         # Read before this turn is sent, so that only the cut-off turn's answers count.
         lost = self._served_before_the_crash(session_id, interrupted_at)
         try:
@@ -107,8 +120,10 @@ class ClaudeCodeGateway:
             where = f"resume session {session_id}" if session_id else "start a session"
             return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
         retrying = _Retrying()
+        # Only a new session is told: one resumed is the runner's already.
+        told = on_session if session_id is None else None
         try:
-            error = await self._receive(client, messages, retrying)
+            error = await self._receive(client, messages, retrying, told)
         except BaseException:
             # Cancelled or interrupted mid-turn: the process is in an unknown state.
             with anyio.CancelScope(shield=True):
@@ -120,14 +135,19 @@ class ClaudeCodeGateway:
         reading = read_turn(messages, local_backend=self._settings.local_backend)
         return await self._judge(reading, requested=session_id, error=error, lost=lost)
 
+    def _config_directory(self) -> Path:
+        return config_directory({**os.environ, **self._settings.env})
+
+    def _written(self, session_id: str) -> bool:
+        return session_written(self._config_directory(), session_id)
+
     def _served_before_the_crash(
         self, session_id: str | None, interrupted_at: datetime | None
     ) -> tuple[ServedRequest, ...]:
         """What the service answered of a turn a crash cut off (see transcript.py)."""
         if session_id is None or interrupted_at is None:
             return ()
-        environment = {**os.environ, **self._settings.env}
-        lost = served_since(config_directory(environment), session_id, interrupted_at)
+        lost = served_since(self._config_directory(), session_id, interrupted_at)
         if lost:
             self._stderr.note(
                 f"the turn cut off by a crash was served {len(lost)} request(s) before it; "
@@ -136,9 +156,14 @@ class ClaudeCodeGateway:
         return lost
 
     async def _receive(
-        self, client: ClaudeSDKClient, messages: list[Message], retrying: _Retrying
+        self,
+        client: ClaudeSDKClient,
+        messages: list[Message],
+        retrying: _Retrying,
+        on_session: Callable[[str], None] | None = None,
     ) -> Exception | None:
-        """Reads the turn into `messages`; the SDK's error when the CLI exits, if any."""
+        """Reads the turn into `messages`, telling `on_session` the session the CLI names;
+        the SDK's error when the CLI exits, if any."""
         error: Exception | None = None
         interrupted: BaseException | None = None
         async with anyio.create_task_group() as group:
@@ -148,6 +173,10 @@ class ClaudeCodeGateway:
                 async for message in client.receive_response():
                     messages.append(message)
                     retrying.now = self._retry_of(message)
+                    named = started_session(message) if on_session is not None else None
+                    if on_session is not None and named is not None:
+                        on_session(named)
+                        on_session = None
             except Exception as caught:
                 # The SDK raises when the CLI exits; a result read before that still counts.
                 error = caught

@@ -52,11 +52,22 @@ def served_since(config_dir: Path, session_id: str, since: datetime) -> tuple[Se
     return tuple(seen.values())
 
 
-def _entries(config_dir: Path, session_id: str) -> Iterator[Mapping[str, Any]]:
+def session_written(config_dir: Path, session_id: str) -> bool:
+    """Whether Claude Code wrote anything of `session_id`. It names a new session (its
+    `init` message) a moment before it writes the transcript: a driver killed in between
+    leaves a session id no CLI can resume, on which nothing was served."""
+    return any(_transcripts(config_dir, session_id))
+
+
+def _transcripts(config_dir: Path, session_id: str) -> Iterator[Path]:
     # A session id is a UUID, one file under whichever project directory holds it.
     if not session_id or "/" in session_id or session_id.startswith("."):
-        return
-    for path in (config_dir / "projects").glob(f"*/{session_id}.jsonl"):
+        return iter(())
+    return (config_dir / "projects").glob(f"*/{session_id}.jsonl")
+
+
+def _entries(config_dir: Path, session_id: str) -> Iterator[Mapping[str, Any]]:
+    for path in _transcripts(config_dir, session_id):
         try:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:

@@ -118,7 +118,12 @@ class SharedCapacityGateway:
         self._told_closed = False
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         sighting = self._read()
         if sighting is not None and self._closed_now(sighting):
@@ -130,7 +135,7 @@ class SharedCapacityGateway:
                 return self._not_sent(probe.signals, None, session_id, cost=probe.cost_usd)
         started = self._now()
         outcome = await self._inner.run_turn(
-            prompt, session_id=session_id, interrupted_at=interrupted_at
+            prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
         )
         if outcome.failure is None:
             await self._publish_turn(outcome.signals, started)
