@@ -13,7 +13,7 @@ import anyio
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
-from claudeloop.application.summary import summary_markdown
+from claudeloop.application.summary import result_object, summary_markdown
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured, WindowExhausted
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState, reopen
@@ -540,3 +540,17 @@ def test_a_run_that_ends_otherwise_asks_no_advice() -> None:
     h.runner.advisor = advisor
     drive(h, record())
     assert advisor.asked == []
+
+
+def test_a_cost_partly_estimated_counts_against_max_dollars_and_is_said_apart() -> None:
+    # The turn sent again after a crash: 0.004 exact, and a request cut off in flight
+    # priced at 0.002.
+    again = replace(verdict_turn(remaining=("b",), cost=0.006), estimated_cost_usd=0.002)
+    h = harness([again, verdict_turn(complete=True)])
+    final = drive(h, record(budget=Budget(max_dollars=0.005)))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED  # 0.004 alone would not be
+    assert final.state.ledger.dollars == 0.006
+    assert final.state.ledger.estimated_dollars == 0.002
+    said = result_object(final)
+    assert (said["dollars"], said["estimated_dollars"]) == (0.006, 0.002)
+    assert "- Spend: $0.0060, $0.0020 of it estimated" in summary_markdown(final)

@@ -17,6 +17,7 @@ from tests.e2e.conftest import (
     FAST_WAITS,
     Rehearsal,
     assert_ledger_is_what_was_served,
+    in_flight_kept,
     wait_for,
     write_plan,
 )
@@ -109,6 +110,7 @@ def test_a_run_killed_in_its_first_turn_resumes_the_session_the_cli_started(
     process = rehearsal.start("run", str(plan), *FAST_WAITS)
     wait_for(lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 1's stall")
     wait_for(lambda: answers_kept(rehearsal) == 1, "the transcript to keep turn 1's answer")
+    wait_for(lambda: in_flight_kept(rehearsal) == 1, "the transcript to keep the stalled send")
     kill_hard(process)
     state = json.loads((only_run(rehearsal.project) / "state.json").read_text())
     assert state["turn_in_flight"] == 1
@@ -126,10 +128,10 @@ def test_a_run_killed_in_its_first_turn_resumes_the_session_the_cli_started(
     assert {e["session_id"] for e in events if e["type"] == "turn.finished"} == {session}
     transcripts = Path(rehearsal.env["CLAUDE_CONFIG_DIR"]) / "projects"
     assert [path.stem for path in transcripts.glob("*/*.jsonl")] == [session]
-    # The answer served before the kill is billed with the turn sent again. (That turn
-    # says the task again, so the played model takes it for the script's next turn.)
+    # The answer served before the kill is billed with the turn sent again, the request
+    # in flight at an estimate. (That turn says the task again, so the played model takes
+    # it for the script's next turn.)
     last = [e for e in events if e["type"] == "turn.finished"][-1]
     last_answers = [r for r in rehearsal.requests() if r["turn"] == 3 and r["answered"]]
-    assert_ledger_is_what_was_served(
-        finished, rehearsal, price=last["cost_usd"] / len(last_answers)
-    )
+    price = last["cost_usd"] / len(last_answers)
+    assert_ledger_is_what_was_served(finished, rehearsal, price=price, in_flight=1)

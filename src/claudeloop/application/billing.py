@@ -28,7 +28,14 @@ class UnbilledGateway:
             prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
         )
         # Nothing of it is money, guessed or not: no guessed price to warn about either.
-        return replace(outcome, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=(), billed=False)
+        return replace(
+            outcome,
+            cost_usd=0.0,
+            estimated_cost_usd=0.0,
+            guessed_cost_usd=0.0,
+            guessed_models=(),
+            billed=False,
+        )
 
     async def probe(self) -> ProbeOutcome:
         probe = await self._inner.probe()

@@ -31,6 +31,9 @@ class TurnOutcome:
     final_text: str
     cost_usd: float
     session_id: str | None
+    # The part of `cost_usd` that is an estimate: requests a crash cut off in flight,
+    # whose answers nobody recorded (domain.budget.in_flight_estimate).
+    estimated_cost_usd: float = 0.0
     # Tools the permission mode refused during the turn, so the user can be told how to
     # allow them.
     denied_tools: tuple[str, ...] = ()

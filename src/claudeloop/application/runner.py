@@ -330,6 +330,7 @@ class Runner:
                 record, decide_on_failure(record.state, outcome.failure), announce=[failed]
             )
         record, cost = _with_session(record, outcome)
+        estimated = min(outcome.estimated_cost_usd, cost) if outcome.billed else 0.0
         # Everything said of the turn is said once the record holding it is saved.
         announce: list[Announcement] = []
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
@@ -353,6 +354,7 @@ class Runner:
             sent=outcome.sent,
             rules=spec.verify,
             seen=seen,
+            estimated_usd=estimated,
         )
         announce.append(
             TurnFinished(

@@ -263,6 +263,7 @@ def decide_after_turn(
     sent: bool = True,
     rules: VerifyRules = NO_RULES,
     seen: Answered | None = None,
+    estimated_usd: float = 0.0,
 ) -> Transition:
     """After a turn. Capacity is read before the verdict, always: a Done claimed by a turn
     that hit a limit is discarded, since the limit may have cut the work short.
@@ -270,7 +271,8 @@ def decide_after_turn(
     `error` is the text of an error the turn ended in; when capacity explains nothing, the
     verdict is not trusted either (an error can quote a marker), and the turn is retried
     until MAX_ERRORED_TURNS in a row have failed. A turn not `sent` (held back because
-    another loop found the capacity closed) spends nothing.
+    another loop found the capacity closed) spends nothing. `estimated_usd` is the part of
+    `cost_usd` that is an estimate (see `in_flight_estimate`).
 
     A Done is verified under `rules` before it ends the run. `seen` is what the answered
     turn left behind (plan items checked, the working tree) for the stagnation brake; a
@@ -279,7 +281,7 @@ def decide_after_turn(
     # A pause before the wall comes after a turn that was answered in full.
     answered = isinstance(capacity, Available) or is_pause(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
-    ledger = spend(cost_usd) if sent else state.ledger
+    ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
     if not answered:
         if ledger.any_exhausted:

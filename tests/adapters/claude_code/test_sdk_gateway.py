@@ -6,6 +6,7 @@ or started afresh, how cost is split per turn, and which turns are failures.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -541,3 +542,44 @@ def test_a_session_named_but_never_written_is_started_afresh_after_a_crash(
     assert outcome.session_id == OTHER
     assert told == [OTHER]
     assert f"session {SESSION} was never written" in debug_log.read_text()
+
+
+def test_a_request_in_flight_at_the_crash_is_billed_at_an_estimate(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
+) -> None:
+    # The cut-off turn: one request answered (200 in, 40 out), the next one in flight.
+    config = tmp_path / "config"
+    project = config / "projects" / "-work-project"
+    project.mkdir(parents=True)
+    usage = {"input_tokens": 200, "output_tokens": 40}
+    lines = [
+        {"type": "api-request", "timestamp": "2026-12-01T12:00:01Z", "id": "r1"},
+        {
+            "type": "assistant",
+            "timestamp": "2026-12-01T12:00:02Z",
+            "requestId": "req_a",
+            "requestRef": "r1",
+            "message": {"model": "claude-sonnet-5-5", "usage": usage},
+        },
+        {"type": "api-request", "timestamp": "2026-12-01T12:00:03Z", "id": "r2"},
+    ]
+    (project / f"{SESSION}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # The turn sent again: 400 in, 80 out for 0.0016, so 0.000002 a weighted token.
+    cli = FakeCli([answer(cost=0.0016, tokens=(400, 80), session_tokens=(400, 80))])
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    settings = GatewaySettings(
+        cwd=Path("/work/project"), stderr_log=debug_log, env={"CLAUDE_CONFIG_DIR": str(config)}
+    )
+    gateway = ClaudeCodeGateway(settings)
+
+    async def go() -> TurnOutcome:
+        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+        outcome = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
+        await gateway.close()
+        return outcome
+
+    outcome = anyio.run(go)
+    # Its own 0.0016, the answer served before the kill 0.0008, the one in flight 0.0008.
+    assert outcome.cost_usd == pytest.approx(0.0032)
+    assert outcome.estimated_cost_usd == pytest.approx(0.0008)
+    assert "billed at an estimate" in debug_log.read_text()

@@ -10,6 +10,12 @@ JSON object a line; an answer is a line of `type` "assistant" with a `timestamp`
 An answer of several content blocks is several lines with one `requestId`, so each
 request is counted once. The CLI's own placeholder for an API error (`<synthetic>`)
 cost nothing.
+
+A request in flight at the kill is billed all the same, and no answer of it is kept.
+Measured with the same CLI: before each request it writes a line of `type` "api-request"
+with its `id`, `timestamp` and `thread`, and each answer names that `id` as its
+`requestRef`. A request whose answer never came is in flight when nothing came after it
+on its thread (a request that failed and was sent again is followed by the retry).
 """
 
 from __future__ import annotations
@@ -41,15 +47,54 @@ def config_directory(environment: Mapping[str, str]) -> Path:
     return Path(environment.get("HOME") or Path.home()) / ".claude"
 
 
+@dataclass(frozen=True, slots=True)
+class CutOff:
+    """What a session's transcript says of a turn a crash cut off."""
+
+    # The requests answered since the turn began, each once.
+    served: tuple[ServedRequest, ...] = ()
+    # The requests sent since then whose answers it never recorded.
+    in_flight: int = 0
+    # The last request the session answered, whenever (what an estimate goes by).
+    last_answered: ServedRequest | None = None
+
+
 def served_since(config_dir: Path, session_id: str, since: datetime) -> tuple[ServedRequest, ...]:
     """The requests of `session_id` the service answered at `since` or later, each once;
     nothing when the transcript cannot be found or read."""
+    return cut_off_turn(config_dir, session_id, since).served
+
+
+def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
+    """The turn of `session_id` that began at `since`, as far as its transcript tells."""
     seen: dict[str, ServedRequest] = {}
+    last: ServedRequest | None = None
+    # Per thread, the request sent since `since` that no answer has followed yet.
+    waiting: dict[str, str] = {}
     for entry in _entries(config_dir, session_id):
-        request = _served(entry, since)
-        if request is not None and request.request_id not in seen:
-            seen[request.request_id] = request
-    return tuple(seen.values())
+        answered = _served(entry, None)
+        last = answered or last
+        if not _since(entry, since):
+            continue
+        if entry.get("type") == "api-request" and isinstance(entry.get("id"), str):
+            waiting[_thread(entry)] = entry["id"]
+        elif entry.get("type") == "assistant":
+            reference = entry.get("requestRef")
+            threads = [thread for thread, sent in waiting.items() if sent == reference]
+            # An answer that names no request it was sent for (an error's placeholder)
+            # ends the request of the main conversation.
+            for thread in threads or ([] if entry.get("isSidechain") else [_MAIN]):
+                waiting.pop(thread, None)
+        if answered is not None and answered.request_id not in seen:
+            seen[answered.request_id] = answered
+    return CutOff(served=tuple(seen.values()), in_flight=len(waiting), last_answered=last)
+
+
+_MAIN = json.dumps({"type": "none"})
+
+
+def _thread(entry: Mapping[str, Any]) -> str:
+    return json.dumps(entry.get("thread") or {"type": "none"}, sort_keys=True, default=str)
 
 
 def session_written(config_dir: Path, session_id: str) -> bool:
@@ -81,7 +126,15 @@ def _entries(config_dir: Path, session_id: str) -> Iterator[Mapping[str, Any]]:
                 yield entry
 
 
-def _served(entry: Mapping[str, Any], since: datetime) -> ServedRequest | None:
+def _since(entry: Mapping[str, Any], since: datetime) -> bool:
+    try:
+        at = datetime.fromisoformat(str(entry.get("timestamp")))
+    except ValueError:
+        return False
+    return at.utcoffset() is not None and at >= since
+
+
+def _served(entry: Mapping[str, Any], since: datetime | None) -> ServedRequest | None:
     message = entry.get("message")
     if entry.get("type") != "assistant" or not isinstance(message, Mapping):
         return None
@@ -91,10 +144,6 @@ def _served(entry: Mapping[str, Any], since: datetime) -> ServedRequest | None:
         return None
     if not isinstance(request_id, str) or not request_id:
         return None
-    try:
-        at = datetime.fromisoformat(str(entry.get("timestamp")))
-    except ValueError:
-        return None
-    if at.utcoffset() is None or at < since:
+    if since is not None and not _since(entry, since):
         return None
     return ServedRequest(request_id=request_id, model=model, usage=usage)
