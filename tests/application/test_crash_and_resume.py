@@ -285,7 +285,10 @@ def test_the_ledger_equals_what_was_served_across_any_kills_and_resumes(
     final, served, events = run_with_kills(answers, probes, kills, detours)
     ledger = final.state.ledger
     assert (ledger.turns, ledger.attempts) == (served.turns, served.attempts)
-    assert abs(ledger.dollars - served.dollars) < 1e-9
+    # A probe a kill cut off may have been answered: billed at an estimate (here it never
+    # reached the service, so the estimate is all the ledger holds beyond what was served).
+    assert abs(ledger.dollars - ledger.estimated_dollars - served.dollars) < 1e-9
+    assert ledger.estimated_dollars <= 0.0005 * len(kills) + 1e-9
     assert abs(final.waited_seconds - served.time_waited()) < 1e-6
     finished = [event["turn"] for event in events if event["type"] == "turn.finished"]
     assert len(finished) == len(set(finished)), f"a turn finished twice: {finished}"

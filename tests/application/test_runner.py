@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
@@ -554,3 +555,18 @@ def test_a_cost_partly_estimated_counts_against_max_dollars_and_is_said_apart() 
     said = result_object(final)
     assert (said["dollars"], said["estimated_dollars"]) == (0.006, 0.002)
     assert "- Spend: $0.0060, $0.0020 of it estimated" in summary_markdown(final)
+
+
+def test_a_probe_a_kill_cut_off_is_billed_at_an_estimate_with_the_one_sent_again() -> None:
+    probing = RunState(
+        phase=Phase.PROBING,
+        capacity=WindowExhausted("five_hour", None),
+        waiting_since=START - timedelta(minutes=3),
+    )
+    h = harness([verdict_turn(complete=True, cost=0.01)], probes=[OK, OK])
+    final = drive(h, replace(record(), state=probing, session_id="s-9"), resumed=True)
+    assert len(h.gateway.probe_times) == 1
+    # The fake's probe costs 0.001: the one sent again, and as much for the cut-off one.
+    assert final.state.ledger.dollars == pytest.approx(0.012)
+    assert final.state.ledger.estimated_dollars == pytest.approx(0.001)
+    assert [e["cost_usd"] for e in h.events.of("probe.finished")] == [pytest.approx(0.002)]

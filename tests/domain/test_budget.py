@@ -198,5 +198,5 @@ def test_the_estimated_spend_is_always_a_part_of_the_spend(
         elif kind == "attempt":
             ledger = ledger.spend_attempt(cost, estimated_usd=estimated)
         else:
-            ledger = ledger.spend_probe(cost)
+            ledger = ledger.spend_probe(cost, estimated_usd=estimated)
         assert 0 <= ledger.estimated_dollars <= ledger.dollars

@@ -56,6 +56,7 @@ from claudeloop.application.prompts import (
     review_prompt,
 )
 from claudeloop.application.records import RunRecord
+from claudeloop.domain.budget import in_flight_estimate
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
     Available,
@@ -131,6 +132,9 @@ class Runner:
     # When the turn a crash cut off began: what the service answered of it since is
     # billed with the turn sent again (see Gateway.run_turn).
     _interrupted_at: datetime | None = field(default=None, init=False)
+    # A probe a crash cut off: the service may have answered it, nobody recorded it; it
+    # is billed at an estimate with the probe sent again.
+    _probe_cut_off: bool = field(default=False, init=False)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -160,6 +164,7 @@ class Runner:
             )
             record = replace(record, turn_in_flight=None)
             self._interrupted_at = record.last_turn_started_at
+        self._probe_cut_off = resumed and record.state.phase is Phase.PROBING
         if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
             # Killed while waiting: keep the persisted probe instant, within reason.
             decision = self._trusted(record, resume_decision(record.state))
@@ -230,12 +235,15 @@ class Runner:
                 return self._apply(record, begin_probe(record.state))
             case RunProbe():
                 probe = await self.gateway.probe()
+                cut_off, self._probe_cut_off = self._probe_cut_off, False
+                estimated = in_flight_estimate(int(cut_off), before=None, after=probe.cost_usd)
+                cost = probe.cost_usd + estimated
                 # Said once the probe is saved: a kill before that loses neither its cost
                 # nor what it found.
                 announce: list[Announcement] = []
                 capacity = self._capacity(record, probe.signals, announce)
                 self._note_guess(probe.guessed_models, probe.guessed_cost_usd, announce)
-                announce.append(ProbeFinished(capacity=describe(capacity), cost_usd=probe.cost_usd))
+                announce.append(ProbeFinished(capacity=describe(capacity), cost_usd=cost))
                 return self._apply(
                     record,
                     decide_after_probe(
@@ -243,8 +251,9 @@ class Runner:
                         capacity,
                         now=self.clock.now(),
                         config=record.spec.wait_policy,
-                        cost_usd=probe.cost_usd,
+                        cost_usd=cost,
                         policies=record.spec.limits,
+                        estimated_usd=estimated,
                     ),
                     announce=announce,
                 )

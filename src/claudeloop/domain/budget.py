@@ -65,9 +65,13 @@ class BudgetLedger:
             estimated_dollars=self.estimated_dollars + _part(estimated_usd, of=cost_usd),
         )
 
-    def spend_probe(self, cost_usd: float = 0.0) -> BudgetLedger:
+    def spend_probe(self, cost_usd: float = 0.0, estimated_usd: float = 0.0) -> BudgetLedger:
         """A probe: not a turn nor an attempt, but its cost is real."""
-        return replace(self, dollars=self.dollars + _cost(cost_usd))
+        return replace(
+            self,
+            dollars=self.dollars + _cost(cost_usd),
+            estimated_dollars=self.estimated_dollars + _part(estimated_usd, of=cost_usd),
+        )
 
     @property
     def turns_exhausted(self) -> bool:

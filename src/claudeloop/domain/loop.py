@@ -419,15 +419,17 @@ def decide_after_probe(
     config: WaitPolicyConfig,
     cost_usd: float = 0.0,
     policies: LimitPolicies = NO_POLICIES,
+    estimated_usd: float = 0.0,
 ) -> Transition:
-    """After a probe: resume, keep waiting (backing off), or give up.
+    """After a probe: resume, keep waiting (backing off), or give up. `estimated_usd` is
+    the part of `cost_usd` that is an estimate (a probe a crash cut off in flight).
 
     On a detour the probe asked the run's own backend: its limit lifted ends the detour;
     still there, the turns go on on the other profile until the next check.
     """
     state = replace(
         state,
-        ledger=state.ledger.spend_probe(cost_usd),
+        ledger=state.ledger.spend_probe(cost_usd, estimated_usd),
         probes=state.probes + 1,
         wait_probes=state.wait_probes + 1,
     )

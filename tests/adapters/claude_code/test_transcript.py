@@ -140,3 +140,46 @@ def test_a_session_never_written_has_no_transcript(tmp_path: Path) -> None:
     transcript(tmp_path, sent("2026-12-01T12:03:33.100Z", "r1"))
     assert session_written(tmp_path, SESSION)
     assert not session_written(tmp_path, "../escape")
+
+
+def said(at: str, *, ends_turn: bool = False) -> dict[str, Any]:
+    """A prompt or a tool's result, as the CLI writes it before its next request."""
+    entry: dict[str, Any] = {"type": "user", "timestamp": at, "message": {"role": "user"}}
+    return {**entry, "toolEndsTurn": True} if ends_turn else entry
+
+
+def calling(at: str, request: str, answer_id: str, tool: str) -> dict[str, Any]:
+    entry = answered(at, request, answer_id)
+    content = [{"type": "tool_use", "name": tool, "input": {}}]
+    return {**entry, "message": {**entry["message"], "content": content}}
+
+
+@pytest.mark.parametrize(
+    ("tail", "in_flight"),
+    [
+        # The kill came before the CLI wrote the line of the request it was sending.
+        ([said("2026-12-01T12:03:33.100Z")], 1),
+        ([calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "Write")], 1),
+        (
+            [
+                calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "Write"),
+                said("2026-12-01T12:03:33.300Z"),  # the tool's result
+            ],
+            1,
+        ),
+        # The verdict ends the turn: no request follows it.
+        ([calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "StructuredOutput")], 0),
+        (
+            [
+                calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "StructuredOutput"),
+                said("2026-12-01T12:03:33.300Z", ends_turn=True),
+            ],
+            0,
+        ),
+    ],
+)
+def test_a_request_about_to_go_when_the_transcript_stops_counts_as_in_flight(
+    tmp_path: Path, tail: list[dict[str, Any]], in_flight: int
+) -> None:
+    transcript(tmp_path, sent("2026-12-01T12:03:33.050Z", "r1"), *tail)
+    assert cut_off_turn(tmp_path, SESSION, CUT_OFF).in_flight == in_flight

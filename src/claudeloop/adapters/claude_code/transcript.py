@@ -15,7 +15,11 @@ A request in flight at the kill is billed all the same, and no answer of it is k
 Measured with the same CLI: before each request it writes a line of `type` "api-request"
 with its `id`, `timestamp` and `thread`, and each answer names that `id` as its
 `requestRef`. A request whose answer never came is in flight when nothing came after it
-on its thread (a request that failed and was sent again is followed by the retry).
+on its thread (a request that failed and was sent again is followed by the retry). The
+CLI writes its lines about a tenth of a second late, so a kill can leave the request's
+line unwritten: a turn whose last line is a prompt or a tool's result (unless it ended
+the turn, `toolEndsTurn`), or an answer calling a tool, was about to send a request,
+or had sent it, and it counts as in flight too (an estimate errs on the side of spend).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
         last = answered or last
         if not _since(entry, since):
             continue
+        main = not entry.get("isSidechain")
         if entry.get("type") == "api-request" and isinstance(entry.get("id"), str):
             waiting[_thread(entry)] = entry["id"]
         elif entry.get("type") == "assistant":
@@ -83,14 +88,38 @@ def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
             threads = [thread for thread, sent in waiting.items() if sent == reference]
             # An answer that names no request it was sent for (an error's placeholder)
             # ends the request of the main conversation.
-            for thread in threads or ([] if entry.get("isSidechain") else [_MAIN]):
+            for thread in threads or ([_MAIN] if main else []):
                 waiting.pop(thread, None)
+            if main and _calls_a_tool(entry):
+                waiting[_MAIN] = _FOLLOWS  # the tool's result goes back in a request
+        elif entry.get("type") == "user" and main:
+            if entry.get("toolEndsTurn"):
+                waiting.pop(_MAIN, None)
+            else:
+                waiting.setdefault(_MAIN, _FOLLOWS)  # a prompt or a tool's result
         if answered is not None and answered.request_id not in seen:
             seen[answered.request_id] = answered
     return CutOff(served=tuple(seen.values()), in_flight=len(waiting), last_answered=last)
 
 
 _MAIN = json.dumps({"type": "none"})
+# What the main conversation waits for when the next request's own line is not written.
+_FOLLOWS = ""
+# The tool whose call is the turn's verdict: it ends the turn, no request follows.
+_VERDICT_TOOL = "StructuredOutput"
+
+
+def _calls_a_tool(entry: Mapping[str, Any]) -> bool:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list):
+        return False
+    return any(
+        isinstance(block, Mapping)
+        and block.get("type") == "tool_use"
+        and block.get("name") != _VERDICT_TOOL
+        for block in content
+    )
 
 
 def _thread(entry: Mapping[str, Any]) -> str:
