@@ -97,6 +97,7 @@ class Scripted:
         *,
         session_id: str | None,
         interrupted_at: datetime | None = None,  # noqa: ARG002
+        on_session: Callable[[str], None] | None = None,  # noqa: ARG002
     ) -> TurnOutcome:
         self.turn_at = time.monotonic()
         return TurnOutcome(

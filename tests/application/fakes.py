@@ -115,15 +115,25 @@ class FakeGateway:
     on_turn: Any = None
     # Per turn, the instant of the crashed turn it was told to bill (None: none).
     interrupted: list[datetime | None] = field(default_factory=list)
+    # How long each probe takes, on the clock (a real one is a CLI process and a request).
+    probe_seconds: float = 0.0
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         self.prompts.append(prompt)
         self.sessions.append(session_id)
         self.interrupted.append(interrupted_at)
         if self.clock is not None:
             self.turn_times.append(self.clock.now())
+        named = self.turns[0].session_id if self.turns else None
+        if session_id is None and on_session is not None and named:
+            on_session(named)  # as Claude Code's init message names a new session
         if self.on_turn is not None:
             self.on_turn(len(self.prompts))
         return self.turns.popleft()
@@ -131,6 +141,7 @@ class FakeGateway:
     async def probe(self) -> ProbeOutcome:
         if self.clock is not None:
             self.probe_times.append(self.clock.now())
+            self.clock.advance(self.probe_seconds)
         return ProbeOutcome(signals=self.probes.popleft(), cost_usd=0.001)
 
     async def close(self) -> None:

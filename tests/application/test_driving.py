@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -120,12 +120,18 @@ def test_the_first_interrupt_stops_the_run_at_the_next_safe_point() -> None:
     answer = p.gateway.run_turn
 
     async def interrupted_mid_turn(
-        prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         interrupts.go.set()
         while not p.files.sent:  # the person's Ctrl-C arrives while the turn runs
             await anyio.sleep(0)
-        return await answer(prompt, session_id=session_id, interrupted_at=interrupted_at)
+        return await answer(
+            prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
+        )
 
     p.gateway.run_turn = interrupted_mid_turn  # type: ignore[method-assign]
     ended = drive_run(wired(p, interrupts), record(), resumed=False)
@@ -141,7 +147,11 @@ def test_a_second_interrupt_ends_the_run_at_once_with_the_saved_state_kept() -> 
     stuck = anyio.Event()
 
     async def never_answers(
-        prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         interrupts.go.set()
         await stuck.wait()
@@ -162,7 +172,11 @@ def test_a_full_disk_ends_the_run_failed_and_says_so_where_it_can() -> None:
     p = parts()
 
     async def disk_full(
-        prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         raise OSError(errno.ENOSPC, "No space left on device")
 

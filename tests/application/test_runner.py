@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
+from claudeloop.application.summary import result_object, summary_markdown
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured, WindowExhausted
-from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState, reopen
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import WaitPolicyConfig
 from tests.application.fakes import (
@@ -161,6 +163,47 @@ def test_closed_window_waits_until_reset_plus_grace_then_probes_then_resumes() -
     assert final.state.ledger.turns == 2
     assert final.state.ledger.attempts == 3
     assert final.waited_seconds == (reset + timedelta(seconds=60) - START).total_seconds()
+
+
+def test_the_time_waited_that_ends_a_run_on_max_wait_counts_its_probes_too() -> None:
+    # Each probe takes 2 s; --max-wait 15s gives up after the probe that ends past it.
+    policy = WaitPolicyConfig(
+        credits_probe_interval=timedelta(seconds=1),
+        credits_probe_ceiling=timedelta(seconds=3),
+        max_wait=timedelta(seconds=15),
+    )
+    h = harness([rejected_turn(CREDITS_OUT)], probes=[CREDITS_OUT] * 20)
+    h.gateway.probe_seconds = 2.0
+    final = drive(h, record(policy=policy))
+    assert final.state.outcome is Outcome.MAX_WAIT_EXCEEDED
+    assert "waited longer than max-wait" in final.state.reason
+    # Wall time from the refusal (the turn came back at START) to giving up.
+    assert final.waited_seconds == (h.clock.now() - START).total_seconds()
+    assert final.waited_seconds >= 15
+    shown = f"- Time waited for capacity: {final.waited_seconds:.1f}s"
+    assert shown in summary_markdown(final)
+
+
+def test_the_time_waited_runs_from_the_refusal_to_capacity_over_probes_and_restarts() -> None:
+    policy = WaitPolicyConfig(
+        credits_probe_interval=timedelta(seconds=60),
+        credits_probe_ceiling=timedelta(seconds=60),
+    )
+    h = harness([rejected_turn(CREDITS_OUT)], probes=[CREDITS_OUT])
+    h.gateway.probe_seconds = 5.0
+    h.sleeper.interrupt_at_sleep[1] = ControlCommand.STOP  # stopped in its second sleep
+    stopped = drive(h, record(policy=policy))
+    # 60 s asleep, a 5 s probe, then the stop: 65 s since the refusal.
+    assert stopped.state.outcome is Outcome.STOPPED
+    assert stopped.waited_seconds == 65.0
+    # Resumed an hour later (the hour is no wait): a second refusal, a second wait.
+    h.control.command = None
+    h.clock.advance(3600)
+    h.gateway.turns.extend([rejected_turn(CREDITS_OUT), verdict_turn(complete=True)])
+    h.gateway.probes.append(OK)
+    resumed = drive(h, replace(stopped, state=reopen(stopped.state)), resumed=True)
+    assert resumed.state.outcome is Outcome.DONE
+    assert resumed.waited_seconds == 65.0 + 60.0 + 5.0
 
 
 def test_credits_out_backs_off_and_resumes_within_one_probe_of_the_top_up() -> None:
@@ -498,3 +541,32 @@ def test_a_run_that_ends_otherwise_asks_no_advice() -> None:
     h.runner.advisor = advisor
     drive(h, record())
     assert advisor.asked == []
+
+
+def test_a_cost_partly_estimated_counts_against_max_dollars_and_is_said_apart() -> None:
+    # The turn sent again after a crash: 0.004 exact, and a request cut off in flight
+    # priced at 0.002.
+    again = replace(verdict_turn(remaining=("b",), cost=0.006), estimated_cost_usd=0.002)
+    h = harness([again, verdict_turn(complete=True)])
+    final = drive(h, record(budget=Budget(max_dollars=0.005)))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED  # 0.004 alone would not be
+    assert final.state.ledger.dollars == 0.006
+    assert final.state.ledger.estimated_dollars == 0.002
+    said = result_object(final)
+    assert (said["dollars"], said["estimated_dollars"]) == (0.006, 0.002)
+    assert "- Spend: $0.0060, $0.0020 of it estimated" in summary_markdown(final)
+
+
+def test_a_probe_a_kill_cut_off_is_billed_at_an_estimate_with_the_one_sent_again() -> None:
+    probing = RunState(
+        phase=Phase.PROBING,
+        capacity=WindowExhausted("five_hour", None),
+        waiting_since=START - timedelta(minutes=3),
+    )
+    h = harness([verdict_turn(complete=True, cost=0.01)], probes=[OK, OK])
+    final = drive(h, replace(record(), state=probing, session_id="s-9"), resumed=True)
+    assert len(h.gateway.probe_times) == 1
+    # The fake's probe costs 0.001: the one sent again, and as much for the cut-off one.
+    assert final.state.ledger.dollars == pytest.approx(0.012)
+    assert final.state.ledger.estimated_dollars == pytest.approx(0.001)
+    assert [e["cost_usd"] for e in h.events.of("probe.finished")] == [pytest.approx(0.002)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -36,7 +37,12 @@ class PricedGateway:
         self.closed = False
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         return TurnOutcome(
             signals=TurnSignals(),
@@ -93,7 +99,12 @@ class RefusingGateway(PricedGateway):
     """Every request answered 401, as Claude Code reports refused credentials."""
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         return TurnOutcome(
             signals=TurnSignals(

@@ -83,7 +83,12 @@ class FinishingGateway:
     """Answers the first turn with a complete verdict."""
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         return TurnOutcome(
             signals=TurnSignals(),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claudeloop.domain.budget import Budget, BudgetLedger
+from claudeloop.domain.budget import Budget, BudgetLedger, in_flight_estimate
 
 
 def test_none_means_no_cap() -> None:
@@ -144,3 +144,59 @@ def test_the_ledger_adds_up_and_any_exhausted_is_any_cap_reached(
     )
     assert ledger.any_exhausted is expected
     assert bool(ledger.exhausted_caps()) is expected
+
+
+def test_an_estimated_cost_counts_against_the_cap_and_is_kept_apart() -> None:
+    ledger = BudgetLedger(Budget(max_dollars=0.005)).spend_turn(0.004)
+    ledger = ledger.spend_turn(0.0012, estimated_usd=0.0004)
+    assert ledger.dollars == pytest.approx(0.0052)
+    assert ledger.estimated_dollars == pytest.approx(0.0004)
+    assert ledger.dollars_exhausted  # 0.0048 exact would not have reached it
+    refused = ledger.spend_attempt(0.0, estimated_usd=0.0008)
+    assert refused.estimated_dollars == ledger.estimated_dollars  # no more than it cost
+
+
+def test_an_estimate_is_never_more_than_the_spend_it_is_part_of() -> None:
+    with pytest.raises(ValueError, match="part of its spend"):
+        BudgetLedger(dollars=0.001, estimated_dollars=0.002)
+    with pytest.raises(ValueError, match="part of its spend"):
+        BudgetLedger(dollars=0.001, estimated_dollars=-0.001)
+
+
+def test_a_request_in_flight_is_priced_like_the_last_one_answered_before_it() -> None:
+    assert in_flight_estimate(1, before=0.0008, after=0.0012) == 0.0008
+    assert in_flight_estimate(2, before=0.0008, after=None) == 0.0016
+
+
+def test_a_request_in_flight_first_in_its_session_is_priced_like_the_one_after_it() -> None:
+    assert in_flight_estimate(1, before=None, after=0.0012) == 0.0012
+
+
+def test_no_request_in_flight_or_none_to_go_by_is_estimated_at_nothing() -> None:
+    assert in_flight_estimate(0, before=0.0008, after=0.0012) == 0.0
+    assert in_flight_estimate(1, before=None, after=None) == 0.0
+    assert in_flight_estimate(1, before=math.nan, after=None) == 0.0
+
+
+@given(
+    history=st.lists(
+        st.tuples(
+            st.sampled_from(["turn", "attempt", "probe"]),
+            st.floats(min_value=-1.0, max_value=5.0, allow_nan=False),
+            st.floats(min_value=-1.0, max_value=5.0, allow_nan=False),
+        ),
+        max_size=30,
+    )
+)
+def test_the_estimated_spend_is_always_a_part_of_the_spend(
+    history: list[tuple[str, float, float]],
+) -> None:
+    ledger = BudgetLedger()
+    for kind, cost, estimated in history:
+        if kind == "turn":
+            ledger = ledger.spend_turn(cost, estimated_usd=estimated)
+        elif kind == "attempt":
+            ledger = ledger.spend_attempt(cost, estimated_usd=estimated)
+        else:
+            ledger = ledger.spend_probe(cost, estimated_usd=estimated)
+        assert 0 <= ledger.estimated_dollars <= ledger.dollars

@@ -40,7 +40,9 @@ from claudeloop.domain.loop import (
     decide_preflight,
     reopen,
     resume_decision,
+    time_waited,
     verdict_summary,
+    wait_began,
 )
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.verification import AskReview, CheckCommand, RunCheck
@@ -403,6 +405,24 @@ def test_after_probe_past_max_wait_gives_up() -> None:
     assert transition.decision.exit_code == 4
     assert transition.state.phase is Phase.FAILED
     assert transition.state.next_probe_at is None
+
+
+def test_the_time_waited_is_what_max_wait_measures_from_the_first_refusal() -> None:
+    config = WaitPolicyConfig(max_wait=timedelta(hours=1))
+    probing = waiting_on(WindowExhausted("unknown"), since=NOW)
+    later = NOW + timedelta(hours=1, seconds=3)  # the last probe took 3 s
+    gave_up = decide_after_probe(probing, WindowExhausted("unknown"), now=later, config=config)
+    assert gave_up.state.outcome is Outcome.MAX_WAIT_EXCEEDED
+    # Earlier waits add to it; the wait going on counts from its first refusal.
+    assert time_waited(probing, earlier=120.0, now=later) == 120.0 + 3603.0
+    assert wait_began(gave_up.state) is None  # the wait is over: nothing more to count
+    assert time_waited(gave_up.state, earlier=120.0, now=later) == 120.0
+
+
+def test_the_time_waited_counts_no_negative_time_when_the_clock_stepped_back() -> None:
+    probing = waiting_on(WindowExhausted("unknown"), since=NOW)
+    assert time_waited(probing, earlier=5.0, now=NOW - timedelta(hours=1)) == 5.0
+    assert wait_began(RUNNING) is None
 
 
 def test_after_probe_within_max_wait_keeps_waiting() -> None:

@@ -14,12 +14,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from claudeloop.adapters import credentials
+from claudeloop.adapters.claude_code.transcript import cut_off_turn
 from claudeloop.rehearsal import RehearsalServer, load_scenario
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -146,6 +148,14 @@ def rehearsal(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rehear
         )
 
 
+def in_flight_kept(rehearsal: Rehearsal) -> int:
+    """The requests the run's session transcripts say were sent and never answered."""
+    config = Path(rehearsal.env["CLAUDE_CONFIG_DIR"])
+    sessions = [path.stem for path in (config / "projects").glob("*/*.jsonl")]
+    ever = datetime(2000, 1, 1, tzinfo=UTC)
+    return sum(cut_off_turn(config, session, ever).in_flight for session in sessions)
+
+
 def write_plan(project: Path, items: int = 3) -> Path:
     plan = project / "PLAN.md"
     lines = ["# Plan", ""] + [f"- [ ] Write step{n}.txt" for n in range(1, items + 1)]
@@ -153,10 +163,13 @@ def write_plan(project: Path, items: int = 3) -> Path:
     return plan
 
 
-def assert_ledger_is_what_was_served(finished: Finished, rehearsal: Rehearsal) -> None:
+def assert_ledger_is_what_was_served(
+    finished: Finished, rehearsal: Rehearsal, *, price: float | None = None, in_flight: int = 0
+) -> None:
     """Turns, attempts and dollars are what the rehearsal API served, each turn finished
-    once. Every answered request costs the same (the scenario's fixed usage): the price
-    of one is what the run's first turn cost over its answers."""
+    once, and the `in_flight` requests a kill cut off are billed at an estimate. Every
+    answered request costs the same (the scenario's fixed usage): the price of one is
+    `price`, by default what the run's first turn cost over its answers."""
     assert finished.exit_code == 0, finished.stderr
     result = finished.result
     served = rehearsal.server.state()
@@ -166,10 +179,14 @@ def assert_ledger_is_what_was_served(finished: Finished, rehearsal: Rehearsal) -
     events = finished.events()
     first = next(e for e in events if e["type"] == "turn.finished")
     first_answers = [r for r in answered if r["kind"] == "turn" and r["turn"] == 1]
-    price = first["cost_usd"] / len(first_answers)
+    if price is None:
+        price = first["cost_usd"] / len(first_answers)
 
     assert result["turns"] == served["verdicts"]
     assert result["attempts"] == served["verdicts"] + len(refused)
-    assert result["dollars"] == pytest.approx(price * len(answered), rel=1e-6)
+    exact = result["dollars"] - result["estimated_dollars"]
+    assert exact == pytest.approx(price * len(answered), rel=1e-6)
+    # A request in flight is priced like the last one answered: every one costs `price`.
+    assert result["estimated_dollars"] == pytest.approx(price * in_flight, rel=1e-6)
     finished_turns = [e["turn"] for e in events if e["type"] == "turn.finished"]
     assert len(finished_turns) == len(set(finished_turns)), finished_turns

@@ -1,5 +1,6 @@
-"""A closed terminal stops a run like Ctrl-C, and a run killed before its first turn can
-be resumed (issue 12, item 11), with the real CLI and the rehearsal API."""
+"""A closed terminal stops a run like Ctrl-C, and a run killed before or during its first
+turn can be resumed (issue 12, item 11; issue 20, item 4), with the real CLI and the
+rehearsal API."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from tests.e2e.conftest import (
     FAST_WAITS,
     Rehearsal,
     assert_ledger_is_what_was_served,
+    in_flight_kept,
     wait_for,
     write_plan,
 )
+from tests.e2e.test_ledger import answers_kept
 from tests.e2e.test_run_directory import kill_hard, phase
 
 pytestmark = pytest.mark.e2e
@@ -95,3 +98,40 @@ def test_a_run_killed_before_its_first_turn_resumes_and_finishes(rehearsal: Rehe
     assert finished.result["outcome"] == "done"
     assert finished.event_types().count("run.started") == 1
     assert_ledger_is_what_was_served(finished, rehearsal)
+
+
+@pytest.mark.scenario("stall_at_1_step_1")
+def test_a_run_killed_in_its_first_turn_resumes_the_session_the_cli_started(
+    rehearsal: Rehearsal,
+) -> None:
+    # Turn 1's first request (writing step1.txt) is answered, its next one hangs: the
+    # driver dies before the first turn's result, the only place the session id was read.
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    wait_for(lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 1's stall")
+    wait_for(lambda: answers_kept(rehearsal) == 1, "the transcript to keep turn 1's answer")
+    wait_for(lambda: in_flight_kept(rehearsal) == 1, "the transcript to keep the stalled send")
+    kill_hard(process)
+    state = json.loads((only_run(rehearsal.project) / "state.json").read_text())
+    assert state["turn_in_flight"] == 1
+    session = state["session_id"]
+    assert session is not None  # saved the moment the CLI named it
+
+    finished = rehearsal.claudeloop("resume")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    # One session throughout: the resume went on with it, and no other was started.
+    events = finished.events()
+    started = [e["session_id"] for e in events if e["type"] == "turn.started"]
+    assert started[0] is None  # the first turn, before the CLI had named its session
+    assert set(started[1:]) == {session}
+    assert {e["session_id"] for e in events if e["type"] == "turn.finished"} == {session}
+    transcripts = Path(rehearsal.env["CLAUDE_CONFIG_DIR"]) / "projects"
+    assert [path.stem for path in transcripts.glob("*/*.jsonl")] == [session]
+    # The answer served before the kill is billed with the turn sent again, the request
+    # in flight at an estimate. (That turn says the task again, so the played model takes
+    # it for the script's next turn.)
+    last = [e for e in events if e["type"] == "turn.finished"][-1]
+    last_answers = [r for r in rehearsal.requests() if r["turn"] == 3 and r["answered"]]
+    price = last["cost_usd"] / len(last_answers)
+    assert_ledger_is_what_was_served(finished, rehearsal, price=price, in_flight=1)

@@ -15,6 +15,7 @@ from tests.e2e.conftest import (
     FAST_WAITS,
     Rehearsal,
     assert_ledger_is_what_was_served,
+    in_flight_kept,
     wait_for,
     write_plan,
 )
@@ -63,15 +64,18 @@ def test_a_turn_killed_after_part_of_it_was_served_is_billed_for_that_part(
     rehearsal: Rehearsal,
 ) -> None:
     # Turn 2's first request (writing step2.txt) is answered, its next one hangs: the
-    # answered one never reaches a result, only the session's transcript.
+    # answered one never reaches a result, only the session's transcript; the one in
+    # flight is in neither, and is billed at an estimate.
     plan = write_plan(rehearsal.project)
     process = rehearsal.start("run", str(plan), *FAST_WAITS)
     wait_for(lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2's stall")
     # Claude Code writes each answer to the transcript a moment after it arrives; a real
     # crash mid-turn comes minutes later, when every answer before it is there.
     wait_for(lambda: answers_kept(rehearsal) == 3, "the transcript to keep turn 2's answer")
+    wait_for(lambda: in_flight_kept(rehearsal) == 1, "the transcript to keep the stalled send")
     kill_hard(process)
     partly = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["turn"] == 2]
     assert [r["answered"] for r in partly] == [True, False]
     finished = rehearsal.claudeloop("resume")
-    assert_ledger_is_what_was_served(finished, rehearsal)
+    assert_ledger_is_what_was_served(finished, rehearsal, in_flight=1)
+    assert "of it estimated" in (finished.run_directory() / "summary.md").read_text()

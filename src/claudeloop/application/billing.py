@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -16,13 +17,25 @@ class UnbilledGateway:
         self._inner = inner
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         outcome = await self._inner.run_turn(
-            prompt, session_id=session_id, interrupted_at=interrupted_at
+            prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
         )
         # Nothing of it is money, guessed or not: no guessed price to warn about either.
-        return replace(outcome, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=(), billed=False)
+        return replace(
+            outcome,
+            cost_usd=0.0,
+            estimated_cost_usd=0.0,
+            guessed_cost_usd=0.0,
+            guessed_models=(),
+            billed=False,
+        )
 
     async def probe(self) -> ProbeOutcome:
         probe = await self._inner.probe()

@@ -31,6 +31,9 @@ class TurnOutcome:
     final_text: str
     cost_usd: float
     session_id: str | None
+    # The part of `cost_usd` that is an estimate: requests a crash cut off in flight,
+    # whose answers nobody recorded (domain.budget.in_flight_estimate).
+    estimated_cost_usd: float = 0.0
     # Tools the permission mode refused during the turn, so the user can be told how to
     # allow them.
     denied_tools: tuple[str, ...] = ()
@@ -64,12 +67,20 @@ class Gateway(Protocol):
     """Claude Code, one turn at a time, on one session."""
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         """Send `prompt` on `session_id` (a new session when None) and wait for its result.
 
         `interrupted_at`: this turn is sent again after a crash cut off the one that began
-        then; what the service had answered of that one is billed with this turn."""
+        then; what the service had answered of that one is billed with this turn.
+        `on_session` hears the id of a new session the moment Claude Code names it, long
+        before the turn ends: a crash in between then resumes that session, and bills
+        what it served, instead of starting another."""
         ...
 
     async def probe(self) -> ProbeOutcome:

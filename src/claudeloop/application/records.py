@@ -53,6 +53,9 @@ class RunRecord:
     started_at: datetime
     session_id: str | None = None
     plan: WorkPlan | None = None
+    # The time waited for capacity, up to the last save (see domain.loop.time_waited);
+    # `earlier_waits_seconds` the part of it in waits that ended (the one going on counts
+    # from state.waiting_since, so a resume mid-wait counts the restart too).
     waited_seconds: float = 0.0
     # When the last turn began; a turn sent again after a crash keeps the instant of the
     # one the crash cut off (what the service answered since is not billed yet).
@@ -62,6 +65,7 @@ class RunRecord:
     # knows the driver stopped mid-turn, says so, and sends that turn again under the
     # same number; no turn number is ever recorded or reported finished twice.
     turn_in_flight: int | None = None
+    earlier_waits_seconds: float = 0.0
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

@@ -58,6 +58,7 @@ from claudeloop.application.prompts import (
     review_prompt,
 )
 from claudeloop.application.records import RunRecord
+from claudeloop.domain.budget import in_flight_estimate
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
     Available,
@@ -73,6 +74,7 @@ from claudeloop.domain.loop import (
     Outcome,
     Phase,
     RunProbe,
+    RunState,
     ScheduleProbe,
     SendTurn,
     Transition,
@@ -85,6 +87,8 @@ from claudeloop.domain.loop import (
     decide_on_failure,
     decide_preflight,
     resume_decision,
+    time_waited,
+    wait_began,
 )
 from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
@@ -137,6 +141,9 @@ class Runner:
     # When the turn a crash cut off began: what the service answered of it since is
     # billed with the turn sent again (see Gateway.run_turn).
     _interrupted_at: datetime | None = field(default=None, init=False)
+    # A probe a crash cut off: the service may have answered it, nobody recorded it; it
+    # is billed at an estimate with the probe sent again.
+    _probe_cut_off: bool = field(default=False, init=False)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -166,6 +173,7 @@ class Runner:
             )
             record = replace(record, turn_in_flight=None)
             self._interrupted_at = record.last_turn_started_at
+        self._probe_cut_off = resumed and record.state.phase is Phase.PROBING
         if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
             # Killed while waiting: keep the persisted probe instant, within reason.
             decision = self._trusted(record, resume_decision(record.state))
@@ -217,21 +225,17 @@ class Runner:
                 return await self._review(record)
             case ScheduleProbe(at=at, awaiting=awaiting):
                 self.events.emit(WaitStarted(capacity=describe(awaiting), probe_at=at))
-                waited_from = self.clock.now()
                 before = record.waited_seconds
-                slept = 0.0
 
                 def progress(seconds: float) -> None:
-                    # Saved as the wait goes, so a kill mid-wait loses little of it.
-                    nonlocal record, slept
-                    slept = max(slept, seconds)
-                    record = replace(record, waited_seconds=before + slept)
+                    # Saved as the wait goes, so a kill mid-wait loses little of it; the
+                    # sleeper's own count holds when the wall clock stepped back.
+                    nonlocal record
+                    record = self._waited(record, at_least=before + seconds)
                     self.store.save(record)
 
                 woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
-                # The wall clock, or what the sleeper counted when the clock stepped back.
-                elapsed = (self.clock.now() - waited_from).total_seconds()
-                record = replace(record, waited_seconds=before + max(elapsed, slept, 0.0))
+                record = self._waited(record)
                 command = self.control.pending()
                 if command is not None:
                     return self._apply(record, decide_on_control(record.state, command))
@@ -240,12 +244,15 @@ class Runner:
                 return self._apply(record, begin_probe(record.state))
             case RunProbe():
                 probe = await self.gateway.probe()
+                cut_off, self._probe_cut_off = self._probe_cut_off, False
+                estimated = in_flight_estimate(int(cut_off), before=None, after=probe.cost_usd)
+                cost = probe.cost_usd + estimated
                 # Said once the probe is saved: a kill before that loses neither its cost
                 # nor what it found.
                 announce: list[Announcement] = []
                 capacity = self._capacity(record, probe.signals, announce)
                 self._note_guess(probe.guessed_models, probe.guessed_cost_usd, announce)
-                announce.append(ProbeFinished(capacity=describe(capacity), cost_usd=probe.cost_usd))
+                announce.append(ProbeFinished(capacity=describe(capacity), cost_usd=cost))
                 return self._apply(
                     record,
                     decide_after_probe(
@@ -253,8 +260,9 @@ class Runner:
                         capacity,
                         now=self.clock.now(),
                         config=record.spec.wait_policy,
-                        cost_usd=probe.cost_usd,
+                        cost_usd=cost,
                         policies=record.spec.limits,
+                        estimated_usd=estimated,
                     ),
                     announce=announce,
                 )
@@ -286,7 +294,9 @@ class Runner:
         spec = record.spec
         plan = self._current_plan(record)
         marker = spec.done_marker if spec.marker_fallback else None
-        if record.session_id is None:
+        # No turn recorded yet: a session saved mid-turn by a first turn a crash cut off
+        # holds at most part of the task, so the task is said again.
+        if record.session_id is None or record.state.ledger.attempts == 0:
             plan_name = spec.plan_path.name if spec.plan_path else None
             prompt = first_prompt(spec.task, plan=plan, plan_name=plan_name, marker=marker)
         else:
@@ -309,8 +319,20 @@ class Runner:
         record = replace(record, last_turn_started_at=started, plan=plan, turn_in_flight=number)
         self.store.save(record)
         self.events.emit(TurnStarted(turn=number, session_id=record.session_id))
+
+        def session_named(session_id: str) -> None:
+            # Saved at once: a kill before the turn ends resumes this session, and what
+            # it served is billed then, instead of a new session leaving it unbilled.
+            nonlocal record
+            if session_id != record.session_id:
+                record = replace(record, session_id=session_id)
+                self.store.save(record)
+
         outcome = await self._gateway_for(record).run_turn(
-            prompt, session_id=record.session_id, interrupted_at=self._interrupted_at
+            prompt,
+            session_id=record.session_id,
+            interrupted_at=self._interrupted_at,
+            on_session=session_named,
         )
         if outcome.sent and outcome.failure is None:
             self._interrupted_at = None  # billed with this turn
@@ -326,6 +348,7 @@ class Runner:
                 record, decide_on_failure(record.state, outcome.failure), announce=[failed]
             )
         record, cost = _with_session(record, outcome)
+        estimated = min(outcome.estimated_cost_usd, cost) if outcome.billed else 0.0
         # Everything said of the turn is said once the record holding it is saved.
         announce: list[Announcement] = []
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
@@ -349,6 +372,7 @@ class Runner:
             sent=outcome.sent,
             rules=spec.verify,
             seen=seen,
+            estimated_usd=estimated,
         )
         announce.append(
             TurnFinished(
@@ -634,6 +658,19 @@ class Runner:
         if self.reviewer is not None:
             await self.reviewer.close()
 
+    def _waited(
+        self, record: RunRecord, *, after: RunState | None = None, at_least: float = 0.0
+    ) -> RunRecord:
+        """`record` with the time waited up to now (`domain.loop.time_waited`, never less
+        than it said nor than `at_least`); with `after`, the state it moves to: a wait that
+        ends there, or begins, closes the count of the one before."""
+        earlier = record.earlier_waits_seconds
+        counted = time_waited(record.state, earlier=earlier, now=self.clock.now())
+        total = max(record.waited_seconds, counted, at_least)
+        if after is not None and wait_began(after) != wait_began(record.state):
+            earlier = total
+        return replace(record, waited_seconds=total, earlier_waits_seconds=earlier)
+
     def _apply(
         self,
         record: RunRecord,
@@ -664,6 +701,7 @@ class Runner:
             )
         elif before is not None and after is None:
             said.append(ProfileRestored(profile=before.profile))
+        record = self._waited(record, after=transition.state)
         record = replace(record, state=transition.state, turn_in_flight=None)
         self.store.save(record)
         for event in said:

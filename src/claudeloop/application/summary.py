@@ -49,6 +49,8 @@ def _spent(record: RunRecord) -> dict[str, Any]:
         "attempts": state.ledger.attempts,
         "probes": state.probes,
         "dollars": round(state.ledger.dollars, 6),
+        # The part of `dollars` that is an estimate (requests a crash cut off in flight).
+        "estimated_dollars": round(state.ledger.estimated_dollars, 6),
         "summary": state.summary,
         "reason": state.reason,
         "plan": {"done": progress[0], "total": progress[1]} if progress else None,
@@ -137,7 +139,7 @@ def summary_markdown(record: RunRecord) -> str:
         f"- Session: {record.session_id or '-'}",
         f"- Turns: {state.ledger.turns} answered, {state.ledger.attempts} sent, "
         f"{state.probes} probes",
-        f"- Spend: ${state.ledger.dollars:.4f}",
+        f"- Spend: ${state.ledger.dollars:.4f}{_estimated(state.ledger)}",
         f"- Time waited for capacity: {_duration(record.waited_seconds)}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
@@ -154,6 +156,15 @@ def summary_markdown(record: RunRecord) -> str:
     if outcome is not Outcome.DONE:
         lines += ["", "## To continue", "", "```sh", continue_command(record), "```"]
     return "\n".join(lines) + "\n"
+
+
+def _estimated(ledger: BudgetLedger) -> str:
+    if ledger.estimated_dollars <= 0:
+        return ""
+    return (
+        f", ${ledger.estimated_dollars:.4f} of it estimated (requests in flight when the "
+        "run was killed, whose answers were never recorded)"
+    )
 
 
 def _remaining(record: RunRecord) -> tuple[str, ...]:

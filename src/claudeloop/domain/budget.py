@@ -30,33 +30,48 @@ class BudgetLedger:
 
     A turn is a prompt the model answered; an attempt is every prompt sent, including the
     ones a limit refused. Every cost counts, refused or not: the service bills it.
+    `estimated_dollars` is the part of `dollars` that is an estimate (`in_flight_estimate`):
+    counted against the cap like the rest, and said apart.
     """
 
     budget: Budget = Budget()
     turns: int = 0
     attempts: int = 0
     dollars: float = 0.0
+    estimated_dollars: float = 0.0
 
     def __post_init__(self) -> None:
         if self.turns < 0 or self.attempts < 0 or math.isnan(self.dollars) or self.dollars < 0:
             raise ValueError("a ledger never holds negative spend")
+        if not 0 <= self.estimated_dollars <= self.dollars:
+            raise ValueError("a ledger's estimated spend is a part of its spend")
 
-    def spend_turn(self, cost_usd: float = 0.0) -> BudgetLedger:
-        """A prompt the model answered."""
+    def spend_turn(self, cost_usd: float = 0.0, estimated_usd: float = 0.0) -> BudgetLedger:
+        """A prompt the model answered; `estimated_usd` of its cost an estimate."""
         return replace(
             self,
             turns=self.turns + 1,
             attempts=self.attempts + 1,
             dollars=self.dollars + _cost(cost_usd),
+            estimated_dollars=self.estimated_dollars + _part(estimated_usd, of=cost_usd),
         )
 
-    def spend_attempt(self, cost_usd: float = 0.0) -> BudgetLedger:
+    def spend_attempt(self, cost_usd: float = 0.0, estimated_usd: float = 0.0) -> BudgetLedger:
         """A prompt sent that a limit or an error refused."""
-        return replace(self, attempts=self.attempts + 1, dollars=self.dollars + _cost(cost_usd))
+        return replace(
+            self,
+            attempts=self.attempts + 1,
+            dollars=self.dollars + _cost(cost_usd),
+            estimated_dollars=self.estimated_dollars + _part(estimated_usd, of=cost_usd),
+        )
 
-    def spend_probe(self, cost_usd: float = 0.0) -> BudgetLedger:
+    def spend_probe(self, cost_usd: float = 0.0, estimated_usd: float = 0.0) -> BudgetLedger:
         """A probe: not a turn nor an attempt, but its cost is real."""
-        return replace(self, dollars=self.dollars + _cost(cost_usd))
+        return replace(
+            self,
+            dollars=self.dollars + _cost(cost_usd),
+            estimated_dollars=self.estimated_dollars + _part(estimated_usd, of=cost_usd),
+        )
 
     @property
     def turns_exhausted(self) -> bool:
@@ -91,3 +106,21 @@ def _cost(cost_usd: float) -> float:
     # Negative and NaN costs count as nothing; a NaN would poison the ledger for good
     # (NaN >= cap is never true, so the dollar cap could never trip).
     return cost_usd if cost_usd > 0 else 0.0
+
+
+def _part(part_usd: float, *, of: float) -> float:
+    # The estimated part of a cost is never more than the cost the ledger counts.
+    return min(_cost(part_usd), _cost(of))
+
+
+def in_flight_estimate(in_flight: int, *, before: float | None, after: float | None) -> float:
+    """What `in_flight` requests cost that the service was serving when the driver died,
+    whose answers nobody recorded: the service bills them all the same, and leaving them
+    out lets --max-dollars under-count. Each is priced like its neighbour in the session:
+    the last request answered `before` it (a conversation only grows, so the next request
+    is at least about as big), else the first answered `after` it (it was the session's
+    first); with neither, nothing to go by."""
+    price = before if before is not None else after
+    if in_flight <= 0 or price is None:
+        return 0.0
+    return in_flight * _cost(price)

@@ -263,6 +263,7 @@ def decide_after_turn(
     sent: bool = True,
     rules: VerifyRules = NO_RULES,
     seen: Answered | None = None,
+    estimated_usd: float = 0.0,
 ) -> Transition:
     """After a turn. Capacity is read before the verdict, always: a Done claimed by a turn
     that hit a limit is discarded, since the limit may have cut the work short.
@@ -270,7 +271,8 @@ def decide_after_turn(
     `error` is the text of an error the turn ended in; when capacity explains nothing, the
     verdict is not trusted either (an error can quote a marker), and the turn is retried
     until MAX_ERRORED_TURNS in a row have failed. A turn not `sent` (held back because
-    another loop found the capacity closed) spends nothing.
+    another loop found the capacity closed) spends nothing. `estimated_usd` is the part of
+    `cost_usd` that is an estimate (see `in_flight_estimate`).
 
     A Done is verified under `rules` before it ends the run. `seen` is what the answered
     turn left behind (plan items checked, the working tree) for the stagnation brake; a
@@ -279,7 +281,7 @@ def decide_after_turn(
     # A pause before the wall comes after a turn that was answered in full.
     answered = isinstance(capacity, Available) or is_pause(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
-    ledger = spend(cost_usd) if sent else state.ledger
+    ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
     if not answered:
         if ledger.any_exhausted:
@@ -417,15 +419,17 @@ def decide_after_probe(
     config: WaitPolicyConfig,
     cost_usd: float = 0.0,
     policies: LimitPolicies = NO_POLICIES,
+    estimated_usd: float = 0.0,
 ) -> Transition:
-    """After a probe: resume, keep waiting (backing off), or give up.
+    """After a probe: resume, keep waiting (backing off), or give up. `estimated_usd` is
+    the part of `cost_usd` that is an estimate (a probe a crash cut off in flight).
 
     On a detour the probe asked the run's own backend: its limit lifted ends the detour;
     still there, the turns go on on the other profile until the next check.
     """
     state = replace(
         state,
-        ledger=state.ledger.spend_probe(cost_usd),
+        ledger=state.ledger.spend_probe(cost_usd, estimated_usd),
         probes=state.probes + 1,
         wait_probes=state.wait_probes + 1,
     )
@@ -503,6 +507,22 @@ def resume_decision(state: RunState) -> Decision:
             return Finish(outcome=outcome, reason=state.reason or "the run had already ended")
         case _:
             assert_never(state.phase)
+
+
+def wait_began(state: RunState) -> datetime | None:
+    """When the wait going on began (its first refusal); None when the run is not waiting."""
+    return state.waiting_since if state.phase in (Phase.WAITING, Phase.PROBING) else None
+
+
+def time_waited(state: RunState, *, earlier: float, now: datetime) -> float:
+    """Seconds the run has waited for capacity: `earlier` (its waits that ended) and the
+    wait going on, the wall time since its first refusal with its probes and any restart
+    in it. That is the time --max-wait measures (`wait_exceeded`), so what the summary says
+    was waited and why the run gave up never disagree. A clock stepped back adds nothing."""
+    began = wait_began(state)
+    if began is None:
+        return earlier
+    return earlier + max((now - began).total_seconds(), 0.0)
 
 
 def verdict_summary(verdict: CompletionVerdict) -> str:

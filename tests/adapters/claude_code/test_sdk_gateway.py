@@ -6,7 +6,9 @@ or started afresh, how cost is split per turn, and which turns are failures.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -486,3 +488,98 @@ def test_a_stop_waits_for_a_turn_that_is_working(
     outcome = anyio.run(slow_turn)
     assert outcome.failure is None
     assert outcome.session_id == SESSION
+
+
+def init(session_id: str) -> SystemMessage:
+    return SystemMessage(subtype="init", data={"type": "system", "session_id": session_id})
+
+
+def test_a_new_session_is_told_the_moment_the_cli_names_it_before_the_turn_ends(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    # The driver dies mid-turn, after the CLI's init message: the id was heard by then.
+    cli = FakeCli([init(SESSION), Interrupted()], [init(SESSION), answer()])
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+    told: list[str] = []
+
+    async def go() -> None:
+        with pytest.raises(Interrupted):
+            await gateway.run_turn("go", session_id=None, on_session=told.append)
+        # A session resumed is the runner's already: nothing to tell.
+        await gateway.run_turn("go on", session_id=SESSION, on_session=told.append)
+        await gateway.close()
+
+    anyio.run(go)
+    assert told == [SESSION]
+
+
+def test_a_session_named_but_never_written_is_started_afresh_after_a_crash(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
+) -> None:
+    # Killed between the CLI's init and its first write: no transcript, nothing served,
+    # and `--resume` of that id would fail with "No conversation found".
+    cli = FakeCli([init(OTHER), answer(session_id=OTHER)])
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    settings = GatewaySettings(
+        cwd=Path("/work/project"),
+        stderr_log=debug_log,
+        env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")},
+    )
+    gateway = ClaudeCodeGateway(settings)
+    told: list[str] = []
+
+    async def go() -> TurnOutcome:
+        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+        outcome = await gateway.run_turn(
+            "go", session_id=SESSION, interrupted_at=cut_off, on_session=told.append
+        )
+        await gateway.close()
+        return outcome
+
+    outcome = anyio.run(go)
+    assert cli.resumes == [None]
+    assert outcome.failure is None
+    assert outcome.session_id == OTHER
+    assert told == [OTHER]
+    assert f"session {SESSION} was never written" in debug_log.read_text()
+
+
+def test_a_request_in_flight_at_the_crash_is_billed_at_an_estimate(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
+) -> None:
+    # The cut-off turn: one request answered (200 in, 40 out), the next one in flight.
+    config = tmp_path / "config"
+    project = config / "projects" / "-work-project"
+    project.mkdir(parents=True)
+    usage = {"input_tokens": 200, "output_tokens": 40}
+    lines = [
+        {"type": "api-request", "timestamp": "2026-12-01T12:00:01Z", "id": "r1"},
+        {
+            "type": "assistant",
+            "timestamp": "2026-12-01T12:00:02Z",
+            "requestId": "req_a",
+            "requestRef": "r1",
+            "message": {"model": "claude-sonnet-5-5", "usage": usage},
+        },
+        {"type": "api-request", "timestamp": "2026-12-01T12:00:03Z", "id": "r2"},
+    ]
+    (project / f"{SESSION}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # The turn sent again: 400 in, 80 out for 0.0016, so 0.000002 a weighted token.
+    cli = FakeCli([answer(cost=0.0016, tokens=(400, 80), session_tokens=(400, 80))])
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    settings = GatewaySettings(
+        cwd=Path("/work/project"), stderr_log=debug_log, env={"CLAUDE_CONFIG_DIR": str(config)}
+    )
+    gateway = ClaudeCodeGateway(settings)
+
+    async def go() -> TurnOutcome:
+        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+        outcome = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
+        await gateway.close()
+        return outcome
+
+    outcome = anyio.run(go)
+    # Its own 0.0016, the answer served before the kill 0.0008, the one in flight 0.0008.
+    assert outcome.cost_usd == pytest.approx(0.0032)
+    assert outcome.estimated_cost_usd == pytest.approx(0.0008)
+    assert "billed at an estimate" in debug_log.read_text()

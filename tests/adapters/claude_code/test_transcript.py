@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from claudeloop.adapters.claude_code.pricing import ModelSpend, lost_price
-from claudeloop.adapters.claude_code.transcript import config_directory, served_since
+from claudeloop.adapters.claude_code.transcript import (
+    CutOff,
+    config_directory,
+    cut_off_turn,
+    served_since,
+    session_written,
+)
 
 SESSION = "664c5ebc-a560-4f0d-9d41-a53829f04859"
 CUT_OFF = datetime(2026, 12, 1, 12, 3, 33, tzinfo=UTC)
@@ -74,3 +80,106 @@ def test_lost_answers_cost_what_the_next_result_says_their_model_costs() -> None
     assert price.guessed_models == ("qwen3",)
     # A model the result prices not at all has no rate to go by: left out.
     assert lost_price([("claude-other", USAGE)], spends).listed_usd == 0
+
+
+def sent(at: str, request: str, thread: str = "none") -> dict[str, Any]:
+    """The line Claude Code writes before it sends a request (measured, CLI 2.1.332)."""
+    return {"type": "api-request", "timestamp": at, "id": request, "thread": {"type": thread}}
+
+
+def answered(at: str, request: str, answer_id: str) -> dict[str, Any]:
+    return {**answer(at, answer_id), "requestRef": request}
+
+
+def test_a_request_sent_whose_answer_never_came_is_in_flight(tmp_path: Path) -> None:
+    transcript(
+        tmp_path,
+        sent("2026-12-01T12:03:30.000Z", "r0"),
+        answered("2026-12-01T12:03:31.000Z", "r0", "req_before"),  # the turn before
+        {"type": "user", "timestamp": "2026-12-01T12:03:33.033Z", "message": {"role": "user"}},
+        sent("2026-12-01T12:03:33.100Z", "r1"),
+        answered("2026-12-01T12:03:33.200Z", "r1", "req_a"),
+        sent("2026-12-01T12:03:33.300Z", "r2"),  # the kill came while it was answered
+    )
+    cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
+    assert [request.request_id for request in cut.served] == ["req_a"]
+    assert cut.in_flight == 1
+    assert cut.last_answered is not None
+    assert cut.last_answered.request_id == "req_a"
+
+
+def test_a_request_that_failed_and_was_sent_again_is_not_in_flight(tmp_path: Path) -> None:
+    transcript(
+        tmp_path,
+        sent("2026-12-01T12:03:33.100Z", "r1"),  # stalled, then cut: sent again
+        sent("2026-12-01T12:03:37.100Z", "r2"),
+        answered("2026-12-01T12:03:37.200Z", "r2", "req_a"),
+        sent("2026-12-01T12:03:37.300Z", "r3"),
+        {**answer("2026-12-01T12:03:37.400Z", "req_err", model="<synthetic>")},  # a 429
+    )
+    cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
+    assert cut.in_flight == 0
+    assert [request.request_id for request in cut.served] == ["req_a"]
+
+
+def test_requests_in_flight_on_two_threads_count_apart(tmp_path: Path) -> None:
+    transcript(
+        tmp_path,
+        sent("2026-12-01T12:03:33.100Z", "r1"),
+        sent("2026-12-01T12:03:33.150Z", "s1", thread="agent"),
+        answered("2026-12-01T12:03:33.200Z", "r1", "req_a"),
+        sent("2026-12-01T12:03:33.300Z", "r2"),
+    )
+    cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
+    assert cut.in_flight == 2
+
+
+def test_a_session_never_written_has_no_transcript(tmp_path: Path) -> None:
+    assert not session_written(tmp_path, SESSION)
+    assert cut_off_turn(tmp_path, SESSION, CUT_OFF) == CutOff()
+    transcript(tmp_path, sent("2026-12-01T12:03:33.100Z", "r1"))
+    assert session_written(tmp_path, SESSION)
+    assert not session_written(tmp_path, "../escape")
+
+
+def said(at: str, *, ends_turn: bool = False) -> dict[str, Any]:
+    """A prompt or a tool's result, as the CLI writes it before its next request."""
+    entry: dict[str, Any] = {"type": "user", "timestamp": at, "message": {"role": "user"}}
+    return {**entry, "toolEndsTurn": True} if ends_turn else entry
+
+
+def calling(at: str, request: str, answer_id: str, tool: str) -> dict[str, Any]:
+    entry = answered(at, request, answer_id)
+    content = [{"type": "tool_use", "name": tool, "input": {}}]
+    return {**entry, "message": {**entry["message"], "content": content}}
+
+
+@pytest.mark.parametrize(
+    ("tail", "in_flight"),
+    [
+        # The kill came before the CLI wrote the line of the request it was sending.
+        ([said("2026-12-01T12:03:33.100Z")], 1),
+        ([calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "Write")], 1),
+        (
+            [
+                calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "Write"),
+                said("2026-12-01T12:03:33.300Z"),  # the tool's result
+            ],
+            1,
+        ),
+        # The verdict ends the turn: no request follows it.
+        ([calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "StructuredOutput")], 0),
+        (
+            [
+                calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "StructuredOutput"),
+                said("2026-12-01T12:03:33.300Z", ends_turn=True),
+            ],
+            0,
+        ),
+    ],
+)
+def test_a_request_about_to_go_when_the_transcript_stops_counts_as_in_flight(
+    tmp_path: Path, tail: list[dict[str, Any]], in_flight: int
+) -> None:
+    transcript(tmp_path, sent("2026-12-01T12:03:33.050Z", "r1"), *tail)
+    assert cut_off_turn(tmp_path, SESSION, CUT_OFF).in_flight == in_flight

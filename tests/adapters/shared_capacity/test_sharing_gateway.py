@@ -85,7 +85,12 @@ class FakeInner:
         self.closed = False
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         self.prompts.append((prompt, session_id))
         return TurnOutcome(
@@ -256,7 +261,11 @@ def test_a_success_of_a_turn_begun_before_the_window_closed_does_not_reopen_it(
         original = slow_inner.run_turn
 
         async def slow_turn(
-            prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+            prompt: str,
+            *,
+            session_id: str | None,
+            interrupted_at: datetime | None = None,
+            on_session: Callable[[str], None] | None = None,
         ) -> TurnOutcome:
             clock.advance(seconds=10)
             await refused.run_turn("go", session_id="r")

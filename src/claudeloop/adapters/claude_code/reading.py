@@ -89,7 +89,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
                 text = _text_of(message)
                 last_text = text or last_text
         elif isinstance(message, SystemMessage):
-            init_session = _system_session(message) or init_session
+            init_session = started_session(message) or init_session
             retry_error = _retry_error(message) or retry_error
         elif isinstance(message, ResultMessage):
             result = message
@@ -239,8 +239,9 @@ def _text_of(message: AssistantMessage) -> str:
     return "\n".join(block.text for block in message.content if isinstance(block, TextBlock))
 
 
-def _system_session(message: SystemMessage) -> str | None:
-    if message.subtype != "init":
+def started_session(message: Message) -> str | None:
+    """The session a message says the CLI is on: its `init`, the first message of a turn."""
+    if not isinstance(message, SystemMessage) or message.subtype != "init":
         return None
     session = message.data.get("session_id")
     return session if isinstance(session, str) and session else None

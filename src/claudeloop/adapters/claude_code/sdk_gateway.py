@@ -14,8 +14,10 @@ the turn at once: nothing is being done that waiting would keep.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 
 import anyio
 from claude_agent_sdk import (
@@ -40,22 +42,28 @@ from claudeloop.adapters.claude_code.pricing import (
     lost_price,
     turn_price,
 )
-from claudeloop.adapters.claude_code.reading import TurnReading, read_turn
+from claudeloop.adapters.claude_code.reading import TurnReading, read_turn, started_session
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.claude_code.transcript import (
+    CutOff,
     ServedRequest,
     config_directory,
+    cut_off_turn,
     served_since,
+    session_written,
 )
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.events import TurnRetrying
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
+from claudeloop.domain.budget import in_flight_estimate
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
 
 # How often a turn stuck in the CLI's retries looks for a stop (the sleeper's slice).
 STOP_POLL_SECONDS = 0.5
+# A turn no crash cut off.
+_NOTHING_LOST = CutOff()
 
 
 @dataclass
@@ -95,11 +103,22 @@ class ClaudeCodeGateway:
         self._answered_by: str | None = None
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         messages: list[Message] = []
+        if session_id is not None and interrupted_at is not None and not self._written(session_id):
+            # Killed between the CLI naming the session and writing it: nothing of it was
+            # served, and no CLI can resume it. The turn starts the session afresh.
+            self._stderr.note(f"session {session_id} was never written; starting a new one")
+            session_id = None
         # Read before this turn is sent, so that only the cut-off turn's answers count.
         lost = self._served_before_the_crash(session_id, interrupted_at)
+        since = interrupted_at if session_id is not None else None
         try:
             client = await self._send(prompt, session_id)
         except Exception as caught:
@@ -107,8 +126,10 @@ class ClaudeCodeGateway:
             where = f"resume session {session_id}" if session_id else "start a session"
             return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
         retrying = _Retrying()
+        # Only a new session is told: one resumed is the runner's already.
+        told = on_session if session_id is None else None
         try:
-            error = await self._receive(client, messages, retrying)
+            error = await self._receive(client, messages, retrying, told)
         except BaseException:
             # Cancelled or interrupted mid-turn: the process is in an unknown state.
             with anyio.CancelScope(shield=True):
@@ -118,27 +139,61 @@ class ClaudeCodeGateway:
             await self._drop()
             return self._unanswered(f"stopped while {retrying.stopped}")
         reading = read_turn(messages, local_backend=self._settings.local_backend)
-        return await self._judge(reading, requested=session_id, error=error, lost=lost)
+        return await self._judge(reading, requested=session_id, error=error, lost=lost, since=since)
+
+    def _config_directory(self) -> Path:
+        return config_directory({**os.environ, **self._settings.env})
+
+    def _written(self, session_id: str) -> bool:
+        return session_written(self._config_directory(), session_id)
 
     def _served_before_the_crash(
         self, session_id: str | None, interrupted_at: datetime | None
-    ) -> tuple[ServedRequest, ...]:
-        """What the service answered of a turn a crash cut off (see transcript.py)."""
+    ) -> CutOff:
+        """What the service answered of a turn a crash cut off, and what it was still
+        answering (see transcript.py)."""
         if session_id is None or interrupted_at is None:
-            return ()
-        environment = {**os.environ, **self._settings.env}
-        lost = served_since(config_directory(environment), session_id, interrupted_at)
-        if lost:
+            return CutOff()
+        lost = cut_off_turn(self._config_directory(), session_id, interrupted_at)
+        if lost.served:
             self._stderr.note(
-                f"the turn cut off by a crash was served {len(lost)} request(s) before it; "
-                "they are billed with this turn"
+                f"the turn cut off by a crash was served {len(lost.served)} request(s) "
+                "before it; they are billed with this turn"
+            )
+        if lost.in_flight:
+            self._stderr.note(
+                f"{lost.in_flight} request(s) of the turn cut off by a crash were in flight, "
+                "their answers never recorded; they are billed at an estimate"
             )
         return lost
 
+    def _estimate(
+        self, lost: CutOff, reading: TurnReading, *, session_id: str | None, since: datetime | None
+    ) -> float:
+        """The requests in flight at the crash, priced like their neighbours (see
+        domain.budget.in_flight_estimate) at the rates this result shows."""
+        if not lost.in_flight:
+            return 0.0
+        before = after = None
+        if lost.last_answered is not None:
+            before = _request_price(lost.last_answered, reading.spends)
+        elif session_id is not None and since is not None:
+            # The session's first request was the one in flight: the next answered goes.
+            known = {request.request_id for request in lost.served}
+            now = served_since(self._config_directory(), session_id, since)
+            later = [request for request in now if request.request_id not in known]
+            after = _request_price(later[0], reading.spends) if later else None
+        return in_flight_estimate(lost.in_flight, before=before, after=after)
+
     async def _receive(
-        self, client: ClaudeSDKClient, messages: list[Message], retrying: _Retrying
+        self,
+        client: ClaudeSDKClient,
+        messages: list[Message],
+        retrying: _Retrying,
+        on_session: Callable[[str], None] | None = None,
     ) -> Exception | None:
-        """Reads the turn into `messages`; the SDK's error when the CLI exits, if any."""
+        """Reads the turn into `messages`, telling `on_session` the session the CLI names;
+        the SDK's error when the CLI exits, if any."""
         error: Exception | None = None
         interrupted: BaseException | None = None
         async with anyio.create_task_group() as group:
@@ -148,6 +203,10 @@ class ClaudeCodeGateway:
                 async for message in client.receive_response():
                     messages.append(message)
                     retrying.now = self._retry_of(message)
+                    named = started_session(message) if on_session is not None else None
+                    if on_session is not None and named is not None:
+                        on_session(named)
+                        on_session = None
             except Exception as caught:
                 # The SDK raises when the CLI exits; a result read before that still counts.
                 error = caught
@@ -251,7 +310,8 @@ class ClaudeCodeGateway:
         *,
         requested: str | None,
         error: Exception | None,
-        lost: tuple[ServedRequest, ...] = (),
+        lost: CutOff = _NOTHING_LOST,
+        since: datetime | None = None,
     ) -> TurnOutcome:
         if not reading.answered:
             await self._drop()
@@ -263,9 +323,11 @@ class ClaudeCodeGateway:
         if reading.served_by and not reading.failed:
             self._answered_by = reading.served_by[-1]
         price = _price(reading, previous=self._previous, previous_total=self._previous_total)
-        if lost:
-            served = ((request.model, request.usage) for request in lost)
+        if lost.served:
+            served = ((request.model, request.usage) for request in lost.served)
             price = added(price, lost_price(served, reading.spends))
+        estimated = self._estimate(lost, reading, session_id=reading.session_id, since=since)
+        price = added(price, TurnPrice(listed_usd=estimated))
         self._previous, self._previous_total = reading.spends, reading.process_cost_usd
         failure: str | None = None
         if requested is not None and reading.session_id != requested:
@@ -284,6 +346,7 @@ class ClaudeCodeGateway:
             structured=reading.structured,
             final_text=reading.final_text,
             cost_usd=price.listed_usd,
+            estimated_cost_usd=estimated,
             guessed_cost_usd=price.guessed_usd,
             guessed_models=price.guessed_models,
             session_id=reading.session_id,
@@ -317,6 +380,13 @@ class ClaudeCodeGateway:
         """One redacted line about an SDK error, for events and the debug log."""
         text = error.result if isinstance(error, ResultError) and error.result else str(error)
         return self._stderr.redact(first_line(text, longest=300, empty=type(error).__name__))
+
+
+def _request_price(request: ServedRequest, spends: tuple[ModelSpend, ...]) -> float | None:
+    """One answered request at the rate this result shows for its model (None: none)."""
+    if not any(spend.model == request.model and spend.weighted_tokens > 0 for spend in spends):
+        return None
+    return lost_price([(request.model, request.usage)], spends).listed_usd
 
 
 def _price(

@@ -10,6 +10,16 @@ JSON object a line; an answer is a line of `type` "assistant" with a `timestamp`
 An answer of several content blocks is several lines with one `requestId`, so each
 request is counted once. The CLI's own placeholder for an API error (`<synthetic>`)
 cost nothing.
+
+A request in flight at the kill is billed all the same, and no answer of it is kept.
+Measured with the same CLI: before each request it writes a line of `type` "api-request"
+with its `id`, `timestamp` and `thread`, and each answer names that `id` as its
+`requestRef`. A request whose answer never came is in flight when nothing came after it
+on its thread (a request that failed and was sent again is followed by the retry). The
+CLI writes its lines about a tenth of a second late, so a kill can leave the request's
+line unwritten: a turn whose last line is a prompt or a tool's result (unless it ended
+the turn, `toolEndsTurn`), or an answer calling a tool, was about to send a request,
+or had sent it, and it counts as in flight too (an estimate errs on the side of spend).
 """
 
 from __future__ import annotations
@@ -41,22 +51,97 @@ def config_directory(environment: Mapping[str, str]) -> Path:
     return Path(environment.get("HOME") or Path.home()) / ".claude"
 
 
+@dataclass(frozen=True, slots=True)
+class CutOff:
+    """What a session's transcript says of a turn a crash cut off."""
+
+    # The requests answered since the turn began, each once.
+    served: tuple[ServedRequest, ...] = ()
+    # The requests sent since then whose answers it never recorded.
+    in_flight: int = 0
+    # The last request the session answered, whenever (what an estimate goes by).
+    last_answered: ServedRequest | None = None
+
+
 def served_since(config_dir: Path, session_id: str, since: datetime) -> tuple[ServedRequest, ...]:
     """The requests of `session_id` the service answered at `since` or later, each once;
     nothing when the transcript cannot be found or read."""
+    return cut_off_turn(config_dir, session_id, since).served
+
+
+def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
+    """The turn of `session_id` that began at `since`, as far as its transcript tells."""
     seen: dict[str, ServedRequest] = {}
+    last: ServedRequest | None = None
+    # Per thread, the request sent since `since` that no answer has followed yet.
+    waiting: dict[str, str] = {}
     for entry in _entries(config_dir, session_id):
-        request = _served(entry, since)
-        if request is not None and request.request_id not in seen:
-            seen[request.request_id] = request
-    return tuple(seen.values())
+        answered = _served(entry, None)
+        last = answered or last
+        if not _since(entry, since):
+            continue
+        main = not entry.get("isSidechain")
+        if entry.get("type") == "api-request" and isinstance(entry.get("id"), str):
+            waiting[_thread(entry)] = entry["id"]
+        elif entry.get("type") == "assistant":
+            reference = entry.get("requestRef")
+            threads = [thread for thread, sent in waiting.items() if sent == reference]
+            # An answer that names no request it was sent for (an error's placeholder)
+            # ends the request of the main conversation.
+            for thread in threads or ([_MAIN] if main else []):
+                waiting.pop(thread, None)
+            if main and _calls_a_tool(entry):
+                waiting[_MAIN] = _FOLLOWS  # the tool's result goes back in a request
+        elif entry.get("type") == "user" and main:
+            if entry.get("toolEndsTurn"):
+                waiting.pop(_MAIN, None)
+            else:
+                waiting.setdefault(_MAIN, _FOLLOWS)  # a prompt or a tool's result
+        if answered is not None and answered.request_id not in seen:
+            seen[answered.request_id] = answered
+    return CutOff(served=tuple(seen.values()), in_flight=len(waiting), last_answered=last)
+
+
+_MAIN = json.dumps({"type": "none"})
+# What the main conversation waits for when the next request's own line is not written.
+_FOLLOWS = ""
+# The tool whose call is the turn's verdict: it ends the turn, no request follows.
+_VERDICT_TOOL = "StructuredOutput"
+
+
+def _calls_a_tool(entry: Mapping[str, Any]) -> bool:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list):
+        return False
+    return any(
+        isinstance(block, Mapping)
+        and block.get("type") == "tool_use"
+        and block.get("name") != _VERDICT_TOOL
+        for block in content
+    )
+
+
+def _thread(entry: Mapping[str, Any]) -> str:
+    return json.dumps(entry.get("thread") or {"type": "none"}, sort_keys=True, default=str)
+
+
+def session_written(config_dir: Path, session_id: str) -> bool:
+    """Whether Claude Code wrote anything of `session_id`. It names a new session (its
+    `init` message) a moment before it writes the transcript: a driver killed in between
+    leaves a session id no CLI can resume, on which nothing was served."""
+    return any(_transcripts(config_dir, session_id))
+
+
+def _transcripts(config_dir: Path, session_id: str) -> Iterator[Path]:
+    # A session id is a UUID, one file under whichever project directory holds it.
+    if not session_id or "/" in session_id or session_id.startswith("."):
+        return iter(())
+    return (config_dir / "projects").glob(f"*/{session_id}.jsonl")
 
 
 def _entries(config_dir: Path, session_id: str) -> Iterator[Mapping[str, Any]]:
-    # A session id is a UUID, one file under whichever project directory holds it.
-    if not session_id or "/" in session_id or session_id.startswith("."):
-        return
-    for path in (config_dir / "projects").glob(f"*/{session_id}.jsonl"):
+    for path in _transcripts(config_dir, session_id):
         try:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
@@ -70,7 +155,15 @@ def _entries(config_dir: Path, session_id: str) -> Iterator[Mapping[str, Any]]:
                 yield entry
 
 
-def _served(entry: Mapping[str, Any], since: datetime) -> ServedRequest | None:
+def _since(entry: Mapping[str, Any], since: datetime) -> bool:
+    try:
+        at = datetime.fromisoformat(str(entry.get("timestamp")))
+    except ValueError:
+        return False
+    return at.utcoffset() is not None and at >= since
+
+
+def _served(entry: Mapping[str, Any], since: datetime | None) -> ServedRequest | None:
     message = entry.get("message")
     if entry.get("type") != "assistant" or not isinstance(message, Mapping):
         return None
@@ -80,10 +173,6 @@ def _served(entry: Mapping[str, Any], since: datetime) -> ServedRequest | None:
         return None
     if not isinstance(request_id, str) or not request_id:
         return None
-    try:
-        at = datetime.fromisoformat(str(entry.get("timestamp")))
-    except ValueError:
-        return None
-    if at.utcoffset() is None or at < since:
+    if since is not None and not _since(entry, since):
         return None
     return ServedRequest(request_id=request_id, model=model, usage=usage)

@@ -50,6 +50,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
         "session_id": record.session_id,
         "started_at": record.started_at.isoformat(),
         "waited_seconds": record.waited_seconds,
+        "earlier_waits_seconds": record.earlier_waits_seconds,
         "last_turn_started_at": _instant_out(record.last_turn_started_at),
         "turn_in_flight": record.turn_in_flight,
         "plan_text": record.plan.render() if record.plan is not None else None,
@@ -80,6 +81,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "turns": state.ledger.turns,
             "attempts": state.ledger.attempts,
             "dollars": state.ledger.dollars,
+            "estimated_dollars": state.ledger.estimated_dollars,
             "capacity": capacity_to_json(state.capacity),
             "probes": state.probes,
             "wait_probes": state.wait_probes,
@@ -136,6 +138,8 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
                 turns=raw["turns"],
                 attempts=raw["attempts"],
                 dollars=raw["dollars"],
+                # Written since 2026-12-02: a record from before estimated nothing.
+                estimated_dollars=raw.get("estimated_dollars", 0.0),
             ),
             capacity=capacity_from_json(raw["capacity"]),
             probes=raw["probes"],
@@ -166,12 +170,22 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             # Older files also hold `session_cost_usd` and `extra`, no longer used: ignored.
             last_turn_started_at=_instant_in(data["last_turn_started_at"]),
             turn_in_flight=_turn_number(data.get("turn_in_flight")),
+            earlier_waits_seconds=_earlier_waits(data, state),
         )
         return _well_typed(record)
     # A value of the wrong type (a list where a table belongs, text for a number) fails
     # in whatever way the first use of it does: each is the same unreadable record.
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
         raise CorruptRecordError(f"{type(error).__name__}: {error}") from error
+
+
+def _earlier_waits(data: dict[str, Any], state: RunState) -> float:
+    """Written since 2026-12-02. A record from before counted only the time slept: a run
+    not waiting has every wait behind it; one saved mid-wait counts the wait going on
+    afresh from its first refusal (and never less than it had said)."""
+    if "earlier_waits_seconds" in data:
+        return cast(float, data["earlier_waits_seconds"])  # its type checked with the rest
+    return 0.0 if state.phase in (Phase.WAITING, Phase.PROBING) else data["waited_seconds"]
 
 
 _NUMBER = (int, float)
@@ -186,6 +200,7 @@ def _well_typed(record: RunRecord) -> RunRecord:
         ("run_id", record.run_id, str),
         ("session_id", record.session_id, _TEXT_OR_NONE),
         ("waited_seconds", record.waited_seconds, _NUMBER),
+        ("earlier_waits_seconds", record.earlier_waits_seconds, _NUMBER),
         ("spec.task", spec.task, str),
         ("spec.model", spec.model, _TEXT_OR_NONE),
         ("spec.done_marker", spec.done_marker, str),
@@ -198,6 +213,7 @@ def _well_typed(record: RunRecord) -> RunRecord:
         ("state.turns", state.ledger.turns, int),
         ("state.attempts", state.ledger.attempts, int),
         ("state.dollars", state.ledger.dollars, _NUMBER),
+        ("state.estimated_dollars", state.ledger.estimated_dollars, _NUMBER),
         ("state.probes", state.probes, int),
         ("state.wait_probes", state.wait_probes, int),
         ("state.errored_turns", state.errored_turns, int),

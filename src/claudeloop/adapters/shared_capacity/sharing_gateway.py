@@ -132,7 +132,12 @@ class SharedCapacityGateway:
         self._told_closed = False
 
     async def run_turn(
-        self, prompt: str, *, session_id: str | None, interrupted_at: datetime | None = None
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         sighting = self._read()
         if sighting is not None and self._closed_now(sighting):
@@ -157,7 +162,7 @@ class SharedCapacityGateway:
                     assert_never(regarded)
         started = self._now()
         outcome = await self._inner.run_turn(
-            prompt, session_id=session_id, interrupted_at=interrupted_at
+            prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
         )
         if outcome.failure is None:
             self._known_at = started
