@@ -37,8 +37,8 @@ def the_task(
             "not both and not neither"
         )
     if plan is not None:
-        plan_path, text = read_plan(plan, cwd)
-        return plan_path, plan_task(plan_path.name, text)
+        plan_path, _ = read_plan(plan, cwd)
+        return plan_path, plan_task(plan_path.name)
     given = task_prompt(prompt, prompt_file, cwd=cwd)
     if given is None or not given.strip():
         raise UserError("--prompt is empty; say what the task is")

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, assert_never, cast, get_args
 
+from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import (
@@ -104,10 +105,11 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
     try:
         raw_spec = data["spec"]
         budget = Budget(**raw_spec["budget"])
+        plan_path = Path(raw_spec["plan_path"]) if raw_spec["plan_path"] else None
         spec = RunSpec(
             cwd=Path(raw_spec["cwd"]),
-            task=raw_spec["task"],
-            plan_path=Path(raw_spec["plan_path"]) if raw_spec["plan_path"] else None,
+            task=_task_in(raw_spec["task"], plan_path),
+            plan_path=plan_path,
             budget=budget,
             wait_policy=_policy_in(raw_spec["wait_policy"]),
             done_marker=raw_spec["done_marker"],
@@ -172,6 +174,15 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
     # in whatever way the first use of it does: each is the same unreadable record.
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
         raise CorruptRecordError(f"{type(error).__name__}: {error}") from error
+
+
+def _task_in(task: Any, plan_path: Path | None) -> Any:
+    """The task of a plan run, once. Before 2026-12-02 it held the plan's whole text as
+    well, beside `plan_text`: a 50 MB plan made a state.json of over 100 MB."""
+    if plan_path is None or not isinstance(task, str):
+        return task
+    short = plan_task(plan_path.name)
+    return short if task.startswith(f"{short} Its text:") else task
 
 
 _NUMBER = (int, float)
