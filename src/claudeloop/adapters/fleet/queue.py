@@ -156,7 +156,7 @@ def _client(engine: Engine) -> Iterator[DBOSClient]:
             raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
         try:
             yield client
-        except (FleetUnavailable, RunIdTaken):
+        except (FleetUnavailable, RunIdTaken, BrokenPipeError):  # a closed output is ours
             raise
         except Exception as error:
             raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
