@@ -61,6 +61,7 @@ def run(
         refuse_beside_a_live_run(cwd)
     config = configuration(cwd, options)
     chosen = backend or backend_for(backend_profile(config, config.value("model")))
+    refuse_no_base_url(chosen)
     spec = new_spec(
         config,
         cwd=cwd,
@@ -98,6 +99,7 @@ def resume(
     if profile is not None:
         config = configuration(cwd, {**options, "profile": profile})
     chosen = backend or backend_for(backend_profile(config, resumed_model(record.spec, config)))
+    refuse_no_base_url(chosen)
     notify = notify_targets(config)
     record = resumed_record(
         record, config, marker_fallback=chosen.marker_fallback, check_profile=profile_check(cwd)
@@ -115,6 +117,18 @@ def resume(
         options=options,
         resumed=started,
     )
+
+
+def refuse_no_base_url(backend: Backend) -> None:
+    """A base URL that is no http(s) URL is refused before any turn (exit 2)."""
+    import os
+
+    from claudeloop.adapters.config.loading import ConfigError
+    from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, base_url_problem
+
+    problem = base_url_problem(backend.env, backend.profile or DEFAULT_BACKEND, os.environ)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def _drive(
