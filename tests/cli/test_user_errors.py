@@ -123,3 +123,23 @@ def test_resume_refuses_a_base_url_that_is_no_url_before_any_turn(
     result = claudeloop("resume", "--cwd", tmp_path)
     assert_one_line_error(result, "ANTHROPIC_BASE_URL='not a url'")
     assert (run.path / "state.json").read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("flag", "key"), [("--continue-prompt", "continue_prompt"), ("--done-marker", "done_marker")]
+)
+def test_a_blank_text_setting_is_refused_alike_from_a_flag_a_variable_and_the_file(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str, key: str
+) -> None:
+    from_flag = claudeloop("run", "--prompt", "x", flag, " ", "--cwd", tmp_path)
+    assert_one_line_error(from_flag, f'flag {flag}=" ": expected non-empty text')
+    monkeypatch.setenv(f"CLAUDELOOP_{key.upper()}", " ")
+    from_variable = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(
+        from_variable, f'environment variable CLAUDELOOP_{key.upper()}=" ": expected non-empty'
+    )
+    monkeypatch.delenv(f"CLAUDELOOP_{key.upper()}")
+    (tmp_path / "claudeloop.toml").write_text(f'{key} = " "\n')
+    from_file = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(from_file, f'{key} = " ": expected non-empty text')
+    assert not (tmp_path / ".claudeloop").exists()

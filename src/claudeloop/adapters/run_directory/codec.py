@@ -42,6 +42,15 @@ class CorruptRecordError(ValueError):
     """state.json exists but cannot be read back as a run."""
 
 
+class NewerRecordError(CorruptRecordError):
+    """state.json was written by a claudeloop newer than this one: its `format` is past
+    FORMAT_VERSION, so fields this one does not know may carry the run's meaning."""
+
+    def __init__(self, written: int) -> None:
+        super().__init__(f"record format {written}, newer than {FORMAT_VERSION}")
+        self.written = written
+
+
 def record_to_json(record: RunRecord) -> dict[str, Any]:
     spec = record.spec
     state = record.state
@@ -102,6 +111,11 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
 
 
 def record_from_json(data: dict[str, Any]) -> RunRecord:
+    written = data.get("format", FORMAT_VERSION)
+    if type(written) is not int or written < 1:
+        raise CorruptRecordError(f"format {written!r} is not a record format")
+    if written > FORMAT_VERSION:
+        raise NewerRecordError(written)
     try:
         raw_spec = data["spec"]
         budget = Budget(**raw_spec["budget"])
