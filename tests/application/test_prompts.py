@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from claudeloop.application.prompts import plan_task, rejection_prompt
+from claudeloop.application.prompts import first_prompt, plan_task, rejection_prompt, review_prompt
+from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.verification import CheckCommand, CheckFailed, CheckResult, ReviewDisagreed
 
 CHECK = CheckCommand.parse("test -f step-3.txt")
@@ -70,6 +71,27 @@ def test_a_blocked_review_says_what_it_could_not_confirm() -> None:
     assert "still to do" not in prompt
 
 
-def test_a_plans_task_names_its_file_and_carries_its_whole_text() -> None:
-    task = plan_task("PLAN.md", "# Plan\n\n- [ ] Write step1.txt\n\n")
-    assert task == "Carry out the plan in PLAN.md. Its text:\n\n# Plan\n\n- [ ] Write step1.txt"
+def test_a_plans_task_names_its_file_and_the_first_prompt_carries_its_text_once() -> None:
+    task = plan_task("PLAN.md")
+    assert task == "Carry out the plan in PLAN.md."
+    plan = WorkPlan.parse("# Plan\n\nPort the parser.\n\n- [ ] Write step1.txt\n\n")
+    prompt = first_prompt(task, plan=plan, plan_name="PLAN.md", marker=None)
+    assert prompt.startswith(
+        "Carry out the plan in PLAN.md.\n\nIts text:\n\n# Plan\n\nPort the parser.\n\n"
+        "- [ ] Write step1.txt\n\nThe plan is in PLAN.md; its checklist has 1 items"
+    )
+    assert prompt.count("Port the parser.") == 1
+
+
+def test_the_review_sees_the_plans_whole_text_with_its_marks() -> None:
+    plan = WorkPlan.parse("# Plan\n\nPort the parser.\n\n- [x] Write step1.txt\n- [ ] Two")
+    prompt = review_prompt(plan_task("PLAN.md"), plan=plan, summary="", marker=None)
+    assert "The task:\nCarry out the plan in PLAN.md." in prompt
+    assert (
+        "The plan (1/2 checked):\n# Plan\n\nPort the parser.\n\n- [x] Write step1.txt\n- [ ] Two"
+        in prompt
+    )
+    prose_only = review_prompt(
+        "x", plan=WorkPlan.parse("Port the parser."), summary="", marker=None
+    )
+    assert "The plan:\nPort the parser." in prose_only

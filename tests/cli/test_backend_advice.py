@@ -213,3 +213,12 @@ def test_the_kind_the_domain_gave_decides_the_advice_whatever_the_words() -> Non
     )
     advice = advise("odd words (API Error: 500 out of memory)", local, kind="load_failed")
     assert advice.problem.startswith("the model 'qwen3' failed to load on http://127.0.0.1:11434")
+
+
+def test_a_prompt_too_long_for_a_hosted_model_says_to_shorten_the_task() -> None:
+    reason = "the prompt is too long for the model's context window (Prompt is too long)"
+    advice = advise(reason, BackendProfile(), kind="prompt_too_long", diagnose=never)
+    assert advice.line == (
+        f"{reason}: give a shorter task (the plan or prompt; files it names are read as the "
+        "model needs them), or split the work into smaller runs"
+    )

@@ -68,7 +68,22 @@ UNREADABLE_STATES: dict[str, Callable[[Path], object]] = {
     "instant without zone": _mangled(lambda d: d["state"].update(next_probe_at="2026-11-30")),
     "remaining work numbers": _mangled(lambda d: d["state"].update(remaining_work=[1])),
     "run id a number": _mangled(lambda d: d.update(run_id=5)),
+    "format text": _mangled(lambda d: d.update(format="1")),
 }
+
+
+@pytest.mark.parametrize("command", ["status", "resume"])
+def test_a_record_of_a_newer_claudeloop_is_refused_in_one_line(
+    claudeloop: Invoke, tmp_path: Path, command: str
+) -> None:
+    state = waiting_run(tmp_path).state_path
+    _mangled(lambda d: d.update(format=99))(state)
+    before = state.read_text()
+    result = claudeloop(command, "--cwd", tmp_path)
+    assert_one_line_error(
+        result, str(state), "written by a newer claudeloop (record format 99;", "reads format 1)"
+    )
+    assert state.read_text() == before
 
 
 @pytest.mark.parametrize("damage", UNREADABLE_STATES.values(), ids=UNREADABLE_STATES.keys())

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Invocation
+from tests.cli.test_run_directory_commands import waiting_run
 
 Invoke = Callable[..., Invocation]
 
@@ -85,3 +86,60 @@ def test_unknown_option(claudeloop: Invoke) -> None:
 
 def test_status_without_runs(claudeloop: Invoke, tmp_path: Path) -> None:
     assert_one_line_error(claudeloop("status", "--cwd", tmp_path), "no claudeloop run")
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://host", "http://", "http://host:99999"])
+def test_a_base_url_that_is_no_url_is_refused_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(
+        result,
+        f"environment variable ANTHROPIC_BASE_URL={url!r}",
+        "expected an http:// or https://",
+    )
+    assert not (tmp_path / ".claudeloop").exists()
+
+
+def test_a_profiles_base_url_in_its_extra_env_is_checked_too(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text(
+        '[profiles.proxy]\nextra_env = { ANTHROPIC_BASE_URL = "localhost:4000" }\n'
+    )
+    result = claudeloop("run", "--prompt", "x", "--profile", "proxy", "--cwd", tmp_path)
+    assert_one_line_error(
+        result, "extra_env.ANTHROPIC_BASE_URL in [profiles.proxy] in", "'localhost:4000'"
+    )
+
+
+def test_resume_refuses_a_base_url_that_is_no_url_before_any_turn(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = waiting_run(tmp_path)
+    before = (run.path / "state.json").read_text()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "not a url")
+    result = claudeloop("resume", "--cwd", tmp_path)
+    assert_one_line_error(result, "ANTHROPIC_BASE_URL='not a url'")
+    assert (run.path / "state.json").read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("flag", "key"), [("--continue-prompt", "continue_prompt"), ("--done-marker", "done_marker")]
+)
+def test_a_blank_text_setting_is_refused_alike_from_a_flag_a_variable_and_the_file(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str, key: str
+) -> None:
+    from_flag = claudeloop("run", "--prompt", "x", flag, " ", "--cwd", tmp_path)
+    assert_one_line_error(from_flag, f'flag {flag}=" ": expected non-empty text')
+    monkeypatch.setenv(f"CLAUDELOOP_{key.upper()}", " ")
+    from_variable = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(
+        from_variable, f'environment variable CLAUDELOOP_{key.upper()}=" ": expected non-empty'
+    )
+    monkeypatch.delenv(f"CLAUDELOOP_{key.upper()}")
+    (tmp_path / "claudeloop.toml").write_text(f'{key} = " "\n')
+    from_file = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert_one_line_error(from_file, f'{key} = " ": expected non-empty text')
+    assert not (tmp_path / ".claudeloop").exists()

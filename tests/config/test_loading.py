@@ -3,14 +3,17 @@ the key, the value and what would be accepted."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from claudeloop.adapters.config.loading import (
+    OTHER_VARIABLES,
     user_config_dir,
 )
+from claudeloop.adapters.config.schema import SETTING_KEYS
 from claudeloop.domain.waiting import WaitPolicyConfig
 from tests.config.sources import error_of, load
 
@@ -228,3 +231,38 @@ def test_a_profile_nobody_defined_is_named_with_its_source(project: Path, user_d
 def test_a_bad_variable_is_named_with_its_value(project: Path, user_dir: Path) -> None:
     message = error_of(project, user_dir, env={"CLAUDELOOP_MAX_WAIT": "soon"})
     assert message.startswith('environment variable CLAUDELOOP_MAX_WAIT="soon": expected a dur')
+
+
+def test_an_unknown_variable_is_refused_by_name_with_what_is_accepted(
+    project: Path, user_dir: Path
+) -> None:
+    message = error_of(project, user_dir, env={"CLAUDELOOP_MAX_TURN": "5"})
+    assert message.startswith(
+        "environment variable CLAUDELOOP_MAX_TURN is unknown (did you mean "
+        "CLAUDELOOP_MAX_TURNS?); a setting is CLAUDELOOP_ and its key in capitals"
+    )
+    assert "CLAUDELOOP_CLI_PATH, CLAUDELOOP_CONFIG_DIR, CLAUDELOOP_ENGINE" in message
+
+
+def test_the_variables_that_are_no_setting_are_accepted(project: Path, user_dir: Path) -> None:
+    env = {name: "x" for name in OTHER_VARIABLES if name != "CLAUDELOOP_CONFIG_DIR"}
+    load(project, user_dir, env={**env, "CLAUDELOOP_MAX_TURNS": "4", "CLAUDELOOP_UNSET": ""})
+
+
+# Where claudeloop or its tests read a CLAUDELOOP_* variable by name.
+_READ = re.compile(
+    r'(?:_VARIABLE\s*=\s*|environ(?:\.get)?\(\s*|environ\[\s*|setenv\(\s*)"(CLAUDELOOP_[A-Z_]+)"'
+)
+
+
+def test_every_variable_claudeloop_or_its_tests_read_is_accepted() -> None:
+    root = Path(__file__).resolve().parents[2]
+    read = {
+        name
+        for top in ("src", "tests", "bench")
+        for path in (root / top).rglob("*.py")
+        for name in _READ.findall(path.read_text(encoding="utf-8"))
+    }
+    settings = {f"CLAUDELOOP_{key.upper()}" for key in SETTING_KEYS}
+    assert {"CLAUDELOOP_CLI_PATH", "CLAUDELOOP_ENGINE", "CLAUDELOOP_TEST_POSTGRES"} <= read
+    assert read - settings - OTHER_VARIABLES == set()

@@ -176,27 +176,25 @@ CASES = [
     Case("local_busy", "local", server_error(503), WindowExhausted("local", resets_at=None)),
     Case("overloaded", "oauth", server_error(529), OVERLOADED),
     Case("overloaded", "api_key", server_error(529), OVERLOADED),
-    # On a hosted backend the classifier reads a too-long prompt as no capacity problem
-    # (the CLI compacts or the next turn is shorter); on a local one as misconfiguration.
+    # A too-long prompt ends the run on any backend: the CLI has already tried to
+    # compact, and the same prompt fails the same way however often it is sent.
     Case(
         "prompt_too_long",
         "oauth",
         {"assistant_error": "invalid_request", "api_error_status": 400},
-        Available(),
+        BackendMisconfigured,
     ),
     Case(
         "prompt_too_long",
         "api_key",
         {"assistant_error": "invalid_request", "api_error_status": 400},
-        Available(),
+        BackendMisconfigured,
     ),
     Case(
         "prompt_too_long",
         "local",
         {"assistant_error": "invalid_request", "api_error_status": 400},
-        BackendMisconfigured(
-            "the prompt is too long for the model's context window", "prompt_too_long"
-        ),
+        BackendMisconfigured,
     ),
     # A stream cut or stalled mid-answer: the CLI reports a lost connection, no status.
     Case("drop", "oauth", server_error(None), OVERLOADED),

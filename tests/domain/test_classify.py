@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -127,12 +128,13 @@ def test_model_not_found_is_misconfiguration_on_any_backend() -> None:
         ),
         (
             TurnSignals(assistant_error="invalid_request", result_text="Prompt is too long"),
-            "the prompt is too long for the model's context window",
+            "the prompt is too long for the model's context window (Prompt is too long)",
             "prompt_too_long",
         ),
         (
             TurnSignals(api_error_status=400, result_text="request exceeds the context size"),
-            "the prompt is too long for the model's context window",
+            "the prompt is too long for the model's context window "
+            "(request exceeds the context size)",
             "prompt_too_long",
         ),
         (
@@ -163,11 +165,36 @@ def test_local_only_misconfigurations_do_not_apply_to_the_anthropic_backend() ->
         )
         is None
     )
-    assert (
-        backend_misconfiguration(
-            TurnSignals(assistant_error="invalid_request", result_text="Prompt is too long")
-        )
-        is None
+
+
+# Measured with the bundled CLI 2.1.332 against the rehearsal API: a prompt the CLI will
+# not send (a 50 MB plan; `terminal_reason: blocking_limit`, no HTTP status), and one the
+# service refused with Anthropic's 400 (`terminal_reason: prompt_too_long`).
+CLI_REFUSED_TO_SEND = TurnSignals(
+    assistant_error="invalid_request", result_text="Prompt is too long", is_error=True
+)
+SERVICE_REFUSED = TurnSignals(
+    assistant_error="invalid_request",
+    api_error_status=400,
+    is_error=True,
+    result_text="Prompt is too long · the request is ~250000 tokens (limit 200000) but this "
+    "conversation is only ~2624 tokens — the rest is system prompt, tool definitions, and "
+    "attachment content. A single-exchange conversation cannot be compacted; reduce "
+    "attached files/tools or start with less context.",
+)
+
+
+@pytest.mark.parametrize("signals", [CLI_REFUSED_TO_SEND, SERVICE_REFUSED])
+@pytest.mark.parametrize("local_backend", [False, True])
+def test_a_prompt_too_long_ends_the_run_on_any_backend(
+    signals: TurnSignals, local_backend: bool
+) -> None:
+    on_backend = replace(signals, local_backend=local_backend)
+    capacity = classify(on_backend)
+    assert isinstance(capacity, BackendMisconfigured)
+    assert capacity.kind == "prompt_too_long"
+    assert capacity.reason.startswith(
+        "the prompt is too long for the model's context window (Prompt is too long"
     )
 
 

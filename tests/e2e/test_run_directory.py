@@ -257,3 +257,38 @@ def test_a_second_ctrl_c_ends_the_run_at_once_mid_turn(rehearsal: Rehearsal) -> 
 def control_file(project: Path) -> Path:
     (run,) = list((project / ".claudeloop" / "runs").iterdir())
     return run / "control"
+
+
+@pytest.mark.scenario("one_step")
+def test_every_directory_claudeloop_makes_is_owner_only_and_so_is_every_file(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    # The platform's state directory, as a user without CLAUDELOOP_STATE_DIR has it.
+    env = {k: v for k, v in rehearsal.env.items() if k != "CLAUDELOOP_STATE_DIR"}
+    env["XDG_STATE_HOME"] = str(tmp_path / "xdg-state")
+    write_plan(rehearsal.project, items=1)
+    finished = subprocess.run(
+        [*rehearsal.command("run", "PLAN.md", "--verify", "true", *FAST_WAITS), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+        preexec_fn=lambda: os.umask(0o022),  # a umask that leaves files readable by all
+    )
+    assert finished.returncode == 0, finished.stderr
+    made = [rehearsal.project / ".claudeloop", tmp_path / "xdg-state" / "claudeloop"]
+    run_directory = next((made[0] / "runs").iterdir())
+    assert (run_directory / "checks").is_dir()
+    modes = {
+        str(path): oct(path.stat().st_mode & 0o777)
+        for top in made
+        for path in [top, *top.rglob("*")]
+    }
+    wrong = {
+        path: mode
+        for path, mode in modes.items()
+        if mode != (oct(0o700) if Path(path).is_dir() else oct(0o600))
+    }
+    assert len(modes) > 8
+    assert not wrong, wrong

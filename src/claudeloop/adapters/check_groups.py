@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import Process
 
 from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.adapters.private_file import make_private_directory
 
 # Reads the check's group from its argv, then its stdin: "ended" when the driver has
 # ended the group itself; end of file without it when the driver is gone.
@@ -70,7 +71,7 @@ async def dismiss(watchdog: Process | None) -> None:
 
 def note_group(note: Path, group: int) -> None:
     """Note the check in flight: its group, its first process's start, the boot."""
-    note.parent.mkdir(parents=True, exist_ok=True)
+    make_private_directory(note.parent)
     record = {"group": group, "started": _started(group), "boot": _boot()}
     write_atomically(note, json.dumps(record))
 

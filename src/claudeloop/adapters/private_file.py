@@ -27,3 +27,25 @@ def append_line(path: Path, line: str) -> None:
     """One line added to `path`, opened for this line alone."""
     with open_for_appending(path) as handle:
         handle.write(line + "\n")
+
+
+def make_private_directory(path: Path) -> None:
+    """`path` made a directory, with each directory made on the way owner-only (0700)
+    whatever the umask: `Path.mkdir(parents=True, mode=...)` gives the mode to the last
+    one alone, leaving `$XDG_STATE_HOME/claudeloop` readable by all. Directories that
+    were there are left as they are."""
+    missing: list[Path] = []
+    at = path
+    while not at.is_dir():
+        missing.append(at)
+        if at.parent == at:
+            break
+        at = at.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+            continue  # made by another process meanwhile: theirs to keep
+        os.chmod(directory, 0o700)  # the umask may have taken bits off

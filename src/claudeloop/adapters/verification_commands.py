@@ -22,6 +22,7 @@ from claudeloop.adapters.check_groups import (
     note_group,
     start_watchdog,
 )
+from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.domain.verification import CheckCommand, CheckResult
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
@@ -186,7 +187,7 @@ class _Output:
         self.size = 0
 
     def __enter__(self) -> _Output:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_directory(self._path.parent)  # checks/ holds what the commands said
         self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(self._fd, 0o600)  # an existing file keeps its mode otherwise
         return self

@@ -13,9 +13,14 @@ REVIEW_OPENING = "You are reviewing another session's work in this directory; yo
 REJECTION_TAIL_CHARS = 3000
 
 
-def plan_task(plan_name: str, text: str) -> str:
-    """The task of a run on a plan file: the plan's whole text, named by its file."""
-    return f"Carry out the plan in {plan_name}. Its text:\n\n{text.strip()}"
+def plan_task(plan_name: str) -> str:
+    """The task of a run on a plan file. The plan's text is not in it: the record holds
+    the plan once (`RunRecord.plan`), and the prompts say its text from there."""
+    return f"Carry out the plan in {plan_name}."
+
+
+def _plan_text(plan: WorkPlan) -> str:
+    return plan.render().strip()
 
 
 def first_prompt(
@@ -23,6 +28,8 @@ def first_prompt(
 ) -> str:
     """The prompt of the run's first turn."""
     parts = [task.strip()]
+    if plan is not None and plan_name is not None and _plan_text(plan):
+        parts.append(f"Its text:\n\n{_plan_text(plan)}")
     if plan is not None and plan_name is not None and plan.total:
         parts.append(
             f"The plan is in {plan_name}; its checklist has {plan.total} items "
@@ -97,9 +104,9 @@ def review_prompt(task: str, *, plan: WorkPlan | None, summary: str, marker: str
         "do as remaining_work, or blocked_on what you cannot check.",
         f"The task:\n{task.strip()}",
     ]
-    if plan is not None and plan.total:
-        items = "\n".join(f"- [{'x' if item.done else ' '}] {item.text}" for item in plan.items)
-        parts.append(f"The plan ({plan.done_count}/{plan.total} checked):\n{items}")
+    if plan is not None and _plan_text(plan):
+        checked = f" ({plan.done_count}/{plan.total} checked)" if plan.total else ""
+        parts.append(f"The plan{checked}:\n{_plan_text(plan)}")
     if summary.strip():
         parts.append(f"The working session's summary of what it did:\n{summary.strip()}")
     if marker:

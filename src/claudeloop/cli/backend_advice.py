@@ -98,6 +98,13 @@ def advise(
                 f"nothing answers at Anthropic's API{_said(reason)}",
                 "check the network (a proxy needs HTTPS_PROXY)",
             )
+        if kind == "prompt_too_long":
+            # The hosted model's window is what it is: the task is what must shrink.
+            return Advice(
+                reason,
+                "give a shorter task (the plan or prompt; files it names are read as the "
+                "model needs them), or split the work into smaller runs",
+            )
         return Advice(reason)
     url = profile.base_url
     model = profile.model or "?"

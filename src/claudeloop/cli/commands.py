@@ -70,6 +70,7 @@ def run(
         refuse_beside_a_live_run(cwd)
     config = configuration(cwd, options)
     chosen = backend or backend_for(backend_profile(config, config.value("model")))
+    refuse_no_base_url(chosen)
     spec = new_spec(
         config,
         cwd=cwd,
@@ -123,6 +124,7 @@ def _resume(
     if profile is not None:
         config = configuration(cwd, {**options, "profile": profile})
     chosen = backend or backend_for(backend_profile(config, resumed_model(record.spec, config)))
+    refuse_no_base_url(chosen)
     notify = notify_targets(config)
     record = resumed_record(
         record, config, marker_fallback=chosen.marker_fallback, check_profile=profile_check(cwd)
@@ -141,6 +143,18 @@ def _resume(
         resumed=started,
         lock=lock,
     )
+
+
+def refuse_no_base_url(backend: Backend) -> None:
+    """A base URL that is no http(s) URL is refused before any turn (exit 2)."""
+    import os
+
+    from claudeloop.adapters.config.loading import ConfigError
+    from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, base_url_problem
+
+    problem = base_url_problem(backend.env, backend.profile or DEFAULT_BACKEND, os.environ)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def _drive(

@@ -26,7 +26,7 @@ import click
 
 from claudeloop.adapters.backend_http import reach
 from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
-from claudeloop.adapters.config.profiles import BackendProfile, resolve_profile
+from claudeloop.adapters.config.profiles import BackendProfile, base_url_problem, resolve_profile
 from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
@@ -270,6 +270,12 @@ def _backend_url(backend: BackendProfile) -> tuple[str, str]:
 
 
 def _backend_check(checks: list[Check], backend: BackendProfile) -> bool:
+    problem = base_url_problem(backend.env, backend, os.environ)
+    if problem is not None:
+        checks.append(
+            Check("backend", "fail", problem, "set it to the server's URL or unset it", 2)
+        )
+        return False
     url, what = _backend_url(backend)
     answer = reach(url)
     if answer.answered:

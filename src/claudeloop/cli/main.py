@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -68,7 +70,43 @@ overrides where that is), then built-in defaults.
 """
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
+# How a command ends whose reader closed its output (`claudeloop logs | head -1`): as the
+# shell reports a program killed by SIGPIPE (128 + 13), without a word.
+OUTPUT_CLOSED_EXIT = 141
+
+
+class OutputClosed(Exception):
+    """The reader of claudeloop's output went away: nothing to report, nowhere to."""
+
+
+@contextlib.contextmanager
+def _output_closed_is_no_error() -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError as error:
+        # Raised as something click does not catch: it would end with exit 1 itself.
+        raise OutputClosed from error
+
+
+class _Commands(click.Group):
+    """The command line; a closed output ends any command alike, parsing and --help too."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with _output_closed_is_no_error():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _output_closed_is_no_error():
+            return super().invoke(ctx)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.version_option(__version__, "-V", "--version", prog_name="claudeloop")
 def cli() -> None:
     """Run Claude Code unattended until a task is truly done.
@@ -79,7 +117,8 @@ def cli() -> None:
     \b
     Exit codes: 0 done · 1 blocked or failed · 2 usage or configuration error ·
     3 budget cap reached · 4 max wait exceeded · 75 wound down · 77 authentication
-    failed · 78 backend misconfigured · 130 stopped by the user.
+    failed · 78 backend misconfigured · 130 stopped by the user · 141 its output
+    was closed (| head).
     """
 
 
@@ -371,6 +410,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.Abort:
         click.echo("claudeloop: aborted", err=True)
         sys.exit(130)
+    except (OutputClosed, BrokenPipeError):
+        # Whatever is left in stdout's buffer must not be flushed into the closed pipe
+        # at exit, where Python would print "Exception ignored ... BrokenPipeError".
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(OUTPUT_CLOSED_EXIT)
 
 
 RUN_SELECTION = [

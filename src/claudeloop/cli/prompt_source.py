@@ -3,8 +3,9 @@
 
 A long task cannot go inline: the kernel caps one argument at 128 KiB (MAX_ARG_STRLEN
 on Linux), so `claudeloop run --prompt "$(cat TASK.md)"` fails before claudeloop starts.
-Past that, the length is no problem: the SDK hands each prompt to Claude Code as a
-stream-json message on its stdin, not as an argument.
+Past that, the length is no problem up to claudeloop's own limit on a task
+(`TASK_LIMIT`, 1 MiB): the SDK hands each prompt to Claude Code as a stream-json message
+on its stdin, not as an argument.
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from claudeloop.adapters.plan_file import (
+    TASK_LIMIT,
+    TASK_LIMIT_BYTES,
+    NotATaskFile,
+    TaskTooLarge,
+    read_task_text,
+)
 from claudeloop.application.prompts import plan_task
 from claudeloop.cli.errors import UserError
 
@@ -29,8 +37,8 @@ def the_task(
             "not both and not neither"
         )
     if plan is not None:
-        plan_path, text = read_plan(plan, cwd)
-        return plan_path, plan_task(plan_path.name, text)
+        plan_path, _ = read_plan(plan, cwd)
+        return plan_path, plan_task(plan_path.name)
     given = task_prompt(prompt, prompt_file, cwd=cwd)
     if given is None or not given.strip():
         raise UserError("--prompt is empty; say what the task is")
@@ -62,7 +70,11 @@ def read_task_file(
         path = cwd / path
     where = f"{named} {given}"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_task_text(path)
+    except TaskTooLarge as refused:
+        raise UserError(f"{where}: {refused.problem}") from None
+    except NotATaskFile as refused:
+        raise UserError(f"{where}: {refused.problem}; expected {kind}") from None
     except FileNotFoundError:
         raise UserError(f"{where}: not found") from None
     except IsADirectoryError:
@@ -90,12 +102,26 @@ def _from_stdin(stdin: TextIO) -> str:
             "pipe it in (claudeloop run --prompt - < TASK.md) or use --prompt-file TASK.md"
         )
     try:
-        text = stdin.read()
+        text = _read_at_most(stdin, TASK_LIMIT_BYTES + 1)
     except UnicodeDecodeError:
         raise UserError("--prompt -: standard input is not UTF-8 text") from None
+    if len(text.encode("utf-8")) > TASK_LIMIT_BYTES:
+        raise UserError(
+            f"--prompt -: standard input holds over {TASK_LIMIT_BYTES:,} bytes; "
+            f"a task may hold at most {TASK_LIMIT}"
+        )
     if not text.strip():
         raise UserError("--prompt -: standard input was empty; say what the task is")
     return text
+
+
+def _read_at_most(stdin: TextIO, limit: int) -> str:
+    """Up to `limit` bytes of standard input as text: an endless input (/dev/zero) is
+    cut there rather than read until the memory runs out."""
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:  # a text stream of no file (tests)
+        return stdin.read(limit)
+    return bytes(buffer.read(limit)).decode("utf-8")
 
 
 def read_plan(plan: Path, cwd: Path) -> tuple[Path, str]:

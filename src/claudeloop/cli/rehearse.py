@@ -173,7 +173,7 @@ def rehearse(
             )
             spec = RunSpec(
                 cwd=project,
-                task=plan_task("PLAN.md", example_plan()),
+                task=plan_task("PLAN.md"),
                 plan_path=plan,
                 wait_policy=REHEARSAL_POLICY,
                 permission_mode="acceptEdits",

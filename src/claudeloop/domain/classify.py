@@ -5,8 +5,9 @@
    db."; a cooldown after a refused attempt says it with the attempt's error);
 2. a billing error is credits, before any window path could claim it;
 3. a misconfigured backend (model missing or unknown anywhere, the server unreachable
-   anywhere; on a local backend also 404, a 500 whose body says the model failed to
-   load, prompt too long) needs a real error signal, never text alone;
+   anywhere, a prompt too long for the context anywhere; on a local backend also 404, a
+   500 whose body says the model failed to load) needs a real error signal, never text
+   alone;
 4. a full local queue (503 on a local backend) is the one local error a clock fixes;
 5. a proxy's cooldown (LiteLLM's 429 "No deployments available" for a few seconds after
    an upstream error) is a short wait, never an end nor a window a policy acts on: the
@@ -105,16 +106,20 @@ def backend_misconfiguration(signals: TurnSignals) -> BackendMisconfigured | Non
     # The CLI reports a connection that failed with an error and no HTTP status.
     if error is not None and status is None and _CONNECTION_REFUSED.search(text):
         return BackendMisconfigured(f"the server is unreachable ({detail})", "unreachable")
+    # The CLI says so once it could not compact (a single exchange cannot be), whether
+    # the server refused it (400) or the CLI would not send it at all: the same prompt
+    # fails the same way however often it is sent, on any backend.
+    if _PROMPT_TOO_LONG.search(text) and (error == "invalid_request" or status == 400):
+        return BackendMisconfigured(
+            f"the prompt is too long for the model's context window ({detail})",
+            "prompt_too_long",
+        )
     if not signals.local_backend:
         return None
     if status == 404:
         return BackendMisconfigured(f"the endpoint or model was not found ({detail})", "not_found")
     if status == 500 and _LOAD_FAILED.search(text):
         return BackendMisconfigured(f"the model failed to load ({detail})", "load_failed")
-    if _PROMPT_TOO_LONG.search(text) and (error == "invalid_request" or status == 400):
-        return BackendMisconfigured(
-            "the prompt is too long for the model's context window", "prompt_too_long"
-        )
     return None
 
 

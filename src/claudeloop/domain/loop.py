@@ -57,7 +57,7 @@ from claudeloop.domain.verification import (
 from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
 
 # Turns in a row that may end in an error no capacity state explains (a malformed answer,
-# a prompt too long for a hosted model) before the run gives up: a retry fixes a blip,
+# a stream cut off) before the run gives up: a retry fixes a blip,
 # and a run must not resend into the same error until its budget is gone.
 MAX_ERRORED_TURNS = 3
 NO_POLICIES = LimitPolicies()

@@ -14,6 +14,7 @@ from claudeloop.adapters.run_directory.codec import (
     record_from_json,
     record_to_json,
 )
+from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import (
@@ -235,3 +236,29 @@ def test_an_unknown_kind_in_the_new_fields_is_a_corrupt_record(where: str) -> No
     }[where]  # fmt: skip
     with pytest.raises(CorruptRecordError):
         record_from_json(data)
+
+
+def test_a_plan_runs_state_holds_the_plans_text_once() -> None:
+    plan = WorkPlan.parse("# Plan\n\nTHE ONLY COPY OF THIS LINE\n\n- [x] a\n- [ ] b\n")
+    record = replace(full_record(Available()), plan=plan)
+    record = replace(record, spec=replace(record.spec, task=plan_task("PLAN.md")))
+    written = json.dumps(record_to_json(record))
+    assert written.count("THE ONLY COPY OF THIS LINE") == 1
+    assert record_from_json(json.loads(written)) == record
+
+
+def test_a_plan_runs_task_written_before_with_the_plans_text_reads_as_the_task_alone() -> None:
+    data = record_to_json(full_record(Available()))
+    data["spec"]["task"] = "Carry out the plan in PLAN.md. Its text:\n\n- [ ] a\n- [ ] b"
+    assert record_from_json(data).spec.task == "Carry out the plan in PLAN.md."
+    prompt_run = record_to_json(
+        replace(
+            full_record(Available()),
+            spec=replace(
+                full_record(Available()).spec,
+                plan_path=None,
+                task="Carry out the plan in X. Its text: y",
+            ),
+        )
+    )
+    assert record_from_json(prompt_run).spec.task == "Carry out the plan in X. Its text: y"

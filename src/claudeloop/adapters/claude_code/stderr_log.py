@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claudeloop.adapters.private_file import append_line
+from claudeloop.adapters.private_file import append_line, make_private_directory
 
 # The run directory's own rule for what a secret looks like, so the debug log (which
 # lives there) masks exactly what every other file of the run masks.
@@ -40,7 +40,7 @@ class StderrLog:
         if self._path is None:
             return
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_directory(self._path.parent)
             # Owner-only and never through a planted link: the log holds what the CLI said.
             append_line(self._path, self.redact(line))
         except OSError:

@@ -39,6 +39,21 @@ PROJECT_FILE = "claudeloop.toml"
 USER_FILE = "config.toml"
 CONFIG_DIR_VARIABLE = "CLAUDELOOP_CONFIG_DIR"
 ENV_PREFIX = "CLAUDELOOP_"
+# The CLAUDELOOP_* variables that are no setting: where claudeloop keeps its files, which
+# Claude Code it runs, a fleet's engine and board and the lease a worker gives its run,
+# and the PostgreSQL binaries of claudeloop's own tests. Any other is refused: a typo
+# (CLAUDELOOP_MAX_TURN=5) must not leave a run without the cap it was meant to have.
+OTHER_VARIABLES = frozenset(
+    {
+        CONFIG_DIR_VARIABLE,
+        "CLAUDELOOP_STATE_DIR",
+        "CLAUDELOOP_CLI_PATH",
+        "CLAUDELOOP_ENGINE",
+        "CLAUDELOOP_FLEET_BOARD",
+        "CLAUDELOOP_FLEET_LEASE",
+        "CLAUDELOOP_TEST_POSTGRES",
+    }
+)
 _SECRET_KEYS = frozenset({"auth_token"})
 _LONGEST_SHOWN = 60
 
@@ -164,6 +179,7 @@ def load_configuration(
     unknown = set(given_flags) - set(SETTING_KEYS)
     if unknown:
         raise ValueError(f"not settings: {', '.join(sorted(unknown))}")
+    _check_flag_text(given_flags)
     env_settings = _from_environment(env)
     layers: list[tuple[dict[str, Any], OriginKind, str]] = [
         (given_flags, "flag", ""),
@@ -222,7 +238,23 @@ def _set_values(settings: RunSettings) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
+def _check_flag_text(flags: Mapping[str, Any]) -> None:
+    """A flag's text meets the rule the same key meets in a file or a variable (a blank
+    --continue-prompt as a blank continue_prompt); the command line parsed the rest."""
+    text = {key: value for key, value in flags.items() if isinstance(value, str)}
+    try:
+        RunSettings.model_validate(text, strict=False)
+    except ValidationError as error:
+        key = str(error.errors()[0]["loc"][0])
+        flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
+        raise ConfigError(
+            f"flag {flag}={_shown(key, text.get(key))}: "
+            f"expected {ACCEPTED.get(key, 'a valid value')}"
+        ) from None
+
+
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    _refuse_unknown_variables(environ)
     raw = {
         key: environ[ENV_PREFIX + key.upper()]
         for key in SETTING_KEYS
@@ -240,6 +272,28 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             f"expected {ACCEPTED.get(key, 'a valid value')}"
         ) from None
     return _set_values(parsed)
+
+
+def _refuse_unknown_variables(environ: Mapping[str, str]) -> None:
+    settings = {ENV_PREFIX + key.upper() for key in SETTING_KEYS}
+    unknown = sorted(
+        name
+        for name, value in environ.items()
+        if name.startswith(ENV_PREFIX) and value and name not in settings | OTHER_VARIABLES
+    )
+    if not unknown:
+        return
+    import difflib
+
+    name = unknown[0]
+    close = difflib.get_close_matches(name, sorted(settings | OTHER_VARIABLES), n=1)
+    meant = f" (did you mean {close[0]}?)" if close else ""
+    raise ConfigError(
+        f"environment variable {name} is unknown{meant}; a setting is "
+        f"{ENV_PREFIX} and its key in capitals ({ENV_PREFIX}MAX_TURNS for --max-turns; "
+        "`claudeloop run --help` lists the flags), and the others are "
+        f"{', '.join(sorted(OTHER_VARIABLES))}"
+    )
 
 
 def _read_file(path: Path) -> ConfigFile | None:

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from claudeloop.adapters.config.loading import ConfigError, Configuration, DefinedProfile
-from claudeloop.adapters.config.schema import DEFAULT_PROFILE
+from claudeloop.adapters.config.schema import ACCEPTED, DEFAULT_PROFILE, is_http_url
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+
+BASE_URL_VARIABLE = "ANTHROPIC_BASE_URL"
 
 PRESET_URLS: dict[str, str] = {
     "ollama": "http://localhost:11434",
@@ -161,3 +164,32 @@ def _token(
     if local:
         return None, "a dummy auth token (the server needs none)"
     return None, "inherited from the environment"
+
+
+def base_url_problem(
+    env: Mapping[str, str], profile: BackendProfile, environ: Mapping[str, str]
+) -> str | None:
+    """Why the URL Claude Code would be pointed at is no URL, in one line naming where
+    it was set; None when it is one, or none is set. The CLI takes any text: 'not a
+    url' made three errored turns before the run gave up."""
+    value = env.get(BASE_URL_VARIABLE)
+    if value is not None:
+        if value == profile.base_url:
+            return None  # checked when the file was read
+        where = f"extra_env.{BASE_URL_VARIABLE} in {profile.where}"
+    else:
+        value = environ.get(BASE_URL_VARIABLE)
+        if not value:
+            return None  # Anthropic's API
+        where = f"environment variable {BASE_URL_VARIABLE}"
+    if is_http_url(value):
+        return None
+    return f"{where}={_shown_url(value)}: expected {ACCEPTED['base_url']}"
+
+
+def _shown_url(value: str) -> str:
+    # A user:password@ in what was meant as a URL is not shown.
+    userinfo = urlsplit(value).netloc.rpartition("@")[0] if "://" in value else ""
+    shown = value.replace(userinfo, "****", 1) if userinfo else value
+    text = repr(shown)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -114,14 +114,21 @@ def _finite(value: float) -> float:
     return value
 
 
-def _url(value: str) -> str:
+def is_http_url(value: str) -> bool:
+    """An http:// or https:// URL with a host, and a port when it names one."""
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("not an http(s) URL")
+        return False
     try:
         _ = parts.port
     except ValueError:
-        raise ValueError("bad port") from None
+        return False
+    return True
+
+
+def _url(value: str) -> str:
+    if not is_http_url(value):
+        raise ValueError("not an http(s) URL with a host")
     return value.rstrip("/")
 
 

@@ -36,7 +36,9 @@ _WATCH_SECONDS = 0.2
 def write_lease(path: Path, until: float) -> None:
     """Renew the lease to `until` (seconds since the epoch), replacing the file whole."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(f"{until:.3f}\n")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(f"{until:.3f}\n")
     temporary.replace(path)
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters.fleet.engine import CONNECT_TIMEOUT_SECONDS, Engine
+from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.application.errors import ClaudeloopError
 
 if TYPE_CHECKING:
@@ -121,7 +123,9 @@ def init_schema(engine: Engine) -> None:
 
     if engine.sqlite_file is not None:
         try:
-            engine.sqlite_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_directory(engine.sqlite_file.parent)
+            # Made owner-only before SQLite makes it (0644); its -wal and -shm take its mode.
+            os.close(os.open(engine.sqlite_file, os.O_CREAT | os.O_WRONLY, 0o600))
         except OSError as error:
             raise FleetUnavailable(f"engine {engine.shown}: {error}") from None
     with quiet_dbos():
@@ -162,7 +166,7 @@ def _client(engine: Engine) -> Iterator[DBOSClient]:
             raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
         try:
             yield client
-        except (FleetUnavailable, RunIdTaken):
+        except (FleetUnavailable, RunIdTaken, BrokenPipeError):  # a closed output is ours
             raise
         except Exception as error:
             raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None

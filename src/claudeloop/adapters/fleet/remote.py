@@ -58,7 +58,7 @@ def opened(engine: Engine, *, set_up: bool = True) -> Iterator[Leases]:
     leases = Leases(engine)
     try:
         yield leases
-    except FleetUnavailable:
+    except (FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
         raise
     except Exception as error:  # SQLAlchemy's errors, of either driver
         raise FleetUnavailable(f"engine {engine.shown}: {database_said(error)}") from None

@@ -17,6 +17,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from claudeloop.adapters.private_file import make_private_directory
+
 _TIMEOUT_SECONDS = 300
 _IDENTITY = ("-c", "user.name=claudeloop", "-c", "user.email=claudeloop@localhost")
 
@@ -56,7 +58,7 @@ def prepare(url: str, branch: str | None, run_id: str, directory: Path) -> None:
     remote has it (what is in `directory` already is replaced by it: another worker
     went on since)."""
     if not (directory / ".git").is_dir():
-        directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_directory(directory.parent)
         _git(None, "clone", "--quiet", url, str(directory))
     exclude = directory / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)

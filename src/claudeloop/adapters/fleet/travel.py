@@ -19,6 +19,7 @@ from pathlib import Path
 
 from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.adapters.claude_code.transcript import config_directory
+from claudeloop.adapters.private_file import make_private_directory
 
 RECORD_FILES = ("state.json", "events.jsonl")
 
@@ -75,7 +76,7 @@ def unpack_record(data: bytes, run_directory: Path) -> None:
     """Write the record files of `data` into `run_directory`, replacing what is there
     (each file whole; only the names a record has, so an archive cannot write
     elsewhere)."""
-    run_directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_directory(run_directory)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         for member in archive.getmembers():
             if member.name not in RECORD_FILES or not member.isfile():
@@ -117,5 +118,5 @@ def unpack_transcript(data: bytes, path: Path, moved: tuple[Path, Path] | None =
     if moved is not None and moved[0] != moved[1]:
         # JSON writes a path's slashes as they are: the same text in every line.
         text = text.replace(json.dumps(str(moved[0]))[1:-1], json.dumps(str(moved[1]))[1:-1])
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_directory(path.parent)
     write_atomically(path, text)

@@ -60,6 +60,7 @@ from claudeloop.adapters.fleet.queue import (
     said,
 )
 from claudeloop.adapters.fleet.repo import RepoFailed
+from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.shared_capacity.board import FLEET_BOARD_VARIABLE
@@ -104,7 +105,7 @@ class WorkerLock:
         self._descriptor: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_directory(self.path.parent)
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -171,7 +172,7 @@ def _set_aside_unstarted(cwd: Path, run_id: str) -> None:
     if not directory.path.is_dir() or live_driver(directory.lock_path) is not None:
         return
     aside = cwd / ".claudeloop" / "unstarted"
-    aside.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_directory(aside)
     number = 1
     while (aside / f"{run_id}-{number}").exists():
         number += 1

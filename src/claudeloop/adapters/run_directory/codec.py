@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, assert_never, cast, get_args
 
+from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import (
@@ -39,6 +40,15 @@ FORMAT_VERSION = 1
 
 class CorruptRecordError(ValueError):
     """state.json exists but cannot be read back as a run."""
+
+
+class NewerRecordError(CorruptRecordError):
+    """state.json was written by a claudeloop newer than this one: its `format` is past
+    FORMAT_VERSION, so fields this one does not know may carry the run's meaning."""
+
+    def __init__(self, written: int) -> None:
+        super().__init__(f"record format {written}, newer than {FORMAT_VERSION}")
+        self.written = written
 
 
 def record_to_json(record: RunRecord) -> dict[str, Any]:
@@ -103,13 +113,19 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
 
 
 def record_from_json(data: dict[str, Any]) -> RunRecord:
+    written = data.get("format", FORMAT_VERSION)
+    if type(written) is not int or written < 1:
+        raise CorruptRecordError(f"format {written!r} is not a record format")
+    if written > FORMAT_VERSION:
+        raise NewerRecordError(written)
     try:
         raw_spec = data["spec"]
         budget = Budget(**raw_spec["budget"])
+        plan_path = Path(raw_spec["plan_path"]) if raw_spec["plan_path"] else None
         spec = RunSpec(
             cwd=Path(raw_spec["cwd"]),
-            task=raw_spec["task"],
-            plan_path=Path(raw_spec["plan_path"]) if raw_spec["plan_path"] else None,
+            task=_task_in(raw_spec["task"], plan_path),
+            plan_path=plan_path,
             budget=budget,
             wait_policy=_policy_in(raw_spec["wait_policy"]),
             done_marker=raw_spec["done_marker"],
@@ -186,6 +202,15 @@ def _earlier_waits(data: dict[str, Any], state: RunState) -> float:
     if "earlier_waits_seconds" in data:
         return cast(float, data["earlier_waits_seconds"])  # its type checked with the rest
     return 0.0 if state.phase in (Phase.WAITING, Phase.PROBING) else data["waited_seconds"]
+
+
+def _task_in(task: Any, plan_path: Path | None) -> Any:
+    """The task of a plan run, once. Before 2026-12-02 it held the plan's whole text as
+    well, beside `plan_text`: a 50 MB plan made a state.json of over 100 MB."""
+    if plan_path is None or not isinstance(task, str):
+        return task
+    short = plan_task(plan_path.name)
+    return short if task.startswith(f"{short} Its text:") else task
 
 
 _NUMBER = (int, float)

@@ -7,8 +7,13 @@ import contextlib
 from dataclasses import replace
 from pathlib import Path
 
+from claudeloop import __version__
 from claudeloop.adapters.redaction import Redactor
-from claudeloop.adapters.run_directory.codec import CorruptRecordError
+from claudeloop.adapters.run_directory.codec import (
+    FORMAT_VERSION,
+    CorruptRecordError,
+    NewerRecordError,
+)
 from claudeloop.adapters.run_directory.layout import (
     RunDirectory,
     list_runs,
@@ -89,6 +94,12 @@ def load_record(directory: RunDirectory) -> RunRecord:
         raise UsageError(
             f"{directory.state_path}: missing; the run never started a turn "
             "(start a new one with `claudeloop run`)"
+        ) from None
+    except NewerRecordError as error:
+        raise UsageError(
+            f"{directory.state_path}: written by a newer claudeloop (record format "
+            f"{error.written}; this one, {__version__}, reads format {FORMAT_VERSION}); "
+            "upgrade claudeloop to go on with this run"
         ) from None
     except CorruptRecordError as error:
         raise UsageError(f"{directory.state_path}: unreadable ({error})") from None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from claudeloop.adapters.atomic_file import write_atomically
-from claudeloop.adapters.private_file import open_for_appending
+from claudeloop.adapters.private_file import make_private_directory, open_for_appending
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory.codec import (
     CorruptRecordError,
@@ -80,7 +80,7 @@ class RunDirectory:
         if problem is not None:
             raise ValueError(f"run id {run_id!r} {problem}")
         root = runs_root(cwd)
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_directory(root)
         with contextlib.suppress(OSError):
             (cwd / ".claudeloop").chmod(0o700)
         path = root / run_id

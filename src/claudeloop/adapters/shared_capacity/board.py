@@ -28,6 +28,7 @@ from typing import Any
 
 from claudeloop.adapters import credentials
 from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.application.ports import CapacityBoard, Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 from claudeloop.domain.text import first_line
@@ -230,7 +231,7 @@ class FileCapacityBoard:
             os.close(descriptor)  # closing releases the lock
 
     def _ensure_directory(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_directory(self.directory)
 
 
 def this_host() -> str:
