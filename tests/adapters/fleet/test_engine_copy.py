@@ -23,7 +23,7 @@ from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, write_lease
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order
-from claudeloop.adapters.fleet.travel import unpack_record
+from claudeloop.adapters.fleet.travel import pack_record, unpack_record
 from claudeloop.adapters.fleet.worker import Drivers, WorkerSettings
 
 # The child: a run that saves a turn in flight, then that turn's outcome, through the
@@ -108,6 +108,58 @@ def test_a_worker_dying_right_after_its_run_saved_a_turn_leaves_that_turn_to_its
             worker.stop_tree(pid)
         driving.join(timeout=30)
     assert ended == [-signal.SIGKILL]
+
+
+# The child: what the run starts from, kept aside.
+STARTS_FROM = """
+import shutil, sys
+from pathlib import Path
+run = Path(sys.argv[2])
+shutil.copy(run / "state.json", run / "started-from.json")
+"""
+
+
+def state(cwd: Path, turns: int) -> str:
+    ledger = {"phase": "running", "turns": turns, "attempts": turns, "dollars": turns * 0.25}
+    return json.dumps({"spec": {"cwd": str(cwd)}, "state": ledger, "turn_in_flight": None})
+
+
+@pytest.mark.parametrize("turns", [(2, 1), (1, 2)], ids=["here-newer", "engine-newer"])
+def test_a_successor_starts_from_the_newer_of_this_machines_record_and_the_engines(
+    engine_url: str,
+    leases: Leases,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: tuple[int, int],
+) -> None:
+    """A save the child made whose store the worker did not live to make is on this
+    machine only (the child, its link closed, stopped right after): a worker taking the
+    run over here goes on from it rather than from the engine's older copy."""
+    here, in_engine = turns
+    cwd = tmp_path / "project"
+    run = cwd / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "state.json").write_text(state(cwd, here))
+    (tmp_path / "stored").mkdir()
+    (tmp_path / "stored" / "state.json").write_text(state(cwd, in_engine))
+    leases.start("w0")
+    epoch = leases.claim("r1", "w0")
+    record = pack_record(tmp_path / "stored")
+    leases.store("r1", epoch, "w0", phase="running", record=record, transcript=None)
+    monkeypatch.setattr(
+        worker,
+        "child_command",
+        lambda run_id, order, cwd: [sys.executable, "-c", STARTS_FROM, "resume", str(run)],
+    )
+    settings = WorkerSettings(parse_engine(engine_url, "test"), 1, 1, "w1", tmp_path / "state")
+    settings.lease_file.parent.mkdir(parents=True)
+    write_lease(settings.lease_file, time.time() + 600)
+    leases.start("w1")
+    said: list[str] = []
+    assert Drivers(said.append, {}, settings, leases).drive("r1", Order(str(cwd), [], "a")) == 0
+    started = json.loads((run / "started-from.json").read_text())
+    assert started["state"]["turns"] == max(here, in_engine)
+    assert started["state"]["dollars"] == max(here, in_engine) * 0.25
 
 
 def test_a_run_whose_worker_is_gone_stops_at_its_next_save(tmp_path: Path) -> None:

@@ -360,6 +360,15 @@ class Drivers:
         if stored.saved_by == self._settings.executor_id and record_exists(cwd, run_id):
             return  # this machine's record is at least as new
         directory = runs_root(cwd) / run_id
+        here = travel.ledger_of(travel.read_state(directory))
+        there = travel.ledger_of(travel.state_in(stored.record))
+        if here is not None and there is not None and here.is_ahead_of(there):
+            # A save this machine made whose store in the engine its worker did not live
+            # to make: that turn was answered and paid for, and is not sent again.
+            self._say(
+                f"run {run_id}: this machine's record is newer than the engine's; going on from it"
+            )
+            return
         travel.unpack_record(stored.record, directory)
         was = travel.relocate(directory, cwd)
         session = travel.session_of(travel.read_state(directory))
