@@ -299,7 +299,8 @@ def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_p
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
     run_id = added.stdout.strip()
-    second = start_worker(fleet, b)
+    wait_for(lambda: "turn.started" in a.kinds(run_id), "A to send turn 1", 90)
+    second = start_worker(fleet, b)  # once A holds the run: B takes it only over
     # Machine A dies (its worker, its run and its CLI) the moment turn 1 is said finished:
     # before the worker's half-second copy of the record could come round.
     deadline = time.monotonic() + 90
