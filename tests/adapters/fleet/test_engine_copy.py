@@ -187,4 +187,4 @@ def test_a_run_whose_worker_is_gone_stops_at_its_next_save(tmp_path: Path) -> No
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False
     )
     assert ended.returncode == FENCED_EXIT, ended.stderr
-    assert "does not hold this run's record" in ended.stderr
+    assert "its worker is gone or no longer holds this run" in ended.stderr

@@ -125,7 +125,7 @@ class LeasedStore:
             fence()
         self._store.save(record)
         if self._link is not None and not self._link.stored():
-            fence("the engine does not hold this run's record for its worker")
+            fence("its worker is gone or no longer holds this run")
 
 
 def watch(lease: Path) -> None:
