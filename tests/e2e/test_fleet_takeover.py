@@ -343,3 +343,49 @@ def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_p
     price = turn_1["cost_usd"] / len(first_answers)
     assert final["state"]["turns"] == served["verdicts"] == 3
     assert final["state"]["dollars"] == pytest.approx(price * len(answered), rel=1e-6)
+
+
+@pytest.mark.scenario("slow_turn_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the child's side: any engine
+def test_a_run_whose_worker_alone_was_killed_sends_no_turn_after_the_one_in_flight(
+    fleet: Fleet,  # noqa: F811
+) -> None:
+    # A long lease: the run's own lease would let it go on for seconds after its worker.
+    # B signs in with an API key: the rehearsal tells the machines' requests apart.
+    a, b = machine(fleet, "a"), machine(fleet, "b", "api_key")
+    first = start_worker(fleet, a, lease="20s")
+    added = subprocess.run(
+        [
+            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", "--checkout", "app",
+            *RUN_OPTIONS, "--engine", fleet.engine,
+        ],
+        env=a.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    run_id = added.stdout.strip()
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
+        "turn 2 to be in flight on A",
+        90,
+    )
+    child = child_of(fleet, a)
+    os.kill(first.pid, signal.SIGKILL)  # the worker alone: its run and CLI go on
+    first.wait(timeout=10)
+    wait_for(lambda: not alive(child), "A's run to stop", 60)
+    second = start_worker(fleet, b, lease="20s")
+    wait_for(
+        lambda: (b.record(run_id) or {}).get("state", {}).get("outcome") is not None,
+        "the run to finish on B",
+        150,
+    )
+    os.killpg(second.pid, signal.SIGTERM)
+    second.wait(timeout=60)
+    from_a = [r["turn"] for r in requests_from(fleet, a) if r["kind"] == "turn" and r["step"] == 0]
+    # Turn 2 in flight (the stalled request, and the CLI's own try after the cut
+    # stream) and nothing after it: turn 3 is B's alone.
+    assert set(from_a) == {1, 2}
+    assert "turn.interrupted" in b.kinds(run_id)  # turn 2, its outcome never saved
+    final = b.record(run_id)
+    assert final is not None
+    assert final["state"]["outcome"] == "done"
+    assert final["state"]["turns"] == 3
