@@ -200,3 +200,37 @@ def test_the_estimated_spend_is_always_a_part_of_the_spend(
         else:
             ledger = ledger.spend_probe(cost, estimated_usd=estimated)
         assert 0 <= ledger.estimated_dollars <= ledger.dollars
+
+
+def test_a_ledger_with_no_count_lower_and_one_higher_is_ahead() -> None:
+    start = BudgetLedger(turns=1, attempts=2, dollars=0.5)
+    assert BudgetLedger(turns=2, attempts=3, dollars=0.75).is_ahead_of(start)
+    assert BudgetLedger(turns=1, attempts=2, dollars=0.6).is_ahead_of(start)  # a probe
+    assert not start.is_ahead_of(start)
+    assert not BudgetLedger(turns=2, attempts=3, dollars=0.25).is_ahead_of(start)  # mixed
+    assert not start.is_ahead_of(BudgetLedger(turns=2, attempts=3, dollars=0.75))
+    capped = BudgetLedger(Budget(max_turns=9), turns=1, attempts=2, dollars=0.5)
+    assert not capped.is_ahead_of(start)  # the caps are no count
+
+
+@settings(max_examples=200)
+@given(history=spends)
+def test_no_spend_ever_lowers_a_count_so_a_later_ledger_is_never_behind(
+    history: list[tuple[str, float]],
+) -> None:
+    """What makes the ledger tell which of two records of one run is the newer: each
+    ledger of a run's life is the one before it or ahead of it, never behind any
+    earlier one."""
+    ledgers = [BudgetLedger()]
+    for kind, cost in history:
+        last = ledgers[-1]
+        if kind == "turn":
+            spent = last.spend_turn(cost)
+        elif kind == "attempt":
+            spent = last.spend_attempt(cost)
+        else:
+            spent = last.spend_probe(cost)
+        assert spent == last or spent.is_ahead_of(last)
+        ledgers.append(spent)
+    for index, earlier in enumerate(ledgers):
+        assert not any(earlier.is_ahead_of(later) for later in ledgers[index:])

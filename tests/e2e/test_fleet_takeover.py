@@ -280,3 +280,120 @@ def test_a_repo_run_works_in_a_clone_and_pushes_its_branch_after_each_turn(
     # The clone is the worker's own, under its work root; the run's files stay out of git.
     clone = a.checkout.parent / "clones" / run_id
     assert (clone / ".claudeloop" / "runs" / run_id / "state.json").is_file()
+
+
+def finished_turns(on: Machine, run_id: str) -> list[int]:
+    path = on.checkout / ".claudeloop" / "runs" / run_id / "events.jsonl"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    events = [json.loads(line) for line in lines if line.strip()]
+    return [e["turn"] for e in events if e["type"] == "turn.finished"]
+
+
+@pytest.mark.scenario("three_steps")
+def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_paid_for(
+    fleet: Fleet,  # noqa: F811
+) -> None:
+    a, b = machine(fleet, "a"), machine(fleet, "b")
+    first = start_worker(fleet, a)
+    added = subprocess.run(
+        [
+            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", "--checkout", "app",
+            *RUN_OPTIONS, "--engine", fleet.engine,
+        ],
+        env=a.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    run_id = added.stdout.strip()
+    wait_for(lambda: "turn.started" in a.kinds(run_id), "A to send turn 1", 90)
+    second = start_worker(fleet, b)  # once A holds the run: B takes it only over
+    # Machine A dies (its worker, its run and its CLI) the moment turn 1 is said finished:
+    # before the worker's half-second copy of the record could come round.
+    deadline = time.monotonic() + 90
+    while finished_turns(a, run_id) != [1]:
+        assert time.monotonic() < deadline, "turn 1 did not finish on A"
+        time.sleep(0.002)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    answered_on_a = [r for r in fleet.rehearsal.requests() if r["answered"]]
+    wait_for(
+        lambda: (b.record(run_id) or {}).get("state", {}).get("outcome") is not None,
+        "the run to finish on B",
+        150,
+    )
+    os.killpg(second.pid, signal.SIGTERM)
+    second.wait(timeout=60)
+
+    final = b.record(run_id)
+    assert final is not None
+    assert final["state"]["outcome"] == "done"
+    served = fleet.rehearsal.server.state()
+    turns = [r for r in served["requests"] if r["kind"] == "turn"]
+    # Turn 1 was sent once, in one session that B goes on with: B sent turns 2 and 3.
+    assert [r["turn"] for r in turns if r["step"] == 0] == [1, 2, 3]
+    assert "turn.interrupted" not in b.kinds(run_id)
+    assert finished_turns(b, run_id)[-2:] == [2, 3]
+    a_events = [
+        json.loads(line)
+        for line in (a.checkout / ".claudeloop" / "runs" / run_id / "events.jsonl")
+        .read_text()
+        .splitlines()
+        if line.strip()
+    ]
+    (turn_1,) = [e for e in a_events if e["type"] == "turn.finished"]
+    assert final["session_id"] == turn_1["session_id"]
+    # The ledger: every answered request once, turn 1's on A among them.
+    answered = [r for r in served["requests"] if r["answered"] and r["kind"] in ("turn", "probe")]
+    first_answers = [r for r in answered if r["kind"] == "turn" and r["turn"] == 1]
+    assert len(first_answers) == len(answered_on_a)
+    price = turn_1["cost_usd"] / len(first_answers)
+    assert final["state"]["turns"] == served["verdicts"] == 3
+    assert final["state"]["dollars"] == pytest.approx(price * len(answered), rel=1e-6)
+
+
+@pytest.mark.scenario("slow_turn_2")
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the child's side: any engine
+def test_a_run_whose_worker_alone_was_killed_sends_no_turn_after_the_one_in_flight(
+    fleet: Fleet,  # noqa: F811
+) -> None:
+    # A long lease: the run's own lease would let it go on for seconds after its worker.
+    # B signs in with an API key: the rehearsal tells the machines' requests apart.
+    a, b = machine(fleet, "a"), machine(fleet, "b", "api_key")
+    first = start_worker(fleet, a, lease="20s")
+    added = subprocess.run(
+        [
+            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", "--checkout", "app",
+            *RUN_OPTIONS, "--engine", fleet.engine,
+        ],
+        env=a.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    run_id = added.stdout.strip()
+    wait_for(
+        lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
+        "turn 2 to be in flight on A",
+        90,
+    )
+    child = child_of(fleet, a)
+    os.kill(first.pid, signal.SIGKILL)  # the worker alone: its run and CLI go on
+    first.wait(timeout=10)
+    wait_for(lambda: not alive(child), "A's run to stop", 60)
+    second = start_worker(fleet, b, lease="20s")
+    wait_for(
+        lambda: (b.record(run_id) or {}).get("state", {}).get("outcome") is not None,
+        "the run to finish on B",
+        150,
+    )
+    os.killpg(second.pid, signal.SIGTERM)
+    second.wait(timeout=60)
+    from_a = [r["turn"] for r in requests_from(fleet, a) if r["kind"] == "turn" and r["step"] == 0]
+    # Turn 2 in flight (the stalled request, and the CLI's own try after the cut
+    # stream) and nothing after it: turn 3 is B's alone.
+    assert set(from_a) == {1, 2}
+    assert "turn.interrupted" in b.kinds(run_id)  # turn 2, its outcome never saved
+    final = b.record(run_id)
+    assert final is not None
+    assert final["state"]["outcome"] == "done"
+    assert final["state"]["turns"] == 3

@@ -73,6 +73,14 @@ class BudgetLedger:
             estimated_dollars=self.estimated_dollars + _part(estimated_usd, of=cost_usd),
         )
 
+    def is_ahead_of(self, other: BudgetLedger) -> bool:
+        """Whether this ledger is later in a run's life than `other`: no count lower,
+        one higher. No spend ever lowers a count, so of two records of one run, the one
+        whose ledger is ahead is the newer (the caps are not counts)."""
+        mine = (self.turns, self.attempts, self.dollars)
+        theirs = (other.turns, other.attempts, other.dollars)
+        return mine != theirs and all(a >= b for a, b in zip(mine, theirs, strict=True))
+
     @property
     def turns_exhausted(self) -> bool:
         cap = self.budget.max_turns

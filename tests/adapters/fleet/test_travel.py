@@ -8,17 +8,22 @@ import json
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from claudeloop.adapters.fleet.travel import (
+    ledger_of,
     pack_record,
     pack_transcript,
     phase_of,
     read_state,
     relocate,
     session_of,
+    state_in,
     transcript_path,
     unpack_record,
     unpack_transcript,
 )
+from claudeloop.domain.budget import BudgetLedger
 
 
 def record(run: Path, cwd: Path) -> None:
@@ -74,3 +79,22 @@ def test_the_transcript_goes_where_the_cli_looks_and_names_the_new_checkout(
     unpack_transcript(data, target, (old, new))
     assert json.loads(target.read_text()) == {"cwd": str(new), "file_path": f"{new}/step1.txt"}
     assert pack_transcript(tmp_path / "none.jsonl") is None
+
+
+def test_a_packed_records_ledger_is_read_without_unpacking_it(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    counts = {"turns": 2, "attempts": 3, "dollars": 0.5}
+    (run / "state.json").write_text(json.dumps({"state": counts}))
+    assert ledger_of(state_in(pack_record(run))) == BudgetLedger(turns=2, attempts=3, dollars=0.5)
+    assert state_in(b"not an archive") is None
+
+
+@pytest.mark.parametrize(
+    "state",
+    [None, {}, {"state": []}, {"state": {"turns": "2", "attempts": 3, "dollars": 0.5}},
+     {"state": {"turns": 2, "attempts": 3, "dollars": None}},
+     {"state": {"turns": -1, "attempts": 3, "dollars": 0.5}}],
+)  # fmt: skip
+def test_a_record_without_a_ledger_of_counts_has_none(state: dict[str, object] | None) -> None:
+    assert ledger_of(state) is None

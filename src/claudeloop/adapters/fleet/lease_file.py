@@ -10,6 +10,15 @@ before each save of its record and every fraction of a second while it runs; onc
 lease is over it stops its Claude CLI and ends at once, saving nothing, with
 FENCED_EXIT. The run is another worker's from then on.
 
+A successor starts from the record the engine holds, so a save counts only once the
+engine holds it: the worker hands its child one end of a socket pair
+(CLAUDELOOP_FLEET_SYNC names its descriptor), and each save asks the worker to store
+the record in the engine now and waits for its answer. The runner says a turn finished
+only after that save, so a worker killed the moment after leaves the engine a record
+with the turn in it, never one the half-second copy had not reached yet. A worker
+gone (its end closed) or fenced: the child stops as past its lease, since nothing it
+saved from then on would reach a successor.
+
 Standard library only: `claudeloop run` imports this module when a worker started it,
 and it must not load dbos or a database driver (nor need the engine's password).
 """
@@ -19,15 +28,21 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import MutableMapping
 from pathlib import Path
 
 from claudeloop.application.ports import RunStore
 from claudeloop.application.records import RunRecord
 
 LEASE_VARIABLE = "CLAUDELOOP_FLEET_LEASE"
+SYNC_VARIABLE = "CLAUDELOOP_FLEET_SYNC"
+# One byte each way: the child's "saved, store it", the worker's "stored" or "fenced".
+SAVED = b"s"
+STORED = b"k"
+REFUSED = b"f"
 # The exit code of a child that ended because its lease was over; only a worker sees it.
 FENCED_EXIT = 79
 _WATCH_SECONDS = 0.2
@@ -68,27 +83,51 @@ def descendants(of: int) -> list[int]:
     return found
 
 
-def fence() -> None:
+_LEASE_OVER = "the worker's lease on this run is over"
+
+
+def fence(why: str = _LEASE_OVER) -> None:
     """Stop the Claude CLI and end this process now, writing nothing more."""
     with contextlib.suppress(OSError, ValueError):
-        os.write(2, b"claudeloop: the worker's lease on this run is over; stopping\n")
+        os.write(2, f"claudeloop: {why}; stopping\n".encode())
     for pid in descendants(os.getpid()):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     os._exit(FENCED_EXIT)
 
 
-class LeasedStore:
-    """A run store that saves only while the worker's lease holds."""
+class EngineLink:
+    """The child's end of the socket pair to its worker."""
 
-    def __init__(self, store: RunStore, lease: Path) -> None:
+    def __init__(self, descriptor: int) -> None:
+        os.set_inheritable(descriptor, False)  # the Claude CLI and its tools get none
+        self._socket = socket.socket(fileno=descriptor)
+
+    def stored(self) -> bool:
+        """Ask the worker to store the run's record in the engine now; True once the
+        engine holds it, False when the worker is gone or no longer holds the run."""
+        try:
+            self._socket.sendall(SAVED)
+            return self._socket.recv(1) == STORED
+        except OSError:
+            return False
+
+
+class LeasedStore:
+    """A run store that saves only while the worker's lease holds, and whose save is
+    done once the engine holds the record too (when the worker gave it a link)."""
+
+    def __init__(self, store: RunStore, lease: Path, link: EngineLink | None = None) -> None:
         self._store = store
         self._lease = lease
+        self._link = link
 
     def save(self, record: RunRecord) -> None:
         if not lease_holds(self._lease):
             fence()
         self._store.save(record)
+        if self._link is not None and not self._link.stored():
+            fence("its worker is gone or no longer holds this run")
 
 
 def watch(lease: Path) -> None:
@@ -102,10 +141,20 @@ def watch(lease: Path) -> None:
     threading.Thread(target=keep_watching, name="fleet-lease", daemon=True).start()
 
 
-def leased(store: RunStore, environ: Mapping[str, str]) -> RunStore:
-    """`store`, fenced by the worker's lease when a worker drives this run."""
+def leased(store: RunStore, environ: MutableMapping[str, str]) -> RunStore:
+    """`store`, fenced by the worker's lease when a worker drives this run, its saves
+    stored in the engine. The link's variable leaves `environ`: the descriptor it names
+    is this process's alone, and in the Claude CLI's tools the number would be another
+    file's."""
+    descriptor = environ.pop(SYNC_VARIABLE, "")
     lease = environ.get(LEASE_VARIABLE)
     if not lease:
         return store
     watch(Path(lease))
-    return LeasedStore(store, Path(lease))
+    link = None
+    if descriptor.isdigit():
+        try:
+            link = EngineLink(int(descriptor))
+        except OSError:
+            fence("the link to this run's worker is gone")
+    return LeasedStore(store, Path(lease), link)

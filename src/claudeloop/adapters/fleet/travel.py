@@ -20,6 +20,7 @@ from pathlib import Path
 from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.adapters.claude_code.transcript import config_directory
 from claudeloop.adapters.private_file import make_private_directory
+from claudeloop.domain.budget import BudgetLedger
 
 RECORD_FILES = ("state.json", "events.jsonl")
 
@@ -59,6 +60,33 @@ def phase_of(state: Mapping[str, object] | None) -> str | None:
     inner = state.get("state") if state else None
     phase = inner.get("phase") if isinstance(inner, dict) else None
     return phase if isinstance(phase, str) else None
+
+
+def ledger_of(state: Mapping[str, object] | None) -> BudgetLedger | None:
+    """The counts of the record's ledger (None: not a record of this claudeloop's)."""
+    inner = state.get("state") if state else None
+    if not isinstance(inner, dict):
+        return None
+    turns, attempts, dollars = (inner.get(key) for key in ("turns", "attempts", "dollars"))
+    if not (isinstance(turns, int) and isinstance(attempts, int)):
+        return None
+    if not isinstance(dollars, int | float):
+        return None
+    try:
+        return BudgetLedger(turns=turns, attempts=attempts, dollars=float(dollars))
+    except ValueError:  # negative counts
+        return None
+
+
+def state_in(record: bytes) -> dict[str, object] | None:
+    """The state.json of a packed record, read without writing it anywhere."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(record), mode="r:gz") as archive:
+            content = archive.extractfile("state.json")
+            data = json.loads(content.read()) if content is not None else None
+    except (OSError, KeyError, ValueError, tarfile.TarError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def pack_record(run_directory: Path) -> bytes:

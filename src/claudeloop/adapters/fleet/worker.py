@@ -17,9 +17,10 @@ Leases (adapters/fleet/leases.py): the worker heart-beats in the engine's databa
 a worker whose heartbeat is older than its own lease has its runs taken over by a live
 one, which asks DBOS to recover that executor's pending workflows (what DBOS's admin
 API does for another executor's id). While a child runs, the worker stores its record
-and transcript in the engine each time they change, under the run's epoch; a worker
-that drives a run another worker took over finds its epoch stale and is fenced, and
-a worker taken over starts again in place with a new life.
+and transcript in the engine each time they change, under the run's epoch, and at once
+at each save of the child, which waits for it (EngineCopy); a worker that drives a run
+another worker took over finds its epoch stale and is fenced, and a worker taken over
+starts again in place with a new life.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -43,6 +45,9 @@ from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, Engine
 from claudeloop.adapters.fleet.lease_file import (
     FENCED_EXIT,
     LEASE_VARIABLE,
+    REFUSED,
+    STORED,
+    SYNC_VARIABLE,
     descendants,
     lease_holds,
     write_lease,
@@ -258,32 +263,55 @@ class Drivers:
 
     def _drive_child(self, run_id: str, order: Order, cwd: Path, epoch: int) -> int:
         command = child_command(run_id, order, cwd)
-        with self._lock:
+        # The link the child's saves are stored in the engine through (lease_file.py).
+        ours, theirs = socket.socketpair()
+        env = {**self._child_env, SYNC_VARIABLE: str(theirs.fileno())}
+        with self._lock, theirs:
             child = None
             if not self.stopping.is_set():
                 try:
                     child = subprocess.Popen(
-                        command, cwd=cwd, env=self._child_env, stdin=subprocess.DEVNULL
+                        command,
+                        cwd=cwd,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        pass_fds=(theirs.fileno(),),
                     )
                 except OSError as error:  # its directory is gone, or not on this machine
+                    ours.close()
                     self._say(f"run {run_id}: cannot start in {cwd}: {error.strerror}")
                     return USAGE_EXIT
                 self.children[run_id] = child
                 self.places[run_id] = runs_root(cwd) / run_id
         if child is None:
+            ours.close()
             self._hold()
         self._say(f"run {run_id}: {command[3]} in {cwd} (pid {child.pid})")
-        synced: tuple[object, ...] = ()
+        copy = EngineCopy(
+            self._leases,
+            self._settings.executor_id,
+            self._child_env,
+            self._say,
+            run_id=run_id,
+            cwd=cwd,
+            epoch=epoch,
+            child=child,
+        )
+        threading.Thread(
+            target=copy.answer_saves, args=(ours,), name=f"saves-{run_id}", daemon=True
+        ).start()
         pushed = self._turns(cwd, run_id)
         while True:
             try:
                 code = child.wait(timeout=_CANCEL_POLL_SECONDS)
                 break
             except subprocess.TimeoutExpired:
-                synced = self._sync(run_id, cwd, epoch, synced, child)
+                if not copy.sync():
+                    self._hold()
                 if order.repo is not None and self._turns(cwd, run_id) != pushed:
                     pushed = self._push(run_id, cwd)
-        self._sync(run_id, cwd, epoch, synced, child)
+        if not copy.sync():
+            self._hold()
         if order.repo is not None and code != FENCED_EXIT:
             self._push(run_id, cwd)
         with self._lock:
@@ -337,6 +365,15 @@ class Drivers:
         if stored.saved_by == self._settings.executor_id and record_exists(cwd, run_id):
             return  # this machine's record is at least as new
         directory = runs_root(cwd) / run_id
+        here = travel.ledger_of(travel.read_state(directory))
+        there = travel.ledger_of(travel.state_in(stored.record))
+        if here is not None and there is not None and here.is_ahead_of(there):
+            # A save this machine made whose store in the engine its worker did not live
+            # to make: that turn was answered and paid for, and is not sent again.
+            self._say(
+                f"run {run_id}: this machine's record is newer than the engine's; going on from it"
+            )
+            return
         travel.unpack_record(stored.record, directory)
         was = travel.relocate(directory, cwd)
         session = travel.session_of(travel.read_state(directory))
@@ -345,42 +382,6 @@ class Drivers:
             moved = (was, cwd) if was is not None else None
             travel.unpack_transcript(stored.transcript, path, moved)
         self._say(f"run {run_id}: taken over from {stored.saved_by} ({stored.phase})")
-
-    def _sync(
-        self,
-        run_id: str,
-        cwd: Path,
-        epoch: int,
-        synced: tuple[object, ...],
-        child: subprocess.Popen[bytes],
-    ) -> tuple[object, ...]:
-        """Store the run's record and transcript in the engine if they changed since
-        `synced`; returns what was stored. A stale epoch: stop the child, hold."""
-        directory = runs_root(cwd) / run_id
-        state = travel.read_state(directory)
-        session = travel.session_of(state)
-        transcript = travel.transcript_path(self._child_env, cwd, session) if session else None
-        paths = [directory / name for name in travel.RECORD_FILES]
-        now = travel.fingerprint([*paths, *([transcript] if transcript else [])])
-        if now == synced or state is None:
-            return synced
-        try:
-            self._leases.store(
-                run_id,
-                epoch,
-                self._settings.executor_id,
-                phase=travel.phase_of(state),
-                record=travel.pack_record(directory),
-                transcript=travel.pack_transcript(transcript) if transcript else None,
-            )
-        except Fenced:
-            self._say(f"run {run_id}: taken over by another worker; stopping its child")
-            if child.poll() is None:  # once reaped, its pid may be another process's
-                stop_tree(child.pid)
-            self._hold()
-        except Exception:  # the database away for a moment: store it next time
-            return synced
-        return now
 
     def _hold(self) -> NoReturn:
         # The thread of a run being handed back waits here until the process exits.
@@ -434,6 +435,123 @@ class Drivers:
     def running_children(self) -> list[int]:
         with self._lock:
             return [child.pid for child in self.children.values()]
+
+
+class EngineCopy:
+    """The engine's copy of one run's record and transcript, kept by the worker that
+    drives the run: stored each time they change (looked at every half second, as the
+    transcript grows through a turn), and at once each time the child saves its record,
+    the child waiting for the answer before that save counts (lease_file.py). A
+    successor starts from this copy, so whenever the worker dies the copy holds every
+    turn the runner said finished."""
+
+    def __init__(
+        self,
+        leases: Leases,
+        executor_id: str,
+        environ: Mapping[str, str],
+        say: Callable[[str], None],
+        *,
+        run_id: str,
+        cwd: Path,
+        epoch: int,
+        child: subprocess.Popen[bytes],
+    ) -> None:
+        self._leases = leases
+        self._executor_id = executor_id
+        self._environ = environ
+        self._say = say
+        self._run_id = run_id
+        self._directory = runs_root(cwd) / run_id
+        self._cwd = cwd
+        self._epoch = epoch
+        self._child = child
+        # One store at a time: a copy read before a newer one must not land after it.
+        self._lock = threading.Lock()
+        self._stored: tuple[object, ...] = ()
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        return travel.fingerprint([*self._paths(travel.read_state(self._directory))])
+
+    def _paths(self, state: Mapping[str, object] | None) -> list[Path]:
+        session = travel.session_of(state)
+        paths = [self._directory / name for name in travel.RECORD_FILES]
+        if session is not None:
+            paths.append(travel.transcript_path(self._environ, self._cwd, session))
+        return paths
+
+    def _store(self) -> None:
+        """Under the lock: the files as they are now into the engine (Fenced when the
+        epoch is stale; the engine's errors as they come)."""
+        state = travel.read_state(self._directory)
+        if state is None:
+            return
+        paths = self._paths(state)
+        # Marked before it is read: a write in between is stored again next time.
+        now = travel.fingerprint(paths)
+        transcript = paths[len(travel.RECORD_FILES) :]
+        self._leases.store(
+            self._run_id,
+            self._epoch,
+            self._executor_id,
+            phase=travel.phase_of(state),
+            record=travel.pack_record(self._directory),
+            transcript=travel.pack_transcript(transcript[0]) if transcript else None,
+        )
+        self._stored = now
+
+    def sync(self) -> bool:
+        """Store what changed since the last store (the engine away: next time); False
+        when the epoch is stale: the child is stopped and the caller holds."""
+        with self._lock:
+            if self._fingerprint() == self._stored:
+                return True
+            try:
+                self._store()
+            except Fenced:
+                self._fenced()
+                return False
+            except Exception:  # the database away for a moment: store it next time
+                return True
+        return True
+
+    def _fenced(self) -> None:
+        self._say(f"run {self._run_id}: taken over by another worker; stopping its child")
+        if self._child.poll() is None:  # once reaped, its pid may be another process's
+            stop_tree(self._child.pid)
+
+    def stored(self) -> bool:
+        """Store the record now, whatever its fingerprint says (two saves within one
+        tick of the file system's clock look alike), trying until the engine takes it.
+        False: the epoch is stale, or the child ended meanwhile."""
+        while True:
+            with self._lock:
+                try:
+                    self._store()
+                    return True
+                except Fenced:
+                    self._fenced()
+                    return False
+                except Exception as error:  # SQLAlchemy's errors, of either driver
+                    self._say(
+                        f"run {self._run_id}: cannot reach the engine ({said(error)}); retrying"
+                    )
+            # The child waits meanwhile; its lease, not renewed while the engine is away,
+            # ends it in time.
+            if self._child.poll() is not None:
+                return False
+            time.sleep(_CANCEL_POLL_SECONDS * 4)
+
+    def answer_saves(self, link: socket.socket) -> None:
+        """Each save the child tells of, stored; answered once the engine holds it."""
+        with link:
+            while True:
+                try:
+                    if not link.recv(1):  # the child ended
+                        return
+                    link.sendall(STORED if self.stored() else REFUSED)
+                except OSError:
+                    return
 
 
 def _terminal_sent_it_to_all() -> bool:
