@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.postgres_server import NoPostgres, PostgresServer, throwaway_postgres
+from tests.postgres_server import PostgresServer, postgres_or_skip
 
 # Locally every run explores new examples (and keeps the failing ones in .hypothesis/);
 # CI replays one fixed set, so a submission lands or not on its own merits. A property
@@ -27,15 +27,8 @@ def isolated_state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    """One throwaway PostgreSQL for the session, started only when a test asks for it.
-    Never skipped in CI: a machine without PostgreSQL fails these tests there."""
-    try:
-        with throwaway_postgres() as server:
-            yield server
-    except NoPostgres as missing:
-        if os.environ.get("CI"):
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
+    """One throwaway PostgreSQL for the session, started only when a test asks for it."""
+    yield from postgres_or_skip()
 
 
 @pytest.fixture

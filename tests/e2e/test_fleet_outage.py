@@ -8,7 +8,6 @@ finishes done exactly once.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.leases import Leases
 from tests.e2e.conftest import Rehearsal, wait_for
 from tests.e2e.test_fleet import RUN_OPTIONS, Fleet, events, finished, project_phase, stop
-from tests.postgres_server import NoPostgres, PostgresServer, throwaway_postgres
+from tests.postgres_server import PostgresServer, postgres_or_skip
 
 pytestmark = pytest.mark.e2e
 
@@ -29,15 +28,8 @@ WORKERS = 3
 
 @pytest.fixture
 def own_server() -> Iterator[PostgresServer]:
-    """A server this test alone stops and starts (never skipped in CI, like the
-    session's)."""
-    try:
-        with throwaway_postgres() as server:
-            yield server
-    except NoPostgres as missing:
-        if os.environ.get("CI"):
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
+    """A server this test alone stops and starts."""
+    yield from postgres_or_skip()
 
 
 def beating(url: str) -> dict[str, tuple[int, str | None]]:

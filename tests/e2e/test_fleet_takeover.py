@@ -132,6 +132,17 @@ def requests_from(of: Fleet, on: Machine) -> list[dict[str, Any]]:
     return [r for r in of.rehearsal.requests() if r["credentials"] == on.credentials]
 
 
+def queue_add(of: Fleet, on: Machine, *options: str) -> str:
+    """`claudeloop queue add PLAN.md OPTIONS` from machine `on`; the run's id."""
+    added = subprocess.run(
+        [sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", *options,
+         "--engine", of.engine],
+        env=on.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    return added.stdout.strip()
+
+
 @pytest.mark.scenario("window_until_lift_at_2")
 def test_a_killed_workers_waiting_run_is_taken_over_and_a_paused_one_is_fenced(
     fleet: Fleet,  # noqa: F811
@@ -140,15 +151,9 @@ def test_a_killed_workers_waiting_run_is_taken_over_and_a_paused_one_is_fenced(
     # B alone signs in with an API key, A and C with the subscription's token.
     a, b, c = machine(fleet, "a"), machine(fleet, "b", "api_key"), machine(fleet, "c")
     first = start_worker(fleet, a)
-    added = subprocess.run(
-        [
-            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", "--checkout", "app",
-            *RUN_OPTIONS, "--window-probe-interval", PROBE_INTERVAL, "--engine", fleet.engine,
-        ],
-        env=a.env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    run_id = added.stdout.strip()
+    run_id = queue_add(
+        fleet, a, "--checkout", "app", *RUN_OPTIONS, "--window-probe-interval", PROBE_INTERVAL
+    )
     leases = Leases(parse_engine(fleet.engine, "test"))
     try:
 
@@ -247,15 +252,7 @@ def test_a_repo_run_works_in_a_clone_and_pushes_its_branch_after_each_turn(
     remote = tmp_path / "remote.git"
     subprocess.run([*git, "clone", "--quiet", "--bare", str(seed), str(remote)], check=True)
     a = machine(fleet, "a")
-    added = subprocess.run(
-        [
-            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md",
-            "--repo", f"file://{remote}", *RUN_OPTIONS, "--engine", fleet.engine,
-        ],
-        env=a.env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    run_id = added.stdout.strip()
+    run_id = queue_add(fleet, a, "--repo", f"file://{remote}", *RUN_OPTIONS)
     branch = f"claudeloop/{run_id}"
 
     def files() -> list[str]:
@@ -298,15 +295,7 @@ def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_p
 ) -> None:
     a, b = machine(fleet, "a"), machine(fleet, "b")
     first = start_worker(fleet, a)
-    added = subprocess.run(
-        [
-            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", "--checkout", "app",
-            *RUN_OPTIONS, "--engine", fleet.engine,
-        ],
-        env=a.env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    run_id = added.stdout.strip()
+    run_id = queue_add(fleet, a, "--checkout", "app", *RUN_OPTIONS)
     wait_for(lambda: "turn.started" in a.kinds(run_id), "A to send turn 1", 90)
     second = start_worker(fleet, b)  # once A holds the run: B takes it only over
     # Machine A dies (its worker, its run and its CLI) the moment turn 1 is said finished:
@@ -362,15 +351,7 @@ def test_a_run_whose_worker_alone_was_killed_sends_no_turn_after_the_one_in_flig
     # B signs in with an API key: the rehearsal tells the machines' requests apart.
     a, b = machine(fleet, "a"), machine(fleet, "b", "api_key")
     first = start_worker(fleet, a, lease="20s")
-    added = subprocess.run(
-        [
-            sys.executable, "-m", "claudeloop", "queue", "add", "PLAN.md", "--checkout", "app",
-            *RUN_OPTIONS, "--engine", fleet.engine,
-        ],
-        env=a.env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    run_id = added.stdout.strip()
+    run_id = queue_add(fleet, a, "--checkout", "app", *RUN_OPTIONS)
     wait_for(
         lambda: any(r["gate"] == "stall" for r in fleet.rehearsal.requests()),
         "turn 2 to be in flight on A",
