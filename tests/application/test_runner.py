@@ -302,6 +302,21 @@ def test_a_turn_sent_again_that_fails_before_an_answer_still_owes_the_cut_off_on
     assert h.gateway.interrupted == [cut_off_at, cut_off_at]
 
 
+def test_a_turn_sent_again_whose_refusal_priced_nothing_leaves_the_cut_off_one_owed() -> None:
+    cut_off_at = START - timedelta(minutes=7)
+    rec = replace(
+        record(),
+        state=RunState(phase=Phase.RUNNING),
+        session_id="s-1",
+        turn_in_flight=1,
+        last_turn_started_at=cut_off_at,
+    )
+    refused = replace(verdict_turn(signals=WINDOW_REJECTED, cost=0.0), cut_off_owed=True)
+    h = harness([refused, verdict_turn(complete=True)], probes=[OK])
+    drive(h, rec, resumed=True)
+    assert h.gateway.interrupted == [cut_off_at, cut_off_at]
+
+
 def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:
     probe_at = START + timedelta(minutes=4)  # within the 5-minute interval of now
     rec = record()

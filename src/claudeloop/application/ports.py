@@ -47,6 +47,10 @@ class TurnOutcome:
     sent: bool = True
     # False for a backend that costs nothing (a local model): none of its cost is spend.
     billed: bool = True
+    # True when this turn could not price what the turn a crash cut off was served (its
+    # result priced no request, as a refusal's does): that is still owed, and the next
+    # turn bills it.
+    cut_off_owed: bool = False
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
     failure: str | None = None

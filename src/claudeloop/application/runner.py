@@ -334,7 +334,7 @@ class Runner:
             interrupted_at=self._interrupted_at,
             on_session=session_named,
         )
-        if outcome.sent and outcome.failure is None:
+        if outcome.sent and outcome.failure is None and not outcome.cut_off_owed:
             self._interrupted_at = None  # billed with this turn
         if outcome.failure is not None:
             failed = TurnFailed(turn=number, reason=outcome.failure)

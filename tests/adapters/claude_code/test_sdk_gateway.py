@@ -544,11 +544,9 @@ def test_a_session_named_but_never_written_is_started_afresh_after_a_crash(
     assert f"session {SESSION} was never written" in debug_log.read_text()
 
 
-def test_a_request_in_flight_at_the_crash_is_billed_at_an_estimate(
-    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
-) -> None:
-    # The cut-off turn: one request answered (200 in, 40 out), the next one in flight.
-    config = tmp_path / "config"
+def cut_off_transcript(config: Path) -> None:
+    """The cut-off turn's transcript: one request answered (200 in, 40 out), the next
+    one in flight."""
     project = config / "projects" / "-work-project"
     project.mkdir(parents=True)
     usage = {"input_tokens": 200, "output_tokens": 40}
@@ -564,6 +562,47 @@ def test_a_request_in_flight_at_the_crash_is_billed_at_an_estimate(
         {"type": "api-request", "timestamp": "2026-12-01T12:00:03Z", "id": "r2"},
     ]
     (project / f"{SESSION}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_a_turn_sent_again_that_a_limit_refuses_leaves_the_cut_off_one_owed(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
+) -> None:
+    # Seen in the crash fuzz: the turn sent again met a closed window; its result prices
+    # nothing, so the two requests of the cut-off turn went unbilled for good.
+    config = tmp_path / "config"
+    cut_off_transcript(config)
+    refused: list[Step] = [
+        AssistantMessage(content=[], model="<synthetic>", error="rate_limit"),
+        answer(is_error=True, status=429, cost=0.0),
+    ]
+    cli = FakeCli(refused, [answer(cost=0.0016, tokens=(400, 80), session_tokens=(400, 80))])
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    settings = GatewaySettings(
+        cwd=Path("/work/project"), stderr_log=debug_log, env={"CLAUDE_CONFIG_DIR": str(config)}
+    )
+    gateway = ClaudeCodeGateway(settings)
+    cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+    async def go() -> list[TurnOutcome]:
+        first = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
+        # The runner tells the next turn of the crash again, as the first still owes it.
+        second = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
+        await gateway.close()
+        return [first, second]
+
+    first, second = anyio.run(go)
+    assert (first.cost_usd, first.cut_off_owed) == (0.0, True)
+    # Its own 0.0016, the answer served before the kill 0.0008, the one in flight 0.0008.
+    assert second.cost_usd == pytest.approx(0.0032)
+    assert second.estimated_cost_usd == pytest.approx(0.0008)
+    assert second.cut_off_owed is False
+
+
+def test_a_request_in_flight_at_the_crash_is_billed_at_an_estimate(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config"
+    cut_off_transcript(config)
     # The turn sent again: 400 in, 80 out for 0.0016, so 0.000002 a weighted token.
     cli = FakeCli([answer(cost=0.0016, tokens=(400, 80), session_tokens=(400, 80))])
     monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)

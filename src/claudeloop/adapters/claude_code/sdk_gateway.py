@@ -323,10 +323,15 @@ class ClaudeCodeGateway:
         if reading.served_by and not reading.failed:
             self._answered_by = reading.served_by[-1]
         price = _price(reading, previous=self._previous, previous_total=self._previous_total)
-        if lost.served:
-            served = ((request.model, request.usage) for request in lost.served)
-            price = added(price, lost_price(served, reading.spends))
-        estimated = self._estimate(lost, reading, session_id=reading.session_id, since=since)
+        # A result that prices nothing (a refusal's) bills none of what the cut-off turn
+        # was served: the next turn, which the runner tells of the crash again, does.
+        owed = _unpriced(lost, reading.spends)
+        estimated = 0.0
+        if not owed:
+            if lost.served:
+                served = ((request.model, request.usage) for request in lost.served)
+                price = added(price, lost_price(served, reading.spends))
+            estimated = self._estimate(lost, reading, session_id=reading.session_id, since=since)
         price = added(price, TurnPrice(listed_usd=estimated))
         self._previous, self._previous_total = reading.spends, reading.process_cost_usd
         failure: str | None = None
@@ -352,6 +357,7 @@ class ClaudeCodeGateway:
             session_id=reading.session_id,
             denied_tools=reading.denied_tools,
             failure=failure,
+            cut_off_owed=owed,
         )
 
     async def _drop(self) -> None:
@@ -380,6 +386,14 @@ class ClaudeCodeGateway:
         """One redacted line about an SDK error, for events and the debug log."""
         text = error.result if isinstance(error, ResultError) and error.result else str(error)
         return self._stderr.redact(first_line(text, longest=300, empty=type(error).__name__))
+
+
+def _unpriced(lost: CutOff, spends: tuple[ModelSpend, ...]) -> bool:
+    """Whether a cut-off turn is owed and this result priced no request at all (a
+    refusal's): then this turn itself was served nothing, so the next one can bill the
+    cut-off turn without billing anything twice."""
+    owed = bool(lost.served) or lost.in_flight > 0
+    return owed and not any(spend.weighted_tokens > 0 for spend in spends)
 
 
 def _request_price(request: ServedRequest, spends: tuple[ModelSpend, ...]) -> float | None:
