@@ -544,6 +544,51 @@ def test_a_session_named_but_never_written_is_started_afresh_after_a_crash(
     assert f"session {SESSION} was never written" in debug_log.read_text()
 
 
+def test_the_first_request_of_a_session_named_but_never_written_is_billed_at_an_estimate(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path, tmp_path: Path
+) -> None:
+    # Seen in the crash fuzz: the request goes out as the CLI names the session, and a
+    # kill before the transcript's first line (a tenth of a second later) left it served
+    # and unbilled. The new session's first answer (200 in, 40 out) prices it.
+    config = tmp_path / "config"
+    project = config / "projects" / "-work-project"
+    project.mkdir(parents=True)
+    answered = {
+        "type": "assistant",
+        "timestamp": "2026-12-01T12:00:05Z",
+        "requestId": "req_b",
+        "message": {
+            "model": "claude-sonnet-5-5",
+            "usage": {"input_tokens": 200, "output_tokens": 40},
+        },
+    }
+    (project / f"{OTHER}.jsonl").write_text(json.dumps(answered) + "\n")
+    cli = FakeCli(
+        [
+            init(OTHER),
+            answer(session_id=OTHER, cost=0.0016, tokens=(400, 80), session_tokens=(400, 80)),
+        ]
+    )
+    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
+    settings = GatewaySettings(
+        cwd=Path("/work/project"), stderr_log=debug_log, env={"CLAUDE_CONFIG_DIR": str(config)}
+    )
+    gateway = ClaudeCodeGateway(settings)
+
+    async def go() -> TurnOutcome:
+        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+        outcome = await gateway.run_turn("go", session_id=SESSION, interrupted_at=cut_off)
+        await gateway.close()
+        return outcome
+
+    outcome = anyio.run(go)
+    assert cli.resumes == [None]
+    assert outcome.session_id == OTHER
+    # Its own 0.0016 and the request the killed session sent, estimated at 0.0008.
+    assert outcome.cost_usd == pytest.approx(0.0024)
+    assert outcome.estimated_cost_usd == pytest.approx(0.0008)
+
+
 def cut_off_transcript(config: Path) -> None:
     """The cut-off turn's transcript: one request answered (200 in, 40 out), the next
     one in flight."""

@@ -112,13 +112,20 @@ class ClaudeCodeGateway:
     ) -> TurnOutcome:
         messages: list[Message] = []
         if session_id is not None and interrupted_at is not None and not self._written(session_id):
-            # Killed between the CLI naming the session and writing it: nothing of it was
-            # served, and no CLI can resume it. The turn starts the session afresh.
-            self._stderr.note(f"session {session_id} was never written; starting a new one")
+            # Killed between the CLI naming the session and writing it (a tenth of a
+            # second): no CLI can resume it, and its first request, which goes out as the
+            # session is named, was answered or in flight with nothing recorded. The turn
+            # starts the session afresh and bills that request at an estimate.
+            self._stderr.note(
+                f"session {session_id} was never written; starting a new one, its first "
+                "request billed at an estimate"
+            )
             session_id = None
-        # Read before this turn is sent, so that only the cut-off turn's answers count.
-        lost = self._served_before_the_crash(session_id, interrupted_at)
-        since = interrupted_at if session_id is not None else None
+            lost = CutOff(in_flight=1)
+        else:
+            # Read before this turn is sent, so that only the cut-off turn's answers count.
+            lost = self._served_before_the_crash(session_id, interrupted_at)
+        since = interrupted_at if session_id is not None or lost.in_flight else None
         try:
             client = await self._send(prompt, session_id)
         except Exception as caught:
