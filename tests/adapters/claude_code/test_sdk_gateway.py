@@ -630,6 +630,16 @@ def test_a_turn_sent_again_that_a_limit_refuses_leaves_the_cut_off_one_owed(
 
     async def go() -> list[TurnOutcome]:
         first = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
+        # What the refused try wrote: its prompt, its request and the error's placeholder
+        # answer, which a transcript read again takes for the cut-off request's answer.
+        refusal = [
+            {"type": "user", "timestamp": "2026-12-01T12:01:00Z", "message": {}},
+            {"type": "api-request", "timestamp": "2026-12-01T12:01:01Z", "id": "r3"},
+            {"type": "assistant", "timestamp": "2026-12-01T12:01:02Z", "message": {}},
+        ]
+        transcript = config / "projects" / "-work-project" / f"{SESSION}.jsonl"
+        with transcript.open("a") as file:
+            file.writelines(json.dumps(line) + "\n" for line in refusal)
         # The runner tells the next turn of the crash again, as the first still owes it.
         second = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
         await gateway.close()

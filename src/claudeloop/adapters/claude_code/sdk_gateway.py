@@ -101,6 +101,11 @@ class ClaudeCodeGateway:
         self._previous_total = 0.0
         # The model that answered this gateway's last served turn.
         self._answered_by: str | None = None
+        # What a turn a crash cut off left to bill, as read before the first turn that
+        # tried to bill it, and since when: kept until a turn bills it, because the
+        # transcript read again after a refused try takes its answer for the cut-off
+        # request's.
+        self._owed: tuple[CutOff, datetime | None] | None = None
 
     async def run_turn(
         self,
@@ -111,7 +116,13 @@ class ClaudeCodeGateway:
         on_session: Callable[[str], None] | None = None,
     ) -> TurnOutcome:
         messages: list[Message] = []
-        if session_id is not None and interrupted_at is not None and not self._written(session_id):
+        lost: CutOff = _NOTHING_LOST
+        since: datetime | None = None
+        if interrupted_at is None:
+            self._owed = None  # nothing of a cut-off turn is owed any more
+        elif self._owed is not None:
+            lost, since = self._owed
+        elif session_id is not None and not self._written(session_id):
             # Killed between the CLI naming the session and writing it (a tenth of a
             # second): no CLI can resume it, and its first request, which goes out as the
             # session is named, was answered or in flight with nothing recorded. The turn
@@ -121,11 +132,13 @@ class ClaudeCodeGateway:
                 "request billed at an estimate"
             )
             session_id = None
-            lost = CutOff(in_flight=1)
+            lost, since = CutOff(in_flight=1), interrupted_at
         else:
             # Read before this turn is sent, so that only the cut-off turn's answers count.
             lost = self._served_before_the_crash(session_id, interrupted_at)
-        since = interrupted_at if session_id is not None or lost.in_flight else None
+            since = interrupted_at if session_id is not None else None
+        if interrupted_at is not None:
+            self._owed = (lost, since)
         try:
             client = await self._send(prompt, session_id)
         except Exception as caught:
@@ -333,6 +346,8 @@ class ClaudeCodeGateway:
         # A result that prices nothing (a refusal's) bills none of what the cut-off turn
         # was served: the next turn, which the runner tells of the crash again, does.
         owed = _unpriced(lost, reading.spends)
+        if not owed:
+            self._owed = None
         estimated = 0.0
         if not owed:
             if lost.served:
