@@ -69,3 +69,25 @@ def test_a_resume_that_waited_for_the_lock_drives_nothing_of_a_run_that_ended_do
     log = run_at_turn_two.events_path
     told = log.read_text().splitlines() if log.exists() else []
     assert not [line for line in told if json.loads(line)["type"] == "turn.started"]
+
+
+def _types(directory: RunDirectory) -> list[str]:
+    return [event["type"] for event in directory.read_events()]
+
+
+def test_a_resume_tells_the_end_of_a_run_that_ended_done_without_saying_so(
+    claudeloop: Callable[..., Invocation], run_at_turn_two: RunDirectory, tmp_path: Path
+) -> None:
+    # Its driver saved the run done and was stopped before it said so (seen with a fleet
+    # worker whose lease lapsed in a database outage): the log ended without run.finished.
+    ended = _at_turn(run_at_turn_two.load(), 3, phase=Phase.COMPLETE, outcome=Outcome.DONE)
+    run_at_turn_two.save(ended)
+    run_at_turn_two.events_path.write_text('{"type": "run.started", "run_id": "r-1"}\n')
+
+    first = claudeloop("resume", "--cwd", tmp_path)
+    again = claudeloop("resume", "--cwd", tmp_path)
+
+    assert (first.exit_code, again.exit_code) == (0, 0)
+    assert _types(run_at_turn_two) == ["run.started", "run.finished"]
+    (finished,) = [e for e in run_at_turn_two.read_events() if e["type"] == "run.finished"]
+    assert (finished["outcome"], finished["exit_code"]) == ("done", 0)

@@ -12,6 +12,7 @@ from claudeloop.adapters.run_directory.finding import (
     find_run,
     load_record,
     refuse_beside_a_live_run,
+    tell_missing_end,
     write_missing_summary,
 )
 from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
@@ -117,6 +118,7 @@ def _resume(
     record = load_record(directory)
     write_missing_summary(directory, record, locked=True)
     if record.state.outcome is Outcome.DONE:
+        tell_missing_end(directory, record)
         click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
         finish(record, as_json=bool(options.get("as_json")))
     config = configuration(cwd, options)

@@ -15,13 +15,16 @@ from claudeloop.adapters.run_directory.codec import (
     NewerRecordError,
 )
 from claudeloop.adapters.run_directory.layout import (
+    EventLog,
     RunDirectory,
     list_runs,
     run_id_problem,
     runs_root,
 )
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.adapters.system_clock import SystemClock
 from claudeloop.application.errors import UsageError
+from claudeloop.application.events import RunFinished
 from claudeloop.application.records import RunRecord
 
 
@@ -119,3 +122,28 @@ def write_missing_summary(
         return  # its driver is about to write it
     with contextlib.suppress(OSError):
         replace(directory, redactor=Redactor.from_environment()).write_summary(record)
+
+
+def tell_missing_end(directory: RunDirectory, record: RunRecord) -> None:
+    """run.finished of a run that ended without saying so (stopped between its last
+    save and that event: a kill, a fleet worker's lease that lapsed), told by a resume
+    that holds the run's lock and finds it ended; nothing if the log cannot be written."""
+    outcome = record.state.outcome
+    if outcome is None:
+        return
+    last = None
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for event in directory.read_events():
+            last = event.get("type")
+    if last == RunFinished.type:
+        return
+    with contextlib.suppress(OSError):
+        log = EventLog(directory, SystemClock(), Redactor.from_environment())
+        try:
+            log.emit(
+                RunFinished(
+                    outcome=outcome, exit_code=outcome.exit_code, reason=record.state.reason
+                )
+            )
+        finally:
+            log.close()
