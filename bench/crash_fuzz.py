@@ -11,7 +11,9 @@ kill, `claudeloop resume`; the last resume drives the run to its end.
 What must hold for every case, and is counted:
 - the run ends done (exit 0), with one Claude session throughout;
 - state.json is valid after every kill;
-- no turn number is finished twice, and the ledger's turns are the verdicts served;
+- no turn number is finished twice, and the ledger's turns are the turns answered
+  (a turn the kill cut off is sent again under its number: a verdict the service
+  served it before the kill is billed, not counted as a turn);
 - no verification check outlives the driver that started it (its processes are
   looked for by a token in their command line, once the driver is gone);
 - dollars equal the price of what was served, except for requests in flight at a
@@ -90,6 +92,7 @@ class Case:
     doubled_turns: int = 0
     ledger_turns: int = 0
     verdicts: int = 0
+    answered_turns: int = 0
     dollars: float = 0.0
     served_dollars: float = 0.0
     estimated_dollars: float = 0.0
@@ -106,7 +109,7 @@ class Case:
             and self.sessions == 1
             and self.invalid_states == 0
             and self.doubled_turns == 0
-            and self.ledger_turns == self.verdicts
+            and self.ledger_turns == self.answered_turns
             and self.leftover_checks == 0
             and self.dollars >= self.served_dollars * (1 - 1e-6)
         )
@@ -277,6 +280,9 @@ def _judge(
     finished = [e["turn"] for e in events if e["type"] == "turn.finished"]
     case.doubled_turns = len(finished) - len(set(finished))
     case.verdicts = served["verdicts"]
+    case.answered_turns = sum(
+        e["type"] == "turn.finished" and e["capacity"] == "available" for e in events
+    )
     case.answered = _answered(served)
 
 
@@ -304,7 +310,7 @@ def main(cases: int = 44, seed: int = 20) -> list[Case]:
             print(
                 f"case {number:2d} {'+'.join(phases):24s} kills {case.kills} exit "
                 f"{case.exit_code:3d} sessions {case.sessions} turns {case.ledger_turns}/"
-                f"{case.verdicts} ${case.dollars:.4f} served ${case.served_dollars:.4f} "
+                f"{case.answered_turns} (verdicts served {case.verdicts}) ${case.dollars:.4f} served ${case.served_dollars:.4f} "
                 f"leftover checks {case.leftover_checks} {mark} {' '.join(case.notes)}",
                 flush=True,
             )
