@@ -310,7 +310,8 @@ def main(cases: int = 44, seed: int = 20) -> list[Case]:
             print(
                 f"case {number:2d} {'+'.join(phases):24s} kills {case.kills} exit "
                 f"{case.exit_code:3d} sessions {case.sessions} turns {case.ledger_turns}/"
-                f"{case.answered_turns} (verdicts served {case.verdicts}) ${case.dollars:.4f} served ${case.served_dollars:.4f} "
+                f"{case.answered_turns} (verdicts served {case.verdicts}) "
+                f"${case.dollars:.4f} served ${case.served_dollars:.4f} "
                 f"leftover checks {case.leftover_checks} {mark} {' '.join(case.notes)}",
                 flush=True,
             )
