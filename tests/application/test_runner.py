@@ -287,7 +287,19 @@ def test_a_turn_a_crash_cut_off_is_billed_with_the_turn_sent_again_and_only_with
     assert h.store.saved[1].last_turn_started_at == cut_off_at
 
 
-def test_a_turn_sent_again_that_fails_before_an_answer_still_owes_the_cut_off_one() -> None:
+@pytest.mark.parametrize(
+    "first",
+    [
+        # Held back by another loop's sighting: it never reached the service.
+        replace(verdict_turn(signals=WINDOW_REJECTED), sent=False),
+        # Refused by the window: its result priced nothing, so it billed nothing.
+        replace(verdict_turn(signals=WINDOW_REJECTED, cost=0.0), cut_off_owed=True),
+    ],
+    ids=["held-back", "refused"],
+)
+def test_a_turn_sent_again_that_bills_nothing_leaves_the_cut_off_one_owed(
+    first: TurnOutcome,
+) -> None:
     cut_off_at = START - timedelta(minutes=7)
     rec = replace(
         record(),
@@ -296,23 +308,7 @@ def test_a_turn_sent_again_that_fails_before_an_answer_still_owes_the_cut_off_on
         turn_in_flight=1,
         last_turn_started_at=cut_off_at,
     )
-    held_back = replace(verdict_turn(signals=WINDOW_REJECTED), sent=False)
-    h = harness([held_back, verdict_turn(complete=True)], probes=[OK])
-    drive(h, rec, resumed=True)
-    assert h.gateway.interrupted == [cut_off_at, cut_off_at]
-
-
-def test_a_turn_sent_again_whose_refusal_priced_nothing_leaves_the_cut_off_one_owed() -> None:
-    cut_off_at = START - timedelta(minutes=7)
-    rec = replace(
-        record(),
-        state=RunState(phase=Phase.RUNNING),
-        session_id="s-1",
-        turn_in_flight=1,
-        last_turn_started_at=cut_off_at,
-    )
-    refused = replace(verdict_turn(signals=WINDOW_REJECTED, cost=0.0), cut_off_owed=True)
-    h = harness([refused, verdict_turn(complete=True)], probes=[OK])
+    h = harness([first, verdict_turn(complete=True)], probes=[OK])
     drive(h, rec, resumed=True)
     assert h.gateway.interrupted == [cut_off_at, cut_off_at]
 

@@ -7,7 +7,7 @@ or started afresh, how cost is split per turn, and which turns are failures.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -134,9 +134,32 @@ def debug_log(tmp_path: Path) -> Path:
     return tmp_path / "debug.log"
 
 
-def gateway_on(cli: FakeCli, monkeypatch: pytest.MonkeyPatch, debug_log: Path) -> ClaudeCodeGateway:
+def gateway_on(
+    cli: FakeCli, monkeypatch: pytest.MonkeyPatch, debug_log: Path, config: Path | None = None
+) -> ClaudeCodeGateway:
+    """A gateway on `cli`; `config`: the CLAUDE_CONFIG_DIR its sessions' transcripts are in."""
     monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
-    return ClaudeCodeGateway(GatewaySettings(cwd=Path("/work/project"), stderr_log=debug_log))
+    env = {} if config is None else {"CLAUDE_CONFIG_DIR": str(config)}
+    return ClaudeCodeGateway(
+        GatewaySettings(cwd=Path("/work/project"), stderr_log=debug_log, env=env)
+    )
+
+
+# When the turn a crash cut off began.
+CUT_OFF = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def after_a_crash(
+    gateway: ClaudeCodeGateway, prompt: str = "go on", **told: Callable[[str], None]
+) -> TurnOutcome:
+    """The turn sent again on SESSION after the crash at CUT_OFF (then the gateway closed)."""
+
+    async def go() -> TurnOutcome:
+        outcome = await gateway.run_turn(prompt, session_id=SESSION, interrupted_at=CUT_OFF, **told)
+        await gateway.close()
+        return outcome
+
+    return anyio.run(go)
 
 
 def turns(gateway: ClaudeCodeGateway, *sessions: str | None) -> list[TurnOutcome]:
@@ -519,24 +542,9 @@ def test_a_session_named_but_never_written_is_started_afresh_after_a_crash(
     # Killed between the CLI's init and its first write: no transcript, nothing served,
     # and `--resume` of that id would fail with "No conversation found".
     cli = FakeCli([init(OTHER), answer(session_id=OTHER)])
-    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
-    settings = GatewaySettings(
-        cwd=Path("/work/project"),
-        stderr_log=debug_log,
-        env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")},
-    )
-    gateway = ClaudeCodeGateway(settings)
     told: list[str] = []
-
-    async def go() -> TurnOutcome:
-        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-        outcome = await gateway.run_turn(
-            "go", session_id=SESSION, interrupted_at=cut_off, on_session=told.append
-        )
-        await gateway.close()
-        return outcome
-
-    outcome = anyio.run(go)
+    gateway = gateway_on(cli, monkeypatch, debug_log, tmp_path / "config")
+    outcome = after_a_crash(gateway, "go", on_session=told.append)
     assert cli.resumes == [None]
     assert outcome.failure is None
     assert outcome.session_id == OTHER
@@ -569,19 +577,7 @@ def test_the_first_request_of_a_session_named_but_never_written_is_billed_at_an_
             answer(session_id=OTHER, cost=0.0016, tokens=(400, 80), session_tokens=(400, 80)),
         ]
     )
-    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
-    settings = GatewaySettings(
-        cwd=Path("/work/project"), stderr_log=debug_log, env={"CLAUDE_CONFIG_DIR": str(config)}
-    )
-    gateway = ClaudeCodeGateway(settings)
-
-    async def go() -> TurnOutcome:
-        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-        outcome = await gateway.run_turn("go", session_id=SESSION, interrupted_at=cut_off)
-        await gateway.close()
-        return outcome
-
-    outcome = anyio.run(go)
+    outcome = after_a_crash(gateway_on(cli, monkeypatch, debug_log, config), "go")
     assert cli.resumes == [None]
     assert outcome.session_id == OTHER
     # Its own 0.0016 and the request the killed session sent, estimated at 0.0008.
@@ -621,15 +617,10 @@ def test_a_turn_sent_again_that_a_limit_refuses_leaves_the_cut_off_one_owed(
         answer(is_error=True, status=429, cost=0.0),
     ]
     cli = FakeCli(refused, [answer(cost=0.0016, tokens=(400, 80), session_tokens=(400, 80))])
-    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
-    settings = GatewaySettings(
-        cwd=Path("/work/project"), stderr_log=debug_log, env={"CLAUDE_CONFIG_DIR": str(config)}
-    )
-    gateway = ClaudeCodeGateway(settings)
-    cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    gateway = gateway_on(cli, monkeypatch, debug_log, config)
 
     async def go() -> list[TurnOutcome]:
-        first = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
+        first = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=CUT_OFF)
         # What the refused try wrote: its prompt, its request and the error's placeholder
         # answer, which a transcript read again takes for the cut-off request's answer.
         refusal = [
@@ -641,7 +632,7 @@ def test_a_turn_sent_again_that_a_limit_refuses_leaves_the_cut_off_one_owed(
         with transcript.open("a") as file:
             file.writelines(json.dumps(line) + "\n" for line in refusal)
         # The runner tells the next turn of the crash again, as the first still owes it.
-        second = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
+        second = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=CUT_OFF)
         await gateway.close()
         return [first, second]
 
@@ -660,19 +651,7 @@ def test_a_request_in_flight_at_the_crash_is_billed_at_an_estimate(
     cut_off_transcript(config)
     # The turn sent again: 400 in, 80 out for 0.0016, so 0.000002 a weighted token.
     cli = FakeCli([answer(cost=0.0016, tokens=(400, 80), session_tokens=(400, 80))])
-    monkeypatch.setattr(gateway_module, "ClaudeSDKClient", cli.client)
-    settings = GatewaySettings(
-        cwd=Path("/work/project"), stderr_log=debug_log, env={"CLAUDE_CONFIG_DIR": str(config)}
-    )
-    gateway = ClaudeCodeGateway(settings)
-
-    async def go() -> TurnOutcome:
-        cut_off = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-        outcome = await gateway.run_turn("go on", session_id=SESSION, interrupted_at=cut_off)
-        await gateway.close()
-        return outcome
-
-    outcome = anyio.run(go)
+    outcome = after_a_crash(gateway_on(cli, monkeypatch, debug_log, config))
     # Its own 0.0016, the answer served before the kill 0.0008, the one in flight 0.0008.
     assert outcome.cost_usd == pytest.approx(0.0032)
     assert outcome.estimated_cost_usd == pytest.approx(0.0008)
