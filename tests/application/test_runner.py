@@ -309,8 +309,34 @@ def test_a_turn_sent_again_that_bills_nothing_leaves_the_cut_off_one_owed(
         last_turn_started_at=cut_off_at,
     )
     h = harness([first, verdict_turn(complete=True)], probes=[OK])
-    drive(h, rec, resumed=True)
+    final = drive(h, rec, resumed=True)
     assert h.gateway.interrupted == [cut_off_at, cut_off_at]
+    # Every save during the wait still owes it: a kill there resumes owing it too.
+    waiting = [saved for saved in h.store.saved if saved.state.phase is Phase.WAITING]
+    assert waiting
+    assert {saved.interrupted_at for saved in waiting} == {cut_off_at}
+    assert final.interrupted_at is None  # billed by the turn that was served
+
+
+def test_a_run_resumed_from_a_wait_still_owing_a_cut_off_turn_bills_it_with_the_next() -> None:
+    cut_off_at = START - timedelta(minutes=7)
+    waiting = RunState(
+        phase=Phase.WAITING,
+        capacity=WindowExhausted("five_hour", None),
+        waiting_since=START - timedelta(minutes=3),
+        next_probe_at=START + timedelta(minutes=1),
+    )
+    rec = replace(
+        record(),
+        state=waiting,
+        session_id="s-1",
+        last_turn_started_at=cut_off_at,
+        interrupted_at=cut_off_at,
+    )
+    h = harness([verdict_turn(complete=True)], probes=[OK])
+    final = drive(h, rec, resumed=True)
+    assert h.gateway.interrupted == [cut_off_at]
+    assert final.interrupted_at is None
 
 
 def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:

@@ -66,6 +66,10 @@ class RunRecord:
     # same number; no turn number is ever recorded or reported finished twice.
     turn_in_flight: int | None = None
     earlier_waits_seconds: float = 0.0
+    # When the turn a crash cut off began, until a turn bills what the service answered
+    # it. Saved, because the turn sent again may be refused (a closed window bills
+    # nothing) and the driver killed in the wait that follows: the resume still owes it.
+    interrupted_at: datetime | None = None
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

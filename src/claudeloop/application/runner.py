@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import assert_never
 
@@ -138,9 +137,6 @@ class Runner:
     # Models whose price the CLI guessed, already reported: say it once.
     _guessed: set[str] = field(default_factory=set, init=False)
     _others: dict[str, Gateway] = field(default_factory=dict, init=False)
-    # When the turn a crash cut off began: what the service answered of it since is
-    # billed with the turn sent again (see Gateway.run_turn).
-    _interrupted_at: datetime | None = field(default=None, init=False)
     # A probe a crash cut off: the service may have answered it, nobody recorded it; it
     # is billed at an estimate with the probe sent again.
     _probe_cut_off: bool = field(default=False, init=False)
@@ -171,8 +167,11 @@ class Runner:
                     "result was not recorded, so the turn is sent again",
                 )
             )
-            record = replace(record, turn_in_flight=None)
-            self._interrupted_at = record.last_turn_started_at
+            # What the service answered it since it began is billed with the turn sent
+            # again (see Gateway.run_turn); a crash of a turn already sent again keeps
+            # the instant of the first one cut off.
+            since = record.interrupted_at or record.last_turn_started_at
+            record = replace(record, turn_in_flight=None, interrupted_at=since)
         self._probe_cut_off = resumed and record.state.phase is Phase.PROBING
         if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
             # Killed while waiting: keep the persisted probe instant, within reason.
@@ -315,7 +314,7 @@ class Runner:
         number = record.state.ledger.attempts + 1
         # A turn sent again after a crash keeps the instant the cut-off one began, so a
         # second crash still finds everything unbilled since then.
-        started = self._interrupted_at or self.clock.now()
+        started = record.interrupted_at or self.clock.now()
         record = replace(record, last_turn_started_at=started, plan=plan, turn_in_flight=number)
         self.store.save(record)
         self.events.emit(TurnStarted(turn=number, session_id=record.session_id))
@@ -331,11 +330,11 @@ class Runner:
         outcome = await self._gateway_for(record).run_turn(
             prompt,
             session_id=record.session_id,
-            interrupted_at=self._interrupted_at,
+            interrupted_at=record.interrupted_at,
             on_session=session_named,
         )
         if outcome.sent and outcome.failure is None and not outcome.cut_off_owed:
-            self._interrupted_at = None  # billed with this turn
+            record = replace(record, interrupted_at=None)  # billed with this turn
         if outcome.failure is not None:
             failed = TurnFailed(turn=number, reason=outcome.failure)
             # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.

@@ -142,9 +142,11 @@ def test_a_session_never_written_has_no_transcript(tmp_path: Path) -> None:
     assert not session_written(tmp_path, "../escape")
 
 
-def said(at: str, *, ends_turn: bool = False) -> dict[str, Any]:
-    """A prompt or a tool's result, as the CLI writes it before its next request."""
-    entry: dict[str, Any] = {"type": "user", "timestamp": at, "message": {"role": "user"}}
+def said(at: str, *, result: bool = False, ends_turn: bool = False) -> dict[str, Any]:
+    """A prompt, or a tool's result, as the CLI writes it before its next request."""
+    content: object = [{"type": "tool_result", "content": "ok"}] if result else "Go on."
+    message = {"role": "user", "content": content}
+    entry: dict[str, Any] = {"type": "user", "timestamp": at, "message": message}
     return {**entry, "toolEndsTurn": True} if ends_turn else entry
 
 
@@ -158,12 +160,17 @@ def calling(at: str, request: str, answer_id: str, tool: str) -> dict[str, Any]:
     ("tail", "in_flight"),
     [
         # The kill came before the CLI wrote the line of the request it was sending.
-        ([said("2026-12-01T12:03:33.100Z")], 1),
+        (
+            [answered("2026-12-01T12:03:33.080Z", "r1", "req_a"), said("2026-12-01T12:03:33.100Z")],
+            1,
+        ),
+        # A prompt while r1 waits is the next process's: r1 was cut off too.
+        ([said("2026-12-01T12:03:33.100Z")], 2),
         ([calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "Write")], 1),
         (
             [
                 calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "Write"),
-                said("2026-12-01T12:03:33.300Z"),  # the tool's result
+                said("2026-12-01T12:03:33.300Z", result=True),  # the tool's result
             ],
             1,
         ),
@@ -172,7 +179,7 @@ def calling(at: str, request: str, answer_id: str, tool: str) -> dict[str, Any]:
         (
             [
                 calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "StructuredOutput"),
-                said("2026-12-01T12:03:33.300Z", ends_turn=True),
+                said("2026-12-01T12:03:33.300Z", result=True, ends_turn=True),
             ],
             0,
         ),
@@ -183,3 +190,37 @@ def test_a_request_about_to_go_when_the_transcript_stops_counts_as_in_flight(
 ) -> None:
     transcript(tmp_path, sent("2026-12-01T12:03:33.050Z", "r1"), *tail)
     assert cut_off_turn(tmp_path, SESSION, CUT_OFF).in_flight == in_flight
+
+
+def test_a_request_the_crash_cut_off_stays_in_flight_after_a_refused_resend(
+    tmp_path: Path,
+) -> None:
+    # Killed with r1 unanswered; the next driver's CLI sends the turn again and the
+    # closed window refuses it; a third driver, resumed from the wait, reads this.
+    transcript(
+        tmp_path,
+        said("2026-12-01T12:03:33.050Z"),
+        sent("2026-12-01T12:03:33.100Z", "r1"),
+        said("2026-12-01T12:03:40.000Z"),  # the prompt of the turn sent again
+        sent("2026-12-01T12:03:40.100Z", "r2"),
+        {**answer("2026-12-01T12:03:40.200Z", "req_err", model="<synthetic>")},  # a 429
+    )
+    cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
+    assert cut.in_flight == 1
+    assert cut.served == ()
+
+
+def test_a_tool_result_while_its_request_is_about_to_go_is_no_new_prompt(
+    tmp_path: Path,
+) -> None:
+    transcript(
+        tmp_path,
+        sent("2026-12-01T12:03:33.100Z", "r1"),
+        calling("2026-12-01T12:03:33.200Z", "r1", "req_a", "Write"),
+        said("2026-12-01T12:03:33.300Z", result=True),
+        sent("2026-12-01T12:03:33.400Z", "r2"),
+        answered("2026-12-01T12:03:33.500Z", "r2", "req_b"),
+    )
+    cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
+    assert cut.in_flight == 0
+    assert [request.request_id for request in cut.served] == ["req_a", "req_b"]

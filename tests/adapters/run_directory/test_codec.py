@@ -78,6 +78,7 @@ def full_record(capacity: CapacityState) -> RunRecord:
         waited_seconds=12.5,
         last_turn_started_at=NOW,
         turn_in_flight=3,
+        interrupted_at=NOW - timedelta(minutes=2),
     )
 
 

@@ -75,6 +75,8 @@ def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
     last: ServedRequest | None = None
     # Per thread, the request sent since `since` that no answer has followed yet.
     waiting: dict[str, str] = {}
+    # Requests a process left unanswered when it died, found by the next one's prompt.
+    abandoned = 0
     for entry in _entries(config_dir, session_id):
         answered = _served(entry, None)
         last = answered or last
@@ -95,11 +97,19 @@ def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
         elif entry.get("type") == "user" and main:
             if entry.get("toolEndsTurn"):
                 waiting.pop(_MAIN, None)
+            elif _MAIN in waiting and _is_prompt(entry):
+                # A prompt goes out only after the last turn's result: one written while
+                # a request waits is the next process's, sent after the one that sent
+                # that request died. Its request was in flight, not sent again (a
+                # request the CLI retries itself comes with no new prompt).
+                abandoned += 1
+                waiting[_MAIN] = _FOLLOWS
             else:
                 waiting.setdefault(_MAIN, _FOLLOWS)  # a prompt or a tool's result
         if answered is not None and answered.request_id not in seen:
             seen[answered.request_id] = answered
-    return CutOff(served=tuple(seen.values()), in_flight=len(waiting), last_answered=last)
+    in_flight = len(waiting) + abandoned
+    return CutOff(served=tuple(seen.values()), in_flight=in_flight, last_answered=last)
 
 
 _MAIN = json.dumps({"type": "none"})
@@ -120,6 +130,15 @@ def _calls_a_tool(entry: Mapping[str, Any]) -> bool:
         and block.get("name") != _VERDICT_TOOL
         for block in content
     )
+
+
+def _is_prompt(entry: Mapping[str, Any]) -> bool:
+    """A user's prompt, not a tool's result (which comes back in a list of blocks)."""
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list):
+        return True
+    return not any(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content)
 
 
 def _thread(entry: Mapping[str, Any]) -> str:

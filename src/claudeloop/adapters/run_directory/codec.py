@@ -63,6 +63,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
         "earlier_waits_seconds": record.earlier_waits_seconds,
         "last_turn_started_at": _instant_out(record.last_turn_started_at),
         "turn_in_flight": record.turn_in_flight,
+        "interrupted_at": _instant_out(record.interrupted_at),
         "plan_text": record.plan.render() if record.plan is not None else None,
         "spec": {
             "cwd": str(spec.cwd),
@@ -187,6 +188,8 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             last_turn_started_at=_instant_in(data["last_turn_started_at"]),
             turn_in_flight=_turn_number(data.get("turn_in_flight")),
             earlier_waits_seconds=_earlier_waits(data, state),
+            # Written since 2026-12-02: a record from before owes nothing it knows of.
+            interrupted_at=_instant_in(data.get("interrupted_at")),
         )
         return _well_typed(record)
     # A value of the wrong type (a list where a table belongs, text for a number) fails
@@ -250,7 +253,7 @@ def _well_typed(record: RunRecord) -> RunRecord:
     for name, value, kinds in expected:
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise TypeError(f"{name} is {value!r}")
-    instants = [record.started_at, record.last_turn_started_at]
+    instants = [record.started_at, record.last_turn_started_at, record.interrupted_at]
     instants += [state.waiting_since, state.next_probe_at]
     for instant in instants:
         if instant is not None and instant.utcoffset() is None:
