@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.adapters.config.durations import format_duration, parse_duration
+from claudeloop.adapters.config.durations import DURATION_FORMS, format_duration, parse_duration
 from claudeloop.cli.params import parse_duration as cli_parse_duration
 
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90), ("90s", 90), ("5m", 300), ("1h30m", 5400), ("2d", 172800), (" 1d2h3m4s ", 93784)],
+    [
+        ("90", 90),
+        ("90s", 90),
+        ("5m", 300),
+        ("1h30m", 5400),
+        ("2d", 172800),
+        (" 1d2h3m4s ", 93784),
+        ("1.5h", 5400),
+        ("0.5m", 30),
+    ],
 )
 def test_the_forms_people_write(text: str, seconds: int) -> None:
     assert parse_duration(text) == timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("text", ["", "5x", "h", "-3m", "1.5h", "m5"])
+# `5h30`: a bare number after a unit could mean minutes or seconds; it is refused.
+@pytest.mark.parametrize("text", ["", "5x", "h", "-3m", "m5", "5h30", "1m30", "1.h", ".5h"])
 def test_anything_else_names_the_accepted_forms(text: str) -> None:
-    with pytest.raises(ValueError, match="use 90, 90s, 5m, 1h30m or 2d"):
+    with pytest.raises(ValueError, match=re.escape("use 90, 90s, 5m, 1h30m, 1.5h or 2d")):
         parse_duration(text)
 
 
@@ -38,5 +49,5 @@ def test_a_formatted_duration_reads_back(seconds: int) -> None:
 
 @pytest.mark.parametrize("text", ["99999999999d", "9" * 30, "999999999999h"])
 def test_a_duration_too_long_to_hold_names_the_accepted_forms(text: str) -> None:
-    with pytest.raises(ValueError, match="too long a duration; use 90, 90s, 5m, 1h30m or 2d"):
+    with pytest.raises(ValueError, match=re.escape(f"too long a duration; use {DURATION_FORMS}")):
         parse_duration(text)

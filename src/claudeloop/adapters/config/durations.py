@@ -1,4 +1,4 @@
-"""Durations as people write them: `90`, `90s`, `5m`, `1h30m`, `2d`.
+"""Durations as people write them: `90`, `90s`, `5m`, `1h30m`, `1.5h`, `2d`.
 
 Pure, so the command line and the configuration files read durations the same way.
 """
@@ -8,23 +8,27 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-DURATION_FORMS = "90, 90s, 5m, 1h30m or 2d"
-_DURATION = re.compile(r"^(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s?)?$")
+DURATION_FORMS = "90, 90s, 5m, 1h30m, 1.5h or 2d"
+_AMOUNT = r"\d+(?:\.\d+)?"
+# Every amount carries its unit, but a bare number alone (seconds): `5h30` is refused,
+# not read as 5 h 30 s, because a person who wrote it meant 5 h 30 m as often.
+_DURATION = re.compile(
+    rf"^(?:(?P<bare>{_AMOUNT})|(?:(?P<d>{_AMOUNT})d)?(?:(?P<h>{_AMOUNT})h)?"
+    rf"(?:(?P<m>{_AMOUNT})m)?(?:(?P<s>{_AMOUNT})s)?)$"
+)
+_SECONDS = {"bare": 1, "d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
 def parse_duration(text: str) -> timedelta:
-    """`90`, `90s`, `5m`, `1h30m` or `2d`; ValueError names what is accepted."""
+    """`90`, `90s`, `5m`, `1h30m`, `1.5h` or `2d`; ValueError names what is accepted."""
     match = _DURATION.match(text.strip())
-    if not text.strip() or match is None or not any(match.groupdict().values()):
+    if match is None or not any(match.groupdict().values()):
         raise ValueError(f"{text!r} is not a duration; use {DURATION_FORMS}")
-    parts = {key: int(value) for key, value in match.groupdict().items() if value}
+    seconds = sum(
+        float(value) * _SECONDS[unit] for unit, value in match.groupdict().items() if value
+    )
     try:
-        return timedelta(
-            days=parts.get("d", 0),
-            hours=parts.get("h", 0),
-            minutes=parts.get("m", 0),
-            seconds=parts.get("s", 0),
-        )
+        return timedelta(seconds=seconds)
     except OverflowError:
         # Beyond what a timedelta holds (about 2.7 million years): no run waits that long.
         raise ValueError(f"{text!r} is too long a duration; use {DURATION_FORMS}") from None

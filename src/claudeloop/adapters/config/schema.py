@@ -89,7 +89,7 @@ ACCEPTED: dict[str, str] = {
 
 
 def _duration(value: object) -> object:
-    """A bare number is seconds; text is `90s`, `5m`, `1h30m`, `2d`."""
+    """A bare number is seconds; text is `90s`, `5m`, `1h30m`, `1.5h`, `2d`."""
     if isinstance(value, bool):
         return value  # refused by the strict check that follows
     if isinstance(value, int):
