@@ -220,8 +220,12 @@ def test_config_show_says_what_a_done_must_pass_and_the_brake(
     assert shown["stall_turns"] == {"value": 3, "from": "default"}
     assert shown["same_failure"] == {"value": 3, "from": "default"}
     text = claudeloop("config", "show", "--cwd", tmp_path).out
-    assert "make test, ruff check ." in text
-    assert "stall_turns" in text
+    # As claudeloop.toml writes them, not as Python prints them.
+    assert 'verify                  ["make test", "ruff check ."]  (' in text
+    assert 'verify_timeout          "2m"  (' in text
+    assert "review                  true  (" in text
+    assert "update_plan             false  (default)" in text
+    assert "stall_turns             3  (default)" in text
 
 
 def test_run_refuses_an_empty_verification_command_before_any_turn(

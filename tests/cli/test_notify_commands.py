@@ -70,8 +70,8 @@ def test_config_show_masks_the_secrets_of_notify_urls(claudeloop: Invoke, tmp_pa
     )
     text = claudeloop("config", "show", "--cwd", tmp_path)
     assert text.exit_code == 0, text.err
-    assert "notify                  mailto://****@gmail.com, tgram://****/****" in text.out
-    assert "notify_on               done, credits" in text.out
+    assert 'notify                  ["mailto://****@gmail.com", "tgram://****/****"]' in text.out
+    assert 'notify_on               ["done", "credits"]' in text.out
     shown = json.loads(claudeloop("config", "show", "--cwd", tmp_path, "--json").out)
     assert shown["settings"]["notify"]["value"] == ["mailto://****@gmail.com", "tgram://****/****"]
     for result in (text, claudeloop("config", "show", "--cwd", tmp_path, "--json")):

@@ -39,8 +39,8 @@ def test_config_show_names_the_pause_and_the_policies(claudeloop: Invoke, tmp_pa
     )
     shown = claudeloop("config", "show", "--cwd", tmp_path)
     assert shown.exit_code == 0
-    assert "five_hour=90%" in shown.out
-    assert "wind-down" in shown.out
+    assert '"five_hour=90%"' in shown.out
+    assert '{ credits = "wind-down" }' in shown.out
 
 
 def test_on_limit_errors_name_the_flag_and_key_that_exist(

@@ -4,6 +4,7 @@ keep only their scheme and server (see adapters/notify/urls.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -50,10 +51,7 @@ def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
     width = max(len(key) for key in SETTING_KEYS)
     for key in SETTING_KEYS:
         entry = data["settings"][key]
-        value = entry["value"]
-        if isinstance(value, list):
-            value = ", ".join(value) or "none"
-        value = "-" if value is None else str(value)
+        value = "-" if entry["value"] is None else as_written(entry["value"])
         click.echo(f"{key:<{width}}  {value}  ({entry['from']})")
     click.echo("")
     for kind in ("project", "user"):
@@ -110,6 +108,30 @@ def _masked(env: dict[str, str]) -> dict[str, str]:
         name: MASK if value and looks_secret(name) else Redactor().text(value)
         for name, value in sorted(env.items())
     }
+
+
+def as_written(value: Any) -> str:
+    """A value as claudeloop.toml writes it: `false`, `20`, `"5m"`, `["make test"]`,
+    `{ five_hour = "wind-down" }`, so that a line of `config show` can be copied into it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(as_written(item) for item in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{_key(name)} = {as_written(item)}" for name, item in value.items())
+        return "{ " + ", ".join(pairs) + " }" if value else "{}"
+    return as_written(str(value))
+
+
+def _key(name: object) -> str:
+    text = str(name)
+    return text if text and all(c.isalnum() or c in "_-" for c in text) else json.dumps(text)
 
 
 def _plain(key: str, value: Any) -> Any:
