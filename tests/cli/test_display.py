@@ -54,7 +54,7 @@ QUIET_EVENT = NotifyFailed(service="json://127.0.0.1/****", kind="done", reason=
 
 def test_by_default_a_line_per_event_that_matters() -> None:
     text = shown({}, SUMMARY, QUIET_EVENT)
-    assert "turn 1: continue, capacity available, $0.0100 — Wrote the parser." in text
+    assert "turn 1: continue, capacity available, $0.01 — Wrote the parser." in text
     assert "notify.failed" not in text
     assert "And its tests." not in text
 
@@ -106,7 +106,7 @@ def test_the_live_line_keeps_the_countdown_within_80_columns_during_a_five_hour_
     assert len(lines) == 1
     shown = "".join(segment.text for segment in lines[0])
     assert len(shown) <= 80
-    assert shown.startswith("turn 12 · $1.2500 · plan 7/19 · waiting: five_hour")
+    assert shown.startswith("turn 12 · $1.25 · plan 7/19 · waiting: five_hour")
     assert re.search(r"; next probe in [45]:\d\d:\d\d$", shown), shown
 
 

@@ -49,7 +49,7 @@ def test_a_turn_held_back_by_shared_capacity_is_shown_as_held_back() -> None:
         "turn 1: held back: process 4242 found this account's capacity closed: "
         "You've hit your 5-hour limit · resets 1:22pm (UTC)",
         "turn 1: started",
-        "turn 1: done, capacity available, $0.0100 — all done",
+        "turn 1: done, capacity available, $0.01 — all done",
     ]
 
 
@@ -62,6 +62,6 @@ def test_a_turn_that_ended_in_an_error_is_shown_as_an_error() -> None:
         ),
     )
     lines = screen([errored, verdict_turn(complete=True, summary="all done")])
-    assert "turn 1: error: Claude Code crashed mid-turn, $0.0200" in lines
+    assert "turn 1: error: Claude Code crashed mid-turn, $0.02" in lines
     assert not any(line.startswith("turn 1: continue") for line in lines)
-    assert "turn 2: done, capacity available, $0.0100 — all done" in lines
+    assert "turn 2: done, capacity available, $0.01 — all done" in lines

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claudeloop.domain.budget import Budget, BudgetLedger, in_flight_estimate
+from claudeloop.domain.budget import Budget, BudgetLedger, in_flight_estimate, money
 
 
 def test_none_means_no_cap() -> None:
@@ -234,3 +234,18 @@ def test_no_spend_ever_lowers_a_count_so_a_later_ledger_is_never_behind(
         ledgers.append(spent)
     for index, earlier in enumerate(ledgers):
         assert not any(earlier.is_ahead_of(later) for later in ledgers[index:])
+
+
+@pytest.mark.parametrize(
+    ("dollars", "said"),
+    [
+        (0.0, "$0.00"),
+        (0.0048, "$0.0048"),
+        (0.0056, "$0.0056"),
+        (1.0, "$1.00"),
+        (1234.5, "$1,234.50"),
+    ],
+)
+def test_spend_reads_the_same_everywhere(dollars: float, said: str) -> None:
+    # Below a dollar, cents would say $0.00 for a night of cheap turns.
+    assert money(dollars) == said

@@ -694,3 +694,11 @@ def test_overage_allowed_does_not_hide_a_real_refusal() -> None:
         is_error=True,
     )
     assert isinstance(classify(refused), WindowExhausted)
+
+
+def test_a_429_whose_text_says_the_prompt_is_too_long_is_still_a_wait() -> None:
+    # Found by the property above: the status outranks the words beside it.
+    signals = TurnSignals(
+        api_error_status=429, assistant_error="invalid_request", result_text="Prompt is too long"
+    )
+    assert isinstance(classify(signals), WindowExhausted)

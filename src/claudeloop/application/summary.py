@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from claudeloop.application.records import RunRecord
-from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.budget import BudgetLedger, money
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.verification import CheckResult
@@ -139,7 +139,7 @@ def summary_markdown(record: RunRecord) -> str:
         f"- Session: {record.session_id or '-'}",
         f"- Turns: {state.ledger.turns} answered, {state.ledger.attempts} sent, "
         f"{state.probes} probes",
-        f"- Spend: ${state.ledger.dollars:.4f}{_estimated(state.ledger)}",
+        f"- Spend: {money(state.ledger.dollars)}{_estimated(state.ledger)}",
         f"- Time waited for capacity: {_duration(record.waited_seconds)}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
@@ -162,7 +162,7 @@ def _estimated(ledger: BudgetLedger) -> str:
     if ledger.estimated_dollars <= 0:
         return ""
     return (
-        f", ${ledger.estimated_dollars:.4f} of it estimated (requests in flight when the "
+        f", {money(ledger.estimated_dollars)} of it estimated (requests in flight when the "
         "run was killed, whose answers were never recorded)"
     )
 

@@ -41,6 +41,7 @@ from claudeloop.application.events import (
     WaitStarted,
     event_fields,
 )
+from claudeloop.domain.budget import money
 
 
 class ConsoleView:
@@ -109,7 +110,7 @@ class _Status:
     def line(self, width: int) -> str:
         """The line in at most `width` columns: what is awaited is shortened, never the
         countdown (a 5-hour wait's description alone nearly fills 80 columns)."""
-        parts = [f"turn {self.turn}", f"${self.dollars:.4f}"]
+        parts = [f"turn {self.turn}", money(self.dollars)]
         if self.plan:
             parts.append(self.plan)
         if self.probe_at is None:
@@ -211,7 +212,7 @@ def _finished_line(event: TurnFinished) -> str:
     if not event.sent:
         # Shared capacity kept it from the service: no verdict, no spend, nothing sent.
         return f"{turn}: held back: {error.removeprefix('not sent: ') or event.capacity}"
-    cost = f"${event.cost_usd:.4f}"
+    cost = money(event.cost_usd)
     if error and event.verdict != "refused":
         # Capacity explains nothing here: the verdict is not trusted and the turn is retried.
         return f"{turn}: error: {error[:200]}, {cost}"

@@ -25,6 +25,7 @@ import click
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import DURATION, POSITIVE_INT
+from claudeloop.domain.budget import money
 
 if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
@@ -716,7 +717,7 @@ def _fleet_row(row: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
     # A running run by its phase (waiting, probing...); an ended one by how it ended.
     state = row["phase"] if row["state"] == "running" and row["phase"] else row["state"]
     plan = f"{row['plan']['done']}/{row['plan']['total']}" if row["plan"] else "-"
-    spend = f"${row['dollars']:.2f}" if row["dollars"] is not None else "-"
+    spend = money(row["dollars"]) if row["dollars"] is not None else "-"
     seconds = row["next_probe_in_seconds"]
     probe = "-" if seconds is None else f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
     return (row["run_id"], state, plan, spend, probe, row["worker"] or "-")

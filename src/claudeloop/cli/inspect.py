@@ -31,6 +31,7 @@ from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
+from claudeloop.domain.budget import money
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.text import first_line
 
@@ -56,7 +57,7 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         + (f", {data['outcome']}: {data['reason']}" if data["outcome"] else "")
         + f" · {driver}",
         f"turns {data['turns']} ({data['attempts']} sent, {data['probes']} probes) · "
-        f"${data['dollars']:.4f}",
+        + money(data["dollars"]),
         f"capacity: {data['capacity']}",
     ]
     if data["next_probe_in_seconds"] is not None:
@@ -188,7 +189,7 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
         outcome = row.get("outcome") or row["phase"]
         click.echo(
             f"{row['run_id']}  {outcome:<22} turns {row.get('turns', '-'):<4} "
-            f"${row.get('dollars', 0):.4f}{live}"
+            f"{money(row.get('dollars', 0))}{live}"
         )
 
 

@@ -4,7 +4,6 @@ keep only their scheme and server (see adapters/notify/urls.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -120,7 +119,7 @@ def as_written(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
+        return _basic_string(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(as_written(item) for item in value) + "]"
     if isinstance(value, dict):
@@ -131,7 +130,18 @@ def as_written(value: Any) -> str:
 
 def _key(name: object) -> str:
     text = str(name)
-    return text if text and all(c.isalnum() or c in "_-" for c in text) else json.dumps(text)
+    bare = text and all(c.isascii() and (c.isalnum() or c in "_-") for c in text)
+    return text if bare else _basic_string(text)
+
+
+def _basic_string(text: str) -> str:
+    """A TOML basic string: backslash, quote and control characters escaped."""
+    escaped = "".join(
+        {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}.get(c)
+        or (f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
+        for c in text
+    )
+    return f'"{escaped}"'
 
 
 def _plain(key: str, value: Any) -> Any:

@@ -6,6 +6,16 @@ import math
 from dataclasses import dataclass, replace
 
 
+def money(dollars: float) -> str:
+    """Spend as every place says it: cents from a dollar up; below that up to four
+    decimals ($0.42, $0.0048), so a night of cheap turns never reads as $0.00."""
+    if dollars >= 1:
+        return f"${dollars:,.2f}"
+    text = f"{dollars:.4f}".rstrip("0")
+    whole, _, cents = text.partition(".")
+    return f"${whole}.{cents.ljust(2, '0')}"
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Caps; `None` means no cap. Zero or negative caps are refused: they mean nothing."""

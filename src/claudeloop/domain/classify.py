@@ -109,7 +109,13 @@ def backend_misconfiguration(signals: TurnSignals) -> BackendMisconfigured | Non
     # The CLI says so once it could not compact (a single exchange cannot be), whether
     # the server refused it (400) or the CLI would not send it at all: the same prompt
     # fails the same way however often it is sent, on any backend.
-    if _PROMPT_TOO_LONG.search(text) and (error == "invalid_request" or status == 400):
+    # A 429 or a 5xx is the service refusing or failing, whatever the text says: a wait.
+    turned_away = status is not None and (status == 429 or status >= 500)
+    if (
+        _PROMPT_TOO_LONG.search(text)
+        and (error == "invalid_request" or status == 400)
+        and not turned_away
+    ):
         return BackendMisconfigured(
             f"the prompt is too long for the model's context window ({detail})",
             "prompt_too_long",

@@ -40,6 +40,7 @@ from claudeloop.application.events import (
     VerifyStarted,
     WaitStarted,
 )
+from claudeloop.domain.budget import money
 from claudeloop.domain.loop import Outcome
 
 NotifyKind = Literal["done", "blocked", "failed", "wait", "credits"]
@@ -70,7 +71,7 @@ class RunSoFar:
 
     @property
     def progress(self) -> str:
-        spent = f"${self.dollars:.2f}"
+        spent = money(self.dollars)
         if self.plan is None or self.plan[1] == 0:
             return spent
         return f"{self.plan[0]}/{self.plan[1]} plan items, {spent}"
