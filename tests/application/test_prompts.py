@@ -78,7 +78,7 @@ def test_a_plans_task_names_its_file_and_the_first_prompt_carries_its_text_once(
     prompt = first_prompt(task, plan=plan, plan_name="PLAN.md", marker=None)
     assert prompt.startswith(
         "Carry out the plan in PLAN.md.\n\nIts text:\n\n# Plan\n\nPort the parser.\n\n"
-        "- [ ] Write step1.txt\n\nThe plan is in PLAN.md; its checklist has 1 items"
+        "- [ ] Write step1.txt\n\nThe plan is in PLAN.md; its checklist has 1 item"
     )
     assert prompt.count("Port the parser.") == 1
 

@@ -74,3 +74,10 @@ def test_summary_json_and_status_show_each_verification_and_where_its_output_is(
     status = status_object(final, now=datetime.now(UTC), driver_pid=None)
     assert status["verification"] == [shown]
     assert status["turns_without_progress"] == 0
+
+
+def test_the_turns_line_counts_as_the_turn_lines_number_and_says_one_probe() -> None:
+    h = harness([verdict_turn(remaining=("more",)) for _ in range(3)])
+    final = drive(h, record(budget=Budget(max_turns=1)))
+    probed = replace(final, state=replace(final.state, probes=1))
+    assert "- Turns: 1 sent, 1 answered; 1 probe\n" in summary_markdown(probed)

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.domain.text import first_line
+from claudeloop.domain.text import count, first_line
 
 
 def test_the_first_line_that_holds_something_is_shown_stripped() -> None:
@@ -24,3 +25,8 @@ def test_the_line_is_one_line_within_the_bound(text: str, longest: int) -> None:
     line = first_line(text, longest=longest)
     assert len(line) <= longest
     assert len(line.splitlines()) <= 1
+
+
+@pytest.mark.parametrize(("amount", "said"), [(0, "0 probes"), (1, "1 probe"), (2, "2 probes")])
+def test_a_count_says_its_noun_as_a_person_would(amount: int, said: str) -> None:
+    assert count(amount, "probe") == said

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.text import count
 from claudeloop.domain.verification import CheckFailed, CheckResult, Rejected, ReviewDisagreed
 
 # How the independent review's prompt opens (the rehearsal API knows a review by it).
@@ -32,7 +33,7 @@ def first_prompt(
         parts.append(f"Its text:\n\n{_plan_text(plan)}")
     if plan is not None and plan_name is not None and plan.total:
         parts.append(
-            f"The plan is in {plan_name}; its checklist has {plan.total} items "
+            f"The plan is in {plan_name}; its checklist has {count(plan.total, 'item')} "
             f"({plan.done_count} already checked). Work through the open ones in order and "
             "check each off in the file when it is done."
         )

@@ -11,6 +11,7 @@ from claudeloop.application.records import RunRecord
 from claudeloop.domain.budget import BudgetLedger, money
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
+from claudeloop.domain.text import count
 from claudeloop.domain.verification import CheckResult
 
 
@@ -137,10 +138,10 @@ def summary_markdown(record: RunRecord) -> str:
         f"- Outcome: **{outcome.value}** (exit {outcome.exit_code})",
         f"- Reason: {state.reason or '-'}",
         f"- Session: {record.session_id or '-'}",
-        f"- Turns: {state.ledger.turns} answered, {state.ledger.attempts} sent, "
-        f"{state.probes} probes",
+        f"- Turns: {state.ledger.attempts} sent, {state.ledger.turns} answered; "
+        f"{count(state.probes, 'probe')}",
         f"- Spend: {money(state.ledger.dollars)}{_estimated(state.ledger)}",
-        f"- Time waited for capacity: {_duration(record.waited_seconds)}",
+        f"- Time waited for capacity: {duration_text(record.waited_seconds)}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
     progress = record.plan_progress
@@ -175,7 +176,8 @@ def _remaining(record: RunRecord) -> tuple[str, ...]:
     return record.state.remaining_work
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A time waited as the summary says it: `9.5s`, `4m05s`, `2h00m10s`."""
     whole = int(seconds)
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)

@@ -33,7 +33,7 @@ from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 from claudeloop.domain.budget import money
 from claudeloop.domain.loop import ControlCommand
-from claudeloop.domain.text import first_line
+from claudeloop.domain.text import count, first_line
 
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
@@ -56,8 +56,8 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         f"run {data['run_id']}: {data['phase']}"
         + (f", {data['outcome']}: {data['reason']}" if data["outcome"] else "")
         + f" · {driver}",
-        f"turns {data['turns']} ({data['attempts']} sent, {data['probes']} probes) · "
-        + money(data["dollars"]),
+        f"turns {data['attempts']} sent, {data['turns']} answered · "
+        f"{count(data['probes'], 'probe')} · " + money(data["dollars"]),
         f"capacity: {data['capacity']}",
     ]
     if data["next_probe_in_seconds"] is not None:

@@ -24,13 +24,14 @@ from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIA
 from claudeloop.application.driving import drive_run
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
-from claudeloop.application.summary import result_object
+from claudeloop.application.summary import duration_text, result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, new_record, wire_run
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules
 from claudeloop.domain.pause import PauseThresholds
+from claudeloop.domain.text import count
 from claudeloop.domain.verification import CheckCommand
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -203,10 +204,12 @@ def rehearse(
         if not as_json:
             result = result_object(ended)
             click.echo(
-                f"rehearsal: {result['outcome']} after {result['turns']} turns, "
-                f"{result['probes']} probes, {result['waited_seconds']:.0f}s waited; "
-                f"the rehearsal API saw {state.get('turn_requests', '?')} model requests and "
-                f"{state.get('probes', '?')} probes",
+                # Turns as the lines above numbered them: every turn sent.
+                f"rehearsal: {result['outcome']} after {count(result['attempts'], 'turn')} "
+                f"({result['turns']} answered), {count(result['probes'], 'probe')}, "
+                f"{duration_text(ended.waited_seconds)} waited; the rehearsal API saw "
+                f"{count(state.get('turn_requests', 0), 'model request')} and "
+                f"{count(state.get('probes', 0), 'probe')}",
                 err=True,
             )
             written = sorted(p.name for p in project.iterdir() if p.is_file())

@@ -40,6 +40,7 @@ from claudeloop.domain.stagnation import (
     Stagnation,
     StagnationSettings,
 )
+from claudeloop.domain.text import count
 from claudeloop.domain.verification import (
     Accepted,
     AskReview,
@@ -689,12 +690,12 @@ def _braked(state: RunState, rules: VerifyRules) -> Transition | None:
         case KeepGoing():
             return None
         case NoProgress(turns=turns):
-            return _finish(state, Outcome.FAILED, f"no progress in {turns} turns")
+            return _finish(state, Outcome.FAILED, f"no progress in {count(turns, 'turn')}")
         case SameFailure(failure=failure, rounds=rounds):
             return _finish(
                 state,
                 Outcome.FAILED,
-                f"the same verification failure {rounds} times in a row: "
+                f"the same verification failure {count(rounds, 'time')} in a row: "
                 f"{describe_failure(failure)}",
             )
         case _:

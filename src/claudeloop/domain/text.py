@@ -10,3 +10,8 @@ def first_line(text: str, *, longest: int, empty: str = "") -> str:
         if line.strip():
             return line.strip()[:longest]
     return empty
+
+
+def count(amount: int, noun: str) -> str:
+    """`1 probe`, `2 probes`: what a person would write (nouns that add an s)."""
+    return f"{amount} {noun}" if amount == 1 else f"{amount} {noun}s"
