@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,11 @@ from tests.postgres_server import PostgresServer, postgres_or_skip
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# Instants shown to people are in their own time zone (cli/instants.py): the expected
+# lines are in UTC, on any machine.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 
 @pytest.fixture(autouse=True)

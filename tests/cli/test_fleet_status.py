@@ -5,6 +5,7 @@ fleet as a table that fits 80 columns, and every mistake in one line."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +53,10 @@ def test_status_of_a_run_of_the_fleet_is_the_local_status_and_its_worker(
     first = shown.out.splitlines()[0]
     assert first == f"run {RUN_ID}: waiting · worker w1 (queued)"
     assert "next probe in" in shown.out
+    # The instant as people read it (the tests run in UTC), not an ISO string.
+    assert re.search(
+        r"next probe in \d+m\d\ds \(at (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC\)", shown.out
+    )
     assert "plan: 1/2 items done" in shown.out
     as_json = json.loads(claudeloop("status", "--engine", engine, "--run-id", RUN_ID, "--json").out)
     local = json.loads(claudeloop("status", "--cwd", tmp_path / "machine-a", "--json").out)

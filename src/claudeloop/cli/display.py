@@ -41,6 +41,7 @@ from claudeloop.application.events import (
     WaitStarted,
     event_fields,
 )
+from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
 
 
@@ -159,11 +160,11 @@ def event_line(event: Event) -> str | None:
         case PlanUpdated(done=done, total=total):
             return f"plan: {done}/{total} items done"
         case WaitStarted(capacity=capacity, probe_at=at):
-            return f"waiting: {capacity}; next probe at {at:%H:%M:%S} UTC"
+            return f"waiting: {capacity}; next probe at {local_instant(at, now=datetime.now(UTC))}"
         case ProfileSwitched(profile=profile, because=because, check_at=at):
             return (
                 f"switched to profile {profile} ({because}); "
-                f"asking the run's own backend again at {at:%H:%M:%S} UTC"
+                f"asking the run's own backend again at {local_instant(at, now=datetime.now(UTC))}"
             )
         case ProfileRestored(profile=profile):
             return f"back on the run's own profile (from {profile})"

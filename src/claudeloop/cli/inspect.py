@@ -29,6 +29,7 @@ from claudeloop.application.events import event_from
 from claudeloop.application.summary import status_object
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
+from claudeloop.cli.instants import local_instant
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 from claudeloop.domain.budget import money
@@ -62,10 +63,8 @@ def show_status(data: dict[str, Any], driver: str) -> None:
     ]
     if data["next_probe_in_seconds"] is not None:
         seconds = int(data["next_probe_in_seconds"])
-        lines.append(
-            f"waiting; next probe in {seconds // 60}m{seconds % 60:02d}s "
-            f"(at {data['next_probe_at']})"
-        )
+        at = local_instant(datetime.fromisoformat(data["next_probe_at"]), now=datetime.now(UTC))
+        lines.append(f"waiting; next probe in {seconds // 60}m{seconds % 60:02d}s (at {at})")
     if data["detour"]:
         detour = data["detour"]
         seconds = int(detour["check_in_seconds"])
