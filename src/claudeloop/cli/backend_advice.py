@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from claudeloop.adapters.backend_http import NotFound, why_not_found
+from claudeloop.adapters.backend_http import NotFound, served_models, why_not_found
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 
 # For records written before BackendMisconfigured kept its kind: the first words of each
@@ -22,6 +22,7 @@ from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 # reasons, pinned by tests/cli/test_backend_advice.py.
 _KINDS = (
     ("the model was not found", "not_found"),
+    ("the model is not loaded", "not_loaded"),
     ("the endpoint or model was not found", "not_found"),
     ("the model failed to load", "load_failed"),
     ("the prompt is too long", "prompt_too_long"),
@@ -30,6 +31,8 @@ _KINDS = (
 _DETAIL = re.compile(r"\((?P<detail>.*)\)\s*$")
 # LiteLLM names the model it does not know: "Invalid model name passed in model=x. Call".
 _UNKNOWN_MODEL = re.compile(r"invalid model name passed in model=(?P<model>\S+?)\.(?:\s|$)", re.I)
+# llama-server's router names it too: "model 'x' not found" (a 400).
+_NAMED_MISSING = re.compile(r"model '(?P<model>[^']+)' not found", re.I)
 _API_ERROR = re.compile(r"^API Error:\s*(?:\d{3}\s+)?")
 
 _GET_MODEL = {
@@ -54,6 +57,7 @@ _LONGER_CONTEXT = {
 }
 
 Diagnose = Callable[[BackendProfile], NotFound]
+ListModels = Callable[[BackendProfile], tuple[str, ...]]
 
 
 def misconfiguration_kind(reason: str) -> str | None:
@@ -79,6 +83,7 @@ def advise(
     *,
     kind: str | None = None,
     diagnose: Diagnose | None = None,
+    list_models: ListModels | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> Advice:
     """What `reason` (a BackendMisconfigured reason, of `kind`) means for this profile,
@@ -113,18 +118,24 @@ def advise(
     match kind:
         case "not_found":
             unknown = _UNKNOWN_MODEL.search(reason)
-            # A proxy that says "Invalid model name" has said which: no need to ask.
+            named = _NAMED_MISSING.search(reason)
+            # A server that says which model it does not know needs no asking which.
             found = (
                 NotFound("model", unknown["model"])
                 if unknown is not None
+                else NotFound("model", named["model"])
+                if named is not None
                 else (diagnose or _diagnose)(profile)
             )
             if found.cause == "model":
                 missing = found.model or model
                 get = _GET_MODEL.get(preset, "make the server serve it").format(model=missing)
                 field = "small_fast_model" if missing != profile.model else "model"
+                # A server that answered with a name has a list of the names it knows.
+                served = (list_models or _served)(profile) if named is not None else ()
+                has = f", which serves {', '.join(repr(name) for name in served)}" if served else ""
                 return Advice(
-                    f"the model '{missing}' was not found on {url}",
+                    f"the model '{missing}' was not found on {url}{has}",
                     f"{get} or fix `{field}` in {table}",
                 )
             if found.cause == "endpoint":
@@ -139,6 +150,13 @@ def advise(
                 f"the model '{model}' or the Messages endpoint was not found on {url}",
                 f"check `model` and `base_url` in {table} "
                 f"(`claudeloop doctor --profile {profile.name}` tells which)",
+            )
+        case "not_loaded":
+            return Advice(
+                f"the model '{model}' is not loaded on {url} (a router started with "
+                "--no-models-autoload)",
+                f'load it (`curl -X POST {url}/models/load -d \'{{"model": "{model}"}}\'`) '
+                "or start llama-server without --no-models-autoload",
             )
         case "load_failed":
             return Advice(
@@ -184,6 +202,11 @@ def _diagnose(profile: BackendProfile) -> NotFound:
     )
 
 
+def _served(profile: BackendProfile) -> tuple[str, ...]:
+    assert profile.base_url is not None
+    return served_models(profile.base_url, token=profile.env.get("ANTHROPIC_AUTH_TOKEN") or None)
+
+
 def auth_fix(profile: BackendProfile | None) -> str:
     """What mends refused credentials (exit 77), for the profile that sent them."""
     if profile is not None and profile.name != DEFAULT_BACKEND.name:
@@ -199,6 +222,11 @@ def auth_fix(profile: BackendProfile | None) -> str:
             return f"replace the token in ${variable}, which {table} reads{upstream}"
         if profile.credentials.startswith("auth token from "):
             return f"replace `auth_token` in {table}{upstream}"
+        if profile.preset == "llamacpp":
+            return (
+                "the server wants the key it was started with (`llama-server --api-key`): "
+                f"set `auth_token_env` or `auth_token` in {table}"
+            )
         if profile.local:
             return f"the server wants a token: set `auth_token_env` or `auth_token` in {table}"
     return (

@@ -24,7 +24,7 @@ from typing import Literal
 
 import click
 
-from claudeloop.adapters.backend_http import reach
+from claudeloop.adapters.backend_http import context_size, reach
 from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
 from claudeloop.adapters.config.profiles import BackendProfile, base_url_problem, resolve_profile
 from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
@@ -41,6 +41,12 @@ Status = Literal["ok", "warn", "fail", "skip"]
 ANTHROPIC_API = "https://api.anthropic.com"
 _PROBE_TIMEOUT = 90.0
 _CLI_TIMEOUT = 30.0
+# Claude Code's first request, measured through llama-server (CLI 2.1.x, the tiny models
+# of the tests): about 6,500 tokens, most of it the 33 KB of its tools' schemas. The
+# probe is a tenth of that, so it passes where no real turn fits; the smallest context
+# worth running is the first turn and room for the work after it.
+_FIRST_TURN_TOKENS = 6_500
+_SMALLEST_CONTEXT = 8_192
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +93,8 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
         else:
             assert config is not None
             checks.append(_model_check(config, backend, directory, cli_path))
+        if reachable and config is not None and backend.preset == "llamacpp":
+            checks.append(_context_check(backend, config.value("model")))
     _run_directory_check(checks, directory)
     failed = [check for check in checks if check.status == "fail"]
     codes = {check.exit_code for check in failed}
@@ -384,6 +392,32 @@ def _model_check(
                 "nothing to configure: a run waits for it and probes",
             )
     return Check("model", "fail", describe(capacity))
+
+
+def _context_check(backend: BackendProfile, model: str | None) -> Check:
+    """A llama-server whose context cannot hold Claude Code's first turn fails every run
+    at once (400 exceed_context_size_error), however well the short probe went."""
+    assert backend.base_url is not None
+    token = backend.env.get("ANTHROPIC_AUTH_TOKEN") or None
+    n_ctx = context_size(backend.base_url, model or backend.model, token=token)
+    if n_ctx is None:
+        return Check("context", "skip", f"{backend.base_url}/props does not say the context size")
+    if n_ctx < _SMALLEST_CONTEXT:
+        return Check(
+            "context",
+            "fail",
+            f"llama-server gives a request {n_ctx:,} tokens of context; Claude Code's first "
+            f"turn alone is about {_FIRST_TURN_TOKENS:,} (its tools' schemas)",
+            "restart llama-server with `-c 32768` (at least "
+            f"`-c {_SMALLEST_CONTEXT}`) and set `context_window` in [profiles.{backend.name}]",
+            78,
+        )
+    return Check(
+        "context",
+        "ok",
+        f"llama-server gives a request {n_ctx:,} tokens (a first turn is about "
+        f"{_FIRST_TURN_TOKENS:,})",
+    )
 
 
 def _last_line(log: Path) -> str:

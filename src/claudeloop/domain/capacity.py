@@ -50,7 +50,9 @@ class AuthenticationFailed:
 # What is wrong with a misconfigured backend, for the fix a person is told: the model
 # (or, on a local server's 404, the model or the whole endpoint) is not there, the model
 # failed to load, the prompt outgrew the model's context, nothing answers at the URL.
-MisconfigurationKind = Literal["not_found", "load_failed", "prompt_too_long", "unreachable"]
+MisconfigurationKind = Literal[
+    "not_found", "not_loaded", "load_failed", "prompt_too_long", "unreachable"
+]
 
 
 @dataclass(frozen=True, slots=True)

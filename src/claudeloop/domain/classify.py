@@ -4,10 +4,10 @@
    will be refused (a LiteLLM proxy without a database says so with a 400 "No connected
    db."; a cooldown after a refused attempt says it with the attempt's error);
 2. a billing error is credits, before any window path could claim it;
-3. a misconfigured backend (model missing or unknown anywhere, the server unreachable
-   anywhere, a prompt too long for the context anywhere; on a local backend also 404, a
-   500 whose body says the model failed to load) needs a real error signal, never text
-   alone;
+3. a misconfigured backend (model missing or unknown anywhere, a model a router will
+   not load by itself, the server unreachable anywhere, a prompt too long for the context
+   anywhere; on a local backend also 404, a 500 whose body says the model failed to
+   load) needs a real error signal, never text alone;
 4. a full local queue (503 on a local backend) is the one local error a clock fixes;
 5. a proxy's cooldown (LiteLLM's 429 "No deployments available" for a few seconds after
    an upstream error) is a short wait, never an end nor a window a policy acts on: the
@@ -52,9 +52,13 @@ _PROMPT_TOO_LONG = re.compile(
 _LOAD_FAILED = re.compile(
     r"(?:failed|unable) to load|error loading model|loading model failed", re.IGNORECASE
 )
-# LiteLLM's words (1.108): an unknown model name, a key it cannot check without a
-# database, and the cooldown it puts a model group in after an upstream error.
-_UNKNOWN_MODEL = re.compile(r"invalid model name", re.IGNORECASE)
+# An unknown model name in LiteLLM's words (1.108) and llama-server's router's (a 400
+# "model 'x' not found"); LiteLLM's key it cannot check without a database, and the
+# cooldown it puts a model group in after an upstream error.
+_UNKNOWN_MODEL = re.compile(r"invalid model name|model '[^']*' not found", re.IGNORECASE)
+# llama-server's router started with --no-models-autoload, asked for a model nobody
+# loaded: no wait loads it.
+_NOT_LOADED = re.compile(r"model is not loaded", re.IGNORECASE)
 _NO_DATABASE = re.compile(r"no connected db", re.IGNORECASE)
 _COOLDOWN = re.compile(r"no deployments available|in cooldown", re.IGNORECASE)
 _SERVER_ERRORS = frozenset({"server_error", "overloaded", "api_error"})
@@ -103,6 +107,8 @@ def backend_misconfiguration(signals: TurnSignals) -> BackendMisconfigured | Non
         or (_cooldown(signals) and signals.error_code == "model_not_found")
     ):
         return BackendMisconfigured(f"the model was not found ({detail})", "not_found")
+    if status == 400 and _NOT_LOADED.search(text):
+        return BackendMisconfigured(f"the model is not loaded ({detail})", "not_loaded")
     # The CLI reports a connection that failed with an error and no HTTP status.
     if error is not None and status is None and _CONNECTION_REFUSED.search(text):
         return BackendMisconfigured(f"the server is unreachable ({detail})", "unreachable")

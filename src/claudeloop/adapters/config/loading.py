@@ -41,9 +41,9 @@ CONFIG_DIR_VARIABLE = "CLAUDELOOP_CONFIG_DIR"
 ENV_PREFIX = "CLAUDELOOP_"
 # The CLAUDELOOP_* variables that are no setting: where claudeloop keeps its files, which
 # Claude Code it runs, a fleet's engine and board, the lease a worker gives its run and
-# the descriptor its saves reach the worker through, and the PostgreSQL binaries of
-# claudeloop's own tests. Any other is refused: a typo (CLAUDELOOP_MAX_TURN=5) must not
-# leave a run without the cap it was meant to have.
+# the descriptor its saves reach the worker through, and the PostgreSQL binaries and the
+# real model servers (llama-server) of claudeloop's own tests. Any other is refused: a
+# typo (CLAUDELOOP_MAX_TURN=5) must not leave a run without the cap it was meant to have.
 OTHER_VARIABLES = frozenset(
     {
         CONFIG_DIR_VARIABLE,
@@ -54,6 +54,7 @@ OTHER_VARIABLES = frozenset(
         "CLAUDELOOP_FLEET_LEASE",
         "CLAUDELOOP_FLEET_SYNC",
         "CLAUDELOOP_TEST_POSTGRES",
+        "CLAUDELOOP_TEST_BACKENDS",
     }
 )
 _SECRET_KEYS = frozenset({"auth_token"})
