@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+from claudeloop.cli import backend_advice
 from tests.cli.conftest import Invocation
+from tests.cli.test_run_directory_commands import waiting_run
 
 Invoke = Callable[..., Invocation]
 
@@ -80,3 +83,39 @@ def test_login_refuses_a_local_profile_in_one_line(
         "which needs no Claude login; pick another with --profile\n"
     )
     assert "args:" not in said(fake_cli)
+
+
+@pytest.fixture
+def no_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No key, no token, no login: the bundled CLI's config directory is empty."""
+    for name in (*CREDENTIAL_VARIABLES, *PROVIDER_VARIABLES, "CLAUDELOOP_CLI_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    return config
+
+
+def test_a_run_without_credentials_starts_nothing(
+    claudeloop: Invoke, tmp_path: Path, no_credentials: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    result = claudeloop("run", "--prompt", "x", "--cwd", project)
+    assert result.exit_code == 77
+    assert result.err == (
+        f"claudeloop: error: {backend_advice.no_credentials(str(no_credentials))}\n"
+    )
+    assert not (project / ".claudeloop").exists()
+
+
+def test_a_resume_without_credentials_leaves_the_run_as_it_was(
+    claudeloop: Invoke, tmp_path: Path, no_credentials: Path
+) -> None:
+    run = waiting_run(tmp_path)
+    before = (run.path / "state.json").read_text()
+    for _ in range(2):  # the lock is let go: the second is refused alike
+        result = claudeloop("resume", "--cwd", tmp_path)
+        assert result.exit_code == 77
+        assert result.err.startswith("claudeloop: error: no Claude credentials found (")
+        assert result.err.count("\n") == 1
+    assert (run.path / "state.json").read_text() == before
