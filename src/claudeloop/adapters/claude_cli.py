@@ -12,6 +12,12 @@ on 2.1.332: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, an
 macOS keychain, Bedrock, Vertex, Foundry, Mantle, Anthropic on AWS or Google Cloud), so
 the CLI is asked: `claude auth status` prints `"loggedIn": false` and exits 1 exactly
 when a turn would end "Not logged in · Please run /login" without sending a request.
+
+Its login, measured on 2.1.332: `auth login` (`--claudeai`, the default, `--console`,
+`--sso`, `--email ADDRESS`) prints the URL to open and waits for the code the browser
+shows, in a terminal or not; `setup-token` makes a long-lived token for
+CLAUDE_CODE_OAUTH_TOKEN; `auth status` (`--json`, the default, or `--text`) and
+`auth logout`. The REPL's `/login` needs the interactive session; `auth login` does not.
 """
 
 from __future__ import annotations
