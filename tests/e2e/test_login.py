@@ -203,3 +203,66 @@ def test_login_reaches_the_bundled_cli_login_in_a_runs_environment(tmp_path: Pat
     assert "https://platform.claude.com/oauth/authorize?" in console, console
     # Run in the run's CLAUDE_CONFIG_DIR, which the CLI set up as its own.
     assert (Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json").is_file()
+
+
+def interrupted_on_a_terminal(
+    argv: list[str], env: dict[str, str], cwd: Path, how: str
+) -> tuple[str, int]:
+    """What `argv` shows on a pty until it waits for the login code, then Ctrl-C: as the
+    key (the CLI reads its terminal raw) or as the SIGINT a terminal in cooked mode sends
+    the whole foreground group; again every 5 s should it not have heard. Its exit."""
+    import pty
+    import select
+    import time
+
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child, on the pty
+        os.chdir(cwd)
+        os.execve(argv[0], argv, env)
+    shown = b""
+    interrupted_at: float | None = None
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([terminal], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(terminal, 4096)
+                except OSError:  # the pty closed: the child ended
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+            now = time.monotonic()
+            if b"Paste code" in shown and (interrupted_at is None or now - interrupted_at > 5):
+                if how == "key":
+                    os.write(terminal, b"\x03")
+                else:
+                    os.killpg(pid, signal.SIGINT)  # pty.fork made it a group's leader
+                interrupted_at = now
+    finally:
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended == 0:  # still running: the test failed; leave nothing behind
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        os.close(terminal)
+    assert interrupted_at is not None, shown
+    return shown.decode(errors="replace"), os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.parametrize("how", ["key", "signal"])
+def test_login_on_a_terminal_is_the_clis_and_so_is_its_end_on_ctrl_c(
+    tmp_path: Path, how: str
+) -> None:
+    """On a terminal the CLI has it, and Ctrl-C is the CLI's to decide: claudeloop
+    exits as the bare CLI does (130 on the key, 0 on SIGINT, 2.1.332), saying nothing
+    of its own and no traceback."""
+    env = no_credentials_env(tmp_path / "home")
+    argv = [sys.executable, "-m", "claudeloop", "login"]
+    text, code = interrupted_on_a_terminal(argv, env, tmp_path, how)
+    assert "https://claude.ai/oauth/authorize?" in text, text
+    assert "Traceback" not in text
+    assert "claudeloop: aborted" not in text
+    bare = [str(bundled_cli()), "auth", "login"]
+    _, bare_code = interrupted_on_a_terminal(bare, env, tmp_path, how)
+    assert code == bare_code, text
