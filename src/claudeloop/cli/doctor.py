@@ -11,7 +11,6 @@ Code CLI, credits out, a run directory that cannot be written).
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import os
 import shutil
 import subprocess
