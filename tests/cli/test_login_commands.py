@@ -4,6 +4,7 @@ exit code is claudeloop's. tests/e2e/test_login.py runs the real bundled CLI."""
 
 from __future__ import annotations
 
+import json
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -119,3 +120,23 @@ def test_a_resume_without_credentials_leaves_the_run_as_it_was(
         assert result.err.startswith("claudeloop: error: no Claude credentials found (")
         assert result.err.count("\n") == 1
     assert (run.path / "state.json").read_text() == before
+
+
+def test_doctor_only_warns_when_the_cli_cannot_tell(
+    claudeloop: Invoke, tmp_path: Path, no_credentials: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another executable, or an older CLI without `auth status`: no credential variable
+    set is no proof of none (a false "no credentials" is worse than none)."""
+    script = tmp_path / "older-claude"
+    script.write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && echo "1.0.0 (Claude Code)" && exit 0\n'
+        "echo 'error: unknown command' >&2; exit 1\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("CLAUDELOOP_CLI_PATH", str(script))
+    result = claudeloop("doctor", "--cwd", tmp_path, "--no-probe", "--json")
+    checks = {check["name"]: check for check in json.loads(result.out)["checks"]}
+    assert checks["credentials"]["status"] == "warn"
+    fix = checks["credentials"]["fix"]
+    assert fix.startswith("if the probe is refused: run `claudeloop login`")
+    assert result.exit_code != 77
