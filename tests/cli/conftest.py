@@ -23,6 +23,9 @@ def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # never the real service.
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    # And has credentials, so a run gets past the check for none at all: a key that only
+    # ever meets that closed port. The tests of no credentials delete it.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "cli-tests-key-not-real")
     return user_config
 
 

@@ -145,7 +145,7 @@ def refused_run(tmp_path: Path, profile: BackendProfile) -> tuple[str, str, str]
 
 def test_refused_credentials_end_in_a_line_that_names_the_fix(tmp_path: Path) -> None:
     final, reason, summary = refused_run(tmp_path, DEFAULT_BACKEND)
-    fix = "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or"
+    fix = "log in again with `claudeloop login`, or replace CLAUDE_CODE_OAUTH_TOKEN"
     assert final.startswith("claudeloop: auth_failed (exit 77): authentication failed")
     assert fix in final
     assert fix in reason
@@ -187,4 +187,4 @@ def test_back_on_the_runs_own_profile_the_advice_is_its_own_again() -> None:
     advised = ProfileAdvisor(in_use).advised(
         "authentication failed", AuthenticationFailed(), detour=None
     )
-    assert "log in again with `claude`" in advised
+    assert "log in again with `claudeloop login`" in advised

@@ -102,6 +102,8 @@ def _invocation_problem(words: list[str]) -> str | None:
             if sub is None:
                 return f"no command {word!r}"
             command = sub
+            if sub.context_settings.get("allow_interspersed_args") is False:
+                return None  # `claudeloop claude ARGS`: the rest are the CLI's own words
             options = help_options | {
                 opt for p in sub.params for opt in (*p.opts, *p.secondary_opts)
             }

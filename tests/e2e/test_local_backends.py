@@ -254,18 +254,45 @@ def test_doctor_exits_77_when_the_credentials_are_refused(rehearsal: Rehearsal) 
         "name": "model",
         "status": "fail",
         "detail": "the credentials were refused (401)",
-        "fix": "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or "
-        "ANTHROPIC_API_KEY",
+        "fix": "log in again with `claudeloop login`, or replace CLAUDE_CODE_OAUTH_TOKEN (a "
+        "token from `claudeloop claude setup-token`) or ANTHROPIC_API_KEY",
     }
 
 
 @pytest.mark.scenario("one_step")
 def test_doctor_exits_77_when_there_are_no_credentials_at_all(rehearsal: Rehearsal) -> None:
     del rehearsal.env["CLAUDE_CODE_OAUTH_TOKEN"]
-    code, checks, _ = doctor(rehearsal, "--no-probe")
+    code, checks, _ = doctor(rehearsal)
     assert code == 77
+    config = rehearsal.env["CLAUDE_CONFIG_DIR"]
     assert checks["credentials"]["status"] == "fail"
+    assert checks["credentials"]["detail"] == (
+        f"no Claude credentials found (none in the environment, no login in {config})"
+    )
+    assert checks["credentials"]["fix"].startswith("run `claudeloop login`, set ANTHROPIC_API_KEY")
     assert checks["backend"]["status"] == "ok"
+    # The probe would only be refused: it is not sent.
+    assert checks["model"]["detail"] == "not probed: no credentials"
+    assert rehearsal.requests() == []
+
+
+@pytest.mark.scenario("one_step")
+def test_doctor_takes_an_api_key_helper_for_credentials(rehearsal: Rehearsal) -> None:
+    """What the CLI accepts, doctor accepts: the CLI itself is asked (it said "none"
+    with a key helper in the project's settings, and the probe then passed)."""
+    del rehearsal.env["CLAUDE_CODE_OAUTH_TOKEN"]
+    settings = rehearsal.project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"apiKeyHelper": "echo e2e-helper-key-not-real"}')
+    code, checks, _ = doctor(rehearsal)
+    assert checks["credentials"] == {
+        "name": "credentials",
+        "status": "ok",
+        "detail": "Claude Code's own: api_key_helper",
+        "fix": "",
+    }
+    assert checks["model"]["status"] == "ok"
+    assert code == 0
 
 
 # A LiteLLM proxy, as one (1.108) answered in front of this rehearsal: the gates replay

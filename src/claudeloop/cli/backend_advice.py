@@ -230,6 +230,21 @@ def auth_fix(profile: BackendProfile | None) -> str:
         if profile.local:
             return f"the server wants a token: set `auth_token_env` or `auth_token` in {table}"
     return (
-        "log in again with `claude` (/login), or replace CLAUDE_CODE_OAUTH_TOKEN or "
-        "ANTHROPIC_API_KEY"
+        "log in again with `claudeloop login`, or replace CLAUDE_CODE_OAUTH_TOKEN (a token "
+        "from `claudeloop claude setup-token`) or ANTHROPIC_API_KEY"
     )
+
+
+# Every way to give Claude Code credentials, each named by a command that exists after
+# `pip install claudeloop` (which puts no `claude` on PATH) or a variable.
+PROVIDE_CREDENTIALS = (
+    "run `claudeloop login`, set ANTHROPIC_API_KEY, set CLAUDE_CODE_OAUTH_TOKEN to a token "
+    "from `claudeloop claude setup-token`, set CLAUDE_CODE_USE_BEDROCK, _VERTEX or "
+    "_FOUNDRY for a cloud provider, or select a profile with a base_url for a local server"
+)
+
+
+def no_credentials(config_directory: str) -> str:
+    """The one line a run or doctor says when Claude Code has no credentials at all."""
+    where = f"no login in {config_directory}" if config_directory else "no login"
+    return f"no Claude credentials found (none in the environment, {where}): {PROVIDE_CREDENTIALS}"

@@ -42,6 +42,7 @@ from claudeloop.cli.configuration import (
     profile_check,
     shared_capacity_dir,
 )
+from claudeloop.cli.login import refuse_no_credentials
 from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import the_task
@@ -82,6 +83,7 @@ def run(
     )
     notify = notify_targets(config)
     refuse_unwritable(spec, run_files=why_no_runs_root(cwd), why_not_writable=why_not_writable)
+    refuse_no_credentials(chosen, cwd)
     record = new_record(spec, run_id)
     directory = create_directory(record)
     _drive(directory, record, chosen, config=config, notify=notify, options=options, resumed=False)
@@ -134,6 +136,7 @@ def _resume(
     refuse_unwritable(
         record.spec, run_files=why_not_writable(directory.path), why_not_writable=why_not_writable
     )
+    refuse_no_credentials(chosen, record.spec.cwd)
     started = record.state.phase is not Phase.PREFLIGHT
     _drive(
         directory,

@@ -11,19 +11,18 @@ Code CLI, credits out, a run directory that cannot be written).
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 import click
 
+from claudeloop.adapters import claude_cli
 from claudeloop.adapters.backend_http import context_size, reach
 from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
 from claudeloop.adapters.config.profiles import BackendProfile, base_url_problem, resolve_profile
@@ -31,7 +30,7 @@ from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
-from claudeloop.cli.backend_advice import advise, auth_fix
+from claudeloop.cli.backend_advice import PROVIDE_CREDENTIALS, advise, auth_fix, no_credentials
 from claudeloop.cli.bootstrap import backend_for, claude_code, cli_path_from_environment
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
@@ -82,7 +81,7 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
             Check("model", "skip", "the profile did not resolve"),
         ]
     else:
-        _credentials_check(checks, backend)
+        credentials = _credentials_check(checks, backend, cli_path, directory)
         reachable = _backend_check(checks, backend)
         if not probe:
             checks.append(Check("model", "skip", "not probed (--no-probe)"))
@@ -90,6 +89,8 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
             checks.append(Check("model", "skip", "not probed: the backend is unreachable"))
         elif cli_path is None:
             checks.append(Check("model", "skip", "not probed: no Claude Code CLI"))
+        elif not credentials:
+            checks.append(Check("model", "skip", "not probed: no credentials"))
         else:
             assert config is not None
             checks.append(_model_check(config, backend, directory, cli_path))
@@ -122,7 +123,7 @@ def _cli_check(checks: list[Check]) -> Path | None:
     if configured is not None:
         path, how = configured, "CLAUDELOOP_CLI_PATH"
     else:
-        bundled = _bundled_cli()
+        bundled = claude_cli.bundled_executable()
         on_path = shutil.which("claude")
         if bundled is not None:
             path, how = bundled, "bundled with claude-agent-sdk"
@@ -153,7 +154,7 @@ def _cli_check(checks: list[Check]) -> Path | None:
                 "cli",
                 "fail",
                 f"{path} ({how}) does not run: {error}",
-                "point CLAUDELOOP_CLI_PATH at a working `claude` or unset it",
+                "point CLAUDELOOP_CLI_PATH at a working Claude Code executable or unset it",
             )
         )
         return None
@@ -165,20 +166,12 @@ def _cli_check(checks: list[Check]) -> Path | None:
                 "cli",
                 "fail",
                 f"{path} ({how}) --version exited {done.returncode}",
-                "point CLAUDELOOP_CLI_PATH at a working `claude` or unset it",
+                "point CLAUDELOOP_CLI_PATH at a working Claude Code executable or unset it",
             )
         )
         return None
     checks.append(Check("cli", "ok", f"Claude Code {version} at {path} ({how})"))
     return path
-
-
-def _bundled_cli() -> Path | None:
-    spec = importlib.util.find_spec("claude_agent_sdk")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    candidate = Path(next(iter(spec.submodule_search_locations))) / "_bundled" / "claude"
-    return candidate if candidate.is_file() else None
 
 
 def _sdk_check(checks: list[Check]) -> None:
@@ -230,42 +223,41 @@ def _profile_check(checks: list[Check], config: Configuration) -> BackendProfile
     return backend
 
 
-def _credentials_check(checks: list[Check], backend: BackendProfile) -> None:
+def _credentials_check(
+    checks: list[Check], backend: BackendProfile, cli_path: Path | None, cwd: Path
+) -> bool:
+    """False when Claude Code is known to have no credentials at all."""
     if backend.credentials != "inherited from the environment":
         checks.append(Check("credentials", "ok", backend.credentials))
-        return
-    env: Mapping[str, str] = {**os.environ, **backend.env}
+        return True
+    env = claude_cli.environment(backend.env, os.environ)
     kinds = [
         f"{label} ({name})" for name, label in {**CREDENTIALS, **PROVIDERS}.items() if env.get(name)
     ]
-    config_dir = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
-    login = config_dir / ".credentials.json"
-    if login.is_file():
-        kinds.append(f"Claude login ({login})")
     if kinds:
         checks.append(Check("credentials", "ok", ", ".join(kinds)))
-    elif sys.platform == "darwin":
-        checks.append(
-            Check(
-                "credentials",
-                "warn",
-                "none in the environment; a Claude login in the macOS keychain cannot be "
-                "checked from here (the model probe will tell)",
-                "log in with `claude` (/login) if the probe is refused",
-            )
-        )
+        return True
+    # Beyond the variables only the CLI knows them all: a login file or the keychain,
+    # an apiKeyHelper in any settings file, the other cloud providers.
+    status = claude_cli.login_status(cli_path, env, cwd) if cli_path else claude_cli.UNKNOWN
+    if status.known and status.logged_in:
+        checks.append(Check("credentials", "ok", f"Claude Code's own: {status.method}"))
+    elif status.known:
+        line = no_credentials(status.config_directory)
+        found, _, fix = line.partition("): ")
+        checks.append(Check("credentials", "fail", f"{found})", fix, 77))
+        return False
     else:
         checks.append(
             Check(
                 "credentials",
-                "fail",
-                "none: no CLAUDE_CODE_OAUTH_TOKEN, ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, "
-                f"no login in {config_dir}",
-                "log in with `claude` (/login), or set CLAUDE_CODE_OAUTH_TOKEN "
-                "(`claude setup-token`) or ANTHROPIC_API_KEY",
-                77,
+                "warn",
+                "none in the environment; Claude Code did not say whether it has a login "
+                "(the model probe will tell)",
+                f"if the probe is refused: {PROVIDE_CREDENTIALS}",
             )
         )
+    return True
 
 
 def _backend_url(backend: BackendProfile) -> tuple[str, str]:
@@ -353,7 +345,7 @@ def _model_check(
                 "model",
                 "fail",
                 f"the probe ended in an error: {detail}",
-                "run `claude -p hi` with the same environment to see why",
+                "run `claudeloop claude -p hi` (the same environment) to see why",
             )
         case Available() if signals.result_text.strip():
             return Check("model", "ok", f"{name} answered a probe")
@@ -363,7 +355,7 @@ def _model_check(
                 "model",
                 "fail",
                 f"Claude Code ended the probe without an answer{said}",
-                "run `claude -p hi` with the same environment to see why",
+                "run `claudeloop claude -p hi` (the same environment) to see why",
             )
         case BackendMisconfigured(reason=reason, kind=kind):
             advice = advise(reason, backend, kind=kind)

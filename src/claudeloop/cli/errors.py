@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import ClaudeloopError, UsageError
 
 
 class UserError(UsageError):
     """A mistake the user made on the command line: exit 2 unless said otherwise."""
+
+
+class NoCredentials(ClaudeloopError):
+    """Claude Code has no credentials at all: a run would be refused at its first turn,
+    so it does not start (exit 77, the code of refused credentials)."""
+
+    exit_code = 77

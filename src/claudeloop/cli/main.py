@@ -60,6 +60,7 @@ Examples:
   claudeloop run PLAN.md        work through a plan's checklist
   claudeloop run --prompt "Fix the flaky tests" --max-dollars 5
   claudeloop resume             continue the most recent run here
+  claudeloop login              log Claude Code in (the CLI bundled with it)
   claudeloop doctor             check the CLI, credentials, backend, model
   claudeloop config show        effective settings and where each came from
   claudeloop rehearse           a full run against the rehearsal API
@@ -654,6 +655,72 @@ def doctor(cwd: Path | None, profile: str | None, as_json: bool, no_probe: bool)
     from claudeloop.cli import doctor as doctor_command
 
     doctor_command.doctor(cwd=cwd, profile=profile, as_json=as_json, probe=not no_probe)
+
+
+@cli.command(
+    context_settings={"ignore_unknown_options": True},
+    epilog="""\b
+Examples:
+  claudeloop login               a Claude subscription (Pro, Max, Team)
+  claudeloop login --console     an Anthropic Console account (API billing)
+  claudeloop login --sso         through your organization's single sign-on
+  claudeloop claude auth status  what Claude Code will authenticate with
+
+Any other option goes to the CLI's `auth login` as it is. For a token to put
+in CLAUDE_CODE_OAUTH_TOKEN: claudeloop claude setup-token.
+""",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Project directory whose claudeloop.toml counts (default: the current one).",
+)
+@click.option("--profile", default=None, help="Log in as this profile's runs would.")
+@click.option("--console", is_flag=True, help="An Anthropic Console account (API billing) instead.")
+@click.option("--sso", is_flag=True, help="Through your organization's single sign-on.")
+@click.option("--email", default=None, help="The address to fill in on the login page.")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def login(
+    *,
+    cwd: Path | None,
+    profile: str | None,
+    console: bool,
+    sso: bool,
+    email: str | None,
+    args: tuple[str, ...],
+) -> None:
+    """Log Claude Code in: runs the `auth login` of the Claude Code CLI bundled
+    with claudeloop, with the environment a run gives it (CLAUDE_CONFIG_DIR and
+    the profile's variables), on this terminal."""
+    from claudeloop.cli import login as login_command
+
+    passed = [
+        *(["--console"] if console else []),
+        *(["--sso"] if sso else []),
+        *(["--email", email] if email is not None else []),
+        *args,
+    ]
+    login_command.login(cwd=cwd, profile=profile, args=passed)
+
+
+@cli.command(
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    epilog="""\b
+Examples:
+  claudeloop claude --version
+  claudeloop claude auth status --text
+  claudeloop claude setup-token   a token for CLAUDE_CODE_OAUTH_TOKEN
+  claudeloop claude -- --help     the CLI's own help
+""",
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def claude(args: tuple[str, ...]) -> None:
+    """Run the Claude Code CLI bundled with claudeloop (none need be on PATH)
+    with ARGS, in the environment a run gives it; exits with its exit code."""
+    from claudeloop.cli import login as login_command
+
+    login_command.claude(args=args)
 
 
 register_fleet(cli, run)
