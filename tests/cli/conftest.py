@@ -23,6 +23,8 @@ def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # never the real service.
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    # Nor the user's own Claude login: a run asks the CLI when the stored one ends.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
     return user_config
 
 
