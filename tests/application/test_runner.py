@@ -266,6 +266,16 @@ def test_a_login_whose_end_has_passed_sends_no_turn_and_a_resume_no_probe() -> N
     assert h.sleeper.slept_until == []
 
 
+def test_a_turn_a_hook_stopped_ends_the_run_blocked_on_the_hook_with_no_turn_after() -> None:
+    stopped = replace(verdict_turn(complete=True), stopped_by_hook="the build is red")
+    h = harness([verdict_turn(remaining=("b",)), stopped, verdict_turn(complete=True)])
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.BLOCKED
+    assert final.state.blocked_on == "a hook stopped Claude Code: the build is red"
+    assert len(h.gateway.prompts) == 2
+    assert h.events.of("run.finished")[0]["exit_code"] == 1
+
+
 def test_turn_cap_ends_with_budget_exhausted_and_what_is_left() -> None:
     h = harness([verdict_turn(remaining=("a", "b")), verdict_turn(remaining=("b",))])
     final = drive(h, record(budget=Budget(max_turns=2)))

@@ -546,6 +546,7 @@ class Runner:
             prompt=prompt,
             marker=record.spec.done_marker,
             marker_fallback=record.spec.marker_fallback,
+            stopped_by_hook=outcome.stopped_by_hook,
         )
         error = (
             first_line(outcome.signals.result_text, longest=300, empty="no detail")
