@@ -231,6 +231,51 @@ def test_bad_credentials_stop_at_once_without_probing() -> None:
     assert h.events.of("run.finished")[0]["exit_code"] == 77
 
 
+def test_a_window_that_reopens_after_the_login_ends_ends_the_run_77_without_a_wait() -> None:
+    # The five-hour window reopens in two hours; the stored login ends in one.
+    h = harness([verdict_turn(remaining=("b",)), rejected_turn(WINDOW_REJECTED)])
+    h.runner.login_ends_at = START + timedelta(hours=1)
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.AUTH_FAILED
+    assert "claudeloop login" in final.state.reason
+    assert len(h.gateway.prompts) == 2
+    assert h.sleeper.slept_until == []
+    assert h.gateway.probe_times == []
+    assert "wait.started" not in h.events.types()
+    assert h.events.of("run.finished")[0]["exit_code"] == 77
+
+
+def test_a_login_whose_end_has_passed_sends_no_turn_and_a_resume_no_probe() -> None:
+    h = harness([verdict_turn(complete=True)])
+    h.runner.login_ends_at = START
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.AUTH_FAILED
+    assert h.gateway.prompts == []
+    # A run killed while waiting, resumed after its login ended: no probe either.
+    waiting = RunState(
+        phase=Phase.WAITING,
+        capacity=WindowExhausted("five_hour", resets_at=START + timedelta(minutes=5)),
+        waiting_since=START,
+        next_probe_at=START + timedelta(minutes=5),
+    )
+    h = harness([], probes=[OK])
+    h.runner.login_ends_at = START
+    final = drive(h, replace(record(), state=waiting), resumed=True)
+    assert final.state.outcome is Outcome.AUTH_FAILED
+    assert h.gateway.probe_times == []
+    assert h.sleeper.slept_until == []
+
+
+def test_a_turn_a_hook_stopped_ends_the_run_blocked_on_the_hook_with_no_turn_after() -> None:
+    stopped = replace(verdict_turn(complete=True), stopped_by_hook="the build is red")
+    h = harness([verdict_turn(remaining=("b",)), stopped, verdict_turn(complete=True)])
+    final = drive(h, record())
+    assert final.state.outcome is Outcome.BLOCKED
+    assert final.state.blocked_on == "a hook stopped Claude Code: the build is red"
+    assert len(h.gateway.prompts) == 2
+    assert h.events.of("run.finished")[0]["exit_code"] == 1
+
+
 def test_turn_cap_ends_with_budget_exhausted_and_what_is_left() -> None:
     h = harness([verdict_turn(remaining=("a", "b")), verdict_turn(remaining=("b",))])
     final = drive(h, record(budget=Budget(max_turns=2)))

@@ -26,6 +26,8 @@ def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # And has credentials, so a run gets past the check for none at all: a key that only
     # ever meets that closed port. The tests of no credentials delete it.
     monkeypatch.setenv("ANTHROPIC_API_KEY", "cli-tests-key-not-real")
+    # Nor the user's own Claude login: a run asks the CLI when the stored one ends.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
     return user_config
 
 

@@ -185,7 +185,9 @@ def test_doctor_without_a_probe_finds_nothing_listening(claudeloop: Invoke, tmp_
     assert result.exit_code == 78
     lines = result.out.splitlines()
     names = [line[6:].split()[0] for line in lines[:-1]]
-    assert names == ["cli", "sdk", "config", "profile", "credentials", "backend", "model", "run"]
+    assert names == [
+        "cli", "sdk", "config", "profile", "credentials", "login", "backend", "model", "run"
+    ]  # fmt: skip
     backend = next(line for line in lines if line[6:].startswith("backend"))
     assert backend == (
         f"FAIL  backend      nothing answers at {url} (connection refused) — fix: start "
@@ -193,6 +195,47 @@ def test_doctor_without_a_probe_finds_nothing_listening(claudeloop: Invoke, tmp_
     )
     assert lines[-1] == "claudeloop doctor: 1 check(s) failed (exit 78)"
     assert "skip  model        not probed (--no-probe)" in lines
+
+
+@pytest.mark.parametrize(
+    ("ends_in_hours", "line"),
+    [
+        (24 * 30, "ok    login        the stored claude.ai login ends by "),
+        (24 * 2, "warn  login        the Claude login ends by "),
+        (-1, "FAIL  login        the Claude login has probably ended "),
+    ],
+)
+def test_doctor_says_when_the_stored_login_ends_against_the_longest_run(
+    claudeloop: Invoke,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ends_in_hours: int,
+    line: str,
+) -> None:
+    """The real CLI reads the login's end from its own store; with no max_wait a run
+    could wait out a seven-day window, so a login ending in two days is warned of."""
+    config = tmp_path / "claude"
+    config.mkdir()
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    login = {
+        "accessToken": "doctor-access-token-not-real",
+        "refreshToken": "doctor-refresh-token-not-real",
+        "expiresAt": now_ms + 8 * 3600 * 1000,
+        "refreshTokenExpiresAt": now_ms + ends_in_hours * 3600 * 1000,
+        "scopes": ["user:inference", "user:profile"],
+        "subscriptionType": "max",
+    }
+    (config / ".credentials.json").write_text(json.dumps({"claudeAiOauth": login}))
+    for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{unused_port()}")
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    result = claudeloop("doctor", "--cwd", tmp_path, "--no-probe")
+    (said,) = [shown for shown in result.out.splitlines() if shown[6:].startswith("login")]
+    assert said.startswith(line), said
+    if ends_in_hours < 24 * 30:
+        assert said.endswith("— fix: log in again with `claudeloop login`"), said
 
 
 def test_doctor_reports_an_invalid_file_and_exits_2(claudeloop: Invoke, tmp_path: Path) -> None:

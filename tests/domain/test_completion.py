@@ -208,3 +208,29 @@ def test_the_structured_verdict_alone_decides(
         assert verdict == Done(summary=summary)
     else:
         assert verdict == Continue(remaining_work=remaining, summary=summary)
+
+
+def test_a_hook_that_stopped_claude_code_outranks_every_verdict() -> None:
+    done = StructuredVerdict(complete=True, summary="all done")
+    for structured in (done, None):
+        verdict = evaluate(structured, final_text="", stopped_by_hook="the build is red")
+        assert verdict == Blocked(reason="a hook stopped Claude Code: the build is red")
+
+
+@given(
+    structured=st.none()
+    | st.builds(
+        StructuredVerdict,
+        complete=st.booleans(),
+        blocked_on=st.none() | st.text(max_size=20),
+        summary=st.text(max_size=20),
+    ),
+    final_text=st.text(max_size=60) | st.just(DEFAULT_DONE_MARKER),
+    reason=st.text(min_size=1, max_size=40),
+)
+def test_whatever_the_turn_said_a_hook_stop_is_blocked_on_the_hook(
+    structured: StructuredVerdict | None, final_text: str, reason: str
+) -> None:
+    """Invariant: a turn a hook stopped never ends the run done nor sends another turn."""
+    verdict = evaluate(structured, final_text=final_text, stopped_by_hook=reason)
+    assert verdict == Blocked(reason=f"a hook stopped Claude Code: {reason}")

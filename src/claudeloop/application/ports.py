@@ -54,6 +54,8 @@ class TurnOutcome:
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
     failure: str | None = None
+    # A hook of the user's stopped Claude Code (`prevent_continuation`): its reason.
+    stopped_by_hook: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

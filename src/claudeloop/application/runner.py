@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import assert_never
 
@@ -66,6 +67,7 @@ from claudeloop.domain.capacity import (
     describe,
 )
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
+from claudeloop.domain.login import within_login
 from claudeloop.domain.loop import (
     ControlCommand,
     Decision,
@@ -131,6 +133,10 @@ class Runner:
     reviewer: Gateway | None = None
     # The working tree, for the stagnation brake's evidence (None: not looked at).
     tree: WorkingTree | None = None
+    # When the stored claude.ai login ends, as Claude Code said when the run was wired
+    # (None: unknown, or a credential with no end): no request is sent after it and no
+    # wait begun that would outlast it (domain.login).
+    login_ends_at: datetime | None = None
     # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set, init=False)
@@ -178,6 +184,9 @@ class Runner:
             decision = self._trusted(record, resume_decision(record.state))
             if isinstance(decision, ScheduleProbe):
                 record = replace(record, state=replace(record.state, next_probe_at=decision.at))
+            checked = self._within_login(Transition(record.state, decision))
+            record = replace(record, state=checked.state)
+            decision = checked.decision
         else:
             if not resumed:
                 # Where the run begins, so its first turn is compared with something.
@@ -192,6 +201,7 @@ class Runner:
                 policies=record.spec.limits,
                 rules=record.spec.verify,
             )
+            transition = self._within_login(transition)
             record = replace(record, state=transition.state)
             decision = transition.decision
         self.store.save(record)
@@ -536,6 +546,7 @@ class Runner:
             prompt=prompt,
             marker=record.spec.done_marker,
             marker_fallback=record.spec.marker_fallback,
+            stopped_by_hook=outcome.stopped_by_hook,
         )
         error = (
             first_line(outcome.signals.result_text, longest=300, empty="no detail")
@@ -657,6 +668,9 @@ class Runner:
         if self.reviewer is not None:
             await self.reviewer.close()
 
+    def _within_login(self, transition: Transition) -> Transition:
+        return within_login(transition, ends_at=self.login_ends_at, now=self.clock.now())
+
     def _waited(
         self, record: RunRecord, *, after: RunState | None = None, at_least: float = 0.0
     ) -> RunRecord:
@@ -679,6 +693,7 @@ class Runner:
     ) -> tuple[RunRecord, Decision | None]:
         """Saves the transition, then says what happened: an event never tells of
         something a resume would do again."""
+        transition = self._within_login(transition)
         said = list(announce)
         counted = transition.state.stagnation.turns_without_progress
         if counted > record.state.stagnation.turns_without_progress:

@@ -68,6 +68,14 @@ def cli_path_from_environment() -> Path | None:
     return Path(cli_path).expanduser() if cli_path else None
 
 
+def login_ends(backend: Backend) -> datetime | None:
+    """When the stored claude.ai login the backend's CLI would use ends (None: none
+    known), as the CLI reports it with the environment a run gives it."""
+    from claudeloop.adapters.claude_code.login import login_ends_at
+
+    return login_ends_at(backend.cli_path, {**os.environ, **backend.env})
+
+
 def backend_for(profile: BackendProfile) -> Backend:
     return Backend(
         env=dict(profile.env),
@@ -305,11 +313,13 @@ def wire_run(
     detours: Callable[[str], Backend] | None = None,
     capacity_dir: Path | None = None,
     lock: DriverLock | None = None,
+    login_ends_at: datetime | None = None,
 ) -> WiredRun:
     """The run's parts, its lock taken: the event log, the screen and notifications, the
     gateway stack, the runner. `capacity_dir`: where loops on one account share
     capacity (None: this loop alone). `lock`: the run's lock, when the caller took it
-    before it read the record (a resume), else taken here."""
+    before it read the record (a resume), else taken here. `login_ends_at`: when the
+    stored claude.ai login ends (see `login_ends`)."""
     lock = lock or take_lock(directory)
     clock = SystemClock()
     directory.clear_control()
@@ -362,6 +372,7 @@ def wire_run(
         if record.spec.verify.review
         else None,
         tree=WorkingTreeOnDisk(record.spec.cwd),
+        login_ends_at=login_ends_at,
     )
 
     def close() -> None:

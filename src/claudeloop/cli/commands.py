@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from claudeloop.cli.bootstrap import (
     Backend,
     backend_for,
     create_directory,
+    login_ends,
     new_record,
     take_lock,
     wire_run,
@@ -46,6 +48,7 @@ from claudeloop.cli.login import refuse_no_credentials
 from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import the_task
+from claudeloop.domain.login import login_standing, login_warning, run_could_end_by
 from claudeloop.domain.loop import Outcome, Phase
 
 if TYPE_CHECKING:
@@ -174,6 +177,12 @@ def _drive(
     lock: DriverLock | None = None,
 ) -> None:
     as_json = bool(options.get("as_json"))
+    # Warned before the first turn when the login ends before the run could.
+    login_ends_at, now = login_ends(backend), datetime.now(UTC)
+    could_end_by = run_could_end_by(now, record.spec.wait_policy.max_wait)
+    warning = login_warning(login_standing(login_ends_at, now=now, could_end_by=could_end_by))
+    if warning is not None:
+        click.echo(f"claudeloop: warning: {warning}", err=True)
     ended = drive_run(
         wire_run(
             directory,
@@ -185,6 +194,7 @@ def _drive(
             detours=detours(record.spec.cwd),
             capacity_dir=shared_capacity_dir(config),
             lock=lock,
+            login_ends_at=login_ends_at,
         ),
         record,
         resumed=resumed,

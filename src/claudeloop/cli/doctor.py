@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, assert_never
 
 import click
 
@@ -82,6 +82,8 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
         ]
     else:
         credentials = _credentials_check(checks, backend, cli_path, directory)
+        assert config is not None
+        checks.append(_login_check(config, backend, cli_path))
         reachable = _backend_check(checks, backend)
         if not probe:
             checks.append(Check("model", "skip", "not probed (--no-probe)"))
@@ -258,6 +260,40 @@ def _credentials_check(
             )
         )
     return True
+
+
+def _login_check(config: Configuration, backend: BackendProfile, cli_path: Path | None) -> Check:
+    """When the stored claude.ai login ends, against the longest a run could go on with
+    this configuration (domain.login: its max_wait, else a seven-day window)."""
+    from datetime import UTC, datetime
+
+    from claudeloop.adapters.claude_code.login import login_ends_at
+    from claudeloop.domain.login import (
+        LoginEnded,
+        LoginEndsFirst,
+        LoginLasts,
+        login_standing,
+        login_warning,
+        run_could_end_by,
+    )
+
+    ends_at = login_ends_at(cli_path, {**os.environ, **backend.env}) if cli_path else None
+    if ends_at is None:
+        return Check("login", "skip", "no stored claude.ai login with a known end")
+    now = datetime.now(UTC)
+    max_wait = config.value("max_wait")
+    standing = login_standing(ends_at, now=now, could_end_by=run_could_end_by(now, max_wait))
+    said = f"the stored claude.ai login ends by {ends_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    fix = "log in again with `claudeloop login`"
+    match standing:
+        case LoginLasts():
+            return Check("login", "ok", said)
+        case LoginEndsFirst():
+            return Check("login", "warn", login_warning(standing) or said, fix)
+        case LoginEnded():
+            return Check("login", "fail", login_warning(standing) or said, fix, 77)
+        case _:
+            assert_never(standing)
 
 
 def _backend_url(backend: BackendProfile) -> tuple[str, str]:

@@ -45,13 +45,19 @@ def evaluate(
     prompt: str = "",
     marker: str = DEFAULT_DONE_MARKER,
     marker_fallback: bool = True,
+    stopped_by_hook: str | None = None,
 ) -> CompletionVerdict:
     """The verdict of one turn.
 
+    A hook of the user's that stopped Claude Code (`stopped_by_hook`, its reason) outranks
+    every verdict: the user's own rule says the work must not go on, and the next turn
+    would be stopped the same way, so the run is Blocked on it until a person acts.
     A structured verdict decides alone: `blocked_on` outranks `complete`, since a turn
     cannot be both done and blocked. Only without one does the marker count, and only when
     the fallback is on and the marker stands in the turn's own words (see `marker_in`).
     """
+    if stopped_by_hook is not None:
+        return Blocked(reason=f"a hook stopped Claude Code: {stopped_by_hook}")
     if structured is not None:
         blocker = (structured.blocked_on or "").strip()
         if blocker:

@@ -433,3 +433,39 @@ def test_every_reported_window_reaches_the_pause_thresholds() -> None:
 
 def test_no_rate_limit_event_reports_no_windows() -> None:
     assert read_turn(api_failure("rate_limit", 429, "x"), local_backend=False).signals.windows == ()
+
+
+def hook_stopped(**data: Any) -> SystemMessage:
+    """What CLI 2.1.332 sent when a UserPromptSubmit hook answered
+    `{"continue": false, "stopReason": "the build is red: fix it by hand"}`."""
+    frame = {
+        "content": "Operation stopped by hook: the build is red: fix it by hand",
+        "level": "warning",
+        "prevent_continuation": True,
+        "prompt_submit_outcome": {
+            "kind": "stopped_by_hook",
+            "prompt_kept": True,
+            "reason": "the build is red: fix it by hand",
+        },
+    }
+    return SystemMessage(subtype="informational", data={**frame, **data})
+
+
+def test_a_hook_that_prevents_continuation_is_read_with_its_reason() -> None:
+    said = "Operation stopped by hook: the build is red: fix it by hand"
+    reading = read_turn([hook_stopped(), result(text=said)], local_backend=False)
+    assert reading.stopped_by_hook == "the build is red: fix it by hand"
+    assert classify(reading.signals) == Available()
+    # Without the outcome's reason, the message's own words are the reason.
+    bare = hook_stopped(prompt_submit_outcome=None)
+    assert read_turn([bare, result()], local_backend=False).stopped_by_hook == said
+    blank = hook_stopped(prompt_submit_outcome={"reason": " "}, content=None)
+    reading = read_turn([blank, result()], local_backend=False)
+    assert reading.stopped_by_hook == "no reason given"
+
+
+def test_an_informational_message_that_lets_the_turn_go_on_stops_nothing() -> None:
+    notice = hook_stopped(prevent_continuation=False)
+    info = SystemMessage(subtype="informational", data={"content": "hi", "level": "info"})
+    for message in (notice, info):
+        assert read_turn([message, result()], local_backend=False).stopped_by_hook is None

@@ -66,6 +66,9 @@ class TurnReading:
     # Set when the CLI itself stopped the turn (see `_CLI_STOPS`) without any API error
     # the classifier could read: e.g. "error_during_execution: <errors>".
     cli_stop: str | None = None
+    # A hook of the user's said Claude Code must not go on (`informational` with
+    # `prevent_continuation`): its reason.
+    stopped_by_hook: str | None = None
 
 
 def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReading:
@@ -74,6 +77,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
     assistant_error: str | None = None
     last_text = ""
     retry_error: str | None = None
+    stopped_by_hook: str | None = None
     init_session: str | None = None
     result: ResultMessage | None = None
     served_by: dict[str, None] = {}
@@ -91,6 +95,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         elif isinstance(message, SystemMessage):
             init_session = started_session(message) or init_session
             retry_error = _retry_error(message) or retry_error
+            stopped_by_hook = hook_stop(message) or stopped_by_hook
         elif isinstance(message, ResultMessage):
             result = message
     window = _rate_limit_window(rate_limits)
@@ -115,7 +120,12 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         windows=_window_usages(rate_limits),
     )
     if result is None:
-        return TurnReading(signals=signals, final_text=last_text, session_id=init_session)
+        return TurnReading(
+            signals=signals,
+            final_text=last_text,
+            session_id=init_session,
+            stopped_by_hook=stopped_by_hook,
+        )
     return TurnReading(
         signals=signals,
         structured=verdict_from(result.structured_output),
@@ -129,6 +139,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         answered=True,
         failed=result.is_error,
         cli_stop=_cli_stop(result, signals),
+        stopped_by_hook=stopped_by_hook,
     )
 
 
@@ -252,6 +263,23 @@ def _retry_error(message: SystemMessage) -> str | None:
         return None
     error = message.data.get("error")
     return error if isinstance(error, str) and error else None
+
+
+def hook_stop(message: SystemMessage) -> str | None:
+    """Why a hook stopped Claude Code, when this message says one did.
+
+    Measured (CLI 2.1.332): a UserPromptSubmit hook answering `{"continue": false,
+    "stopReason": R}` gives `informational` with `prevent_continuation: true`, `content`
+    "Operation stopped by hook: R" and `prompt_submit_outcome.reason` R, then a success
+    result with that text and no verdict; the prompt never reaches the model."""
+    if message.subtype != "informational" or message.data.get("prevent_continuation") is not True:
+        return None
+    outcome = message.data.get("prompt_submit_outcome")
+    reason = outcome.get("reason") if isinstance(outcome, Mapping) else None
+    if not isinstance(reason, str) or not reason.strip():
+        content = message.data.get("content")
+        reason = content if isinstance(content, str) else ""
+    return first_line(reason, longest=300, empty="no reason given")
 
 
 def _cost(value: object) -> float:

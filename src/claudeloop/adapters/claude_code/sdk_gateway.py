@@ -380,6 +380,7 @@ class ClaudeCodeGateway:
             denied_tools=reading.denied_tools,
             failure=failure,
             cut_off_owed=owed,
+            stopped_by_hook=reading.stopped_by_hook,
         )
 
     async def _drop(self) -> None:
