@@ -25,7 +25,7 @@ SOURCE = ROOT / "src" / "claudeloop"
 # "Please run /login"), never advice of ours.
 PLAYED = SOURCE / "rehearsal"
 # A command of the bare CLI: `claude`, `claude auth ...`, `claude setup-token`, /login.
-BARE = re.compile(r"(?<!claudeloop )`claude(?:`| auth\b| setup-token\b| login\b)|/login\b")
+BARE = re.compile(r"(?<!claudeloop )`claude(?:`| auth\b| setup-token\b| login\b)|(?<!\w)/login\b")
 
 
 def said_strings(path: Path) -> Iterator[tuple[int, str]]:
