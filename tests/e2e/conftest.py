@@ -190,3 +190,24 @@ def assert_ledger_is_what_was_served(
     assert result["estimated_dollars"] == pytest.approx(price * in_flight, rel=1e-6)
     finished_turns = [e["turn"] for e in events if e["type"] == "turn.finished"]
     assert len(finished_turns) == len(set(finished_turns)), finished_turns
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The table of real servers' answers the tests met: case, the server's answer, what
+    claudeloop did (docs/guides/local-models.md carries it). A test adds its row with
+    `record_property("backend_table", json.dumps([server, case, answer, outcome]))`."""
+    rows = sorted(
+        {
+            tuple(json.loads(value))
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            if getattr(report, "when", None) == "call"
+            for name, value in getattr(report, "user_properties", ())
+            if name == "backend_table"
+        }
+    )
+    if not rows:
+        return
+    terminalreporter.section("real servers: case -> server's answer -> claudeloop's outcome")
+    for server, case, answer, outcome in rows:
+        terminalreporter.write_line(f"{server} | {case} | {answer} | {outcome}")
