@@ -464,6 +464,60 @@ def test_a_proxy_that_is_down_exits_78_with_the_command_that_starts_it(
     )
 
 
+def test_an_upstream_timeout_is_an_outage_waited_out_and_probed(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path / "run", "hanging")
+    row(record_property, "upstream timeout", answer(proxy, "hanging"), outcome(finished))
+    assert finished.exit_code == 4, finished.stderr  # waited until --max-wait, no error turns
+    assert set(waits(finished)) == {"the upstream timed out (408), no reset announced"}
+    assert "probe.finished" in finished.event_types()  # probed, not given up on
+    assert finished.result["turns"] == 0
+    checked = doctor(proxy.url, tmp_path / "doctor", "hanging")
+    assert checked.exit_code == 0, checked
+    assert checked.model["status"] == "warn"
+    assert "the upstream of 'hanging' timed out (408)" in checked.model["detail"]
+
+
+def test_an_unreachable_upstream_is_waited_for_in_those_words_and_doctor_names_it(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path / "run", "unreachable")
+    row(record_property, "upstream unreachable", answer(proxy, "unreachable"), outcome(finished))
+    assert finished.exit_code == 4, finished.stderr
+    assert set(waits(finished)) == {"the proxy's upstream is unreachable, no reset announced"}
+    checked = doctor(proxy.url, tmp_path / "doctor", "unreachable")
+    assert checked.exit_code == 78, checked
+    assert checked.model["status"] == "fail"
+    assert (
+        "cannot connect to the upstream of 'unreachable' at 127.0.0.1:9"
+        in (checked.model["detail"])
+    )
+    assert "`api_base` in the proxy's model_list" in checked.model["fix"]
+
+
+def test_a_spent_deployment_budget_is_the_proxys_credits_out_backed_off(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    spending = answer(proxy, "budgeted")
+    assert spending[0] == 200, spending  # one answer spends the whole budget
+    finished = run_through(proxy.url, tmp_path, "budgeted")
+    row(record_property, "deployment budget spent", answer(proxy, "budgeted"), outcome(finished))
+    assert finished.exit_code == 4, finished.stderr
+    # Backed off as credits, the proxy's: no longer a cooldown of a few seconds.
+    assert set(waits(finished)) == {"the proxy's budget is spent (credits out)"}
+    checked = doctor(proxy.url, tmp_path / "doctor", "budgeted")
+    assert checked.exit_code == 1, checked
+    assert checked.model["detail"].endswith("says the budget for 'budgeted' is spent")
+
+
+@pytest.mark.parametrize(
+    ("model", "case"),
+    [
+        ("llama-verdict", "llama-server behind it (verdict model)"),
+        ("llama", "llama-server behind it (marker model, fallback on)"),
+    ],
+)
 def test_llama_server_behind_the_proxy_finishes_done(
     proxy: Proxy, tmp_path: Path, record_property: Record, model: str, case: str
 ) -> None:
