@@ -2,9 +2,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck contracts pytest install bench crash-fuzz rehearse docs clean
+.PHONY: test gates lint typecheck contracts pytest install litellm bench crash-fuzz rehearse docs clean
 
-test: $(STAMP) lint typecheck contracts pytest
+# Two jobs: the LiteLLM proxy's venv (about 5 minutes, mostly downloads) installs beside
+# the project's venv and the lint and type checks, so a fresh clone does not wait for it.
+test:
+	$(MAKE) -j2 gates
+
+gates: $(STAMP) lint typecheck contracts pytest
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -15,6 +20,19 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# A real LiteLLM proxy for tests/e2e/test_litellm_proxy.py, in a venv of its own: its
+# proxy extra (~120 packages) pins rich below ours. The range is in the requirements file.
+LITELLM_VENV := .venv-litellm
+LITELLM_REQUIREMENTS := tests/e2e/litellm-requirements.txt
+LITELLM_STAMP := $(LITELLM_VENV)/.installed
+
+$(LITELLM_STAMP): $(LITELLM_REQUIREMENTS)
+	python3 -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/python -m pip install --quiet -r $(LITELLM_REQUIREMENTS)
+	touch $(LITELLM_STAMP)
+
+litellm: $(LITELLM_STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
@@ -28,7 +46,7 @@ contracts: $(STAMP)
 
 # Two test processes: the end-to-end tests mostly wait on the CLI and the rehearsal
 # API, so two of them at a time halve the suite on a 2-core machine (621 s to 354 s).
-pytest: $(STAMP)
+pytest: $(STAMP) $(LITELLM_STAMP)
 	$(VENV)/bin/pytest -n 2 --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
@@ -56,4 +74,4 @@ docs: $(STAMP)
 	$(PY) -m claudeloop.cli.reference docs/reference/cli.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+	rm -rf $(VENV) $(LITELLM_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov

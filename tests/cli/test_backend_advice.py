@@ -3,11 +3,19 @@ CLAUDE_CODE_MAX_RETRIES=0), classified by the domain and said in one line with i
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from claudeloop.adapters.backend_http import NotFound
 from claudeloop.adapters.config.profiles import BackendProfile
-from claudeloop.cli.backend_advice import advise, auth_fix, misconfiguration_kind
+from claudeloop.cli.backend_advice import (
+    advise,
+    auth_fix,
+    misconfiguration_kind,
+    proxy_budget_advice,
+    upstream_advice,
+)
 from claudeloop.domain.capacity import BackendMisconfigured
 from claudeloop.domain.classify import classify
 from claudeloop.domain.signals import TurnSignals
@@ -263,3 +271,40 @@ def test_a_llama_server_that_wants_a_key_says_which_key() -> None:
         "the server wants the key it was started with (`llama-server --api-key`): "
         "set `auth_token_env` or `auth_token` in [profiles.local]"
     )
+
+
+PROXY = BackendProfile(
+    name="proxy", base_url="http://127.0.0.1:4000", preset="litellm", model="unreachable"
+)
+# As the CLI reported LiteLLM 1.108.7's 500 (tests/e2e/test_litellm_proxy.py).
+UPSTREAM_UNREACHABLE = (
+    "API Error: 500 litellm.InternalServerError: AnthropicException - Cannot connect to host "
+    "127.0.0.1:9 ssl:<ssl.SSLContext object at 0x7f77> [Connect call failed ('127.0.0.1', 9)]."
+)
+
+
+def test_an_unreachable_upstream_names_the_host_and_the_model_list_entry() -> None:
+    advice = upstream_advice(UPSTREAM_UNREACHABLE, PROXY, timed_out=False)
+    assert advice.problem == (
+        "the proxy at http://127.0.0.1:4000 answers, but cannot connect to the upstream of "
+        "'unreachable' at 127.0.0.1:9"
+    )
+    assert advice.fix == (
+        "start that server or fix the 'unreachable' entry's `api_base` in the proxy's "
+        "model_list (a run waits for it and probes)"
+    )
+
+
+def test_an_upstream_that_timed_out_is_an_outage_unless_it_lasts() -> None:
+    advice = upstream_advice("API Error: 408 litellm.Timeout", PROXY, timed_out=True)
+    assert "the upstream of 'unreachable' timed out (408)" in advice.problem
+    assert advice.fix.startswith("nothing to configure if it is a passing outage")
+    assert "`timeout`" in advice.fix
+
+
+def test_a_spent_proxy_budget_says_whose_budget_and_where_it_is_raised() -> None:
+    advice = proxy_budget_advice(replace(PROXY, model="budgeted"))
+    assert advice.problem == (
+        "the proxy at http://127.0.0.1:4000 says the budget for 'budgeted' is spent"
+    )
+    assert "`max_budget`" in advice.fix

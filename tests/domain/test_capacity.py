@@ -72,6 +72,10 @@ def test_is_waitable_is_false_only_for_the_two_terminal_states(
             "five_hour window closed until 2026-01-15 17:00:00 UTC",
         ),
         (CreditsExhausted("balance too low"), "credits exhausted"),
+        (
+            CreditsExhausted("Budget has been exceeded!", "proxy_budget"),
+            "the proxy's budget is spent (credits out)",
+        ),
         (AuthenticationFailed("401"), "authentication failed"),
         (
             BackendMisconfigured("the model failed to load"),

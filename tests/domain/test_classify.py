@@ -16,6 +16,7 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     MisconfigurationKind,
     WindowExhausted,
+    describe,
     is_waitable,
 )
 from claudeloop.domain.classify import backend_misconfiguration, classify
@@ -345,6 +346,49 @@ def test_a_cooldown_does_not_hide_the_refused_attempt_before_it(
     assert classify(hidden) == expected
 
 
+# Rule 5 ------------------------------------------------------------------------------
+
+# Measured through LiteLLM 1.108.7 (tests/e2e/test_litellm_proxy.py): a deployment whose
+# `max_budget` is spent, and a virtual key's budget (422; 429 before 1.108).
+LITELLM_DEPLOYMENT_BUDGET = (
+    "API Error: Request rejected (429) · No deployments available - crossed budget: "
+    "Exceeded budget for deployment model_name: budgeted, litellm_params.model: "
+    "anthropic/claude-sonnet-4-5, model_id: f6841697: 0.0012000000000000001 >= 1d"
+)
+LITELLM_KEY_BUDGET = (
+    'API Error: 422 {"error":{"message":"Budget has been exceeded! Current cost: 1.25, '
+    'Max budget: 1.0","type":"budget_exceeded","code":"422"}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "text"),
+    [(429, LITELLM_DEPLOYMENT_BUDGET), (422, LITELLM_KEY_BUDGET), (429, LITELLM_KEY_BUDGET)],
+)
+def test_a_proxys_spent_budget_is_its_credits_out_not_a_cooldown(status: int, text: str) -> None:
+    spent = TurnSignals(
+        api_error_status=status,
+        assistant_error="rate_limit" if status == 429 else None,
+        result_text=text,
+        local_backend=True,
+        is_error=True,
+    )
+    assert classify(spent) == CreditsExhausted(detail=text, source="proxy_budget")
+
+
+def test_budget_words_without_a_typed_signal_are_nothing() -> None:
+    # A model quoting a proxy's message has spent nothing.
+    assert classify(TurnSignals(result_text=LITELLM_KEY_BUDGET)) == Available()
+    assert classify(TurnSignals(api_error_status=400, result_text=LITELLM_KEY_BUDGET)) == (
+        Available()
+    )
+
+
+def test_a_refused_key_outranks_a_spent_budget() -> None:
+    refused = TurnSignals(api_error_status=401, result_text=LITELLM_KEY_BUDGET)
+    assert classify(refused) == AuthenticationFailed(detail=LITELLM_KEY_BUDGET)
+
+
 # Rule 4 ------------------------------------------------------------------------------
 
 
@@ -515,6 +559,41 @@ def test_anthropic_5xx_and_529_wait_and_probe_never_resend_at_once_never_termina
     assert is_waitable(state)
 
 
+# Measured through LiteLLM 1.108.7 (tests/e2e/test_litellm_proxy.py): an upstream that
+# does not answer within the deployment's timeout, and one nothing listens at.
+LITELLM_TIMEOUT = (
+    "API Error: 408 litellm.Timeout: AnthropicException - litellm.Timeout: Connection timed "
+    "out. Timeout passed=2.0, time taken=2.013 seconds"
+)
+LITELLM_UPSTREAM_UNREACHABLE = (
+    "API Error: 500 litellm.InternalServerError: AnthropicException - Cannot connect to host "
+    "127.0.0.1:9 ssl:<ssl.SSLContext object at 0x7f2f> [Connect call failed ('127.0.0.1', 9)]"
+)
+
+
+@pytest.mark.parametrize("local_backend", [False, True])
+def test_a_408_is_an_outage_to_wait_out_in_its_own_words(local_backend: bool) -> None:
+    timed_out = TurnSignals(
+        api_error_status=408, result_text=LITELLM_TIMEOUT, local_backend=local_backend
+    )
+    state = classify(timed_out)
+    assert state == WindowExhausted(rate_limit_type="timeout", resets_at=None)
+    assert describe(state) == "the upstream timed out (408), no reset announced"
+
+
+def test_a_proxy_that_cannot_reach_its_upstream_waits_saying_so() -> None:
+    unreachable = TurnSignals(
+        api_error_status=500,
+        assistant_error="server_error",
+        result_text=LITELLM_UPSTREAM_UNREACHABLE,
+        local_backend=True,
+        is_error=True,
+    )
+    state = classify(unreachable)
+    assert state == WindowExhausted(rate_limit_type="upstream_unreachable", resets_at=None)
+    assert describe(state) == "the proxy's upstream is unreachable, no reset announced"
+
+
 def test_a_rejection_during_an_overload_keeps_the_announced_window() -> None:
     signals = TurnSignals(
         rate_limit_status="rejected",
@@ -576,10 +655,11 @@ signals_strategy = st.builds(
             "rate_limited",
             "authentication_failed",
             "model_not_found",
+            "budget_exceeded",
         ]
     ),
     api_error_status=st.none()
-    | st.sampled_from([400, 401, 404, 429, 500, 502, 503, 529])
+    | st.sampled_from([400, 401, 404, 408, 422, 429, 500, 502, 503, 529])
     | st.integers(min_value=100, max_value=599),
     assistant_error=st.sampled_from(ASSISTANT_ERRORS),
     result_text=st.sampled_from(
@@ -594,6 +674,9 @@ signals_strategy = st.builds(
             "No deployments available for selected model",
             "API Error: 400 model 'x' not found",
             "API Error: 400 model is not loaded",
+            "No deployments available - crossed budget: Exceeded budget for deployment",
+            "Budget has been exceeded! Current cost: 1.25, Max budget: 1.0",
+            "Cannot connect to host 127.0.0.1:9 [Connect call failed]",
         ]
     )
     | st.text(max_size=40),
@@ -665,6 +748,9 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
         )
     ):
         return
+    # A prompt too long, which the CLI types `invalid_request` whatever the status.
+    if signals.assistant_error == "invalid_request" and "too long" in signals.result_text:
+        return
     status = signals.api_error_status
     # A window the event calls rejected, on a turn served on overage with no error
     # anywhere, is the one rejection that is no failure (see the overage test above).
@@ -676,7 +762,7 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
     )
     failed = (
         (signals.rate_limit_status == "rejected" and not served_on_overage)
-        or status == 429
+        or status in (408, 429)
         or (status is not None and status >= 500)
         or signals.assistant_error in ("rate_limit", "server_error", "overloaded", "api_error")
     )
@@ -684,6 +770,23 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
         return
     state = classify(signals)
     assert isinstance(state, WindowExhausted | CreditsExhausted)
+
+
+@settings(max_examples=300)
+@given(signals=signals_strategy)
+def test_a_proxys_spent_budget_is_never_a_window_a_clock_fixes(signals: TurnSignals) -> None:
+    # Whatever else the turn said, a budget the proxy reports spent, with a typed signal,
+    # is backed off as credits (or outranked by a refusal or a misconfiguration), never
+    # waited for as a window nor resent at once.
+    spent = signals.api_error_status in (422, 429) and any(
+        words in signals.result_text for words in ("crossed budget", "Budget has been")
+    )
+    if not spent:
+        return
+    state = classify(signals)
+    assert not isinstance(state, WindowExhausted | Available)
+    if isinstance(state, CreditsExhausted) and signals.assistant_error != "billing_error":
+        assert state.source == "proxy_budget"
 
 
 def test_a_window_rejected_but_served_on_overage_is_available() -> None:

@@ -193,19 +193,22 @@ def assert_ledger_is_what_was_served(
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The tables of real servers' answers: the rows tests kept as `table_row` (table,
-    case, the server's answer, claudeloop's outcome), printed once at the end of the run,
-    under xdist too (a report's user properties travel back to the controller)."""
-    rows: dict[str, list[tuple[str, str, str]]] = {}
+    """The tables of real servers' answers: the rows tests kept (table, case, the
+    server's answer, claudeloop's outcome) as `table_row`, or as `backend_table` in JSON,
+    printed once at the end of the run, under xdist too (a report's user properties
+    travel back to the controller). docs/guides/local-models.md carries them."""
+    rows: dict[str, set[tuple[str, str, str]]] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             if getattr(report, "when", None) != "call":
                 continue
             for name, value in getattr(report, "user_properties", ()):
-                if name == "table_row":
-                    table, case, answer, outcome = (str(cell) for cell in value)
-                    rows.setdefault(table, []).append((case, answer, outcome))
-    for table, cells in rows.items():
+                if name not in ("table_row", "backend_table"):
+                    continue
+                cells = json.loads(value) if name == "backend_table" else value
+                table, case, answer, outcome = (str(cell) for cell in cells)
+                rows.setdefault(table, set()).add((case, answer, outcome))
+    for table, found in rows.items():
         terminalreporter.section(f"{table}: case | the server's answer | claudeloop's outcome")
-        for case, answer, outcome in sorted(cells):
+        for case, answer, outcome in sorted(found):
             terminalreporter.write_line(f"{case} | {answer} | {outcome}")

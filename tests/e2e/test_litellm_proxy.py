@@ -1,26 +1,35 @@
-"""A real LiteLLM proxy between claudeloop and the rehearsal API: the re-measurement of
-the shapes the `litellm_*` rehearsal gates replay (tests/e2e/test_local_backends.py).
+"""A real LiteLLM proxy between claudeloop and upstreams of ours: every answer the proxy
+gives, each ending the way docs/guides/local-models.md's LiteLLM table says.
 
-Opt-in, because LiteLLM is not a dependency (its proxy extra brings ~75 packages and
-pins rich below ours): install it in a separate environment and name its executable,
+`make test` installs the proxy into a venv of its own (`make litellm`: .venv-litellm/,
+the range in tests/e2e/litellm-requirements.txt; its proxy extra pins rich below ours),
+and these tests find it there; CLAUDELOOP_E2E_LITELLM naming another executable wins.
+Without either they skip saying how to get it, except under CI, where a missing proxy
+fails: CI never skips them.
 
-    python -m venv /tmp/litellm-venv && /tmp/litellm-venv/bin/pip install 'litellm[proxy]'
-    CLAUDELOOP_E2E_LITELLM=/tmp/litellm-venv/bin/litellm pytest tests/e2e/test_litellm_proxy.py
+Measured with LiteLLM 1.108.7. The proxy listens on 127.0.0.1, reads its price table
+from its own package (LITELLM_LOCAL_MODEL_COST_MAP) and sends no telemetry, so nothing
+leaves the machine. The upstreams are rehearsal APIs, a port that accepts and never
+answers (a timeout), a closed port (unreachable), LiteLLM's own `mock_response`
+exceptions, and the real llama-server of ../shared/backends when it is there.
 
-Measured with LiteLLM 1.108.7. The proxy listens on 127.0.0.1 and reads its price table
-from its own package (LITELLM_LOCAL_MODEL_COST_MAP), so nothing leaves the machine.
+`pytest -s` or the terminal summary prints the table: case, the proxy's answer, what
+claudeloop did.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,14 +38,12 @@ import pytest
 from claudeloop.rehearsal import RehearsalServer, parse_scenario
 from tests.e2e.conftest import FAST_WAITS, Finished, cli_env
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not os.environ.get("CLAUDELOOP_E2E_LITELLM"),
-        reason="set CLAUDELOOP_E2E_LITELLM to a litellm executable to run against a real proxy",
-    ),
-]
+pytestmark = pytest.mark.e2e
 
+Record = Callable[[str, object], None]
+
+ROOT = Path(__file__).resolve().parents[2]
+OWN_LITELLM = ROOT / ".venv-litellm" / "bin" / "litellm"
 MASTER_KEY = "sk-e2e-litellm-master"
 ANSWER = """
 [[turns]]
@@ -45,6 +52,30 @@ kind = "verdict"
 complete = true
 summary = "Done."
 """
+# What a spent deployment budget costs here: the rehearsal bills 200 + 40 tokens, which
+# LiteLLM prices at $0.0012 as claude-sonnet-4-5; any budget below that is spent by one.
+DEPLOYMENT_BUDGET = 0.0001
+
+
+def litellm_executable() -> str:
+    named = os.environ.get("CLAUDELOOP_E2E_LITELLM")
+    if named:
+        return named
+    if OWN_LITELLM.is_file():
+        return str(OWN_LITELLM)
+    how = (
+        "run `make litellm` (it installs LiteLLM into .venv-litellm/) or set "
+        "CLAUDELOOP_E2E_LITELLM to a litellm executable"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the LiteLLM proxy tests, and there is no proxy: {how}")
+    pytest.skip(f"no LiteLLM proxy: {how}")
+
+
+def shared_backends() -> Path:
+    """The real local servers of ../shared/backends (CLAUDELOOP_E2E_BACKENDS overrides)."""
+    named = os.environ.get("CLAUDELOOP_E2E_BACKENDS")
+    return Path(named) if named else ROOT.parent / "shared" / "backends"
 
 
 def upstream(gate: str | None, message: str = "") -> RehearsalServer:
@@ -63,32 +94,153 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class Silent:
+    """A port that accepts connections and never answers: an upstream that times out."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.socket.getsockname()[1])
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.accepted.append(connection)
+
+    def close(self) -> None:
+        self.socket.close()
+        for connection in self.accepted:
+            connection.close()
+
+
 @dataclass
 class Proxy:
     url: str
-    # model name -> the upstream rehearsal behind it
-    upstreams: dict[str, RehearsalServer]
+    log: Path
+    # Why the llama-server deployments are missing, when they are.
+    no_llama: str = ""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    api_base: str
+    extra: str = ""
+
+    def yaml(self) -> str:
+        return (
+            f"  - model_name: {self.name}\n    litellm_params:\n"
+            f"      model: anthropic/claude-sonnet-4-5\n      api_base: {self.api_base}\n"
+            f"      api_key: upstream-key\n{self.extra}"
+        )
+
+
+@dataclass
+class LlamaServer:
+    url: str
+    process: subprocess.Popen[bytes]
+
+
+def start_llama_server(model: Path, log: Path) -> LlamaServer:
+    port = free_port()
+    serve = [str(model.parent / "llama-server"), "-m", str(model), "--jinja", "-c", "65536"]
+    process = subprocess.Popen(
+        [*serve, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return LlamaServer(f"http://127.0.0.1:{port}", process)
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path, what: str) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail(f"{what} did not start; see {log}")
+            time.sleep(0.3)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        # The proxy can linger on a connection an upstream never answers.
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    litellm = litellm_executable()
     root = tmp_path_factory.mktemp("litellm")
     # A 500 that does not say a model failed to load: the upstream itself broke.
-    servers = {"healthy": upstream(None), "failing": upstream("local_load_failed", "exploded")}
-    servers["refusing"] = upstream("auth")
+    servers = {
+        "healthy": upstream(None),
+        "failing": upstream("local_load_failed", "exploded"),
+        "refusing": upstream("auth"),
+        "budgeted": upstream(None),
+    }
     for server in servers.values():
         server.__enter__()
-    models = "".join(
-        f"  - model_name: {name}\n    litellm_params:\n      model: anthropic/claude-sonnet-4-5\n"
-        f"      api_base: {server.base_url}\n      api_key: upstream-key\n"
-        for name, server in servers.items()
+    silent = Silent()
+    deployments = [
+        Deployment("healthy", servers["healthy"].base_url),
+        Deployment("failing", servers["failing"].base_url),
+        Deployment("refusing", servers["refusing"].base_url),
+        Deployment(
+            "budgeted",
+            servers["budgeted"].base_url,
+            f"      max_budget: {DEPLOYMENT_BUDGET}\n      budget_duration: 1d\n",
+        ),
+        Deployment("hanging", f"http://127.0.0.1:{silent.port}", "      timeout: 2\n"),
+        Deployment("unreachable", "http://127.0.0.1:9"),
+        Deployment(
+            "ratelimited", "http://127.0.0.1:9", "      mock_response: litellm.RateLimitError\n"
+        ),
+        Deployment(
+            "toolong",
+            "http://127.0.0.1:9",
+            "      mock_response: litellm.ContextWindowExceededError\n",
+        ),
+    ]
+    llama: list[LlamaServer] = []
+    backends = shared_backends()
+    no_llama = (
+        ""
+        if (backends / "llama-server").is_file()
+        else f"no llama-server in {backends} (set CLAUDELOOP_E2E_BACKENDS to its folder)"
     )
+    if not no_llama:
+        for name, model in (("llama", "tiny.gguf"), ("llama-verdict", "tiny-verdict.gguf")):
+            llama_log = root / f"{name}.log"
+            served = start_llama_server(backends / model, llama_log)
+            llama.append(served)
+            wait_until_up(f"{served.url}/health", served.process, llama_log, "llama-server")
+            deployments.append(Deployment(name, served.url))
     config = root / "config.yaml"
-    config.write_text(f"model_list:\n{models}general_settings:\n  master_key: {MASTER_KEY}\n")
+    config.write_text(
+        "model_list:\n"
+        + "".join(deployment.yaml() for deployment in deployments)
+        + f"general_settings:\n  master_key: {MASTER_KEY}\n"
+    )
     port = free_port()
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    log = (root / "litellm.log").open("w")
-    litellm = os.environ["CLAUDELOOP_E2E_LITELLM"]
+    env = {
+        **os.environ,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_TELEMETRY_DISABLED": "True",
+    }
+    log_path = root / "litellm.log"
+    log = log_path.open("wb")
     process = subprocess.Popen(
         [litellm, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
         env=env,
@@ -98,73 +250,297 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health/liveliness", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    pytest.fail(f"LiteLLM did not start; see {root / 'litellm.log'}")
-                time.sleep(0.3)
-        yield Proxy(url, servers)
+        wait_until_up(f"{url}/health/liveliness", process, log_path, "LiteLLM")
+        yield Proxy(url, log_path, no_llama)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        stop(process)
         log.close()
+        for each in llama:
+            stop(each.process)
+        silent.close()
         for server in servers.values():
             server.__exit__(None, None, None)
 
 
-def run_through(proxy: Proxy, tmp_path: Path, model: str, key: str) -> Finished:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "claudeloop.toml").write_text(
-        f'[profiles.proxy]\npreset = "litellm"\nbase_url = "{proxy.url}"\nmodel = "{model}"\n'
-        'auth_token_env = "E2E_PROXY_KEY"\n'
+def answer(proxy: Proxy, model: str, key: str = MASTER_KEY) -> tuple[int, str]:
+    """The proxy's own answer to one small request for `model`: status and body."""
+    body = json.dumps(
+        {"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    request = urllib.request.Request(
+        f"{proxy.url}/v1/messages",
+        data=body,
+        headers={"x-api-key": key, "content-type": "application/json"},
     )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def first_message(body: str) -> str:
+    """The error's message, or what an answer holds: its text, or the tool it calls."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = body
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        said = parsed["error"].get("message", body)
+    elif isinstance(parsed, dict) and parsed.get("content"):
+        block = parsed["content"][0]
+        said = block.get("text") or f"a {block.get('type')} block ({block.get('name')})"
+    else:
+        said = body
+    return str(said).strip().splitlines()[0][:110] if str(said).strip() else ""
+
+
+def profile(url: str, model: str) -> str:
+    # The marker model answers only in text: its run trusts the marker (the others do not
+    # need it, and a local profile has it off).
+    trust = "done_marker_fallback = true\n" if model == "llama" else ""
+    return (
+        f'[profiles.proxy]\npreset = "litellm"\nbase_url = "{url}"\nmodel = "{model}"\n'
+        f'auth_token_env = "E2E_PROXY_KEY"\n{trust}'
+    )
+
+
+def project_env(tmp_path: Path, url: str, model: str, key: str) -> tuple[Path, dict[str, str]]:
+    project = tmp_path / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "claudeloop.toml").write_text(profile(url, model))
     env = cli_env("http://127.0.0.1:9", tmp_path / "home")
+    # The tests' own variables are no setting: claudeloop refuses unknown CLAUDELOOP_*.
+    env = {name: value for name, value in env.items() if not name.startswith("CLAUDELOOP_E2E_")}
     env |= {"E2E_PROXY_KEY": key, "CLAUDELOOP_CONFIG_DIR": str(tmp_path / "user-config")}
+    return project, env
+
+
+def run_through(
+    url: str, tmp_path: Path, model: str, key: str = MASTER_KEY, *extra: str
+) -> Finished:
+    project, env = project_env(tmp_path, url, model, key)
     waits = [*FAST_WAITS[:-2], "--max-wait", "15s"]
     command = [sys.executable, "-m", "claudeloop", "run", "--prompt", "Say done."]
     completed = subprocess.run(
-        [*command, "--profile", "proxy", *waits, "--cwd", str(project), "--json"],
+        [*command, "--profile", "proxy", *waits, "--cwd", str(project), "--json", *extra],
         env=env,
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=240,
         check=False,
     )
     return Finished(completed.returncode, completed.stdout, completed.stderr, project)
 
 
-def test_a_healthy_model_through_the_proxy_finishes(proxy: Proxy, tmp_path: Path) -> None:
-    finished = run_through(proxy, tmp_path, "healthy", MASTER_KEY)
+@dataclass(frozen=True)
+class Doctor:
+    exit_code: int
+    model: dict[str, str]
+
+
+def doctor(url: str, tmp_path: Path, model: str) -> Doctor:
+    project, env = project_env(tmp_path, url, model, MASTER_KEY)
+    command = [sys.executable, "-m", "claudeloop", "doctor", "--profile", "proxy", "--json"]
+    completed = subprocess.run(
+        [*command, "--cwd", str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    checks = json.loads(completed.stdout)["checks"]
+    (model_check,) = [check for check in checks if check["name"] == "model"]
+    return Doctor(completed.returncode, model_check)
+
+
+def waits(finished: Finished) -> list[str]:
+    return [e["capacity"] for e in finished.events() if e["type"] == "wait.started"]
+
+
+def outcome(finished: Finished) -> str:
+    result = finished.result
+    said = first_message(result["reason"])
+    return f"exit {finished.exit_code} {result['outcome']}: {said}"
+
+
+def row(record: Record, case: str, served: tuple[int, str], ended: str) -> None:
+    """One line of the table the terminal summary prints (tests/e2e/conftest.py)."""
+    status, body = served
+    record("backend_table", json.dumps(["LiteLLM", case, f"{status} {first_message(body)}", ended]))
+
+
+def test_without_a_proxy_ci_fails_and_elsewhere_skips_saying_how_to_get_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("CLAUDELOOP_E2E_LITELLM", raising=False)
+    monkeypatch.setattr(sys.modules[__name__], "OWN_LITELLM", tmp_path / "no" / "litellm")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="run `make litellm`"):
+        litellm_executable()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run the LiteLLM proxy tests"):
+        litellm_executable()
+    monkeypatch.setenv("CLAUDELOOP_E2E_LITELLM", "/opt/litellm/bin/litellm")
+    assert litellm_executable() == "/opt/litellm/bin/litellm"
+
+
+def test_a_healthy_model_through_the_proxy_finishes(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path, "healthy")
+    row(record_property, "happy path", answer(proxy, "healthy"), outcome(finished))
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
 
 
-def test_an_unknown_model_exits_78_with_the_model_list_fix(proxy: Proxy, tmp_path: Path) -> None:
-    finished = run_through(proxy, tmp_path, "nosuch", MASTER_KEY)
+def test_an_unknown_model_exits_78_with_the_model_list_fix(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path, "nosuch")
+    row(record_property, "unknown model", answer(proxy, "nosuch"), outcome(finished))
     assert finished.exit_code == 78, finished.stderr
     assert "add it to the proxy's model_list" in finished.result["reason"]
 
 
 def test_a_key_without_a_database_exits_77_naming_the_variable(
-    proxy: Proxy, tmp_path: Path
+    proxy: Proxy, tmp_path: Path, record_property: Record
 ) -> None:
-    finished = run_through(proxy, tmp_path, "healthy", "sk-not-the-master-key")
+    wrong = "sk-not-the-master-key"
+    finished = run_through(proxy.url, tmp_path, "healthy", wrong)
+    row(record_property, "a wrong key", answer(proxy, "healthy", wrong), outcome(finished))
     assert finished.exit_code == 77, finished.stderr
     assert "$E2E_PROXY_KEY" in finished.result["reason"]
 
 
-def test_an_upstream_500_is_waited_out_not_the_end(proxy: Proxy, tmp_path: Path) -> None:
-    finished = run_through(proxy, tmp_path, "failing", MASTER_KEY)
+def test_an_upstream_500_is_waited_out_not_the_end(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path, "failing")
+    row(record_property, "upstream 5xx", answer(proxy, "failing"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr  # waited until --max-wait
-    waits = [e for e in finished.events() if e["type"] == "wait.started"]
-    assert waits[0]["capacity"].startswith("overloaded")
+    assert waits(finished)[0].startswith("overloaded")
 
 
-def test_an_upstream_401_behind_a_cooldown_exits_77(proxy: Proxy, tmp_path: Path) -> None:
-    finished = run_through(proxy, tmp_path, "refusing", MASTER_KEY)
+def test_an_upstream_401_behind_a_cooldown_exits_77(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path, "refusing")
+    row(record_property, "upstream 401", answer(proxy, "refusing"), outcome(finished))
     assert finished.exit_code == 77, finished.stderr
+
+
+def test_a_429_through_the_proxy_is_waited_out(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path, "ratelimited")
+    row(record_property, "429 (RateLimitError)", answer(proxy, "ratelimited"), outcome(finished))
+    assert finished.exit_code == 4, finished.stderr
+    assert waits(finished)[0] == "unknown window closed, no reset announced"
+
+
+def test_a_context_too_long_exits_78_with_the_context_fix(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path, "toolong")
+    row(record_property, "context too long", answer(proxy, "toolong"), outcome(finished))
+    assert finished.exit_code == 78, finished.stderr
+    assert finished.result["reason"].startswith(
+        "the prompt is too long for the context window of 'toolong'"
+    )
+
+
+def test_a_proxy_that_is_down_exits_78_with_the_command_that_starts_it(
+    tmp_path: Path, record_property: Record
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    finished = run_through(closed, tmp_path, "healthy")
+    row(record_property, "proxy down (port closed)", (0, "connection refused"), outcome(finished))
+    assert finished.exit_code == 78, finished.stderr
+    assert finished.result["reason"] == (
+        f"nothing answers at {closed} (connection refused): start `litellm --config "
+        "config.yaml` or fix `base_url` in [profiles.proxy]"
+    )
+
+
+def test_an_upstream_timeout_is_an_outage_waited_out_and_probed(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path / "run", "hanging")
+    row(record_property, "upstream timeout", answer(proxy, "hanging"), outcome(finished))
+    assert finished.exit_code == 4, finished.stderr  # waited until --max-wait, no error turns
+    assert set(waits(finished)) == {"the upstream timed out (408), no reset announced"}
+    assert "probe.finished" in finished.event_types()  # probed, not given up on
+    assert finished.result["turns"] == 0
+    checked = doctor(proxy.url, tmp_path / "doctor", "hanging")
+    assert checked.exit_code == 0, checked
+    assert checked.model["status"] == "warn"
+    assert "the upstream of 'hanging' timed out (408)" in checked.model["detail"]
+
+
+def test_an_unreachable_upstream_is_waited_for_in_those_words_and_doctor_names_it(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    finished = run_through(proxy.url, tmp_path / "run", "unreachable")
+    row(record_property, "upstream unreachable", answer(proxy, "unreachable"), outcome(finished))
+    assert finished.exit_code == 4, finished.stderr
+    assert set(waits(finished)) == {"the proxy's upstream is unreachable, no reset announced"}
+    checked = doctor(proxy.url, tmp_path / "doctor", "unreachable")
+    assert checked.exit_code == 78, checked
+    assert checked.model["status"] == "fail"
+    assert (
+        "cannot connect to the upstream of 'unreachable' at 127.0.0.1:9"
+        in (checked.model["detail"])
+    )
+    assert "`api_base` in the proxy's model_list" in checked.model["fix"]
+
+
+def test_a_spent_deployment_budget_is_the_proxys_credits_out_backed_off(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    spending = answer(proxy, "budgeted")
+    assert spending[0] == 200, spending  # one answer spends the whole budget
+    finished = run_through(proxy.url, tmp_path, "budgeted")
+    row(record_property, "deployment budget spent", answer(proxy, "budgeted"), outcome(finished))
+    assert finished.exit_code == 4, finished.stderr
+    # Backed off as credits, the proxy's: no longer a cooldown of a few seconds.
+    assert set(waits(finished)) == {"the proxy's budget is spent (credits out)"}
+    checked = doctor(proxy.url, tmp_path / "doctor", "budgeted")
+    assert checked.exit_code == 1, checked
+    assert checked.model["detail"].endswith("says the budget for 'budgeted' is spent")
+
+
+@pytest.mark.parametrize(
+    ("model", "case"),
+    [
+        ("llama-verdict", "llama-server behind it (verdict model)"),
+        ("llama", "llama-server behind it (marker model, fallback on)"),
+    ],
+)
+def test_llama_server_behind_the_proxy_finishes_done(
+    proxy: Proxy, tmp_path: Path, record_property: Record, model: str, case: str
+) -> None:
+    if proxy.no_llama:
+        pytest.skip(proxy.no_llama)
+    finished = run_through(proxy.url, tmp_path, model)
+    row(record_property, case, answer(proxy, model), outcome(finished))
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+
+
+def test_a_done_that_wrote_nothing_through_the_proxy_is_caught_by_verify(
+    proxy: Proxy, tmp_path: Path, record_property: Record
+) -> None:
+    if proxy.no_llama:
+        pytest.skip(proxy.no_llama)
+    # The verdict model claims done on every turn and writes nothing.
+    check = ["--verify", "test -f step1.txt", "--max-turns", "2"]
+    finished = run_through(proxy.url, tmp_path, "llama-verdict", MASTER_KEY, *check)
+    case = "llama-server verdict model, --verify fails"
+    row(record_property, case, answer(proxy, "llama-verdict"), outcome(finished))
+    assert finished.exit_code == 3, finished.stderr  # the turns ran out, never done
+    verified = [e for e in finished.events() if e["type"] == "verify.finished"]
+    assert verified, finished.event_types()
+    assert not any(e["passed"] for e in verified)
+    assert not (finished.project / "step1.txt").exists()

@@ -180,6 +180,41 @@ def advise(
             return Advice(reason, f"check {table} (`claudeloop doctor --profile {profile.name}`)")
 
 
+# aiohttp's words through LiteLLM for the upstream it could not connect to.
+_UPSTREAM_HOST = re.compile(r"cannot connect to host (?P<host>[^\s,]+)", re.IGNORECASE)
+
+
+def upstream_advice(said: str, profile: BackendProfile, *, timed_out: bool) -> Advice:
+    """A proxy that answers but cannot get an answer from its upstream: which model, the
+    upstream it named, and where that upstream is configured (the proxy's model_list)."""
+    model = f"'{profile.model}'" if profile.model else "the model"
+    where = f"the {model} entry's `api_base` in the proxy's model_list"
+    if timed_out:
+        return Advice(
+            f"the proxy at {profile.base_url} answers, but the upstream of {model} timed out (408)",
+            "nothing to configure if it is a passing outage (a run waits for it and probes); "
+            f"if it lasts, check that the server at {where} answers within the entry's "
+            "`timeout`",
+        )
+    host = _UPSTREAM_HOST.search(said)
+    upstream = f" at {host['host']}" if host else ""
+    return Advice(
+        f"the proxy at {profile.base_url} answers, but cannot connect to the upstream of "
+        f"{model}{upstream}",
+        f"start that server or fix {where} (a run waits for it and probes)",
+    )
+
+
+def proxy_budget_advice(profile: BackendProfile) -> Advice:
+    """The proxy's own budget is spent: its admin raises it, or its period resets it."""
+    model = f"'{profile.model}'" if profile.model else "the model"
+    return Advice(
+        f"the proxy at {profile.base_url} says the budget for {model} is spent",
+        "raise or reset the budget on the proxy (the key's `max_budget`, or the "
+        "deployment's `max_budget` in its model_list); a run backs off and probes until then",
+    )
+
+
 def _said(reason: str) -> str:
     """The server's words inside a reason, first sentence only, without the CLI's prefix."""
     found = _DETAIL.search(reason)

@@ -30,7 +30,14 @@ from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
-from claudeloop.cli.backend_advice import PROVIDE_CREDENTIALS, advise, auth_fix, no_credentials
+from claudeloop.cli.backend_advice import (
+    PROVIDE_CREDENTIALS,
+    advise,
+    auth_fix,
+    no_credentials,
+    proxy_budget_advice,
+    upstream_advice,
+)
 from claudeloop.cli.bootstrap import backend_for, claude_code, cli_path_from_environment
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
@@ -405,6 +412,9 @@ def _model_check(
                 auth_fix(backend),
                 77,
             )
+        case CreditsExhausted(source="proxy_budget") if backend.local:
+            advice = proxy_budget_advice(backend)
+            return Check("model", "fail", advice.problem, advice.fix)
         case CreditsExhausted():
             return Check(
                 "model",
@@ -412,6 +422,14 @@ def _model_check(
                 "the account is out of credits",
                 "top up at console.anthropic.com (Plans & Billing)",
             )
+        case WindowExhausted(rate_limit_type="upstream_unreachable") if backend.local:
+            # A run waits it out (the upstream may come back), but nothing will answer a
+            # run started now: the proxy's own configuration points where nothing listens.
+            advice = upstream_advice(signals.result_text, backend, timed_out=False)
+            return Check("model", "fail", advice.problem, advice.fix, 78)
+        case WindowExhausted(rate_limit_type="timeout") if backend.local:
+            advice = upstream_advice(signals.result_text, backend, timed_out=True)
+            return Check("model", "warn", advice.problem, advice.fix)
         case WindowExhausted():
             return Check(
                 "model",

@@ -18,7 +18,9 @@ class WindowExhausted:
 
     `rate_limit_type` is the window as the service names it (`five_hour`, `seven_day`,
     `seven_day_opus`, `overage`), `local` for a full local queue, `overloaded` for a
-    5xx/529 from the service itself, or `unknown` when the signals were thin.
+    5xx/529 from the service itself, `timeout` for a 408 (an upstream that did not answer
+    in time), `upstream_unreachable` for a proxy that cannot connect to its upstream,
+    `cooldown` for a proxy's short cooldown, or `unknown` when the signals were thin.
     `resets_at` is the announced reset, when there is one.
     """
 
@@ -29,15 +31,23 @@ class WindowExhausted:
     paused_at: float | None = None
 
 
+# Whose money ran out: the account's credits, or a budget a proxy in front of the service
+# keeps (LiteLLM's key, team or deployment budgets), which its admin raises or resets.
+CreditSource = Literal["account", "proxy_budget"]
+
+
 @dataclass(frozen=True, slots=True)
 class CreditsExhausted:
     """The credit balance is empty.
 
     Deliberately has no `resets_at`: no clock refills credits, only a person does, so the
-    only honest policy is to probe with backoff until a top-up is noticed.
+    only honest policy is to probe with backoff until a top-up is noticed. A proxy's
+    budget may have a period, but the proxy announces no reset, so it is backed off the
+    same way.
     """
 
     detail: str = ""
+    source: CreditSource = "account"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +102,14 @@ def describe(state: CapacityState) -> str:
             return f"{kind} window {used:.0%} used: paused{until}"
         case WindowExhausted(rate_limit_type=kind, resets_at=datetime() as resets_at):
             return f"{kind} window closed until {resets_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        case WindowExhausted(rate_limit_type="upstream_unreachable"):
+            return "the proxy's upstream is unreachable, no reset announced"
+        case WindowExhausted(rate_limit_type="timeout"):
+            return "the upstream timed out (408), no reset announced"
         case WindowExhausted(rate_limit_type=kind):
             return f"{kind} window closed, no reset announced"
+        case CreditsExhausted(source="proxy_budget"):
+            return "the proxy's budget is spent (credits out)"
         case CreditsExhausted():
             return "credits exhausted"
         case AuthenticationFailed():

@@ -9,19 +9,25 @@
    anywhere; on a local backend also 404, a 500 whose body says the model failed to
    load) needs a real error signal, never text alone;
 4. a full local queue (503 on a local backend) is the one local error a clock fixes;
-5. a proxy's cooldown (LiteLLM's 429 "No deployments available" for a few seconds after
+5. a proxy's spent budget (LiteLLM's 422 "Budget has been exceeded!" of a key, 429 in
+   older proxies; its 429 "No deployments available - crossed budget" of a deployment) is
+   credits out, the proxy's, before the cooldown rule could read its words as a cooldown:
+   no clock the proxy announces refills it, so it is backed off like credits;
+6. a proxy's cooldown (LiteLLM's 429 "No deployments available" for a few seconds after
    an upstream error) is a short wait, never an end nor a window a policy acts on: the
    probe after it meets the real error;
-6. `allowed_warning` is Available: a warning is not a rejection (though it does not mask
+7. `allowed_warning` is Available: a warning is not a rejection (though it does not mask
    one that another source reports: a 429, a `rate_limit` error, a 5xx or 529);
-7. a rejection with any credit signal is credits, even when a reset time came with it (a
+8. a rejection with any credit signal is credits, even when a reset time came with it (a
    window the event calls rejected while overage is allowed and the turn was served, with
    no error anywhere, is no rejection: the account is running on extra usage);
-8. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
-9. (ours) a 5xx or 529 from the service itself, or through a proxy (an upstream outage),
+9. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
+10. (ours) a 5xx or 529 from the service itself, or through a proxy (an upstream outage),
    is a short closed window with no reset: resending at once would hammer an overloaded
    service and giving up would lose a night over a blip, so we wait and probe like any
-   window.
+   window. A 408 (LiteLLM's "litellm.Timeout": its upstream did not answer in time) is
+   such an outage too, and so is a proxy's 5xx saying it cannot connect to its upstream
+   ("Cannot connect to host"), each said in its own words.
 """
 
 from __future__ import annotations
@@ -61,6 +67,11 @@ _UNKNOWN_MODEL = re.compile(r"invalid model name|model '[^']*' not found", re.IG
 _NOT_LOADED = re.compile(r"model is not loaded", re.IGNORECASE)
 _NO_DATABASE = re.compile(r"no connected db", re.IGNORECASE)
 _COOLDOWN = re.compile(r"no deployments available|in cooldown", re.IGNORECASE)
+# A spent budget, of a key, user or team ("Budget has been exceeded! Current cost: 1.25,
+# Max budget: 1.0") or of a deployment or provider ("crossed budget: Exceeded budget
+# for deployment ..."), and the upstream the proxy could not connect to (aiohttp's words).
+_PROXY_BUDGET = re.compile(r"budget has been exceeded|crossed budget", re.IGNORECASE)
+_UPSTREAM_UNREACHABLE = re.compile(r"cannot connect to host|connect call failed", re.IGNORECASE)
 _SERVER_ERRORS = frozenset({"server_error", "overloaded", "api_error"})
 _CREDIT_ERROR_CODES = frozenset({"credits_required", "billing_error", "credit_balance_too_low"})
 
@@ -76,6 +87,8 @@ def classify(signals: TurnSignals) -> CapacityState:
         return misconfiguration
     if signals.local_backend and signals.api_error_status == 503:
         return WindowExhausted(rate_limit_type="local", resets_at=None)
+    if _proxy_budget_spent(signals):
+        return CreditsExhausted(detail=signals.result_text, source="proxy_budget")
     if _cooldown(signals):
         return WindowExhausted(rate_limit_type="cooldown", resets_at=None)
     if signals.rate_limit_status == "allowed_warning" and not (
@@ -89,7 +102,7 @@ def classify(signals: TurnSignals) -> CapacityState:
             rate_limit_type=signals.rate_limit_type or "unknown", resets_at=signals.resets_at
         )
     if _service_failed(signals):
-        return WindowExhausted(rate_limit_type="overloaded", resets_at=None)
+        return WindowExhausted(rate_limit_type=_outage(signals), resets_at=None)
     return Available()
 
 
@@ -149,6 +162,21 @@ def _cooldown(signals: TurnSignals) -> bool:
     return signals.api_error_status == 429 and bool(_COOLDOWN.search(signals.result_text))
 
 
+def _proxy_budget_spent(signals: TurnSignals) -> bool:
+    # A typed status and the proxy's words: text alone could be a model quoting them.
+    return signals.api_error_status in (422, 429) and bool(
+        _PROXY_BUDGET.search(signals.result_text)
+    )
+
+
+def _outage(signals: TurnSignals) -> str:
+    if signals.api_error_status == 408:
+        return "timeout"
+    if _UPSTREAM_UNREACHABLE.search(signals.result_text):
+        return "upstream_unreachable"
+    return "overloaded"
+
+
 def _rejected(signals: TurnSignals) -> bool:
     return (
         (signals.rate_limit_status == "rejected" and not _served_on_overage(signals))
@@ -181,6 +209,6 @@ def _credit_signal(signals: TurnSignals) -> bool:
 
 def _service_failed(signals: TurnSignals) -> bool:
     status = signals.api_error_status
-    return (status is not None and (status >= 500 or status == 529)) or (
+    return (status is not None and (status >= 500 or status == 408)) or (
         signals.assistant_error in _SERVER_ERRORS
     )

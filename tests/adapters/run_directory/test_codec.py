@@ -89,6 +89,8 @@ def full_record(capacity: CapacityState) -> RunRecord:
         WindowExhausted("five_hour", NOW, paused_at=0.93),
         WindowExhausted("unknown"),
         CreditsExhausted("Credit balance is too low"),
+        CreditsExhausted("Budget has been exceeded!", "proxy_budget"),
+        WindowExhausted("upstream_unreachable"),
         AuthenticationFailed("Invalid API key"),
         BackendMisconfigured("the model was not found (qwen9)", "not_found"),
         BackendMisconfigured("the model was not found"),  # written before kinds were kept
@@ -97,6 +99,13 @@ def full_record(capacity: CapacityState) -> RunRecord:
 def test_a_record_reads_back_as_it_was_written(capacity: CapacityState) -> None:
     record = full_record(capacity)
     assert record_from_json(json.loads(json.dumps(record_to_json(record)))) == record
+
+
+def test_credits_written_before_their_source_was_kept_are_the_accounts() -> None:
+    data = record_to_json(full_record(CreditsExhausted("Credit balance is too low")))
+    del data["state"]["capacity"]["source"]
+    read = record_from_json(data).state.capacity
+    assert read == CreditsExhausted("Credit balance is too low", "account")
 
 
 def test_a_finished_record_keeps_its_outcome() -> None:

@@ -281,8 +281,8 @@ def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
                 "resets_at": _instant_out(resets_at),
                 "paused_at": paused_at,
             }
-        case CreditsExhausted(detail=detail):
-            return {"kind": "credits", "detail": detail}
+        case CreditsExhausted(detail=detail, source=source):
+            return {"kind": "credits", "detail": detail, "source": source}
         case AuthenticationFailed(detail=detail):
             return {"kind": "auth", "detail": detail}
         case BackendMisconfigured(reason=reason, kind=misconfiguration):
@@ -300,6 +300,9 @@ def capacity_from_json(data: dict[str, Any]) -> CapacityState:
             data["rate_limit_type"], _instant_in(data["resets_at"]), data.get("paused_at")
         )
     if kind == "credits":
+        # A record written before the source was kept is the account's.
+        if data.get("source") == "proxy_budget":
+            return CreditsExhausted(detail=data.get("detail", ""), source="proxy_budget")
         return CreditsExhausted(detail=data.get("detail", ""))
     if kind == "auth":
         return AuthenticationFailed(detail=data.get("detail", ""))
