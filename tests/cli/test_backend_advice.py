@@ -8,7 +8,7 @@ import pytest
 from claudeloop.adapters.backend_http import NotFound
 from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.cli.backend_advice import advise, auth_fix, misconfiguration_kind
-from claudeloop.domain.capacity import BackendMisconfigured
+from claudeloop.domain.capacity import AuthFailureKind, BackendMisconfigured
 from claudeloop.domain.classify import classify
 from claudeloop.domain.signals import TurnSignals
 
@@ -222,3 +222,24 @@ def test_a_prompt_too_long_for_a_hosted_model_says_to_shorten_the_task() -> None
         f"{reason}: give a shorter task (the plan or prompt; files it names are read as the "
         "model needs them), or split the work into smaller runs"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("account_on_hold", "appeal at the page Claude Code named"),
+        ("verification_required", "verify the account at the page Claude Code named"),
+        ("org_not_allowed", "use an Anthropic API key (ANTHROPIC_API_KEY)"),
+        ("cloud_credentials", "refresh the cloud provider's credentials"),
+    ],
+)
+def test_an_account_the_service_will_not_serve_has_its_own_fix(
+    kind: AuthFailureKind, words: str
+) -> None:
+    said = "Your account is on hold. View details or appeal: https://claude.ai/appeal"
+    fix = auth_fix(LITELLM, kind, said)
+    assert words in fix
+    # No new token mends these: the profile's credentials are not what the fix names.
+    assert "replace" not in fix
+    if kind != "org_not_allowed":
+        assert "https://claude.ai/appeal" in fix

@@ -11,6 +11,7 @@ import pytest
 
 from claudeloop.adapters.run_directory.codec import (
     CorruptRecordError,
+    capacity_from_json,
     record_from_json,
     record_to_json,
 )
@@ -90,6 +91,7 @@ def full_record(capacity: CapacityState) -> RunRecord:
         WindowExhausted("unknown"),
         CreditsExhausted("Credit balance is too low"),
         AuthenticationFailed("Invalid API key"),
+        AuthenticationFailed("Your account is on hold", kind="account_on_hold"),
         BackendMisconfigured("the model was not found (qwen9)", "not_found"),
         BackendMisconfigured("the model was not found"),  # written before kinds were kept
     ],
@@ -97,6 +99,12 @@ def full_record(capacity: CapacityState) -> RunRecord:
 def test_a_record_reads_back_as_it_was_written(capacity: CapacityState) -> None:
     record = full_record(capacity)
     assert record_from_json(json.loads(json.dumps(record_to_json(record)))) == record
+
+
+def test_an_authentication_failure_of_before_kinds_reads_as_refused() -> None:
+    assert capacity_from_json({"kind": "auth", "detail": "401"}) == AuthenticationFailed("401")
+    with pytest.raises(ValueError, match="unknown authentication failure"):
+        capacity_from_json({"kind": "auth", "detail": "", "auth": "banned"})
 
 
 def test_a_finished_record_keeps_its_outcome() -> None:

@@ -1,0 +1,84 @@
+"""The signals of today's Claude Code (2.1.332), through the real CLI: an account the
+service will not serve ends 77 with its own fix, a 429 the CLI retries on its own is no
+plan limit, and a turn the CLI cut at its inner-turn cap goes on."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize(
+    ("reason", "fix"),
+    [
+        pytest.param(
+            "the organization does not allow its subscription login in Claude Code",
+            "use an Anthropic API key (ANTHROPIC_API_KEY)",
+            marks=pytest.mark.scenario("org_not_allowed"),
+            id="oauth_org_not_allowed",
+        ),
+        pytest.param(
+            "the account must be verified",
+            "verify the account at the page Claude Code named (Claude Code said: API Error: "
+            "Verify your account to keep using Claude Code: https://claude.ai/verify)",
+            marks=pytest.mark.scenario("verification_required"),
+            id="verification_required",
+        ),
+    ],
+)
+def test_an_account_the_service_will_not_serve_ends_77_with_its_own_fix(
+    rehearsal: Rehearsal, reason: str, fix: str
+) -> None:
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    assert finished.exit_code == 77, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "auth_failed"
+    assert result["reason"].startswith(f"authentication failed: {reason}: "), result["reason"]
+    assert fix in result["reason"]
+    # One turn, no wait and no probe: a person must act first.
+    assert result["attempts"] == 1
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+    assert "wait.started" not in finished.event_types()
+    summary = (finished.run_directory() / "summary.md").read_text()
+    assert reason in summary
+
+
+@pytest.mark.scenario("transient_429_at_2")
+def test_a_429_the_cli_retries_on_its_own_is_no_plan_limit(rehearsal: Rehearsal) -> None:
+    rehearsal.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+    write_plan(rehearsal.project, items=2)
+    finished = rehearsal.run("PLAN.md", *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "done"
+    # The CLI retried the 429 once and was answered: two turns, two attempts, no wait.
+    statuses = [r["status"] for r in rehearsal.requests() if r["kind"] == "turn"]
+    assert statuses.count(429) == 1
+    assert result["turns"] == 2
+    assert result["attempts"] == 2
+    types = finished.event_types()
+    assert "wait.started" not in types
+    assert "probe.finished" not in types
+    (retrying,) = [e for e in finished.events() if e["type"] == "turn.retrying"]
+    assert retrying["error_status"] == 429
+    capacities = [e["capacity"] for e in finished.events() if e["type"] == "turn.finished"]
+    assert capacities == ["available", "available"]
+
+
+@pytest.mark.scenario("max_turns_cut")
+def test_a_turn_cut_at_the_clis_inner_turn_cap_goes_on(rehearsal: Rehearsal) -> None:
+    # CLAUDE_CODE_MAX_TURNS caps the CLI's inner agent turns: it ends the turn with
+    # error_max_turns (terminal_reason max_turns), which is no failure of the run.
+    rehearsal.env["CLAUDE_CODE_MAX_TURNS"] = "1"
+    finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert (rehearsal.project / "step1.txt").read_text() == "step 1\n"
+    types = finished.event_types()
+    assert "turn.failed" not in types
+    assert types.count("turn.finished") == 2
+    errors = [e["error"] for e in finished.events() if e["type"] == "turn.finished"]
+    assert errors == [None, None]
