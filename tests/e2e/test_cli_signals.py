@@ -4,6 +4,8 @@ plan limit, and a turn the CLI cut at its inner-turn cap goes on."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
@@ -82,3 +84,27 @@ def test_a_turn_cut_at_the_clis_inner_turn_cap_goes_on(rehearsal: Rehearsal) -> 
     assert types.count("turn.finished") == 2
     errors = [e["error"] for e in finished.events() if e["type"] == "turn.finished"]
     assert errors == [None, None]
+
+
+@pytest.mark.scenario("one_step")
+def test_a_cli_that_refuses_to_start_says_why_and_the_fix(rehearsal: Rehearsal) -> None:
+    # bypassPermissions as root without IS_SANDBOX (CI runs as root; skip elsewhere):
+    # the CLI exits 1 before any request, with startup_failure_reason bypass_root.
+    if os.geteuid() != 0:
+        pytest.skip("the CLI refuses bypassPermissions only to root")
+    rehearsal.env.pop("IS_SANDBOX")
+    finished = rehearsal.run(
+        "--prompt", "Write step1.txt", "--permission-mode", "bypassPermissions", *FAST_WAITS
+    )
+    assert finished.exit_code == 1, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "failed"
+    assert result["reason"] == (
+        "Claude Code refused to start (bypass_root): bypassPermissions was asked for while "
+        "running as root: run as another user, set IS_SANDBOX=1 inside a container or "
+        "sandbox, or use another --permission-mode"
+    )
+    assert rehearsal.requests() == []
+    assert result["attempts"] == 0
+    summary = (finished.run_directory() / "summary.md").read_text()
+    assert "refused to start (bypass_root)" in summary
