@@ -46,6 +46,9 @@ def test_an_account_the_service_will_not_serve_ends_77_with_its_own_fix(
     assert "wait.started" not in finished.event_types()
     summary = (finished.run_directory() / "summary.md").read_text()
     assert reason in summary
+    status = rehearsal.claudeloop("status")
+    assert status.exit_code == 0, status.stderr
+    assert reason in status.stdout
 
 
 @pytest.mark.scenario("transient_429_at_2")
@@ -108,3 +111,22 @@ def test_a_cli_that_refuses_to_start_says_why_and_the_fix(rehearsal: Rehearsal) 
     assert result["attempts"] == 0
     summary = (finished.run_directory() / "summary.md").read_text()
     assert "refused to start (bypass_root)" in summary
+
+
+@pytest.mark.scenario("max_tokens_three_turns")
+def test_answers_cut_at_the_output_cap_are_no_error_turns(rehearsal: Rehearsal) -> None:
+    # Measured: the CLI resumes a cut answer three times on its own ("Output token limit
+    # hit. Resume directly"), then ends the turn with the assistant error
+    # max_output_tokens. Three such turns in a row are no "3 turns ended in an error":
+    # each wrote its file, and the fourth finishes the task.
+    finished = rehearsal.run("--prompt", "Write step1.txt to step4.txt", *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    for n in range(1, 5):
+        assert (rehearsal.project / f"step{n}.txt").read_text() == f"step {n}\n"
+    cut = [r for r in rehearsal.requests() if r["gate"] == "max_tokens"]
+    assert len(cut) == 12
+    ends = [e for e in finished.events() if e["type"] == "turn.finished"]
+    assert [e["error"] for e in ends] == [None] * 4
+    assert [e["capacity"] for e in ends] == ["available"] * 4
+    assert "wait.started" not in finished.event_types()

@@ -53,7 +53,12 @@ class Warned:
     headers: dict[str, str]
 
 
-GateAnswer = HttpFailure | BrokenStream | Warned
+@dataclass(frozen=True, slots=True)
+class CutAtMaxTokens:
+    """A 200 whose answer stops at the output-token cap (`stop_reason: max_tokens`)."""
+
+
+GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens
 
 
 class Windows:
@@ -181,6 +186,8 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
         case "rate_limit_transient":
             # A 429 with no unified headers: a request rate limit, not a plan's window.
             return HttpFailure(429, "rate_limit_error", message or RATE_LIMIT_MESSAGE)
+        case "max_tokens":
+            return CutAtMaxTokens()
         case "drop" | "malformed" as how:
             return BrokenStream(how)
     raise AssertionError(f"unhandled gate kind {gate.kind}")

@@ -140,6 +140,7 @@ class ErrorGate(_GateBase):
         "org_not_allowed",
         "verification_required",
         "rate_limit_transient",
+        "max_tokens",
         "drop",
         "malformed",
     ]
@@ -167,6 +168,7 @@ GATE_KINDS: tuple[str, ...] = (
     "org_not_allowed",
     "verification_required",
     "rate_limit_transient",
+    "max_tokens",
     "drop",
     "stall",
     "malformed",
