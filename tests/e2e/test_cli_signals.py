@@ -130,3 +130,18 @@ def test_answers_cut_at_the_output_cap_are_no_error_turns(rehearsal: Rehearsal) 
     assert [e["error"] for e in ends] == [None] * 4
     assert [e["capacity"] for e in ends] == ["available"] * 4
     assert "wait.started" not in finished.event_types()
+
+
+@pytest.mark.scenario("org_not_allowed_from_start")
+def test_doctor_says_an_organization_allows_no_subscription_login(
+    rehearsal: Rehearsal,
+) -> None:
+    rehearsal.env["CLAUDELOOP_CONFIG_DIR"] = str(rehearsal.project.parent / "user-config")
+    finished = rehearsal.claudeloop("doctor")
+    assert finished.exit_code == 77, finished.stdout
+    (model,) = [c for c in finished.result["checks"] if c["name"] == "model"]
+    assert model["status"] == "fail"
+    assert model["detail"] == (
+        "the organization does not allow its subscription login in Claude Code"
+    )
+    assert model["fix"].startswith("use an Anthropic API key (ANTHROPIC_API_KEY)")
