@@ -16,7 +16,7 @@ from claudeloop.cli.backend_advice import (
     proxy_budget_advice,
     upstream_advice,
 )
-from claudeloop.domain.capacity import BackendMisconfigured
+from claudeloop.domain.capacity import AuthFailureKind, BackendMisconfigured
 from claudeloop.domain.classify import classify
 from claudeloop.domain.signals import TurnSignals
 
@@ -308,3 +308,24 @@ def test_a_spent_proxy_budget_says_whose_budget_and_where_it_is_raised() -> None
         "the proxy at http://127.0.0.1:4000 says the budget for 'budgeted' is spent"
     )
     assert "`max_budget`" in advice.fix
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("account_on_hold", "appeal at the page Claude Code named"),
+        ("verification_required", "verify the account at the page Claude Code named"),
+        ("org_not_allowed", "use an Anthropic API key (ANTHROPIC_API_KEY)"),
+        ("cloud_credentials", "refresh the cloud provider's credentials"),
+    ],
+)
+def test_an_account_the_service_will_not_serve_has_its_own_fix(
+    kind: AuthFailureKind, words: str
+) -> None:
+    said = "Your account is on hold. View details or appeal: https://claude.ai/appeal"
+    fix = auth_fix(LITELLM, kind, said)
+    assert words in fix
+    # No new token mends these: the profile's credentials are not what the fix names.
+    assert "replace" not in fix
+    if kind != "org_not_allowed":
+        assert "https://claude.ai/appeal" in fix

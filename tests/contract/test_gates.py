@@ -222,6 +222,57 @@ CASES = [
         {"assistant_error": "rate_limit", "api_error_status": 429, "local_backend": True},
         WindowExhausted("cooldown", resets_at=None),
     ),
+    # Today's CLI (2.1.332): an account the service will not serve, each its own kind.
+    Case(
+        "org_not_allowed",
+        "oauth",
+        {
+            "assistant_error": "oauth_org_not_allowed",
+            "api_error_status": 403,
+            "terminal_reason": "api_error",
+        },
+        AuthenticationFailed(
+            detail="Your organization has disabled Claude subscription access for Claude "
+            "Code \u00b7 Use an Anthropic API key instead, or ask your admin to enable access",
+            kind="org_not_allowed",
+        ),
+    ),
+    Case(
+        "verification_required",
+        "oauth",
+        {
+            "assistant_error": "verification_required",
+            "api_error_status": 403,
+            "terminal_reason": "api_error",
+        },
+        AuthenticationFailed(
+            detail="API Error: Verify your account to keep using Claude Code: "
+            "https://claude.ai/verify",
+            kind="verification_required",
+        ),
+    ),
+    # Every answer cut at the output cap: the CLI resumes three times, then gives up.
+    Case(
+        "max_tokens",
+        "oauth",
+        {
+            "assistant_error": "max_output_tokens",
+            "api_error_status": None,
+            "is_error": True,
+            "terminal_reason": "api_error",
+        },
+        Available(),
+    ),
+    Case(
+        "prompt_too_long",
+        "api_key",
+        {
+            "assistant_error": "invalid_request",
+            "api_error_status": 400,
+            "terminal_reason": "prompt_too_long",
+        },
+        BackendMisconfigured,
+    ),
     # A body that is not the Messages API: the CLI's catch-all error, nothing to wait on.
     Case(
         "malformed",

@@ -9,11 +9,13 @@ import pytest
 
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
+    AuthFailureKind,
     Available,
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
     WindowExhausted,
+    auth_failure_reason,
     describe,
     is_waitable,
 )
@@ -78,6 +80,10 @@ def test_is_waitable_is_false_only_for_the_two_terminal_states(
         ),
         (AuthenticationFailed("401"), "authentication failed"),
         (
+            AuthenticationFailed("on hold", kind="account_on_hold"),
+            "authentication failed (account on hold)",
+        ),
+        (
             BackendMisconfigured("the model failed to load"),
             "backend misconfigured: the model failed to load",
         ),
@@ -93,3 +99,21 @@ def test_describe_shows_a_reset_in_another_offset_as_utc() -> None:
     assert describe(WindowExhausted("five_hour", same_instant)) == (
         "five_hour window closed until 2026-01-15 17:00:00 UTC"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("refused", "the credentials were refused"),
+        ("account_on_hold", "the account is on hold"),
+        ("verification_required", "the account must be verified"),
+        ("org_not_allowed", "the organization does not allow its subscription login"),
+        ("cloud_credentials", "the cloud provider's credentials could not be loaded"),
+    ],
+)
+def test_each_kind_of_authentication_failure_says_its_own_reason(
+    kind: AuthFailureKind, words: str
+) -> None:
+    reason = auth_failure_reason(kind)
+    assert reason.startswith("authentication failed: ")
+    assert words in reason

@@ -21,6 +21,7 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.classify import backend_misconfiguration, classify
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.turn_end import TERMINAL_REASONS, ContextFull, turn_end
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 RESET = NOW + timedelta(hours=3)
@@ -629,7 +630,18 @@ ASSISTANT_ERRORS = [
     "api_error",
     "model_not_found",
     "unknown",
+    "account_on_hold",
+    "verification_required",
+    "oauth_org_not_allowed",
+    "cloud_credential_error",
+    "max_output_tokens",
 ]
+ACCOUNT_ERRORS = (
+    "account_on_hold",
+    "verification_required",
+    "oauth_org_not_allowed",
+    "cloud_credential_error",
+)
 
 signals_strategy = st.builds(
     TurnSignals,
@@ -677,10 +689,14 @@ signals_strategy = st.builds(
             "No deployments available - crossed budget: Exceeded budget for deployment",
             "Budget has been exceeded! Current cost: 1.25, Max budget: 1.0",
             "Cannot connect to host 127.0.0.1:9 [Connect call failed]",
+            "You've hit your session limit \u00b7 resets 3am",
+            "You're out of usage credits",
         ]
     )
     | st.text(max_size=40),
     local_backend=st.booleans(),
+    is_error=st.booleans(),
+    terminal_reason=st.sampled_from([None, *TERMINAL_REASONS, "a_later_reason"]),
 )
 
 
@@ -688,7 +704,7 @@ signals_strategy = st.builds(
 @given(signals=signals_strategy)
 def test_authentication_outranks_everything_over_all_signals(signals: TurnSignals) -> None:
     refused = (
-        signals.assistant_error == "authentication_failed"
+        signals.assistant_error in ("authentication_failed", *ACCOUNT_ERRORS)
         or signals.api_error_status == 401
         or (signals.api_error_status == 400 and "No connected db" in signals.result_text)
         or (
@@ -729,7 +745,11 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
     if signals.local_backend or signals.assistant_error in (
         "authentication_failed",
         "model_not_found",
+        *ACCOUNT_ERRORS,
     ):
+        return
+    # A context the conversation outgrew ends the run, whatever else failed.
+    if isinstance(turn_end(signals.terminal_reason), ContextFull):
         return
     # What only a misconfiguration or a refusal says, with the typed signal it needs:
     # nothing answers (an error without an HTTP status), an unknown model, no database
@@ -855,3 +875,99 @@ def test_the_routers_words_without_a_400_are_no_misconfiguration() -> None:
     for text in ("model is not loaded", "model 'x' not found"):
         said = TurnSignals(api_error_status=500, result_text=text)
         assert backend_misconfiguration(said) is None
+
+
+# Today's CLI (2.1.332): its assistant errors and terminal reasons ----------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "kind"),
+    [
+        ("account_on_hold", 403, "account_on_hold"),
+        ("verification_required", 403, "verification_required"),
+        ("oauth_org_not_allowed", 403, "org_not_allowed"),
+        ("cloud_credential_error", None, "cloud_credentials"),
+    ],
+)
+def test_an_account_the_cli_says_cannot_be_used_is_authentication_failed_of_its_kind(
+    error: str, status: int | None, kind: str
+) -> None:
+    # Each comes with its own fix; the rejection beside it does not make it a window.
+    signals = replace(FULL_REJECTION, assistant_error=error, api_error_status=status)
+    state = classify(signals)
+    assert isinstance(state, AuthenticationFailed)
+    assert state.kind == kind
+
+
+def test_a_plain_refusal_is_authentication_failed_of_kind_refused() -> None:
+    state = classify(TurnSignals(assistant_error="authentication_failed", api_error_status=401))
+    assert state == AuthenticationFailed(kind="refused")
+
+
+def test_an_answer_cut_at_the_output_token_cap_is_available() -> None:
+    signals = TurnSignals(
+        assistant_error="max_output_tokens",
+        is_error=True,
+        terminal_reason="api_error",
+        result_text="API Error: Claude's response exceeded the 32000 output token maximum.",
+    )
+    assert classify(signals) == Available()
+
+
+@pytest.mark.parametrize("reason", ["prompt_too_long", "blocking_limit", "rapid_refill_breaker"])
+def test_a_context_stop_is_a_prompt_too_long_whatever_the_words(reason: str) -> None:
+    # Typed: the CLI's terminal_reason, with words no text rule knows.
+    signals = TurnSignals(
+        assistant_error="invalid_request",
+        is_error=True,
+        terminal_reason=reason,
+        result_text="Autocompact is thrashing: the context refilled after compaction.",
+    )
+    state = classify(signals)
+    assert isinstance(state, BackendMisconfigured)
+    assert state.kind == "prompt_too_long"
+    assert state.reason.startswith("the prompt is too long for the model's context window")
+
+
+def test_max_turns_and_a_completed_turn_are_no_misconfiguration() -> None:
+    for reason in ("max_turns", "completed", "a_later_reason"):
+        signals = TurnSignals(is_error=True, terminal_reason=reason)
+        assert classify(signals) == Available()
+
+
+@pytest.mark.parametrize(
+    "text", ["You've hit your session limit \u00b7 resets 3am", "You've reached your weekly limit"]
+)
+def test_the_clis_limit_words_beside_a_typed_error_are_a_closed_window(text: str) -> None:
+    signals = TurnSignals(assistant_error="unknown", is_error=True, result_text=text)
+    assert classify(signals) == WindowExhausted(rate_limit_type="unknown", resets_at=None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You're out of usage credits",
+        "Your org is out of usage \u00b7 add funds to continue",
+        "Opus 5 requires usage credits. Run /usage-credits",
+        "You're out of extra usage \u00b7 resets 9pm",
+    ],
+)
+def test_the_clis_credit_words_beside_a_typed_error_are_credits(text: str) -> None:
+    signals = TurnSignals(api_error_status=400, is_error=True, result_text=text)
+    assert isinstance(classify(signals), CreditsExhausted)
+
+
+def test_the_clis_limit_words_without_a_typed_error_are_no_limit() -> None:
+    said = "You've hit your session limit \u00b7 resets 3am"
+    assert classify(TurnSignals(result_text=said, is_error=True)) == Available()
+    # A typed error on a turn the result does not call failed: the words are the model's.
+    assert classify(TurnSignals(result_text=said, assistant_error="unknown")) == Available()
+
+
+@settings(max_examples=300)
+@given(signals=signals_strategy)
+def test_limit_words_never_decide_without_a_typed_error(signals: TurnSignals) -> None:
+    # The same signals, with no typed error anywhere: whatever the text says, a turn the
+    # service did not refuse is available.
+    bare = TurnSignals(result_text=signals.result_text, is_error=signals.is_error)
+    assert classify(bare) == Available()

@@ -77,6 +77,7 @@ def test_signals_carry_every_fact_the_classifier_reads() -> None:
         "result_text",
         "local_backend",
         "is_error",
+        "terminal_reason",
         "windows",
     }
 

@@ -97,6 +97,7 @@ from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.stagnation import Answered, Stagnation
 from claudeloop.domain.text import first_line
+from claudeloop.domain.turn_end import is_error_turn
 from claudeloop.domain.verification import (
     AskReview,
     CheckCommand,
@@ -550,7 +551,7 @@ class Runner:
         )
         error = (
             first_line(outcome.signals.result_text, longest=300, empty="no detail")
-            if outcome.signals.is_error
+            if is_error_turn(outcome.signals)
             else None
         )
         return capacity, verdict, error

@@ -13,9 +13,12 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import assert_never
 
 from claudeloop.adapters.backend_http import NotFound, served_models, why_not_found
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
+from claudeloop.domain.capacity import AuthFailureKind
+from claudeloop.domain.text import first_line
 
 # For records written before BackendMisconfigured kept its kind: the first words of each
 # of `claudeloop.domain.classify.backend_misconfiguration`'s
@@ -242,8 +245,40 @@ def _served(profile: BackendProfile) -> tuple[str, ...]:
     return served_models(profile.base_url, token=profile.env.get("ANTHROPIC_AUTH_TOKEN") or None)
 
 
-def auth_fix(profile: BackendProfile | None) -> str:
-    """What mends refused credentials (exit 77), for the profile that sent them."""
+def auth_fix(
+    profile: BackendProfile | None, kind: AuthFailureKind = "refused", detail: str = ""
+) -> str:
+    """What mends refused credentials (exit 77), for the profile that sent them; an
+    account the service will not serve (`kind`) has a fix of its own, which no new
+    credentials bring. `detail` is what Claude Code said (it names the page to visit)."""
+    said = first_line(detail, longest=200)
+    quoted = f" (Claude Code said: {said})" if said else ""
+    match kind:
+        case "refused":
+            pass
+        case "account_on_hold":
+            return (
+                f"view the details or appeal at the page Claude Code named{quoted}; new "
+                "credentials do not lift a hold, then `claudeloop resume`"
+            )
+        case "verification_required":
+            return (
+                f"verify the account at the page Claude Code named{quoted}, then "
+                "`claudeloop resume`"
+            )
+        case "org_not_allowed":
+            return (
+                "use an Anthropic API key (ANTHROPIC_API_KEY) instead of the subscription "
+                "login, or ask the organization's admin to allow Claude Code access"
+            )
+        case "cloud_credentials":
+            return (
+                f"check or refresh the cloud provider's credentials{quoted} (Bedrock: "
+                "`aws sso login` or AWS_PROFILE; Vertex: `gcloud auth application-default "
+                "login`), then `claudeloop resume`"
+            )
+        case _:
+            assert_never(kind)
     if profile is not None and profile.name != DEFAULT_BACKEND.name:
         table = f"[profiles.{profile.name}]"
         # A LiteLLM proxy passes its upstream's 401 on as its own (measured, 1.108).

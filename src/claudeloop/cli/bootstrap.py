@@ -295,8 +295,8 @@ class ProfileAdvisor:
         match capacity:
             case BackendMisconfigured(kind=kind):
                 return advise(reason, profile, kind=kind).line if profile is not None else reason
-            case AuthenticationFailed():
-                return f"{reason}: {auth_fix(profile)}"
+            case AuthenticationFailed(kind=kind, detail=detail):
+                return f"{reason}: {auth_fix(profile, kind, detail)}"
             case _:
                 assert_never(capacity)
 

@@ -343,6 +343,7 @@ def _model_check(
         BackendMisconfigured,
         CreditsExhausted,
         WindowExhausted,
+        auth_failure_reason,
         describe,
     )
     from claudeloop.domain.classify import classify
@@ -403,7 +404,7 @@ def _model_check(
         case BackendMisconfigured(reason=reason, kind=kind):
             advice = advise(reason, backend, kind=kind)
             return Check("model", "fail", advice.problem, advice.fix, 78)
-        case AuthenticationFailed():
+        case AuthenticationFailed(kind="refused"):
             return Check(
                 "model",
                 "fail",
@@ -415,6 +416,9 @@ def _model_check(
         case CreditsExhausted(source="proxy_budget") if backend.local:
             advice = proxy_budget_advice(backend)
             return Check("model", "fail", advice.problem, advice.fix)
+        case AuthenticationFailed(kind=kind, detail=said):
+            reason = auth_failure_reason(kind).removeprefix("authentication failed: ")
+            return Check("model", "fail", reason, auth_fix(backend, kind, said), 77)
         case CreditsExhausted():
             return Check(
                 "model",

@@ -50,11 +50,41 @@ class CreditsExhausted:
     source: CreditSource = "account"
 
 
+# Why the account cannot be used, for the fix a person is told: the credentials were
+# refused, the account is on hold, it must be verified, its organization does not allow a
+# subscription login in Claude Code, the cloud provider's (Bedrock, Vertex) credentials
+# could not be loaded. The CLI's `AssistantMessage.error` names all but the first.
+AuthFailureKind = Literal[
+    "refused", "account_on_hold", "verification_required", "org_not_allowed", "cloud_credentials"
+]
+
+
 @dataclass(frozen=True, slots=True)
 class AuthenticationFailed:
     """The credentials were refused; every further request would be refused too."""
 
     detail: str = ""
+    kind: AuthFailureKind = "refused"
+
+
+def auth_failure_reason(kind: AuthFailureKind) -> str:
+    """How a run that `kind` ended says why, before the fix."""
+    match kind:
+        case "refused":
+            return "authentication failed: the credentials were refused"
+        case "account_on_hold":
+            return "authentication failed: the account is on hold"
+        case "verification_required":
+            return "authentication failed: the account must be verified"
+        case "org_not_allowed":
+            return (
+                "authentication failed: the organization does not allow its subscription "
+                "login in Claude Code"
+            )
+        case "cloud_credentials":
+            return "authentication failed: the cloud provider's credentials could not be loaded"
+        case _:
+            assert_never(kind)
 
 
 # What is wrong with a misconfigured backend, for the fix a person is told: the model
@@ -112,8 +142,10 @@ def describe(state: CapacityState) -> str:
             return "the proxy's budget is spent (credits out)"
         case CreditsExhausted():
             return "credits exhausted"
-        case AuthenticationFailed():
+        case AuthenticationFailed(kind="refused"):
             return "authentication failed"
+        case AuthenticationFailed(kind=kind):
+            return f"authentication failed ({kind.replace('_', ' ')})"
         case BackendMisconfigured(reason=reason):
             return f"backend misconfigured: {reason}"
         case _:

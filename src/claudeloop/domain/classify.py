@@ -2,12 +2,15 @@
 
 1. authentication failed outranks everything: no other reading matters if every request
    will be refused (a LiteLLM proxy without a database says so with a 400 "No connected
-   db."; a cooldown after a refused attempt says it with the attempt's error);
+   db."; a cooldown after a refused attempt says it with the attempt's error; the CLI
+   names an account on hold, one to verify, an organization that allows no subscription
+   login, cloud credentials it could not load: each its own kind, for its own fix);
 2. a billing error is credits, before any window path could claim it;
 3. a misconfigured backend (model missing or unknown anywhere, a model a router will
    not load by itself, the server unreachable anywhere, a prompt too long for the context
-   anywhere; on a local backend also 404, a 500 whose body says the model failed to
-   load) needs a real error signal, never text alone;
+   anywhere, which the CLI's `terminal_reason` says typed (domain.turn_end); on a local
+   backend also 404, a 500 whose body says the model failed to load) needs a real error
+   signal, never text alone;
 4. a full local queue (503 on a local backend) is the one local error a clock fixes;
 5. a proxy's spent budget (LiteLLM's 422 "Budget has been exceeded!" of a key, 429 in
    older proxies; its 429 "No deployments available - crossed budget" of a deployment) is
@@ -21,7 +24,9 @@
 8. a rejection with any credit signal is credits, even when a reset time came with it (a
    window the event calls rejected while overage is allowed and the turn was served, with
    no error anywhere, is no rejection: the account is running on extra usage);
-9. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
+9. any other rejection is a closed window, `unknown` with no reset when the signals are thin
+   (a rejection is also the CLI's usage-limit words beside a typed error, never alone:
+   domain.limit_text; its credit words are a credit signal);
 10. (ours) a 5xx or 529 from the service itself, or through a proxy (an upstream outage),
    is a short closed window with no reset: resending at once would hammer an overloaded
    service and giving up would lose a night over a blip, so we wait and probe like any
@@ -36,14 +41,17 @@ import re
 
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
+    AuthFailureKind,
     Available,
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
     WindowExhausted,
 )
+from claudeloop.domain.limit_text import LimitText, usage_limit_text
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
+from claudeloop.domain.turn_end import ContextFull, context_full_reason, turn_end
 
 _CONNECTION_REFUSED = re.compile(
     r"connection refused|econnrefused|unable to connect|connection error|could not connect"
@@ -74,10 +82,20 @@ _PROXY_BUDGET = re.compile(r"budget has been exceeded|crossed budget", re.IGNORE
 _UPSTREAM_UNREACHABLE = re.compile(r"cannot connect to host|connect call failed", re.IGNORECASE)
 _SERVER_ERRORS = frozenset({"server_error", "overloaded", "api_error"})
 _CREDIT_ERROR_CODES = frozenset({"credits_required", "billing_error", "credit_balance_too_low"})
+# The CLI's assistant errors that say the account, not the credentials, is what refuses.
+_ACCOUNT_ERRORS: dict[str, AuthFailureKind] = {
+    "account_on_hold": "account_on_hold",
+    "verification_required": "verification_required",
+    "oauth_org_not_allowed": "org_not_allowed",
+    "cloud_credential_error": "cloud_credentials",
+}
 
 
 def classify(signals: TurnSignals) -> CapacityState:
     """The capacity a turn's signals reveal. See the module docstring for the order."""
+    account = _ACCOUNT_ERRORS.get(signals.assistant_error or "")
+    if account is not None:
+        return AuthenticationFailed(detail=signals.result_text, kind=account)
     if _refused(signals):
         return AuthenticationFailed(detail=signals.result_text)
     if signals.assistant_error == "billing_error":
@@ -110,10 +128,15 @@ def backend_misconfiguration(signals: TurnSignals) -> BackendMisconfigured | Non
     """Why the backend cannot serve the run, or None. Needs a typed error signal."""
     status = signals.api_error_status
     error = signals.assistant_error
-    if error is None and status is None:
-        return None
     text = signals.result_text
     detail = first_line(text, longest=200, empty="no detail")
+    end = turn_end(signals.terminal_reason)
+    if isinstance(end, ContextFull):
+        return BackendMisconfigured(
+            f"{context_full_reason(end.reason)} ({detail})", "prompt_too_long"
+        )
+    if error is None and status is None:
+        return None
     if (
         error == "model_not_found"
         or (status == 400 and _UNKNOWN_MODEL.search(text))
@@ -125,10 +148,11 @@ def backend_misconfiguration(signals: TurnSignals) -> BackendMisconfigured | Non
     # The CLI reports a connection that failed with an error and no HTTP status.
     if error is not None and status is None and _CONNECTION_REFUSED.search(text):
         return BackendMisconfigured(f"the server is unreachable ({detail})", "unreachable")
-    # The CLI says so once it could not compact (a single exchange cannot be), whether
-    # the server refused it (400) or the CLI would not send it at all: the same prompt
-    # fails the same way however often it is sent, on any backend.
-    # A 429 or a 5xx is the service refusing or failing, whatever the text says: a wait.
+    # An older CLI, with no terminal_reason, says so in words once it could not compact
+    # (a single exchange cannot be), whether the server refused it (400) or the CLI
+    # would not send it at all: the same prompt fails the same way however often it is
+    # sent, on any backend. A 429 or a 5xx is the service refusing or failing, whatever
+    # the text says: a wait.
     turned_away = status is not None and (status == 429 or status >= 500)
     if (
         _PROMPT_TOO_LONG.search(text)
@@ -182,7 +206,14 @@ def _rejected(signals: TurnSignals) -> bool:
         (signals.rate_limit_status == "rejected" and not _served_on_overage(signals))
         or signals.api_error_status == 429
         or signals.assistant_error == "rate_limit"
+        or _limit_words(signals) is not None
     )
+
+
+def _limit_words(signals: TurnSignals) -> LimitText | None:
+    # The CLI's usage-limit words count only beside a typed error of the same turn.
+    typed = signals.assistant_error is not None or signals.api_error_status is not None
+    return usage_limit_text(signals.result_text) if signals.is_error and typed else None
 
 
 def _served_on_overage(signals: TurnSignals) -> bool:
@@ -203,6 +234,7 @@ def _credit_signal(signals: TurnSignals) -> bool:
     return (
         signals.error_code in _CREDIT_ERROR_CODES
         or signals.overage_disabled_reason == "out_of_credits"
+        or _limit_words(signals) == "credits"
         or (signals.rate_limit_type == "overage" and signals.overage_disabled_reason is not None)
     )
 

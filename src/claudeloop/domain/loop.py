@@ -20,6 +20,7 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     WaitableState,
     WindowExhausted,
+    auth_failure_reason,
     describe,
     is_waitable,
 )
@@ -543,11 +544,9 @@ def _by_capacity(
             return _send_turn(replace(state, capacity=capacity, detour=None))
         case WindowExhausted() | CreditsExhausted():
             return _on_limit(state, capacity, now=now, config=config, policies=policies)
-        case AuthenticationFailed():
+        case AuthenticationFailed(kind=kind):
             return _finish(
-                replace(state, capacity=capacity),
-                Outcome.AUTH_FAILED,
-                "authentication failed: the credentials were refused",
+                replace(state, capacity=capacity), Outcome.AUTH_FAILED, auth_failure_reason(kind)
             )
         case BackendMisconfigured(reason=reason):
             return _finish(replace(state, capacity=capacity), Outcome.BACKEND_MISCONFIGURED, reason)

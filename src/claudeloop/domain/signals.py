@@ -40,7 +40,8 @@ class TurnSignals:
     - the rate-limit event: `rate_limit_status`, `rate_limit_type`, `resets_at`,
       `utilization`, `overage_status`, `overage_disabled_reason`;
     - the assistant message: `assistant_error`;
-    - the result message: `api_error_status`, `result_text`, `is_error`;
+    - the result message: `api_error_status`, `result_text`, `is_error`,
+      `terminal_reason` (why the CLI ended the turn: domain.turn_end);
     - the error body, when one was seen: `error_code`;
     - the profile: `local_backend` (a profile with a `base_url`).
     """
@@ -58,6 +59,7 @@ class TurnSignals:
     local_backend: bool = False
     # The result said the turn ended in an error, whatever the classifier makes of it.
     is_error: bool = False
+    terminal_reason: str | None = None
     # Every window the rate-limit events reported, for pause thresholds.
     windows: tuple[WindowUsage, ...] = ()
 

@@ -59,6 +59,10 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
       litellm_no_db      400 "No connected db." (LiteLLM refusing a key it cannot check)
       litellm_upstream_error  500 "litellm.InternalServerError: ..." (its upstream failed)
       litellm_cooldown   429 "No deployments available ... in cooldown" (LiteLLM)
+      org_not_allowed    403 "OAuth authentication is currently not allowed ..."
+      verification_required  403 permission_error, details verification_required
+      rate_limit_transient   429 rate_limit_error without the unified headers
+      max_tokens         a 200 whose answer stops at the output-token cap
       drop               a 200 whose answer starts, then the connection closes
       stall              the same, after stall_seconds of silence
       malformed          a 200 stream with a data line that is not JSON

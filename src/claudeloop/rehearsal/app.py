@@ -24,6 +24,7 @@ from claudeloop.rehearsal.conversation import (
 )
 from claudeloop.rehearsal.failures import (
     BrokenStream,
+    CutAtMaxTokens,
     GateAnswer,
     HttpFailure,
     Warned,
@@ -32,7 +33,8 @@ from claudeloop.rehearsal.failures import (
 )
 from claudeloop.rehearsal.gates import GateSchedule, Timeline
 from claudeloop.rehearsal.ledger import Ledger
-from claudeloop.rehearsal.player import play
+from claudeloop.rehearsal.player import Reply, play
+from claudeloop.rehearsal.player import TextBlock as PlayedText
 from claudeloop.rehearsal.scenario import Scenario
 from claudeloop.rehearsal.sse import (
     encode_event,
@@ -153,7 +155,10 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
     if answering is not None:
         answer = gate_answer(answering, model=conversation.model, windows=rehearsal.windows)
     reply = play(rehearsal.scenario, conversation, reviews_done=rehearsal.reviews_done)
-    delivered = answer is None or isinstance(answer, Warned)
+    if isinstance(answer, CutAtMaxTokens):
+        # Text cut off mid-sentence at the cap, no tool call, no verdict.
+        reply = Reply(blocks=(PlayedText("I am writing the file and"),), stop_reason="max_tokens")
+    delivered = answer is None or isinstance(answer, Warned | CutAtMaxTokens)
     if conversation.review and delivered and reply.verdict:
         rehearsal.reviews_done += 1
     status = answer.status if isinstance(answer, HttpFailure) else 200

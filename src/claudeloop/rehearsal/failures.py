@@ -53,7 +53,12 @@ class Warned:
     headers: dict[str, str]
 
 
-GateAnswer = HttpFailure | BrokenStream | Warned
+@dataclass(frozen=True, slots=True)
+class CutAtMaxTokens:
+    """A 200 whose answer stops at the output-token cap (`stop_reason: max_tokens`)."""
+
+
+GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens
 
 
 class Windows:
@@ -157,6 +162,32 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
                 "pre-call-checks=False, cooldown_list=['f25a10ab8ea30185']"
             )
             return HttpFailure(429, "rate_limit_error", text)
+        case "org_not_allowed":
+            # The words the CLI (2.1.332) looks for to call a refusal oauth_org_not_allowed.
+            text = message or "OAuth authentication is currently not allowed for this organization."
+            return HttpFailure(403, "permission_error", text)
+        case "verification_required":
+            # A 403 whose details name `verification_required`: the CLI's schema for it.
+            text = message or (
+                "Verify your account to keep using Claude Code: https://claude.ai/verify"
+            )
+            refusal: dict[str, object] = {
+                "type": "permission_error",
+                "message": text,
+                "details": {
+                    "error_code": "verification_required",
+                    "wording": "verify_now",
+                    "remediation_url": "https://claude.ai/verify",
+                },
+            }
+            return HttpFailure(
+                403, "permission_error", text, body={"type": "error", "error": refusal}
+            )
+        case "rate_limit_transient":
+            # A 429 with no unified headers: a request rate limit, not a plan's window.
+            return HttpFailure(429, "rate_limit_error", message or RATE_LIMIT_MESSAGE)
+        case "max_tokens":
+            return CutAtMaxTokens()
         case "drop" | "malformed" as how:
             return BrokenStream(how)
     raise AssertionError(f"unhandled gate kind {gate.kind}")

@@ -48,7 +48,7 @@ Block = TextBlock | ToolUseBlock
 @dataclass(frozen=True, slots=True)
 class Reply:
     blocks: tuple[Block, ...]
-    stop_reason: Literal["end_turn", "tool_use"]
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens"]
     # True when this answer is the turn's verdict, i.e. the claudeloop turn is over.
     verdict: bool = False
 

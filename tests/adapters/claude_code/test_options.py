@@ -76,7 +76,11 @@ def test_the_profile_reaches_the_cli() -> None:
     )
     assert options.model == "qwen3"
     assert options.permission_mode == "bypassPermissions"
-    assert options.env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:11434"}
+    assert options.env == {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:11434",
+        # A CLI that refuses to start says why on a result (startup_watch.py).
+        "CLAUDE_CODE_STARTUP_FAILURE_RESULTS": "1",
+    }
     assert options.cli_path == Path("/opt/claude")
     assert options.setting_sources == []
     assert options.max_buffer_size == 1024
@@ -122,7 +126,11 @@ def test_a_probe_carries_no_tools_no_verdict_and_no_session() -> None:
 
 def test_a_probe_is_one_request_without_the_clis_own_retries() -> None:
     probe = probe_options(settings(env={"A": "1"}), stderr=ignore, environ={})
-    assert probe.env == {"A": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}
+    assert probe.env == {
+        "A": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+        "CLAUDE_CODE_STARTUP_FAILURE_RESULTS": "1",
+    }
     # A turn keeps the CLI's retries: they ride out a blip inside a turn.
     turn = turn_options(settings(env={"A": "1"}), resume=None, stderr=ignore)
     assert "CLAUDE_CODE_MAX_RETRIES" not in turn.env

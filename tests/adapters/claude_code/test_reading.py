@@ -79,6 +79,7 @@ def result(
     denials: list[Any] | None = None,
     errors: list[str] | None = None,
     session_id: str = SESSION,
+    terminal_reason: str | None = None,
 ) -> ResultMessage:
     return ResultMessage(
         subtype=subtype,
@@ -94,7 +95,7 @@ def result(
         permission_denials=denials if denials is not None else [],
         errors=errors,
         api_error_status=status,
-        terminal_reason="api_error" if is_error else "completed",
+        terminal_reason=terminal_reason or ("api_error" if is_error else "completed"),
     )
 
 
@@ -401,8 +402,34 @@ def test_a_stop_of_the_cli_own_without_an_api_error_is_named() -> None:
     assert read_turn([stopped], local_backend=False).cli_stop == (
         "error_during_execution: Tool crashed"
     )
-    wordless = result(is_error=True, subtype="error_max_turns")
-    assert read_turn([wordless], local_backend=False).cli_stop == "error_max_turns: no detail"
+    wordless = result(is_error=True, subtype="error_max_budget_usd", terminal_reason="none")
+    assert read_turn([wordless], local_backend=False).cli_stop == (
+        "error_max_budget_usd: no detail"
+    )
+
+
+def test_the_clis_inner_turn_cap_is_no_stop_the_turn_ended_early() -> None:
+    # Measured (CLI 2.1.332, CLAUDE_CODE_MAX_TURNS=1): subtype error_max_turns, is_error,
+    # terminal_reason max_turns, errors "Reached maximum number of turns (1)".
+    capped = result(
+        is_error=True,
+        subtype="error_max_turns",
+        errors=["Reached maximum number of turns (1)"],
+        terminal_reason="max_turns",
+    )
+    reading = read_turn([capped], local_backend=False)
+    assert reading.cli_stop is None
+    assert reading.signals.terminal_reason == "max_turns"
+
+
+def test_a_stop_the_domain_names_fails_the_turn_whatever_the_subtype() -> None:
+    setup = result(
+        is_error=True, subtype="success", errors=["policy"], terminal_reason="turn_setup_failed"
+    )
+    assert read_turn([setup], local_backend=False).cli_stop == "success: policy"
+    # An older CLI's (or a later one's) reason: the subtype says, and success is no stop.
+    unknown = result(is_error=True, subtype="success", terminal_reason="a_later_reason")
+    assert read_turn([unknown], local_backend=False).cli_stop is None
 
 
 def test_an_api_error_or_a_missing_verdict_is_no_stop_of_the_cli() -> None:

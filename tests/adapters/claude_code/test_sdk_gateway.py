@@ -27,6 +27,7 @@ from claude_agent_sdk import (
 
 from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 from claudeloop.adapters.claude_code import sdk_gateway as gateway_module
+from claudeloop.adapters.claude_code.startup_watch import StartupWatch
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.domain.loop import ControlCommand
 from tests.application.fakes import FakeControl, MemoryEvents
@@ -91,9 +92,14 @@ class FakeCli:
         self.prompts: list[str] = []
         self.disconnects = 0
         self.connect_error: Exception | None = None
+        self.refusal: tuple[str, str] | None = None
         self.query_errors: list[Exception] = []
 
-    def client(self, options: ClaudeAgentOptions) -> FakeClient:
+    def client(self, options: ClaudeAgentOptions, transport: object = None) -> FakeClient:
+        # The transport the gateway watches for a refusal to start (startup_watch.py);
+        # a test plays a refusal by setting its `refusal` before connect fails.
+        if isinstance(transport, StartupWatch):
+            transport.refusal = self.refusal
         return FakeClient(self, options)
 
 
@@ -252,9 +258,9 @@ def test_a_session_resumed_after_another_profiles_turns_asks_for_its_own_model(
     models: list[str | None] = []
     original = FakeCli.client
 
-    def client(self: FakeCli, options: ClaudeAgentOptions) -> FakeClient:
+    def client(self: FakeCli, options: ClaudeAgentOptions, transport: object = None) -> FakeClient:
         models.append(options.model)
-        return original(self, options)
+        return original(self, options, transport)
 
     monkeypatch.setattr(FakeCli, "client", client)
     turns(gateway_on(cli, monkeypatch, debug_log), None, SESSION, SESSION)
@@ -319,6 +325,21 @@ def test_a_session_that_cannot_be_resumed_is_a_failure(
         f"Claude Code could not resume session {SESSION}: "
         f"No conversation found with session ID: {SESSION}"
     )
+
+
+def test_a_cli_that_refused_to_start_is_a_failure_that_says_why_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli()
+    cli.connect_error = Exception("Command failed with exit code 1 (exit code: 1)")
+    cli.refusal = ("cwd_unavailable", "The working directory /gone does not exist")
+    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), None)
+
+    assert outcome.failure == (
+        "Claude Code refused to start (cwd_unavailable): the working directory was deleted, "
+        "moved or cannot be read: run from a directory that exists (--cwd)"
+    )
+    assert "refused to start (cwd_unavailable)" in debug_log.read_text()
 
 
 def test_a_kept_process_that_died_is_replaced_once(

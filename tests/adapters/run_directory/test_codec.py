@@ -11,6 +11,7 @@ import pytest
 
 from claudeloop.adapters.run_directory.codec import (
     CorruptRecordError,
+    capacity_from_json,
     record_from_json,
     record_to_json,
 )
@@ -92,6 +93,7 @@ def full_record(capacity: CapacityState) -> RunRecord:
         CreditsExhausted("Budget has been exceeded!", "proxy_budget"),
         WindowExhausted("upstream_unreachable"),
         AuthenticationFailed("Invalid API key"),
+        AuthenticationFailed("Your account is on hold", kind="account_on_hold"),
         BackendMisconfigured("the model was not found (qwen9)", "not_found"),
         BackendMisconfigured("the model was not found"),  # written before kinds were kept
     ],
@@ -106,6 +108,12 @@ def test_credits_written_before_their_source_was_kept_are_the_accounts() -> None
     del data["state"]["capacity"]["source"]
     read = record_from_json(data).state.capacity
     assert read == CreditsExhausted("Credit balance is too low", "account")
+
+
+def test_an_authentication_failure_of_before_kinds_reads_as_refused() -> None:
+    assert capacity_from_json({"kind": "auth", "detail": "401"}) == AuthenticationFailed("401")
+    with pytest.raises(ValueError, match="unknown authentication failure"):
+        capacity_from_json({"kind": "auth", "detail": "", "auth": "banned"})
 
 
 def test_a_finished_record_keeps_its_outcome() -> None:

@@ -18,6 +18,7 @@ from claude_agent_sdk import (
     SettingSource,
 )
 
+from claudeloop.adapters.claude_code.startup_watch import STARTUP_RESULTS
 from claudeloop.adapters.claude_code.verdict import VERDICT_SCHEMA
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
@@ -185,7 +186,8 @@ def _base(settings: GatewaySettings, stderr: Callable[[str], None]) -> ClaudeAge
         model=settings.model,
         # Validated against the same literal in GatewaySettings.__post_init__.
         permission_mode=cast(PermissionMode, settings.permission_mode),
-        env=dict(settings.env),
+        # A CLI that refuses to start says why on a result (startup_watch.py).
+        env={STARTUP_RESULTS: "1", **settings.env},
         cli_path=settings.cli_path,
         # Without a callback the SDK lets the CLI write to our terminal.
         stderr=stderr,

@@ -28,6 +28,15 @@ from claudeloop.adapters.claude_code.verdict import verdict_from
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
 from claudeloop.domain.text import first_line
+from claudeloop.domain.turn_end import (
+    ApiRefused,
+    CliStopped,
+    ContextFull,
+    Errored,
+    GoesOn,
+    UnknownEnd,
+    turn_end,
+)
 
 # A warning is worse than allowed and better than rejected; the worst status a turn saw
 # is the one that describes it.
@@ -117,6 +126,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         result_text=result_text or last_text,
         local_backend=local_backend,
         is_error=failed,
+        terminal_reason=result.terminal_reason if result is not None else None,
         windows=_window_usages(rate_limits),
     )
     if result is None:
@@ -300,8 +310,18 @@ def _denied_tools(denials: list[Any] | None) -> tuple[str, ...]:
 
 
 def _cli_stop(result: ResultMessage, signals: TurnSignals) -> str | None:
-    if not result.is_error or result.subtype not in _CLI_STOPS:
+    if not result.is_error:
         return None
+    # A reason the domain knows says whether the stop fails the turn (max_turns does
+    # not: the turn ended early and the loop goes on); an older CLI's subtype otherwise.
+    match turn_end(signals.terminal_reason):
+        case CliStopped():
+            pass
+        case ApiRefused() | UnknownEnd():
+            if result.subtype not in _CLI_STOPS:
+                return None
+        case GoesOn() | Errored() | ContextFull():
+            return None
     if signals.api_error_status is not None or signals.assistant_error is not None:
         return None
     errors = "; ".join(error for error in result.errors or [] if isinstance(error, str))

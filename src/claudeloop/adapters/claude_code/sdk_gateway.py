@@ -43,6 +43,7 @@ from claudeloop.adapters.claude_code.pricing import (
     turn_price,
 )
 from claudeloop.adapters.claude_code.reading import TurnReading, read_turn, started_session
+from claudeloop.adapters.claude_code.startup_watch import StartupWatch
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.claude_code.transcript import (
     CutOff,
@@ -58,6 +59,7 @@ from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, 
 from claudeloop.domain.budget import in_flight_estimate
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.startup import startup_refusal
 from claudeloop.domain.text import first_line
 
 # How often a turn stuck in the CLI's retries looks for a stop (the sleeper's slice).
@@ -106,6 +108,8 @@ class ClaudeCodeGateway:
         # transcript read again after a refused try takes its answer for the cut-off
         # request's.
         self._owed: tuple[CutOff, datetime | None] | None = None
+        # The transport of the last process started, which notes a refusal to start.
+        self._starting: StartupWatch | None = None
 
     async def run_turn(
         self,
@@ -143,6 +147,10 @@ class ClaudeCodeGateway:
             client = await self._send(prompt, session_id)
         except Exception as caught:
             await self._drop()
+            refused = self._refused_to_start()
+            if refused is not None:
+                self._stderr.note(refused)
+                return self._unanswered(refused)
             where = f"resume session {session_id}" if session_id else "start a session"
             return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
         retrying = _Retrying()
@@ -319,7 +327,9 @@ class ClaudeCodeGateway:
             # sent to this backend): with no model of its own configured, this backend
             # asks for the one that answered its own turns.
             settings = replace(settings, model=self._answered_by)
-        client = ClaudeSDKClient(turn_options(settings, resume=session_id, stderr=self._stderr))
+        options = turn_options(settings, resume=session_id, stderr=self._stderr)
+        self._starting = StartupWatch(options)
+        client = ClaudeSDKClient(options, transport=self._starting)
         await client.connect()
         self._client = client
         self._session = session_id
@@ -382,6 +392,14 @@ class ClaudeCodeGateway:
             cut_off_owed=owed,
             stopped_by_hook=reading.stopped_by_hook,
         )
+
+    def _refused_to_start(self) -> str | None:
+        """The line for a CLI that refused to start and said why (startup_watch.py)."""
+        refusal = self._starting.refusal if self._starting is not None else None
+        if refusal is None:
+            return None
+        reason, said = refusal
+        return self._stderr.redact(startup_refusal(reason, said))
 
     async def _drop(self) -> None:
         client, self._client = self._client, None

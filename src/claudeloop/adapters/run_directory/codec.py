@@ -11,6 +11,7 @@ from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
+    AuthFailureKind,
     Available,
     BackendMisconfigured,
     CapacityState,
@@ -283,8 +284,10 @@ def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
             }
         case CreditsExhausted(detail=detail, source=source):
             return {"kind": "credits", "detail": detail, "source": source}
-        case AuthenticationFailed(detail=detail):
+        case AuthenticationFailed(detail=detail, kind="refused"):
             return {"kind": "auth", "detail": detail}
+        case AuthenticationFailed(detail=detail, kind=why):
+            return {"kind": "auth", "detail": detail, "auth": why}
         case BackendMisconfigured(reason=reason, kind=misconfiguration):
             return {"kind": "misconfigured", "reason": reason, "misconfiguration": misconfiguration}
         case _:
@@ -305,11 +308,22 @@ def capacity_from_json(data: dict[str, Any]) -> CapacityState:
             return CreditsExhausted(detail=data.get("detail", ""), source="proxy_budget")
         return CreditsExhausted(detail=data.get("detail", ""))
     if kind == "auth":
-        return AuthenticationFailed(detail=data.get("detail", ""))
+        return AuthenticationFailed(
+            detail=data.get("detail", ""), kind=_auth_kind(data.get("auth"))
+        )
     if kind == "misconfigured":
         # A record written before the kind was kept has none: its reason tells it.
         return BackendMisconfigured(reason=data["reason"], kind=_misconfiguration(data))
     raise ValueError(f"unknown capacity kind {kind!r}")
+
+
+def _auth_kind(kind: object) -> AuthFailureKind:
+    # A record written before the kinds were kept has none: its credentials were refused.
+    if kind is None:
+        return "refused"
+    if kind not in get_args(AuthFailureKind):
+        raise ValueError(f"unknown authentication failure {kind!r}")
+    return cast(AuthFailureKind, kind)
 
 
 def _misconfiguration(data: dict[str, Any]) -> MisconfigurationKind | None:

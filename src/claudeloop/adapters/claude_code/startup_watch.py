@@ -1,0 +1,69 @@
+"""The CLI's transport, watched for the result it writes when it refuses to start.
+
+Claude Code (2.1.332) tells why it refused to start in `startup_failure_reason`, on an
+`error_during_execution` result it writes before exiting 1, where the host sets
+CLAUDE_CODE_STARTUP_FAILURE_RESULTS. The Python SDK's parser drops that field, and a
+CLI that exits during `connect` leaves only "Command failed with exit code 1": so the
+raw messages are read here, on their way to the SDK, which sees them unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, Transport
+
+# The variable that makes the CLI write that result (it is otherwise on stderr alone).
+STARTUP_RESULTS = "CLAUDE_CODE_STARTUP_FAILURE_RESULTS"
+
+
+class StartupWatch(Transport):
+    """The SDK's own subprocess transport, noting a refusal to start as it passes."""
+
+    def __init__(self, options: ClaudeAgentOptions) -> None:
+        # The SDK's transport, as ClaudeSDKClient would build it for a streamed session.
+        from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+        self._inner = SubprocessCLITransport(prompt=_nothing(), options=options)
+        # (startup_failure_reason, the CLI's message) once the CLI said it.
+        self.refusal: tuple[str, str] | None = None
+
+    async def connect(self) -> None:
+        await self._inner.connect()
+
+    async def write(self, data: str) -> None:
+        await self._inner.write(data)
+
+    def read_messages(self) -> AsyncIterator[dict[str, Any]]:
+        return self._watched()
+
+    async def _watched(self) -> AsyncIterator[dict[str, Any]]:
+        async for message in self._inner.read_messages():
+            self.refusal = self.refusal or refusal_in(message)
+            yield message
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    def is_ready(self) -> bool:
+        return self._inner.is_ready()
+
+    async def end_input(self) -> None:
+        await self._inner.end_input()
+
+
+def refusal_in(message: dict[str, Any]) -> tuple[str, str] | None:
+    """The reason and message of a start-up refusal, if `message` is one."""
+    reason = message.get("startup_failure_reason")
+    if message.get("type") != "result" or not isinstance(reason, str) or not reason:
+        return None
+    errors = message.get("errors")
+    said = "; ".join(e for e in errors if isinstance(e, str)) if isinstance(errors, list) else ""
+    return reason, said
+
+
+async def _nothing() -> AsyncIterator[dict[str, Any]]:
+    # A streamed session's prompt: nothing up front, every prompt written later.
+    return
+    yield {}  # pragma: no cover - makes this an async generator

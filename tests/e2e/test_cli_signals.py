@@ -1,0 +1,147 @@
+"""The signals of today's Claude Code (2.1.332), through the real CLI: an account the
+service will not serve ends 77 with its own fix, a 429 the CLI retries on its own is no
+plan limit, and a turn the CLI cut at its inner-turn cap goes on."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize(
+    ("reason", "fix"),
+    [
+        pytest.param(
+            "the organization does not allow its subscription login in Claude Code",
+            "use an Anthropic API key (ANTHROPIC_API_KEY)",
+            marks=pytest.mark.scenario("org_not_allowed"),
+            id="oauth_org_not_allowed",
+        ),
+        pytest.param(
+            "the account must be verified",
+            "verify the account at the page Claude Code named (Claude Code said: API Error: "
+            "Verify your account to keep using Claude Code: https://claude.ai/verify)",
+            marks=pytest.mark.scenario("verification_required"),
+            id="verification_required",
+        ),
+    ],
+)
+def test_an_account_the_service_will_not_serve_ends_77_with_its_own_fix(
+    rehearsal: Rehearsal, reason: str, fix: str
+) -> None:
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    assert finished.exit_code == 77, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "auth_failed"
+    assert result["reason"].startswith(f"authentication failed: {reason}: "), result["reason"]
+    assert fix in result["reason"]
+    # One turn, no wait and no probe: a person must act first.
+    assert result["attempts"] == 1
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+    assert "wait.started" not in finished.event_types()
+    summary = (finished.run_directory() / "summary.md").read_text()
+    assert reason in summary
+    status = rehearsal.claudeloop("status")
+    assert status.exit_code == 0, status.stderr
+    assert reason in status.stdout
+
+
+@pytest.mark.scenario("transient_429_at_2")
+def test_a_429_the_cli_retries_on_its_own_is_no_plan_limit(rehearsal: Rehearsal) -> None:
+    rehearsal.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+    write_plan(rehearsal.project, items=2)
+    finished = rehearsal.run("PLAN.md", *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "done"
+    # The CLI retried the 429 once and was answered: two turns, two attempts, no wait.
+    statuses = [r["status"] for r in rehearsal.requests() if r["kind"] == "turn"]
+    assert statuses.count(429) == 1
+    assert result["turns"] == 2
+    assert result["attempts"] == 2
+    types = finished.event_types()
+    assert "wait.started" not in types
+    assert "probe.finished" not in types
+    (retrying,) = [e for e in finished.events() if e["type"] == "turn.retrying"]
+    assert retrying["error_status"] == 429
+    capacities = [e["capacity"] for e in finished.events() if e["type"] == "turn.finished"]
+    assert capacities == ["available", "available"]
+
+
+@pytest.mark.scenario("max_turns_cut")
+def test_a_turn_cut_at_the_clis_inner_turn_cap_goes_on(rehearsal: Rehearsal) -> None:
+    # CLAUDE_CODE_MAX_TURNS caps the CLI's inner agent turns: it ends the turn with
+    # error_max_turns (terminal_reason max_turns), which is no failure of the run.
+    rehearsal.env["CLAUDE_CODE_MAX_TURNS"] = "1"
+    finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert (rehearsal.project / "step1.txt").read_text() == "step 1\n"
+    types = finished.event_types()
+    assert "turn.failed" not in types
+    assert types.count("turn.finished") == 2
+    errors = [e["error"] for e in finished.events() if e["type"] == "turn.finished"]
+    assert errors == [None, None]
+
+
+@pytest.mark.scenario("one_step")
+def test_a_cli_that_refuses_to_start_says_why_and_the_fix(rehearsal: Rehearsal) -> None:
+    # bypassPermissions as root without IS_SANDBOX (CI runs as root; skip elsewhere):
+    # the CLI exits 1 before any request, with startup_failure_reason bypass_root.
+    if os.geteuid() != 0:
+        pytest.skip("the CLI refuses bypassPermissions only to root")
+    rehearsal.env.pop("IS_SANDBOX")
+    finished = rehearsal.run(
+        "--prompt", "Write step1.txt", "--permission-mode", "bypassPermissions", *FAST_WAITS
+    )
+    assert finished.exit_code == 1, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "failed"
+    assert result["reason"] == (
+        "Claude Code refused to start (bypass_root): bypassPermissions was asked for while "
+        "running as root: run as another user, set IS_SANDBOX=1 inside a container or "
+        "sandbox, or use another --permission-mode"
+    )
+    assert rehearsal.requests() == []
+    assert result["attempts"] == 0
+    summary = (finished.run_directory() / "summary.md").read_text()
+    assert "refused to start (bypass_root)" in summary
+
+
+@pytest.mark.scenario("max_tokens_three_turns")
+def test_answers_cut_at_the_output_cap_are_no_error_turns(rehearsal: Rehearsal) -> None:
+    # Measured: the CLI resumes a cut answer three times on its own ("Output token limit
+    # hit. Resume directly"), then ends the turn with the assistant error
+    # max_output_tokens. Three such turns in a row are no "3 turns ended in an error":
+    # each wrote its file, and the fourth finishes the task.
+    finished = rehearsal.run("--prompt", "Write step1.txt to step4.txt", *FAST_WAITS)
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    for n in range(1, 5):
+        assert (rehearsal.project / f"step{n}.txt").read_text() == f"step {n}\n"
+    cut = [r for r in rehearsal.requests() if r["gate"] == "max_tokens"]
+    assert len(cut) == 12
+    ends = [e for e in finished.events() if e["type"] == "turn.finished"]
+    assert [e["error"] for e in ends] == [None] * 4
+    assert [e["capacity"] for e in ends] == ["available"] * 4
+    assert "wait.started" not in finished.event_types()
+
+
+@pytest.mark.scenario("org_not_allowed_from_start")
+def test_doctor_says_an_organization_allows_no_subscription_login(
+    rehearsal: Rehearsal,
+) -> None:
+    rehearsal.env["CLAUDELOOP_CONFIG_DIR"] = str(rehearsal.project.parent / "user-config")
+    finished = rehearsal.claudeloop("doctor")
+    assert finished.exit_code == 77, finished.stdout
+    (model,) = [c for c in finished.result["checks"] if c["name"] == "model"]
+    assert model["status"] == "fail"
+    assert model["detail"] == (
+        "the organization does not allow its subscription login in Claude Code"
+    )
+    assert model["fix"].startswith("use an Anthropic API key (ANTHROPIC_API_KEY)")
