@@ -15,6 +15,7 @@ from claudeloop.application.events import (
     Event,
     NoProgress,
     NotifyFailed,
+    OverageStarted,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
@@ -73,6 +74,7 @@ EVERY_EVENT: list[Event] = [
     ProbeFinished(capacity="available", cost_usd=0.001),
     ProfileSwitched(profile="local", because="five_hour window closed", check_at=AT),
     ProfileRestored(profile="local"),
+    OverageStarted(turn=2, resets_at=datetime(2026, 12, 2, 5, 0, tzinfo=UTC), action="wait"),
     VerifyStarted(turn=3, command="make test", output="/r/checks/turn-3-check-1.log"),
     VerifyFinished(
         turn=3,

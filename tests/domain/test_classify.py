@@ -648,10 +648,16 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
         return
     # What only a misconfiguration or a refusal says, with the typed signal it needs:
     # nothing answers (an error without an HTTP status), an unknown model, no database
-    # to check the key, or a refused attempt hidden behind a proxy's cooldown.
+    # to check the key, a refused attempt hidden behind a proxy's cooldown, or a prompt
+    # too long for the context (a 400: the same prompt fails however often it is sent).
     if (signals.assistant_error is not None and signals.api_error_status is None) or any(
         words in signals.result_text
-        for words in ("Invalid model name", "No connected db", "No deployments available")
+        for words in (
+            "Invalid model name",
+            "No connected db",
+            "No deployments available",
+            "Prompt is too long",
+        )
     ):
         return
     status = signals.api_error_status

@@ -16,6 +16,7 @@ from claudeloop.domain.capacity import (
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.limits import (
     LIMIT_KINDS,
+    GoOn,
     LimitPolicies,
     SwitchProfile,
     Wait,
@@ -51,13 +52,14 @@ def test_actions_parse_and_render() -> None:
     assert parse_action("wait") == Wait()
     assert parse_action(" wind-down ") == WindDown()
     assert parse_action("switch-profile  local") == SwitchProfile("local")
-    for action in (Wait(), WindDown(), SwitchProfile("ollama-qwen")):
+    for action in (Wait(), WindDown(), SwitchProfile("ollama-qwen"), GoOn()):
         assert parse_action(render_action(action)) == action
 
 
 @pytest.mark.parametrize("text", ["sleep", "switch-profile", "switch-profile a b", "wind down"])
 def test_an_unknown_action_is_refused_naming_what_is_accepted(text: str) -> None:
-    with pytest.raises(ValueError, match="wait, wind-down or switch-profile NAME"):
+    accepted = r"wait, wind-down, go-on \(overage_in_use only\) or switch-profile NAME"
+    with pytest.raises(ValueError, match=accepted):
         parse_action(text)
 
 

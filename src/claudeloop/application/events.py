@@ -138,6 +138,17 @@ class ProfileSwitched:
 
 
 @dataclass(frozen=True, slots=True)
+class OverageStarted:
+    """A turn was answered on paid overage (extra usage billed to the account): said
+    once as it starts, with what the run's `overage_in_use` policy does about it."""
+
+    type: ClassVar[str] = "overage.started"
+    turn: int
+    resets_at: datetime | None
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
 class ProfileRestored:
     type: ClassVar[str] = "profile.restored"
     profile: str
@@ -230,6 +241,7 @@ Event = (
     | ProbeFinished
     | ProfileSwitched
     | ProfileRestored
+    | OverageStarted
     | VerifyStarted
     | VerifyFinished
     | ReviewStarted

@@ -18,6 +18,7 @@ from claudeloop.application.events import (
     CostGuessed,
     Event,
     NoProgress,
+    OverageStarted,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
@@ -66,6 +67,7 @@ from claudeloop.domain.capacity import (
     describe,
 )
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
+from claudeloop.domain.limits import render_action
 from claudeloop.domain.loop import (
     ControlCommand,
     Decision,
@@ -89,6 +91,7 @@ from claudeloop.domain.loop import (
     time_waited,
     wait_began,
 )
+from claudeloop.domain.overage import is_paid_overage
 from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
@@ -700,6 +703,17 @@ class Runner:
             )
         elif before is not None and after is None:
             said.append(ProfileRestored(profile=before.profile))
+        if is_paid_overage(transition.state.capacity) and not is_paid_overage(
+            record.state.capacity
+        ):
+            capacity = transition.state.capacity
+            said.append(
+                OverageStarted(
+                    turn=transition.state.ledger.attempts,
+                    resets_at=capacity.resets_at,
+                    action=render_action(record.spec.limits.action_for(capacity)),
+                )
+            )
         record = self._waited(record, after=transition.state)
         record = replace(record, state=transition.state, turn_in_flight=None)
         self.store.save(record)

@@ -20,6 +20,7 @@ from claudeloop.application.events import (
     Event,
     NoProgress,
     NotifyFailed,
+    OverageStarted,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
@@ -166,6 +167,12 @@ def event_line(event: Event) -> str | None:
             )
         case ProfileRestored(profile=profile):
             return f"back on the run's own profile (from {profile})"
+        case OverageStarted(turn=turn, resets_at=resets_at, action=action):
+            reset = f"; the window resets {resets_at:%Y-%m-%d %H:%M:%S} UTC" if resets_at else ""
+            return (
+                f"turn {turn} was answered on paid overage (extra usage billed to the "
+                f"account){reset}; overage_in_use policy: {action}"
+            )
         case PauseIgnored(windows=windows, reason=reason):
             return f"pause thresholds ignored for {', '.join(windows)}: {reason}"
         case ProbeFinished(capacity=capacity):

@@ -59,6 +59,12 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         f"${data['dollars']:.4f}",
         f"capacity: {data['capacity']}",
     ]
+    if data["overage_turns"]:
+        now = "in use now" if data["overage_in_use"] else "not in use now"
+        lines.append(
+            f"paid overage: {data['overage_turns']} turns answered on it (extra usage "
+            f"billed to the account); {now}"
+        )
     if data["next_probe_in_seconds"] is not None:
         seconds = int(data["next_probe_in_seconds"])
         lines.append(

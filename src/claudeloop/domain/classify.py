@@ -16,7 +16,10 @@
    one that another source reports: a 429, a `rate_limit` error, a 5xx or 529);
 7. a rejection with any credit signal is credits, even when a reset time came with it (a
    window the event calls rejected while overage is allowed and the turn was served, with
-   no error anywhere, is no rejection: the account is running on extra usage);
+   no error anywhere, is no rejection: the account is running on extra usage, which
+   `domain.overage` makes a limit of its own); the overage claim refused with a spend cap
+   that lifts at an instant (`org_level_disabled_until`) is a window until the overage
+   reset;
 8. any other rejection is a closed window, `unknown` with no reset when the signals are thin;
 9. (ours) a 5xx or 529 from the service itself, or through a proxy (an upstream outage),
    is a short closed window with no reset: resending at once would hammer an overloaded
@@ -36,6 +39,7 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     WindowExhausted,
 )
+from claudeloop.domain.overage import overage_refusal, overage_reset_of
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
 
@@ -81,6 +85,8 @@ def classify(signals: TurnSignals) -> CapacityState:
     if _rejected(signals):
         if _credit_signal(signals):
             return CreditsExhausted(detail=signals.result_text)
+        if signals.rate_limit_type == "overage":  # a spend cap that lifts at an instant
+            return WindowExhausted(rate_limit_type="overage", resets_at=overage_reset_of(signals))
         return WindowExhausted(
             rate_limit_type=signals.rate_limit_type or "unknown", resets_at=signals.resets_at
         )
@@ -163,7 +169,11 @@ def _credit_signal(signals: TurnSignals) -> bool:
     return (
         signals.error_code in _CREDIT_ERROR_CODES
         or signals.overage_disabled_reason == "out_of_credits"
-        or (signals.rate_limit_type == "overage" and signals.overage_disabled_reason is not None)
+        # The overage claim refused for a reason no clock fixes (see domain.overage).
+        or (
+            signals.rate_limit_type == "overage"
+            and overage_refusal(signals.overage_disabled_reason) not in (None, "until")
+        )
     )
 
 

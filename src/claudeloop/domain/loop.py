@@ -25,12 +25,14 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
 from claudeloop.domain.limits import (
+    GoOn,
     LimitPolicies,
     SwitchProfile,
     Wait,
     WindDown,
     limit_kind,
 )
+from claudeloop.domain.overage import is_paid_overage
 from claudeloop.domain.pause import is_pause
 from claudeloop.domain.stagnation import (
     Answered,
@@ -186,6 +188,9 @@ class RunState:
     # The results of the last verification round that ran, for status and the summary.
     last_checks: tuple[CheckResult, ...] = ()
     stagnation: Stagnation = field(default_factory=Stagnation)
+    # Turns answered on paid overage (extra usage billed to the account), for status and
+    # the summary: a subscriber must never learn of it from the bill.
+    overage_turns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +288,8 @@ def decide_after_turn(
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
+    if sent and is_paid_overage(capacity):
+        state = replace(state, overage_turns=state.overage_turns + 1)
     if not answered:
         if ledger.any_exhausted:
             return _finish(
@@ -337,6 +344,8 @@ def decide_after_turn(
             stalled = _braked(state, rules)
             if stalled is not None:
                 return stalled
+            if is_paid_overage(capacity):  # its policy: wait (the default), or go on...
+                return _on_limit(state, capacity, now=now, config=config, policies=policies)
             if isinstance(capacity, WindowExhausted):  # paused before the wall
                 return _wait(state, capacity, now=now, config=config)
             if state.detour is not None and now >= state.detour.check_at:
@@ -580,6 +589,10 @@ def _on_limit(
             detour = Detour(profile=profile, awaiting=capacity, since=now, check_at=check_at)
             # Turns now go to the other profile, whose capacity is not known to be out.
             return _send_turn(replace(state, capacity=Available(), detour=detour))
+        case GoOn():
+            # Only paid overage takes go-on (LimitPolicies refuses it elsewhere): the
+            # answers still come, billed, and the run goes on knowing it.
+            return _send_turn(replace(state, capacity=capacity))
         case _:
             assert_never(action)
 

@@ -19,7 +19,14 @@ from claudeloop.rehearsal.scenario import Gate
 RequestKind = Literal["turn", "probe"]
 
 # The reset a rate-limit gate announces when its end is not a clock: a full window.
-_FULL_WINDOW_SECONDS = {"window": 5 * 3600, "credits_overage": 5 * 3600, "weekly": 7 * 86400}
+_FULL_WINDOW_SECONDS = {
+    "window": 5 * 3600,
+    "credits_overage": 5 * 3600,
+    "overage_in_use": 5 * 3600,
+    "overage_rejected": 5 * 3600,
+    "weekly": 7 * 86400,
+    "model_weekly": 7 * 86400,
+}
 
 
 class Timeline:
