@@ -13,6 +13,8 @@ from claudeloop.application.events import (
     EVENT_TYPES,
     CostGuessed,
     Event,
+    ModelRestored,
+    ModelSwitched,
     NoProgress,
     NotifyFailed,
     OverageStarted,
@@ -74,6 +76,8 @@ EVERY_EVENT: list[Event] = [
     ProbeFinished(capacity="available", cost_usd=0.001),
     ProfileSwitched(profile="local", because="five_hour window closed", check_at=AT),
     ProfileRestored(profile="local"),
+    ModelSwitched(model="sonnet", because="seven_day_opus window closed", check_at=AT),
+    ModelRestored(model="sonnet"),
     OverageStarted(turn=2, resets_at=datetime(2026, 12, 2, 5, 0, tzinfo=UTC), action="wait"),
     VerifyStarted(turn=3, command="make test", output="/r/checks/turn-3-check-1.log"),
     VerifyFinished(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
 
-from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
 
 pytestmark = pytest.mark.e2e
 
@@ -85,5 +86,42 @@ def test_a_spend_cap_until_an_instant_is_waited_out_to_that_instant(
     plan = write_plan(rehearsal.project)
     finished = rehearsal.run(str(plan), *FAST_WAITS)
     assert finished.exit_code == 0, finished.stderr
-    (wait,) = [e for e in finished.events() if e["type"] == "wait.started"]
-    assert wait["capacity"].startswith("overage window closed until")
+    waits = [e for e in finished.events() if e["type"] == "wait.started"]
+    assert waits
+    assert all(w["capacity"].startswith("overage window closed until") for w in waits)
+
+
+@pytest.mark.scenario("opus_weekly_until_lift_at_2")
+def test_switch_model_goes_on_with_another_model_then_back_when_the_window_lifts(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project, items=5)
+    process = rehearsal.start(
+        "run", str(plan), *FAST_WAITS, "--window-probe-interval", "1s", "--model", "opus",
+        "--on-limit", "seven_day_opus=switch-model sonnet",
+    )  # fmt: skip
+    wait_for(
+        lambda: any(
+            r["kind"] == "turn" and "sonnet" in (r["model"] or "") and r["answered"]
+            for r in rehearsal.requests()
+        ),
+        "a turn answered by sonnet",
+        timeout=120,
+    )
+    rehearsal.server.lift()
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err
+    assert json.loads(out)["outcome"] == "done"
+    (events,) = (rehearsal.project / ".claudeloop").rglob("events.jsonl")
+    types = [json.loads(line)["type"] for line in events.read_text().splitlines()]
+    assert types.index("model.switched") < types.index("model.restored")
+    turns = [r for r in rehearsal.requests() if r["kind"] == "turn"]
+    refused = [r for r in turns if r["gate"] == "model_weekly"]
+    assert {r["turn"] for r in refused} == {2}  # one turn met the Opus week
+    models = ["sonnet" if "sonnet" in (r["model"] or "") else "opus" for r in turns]
+    # Opus, then Sonnet while the window is shut, then Opus again after it lifts.
+    assert models[0] == "opus"
+    assert "sonnet" in models
+    assert models[-1] == "opus"
+    first_sonnet = models.index("sonnet")
+    assert all(r["answered"] for r in turns[first_sonnet:] if "sonnet" in (r["model"] or ""))

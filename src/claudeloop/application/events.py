@@ -138,6 +138,22 @@ class ProfileSwitched:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelSwitched:
+    """A switch-model policy sent the turns to another model of the run's own backend."""
+
+    type: ClassVar[str] = "model.switched"
+    model: str
+    because: str
+    check_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRestored:
+    type: ClassVar[str] = "model.restored"
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
 class OverageStarted:
     """A turn was answered on paid overage (extra usage billed to the account): said
     once as it starts, with what the run's `overage_in_use` policy does about it."""
@@ -241,6 +257,8 @@ Event = (
     | ProbeFinished
     | ProfileSwitched
     | ProfileRestored
+    | ModelSwitched
+    | ModelRestored
     | OverageStarted
     | VerifyStarted
     | VerifyFinished

@@ -202,7 +202,7 @@ def pause_and_limits(
             raise UsageError(
                 f"limits.{kind} (from {where}): go-on is only for {PAID_OVERAGE} (an answer "
                 "on paid overage still comes; a closed window does not); use wait, "
-                "wind-down or switch-profile NAME"
+                "wind-down, switch-profile NAME or switch-model MODEL"
             )
     policies = LimitPolicies(actions)
     own = settings.profile_name

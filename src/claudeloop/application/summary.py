@@ -120,6 +120,8 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
         if detour is None
         else {
             "profile": detour.profile,
+            "model": detour.model,
+            "to": detour.to,
             "awaiting": describe(detour.awaiting),
             "check_at": detour.check_at.isoformat(),
             "check_in_seconds": _seconds_until(detour.check_at, now),

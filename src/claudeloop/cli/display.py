@@ -18,6 +18,8 @@ from rich.text import Text
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    ModelRestored,
+    ModelSwitched,
     NoProgress,
     NotifyFailed,
     OverageStarted,
@@ -167,6 +169,13 @@ def event_line(event: Event) -> str | None:
             )
         case ProfileRestored(profile=profile):
             return f"back on the run's own profile (from {profile})"
+        case ModelSwitched(model=model, because=because, check_at=at):
+            return (
+                f"switched to model {model} ({because}); "
+                f"asking the run's own model again at {at:%H:%M:%S} UTC"
+            )
+        case ModelRestored(model=model):
+            return f"back on the run's own model (from {model})"
         case OverageStarted(turn=turn, resets_at=resets_at, action=action):
             reset = f"; the window resets {resets_at:%Y-%m-%d %H:%M:%S} UTC" if resets_at else ""
             return (

@@ -75,7 +75,7 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         detour = data["detour"]
         seconds = int(detour["check_in_seconds"])
         lines.append(
-            f"on profile {detour['profile']} while the run's own backend waits: "
+            f"on {detour['to']} while the run's own backend waits: "
             f"{detour['awaiting']}; next check in {seconds // 60}m{seconds % 60:02d}s"
         )
     if data["plan"]:

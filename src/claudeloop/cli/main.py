@@ -223,7 +223,9 @@ def loop_options(command: F) -> F:
             "seven_day, seven_day_opus, seven_day_sonnet, seven_day_overage_included, "
             "overage, overage_in_use (an answer on paid extra usage; default: wait for "
             "the window's reset), credits or local; ACTION is wait, wind-down, "
-            "'switch-profile NAME' or go-on (overage_in_use only).",
+            "'switch-profile NAME', 'switch-model MODEL' (e.g. seven_day_opus=switch-model "
+            "sonnet: the same session on another model until the window lifts) or go-on "
+            "(overage_in_use only).",
         ),
         click.option(
             "--notify",

@@ -25,6 +25,8 @@ LIMIT_KINDS = (
     "local",
 )
 _SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")
+# A model name or alias as Claude Code takes it (`sonnet`, `claude-sonnet-4-5`, `opus[1m]`).
+_SWITCH_MODEL = re.compile(r"^switch-model\s+(?P<model>[A-Za-z0-9._:/\[\]-]{1,100})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,17 +47,25 @@ class SwitchProfile:
 
 
 @dataclass(frozen=True, slots=True)
+class SwitchModel:
+    """Go on, on the same backend and session, with another model until the limit lifts
+    (a model's own weekly window: `seven_day_opus=switch-model sonnet`), then back."""
+
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
 class GoOn:
     """Keep sending turns: only for paid overage, where the answers still come (and are
     billed to the account's extra usage)."""
 
 
-LimitAction = Wait | WindDown | SwitchProfile | GoOn
+LimitAction = Wait | WindDown | SwitchProfile | SwitchModel | GoOn
 
 
 def parse_action(text: str) -> LimitAction:
-    """`wait`, `wind-down`, `go-on` or `switch-profile NAME`; ValueError says what is
-    accepted."""
+    """`wait`, `wind-down`, `go-on`, `switch-profile NAME` or `switch-model MODEL`;
+    ValueError says what is accepted."""
     words = " ".join(text.split())
     if words == "wait":
         return Wait()
@@ -66,9 +76,12 @@ def parse_action(text: str) -> LimitAction:
     match = _SWITCH.match(words)
     if match is not None:
         return SwitchProfile(match["name"])
+    model = _SWITCH_MODEL.match(words)
+    if model is not None:
+        return SwitchModel(model["model"])
     raise ValueError(
-        f"{text!r} is not an action; use wait, wind-down, go-on ({PAID_OVERAGE} only) "
-        "or switch-profile NAME"
+        f"{text!r} is not an action; use wait, wind-down, go-on ({PAID_OVERAGE} only), "
+        "switch-profile NAME or switch-model MODEL"
     )
 
 
@@ -80,6 +93,8 @@ def render_action(action: LimitAction) -> str:
             return "wind-down"
         case SwitchProfile(profile=name):
             return f"switch-profile {name}"
+        case SwitchModel(model=model):
+            return f"switch-model {model}"
         case GoOn():
             return "go-on"
         case _:

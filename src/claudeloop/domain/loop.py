@@ -27,6 +27,7 @@ from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, D
 from claudeloop.domain.limits import (
     GoOn,
     LimitPolicies,
+    SwitchModel,
     SwitchProfile,
     Wait,
     WindDown,
@@ -119,17 +120,26 @@ class ControlCommand(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Detour:
-    """Turns go to another profile while the run's own backend waits out a limit.
+    """Turns go to another profile, or to another model of the run's own, while the
+    run's own backend waits out a limit.
 
+    `profile` is the other profile, None for the run's own; `model` is the model the
+    turns go to on the run's own profile (a switch-model policy), else None.
     `awaiting` is the limit of the run's own backend; at `check_at` a probe asks it
     whether the limit has lifted (the next check backs off like any wait).
     """
 
-    profile: str
+    profile: str | None
     awaiting: WaitableState
     since: datetime
     check_at: datetime
     checks: int = 0
+    model: str | None = None
+
+    @property
+    def to(self) -> str:
+        """Where the turns go, in a person's words."""
+        return f"model {self.model}" if self.model is not None else f"profile {self.profile}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,7 +403,7 @@ def decide_after_review(
                 _budget_reason(state.ledger),
             )
         if isinstance(capacity, WindowExhausted | CreditsExhausted) and isinstance(
-            policies.action_for(capacity), SwitchProfile
+            policies.action_for(capacity), SwitchProfile | SwitchModel
         ):
             # The reviewer has no other profile to go on with: the limit is waited out.
             return _wait(state, capacity, now=now, config=config)
@@ -451,14 +461,15 @@ def decide_after_probe(
     detour = state.detour
     if detour is not None and isinstance(capacity, WindowExhausted | CreditsExhausted):
         action = policies.action_for(capacity)
-        if isinstance(action, SwitchProfile):
+        if isinstance(action, SwitchProfile | SwitchModel):
             checks = detour.checks + 1
             check_at = next_probe_instant(
                 capacity, now=now, started_waiting_at=detour.since, probe_count=checks,
                 config=config,
             )  # fmt: skip
+            profile, model = _detour_to(action)
             later = replace(
-                detour, profile=action.profile, awaiting=capacity, checks=checks,
+                detour, profile=profile, model=model, awaiting=capacity, checks=checks,
                 check_at=check_at,
             )  # fmt: skip
             return _send_turn(replace(state, detour=later))
@@ -582,17 +593,31 @@ def _on_limit(
                 Outcome.WOUND_DOWN,
                 f"{limit_kind(capacity)} limit met ({describe(capacity)}); wound down by policy",
             )
-        case SwitchProfile(profile=profile):
+        case SwitchProfile() | SwitchModel():
             check_at = next_probe_instant(
                 capacity, now=now, started_waiting_at=now, probe_count=0, config=config
             )
-            detour = Detour(profile=profile, awaiting=capacity, since=now, check_at=check_at)
+            profile, model = _detour_to(action)
+            detour = Detour(
+                profile=profile, awaiting=capacity, since=now, check_at=check_at, model=model
+            )
             # Turns now go to the other profile, whose capacity is not known to be out.
             return _send_turn(replace(state, capacity=Available(), detour=detour))
         case GoOn():
             # Only paid overage takes go-on (LimitPolicies refuses it elsewhere): the
             # answers still come, billed, and the run goes on knowing it.
             return _send_turn(replace(state, capacity=capacity))
+        case _:
+            assert_never(action)
+
+
+def _detour_to(action: SwitchProfile | SwitchModel) -> tuple[str | None, str | None]:
+    """The profile and the model a switching policy sends the turns to."""
+    match action:
+        case SwitchProfile(profile=profile):
+            return profile, None
+        case SwitchModel(model=model):
+            return None, model
         case _:
             assert_never(action)
 

@@ -73,6 +73,7 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
     end (one of)         for_seconds = S (>= 0; 0 fails just the request that started it)
                          | for_requests = N  |  until_lift = true (POST /_rehearsal/lift)
     message              replaces the error message
+    for_model            answers only requests for a model whose name contains it
     announce_reset_seconds  rate limits, warning, overage_in_use: the reset the
                          headers announce, from the gate's start (default: its end)
     utilization, overage_disabled_reason   warning only (0.92, none)

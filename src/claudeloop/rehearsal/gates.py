@@ -96,7 +96,12 @@ class GateSchedule:
         self._lock = threading.Lock()
 
     def answering(
-        self, kind: RequestKind, turn: int | None, now: float, step: int | None = None
+        self,
+        kind: RequestKind,
+        turn: int | None,
+        now: float,
+        step: int | None = None,
+        model: str | None = None,
     ) -> Answering | None:
         """The first gate, in scenario order, active for a request that arrived `now`."""
         with self._lock:
@@ -115,6 +120,8 @@ class GateSchedule:
                     state.started = now
                     started_here = True
                 if not state.active or not _matches(gate.match, kind):
+                    continue
+                if gate.for_model is not None and gate.for_model not in (model or ""):
                     continue
                 # The request that starts a gate is its first victim even when its
                 # clock is zero: `for_seconds = 0` fails exactly one request.

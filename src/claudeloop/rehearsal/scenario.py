@@ -81,6 +81,8 @@ class _GateBase(_Strict):
     until_lift: bool = False
     match: Match = "all"
     message: str | None = None
+    # Only requests for a model whose name contains this (a model's own window).
+    for_model: str | None = None
 
     @model_validator(mode="after")
     def _one_start_one_end(self) -> _GateBase:

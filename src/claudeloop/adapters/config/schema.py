@@ -65,7 +65,8 @@ ACCEPTED: dict[str, str] = {
     "pause_at": "WINDOW=PERCENT pairs, such as 5h=90%,7d=95% "
     "(windows: 5h, 7d, 7d_opus, 7d_sonnet, 7d_overage_included)",
     "limits": "a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
-    '"wait", "wind-down", "go-on" (overage_in_use only) or "switch-profile NAME"; '
+    '"wait", "wind-down", "go-on" (overage_in_use only), "switch-profile NAME" or '
+    '"switch-model MODEL"; '
     "in CLAUDELOOP_LIMITS LIMIT=ACTION pairs "
     "separated by commas, as each --on-limit LIMIT=ACTION",
     "share_capacity": "true or false (share what loops on one account learn about capacity)",

@@ -18,6 +18,8 @@ from typing import Literal, assert_never
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    ModelRestored,
+    ModelSwitched,
     NoProgress,
     NotifyFailed,
     OverageStarted,
@@ -115,6 +117,8 @@ def notification_for(
             | PauseIgnored()
             | ProfileSwitched()
             | ProfileRestored()
+            | ModelSwitched()
+            | ModelRestored()
             | VerifyStarted()
             | VerifyFinished()
             | ReviewStarted()

@@ -331,6 +331,7 @@ def _detour_out(detour: Detour | None) -> dict[str, Any] | None:
         "since": detour.since.isoformat(),
         "check_at": detour.check_at.isoformat(),
         "checks": detour.checks,
+        "model": detour.model,
     }
 
 
@@ -346,6 +347,8 @@ def _detour_in(data: dict[str, Any] | None) -> Detour | None:
         since=datetime.fromisoformat(data["since"]),
         check_at=datetime.fromisoformat(data["check_at"]),
         checks=data["checks"],
+        # Written since 2026-12-02: a detour from before went to a profile.
+        model=data.get("model"),
     )
 
 
