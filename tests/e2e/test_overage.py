@@ -102,10 +102,9 @@ def test_switch_model_goes_on_with_another_model_then_back_when_the_window_lifts
     )  # fmt: skip
     wait_for(
         lambda: any(
-            r["kind"] == "turn" and "sonnet" in (r["model"] or "") and r["answered"]
-            for r in rehearsal.requests()
+            r["kind"] == "turn" and "sonnet" in (r["model"] or "") for r in rehearsal.requests()
         ),
-        "a turn answered by sonnet",
+        "a turn sent to sonnet",
         timeout=120,
     )
     rehearsal.server.lift()
