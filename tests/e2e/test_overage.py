@@ -95,7 +95,7 @@ def test_a_spend_cap_until_an_instant_is_waited_out_to_that_instant(
 def test_switch_model_goes_on_with_another_model_then_back_when_the_window_lifts(
     rehearsal: Rehearsal,
 ) -> None:
-    plan = write_plan(rehearsal.project, items=5)
+    plan = write_plan(rehearsal.project, items=20)
     process = rehearsal.start(
         "run", str(plan), *FAST_WAITS, "--window-probe-interval", "1s", "--model", "opus",
         "--on-limit", "seven_day_opus=switch-model sonnet",
@@ -113,6 +113,7 @@ def test_switch_model_goes_on_with_another_model_then_back_when_the_window_lifts
     assert json.loads(out)["outcome"] == "done"
     (events,) = (rehearsal.project / ".claudeloop").rglob("events.jsonl")
     types = [json.loads(line)["type"] for line in events.read_text().splitlines()]
+    assert "model.restored" in types
     assert types.index("model.switched") < types.index("model.restored")
     turns = [r for r in rehearsal.requests() if r["kind"] == "turn"]
     refused = [r for r in turns if r["gate"] == "model_weekly"]
