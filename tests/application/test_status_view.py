@@ -46,6 +46,8 @@ def test_a_detour_says_what_the_runs_own_backend_awaits_and_when_it_is_asked_aga
     assert view["driver_alive"] is False
     assert view["detour"] == {
         "profile": "local",
+        "model": None,
+        "to": "profile local",
         "awaiting": "credits exhausted",
         "check_at": detour.check_at.isoformat(),
         "check_in_seconds": 0.0,

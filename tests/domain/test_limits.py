@@ -16,7 +16,9 @@ from claudeloop.domain.capacity import (
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.limits import (
     LIMIT_KINDS,
+    GoOn,
     LimitPolicies,
+    SwitchModel,
     SwitchProfile,
     Wait,
     WindDown,
@@ -51,13 +53,14 @@ def test_actions_parse_and_render() -> None:
     assert parse_action("wait") == Wait()
     assert parse_action(" wind-down ") == WindDown()
     assert parse_action("switch-profile  local") == SwitchProfile("local")
-    for action in (Wait(), WindDown(), SwitchProfile("ollama-qwen")):
+    for action in (Wait(), WindDown(), SwitchProfile("ollama-qwen"), GoOn()):
         assert parse_action(render_action(action)) == action
 
 
 @pytest.mark.parametrize("text", ["sleep", "switch-profile", "switch-profile a b", "wind down"])
 def test_an_unknown_action_is_refused_naming_what_is_accepted(text: str) -> None:
-    with pytest.raises(ValueError, match="wait, wind-down or switch-profile NAME"):
+    accepted = r"go-on \(overage_in_use only\), switch-profile NAME or switch-model MODEL"
+    with pytest.raises(ValueError, match=accepted):
         parse_action(text)
 
 
@@ -197,3 +200,41 @@ def test_a_policy_that_switches_to_the_runs_own_profile_is_named() -> None:
     )
     assert policies.switch_to_itself("local") == "five_hour"
     assert policies.switch_to_itself("default") is None
+
+
+OPUS_WEEK = WindowExhausted("seven_day_opus", NOW + timedelta(days=3))
+SWITCH_MODEL = LimitPolicies((("seven_day_opus", SwitchModel("sonnet")),))
+
+
+def test_switch_model_parses_renders_and_goes_on_with_the_other_model_at_once() -> None:
+    assert parse_action("switch-model  claude-sonnet-4-5") == SwitchModel("claude-sonnet-4-5")
+    assert render_action(SwitchModel("opus[1m]")) == "switch-model opus[1m]"
+    transition = decide_after_turn(
+        RUNNING, capacity=OPUS_WEEK, verdict=Continue(), now=NOW, config=CONFIG,
+        policies=SWITCH_MODEL,
+    )  # fmt: skip
+    assert transition.decision == SendTurn()
+    detour = transition.state.detour
+    assert detour is not None
+    assert (detour.profile, detour.model, detour.to) == (None, "sonnet", "model sonnet")
+
+
+def test_the_model_s_window_still_shut_keeps_the_model_detour() -> None:
+    on_sonnet = decide_after_turn(
+        RUNNING, capacity=OPUS_WEEK, verdict=Continue(), now=NOW, config=CONFIG,
+        policies=SWITCH_MODEL,
+    ).state  # fmt: skip
+    later = NOW + timedelta(hours=1)
+    transition = decide_after_probe(
+        on_sonnet, OPUS_WEEK, now=later, config=CONFIG, policies=SWITCH_MODEL
+    )
+    assert transition.decision == SendTurn()
+    assert transition.state.detour is not None
+    assert transition.state.detour.model == "sonnet"
+    assert transition.state.detour.checks == 1
+    back = decide_after_probe(on_sonnet, Available(), now=later, config=CONFIG,
+                              policies=SWITCH_MODEL)  # fmt: skip
+    assert back.state.detour is None
+    assert Detour(profile="local", awaiting=OPUS_WEEK, since=NOW, check_at=NOW).to == (
+        "profile local"
+    )

@@ -65,6 +65,8 @@ def test_signals_default_to_a_quiet_turn() -> None:
 def test_signals_carry_every_fact_the_classifier_reads() -> None:
     names = {field.name for field in dataclasses.fields(TurnSignals)}
     assert names == {
+        "overage_resets_at",
+        "overage_in_use",
         "rate_limit_status",
         "rate_limit_type",
         "resets_at",

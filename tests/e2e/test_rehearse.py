@@ -49,6 +49,18 @@ def test_the_pause_rehearsal_pauses_at_the_threshold(tmp_path: Path) -> None:
     assert result["probes"] == 1
 
 
+def test_the_overage_rehearsal_waits_for_the_window_after_an_answer_on_overage(
+    tmp_path: Path,
+) -> None:
+    finished = rehearse(tmp_path, "overage", "--json")
+    assert finished.returncode == 0, finished.stderr
+    result = json.loads(finished.stdout)
+    assert result["outcome"] == "done"
+    assert result["turns"] == 3
+    assert result["overage_turns"] == 1
+    assert result["probes"] == 1  # one probe, at the window's reset
+
+
 def test_the_verify_rehearsal_sends_an_early_done_back_then_verifies_and_reviews(
     tmp_path: Path,
 ) -> None:

@@ -138,6 +138,33 @@ class ProfileSwitched:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelSwitched:
+    """A switch-model policy sent the turns to another model of the run's own backend."""
+
+    type: ClassVar[str] = "model.switched"
+    model: str
+    because: str
+    check_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRestored:
+    type: ClassVar[str] = "model.restored"
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class OverageStarted:
+    """A turn was answered on paid overage (extra usage billed to the account): said
+    once as it starts, with what the run's `overage_in_use` policy does about it."""
+
+    type: ClassVar[str] = "overage.started"
+    turn: int
+    resets_at: datetime | None
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
 class ProfileRestored:
     type: ClassVar[str] = "profile.restored"
     profile: str
@@ -230,6 +257,9 @@ Event = (
     | ProbeFinished
     | ProfileSwitched
     | ProfileRestored
+    | ModelSwitched
+    | ModelRestored
+    | OverageStarted
     | VerifyStarted
     | VerifyFinished
     | ReviewStarted

@@ -16,8 +16,9 @@ from typing import Any, Protocol
 from claudeloop.application.errors import UsageError
 from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS, RunRecord, RunSpec
 from claudeloop.domain.budget import Budget
-from claudeloop.domain.limits import LimitPolicies, SwitchProfile, parse_action
+from claudeloop.domain.limits import GoOn, LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import VerifyRules, reopen
+from claudeloop.domain.overage import PAID_OVERAGE
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.verification import parse_checks
 from claudeloop.domain.waiting import WaitPolicyConfig
@@ -195,8 +196,15 @@ def pause_and_limits(
     actions = tuple(
         (kind, parse_action(action)) for kind, action in (settings.value("limits") or {}).items()
     )
-    policies = LimitPolicies(actions)
     where = settings.settings["limits"].origin.describe()
+    for kind, action in actions:
+        if isinstance(action, GoOn) and kind != PAID_OVERAGE:
+            raise UsageError(
+                f"limits.{kind} (from {where}): go-on is only for {PAID_OVERAGE} (an answer "
+                "on paid overage still comes; a closed window does not); use wait, "
+                "wind-down, switch-profile NAME or switch-model MODEL"
+            )
+    policies = LimitPolicies(actions)
     own = settings.profile_name
     itself = policies.switch_to_itself(own)
     if itself is not None:

@@ -18,7 +18,10 @@ import anyio
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    ModelRestored,
+    ModelSwitched,
     NoProgress,
+    OverageStarted,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
@@ -67,6 +70,7 @@ from claudeloop.domain.capacity import (
     describe,
 )
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
+from claudeloop.domain.limits import render_action
 from claudeloop.domain.login import within_login
 from claudeloop.domain.loop import (
     ControlCommand,
@@ -91,6 +95,7 @@ from claudeloop.domain.loop import (
     time_waited,
     wait_began,
 )
+from claudeloop.domain.overage import is_paid_overage
 from claudeloop.domain.pause import capacity_of, is_pause
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
@@ -124,6 +129,8 @@ class Runner:
     plans: PlanFiles | None = None
     # Gateways of other profiles, for a limit policy that switches profile.
     profiles: Callable[[str], Gateway] | None = None
+    # Gateways of the run's own backend on another model, for a switch-model policy.
+    models: Callable[[str], Gateway] | None = None
     # The fix for a run the backend or the credentials end (None: the reason alone).
     advisor: Advisor | None = None
     # The verification commands a Done must pass, and the directory their outputs go to
@@ -144,6 +151,7 @@ class Runner:
     # Models whose price the CLI guessed, already reported: say it once.
     _guessed: set[str] = field(default_factory=set, init=False)
     _others: dict[str, Gateway] = field(default_factory=dict, init=False)
+    _models: dict[str, Gateway] = field(default_factory=dict, init=False)
     # A probe a crash cut off: the service may have answered it, nobody recorded it; it
     # is billed at an estimate with the probe sent again.
     _probe_cut_off: bool = field(default=False, init=False)
@@ -652,9 +660,13 @@ class Runner:
         return record.plan.merged_with(on_disk)
 
     def _gateway_for(self, record: RunRecord) -> Gateway:
-        """The run's own gateway, or the other profile's while on a detour."""
+        """The run's own gateway, or the other profile's (or model's) while on a detour."""
         detour = record.state.detour
-        if detour is None or self.profiles is None:
+        if detour is not None and detour.model is not None and self.models is not None:
+            if detour.model not in self._models:
+                self._models[detour.model] = self.models(detour.model)
+            return self._models[detour.model]
+        if detour is None or detour.profile is None or self.profiles is None:
             return self.gateway
         if detour.profile not in self._others:
             self._others[detour.profile] = self.profiles(detour.profile)
@@ -664,7 +676,8 @@ class Runner:
         """Closes the other profiles' gateways and the reviewer's (the run's own belongs
         to its owner)."""
         others, self._others = self._others, {}
-        for gateway in others.values():
+        models, self._models = self._models, {}
+        for gateway in (*others.values(), *models.values()):
             await gateway.close()
         if self.reviewer is not None:
             await self.reviewer.close()
@@ -707,15 +720,27 @@ class Runner:
             )
         before, after = record.state.detour, transition.state.detour
         if after is not None and before is None:
+            because = describe(after.awaiting)
+            if after.model is not None:
+                said.append(ModelSwitched(after.model, because, after.check_at))
+            elif after.profile is not None:
+                said.append(ProfileSwitched(after.profile, because, after.check_at))
+        elif before is not None and after is None:
+            if before.model is not None:
+                said.append(ModelRestored(model=before.model))
+            elif before.profile is not None:
+                said.append(ProfileRestored(profile=before.profile))
+        if is_paid_overage(transition.state.capacity) and not is_paid_overage(
+            record.state.capacity
+        ):
+            capacity = transition.state.capacity
             said.append(
-                ProfileSwitched(
-                    profile=after.profile,
-                    because=describe(after.awaiting),
-                    check_at=after.check_at,
+                OverageStarted(
+                    turn=transition.state.ledger.attempts,
+                    resets_at=capacity.resets_at,
+                    action=render_action(record.spec.limits.action_for(capacity)),
                 )
             )
-        elif before is not None and after is None:
-            said.append(ProfileRestored(profile=before.profile))
         record = self._waited(record, after=transition.state)
         record = replace(record, state=transition.state, turn_in_flight=None)
         self.store.save(record)

@@ -11,6 +11,7 @@ from claudeloop.application.records import RunRecord
 from claudeloop.domain.budget import BudgetLedger, money
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
+from claudeloop.domain.overage import is_paid_overage
 from claudeloop.domain.text import count
 from claudeloop.domain.verification import CheckResult
 
@@ -52,6 +53,8 @@ def _spent(record: RunRecord) -> dict[str, Any]:
         "dollars": round(state.ledger.dollars, 6),
         # The part of `dollars` that is an estimate (requests a crash cut off in flight).
         "estimated_dollars": round(state.ledger.estimated_dollars, 6),
+        # Turns answered on paid overage: extra usage billed to the account.
+        "overage_turns": state.overage_turns,
         "summary": state.summary,
         "reason": state.reason,
         "plan": {"done": progress[0], "total": progress[1]} if progress else None,
@@ -109,6 +112,7 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
         "phase": state.phase.value,
         "outcome": state.outcome.value if state.outcome else None,
         "capacity": describe(state.capacity),
+        "overage_in_use": is_paid_overage(state.capacity),
         "next_probe_at": state.next_probe_at.isoformat() if state.next_probe_at else None,
         "next_probe_in_seconds": _seconds_until(state.next_probe_at, now),
         "driver_pid": driver_pid,
@@ -117,6 +121,8 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
         if detour is None
         else {
             "profile": detour.profile,
+            "model": detour.model,
+            "to": detour.to,
             "awaiting": describe(detour.awaiting),
             "check_at": detour.check_at.isoformat(),
             "check_in_seconds": _seconds_until(detour.check_at, now),
@@ -144,6 +150,11 @@ def summary_markdown(record: RunRecord) -> str:
         f"- Time waited for capacity: {duration_text(record.waited_seconds)}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
+    if state.overage_turns:
+        lines.append(
+            f"- Paid overage: {state.overage_turns} turns answered on it (extra usage "
+            "billed to the account)"
+        )
     progress = record.plan_progress
     if progress is not None:
         lines.append(f"- Plan: {progress[0]}/{progress[1]} items done")

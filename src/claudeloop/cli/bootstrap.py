@@ -360,6 +360,10 @@ def wire_run(
         control=directory,
         plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
+        # A switch-model detour: the run's own backend and session, another model.
+        models=lambda model: make_gateway(
+            directory, replace(record.spec, model=model), backend, capacity_dir
+        ),
         advisor=ProfileAdvisor(profile_in_use(backend, detours)),
         checks=VerificationCommands(
             record.spec.cwd,

@@ -18,8 +18,11 @@ from rich.text import Text
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    ModelRestored,
+    ModelSwitched,
     NoProgress,
     NotifyFailed,
+    OverageStarted,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
@@ -168,6 +171,19 @@ def event_line(event: Event) -> str | None:
             )
         case ProfileRestored(profile=profile):
             return f"back on the run's own profile (from {profile})"
+        case ModelSwitched(model=model, because=because, check_at=at):
+            return (
+                f"switched to model {model} ({because}); "
+                f"asking the run's own model again at {at:%H:%M:%S} UTC"
+            )
+        case ModelRestored(model=model):
+            return f"back on the run's own model (from {model})"
+        case OverageStarted(turn=turn, resets_at=resets_at, action=action):
+            reset = f"; the window resets {resets_at:%Y-%m-%d %H:%M:%S} UTC" if resets_at else ""
+            return (
+                f"turn {turn} was answered on paid overage (extra usage billed to the "
+                f"account){reset}; overage_in_use policy: {action}"
+            )
         case PauseIgnored(windows=windows, reason=reason):
             return f"pause thresholds ignored for {', '.join(windows)}: {reason}"
         case ProbeFinished(capacity=capacity):

@@ -61,6 +61,12 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         f"{count(data['probes'], 'probe')} · " + money(data["dollars"]),
         f"capacity: {data['capacity']}",
     ]
+    if data["overage_turns"]:
+        now = "in use now" if data["overage_in_use"] else "not in use now"
+        lines.append(
+            f"paid overage: {data['overage_turns']} turns answered on it (extra usage "
+            f"billed to the account); {now}"
+        )
     if data["next_probe_in_seconds"] is not None:
         seconds = int(data["next_probe_in_seconds"])
         at = local_instant(datetime.fromisoformat(data["next_probe_at"]), now=datetime.now(UTC))
@@ -69,7 +75,7 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         detour = data["detour"]
         seconds = int(detour["check_in_seconds"])
         lines.append(
-            f"on profile {detour['profile']} while the run's own backend waits: "
+            f"on {detour['to']} while the run's own backend waits: "
             f"{detour['awaiting']}; next check in {seconds // 60}m{seconds % 60:02d}s"
         )
     if data["plan"]:

@@ -221,15 +221,20 @@ def loop_options(command: F) -> F:
             type=ON_LIMIT,
             multiple=True,
             help="What to do when a limit is met (repeatable): LIMIT is five_hour, "
-            "seven_day, seven_day_opus, overage, credits or local; ACTION is wait, "
-            "wind-down or 'switch-profile NAME'.",
+            "seven_day, seven_day_opus, seven_day_sonnet, seven_day_overage_included, "
+            "overage, overage_in_use (an answer on paid extra usage; default: wait for "
+            "the window's reset), credits or local; ACTION is wait, wind-down, "
+            "'switch-profile NAME', 'switch-model MODEL' (e.g. seven_day_opus=switch-model "
+            "sonnet: the same session on another model until the window lifts) or go-on "
+            "(overage_in_use only).",
         ),
         click.option(
             "--notify",
             type=APPRISE_URL,
             multiple=True,
             help="Send notifications to this apprise URL (repeatable): run done, blocked "
-            "or failed, a wait started, credits out. Needs: pip install 'claudeloop[notify]'.",
+            "or failed, a wait started, credits out, paid overage in use. "
+            "Needs: pip install 'claudeloop[notify]'.",
         ),
         click.option(
             "--share-capacity/--no-share-capacity",

@@ -109,7 +109,8 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
     name = "LIMIT=ACTION"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from claudeloop.domain.limits import LIMIT_KINDS, parse_action, render_action
+        from claudeloop.domain.limits import LIMIT_KINDS, GoOn, parse_action, render_action
+        from claudeloop.domain.overage import PAID_OVERAGE
 
         kind, sep, action = str(value).partition("=")
         if not sep or kind.strip() not in LIMIT_KINDS:
@@ -119,9 +120,12 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
                 ctx,
             )
         try:
-            return (kind.strip(), render_action(parse_action(action)))
+            parsed = parse_action(action)
         except ValueError as error:
             self.fail(str(error), param, ctx)
+        if isinstance(parsed, GoOn) and kind.strip() != PAID_OVERAGE:
+            self.fail(f"{value!r}: go-on is only for {PAID_OVERAGE}", param, ctx)
+        return (kind.strip(), render_action(parsed))
 
 
 class Check(click.ParamType):  # type: ignore[type-arg]

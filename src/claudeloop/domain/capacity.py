@@ -17,7 +17,9 @@ class WindowExhausted:
     """A usage window is closed; a clock fixes it.
 
     `rate_limit_type` is the window as the service names it (`five_hour`, `seven_day`,
-    `seven_day_opus`, `overage`), `local` for a full local queue, `overloaded` for a
+    `seven_day_opus`, `seven_day_sonnet`, `seven_day_overage_included`, `overage`),
+    `overage_in_use` for an answer served on paid overage (with `paused_at`: it was
+    answered; see domain.overage), `local` for a full local queue, `overloaded` for a
     5xx/529 from the service itself, `timeout` for a 408 (an upstream that did not answer
     in time), `upstream_unreachable` for a proxy that cannot connect to its upstream,
     `cooldown` for a proxy's short cooldown, or `unknown` when the signals were thin.
@@ -127,6 +129,14 @@ def describe(state: CapacityState) -> str:
     match state:
         case Available():
             return "available"
+        case WindowExhausted(rate_limit_type="overage_in_use", resets_at=reset):
+            # domain.overage.PAID_OVERAGE: answers that spend the account's extra usage.
+            until = (
+                f"; the window resets {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+                if reset
+                else ""
+            )
+            return f"paid overage in use{until}"
         case WindowExhausted(rate_limit_type=kind, paused_at=float() as used, resets_at=reset):
             until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
             return f"{kind} window {used:.0%} used: paused{until}"

@@ -23,7 +23,10 @@
    one that another source reports: a 429, a `rate_limit` error, a 5xx or 529);
 8. a rejection with any credit signal is credits, even when a reset time came with it (a
    window the event calls rejected while overage is allowed and the turn was served, with
-   no error anywhere, is no rejection: the account is running on extra usage);
+   no error anywhere, is no rejection: the account is running on extra usage, which
+   `domain.overage` makes a limit of its own); the overage claim refused with a spend cap
+   that lifts at an instant (`org_level_disabled_until`) is a window until the overage
+   reset;
 9. any other rejection is a closed window, `unknown` with no reset when the signals are thin
    (a rejection is also the CLI's usage-limit words beside a typed error, never alone:
    domain.limit_text; its credit words are a credit signal);
@@ -49,6 +52,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.limit_text import LimitText, usage_limit_text
+from claudeloop.domain.overage import overage_refusal, overage_reset_of
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
 from claudeloop.domain.turn_end import ContextFull, context_full_reason, turn_end
@@ -116,6 +120,8 @@ def classify(signals: TurnSignals) -> CapacityState:
     if _rejected(signals):
         if _credit_signal(signals):
             return CreditsExhausted(detail=signals.result_text)
+        if signals.rate_limit_type == "overage":  # a spend cap that lifts at an instant
+            return WindowExhausted(rate_limit_type="overage", resets_at=overage_reset_of(signals))
         return WindowExhausted(
             rate_limit_type=signals.rate_limit_type or "unknown", resets_at=signals.resets_at
         )
@@ -235,7 +241,11 @@ def _credit_signal(signals: TurnSignals) -> bool:
         signals.error_code in _CREDIT_ERROR_CODES
         or signals.overage_disabled_reason == "out_of_credits"
         or _limit_words(signals) == "credits"
-        or (signals.rate_limit_type == "overage" and signals.overage_disabled_reason is not None)
+        # The overage claim refused for a reason no clock fixes (see domain.overage).
+        or (
+            signals.rate_limit_type == "overage"
+            and overage_refusal(signals.overage_disabled_reason) not in (None, "until")
+        )
     )
 
 

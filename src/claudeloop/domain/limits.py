@@ -1,5 +1,5 @@
 """What to do when a limit is met: wait (the default), wind down, or go on with another
-profile until the limit lifts."""
+profile until the limit lifts; an answer on paid overage may also just go on."""
 
 from __future__ import annotations
 
@@ -8,10 +8,25 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+from claudeloop.domain.overage import PAID_OVERAGE, is_paid_overage
 
-# The limits a person can give a policy, in the service's words.
-LIMIT_KINDS = ("five_hour", "seven_day", "seven_day_opus", "overage", "credits", "local")
+# The limits a person can give a policy, in the service's words: every `rateLimitType`
+# the bundled CLI (2.1.332) can name, then claudeloop's own: paid overage in use, an
+# empty credit balance, a full local queue.
+LIMIT_KINDS = (
+    "five_hour",
+    "seven_day",
+    "seven_day_opus",
+    "seven_day_sonnet",
+    "seven_day_overage_included",
+    "overage",
+    PAID_OVERAGE,
+    "credits",
+    "local",
+)
 _SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")
+# A model name or alias as Claude Code takes it (`sonnet`, `claude-sonnet-4-5`, `opus[1m]`).
+_SWITCH_MODEL = re.compile(r"^switch-model\s+(?P<model>[A-Za-z0-9._:/\[\]-]{1,100})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,20 +46,43 @@ class SwitchProfile:
     profile: str
 
 
-LimitAction = Wait | WindDown | SwitchProfile
+@dataclass(frozen=True, slots=True)
+class SwitchModel:
+    """Go on, on the same backend and session, with another model until the limit lifts
+    (a model's own weekly window: `seven_day_opus=switch-model sonnet`), then back."""
+
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class GoOn:
+    """Keep sending turns: only for paid overage, where the answers still come (and are
+    billed to the account's extra usage)."""
+
+
+LimitAction = Wait | WindDown | SwitchProfile | SwitchModel | GoOn
 
 
 def parse_action(text: str) -> LimitAction:
-    """`wait`, `wind-down` or `switch-profile NAME`; ValueError says what is accepted."""
+    """`wait`, `wind-down`, `go-on`, `switch-profile NAME` or `switch-model MODEL`;
+    ValueError says what is accepted."""
     words = " ".join(text.split())
     if words == "wait":
         return Wait()
     if words == "wind-down":
         return WindDown()
+    if words == "go-on":
+        return GoOn()
     match = _SWITCH.match(words)
     if match is not None:
         return SwitchProfile(match["name"])
-    raise ValueError(f"{text!r} is not an action; use wait, wind-down or switch-profile NAME")
+    model = _SWITCH_MODEL.match(words)
+    if model is not None:
+        return SwitchModel(model["model"])
+    raise ValueError(
+        f"{text!r} is not an action; use wait, wind-down, go-on ({PAID_OVERAGE} only), "
+        "switch-profile NAME or switch-model MODEL"
+    )
 
 
 def render_action(action: LimitAction) -> str:
@@ -55,6 +93,10 @@ def render_action(action: LimitAction) -> str:
             return "wind-down"
         case SwitchProfile(profile=name):
             return f"switch-profile {name}"
+        case SwitchModel(model=model):
+            return f"switch-model {model}"
+        case GoOn():
+            return "go-on"
         case _:
             assert_never(action)
 
@@ -77,9 +119,12 @@ class LimitPolicies:
     actions: tuple[tuple[str, LimitAction], ...] = ()
 
     def __post_init__(self) -> None:
-        for kind, _ in self.actions:
+        for kind, action in self.actions:
             if kind not in LIMIT_KINDS:
                 raise ValueError(f"unknown limit {kind!r}; limits: {', '.join(LIMIT_KINDS)}")
+            # Only an answer on paid overage still comes: a closed window has no going on.
+            if isinstance(action, GoOn) and kind != PAID_OVERAGE:
+                raise ValueError(f"go-on is only for {PAID_OVERAGE}, not {kind!r}")
 
     def switch_to_itself(self, own_profile: str) -> str | None:
         """The limit whose policy switches to the run's own profile, if one does: a detour
@@ -94,8 +139,13 @@ class LimitPolicies:
         )
 
     def action_for(self, capacity: WaitableState) -> LimitAction:
-        # A pause before the wall is the user's own choice: it always waits.
-        if isinstance(capacity, WindowExhausted) and capacity.paused_at is not None:
+        # A pause before the wall is the user's own choice: it always waits (an answer
+        # on paid overage is not the user's pause: its policy decides).
+        if (
+            isinstance(capacity, WindowExhausted)
+            and capacity.paused_at is not None
+            and not is_paid_overage(capacity)
+        ):
             return Wait()
         kind = limit_kind(capacity)
         return next((action for name, action in self.actions if name == kind), Wait())

@@ -26,12 +26,15 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
 from claudeloop.domain.limits import (
+    GoOn,
     LimitPolicies,
+    SwitchModel,
     SwitchProfile,
     Wait,
     WindDown,
     limit_kind,
 )
+from claudeloop.domain.overage import is_paid_overage
 from claudeloop.domain.pause import is_pause
 from claudeloop.domain.stagnation import (
     Answered,
@@ -119,17 +122,26 @@ class ControlCommand(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Detour:
-    """Turns go to another profile while the run's own backend waits out a limit.
+    """Turns go to another profile, or to another model of the run's own, while the
+    run's own backend waits out a limit.
 
+    `profile` is the other profile, None for the run's own; `model` is the model the
+    turns go to on the run's own profile (a switch-model policy), else None.
     `awaiting` is the limit of the run's own backend; at `check_at` a probe asks it
     whether the limit has lifted (the next check backs off like any wait).
     """
 
-    profile: str
+    profile: str | None
     awaiting: WaitableState
     since: datetime
     check_at: datetime
     checks: int = 0
+    model: str | None = None
+
+    @property
+    def to(self) -> str:
+        """Where the turns go, in a person's words."""
+        return f"model {self.model}" if self.model is not None else f"profile {self.profile}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +200,9 @@ class RunState:
     # The results of the last verification round that ran, for status and the summary.
     last_checks: tuple[CheckResult, ...] = ()
     stagnation: Stagnation = field(default_factory=Stagnation)
+    # Turns answered on paid overage (extra usage billed to the account), for status and
+    # the summary: a subscriber must never learn of it from the bill.
+    overage_turns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +300,8 @@ def decide_after_turn(
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
+    if sent and is_paid_overage(capacity):
+        state = replace(state, overage_turns=state.overage_turns + 1)
     if not answered:
         if ledger.any_exhausted:
             return _finish(
@@ -339,6 +356,8 @@ def decide_after_turn(
             stalled = _braked(state, rules)
             if stalled is not None:
                 return stalled
+            if is_paid_overage(capacity):  # its policy: wait (the default), or go on...
+                return _on_limit(state, capacity, now=now, config=config, policies=policies)
             if isinstance(capacity, WindowExhausted):  # paused before the wall
                 return _wait(state, capacity, now=now, config=config)
             if state.detour is not None and now >= state.detour.check_at:
@@ -386,7 +405,7 @@ def decide_after_review(
                 _budget_reason(state.ledger),
             )
         if isinstance(capacity, WindowExhausted | CreditsExhausted) and isinstance(
-            policies.action_for(capacity), SwitchProfile
+            policies.action_for(capacity), SwitchProfile | SwitchModel
         ):
             # The reviewer has no other profile to go on with: the limit is waited out.
             return _wait(state, capacity, now=now, config=config)
@@ -444,14 +463,15 @@ def decide_after_probe(
     detour = state.detour
     if detour is not None and isinstance(capacity, WindowExhausted | CreditsExhausted):
         action = policies.action_for(capacity)
-        if isinstance(action, SwitchProfile):
+        if isinstance(action, SwitchProfile | SwitchModel):
             checks = detour.checks + 1
             check_at = next_probe_instant(
                 capacity, now=now, started_waiting_at=detour.since, probe_count=checks,
                 config=config,
             )  # fmt: skip
+            profile, model = _detour_to(action)
             later = replace(
-                detour, profile=action.profile, awaiting=capacity, checks=checks,
+                detour, profile=profile, model=model, awaiting=capacity, checks=checks,
                 check_at=check_at,
             )  # fmt: skip
             return _send_turn(replace(state, detour=later))
@@ -573,13 +593,31 @@ def _on_limit(
                 Outcome.WOUND_DOWN,
                 f"{limit_kind(capacity)} limit met ({describe(capacity)}); wound down by policy",
             )
-        case SwitchProfile(profile=profile):
+        case SwitchProfile() | SwitchModel():
             check_at = next_probe_instant(
                 capacity, now=now, started_waiting_at=now, probe_count=0, config=config
             )
-            detour = Detour(profile=profile, awaiting=capacity, since=now, check_at=check_at)
+            profile, model = _detour_to(action)
+            detour = Detour(
+                profile=profile, awaiting=capacity, since=now, check_at=check_at, model=model
+            )
             # Turns now go to the other profile, whose capacity is not known to be out.
             return _send_turn(replace(state, capacity=Available(), detour=detour))
+        case GoOn():
+            # Only paid overage takes go-on (LimitPolicies refuses it elsewhere): the
+            # answers still come, billed, and the run goes on knowing it.
+            return _send_turn(replace(state, capacity=capacity))
+        case _:
+            assert_never(action)
+
+
+def _detour_to(action: SwitchProfile | SwitchModel) -> tuple[str | None, str | None]:
+    """The profile and the model a switching policy sends the turns to."""
+    match action:
+        case SwitchProfile(profile=profile):
+            return profile, None
+        case SwitchModel(model=model):
+            return None, model
         case _:
             assert_never(action)
 

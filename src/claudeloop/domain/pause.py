@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from claudeloop.domain.capacity import Available, CapacityState, WindowExhausted
 from claudeloop.domain.classify import classify
+from claudeloop.domain.overage import on_paid_overage, overage_limit
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 
 # What people type, and the window names the service reports.
@@ -24,6 +25,8 @@ WINDOW_ALIASES = {
     "seven_day_opus": "seven_day_opus",
     "7d_sonnet": "seven_day_sonnet",
     "seven_day_sonnet": "seven_day_sonnet",
+    "7d_overage_included": "seven_day_overage_included",
+    "seven_day_overage_included": "seven_day_overage_included",
 }
 _ENTRY = re.compile(r"^\s*(?P<window>[a-z0-9_]+)\s*=\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
 
@@ -90,12 +93,19 @@ def pause_for(
 
 
 def capacity_of(signals: TurnSignals, thresholds: PauseThresholds) -> CapacityState:
-    """What the signals reveal, with a pause in place of Available when a threshold is met."""
+    """What the signals reveal, with a pause in place of Available when a threshold is met,
+    else the paid-overage limit when the answer spent extra usage (the user's threshold
+    comes first: it asks to stop, whatever the overage policy would allow)."""
     capacity = classify(signals)
     if isinstance(capacity, Available):
-        return pause_for(signals.windows, thresholds) or capacity
+        paused = pause_for(signals.windows, thresholds)
+        if paused is not None:
+            return paused
+        return overage_limit(signals) if on_paid_overage(signals) else capacity
     return capacity
 
 
 def is_pause(capacity: CapacityState) -> bool:
+    """An answer served in full that the run waits after: a pause before the wall, or an
+    answer on paid overage (its policy decides whether it waits)."""
     return isinstance(capacity, WindowExhausted) and capacity.paused_at is not None

@@ -38,7 +38,8 @@ class TurnSignals:
     """The typed signals of one turn, from all three SDK sources.
 
     - the rate-limit event: `rate_limit_status`, `rate_limit_type`, `resets_at`,
-      `utilization`, `overage_status`, `overage_disabled_reason`;
+      `utilization`, `overage_status`, `overage_disabled_reason`, `overage_resets_at`,
+      `overage_in_use` (the CLI's `overageInUse`: the answer spent paid extra usage);
     - the assistant message: `assistant_error`;
     - the result message: `api_error_status`, `result_text`, `is_error`,
       `terminal_reason` (why the CLI ended the turn: domain.turn_end);
@@ -52,6 +53,8 @@ class TurnSignals:
     utilization: float | None = None
     overage_status: str | None = None
     overage_disabled_reason: str | None = None
+    overage_resets_at: datetime | None = None
+    overage_in_use: bool = False
     error_code: str | None = None
     api_error_status: int | None = None
     assistant_error: str | None = None

@@ -46,9 +46,15 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
       window             429, the 5-hour window rejected, its reset announced
       window_silent      429, rejected, no reset announced
       weekly             429, the 7-day window rejected, its reset announced
+      model_weekly       429, a model's own weekly window rejected (window =
+                         seven_day_opus | seven_day_sonnet | seven_day_overage_included)
       warning            the normal answer under allowed_warning headers
+      overage_in_use     the normal answer on paid overage, the 5-hour window used
+                         up (shape = "in_use" | "rejected_window")
       credits            400 "Your credit balance is too low ..." (API key accounts)
       credits_overage    429 rejected, extra usage out_of_credits (subscriptions)
+      overage_rejected   429, the overage claim refused for overage_disabled_reason
+                         (any the CLI names; default out_of_credits)
       auth               401 authentication_error
       model_missing      404 not_found_error, in Ollama's words
       local_load_failed  500 api_error (a local model that failed to load)
@@ -71,7 +77,8 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
     end (one of)         for_seconds = S (>= 0; 0 fails just the request that started it)
                          | for_requests = N  |  until_lift = true (POST /_rehearsal/lift)
     message              replaces the error message
-    announce_reset_seconds  window, weekly, credits_overage: the reset the
+    for_model            answers only requests for a model whose name contains it
+    announce_reset_seconds  rate limits, warning, overage_in_use: the reset the
                          headers announce, from the gate's start (default: its end)
     utilization, overage_disabled_reason   warning only (0.92, none)
     stall_seconds        stall only (60)

@@ -149,7 +149,11 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
         return _error(HttpFailure(400, "invalid_request_error", text), request_id)
 
     answering = rehearsal.gates.answering(
-        conversation.kind, conversation.turn, received, step=conversation.step
+        conversation.kind,
+        conversation.turn,
+        received,
+        step=conversation.step,
+        model=conversation.model,
     )
     answer: GateAnswer | None = None
     if answering is not None:

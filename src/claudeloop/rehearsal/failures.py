@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from claudeloop.rehearsal.gates import Answering, Timeline
-from claudeloop.rehearsal.scenario import RateLimitGate, StallGate, WarningGate
+from claudeloop.rehearsal.scenario import OverageGate, RateLimitGate, StallGate, WarningGate
 
 _PREFIX = "anthropic-ratelimit-unified-"
 _FIVE_HOURS = 5 * 3600
@@ -111,6 +111,8 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
                 headers[_PREFIX + "overage-status"] = "rejected"
                 headers[_PREFIX + "overage-disabled-reason"] = gate.overage_disabled_reason
             return Warned(headers)
+        case OverageGate():
+            return Warned(_on_overage(gate, reset or windows.five_hour_reset(), windows))
         case StallGate():
             return BrokenStream("stall", stall_seconds=gate.stall_seconds)
         case _:
@@ -233,7 +235,46 @@ def _rate_limited(gate: RateLimitGate, reset: int | None, windows: Windows) -> H
             )
             headers[_PREFIX + "overage-status"] = "rejected"
             headers[_PREFIX + "overage-disabled-reason"] = "out_of_credits"
+        case "model_weekly":
+            # A model's own weekly window (the CLI names it from the claim alone).
+            headers = _unified(
+                status="rejected",
+                reset=reset,
+                claim=gate.window,
+                five_hour=("allowed", 0.2, five_reset),
+                seven_day=("allowed", 0.4, seven_reset),
+            )
+        case "overage_rejected":
+            # Past the 5-hour window, extra usage refused for the gate's reason; a spend
+            # cap that lifts at an instant announces it as the overage reset.
+            headers = _unified(
+                status="rejected",
+                reset=reset,
+                claim="overage",
+                five_hour=("rejected", 1.0, reset),
+                seven_day=("allowed", 0.3, seven_reset),
+            )
+            headers[_PREFIX + "overage-status"] = "rejected"
+            headers[_PREFIX + "overage-disabled-reason"] = gate.overage_disabled_reason
+            if reset is not None:
+                headers[_PREFIX + "overage-reset"] = str(reset)
     return HttpFailure(429, "rate_limit_error", gate.message or RATE_LIMIT_MESSAGE, headers)
+
+
+def _on_overage(gate: OverageGate, reset: int, windows: Windows) -> dict[str, str]:
+    """Headers of an answer served on paid overage, in either of the service's shapes."""
+    in_use = gate.shape == "in_use"
+    headers = _unified(
+        status="allowed" if in_use else "rejected",
+        reset=reset,
+        claim="five_hour",
+        five_hour=("rejected", 1.0, reset),
+        seven_day=("allowed", 0.3, windows.seven_day_reset()),
+    )
+    headers[_PREFIX + "overage-status"] = "allowed"
+    if in_use:
+        headers[_PREFIX + "overage-in-use"] = "true"
+    return headers
 
 
 def _unified(

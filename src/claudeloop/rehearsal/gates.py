@@ -19,7 +19,14 @@ from claudeloop.rehearsal.scenario import Gate
 RequestKind = Literal["turn", "probe"]
 
 # The reset a rate-limit gate announces when its end is not a clock: a full window.
-_FULL_WINDOW_SECONDS = {"window": 5 * 3600, "credits_overage": 5 * 3600, "weekly": 7 * 86400}
+_FULL_WINDOW_SECONDS = {
+    "window": 5 * 3600,
+    "credits_overage": 5 * 3600,
+    "overage_in_use": 5 * 3600,
+    "overage_rejected": 5 * 3600,
+    "weekly": 7 * 86400,
+    "model_weekly": 7 * 86400,
+}
 
 
 class Timeline:
@@ -89,7 +96,12 @@ class GateSchedule:
         self._lock = threading.Lock()
 
     def answering(
-        self, kind: RequestKind, turn: int | None, now: float, step: int | None = None
+        self,
+        kind: RequestKind,
+        turn: int | None,
+        now: float,
+        step: int | None = None,
+        model: str | None = None,
     ) -> Answering | None:
         """The first gate, in scenario order, active for a request that arrived `now`."""
         with self._lock:
@@ -108,6 +120,8 @@ class GateSchedule:
                     state.started = now
                     started_here = True
                 if not state.active or not _matches(gate.match, kind):
+                    continue
+                if gate.for_model is not None and gate.for_model not in (model or ""):
                     continue
                 # The request that starts a gate is its first victim even when its
                 # clock is zero: `for_seconds = 0` fails exactly one request.

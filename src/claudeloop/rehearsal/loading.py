@@ -33,6 +33,7 @@ BUILTIN_SCENARIOS: tuple[str, ...] = (
     "stall",
     "drop",
     "pause",
+    "overage",
     "switch-profile",
     "switch-profile-local",
     "verify",

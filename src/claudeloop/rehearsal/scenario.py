@@ -6,9 +6,11 @@ plan fails loudly instead of silently rehearsing something else.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from claudeloop.domain.overage import OVERAGE_DISABLED_REASONS
 
 DEFAULT_DONE_MARKER = "CLAUDELOOP_TASK_FULLY_COMPLETE"
 
@@ -79,6 +81,8 @@ class _GateBase(_Strict):
     until_lift: bool = False
     match: Match = "all"
     message: str | None = None
+    # Only requests for a model whose name contains this (a model's own window).
+    for_model: str | None = None
 
     @model_validator(mode="after")
     def _one_start_one_end(self) -> _GateBase:
@@ -95,6 +99,24 @@ class _GateBase(_Strict):
         return self
 
 
+OverageReason = Literal[
+    "overage_not_provisioned",
+    "org_level_disabled",
+    "org_level_disabled_until",
+    "out_of_credits",
+    "seat_tier_level_disabled",
+    "member_level_disabled",
+    "seat_tier_zero_credit_limit",
+    "group_zero_credit_limit",
+    "member_zero_credit_limit",
+    "org_service_level_disabled",
+    "no_limits_configured",
+    "fetch_error",
+    "unknown",
+]
+assert set(get_args(OverageReason)) == set(OVERAGE_DISABLED_REASONS)
+
+
 class RateLimitGate(_GateBase):
     """429 with the subscription's `anthropic-ratelimit-unified-*` headers.
 
@@ -102,8 +124,16 @@ class RateLimitGate(_GateBase):
     by default the gate's own end, or a full window when the end is not a clock.
     """
 
-    kind: Literal["window", "window_silent", "weekly", "credits_overage"]
+    kind: Literal[
+        "window", "window_silent", "weekly", "credits_overage", "model_weekly", "overage_rejected"
+    ]
     announce_reset_seconds: float | None = Field(default=None, ge=0)
+    # model_weekly: the model's own weekly window the rejection claims.
+    window: Literal["seven_day_opus", "seven_day_sonnet", "seven_day_overage_included"] = (
+        "seven_day_opus"
+    )
+    # overage_rejected: why the service refuses extra usage (any the CLI can name).
+    overage_disabled_reason: OverageReason = "out_of_credits"
 
 
 class WarningGate(_GateBase):
@@ -113,6 +143,19 @@ class WarningGate(_GateBase):
     utilization: float = Field(default=0.92, ge=0, le=1)
     announce_reset_seconds: float | None = Field(default=None, ge=0)
     overage_disabled_reason: str | None = None
+
+
+class OverageGate(_GateBase):
+    """A normal answer on paid overage: the 5-hour window used up, extra usage paying.
+
+    `shape` is how the service says so: `in_use` (status allowed with the overage-in-use
+    header, which the CLI reports as `overageInUse`) or `rejected_window` (status
+    rejected with overage allowed, which it reports as `isUsingOverage`).
+    """
+
+    kind: Literal["overage_in_use"]
+    shape: Literal["in_use", "rejected_window"] = "in_use"
+    announce_reset_seconds: float | None = Field(default=None, ge=0)
 
 
 class StallGate(_GateBase):
@@ -146,15 +189,20 @@ class ErrorGate(_GateBase):
     ]
 
 
-Gate = Annotated[RateLimitGate | WarningGate | StallGate | ErrorGate, Field(discriminator="kind")]
+Gate = Annotated[
+    RateLimitGate | WarningGate | OverageGate | StallGate | ErrorGate, Field(discriminator="kind")
+]
 
 GATE_KINDS: tuple[str, ...] = (
     "window",
     "window_silent",
     "weekly",
+    "model_weekly",
     "warning",
+    "overage_in_use",
     "credits",
     "credits_overage",
+    "overage_rejected",
     "auth",
     "model_missing",
     "local_load_failed",

@@ -32,6 +32,7 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.pause import PauseThresholds, capacity_of
 from claudeloop.domain.signals import WindowUsage
 
 SESSION = "8f2ba0f9-e66a-4382-9199-b6e286b32481"
@@ -496,3 +497,42 @@ def test_an_informational_message_that_lets_the_turn_go_on_stops_nothing() -> No
     info = SystemMessage(subtype="informational", data={"content": "hi", "level": "info"})
     for message in (notice, info):
         assert read_turn([message, result()], local_backend=False).stopped_by_hook is None
+
+
+def test_an_answer_on_paid_overage_reads_as_overage_in_use_either_way() -> None:
+    # The two shapes the CLI 2.1.332 emits (measured): the overage-in-use header on an
+    # allowed answer, and a rejected window served because overage is allowed.
+    in_use = {
+        "status": "allowed_warning", "resetsAt": RESET, "rateLimitType": "five_hour",
+        "utilization": 1, "overageStatus": "allowed", "isUsingOverage": False,
+        "overageInUse": True,
+    }  # fmt: skip
+    rejected_window = {
+        "status": "rejected", "resetsAt": RESET, "rateLimitType": "five_hour",
+        "overageStatus": "allowed", "isUsingOverage": True,
+    }  # fmt: skip
+    for raw in (in_use, rejected_window):
+        reading = read_turn([rate_limit(raw), result(text="hi")], local_backend=False)
+        assert reading.signals.overage_in_use
+        capacity = capacity_of(reading.signals, PauseThresholds())
+        assert capacity == WindowExhausted(
+            "overage_in_use", datetime.fromtimestamp(RESET, tz=UTC), paused_at=1.0
+        )
+    quiet = read_turn([rate_limit({"status": "allowed"}), result(text="hi")], local_backend=False)
+    assert not quiet.signals.overage_in_use
+
+
+def test_a_spend_cap_until_an_instant_reads_as_the_overage_window_until_it() -> None:
+    until = RESET + 86400
+    event = rate_limit(
+        {
+            "status": "rejected", "resetsAt": RESET, "rateLimitType": "overage",
+            "overageStatus": "rejected", "overageResetsAt": until,
+            "overageDisabledReason": "org_level_disabled_until",
+        }
+    )  # fmt: skip
+    text = "You've hit your org's monthly spend limit · ask your admin to raise it"
+    reading = read_turn([event, *api_failure("rate_limit", 429, text)], local_backend=False)
+    assert classify(reading.signals) == WindowExhausted(
+        "overage", datetime.fromtimestamp(until, tz=UTC)
+    )

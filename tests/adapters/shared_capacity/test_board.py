@@ -213,3 +213,22 @@ def test_a_record_naming_its_run_is_still_read_by_a_reader_of_before(tmp_path: P
     assert data["version"] == 1
     assert set(data) >= {"seq", "at", "pid", "writer", "source", "standing", "signals"}
     assert data["host"] == socket.gethostname()
+
+
+def test_the_overage_signals_survive_the_board_and_an_older_record_has_none() -> None:
+    from datetime import UTC, datetime
+
+    from claudeloop.adapters.shared_capacity.board import signals_from_dict, signals_to_dict
+    from claudeloop.domain.signals import TurnSignals
+
+    until = datetime(2026, 12, 31, 0, 0, tzinfo=UTC)
+    signals = TurnSignals(
+        rate_limit_type="overage", overage_disabled_reason="org_level_disabled_until",
+        overage_resets_at=until, overage_in_use=True,
+    )  # fmt: skip
+    data = json.loads(json.dumps(signals_to_dict(signals)))
+    assert signals_from_dict(data) == signals
+    del data["overage_resets_at"], data["overage_in_use"]
+    older = signals_from_dict(data)
+    assert older.overage_resets_at is None
+    assert older.overage_in_use is False

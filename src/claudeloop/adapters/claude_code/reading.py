@@ -118,6 +118,8 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         utilization=window.utilization,
         overage_status=window.overage_status,
         overage_disabled_reason=window.overage_disabled_reason,
+        overage_resets_at=window.overage_resets_at,
+        overage_in_use=any(_overage_in_use(info) for info in rate_limits),
         # The CLI's name for the last failed attempt (`api_retry`'s `error`) is the only
         # error code the SDK passes on; it means something only on a turn that failed.
         error_code=retry_error if failed else None,
@@ -161,6 +163,14 @@ class _Window:
     utilization: float | None = None
     overage_status: str | None = None
     overage_disabled_reason: str | None = None
+    overage_resets_at: datetime | None = None
+
+
+def _overage_in_use(info: RateLimitInfo) -> bool:
+    """The CLI's `overageInUse` (the overage-in-use header) or `isUsingOverage` (a window
+    rejected while overage is allowed): the answer spent paid extra usage. Only `raw`
+    holds them (the SDK's RateLimitInfo does not type them)."""
+    return info.raw.get("overageInUse") is True or info.raw.get("isUsingOverage") is True
 
 
 def _rate_limit_window(events: list[RateLimitInfo]) -> _Window:
@@ -202,6 +212,7 @@ def _window_of(info: RateLimitInfo) -> _Window:
         utilization=_number(utilization),
         overage_status=info.overage_status,
         overage_disabled_reason=info.overage_disabled_reason,
+        overage_resets_at=_instant(info.overage_resets_at),
     )
 
 

@@ -62,9 +62,12 @@ ACCEPTED: dict[str, str] = {
     "separated by commas or spaces",
     "notify_on": "a list of: " + ", ".join(NOTIFY_KINDS),
     "update_plan": "true or false",
-    "pause_at": "WINDOW=PERCENT pairs, such as 5h=90%,7d=95% (windows: 5h, 7d, 7d_opus, 7d_sonnet)",
+    "pause_at": "WINDOW=PERCENT pairs, such as 5h=90%,7d=95% "
+    "(windows: 5h, 7d, 7d_opus, 7d_sonnet, 7d_overage_included)",
     "limits": "a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
-    '"wait", "wind-down" or "switch-profile NAME"; in CLAUDELOOP_LIMITS LIMIT=ACTION pairs '
+    '"wait", "wind-down", "go-on" (overage_in_use only), "switch-profile NAME" or '
+    '"switch-model MODEL"; '
+    "in CLAUDELOOP_LIMITS LIMIT=ACTION pairs "
     "separated by commas, as each --on-limit LIMIT=ACTION",
     "share_capacity": "true or false (share what loops on one account learn about capacity)",
     "verify": 'a list of commands a Done must pass, such as ["make test", "ruff check ."] '
@@ -210,12 +213,24 @@ def _lines(value: object) -> object:
 PauseAt = Annotated[str, AfterValidator(_pause_at)]
 Checks = Annotated[list[Annotated[str, AfterValidator(_check)]], BeforeValidator(_lines)]
 WholeOrZero = Annotated[int, Field(ge=0)]
-LimitKind = Literal["five_hour", "seven_day", "seven_day_opus", "overage", "credits", "local"]
+# LIMIT_KINDS (domain.limits), as a type pydantic checks.
+LimitKind = Literal[
+    "five_hour",
+    "seven_day",
+    "seven_day_opus",
+    "seven_day_sonnet",
+    "seven_day_overage_included",
+    "overage",
+    "overage_in_use",
+    "credits",
+    "local",
+]
 Limits = Annotated[
     dict[LimitKind, Annotated[str, AfterValidator(_action)]], BeforeValidator(_limit_pairs)
 ]
 NotifyKinds = Annotated[
-    list[Literal["done", "blocked", "failed", "wait", "credits"]], BeforeValidator(_listed)
+    list[Literal["done", "blocked", "failed", "wait", "credits", "overage"]],
+    BeforeValidator(_listed),
 ]
 
 

@@ -18,8 +18,11 @@ from typing import Literal, assert_never
 from claudeloop.application.events import (
     CostGuessed,
     Event,
+    ModelRestored,
+    ModelSwitched,
     NoProgress,
     NotifyFailed,
+    OverageStarted,
     PauseIgnored,
     PlanUpdated,
     ProbeFinished,
@@ -43,8 +46,8 @@ from claudeloop.application.events import (
 from claudeloop.domain.budget import money
 from claudeloop.domain.loop import Outcome
 
-NotifyKind = Literal["done", "blocked", "failed", "wait", "credits"]
-NOTIFY_KINDS: tuple[NotifyKind, ...] = ("done", "blocked", "failed", "wait", "credits")
+NotifyKind = Literal["done", "blocked", "failed", "wait", "credits", "overage"]
+NOTIFY_KINDS: tuple[NotifyKind, ...] = ("done", "blocked", "failed", "wait", "credits", "overage")
 # Apprise's notify types, which services render as an icon or a colour.
 Level = Literal["info", "success", "warning", "failure"]
 
@@ -99,6 +102,8 @@ def notification_for(
             if awaited != run.told_wait:
                 notification = _wait(capacity, probe_at, run)
             run = replace(run, told_wait=awaited)
+        case OverageStarted():
+            notification = _overage(event, run)
         case RunFinished():
             notification = _finished(event, run)
             run = replace(run, told_wait=None)
@@ -113,6 +118,8 @@ def notification_for(
             | PauseIgnored()
             | ProfileSwitched()
             | ProfileRestored()
+            | ModelSwitched()
+            | ModelRestored()
             | VerifyStarted()
             | VerifyFinished()
             | ReviewStarted()
@@ -126,6 +133,25 @@ def notification_for(
     if notification is not None and notification.kind not in on:
         notification = None
     return notification, run
+
+
+def _overage(event: OverageStarted, run: RunSoFar) -> Notification:
+    reset = f" The window resets at {_instant(event.resets_at)}." if event.resets_at else ""
+    doing = {
+        "wait": "claudeloop sends no more turns until the window resets",
+        "wind-down": "claudeloop winds the run down with a handoff",
+        "go-on": "claudeloop goes on, spending extra usage, as its policy says",
+    }.get(event.action, f"claudeloop does what its policy says: {event.action}")
+    return Notification(
+        kind="overage",
+        title=f"claudeloop: run {run.run_id} — paid overage in use",
+        body=(
+            f"Turn {event.turn} was answered on paid overage: extra usage billed to the "
+            f"account.{reset} {doing} (--on-limit overage_in_use=ACTION).\n"
+            f"So far: {run.progress}. Project: {run.cwd}"
+        ),
+        level="warning",
+    )
 
 
 def _wait(capacity: str, probe_at: datetime, run: RunSoFar) -> Notification:

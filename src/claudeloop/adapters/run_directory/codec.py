@@ -98,6 +98,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "probes": state.probes,
             "wait_probes": state.wait_probes,
             "errored_turns": state.errored_turns,
+            "overage_turns": state.overage_turns,
             "waiting_since": _instant_out(state.waiting_since),
             "next_probe_at": _instant_out(state.next_probe_at),
             "remaining_work": list(state.remaining_work),
@@ -163,6 +164,8 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             probes=raw["probes"],
             wait_probes=raw["wait_probes"],
             errored_turns=raw.get("errored_turns", 0),
+            # Written since 2026-12-02: a record from before counted none.
+            overage_turns=raw.get("overage_turns", 0),
             waiting_since=_instant_in(raw["waiting_since"]),
             next_probe_at=_instant_in(raw["next_probe_at"]),
             remaining_work=tuple(raw["remaining_work"]),
@@ -246,6 +249,7 @@ def _well_typed(record: RunRecord) -> RunRecord:
         ("state.probes", state.probes, int),
         ("state.wait_probes", state.wait_probes, int),
         ("state.errored_turns", state.errored_turns, int),
+        ("state.overage_turns", state.overage_turns, int),
         ("state.summary", state.summary, _TEXT_OR_NONE),
         ("state.reason", state.reason, _TEXT_OR_NONE),
         ("state.blocked_on", state.blocked_on, _TEXT_OR_NONE),
@@ -344,6 +348,7 @@ def _detour_out(detour: Detour | None) -> dict[str, Any] | None:
         "since": detour.since.isoformat(),
         "check_at": detour.check_at.isoformat(),
         "checks": detour.checks,
+        "model": detour.model,
     }
 
 
@@ -359,6 +364,8 @@ def _detour_in(data: dict[str, Any] | None) -> Detour | None:
         since=datetime.fromisoformat(data["since"]),
         check_at=datetime.fromisoformat(data["check_at"]),
         checks=data["checks"],
+        # Written since 2026-12-02: a detour from before went to a profile.
+        model=data.get("model"),
     )
 
 

@@ -306,6 +306,8 @@ def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
         "utilization": signals.utilization,
         "overage_status": signals.overage_status,
         "overage_disabled_reason": signals.overage_disabled_reason,
+        "overage_resets_at": _instant(signals.overage_resets_at),
+        "overage_in_use": signals.overage_in_use,
         "error_code": signals.error_code,
         "api_error_status": signals.api_error_status,
         "assistant_error": signals.assistant_error,
@@ -337,6 +339,11 @@ def signals_from_dict(data: Mapping[str, Any]) -> TurnSignals:
         utilization=float(utilization) if utilization is not None else None,
         overage_status=_text(data.get("overage_status")),
         overage_disabled_reason=_text(data.get("overage_disabled_reason")),
+        # Written since 2026-12-02: a record from before has neither.
+        overage_resets_at=_aware(data["overage_resets_at"])
+        if data.get("overage_resets_at")
+        else None,
+        overage_in_use=bool(data.get("overage_in_use")),
         error_code=_text(data.get("error_code")),
         api_error_status=int(status) if status is not None else None,
         assistant_error=_text(data.get("assistant_error")),
