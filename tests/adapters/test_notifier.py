@@ -88,7 +88,7 @@ def test_the_events_that_call_for_a_notification_reach_every_service() -> None:
     first, second, log = Inbox(), Inbox(), Recorder()
     sink = notifier(first, second, log=log)
     sink.emit(TurnStarted(turn=1, session_id=None))
-    sink.emit(WaitStarted(capacity="five_hour window closed", probe_at=TEN))
+    sink.emit(WaitStarted(capacity="5-hour window closed", probe_at=TEN))
     sink.emit(WaitStarted(capacity="credits exhausted", probe_at=TEN))
     sink.emit(DONE)
     sink.close()

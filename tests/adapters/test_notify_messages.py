@@ -28,7 +28,7 @@ from claudeloop.application.events import (
 from claudeloop.domain.loop import Outcome
 
 RUN = RunSoFar(run_id="20261130-101500-a1b2c3", cwd="/home/ada/app")
-WINDOW = "five_hour window closed until 2026-11-30 15:00:00 UTC"
+WINDOW = "5-hour window closed until 2026-11-30 15:00:00 UTC"
 
 
 def play(events: list[Event], run: RunSoFar = RUN, **options: Any) -> list[Notification]:
@@ -129,13 +129,13 @@ def test_a_missing_reason_still_says_something() -> None:
 def test_a_wait_names_what_is_awaited_its_reset_and_the_next_probe() -> None:
     (waiting,) = play([*turn(0.1), wait(WINDOW)])
     assert waiting.kind == "wait"
-    assert "five_hour window" in waiting.title
+    assert "5-hour window" in waiting.title
     assert "until 2026-11-30 15:00:00 UTC" in waiting.body
     assert "Next probe at 2026-11-30 15:00:02 UTC" in waiting.body
 
 
 def test_a_window_still_closed_at_the_probe_is_not_told_twice() -> None:
-    silent = "five_hour window closed, no reset announced"
+    silent = "5-hour window closed, no reset announced"
     sent = play(
         [
             *turn(0.1),
@@ -150,7 +150,7 @@ def test_a_window_still_closed_at_the_probe_is_not_told_twice() -> None:
 
 
 def test_a_new_reset_or_a_later_wait_is_told_again() -> None:
-    later = "five_hour window closed until 2026-11-30 20:00:00 UTC"
+    later = "5-hour window closed until 2026-11-30 20:00:00 UTC"
     sent = play([wait(WINDOW), wait(later), *turn(0.1), wait(later)])
     assert [n.kind for n in sent] == ["wait", "wait", "wait"]
 

@@ -27,7 +27,7 @@ def test_a_waiting_run_says_what_it_waits_for_and_when_it_probes() -> None:
     view = status_object(replace(record(), state=WAITING), now=START, driver_pid=4242)
     assert view["phase"] == "waiting"
     assert view["outcome"] is None  # not ended: no outcome yet
-    assert view["capacity"].startswith("five_hour window closed until")
+    assert view["capacity"].startswith("5-hour window closed until")
     assert view["next_probe_in_seconds"] == 90.0
     assert (view["driver_pid"], view["driver_alive"]) == (4242, True)
     assert view["detour"] is None

@@ -91,7 +91,7 @@ def test_text_from_elsewhere_is_not_read_as_markup() -> None:
     assert "[profiles.local]" in text
 
 
-FIVE_HOURS = "five_hour window closed until 2026-11-30 13:22:27 UTC"
+FIVE_HOURS = "5-hour window closed until 2026-11-30 13:22:27 UTC"
 
 
 def test_the_live_line_keeps_the_countdown_within_80_columns_during_a_five_hour_wait() -> None:
@@ -106,7 +106,7 @@ def test_the_live_line_keeps_the_countdown_within_80_columns_during_a_five_hour_
     assert len(lines) == 1
     shown = "".join(segment.text for segment in lines[0])
     assert len(shown) <= 80
-    assert shown.startswith("turn 12 · $1.25 · plan 7/19 · waiting: five_hour")
+    assert shown.startswith("turn 12 · $1.25 · plan 7/19 · waiting: 5-hour window")
     assert re.search(r"; next probe in [45]:\d\d:\d\d$", shown), shown
 
 

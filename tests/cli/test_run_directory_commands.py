@@ -52,7 +52,7 @@ def waiting_run(cwd: Path, run_id: str = "20261130-090000-aaaaaa") -> RunDirecto
                     "ts": now.isoformat(),
                     "run_id": run_id,
                     "type": "wait.started",
-                    "capacity": "five_hour window closed",
+                    "capacity": "5-hour window closed",
                     "probe_at": (now + timedelta(minutes=5)).isoformat(),
                 }
             )
@@ -67,7 +67,7 @@ def test_status_shows_capacity_countdown_and_plan(claudeloop: Invoke, tmp_path: 
     assert result.exit_code == 0
     assert "waiting" in result.out
     assert "next probe in 4m" in result.out or "next probe in 5m" in result.out
-    assert "five_hour window closed" in result.out
+    assert "5-hour window closed" in result.out
     assert "plan: 1/2" in result.out
     assert "no driver" in result.out
 
@@ -190,7 +190,7 @@ def test_status_shows_a_switch_profile_detour(claudeloop: Invoke, tmp_path: Path
     state = replace(record.state, phase=Phase.RUNNING, capacity=Available(), detour=detour)
     directory.save(replace(record, state=state))
     text = claudeloop("status", "--cwd", tmp_path).out
-    assert "on profile local while the run's own backend waits: five_hour window closed" in text
+    assert "on profile local while the run's own backend waits: 5-hour window closed" in text
     data = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
     assert data["detour"]["profile"] == "local"
     assert 200 < data["detour"]["check_in_seconds"] <= 240

@@ -68,10 +68,10 @@ def test_is_waitable_is_false_only_for_the_two_terminal_states(
     ("state", "line"),
     [
         (Available(), "available"),
-        (WindowExhausted("seven_day"), "seven_day window closed, no reset announced"),
+        (WindowExhausted("seven_day"), "weekly window closed, no reset announced"),
         (
             WindowExhausted("five_hour", RESET),
-            "five_hour window closed until 2026-01-15 17:00:00 UTC",
+            "5-hour window closed until 2026-01-15 17:00:00 UTC",
         ),
         (CreditsExhausted("balance too low"), "credits exhausted"),
         (
@@ -97,7 +97,7 @@ def test_describe_shows_a_reset_in_another_offset_as_utc() -> None:
     two_hours_east = timezone(timedelta(hours=2))
     same_instant = RESET.astimezone(two_hours_east)
     assert describe(WindowExhausted("five_hour", same_instant)) == (
-        "five_hour window closed until 2026-01-15 17:00:00 UTC"
+        "5-hour window closed until 2026-01-15 17:00:00 UTC"
     )
 
 

@@ -400,7 +400,7 @@ def test_after_probe_past_max_wait_gives_up() -> None:
     transition = decide_after_probe(probing, WindowExhausted("unknown"), now=later, config=config)
     assert transition.decision == Finish(
         Outcome.MAX_WAIT_EXCEEDED,
-        "waited longer than max-wait for capacity (unknown window closed, no reset announced)",
+        "waited longer than max-wait for capacity (usage window closed, no reset announced)",
     )
     assert transition.decision.exit_code == 4
     assert transition.state.phase is Phase.FAILED

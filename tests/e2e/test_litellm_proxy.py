@@ -420,7 +420,7 @@ def test_an_upstream_500_is_waited_out_not_the_end(
     finished = run_through(proxy.url, tmp_path, "failing")
     row(record_property, "upstream 5xx", answer(proxy, "failing"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr  # waited until --max-wait
-    assert waits(finished)[0].startswith("overloaded")
+    assert waits(finished)[0].startswith("the service is overloaded")
 
 
 def test_an_upstream_401_behind_a_cooldown_exits_77(
@@ -437,7 +437,7 @@ def test_a_429_through_the_proxy_is_waited_out(
     finished = run_through(proxy.url, tmp_path, "ratelimited")
     row(record_property, "429 (RateLimitError)", answer(proxy, "ratelimited"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr
-    assert waits(finished)[0] == "unknown window closed, no reset announced"
+    assert waits(finished)[0] == "usage window closed, no reset announced"
 
 
 def test_a_context_too_long_exits_78_with_the_context_fix(

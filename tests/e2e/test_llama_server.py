@@ -535,7 +535,7 @@ def test_a_model_still_loading_is_waited_for_and_the_run_finishes_once_it_loads(
     types = [e["type"] for e in events]
     # The first turn met the 503, the run waited and probed, then the turn was served.
     first = next(e for e in events if e["type"] == "turn.finished")
-    assert first["capacity"].startswith("local"), first
+    assert first["capacity"].startswith("the local server is busy"), first
     assert "probe.finished" in types
     assert types.index("wait.started") < types.index("probe.finished")
     last = [e for e in events if e["type"] == "turn.finished"][-1]

@@ -146,7 +146,7 @@ def test_a_full_local_queue_waits_probes_and_finishes(rehearsal: Rehearsal) -> N
     assert finished.result["outcome"] == "done"
     waits = [e for e in finished.events() if e["type"] == "wait.started"]
     assert waits
-    assert "local" in waits[0]["capacity"]
+    assert "the local server is busy" in waits[0]["capacity"]
     requests = rehearsal.requests()
     busy = [r for r in requests if r["gate"] == "local_busy"]
     assert busy[0]["kind"] == "turn"
@@ -352,11 +352,13 @@ def test_a_key_the_proxy_refuses_exits_77_naming_the_profiles_variable(
     [
         pytest.param(
             "litellm_upstream_error",
-            "overloaded",
+            "the service is overloaded",
             marks=pytest.mark.scenario("litellm_upstream_error_at_2"),
         ),
         pytest.param(
-            "litellm_cooldown", "cooldown", marks=pytest.mark.scenario("litellm_cooldown_at_2")
+            "litellm_cooldown",
+            "the proxy is cooling down",
+            marks=pytest.mark.scenario("litellm_cooldown_at_2"),
         ),
     ],
 )

@@ -60,7 +60,7 @@ def test_window_with_reset_waits_past_the_reset_probes_and_resumes_the_session(
     assert len(probes) == 1  # and it found the window open
     waits = [e for e in finished.events() if e["type"] == "wait.started"]
     assert len(waits) >= 1
-    assert "five_hour" in waits[0]["capacity"]
+    assert "5-hour window" in waits[0]["capacity"]
     sessions = {e["session_id"] for e in finished.events() if e["type"] == "turn.finished"}
     assert len(sessions) == 1
 

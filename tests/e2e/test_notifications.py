@@ -44,7 +44,7 @@ def test_a_closed_window_and_the_end_of_the_run_are_told_from_the_config_file(
     titles = receiver.titles()
     assert len(titles) == 2, titles  # the wait, then the end: nothing else
     waiting, done = receiver.received
-    assert "five_hour window" in waiting["title"]
+    assert "5-hour window" in waiting["title"]
     # What is awaited, the announced reset, and when the next probe comes.
     assert wait["capacity"] in waiting["message"]
     assert "Next probe at" in waiting["message"]
@@ -103,5 +103,5 @@ def test_rehearse_sends_its_notifications_to_try_a_setup(tmp_path: Path) -> None
     assert completed.returncode == 0, completed.stderr
     run_id = json.loads(completed.stdout)["run_id"]
     waiting, done = receiver.titles()
-    assert waiting.startswith(f"claudeloop: run {run_id} waiting — five_hour window")
+    assert waiting.startswith(f"claudeloop: run {run_id} waiting — 5-hour window")
     assert done.startswith(f"claudeloop: run {run_id} done — 3/3 plan items, $")

@@ -88,7 +88,7 @@ def test_a_spend_cap_until_an_instant_is_waited_out_to_that_instant(
     assert finished.exit_code == 0, finished.stderr
     waits = [e for e in finished.events() if e["type"] == "wait.started"]
     assert waits
-    assert all(w["capacity"].startswith("overage window closed until") for w in waits)
+    assert all(w["capacity"].startswith("extra-usage limit closed until") for w in waits)
 
 
 @pytest.mark.scenario("opus_weekly_until_lift_at_2")

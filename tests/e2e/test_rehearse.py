@@ -32,8 +32,8 @@ def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -
     finished = rehearse(tmp_path)
     assert finished.returncode == 0, finished.stderr
     lines = finished.stderr.splitlines()
-    refused = next(i for i, line in enumerate(lines) if "refused, capacity five_hour" in line)
-    waiting = next(i for i, line in enumerate(lines) if line.startswith("waiting: five_hour"))
+    refused = next(i for i, line in enumerate(lines) if "refused, capacity 5-hour window" in line)
+    waiting = next(i for i, line in enumerate(lines) if line.startswith("waiting: 5-hour window"))
     resumed = next(i for i, line in enumerate(lines) if line == "probe: available")
     assert refused < waiting < resumed
     assert "claudeloop: done (exit 0)" in finished.stderr
@@ -111,8 +111,12 @@ def test_a_full_local_queue_is_waited_out(tmp_path: Path) -> None:
     finished = rehearse(tmp_path, "local-busy")
     assert finished.returncode == 0, finished.stderr
     lines = finished.stderr.splitlines()
-    refused = next(i for i, line in enumerate(lines) if "refused, capacity local window" in line)
-    waiting = next(i for i, line in enumerate(lines) if line.startswith("waiting: local window"))
+    refused = next(
+        i for i, line in enumerate(lines) if "refused, capacity the local server is busy" in line
+    )
+    waiting = next(
+        i for i, line in enumerate(lines) if line.startswith("waiting: the local server is busy")
+    )
     resumed = next(i for i, line in enumerate(lines) if line == "probe: available")
     assert refused < waiting < resumed
     assert "claudeloop: done (exit 0)" in finished.stderr

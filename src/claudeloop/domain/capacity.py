@@ -124,6 +124,32 @@ def is_waitable(state: CapacityState) -> bool:
             assert_never(state)
 
 
+# The windows in the words people use for them; a window the service names that is not
+# here yet is said by its own name.
+_WINDOW_NAMES = {
+    "five_hour": "5-hour window",
+    "seven_day": "weekly window",
+    "seven_day_opus": "weekly Opus window",
+    "seven_day_sonnet": "weekly Sonnet window",
+    "seven_day_overage_included": "weekly window of included extra usage",
+    "overage": "extra-usage limit",
+    "unknown": "usage window",
+}
+# The waits that are no usage window, each said as what it is.
+_WAITS_SAID = {
+    "upstream_unreachable": "the proxy's upstream is unreachable",
+    "timeout": "the upstream timed out (408)",
+    "overloaded": "the service is overloaded or failing",
+    "local": "the local server is busy (503)",
+    "cooldown": "the proxy is cooling down after an upstream error",
+}
+
+
+def window_name(kind: str) -> str:
+    """`5-hour window`, `weekly window`, ...: a limit kind as a person calls it."""
+    return _WINDOW_NAMES.get(kind, f"{kind} window")
+
+
 def describe(state: CapacityState) -> str:
     """One line a person reads: what the capacity is."""
     match state:
@@ -139,15 +165,15 @@ def describe(state: CapacityState) -> str:
             return f"paid overage in use{until}"
         case WindowExhausted(rate_limit_type=kind, paused_at=float() as used, resets_at=reset):
             until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
-            return f"{kind} window {used:.0%} used: paused{until}"
+            return f"{window_name(kind)} {used:.0%} used: paused{until}"
+        case WindowExhausted(rate_limit_type=kind, resets_at=reset) if kind in _WAITS_SAID:
+            until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
+            return f"{_WAITS_SAID[kind]}{until or ', no reset announced'}"
         case WindowExhausted(rate_limit_type=kind, resets_at=datetime() as resets_at):
-            return f"{kind} window closed until {resets_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
-        case WindowExhausted(rate_limit_type="upstream_unreachable"):
-            return "the proxy's upstream is unreachable, no reset announced"
-        case WindowExhausted(rate_limit_type="timeout"):
-            return "the upstream timed out (408), no reset announced"
+            when = f"{resets_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+            return f"{window_name(kind)} closed until {when}"
         case WindowExhausted(rate_limit_type=kind):
-            return f"{kind} window closed, no reset announced"
+            return f"{window_name(kind)} closed, no reset announced"
         case CreditsExhausted(source="proxy_budget"):
             return "the proxy's budget is spent (credits out)"
         case CreditsExhausted():
