@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from rich.console import Console
 
 from claudeloop.application.events import (
@@ -106,8 +107,25 @@ def test_the_live_line_keeps_the_countdown_within_80_columns_during_a_five_hour_
     assert len(lines) == 1
     shown = "".join(segment.text for segment in lines[0])
     assert len(shown) <= 80
-    assert shown.startswith("turn 12 · $1.25 · plan 7/19 · waiting: 5-hour window")
-    assert re.search(r"; next probe in [45]:\d\d:\d\d$", shown), shown
+    # What is awaited, whole, and the countdown first; the rest as room allows.
+    assert shown.startswith(f"{FIVE_HOURS}; next probe in ")
+    assert re.search(r"; next probe in [45]:\d\d:\d\d( · |$)", shown), shown
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_the_wait_and_its_countdown_are_never_cut_for_the_turn_or_the_spend(width: int) -> None:
+    status = _Status()
+    status.update(TurnStarted(turn=2, session_id="s1"))
+    status.update(PlanUpdated(done=1, total=3, open=()))
+    probe_at = datetime.now(UTC) + timedelta(seconds=3)
+    status.update(WaitStarted(capacity=FIVE_HOURS, probe_at=probe_at))
+    shown = status.line(width)
+    assert len(shown) <= width
+    assert re.search(r"next probe in 0:0\d", shown), shown
+    if width >= 80:
+        assert FIVE_HOURS in shown  # the reset time is never cut at 80 columns
+    if width >= 120:
+        assert shown.endswith("· turn 2 · $0.00 · plan 1/3")
 
 
 def test_on_a_narrow_terminal_the_countdown_stays_and_the_description_goes() -> None:

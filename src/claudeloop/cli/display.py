@@ -112,23 +112,28 @@ class _Status:
         yield Text(self.line(options.max_width), style="dim", no_wrap=True, overflow="ellipsis")
 
     def line(self, width: int) -> str:
-        """The line in at most `width` columns: what is awaited is shortened, never the
-        countdown (a 5-hour wait's description alone nearly fills 80 columns)."""
+        """The line in at most `width` columns. While waiting, what is awaited and the
+        countdown come first and the rest gives way: the turn, the spend and the plan
+        follow while they fit, and what is awaited is shortened, never the countdown."""
         parts = [f"turn {self.turn}", money(self.dollars)]
         if self.plan:
             parts.append(self.plan)
         if self.probe_at is None:
             return " · ".join([*parts, "working"])
         left = max((self.probe_at - datetime.now(UTC)).total_seconds(), 0.0)
-        countdown = f"next probe in {_clock(left)}"
-        head = " · ".join([*parts, "waiting: "])
-        room = width - len(head) - len(f"; {countdown}")
-        if room < 12:
-            return " · ".join([*parts, countdown])
-        awaited = self.waiting_for
+        countdown = f"; next probe in {_clock(left)}"
+        room = width - len(countdown)
+        awaited = f"waiting: {self.waiting_for}"
         if len(awaited) > room:
-            awaited = awaited[: room - 1].rstrip() + "…"
-        return f"{head}{awaited}; {countdown}"
+            awaited = self.waiting_for  # a wait's own words say it is one
+        if len(awaited) > room:
+            awaited = awaited[: max(room - 1, 0)].rstrip() + "…"
+        line = f"{awaited}{countdown}"
+        for part in parts:
+            if len(line) + len(f" · {part}") > width:
+                break
+            line += f" · {part}"
+        return line
 
 
 def event_line(event: Event) -> str | None:
