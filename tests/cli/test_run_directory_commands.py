@@ -8,12 +8,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.lock import acquire
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import WindowExhausted
-from claudeloop.domain.loop import ControlCommand, Phase, RunState
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState
 from claudeloop.domain.plan import WorkPlan
 from tests.cli.conftest import Invocation
 
@@ -239,3 +241,19 @@ def test_a_second_run_beside_a_live_one_is_refused_unless_named(
     assert f"process {os.getpid()}" in line
     assert "--run-id NAME" in line
     assert [d.name for d in (tmp_path / ".claudeloop" / "runs").iterdir()] == [OLDER]
+
+
+@pytest.mark.parametrize("outcome", [Outcome.STOPPED, Outcome.WOUND_DOWN, Outcome.DONE])
+def test_status_names_an_ended_run_by_how_it_ended(
+    claudeloop: Invoke, tmp_path: Path, outcome: Outcome
+) -> None:
+    # A user's stop was labelled "failed, stopped".
+    from dataclasses import replace
+
+    directory = waiting_run(tmp_path)
+    record = directory.load()
+    phase = Phase.COMPLETE if outcome is Outcome.DONE else Phase.FAILED
+    state = replace(record.state, phase=phase, outcome=outcome, reason="as asked")
+    directory.save(replace(record, state=state))
+    first = claudeloop("status", "--cwd", tmp_path).out.splitlines()[0]
+    assert first == f"run {record.run_id}: {outcome.value}: as asked · no driver"

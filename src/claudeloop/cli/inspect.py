@@ -54,8 +54,9 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
 def show_status(data: dict[str, Any], driver: str) -> None:
     """`status` as lines; `driver` says who drives the run (a pid here, a worker)."""
     lines = [
-        f"run {data['run_id']}: {data['phase']}"
-        + (f", {data['outcome']}: {data['reason']}" if data["outcome"] else "")
+        # An ended run by how it ended: a stop is no failure, whatever its phase.
+        f"run {data['run_id']}: "
+        + (f"{data['outcome']}: {data['reason']}" if data["outcome"] else data["phase"])
         + f" · {driver}",
         f"turns {data['attempts']} sent, {data['turns']} answered · "
         f"{count(data['probes'], 'probe')} · " + money(data["dollars"]),
