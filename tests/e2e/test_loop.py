@@ -173,7 +173,9 @@ def test_sessions_lists_the_run_s_claude_session_and_resume_finds_the_run_by_it(
     session = first.result["session_id"]
     listed = rehearsal.claudeloop("sessions")
     assert listed.exit_code == 0, listed.stderr
-    assert session in [entry["session_id"] for entry in json.loads(listed.stdout)]
+    (entry,) = [entry for entry in json.loads(listed.stdout) if entry["session_id"] == session]
+    # Whole for machines (the text listing cuts it at 100): the SDK's is the last prompt.
+    assert len(entry["summary"]) > 100, entry
     resumed = rehearsal.claudeloop("resume", "--session-id", session, "--max-turns", "9")
     assert resumed.exit_code == 0, resumed.stderr
     assert resumed.result["session_id"] == session

@@ -7,7 +7,6 @@ from datetime import datetime
 from pathlib import Path
 
 from claudeloop.domain.signals import instant_from_epoch
-from claudeloop.domain.text import first_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +22,8 @@ def list_claude_sessions(cwd: Path, limit: int) -> list[ClaudeSession]:
     return [
         ClaudeSession(
             session_id=info.session_id,
-            summary=first_line(info.summary or "", longest=100),
+            # Whole: `sessions --json` is for machines; the text listing cuts it.
+            summary=(info.summary or "").strip(),
             last_modified=instant_from_epoch(info.last_modified),
         )
         for info in list_sessions(directory=str(cwd), limit=limit)

@@ -245,4 +245,5 @@ def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
         click.echo(f"no Claude sessions in {directory}")
         return
     for s in found:
-        click.echo(f"{s.last_modified:%Y-%m-%d %H:%M}  {s.session_id}  {s.summary}")
+        summary = first_line(s.summary, longest=100)
+        click.echo(f"{s.last_modified:%Y-%m-%d %H:%M}  {s.session_id}  {summary}")
