@@ -68,6 +68,11 @@ def test_a_resent_turn_a_guessed_price_and_a_retry_are_said_without_verbose() ->
         TurnRetrying(attempt=2, max_retries=10, error_status=529, error="x", retry_delay_ms=None),
     )
     assert "Claude Code retries a failed request (attempt 2 of 10: 529 x)" in text
+    beyond = TurnRetrying(
+        attempt=0, max_retries=0, error_status=401, error="authentication_failed", retry_delay_ms=0
+    )
+    # Sent again beyond a budget of none: no "attempt 0 of 0".
+    assert "Claude Code retries a failed request (401 authentication_failed)" in shown({}, beyond)
     assert "turn 4: interrupted by a crash; sent again" in text
     assert "cost of qwen3-coder not counted: Claude Code only guesses its price" in text
 

@@ -151,9 +151,16 @@ def event_line(event: Event) -> str | None:
             return f"turn {turn}: failed: {reason}"
         case TurnRetrying(attempt=attempt, max_retries=max_retries):
             said = " ".join(str(part) for part in (event.error_status, event.error) if part)
-            return (
-                f"Claude Code retries a failed request (attempt {attempt} of "
-                f"{max_retries}{': ' + said if said else ''})"
+            # The CLI sends some failures again beyond its retry budget (a 401 even with
+            # CLAUDE_CODE_MAX_RETRIES=0 says "attempt 0 of 0"), and either may be missing:
+            # then no count is said.
+            counted = (
+                attempt is not None and max_retries is not None and 1 <= attempt <= max_retries
+            )
+            parts = [f"attempt {attempt} of {max_retries}"] if counted else []
+            parts += [said] if said else []
+            return "Claude Code retries a failed request" + (
+                f" ({': '.join(parts)})" if parts else ""
             )
         case TurnInterrupted(turn=turn):
             return f"turn {turn}: interrupted by a crash; sent again"
