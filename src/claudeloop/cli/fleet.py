@@ -337,6 +337,10 @@ Examples:
     @fleet_group.command(
         "init",
         epilog="""\b
+Examples:
+  claudeloop fleet init                 # SQLite under the state directory
+  claudeloop fleet init --engine postgresql://db.internal/fleet
+\b
 Safe to repeat, and to run while workers start: set-up happens under a lock.
 """,
     )
@@ -420,7 +424,7 @@ Examples:
 """,
     )
     @ENGINE_OPTION
-    @click.option("--json", "as_json", is_flag=True)
+    @click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
     def queue_ls(engine: str | None, as_json: bool) -> None:
         """Every run of the queue, oldest first: run id, state, cwd, account, worker.
 

@@ -353,9 +353,16 @@ Examples:
   claudeloop sessions --json --cwd ~/src/app
 """
 )
-@click.option("--cwd", type=click.Path(path_type=Path), default=None)
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--limit", type=POSITIVE_INT, default=20)
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The project directory (default: the current one).",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@click.option(
+    "--limit", type=POSITIVE_INT, default=20, help="How many sessions, newest first (default 20)."
+)
 def sessions(cwd: Path | None, as_json: bool, limit: int) -> None:
     """Claude sessions of the working directory, newest first."""
     from claudeloop.cli import inspect
@@ -381,7 +388,7 @@ Examples:
     multiple=True,
     help="Send the rehearsal's notifications to this apprise URL (repeatable).",
 )
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
 def rehearse(
     scenario: str, list_them: bool, keep: bool, notify: tuple[str, ...], as_json: bool
 ) -> None:
@@ -479,7 +486,7 @@ Examples:
 )
 @run_selection
 @FLEET_SELECTION
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
 def status(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Phase, turns, spend, capacity, next probe and plan progress of a run.
 
@@ -530,8 +537,13 @@ Examples:
   claudeloop runs --json
 """
 )
-@click.option("--cwd", type=click.Path(path_type=Path), default=None)
-@click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The project directory (default: the current one).",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
 def runs(cwd: Path | None, as_json: bool) -> None:
     """claudeloop runs of the working directory, newest first, with their outcome."""
     from claudeloop.cli import inspect
@@ -549,7 +561,7 @@ Examples:
 )
 @run_selection
 @FLEET_SELECTION
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
 def stop(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Stop the live run at the next safe point (at once during a wait); it exits 130."""
     from claudeloop.domain.loop import ControlCommand
@@ -567,7 +579,7 @@ Examples:
 )
 @run_selection
 @FLEET_SELECTION
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
 def wind_down(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Finish the current turn, write the handoff summary, exit 75."""
     from claudeloop.domain.loop import ControlCommand
@@ -622,7 +634,7 @@ Examples:
     help="Project directory whose claudeloop.toml counts (default: the current one).",
 )
 @click.option("--profile", default=None, help="Show this profile instead of the selected one.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
 def config_show(cwd: Path | None, profile: str | None, as_json: bool) -> None:
     """The effective settings, where each came from, and the selected profile's
     environment for Claude Code. Secrets are masked."""
