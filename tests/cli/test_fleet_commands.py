@@ -296,3 +296,21 @@ def test_a_repo_run_is_queued_without_a_password_and_with_its_branch(
         "queue", "add", "PLAN.md", "--repo", url, "--cwd", tmp_path, "--engine", engine
     )
     assert_one_line_error(both, "--cwd", "--repo")
+
+
+def test_asking_about_a_fleet_never_made_does_not_make_one(
+    claudeloop: Invoke, engine: str, tmp_path: Path
+) -> None:
+    # `queue cancel nope` quietly created the default fleet.sqlite.
+    database = tmp_path / "fleet" / "fleet.sqlite"
+    for asked in (
+        ("queue", "cancel", "nope"),
+        ("status", "--engine", engine, "--run-id", "nope"),
+        ("logs", "--engine", engine, "--run-id", "nope"),
+        ("stop", "--engine", engine, "--run-id", "nope"),
+    ):
+        args = [*asked, "--engine", engine] if asked[0] == "queue" else list(asked)
+        assert_one_line_error(claudeloop(*args), "no fleet at", "claudeloop fleet init")
+    listed = claudeloop("queue", "ls", "--json", "--engine", engine)
+    assert (listed.exit_code, json.loads(listed.out)) == (0, {"runs": []})
+    assert not database.exists()

@@ -56,6 +56,19 @@ def _engine(option: str | None) -> Engine:
     return engine_from(option, os.environ)
 
 
+def _existing_engine(option: str | None, asked: str) -> Engine:
+    """The engine of a command that only reads or changes what is queued: a SQLite fleet
+    that was never made is said so, not made as a side effect of asking."""
+    chosen = _engine(option)
+    path = chosen.sqlite_file
+    if path is not None and not path.exists():
+        raise UserError(
+            f"{asked}: there is no fleet at {path} yet; `claudeloop fleet init` or "
+            "`claudeloop queue add` makes one, or name another with --engine"
+        )
+    return chosen
+
+
 @contextmanager
 def _unavailable_is_one_line() -> Iterator[None]:
 
@@ -245,8 +258,12 @@ def ls(engine: str | None, as_json: bool) -> None:
     from claudeloop.adapters.fleet.queue import runs
 
     chosen = _engine(engine)
-    with _unavailable_is_one_line():
-        queued = runs(chosen)
+    path = chosen.sqlite_file
+    # A fleet never made has an empty queue: said, not made by asking.
+    queued = []
+    if path is None or path.exists():
+        with _unavailable_is_one_line():
+            queued = runs(chosen)
     if as_json:
         print_json({"runs": [run.to_json() for run in queued]})
         return
@@ -265,7 +282,7 @@ def ls(engine: str | None, as_json: bool) -> None:
 def cancel(run_id: str, engine: str | None) -> None:
     from claudeloop.adapters.fleet.queue import cancel as cancel_run
 
-    chosen = _engine(engine)
+    chosen = _existing_engine(engine, f"queue cancel {run_id}")
     with _unavailable_is_one_line():
         before = cancel_run(chosen, run_id)
     if before is None:
@@ -552,7 +569,7 @@ def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
 
     from claudeloop.cli.inspect import show_status
 
-    chosen = _engine(engine or None)
+    chosen = _existing_engine(engine or None, "status --engine")
     if run_id is None:
         fleet_status(chosen, as_json)
         return
@@ -585,7 +602,7 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
     from claudeloop.adapters.run_directory import RunDirectory
     from claudeloop.cli.inspect import print_events
 
-    chosen = _engine(engine or None)
+    chosen = _existing_engine(engine or None, "logs --engine")
     found = _known(chosen, run_id)
     with tempfile.TemporaryDirectory(prefix="claudeloop-logs-") as into:
         directory = RunDirectory(Path(into) / run_id)
@@ -614,7 +631,7 @@ def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: b
     run's worker writes it into the run's control file."""
     from claudeloop.adapters.fleet.remote import ask
 
-    chosen = _engine(engine or None)
+    chosen = _existing_engine(engine or None, f"{command.value} --engine")
     found = _known(chosen, run_id)
     phase = found.stored.phase if found.stored else None
     if found.state == "queued":
