@@ -84,6 +84,14 @@ def test_logs_of_a_run_of_the_fleet_are_its_stored_events(claudeloop: Invoke, en
     ]
 
 
+def test_logs_of_a_queued_run_say_there_are_no_events_yet(claudeloop: Invoke, engine: str) -> None:
+    # "later" is queued and never started: logs printed nothing, exit 0.
+    shown = claudeloop("logs", "--engine", engine, "--run-id", "later")
+    assert shown.exit_code == 0, shown.err
+    assert shown.out == ""
+    assert shown.err.strip() == "run later: queued, no events yet"
+
+
 def test_status_of_the_fleet_lists_every_run_newest_first_within_80_columns(
     claudeloop: Invoke, engine: str
 ) -> None:

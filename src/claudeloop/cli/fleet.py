@@ -604,6 +604,10 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
 
     chosen = _existing_engine(engine or None, "logs --engine")
     found = _known(chosen, run_id)
+    if (found.stored is None or found.stored.record is None) and not as_json:
+        # Said, as status says it, rather than an empty output that reads like an error.
+        to_come = ": its events follow once a worker starts it" if follow else ""
+        click.echo(f"run {run_id}: {found.state}, no events yet{to_come}", err=True)
     with tempfile.TemporaryDirectory(prefix="claudeloop-logs-") as into:
         directory = RunDirectory(Path(into) / run_id)
         offset = 0
