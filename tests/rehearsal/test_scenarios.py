@@ -212,3 +212,11 @@ def test_a_review_is_played_from_the_reviews_in_order_then_the_last_again() -> N
     working = read_conversation({**body, "messages": [{"role": "user", "content": "Go."}]})
     assert not working.review
     assert play(scenario, working).blocks != first.blocks
+
+
+def test_the_local_half_of_switch_profile_is_shipped_but_not_offered() -> None:
+    from claudeloop.cli.rehearse import scenario_list
+
+    assert builtin_scenario("switch-profile-local").name == "switch-profile-local"
+    assert "switch-profile-local" not in BUILTIN_SCENARIOS
+    assert "switch-profile-local " not in scenario_list()

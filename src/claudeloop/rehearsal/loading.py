@@ -35,9 +35,10 @@ BUILTIN_SCENARIOS: tuple[str, ...] = (
     "pause",
     "overage",
     "switch-profile",
-    "switch-profile-local",
     "verify",
 )
+# Shipped beside them, never played alone: the local server `switch-profile` switches to.
+HELPER_SCENARIOS = ("switch-profile-local",)
 
 _SUFFIXES = (".toml", ".json")
 
@@ -58,8 +59,9 @@ def load_scenario(path: Path) -> Scenario:
 
 
 def builtin_scenario(name: str) -> Scenario:
-    """One of BUILTIN_SCENARIOS, shipped as a TOML file inside the package."""
-    if name not in BUILTIN_SCENARIOS:
+    """One of BUILTIN_SCENARIOS (or HELPER_SCENARIOS), shipped as a TOML file inside the
+    package."""
+    if name not in BUILTIN_SCENARIOS + HELPER_SCENARIOS:
         raise ScenarioError(
             f"unknown built-in scenario '{name}'; accepted: {', '.join(BUILTIN_SCENARIOS)}"
         )
