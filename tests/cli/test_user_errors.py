@@ -143,3 +143,17 @@ def test_a_blank_text_setting_is_refused_alike_from_a_flag_a_variable_and_the_fi
     from_file = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
     assert_one_line_error(from_file, f'{key} = " ": expected non-empty text')
     assert not (tmp_path / ".claudeloop").exists()
+
+
+def test_a_plan_without_checklist_items_is_said_not_to_be_tracked(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "PLAN.md").write_text("# Task\n\nPort the parser to Rust.\n")
+    # A bad setting ends the run right after the plan was read: the warning came first.
+    (tmp_path / "claudeloop.toml").write_text("max_turns = 0\n")
+    result = claudeloop("run", tmp_path / "PLAN.md", "--cwd", tmp_path)
+    first = result.err.splitlines()[0]
+    assert first.startswith("claudeloop: warning: PLAN.md has no checklist items (- [ ] ...)")
+    assert "plan progress is not tracked" in first
+    (tmp_path / "PLAN.md").write_text("# Task\n\n- [ ] Port the parser\n")
+    assert "warning" not in claudeloop("run", tmp_path / "PLAN.md", "--cwd", tmp_path).err

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+import click
+
 from claudeloop.adapters.plan_file import (
     TASK_LIMIT,
     TASK_LIMIT_BYTES,
@@ -23,6 +25,7 @@ from claudeloop.adapters.plan_file import (
 )
 from claudeloop.application.prompts import plan_task
 from claudeloop.cli.errors import UserError
+from claudeloop.domain.plan import WorkPlan
 
 STDIN = "-"
 
@@ -37,7 +40,14 @@ def the_task(
             "not both and not neither"
         )
     if plan is not None:
-        plan_path, _ = read_plan(plan, cwd)
+        plan_path, text = read_plan(plan, cwd)
+        if WorkPlan.parse(text).total == 0:
+            click.echo(
+                f"claudeloop: warning: {plan_path.name} has no checklist items (- [ ] ...): "
+                "plan progress is not tracked, the model's verdict (and --verify) decide "
+                "when it is done",
+                err=True,
+            )
         return plan_path, plan_task(plan_path.name)
     given = task_prompt(prompt, prompt_file, cwd=cwd)
     if given is None or not given.strip():
