@@ -65,3 +65,35 @@ def test_a_turn_that_ended_in_an_error_is_shown_as_an_error() -> None:
     assert "turn 1: error: Claude Code crashed mid-turn, $0.02" in lines
     assert not any(line.startswith("turn 1: continue") for line in lines)
     assert "turn 2: done, capacity available, $0.01 — all done" in lines
+
+
+def test_a_refusal_line_says_the_message_once_and_cuts_it_between_words() -> None:
+    from claudeloop.application.events import TurnFinished
+    from claudeloop.cli.display import event_line
+
+    def refused(capacity: str, summary: str) -> str:
+        finished = TurnFinished(
+            turn=1,
+            capacity=capacity,
+            verdict="refused",
+            summary=summary,
+            cost_usd=0.0,
+            session_id=None,
+            denied_tools=(),
+        )
+        line = event_line(finished)
+        assert line is not None
+        return line
+
+    missing = "There's an issue with the selected model (qwen3). It may not exist."
+    quoted = f"backend misconfigured: the model was not found ({missing})"
+    assert refused(quoted, missing).count(missing) == 1
+    overloaded = (
+        "API Error: 529 Overloaded. This is a server-side issue, usually temporary, try "
+        "again in a moment. If it persists, check status.anthropic.com."
+    )
+    said = refused("overloaded", overloaded).split(" — ", 1)[1]
+    assert said.endswith("…")
+    kept = said.removesuffix("…")
+    assert overloaded.startswith(kept)
+    assert overloaded[len(kept)] in " ,."  # cut between words, not mid-word

@@ -246,8 +246,18 @@ def _finished_line(event: TurnFinished) -> str:
         # Capacity explains nothing here: the verdict is not trusted and the turn is retried.
         return f"{turn}: error: {error[:200]}, {cost}"
     summary = event.summary.strip().splitlines()
-    first = f" — {summary[0][:100]}" if summary else ""
+    # What the capacity already quotes is not said twice (a missing model's message).
+    said = summary[0] if summary and summary[0] not in event.capacity else ""
+    first = f" — {_shortened(said, 100)}" if said else ""
     return f"{turn}: {event.verdict}, capacity {event.capacity}, {cost}{first}"
+
+
+def _shortened(text: str, longest: int) -> str:
+    """`text` in at most `longest` characters, cut between words with an ellipsis."""
+    if len(text) <= longest:
+        return text
+    cut = text[: longest - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,.;:—-") + "…"
 
 
 def _clock(seconds: float) -> str:
