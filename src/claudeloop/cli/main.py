@@ -123,6 +123,18 @@ def cli() -> None:
     """
 
 
+# The options of every command that reads a project's runs or prints for scripts.
+PROJECT_OPTION = click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The project directory (default: the current one).",
+)
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines."
+)
+
+
 def loop_options(command: F) -> F:
     """The options `run` and `resume` share."""
     options = [
@@ -353,13 +365,8 @@ Examples:
   claudeloop sessions --json --cwd ~/src/app
 """
 )
-@click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="The project directory (default: the current one).",
-)
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@PROJECT_OPTION
+@JSON_OPTION
 @click.option(
     "--limit", type=POSITIVE_INT, default=20, help="How many sessions, newest first (default 20)."
 )
@@ -388,7 +395,7 @@ Examples:
     multiple=True,
     help="Send the rehearsal's notifications to this apprise URL (repeatable).",
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@JSON_OPTION
 def rehearse(
     scenario: str, list_them: bool, keep: bool, notify: tuple[str, ...], as_json: bool
 ) -> None:
@@ -486,7 +493,7 @@ Examples:
 )
 @run_selection
 @FLEET_SELECTION
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@JSON_OPTION
 def status(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Phase, turns, spend, capacity, next probe and plan progress of a run.
 
@@ -537,13 +544,8 @@ Examples:
   claudeloop runs --json
 """
 )
-@click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="The project directory (default: the current one).",
-)
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@PROJECT_OPTION
+@JSON_OPTION
 def runs(cwd: Path | None, as_json: bool) -> None:
     """claudeloop runs of the working directory, newest first, with their outcome."""
     from claudeloop.cli import inspect
@@ -561,7 +563,7 @@ Examples:
 )
 @run_selection
 @FLEET_SELECTION
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@JSON_OPTION
 def stop(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Stop the live run at the next safe point (at once during a wait); it exits 130."""
     from claudeloop.domain.loop import ControlCommand
@@ -579,7 +581,7 @@ Examples:
 )
 @run_selection
 @FLEET_SELECTION
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@JSON_OPTION
 def wind_down(cwd: Path | None, run_id: str | None, engine: str | None, as_json: bool) -> None:
     """Finish the current turn, write the handoff summary, exit 75."""
     from claudeloop.domain.loop import ControlCommand
@@ -634,7 +636,7 @@ Examples:
     help="Project directory whose claudeloop.toml counts (default: the current one).",
 )
 @click.option("--profile", default=None, help="Show this profile instead of the selected one.")
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines.")
+@JSON_OPTION
 def config_show(cwd: Path | None, profile: str | None, as_json: bool) -> None:
     """The effective settings, where each came from, and the selected profile's
     environment for Claude Code. Secrets are masked."""
