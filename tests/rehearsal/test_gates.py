@@ -494,3 +494,14 @@ def test_a_gate_at_a_step_lets_the_turns_first_request_through_and_answers_the_n
 def test_at_step_without_at_turn_is_refused() -> None:
     with pytest.raises(ScenarioError, match="at_step needs at_turn"):
         scenario('[[gates]]\nkind = "stall"\nafter_seconds = 1\nat_step = 1\nfor_requests = 1\n')
+
+
+def test_a_scenario_can_name_every_overage_refusal_reason_the_domain_decides() -> None:
+    # The rehearsal keeps its own list (it imports no rules of the loop); a reason the
+    # domain learns must become playable, and the rehearsal plays none the domain lacks.
+    from typing import get_args
+
+    from claudeloop.domain.overage import OVERAGE_DISABLED_REASONS
+    from claudeloop.rehearsal.scenario import OverageReason
+
+    assert set(get_args(OverageReason)) == set(OVERAGE_DISABLED_REASONS)

@@ -209,7 +209,9 @@ def test_a_review_is_played_from_the_reviews_in_order_then_the_last_again() -> N
     first = play(scenario, review, reviews_done=0)
     assert [type(block).__name__ for block in first.blocks] == ["ToolUseBlock"]
     assert first.blocks[0].name == "Read"  # type: ignore[union-attr]
-    working = read_conversation({**body, "messages": [{"role": "user", "content": "Go."}]})
+    working = read_conversation(
+        {**body, "tools": [*body["tools"], {"name": "Write", "input_schema": {}}]}
+    )
     assert not working.review
     assert play(scenario, working).blocks != first.blocks
 

@@ -128,6 +128,7 @@ def rehearse(
     from claudeloop.rehearsal import (
         BUILTIN_SCENARIOS,
         RehearsalServer,
+        ScenarioError,
         builtin_scenario,
         load_scenario,
     )
@@ -135,9 +136,11 @@ def rehearse(
     if list_them:
         click.echo(scenario_list())
         return
-    # A ScenarioError is a usage error: one line, exit 2.
     if Path(scenario).suffix in (".toml", ".json"):
-        played = load_scenario(Path(scenario))
+        try:
+            played = load_scenario(Path(scenario))
+        except ScenarioError as error:
+            raise UserError(str(error)) from None
     elif scenario in BUILTIN_SCENARIOS:
         played = builtin_scenario(scenario)
     else:

@@ -12,9 +12,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from claudeloop.application.prompts import REVIEW_OPENING
-
 STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
+# The tools that change the work. A session offered none of them is one that may only
+# read: claudeloop's independent review (Read, Grep and Glob in plan mode). The review is
+# known by what its request carries, not by the words of its prompt, so the rehearsal
+# knows nothing of the prompts claudeloop writes.
+_CHANGING_TOOLS = frozenset({"Bash", "Edit", "MultiEdit", "NotebookEdit", "Write"})
 
 Credentials = Literal["oauth", "api_key", "none"]
 
@@ -75,7 +78,7 @@ def read_conversation(body: object, *, structured_output: bool = True) -> Conver
         step=step,
         cwd=working_directory(body),
         verdict_keys=_verdict_keys(tools),
-        review=_is_review(messages),
+        review=_is_review(names),
     )
 
 
@@ -105,17 +108,10 @@ def turn_and_step(messages: list[object]) -> tuple[int, int]:
     return max(turn, 1), step
 
 
-def _is_review(messages: list[object]) -> bool:
-    """Whether the conversation's first prompt is claudeloop's review prompt."""
-    for message in messages:
-        if isinstance(message, Mapping) and message.get("role") == "user":
-            content = message.get("content")
-            texts = [content] if isinstance(content, str) else list(_texts(content))
-            for text in texts:
-                words = _REMINDER.sub("", text).strip()
-                if words:
-                    return words.startswith(REVIEW_OPENING)
-    return False
+def _is_review(tool_names: set[object]) -> bool:
+    """Whether the turn's session may only read: it is offered tools, none that change
+    anything."""
+    return bool(tool_names - {STRUCTURED_OUTPUT_TOOL}) and not tool_names & _CHANGING_TOOLS
 
 
 def _has_prompt_text(content: object) -> bool:

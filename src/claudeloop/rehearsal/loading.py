@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from claudeloop.application.errors import UsageError
 from claudeloop.rehearsal.scenario import Scenario
 
 BUILTIN_SCENARIOS: tuple[str, ...] = (
@@ -43,7 +42,7 @@ HELPER_SCENARIOS = ("switch-profile-local",)
 _SUFFIXES = (".toml", ".json")
 
 
-class ScenarioError(UsageError, ValueError):
+class ScenarioError(ValueError):
     """A scenario that cannot be played; the message is one line for the user."""
 
 

@@ -6,11 +6,9 @@ plan fails loudly instead of silently rehearsing something else.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
-
-from claudeloop.domain.overage import OVERAGE_DISABLED_REASONS
 
 DEFAULT_DONE_MARKER = "CLAUDELOOP_TASK_FULLY_COMPLETE"
 
@@ -114,7 +112,6 @@ OverageReason = Literal[
     "fetch_error",
     "unknown",
 ]
-assert set(get_args(OverageReason)) == set(OVERAGE_DISABLED_REASONS)
 
 
 class RateLimitGate(_GateBase):
