@@ -3,6 +3,8 @@ command line says it in one line without translating it first."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from claudeloop.adapters.config.loading import ConfigError
@@ -11,14 +13,12 @@ from claudeloop.adapters.fleet.queue import FleetUnavailable
 from claudeloop.application.errors import ClaudeloopError, UsageError
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.main import main
-from claudeloop.rehearsal import ScenarioError
 
 
 @pytest.mark.parametrize(
     ("error", "code"),
     [
         (ConfigError("claudeloop.toml: max_turns = 0: expected a whole number above 0"), 2),
-        (ScenarioError("plan.toml: turns.0: unknown key"), 2),
         (BadEngine("--engine mysql://x: not postgresql:// or sqlite://"), 2),
         (UserError("--run-id ../x: not a plain name"), 2),
         (FleetUnavailable("the fleet's database at 127.0.0.1:1 does not answer"), 1),
@@ -47,3 +47,17 @@ def test_the_command_line_says_any_of_them_in_one_line(
     assert capsys.readouterr().err == (
         "claudeloop: error: the fleet's database at 127.0.0.1:1 does not answer\n"
     )
+
+
+def test_a_scenario_file_that_cannot_be_played_is_a_usage_error_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The rehearsal's own error knows nothing of the loop's exit codes; the command does.
+    scenario = tmp_path / "plan.toml"
+    scenario.write_text('name = "x"\n[[turns]]\nnope = 1\n', encoding="utf-8")
+    with pytest.raises(SystemExit) as ended:
+        main(["rehearse", str(scenario)])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"claudeloop: error: {scenario}: ")
+    assert err.count("\n") == 1
