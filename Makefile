@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test gates lint typecheck contracts pytest install litellm bench crash-fuzz rehearse docs clean
+.PHONY: test check gates lint typecheck contracts pytest install litellm bench crash-fuzz rehearse docs clean
 
 # Two jobs: the LiteLLM proxy's venv (about 5 minutes, mostly downloads) installs beside
 # the project's venv and the lint and type checks, so a fresh clone does not wait for it.
@@ -10,6 +10,13 @@ test:
 	$(MAKE) -j2 gates
 
 gates: $(STAMP) lint typecheck contracts pytest
+
+# The fast gate while working (about a minute on 2 cores): lint, formatting, types,
+# import contracts and every test that does not start the real Claude Code CLI
+# (tests/e2e and tests/contract do), with fewer Hypothesis examples. `make test` is CI.
+check: $(STAMP) lint typecheck contracts
+	HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 2 -q \
+		--ignore=tests/e2e --ignore=tests/contract tests
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)

@@ -15,8 +15,13 @@ from tests.postgres_server import PostgresServer, postgres_or_skip
 # CI replays one fixed set, so a submission lands or not on its own merits. A property
 # that fails here once must be fixed, not re-run.
 settings.register_profile("ci", derandomize=True, print_blob=True)
+# `make check`, the fast gate while working: fewer examples per property; `make test`
+# (CI) still explores the full number.
+settings.register_profile("check", max_examples=20)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+elif os.environ.get("HYPOTHESIS_PROFILE") == "check":
+    settings.load_profile("check")
 
 # Instants shown to people are in their own time zone (cli/instants.py): the expected
 # lines are in UTC, on any machine.
