@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,14 @@ from typing import Any
 import anyio
 
 from claudeloop.application.events import Event, event_fields
-from claudeloop.application.ports import ProbeOutcome, TurnOutcome
+from claudeloop.application.ports import (
+    AccountCapacity,
+    ProbeOutcome,
+    QueuedRun,
+    RunIdTaken,
+    StoredRun,
+    TurnOutcome,
+)
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
@@ -248,3 +255,67 @@ class FakeChecks:
             output_bytes=len(tail),
             output_path=output,
         )
+
+
+class MemoryFleet:
+    """A fleet in memory that behaves as the engine's does: the queue in the order runs
+    were added, what workers stored, the commands asked. `reads` counts what was asked
+    of it; `made` says whether anything set it up."""
+
+    def __init__(self, *, made: bool = True) -> None:
+        self.shown = "sqlite:///memory"
+        self.made = made
+        self.runs: dict[str, QueuedRun] = {}
+        self.records: dict[str, StoredRun] = {}
+        self.lines: dict[str, list[bytes]] = {}
+        self.asked: list[tuple[str, ControlCommand]] = []
+        self.sightings: list[AccountCapacity] = []
+
+    def exists(self) -> bool:
+        return self.made
+
+    def set_up(self) -> None:
+        self.made = True
+
+    def enqueue(
+        self,
+        run_id: str,
+        cwd: str,
+        arguments: list[str],
+        account: str,
+        *,
+        repo: str | None = None,
+        branch: str | None = None,
+    ) -> None:
+        self.made = True
+        if run_id in self.runs:
+            raise RunIdTaken(run_id)
+        self.runs[run_id] = QueuedRun(run_id, "queued", cwd, account, None)
+
+    def queue(self) -> list[QueuedRun]:
+        assert self.made, "the queue of a fleet never made was read"
+        return list(self.runs.values())
+
+    def queued(self, run_id: str) -> QueuedRun | None:
+        return self.runs.get(run_id)
+
+    def cancel(self, run_id: str) -> QueuedRun | None:
+        before = self.runs.get(run_id)
+        if before is not None and before.state in ("queued", "running"):
+            self.runs[run_id] = replace(before, state="cancelled")
+        return before
+
+    def stored(self, run_id: str) -> StoredRun | None:
+        return self.records.get(run_id)
+
+    def every_stored(self) -> dict[str, StoredRun]:
+        return dict(self.records)
+
+    def event_lines(self, run_id: str) -> list[bytes]:
+        return list(self.lines.get(run_id, []))
+
+    def capacity(self) -> list[AccountCapacity]:
+        return list(self.sightings)
+
+    def ask(self, run_id: str, command: ControlCommand) -> None:
+        self.asked.append((run_id, command))

@@ -19,6 +19,7 @@ from claudeloop.cli.fleet import forwarded_options, run_arguments
 from claudeloop.cli.main import run as run_command
 from tests.cli.conftest import Invocation
 from tests.cli.test_user_errors import assert_one_line_error
+from tests.postgres_server import PostgresServer
 
 Invoke = Callable[..., Invocation]
 
@@ -314,3 +315,37 @@ def test_asking_about_a_fleet_never_made_does_not_make_one(
     listed = claudeloop("queue", "ls", "--json", "--engine", engine)
     assert (listed.exit_code, json.loads(listed.out)) == (0, {"runs": []})
     assert not database.exists()
+
+
+def test_reading_a_postgresql_fleet_never_set_up_creates_no_table(
+    claudeloop: Invoke, postgres_server: PostgresServer
+) -> None:
+    # status, logs, queue ls and queue cancel only read: DBOS's schema, the leases' and
+    # the capacity board's tables are made by `fleet init` and `queue add` alone.
+    import uuid
+
+    import psycopg
+
+    name = f"empty_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    engine = postgres_server.dsn.rsplit("/", 1)[0] + f"/{name}"
+    for asked in (
+        ("queue", "cancel", "nope", "--engine", engine),
+        ("status", "--engine", engine),
+        ("status", "--engine", engine, "--run-id", "nope"),
+        ("logs", "--engine", engine, "--run-id", "nope"),
+        ("wind-down", "--engine", engine, "--run-id", "nope"),
+    ):
+        assert_one_line_error(claudeloop(*asked), "no fleet at", "claudeloop fleet init")
+    listed = claudeloop("queue", "ls", "--json", "--engine", engine)
+    assert (listed.exit_code, json.loads(listed.out)) == (0, {"runs": []})
+    with psycopg.connect(engine) as database:
+        tables = database.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables"
+            " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchall()
+        schemas = database.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname = 'dbos'"
+        ).fetchall()
+    assert (tables, schemas) == ([], [])

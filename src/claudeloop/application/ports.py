@@ -250,3 +250,111 @@ class CapacityBoard(Protocol):
         """The first record newer than `after_seq` once one is published, or None after
         `timeout` seconds."""
         ...
+
+
+# The fleet, as its commands use it -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    """A run of the fleet's queue: its state in the user's words (queued, running, done,
+    exit N, cancelled, failed), where it runs, the account it spends, its worker."""
+
+    run_id: str
+    state: str
+    cwd: str
+    account: str
+    worker: str | None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "cwd": self.cwd,
+            "account": self.account,
+            "worker": self.worker,
+        }
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """What the worker holding a run stored of it last: who holds it, its phase, and its
+    record (None before the first; `readable` False when this claudeloop cannot read
+    the one stored)."""
+
+    holder: str | None
+    phase: str | None
+    record: RunRecord | None
+    readable: bool = True
+
+
+@dataclass(frozen=True)
+class AccountCapacity:
+    """An account's row of the fleet's capacity board, as `status --engine` shows it."""
+
+    account: str
+    standing: str
+    at: str
+    source: str
+    writer: str
+    resets_at: str | None
+
+
+class RunIdTaken(ValueError):
+    """The run id is already in the fleet's queue."""
+
+
+class Fleet(Protocol):
+    """A fleet's engine as its commands see it: the queue of runs, what the workers
+    stored of each, the stop and wind-down asked of them, the accounts' capacity.
+
+    Reading sets nothing up and writes nothing: `exists` says whether there is a fleet
+    to read; only `set_up` and `enqueue` make one.
+    """
+
+    @property
+    def shown(self) -> str:
+        """The engine's URL with its password masked."""
+        ...
+
+    def exists(self) -> bool: ...
+
+    def set_up(self) -> None: ...
+
+    def enqueue(
+        self,
+        run_id: str,
+        cwd: str,
+        arguments: list[str],
+        account: str,
+        *,
+        repo: str | None = None,
+        branch: str | None = None,
+    ) -> None:
+        """Queue a run; RunIdTaken when the id is in the queue already."""
+        ...
+
+    def queue(self) -> list[QueuedRun]:
+        """Every run of the queue, oldest first."""
+        ...
+
+    def queued(self, run_id: str) -> QueuedRun | None: ...
+
+    def cancel(self, run_id: str) -> QueuedRun | None:
+        """Cancel the run (queued: it never starts; running: its worker stops it); the
+        run as it was, None when the queue has no such run."""
+        ...
+
+    def stored(self, run_id: str) -> StoredRun | None: ...
+
+    def every_stored(self) -> dict[str, StoredRun]: ...
+
+    def event_lines(self, run_id: str) -> list[bytes]:
+        """The whole lines of the run's events.jsonl as its worker stored it last."""
+        ...
+
+    def capacity(self) -> list[AccountCapacity]: ...
+
+    def ask(self, run_id: str, command: ControlCommand) -> None:
+        """Ask the run's worker to pass a stop or wind-down on to it."""
+        ...

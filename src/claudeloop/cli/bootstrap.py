@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from claudeloop.adapters.atomic_file import remove_leftovers
 from claudeloop.adapters.fleet.lease_file import leased
@@ -28,7 +28,7 @@ from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
-from claudeloop.application.ports import ControlInbox, EventSink, Gateway
+from claudeloop.application.ports import ControlInbox, EventSink, Fleet, Gateway
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.cli.display import ConsoleView, Screen, Tee
@@ -41,6 +41,7 @@ from claudeloop.domain.loop import RunState
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.profiles import BackendProfile
+    from claudeloop.adapters.fleet.engine import Engine
     from claudeloop.adapters.notify.sender import Notifier, NotifyTargets
 
 
@@ -450,3 +451,32 @@ def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
     remove_leftovers(directory.control_path, older_than=60, unmarked=True)
     if record.spec.plan_path is not None:
         remove_leftovers(record.spec.plan_path, older_than=60)
+
+
+# The fleet ----------------------------------------------------------------------------
+
+
+def engine_of(option: str | None) -> Engine:
+    """The engine --engine names, else CLAUDELOOP_ENGINE, else the SQLite file in the
+    user state directory; DBOS (the `fleet` extra) must be installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("dbos") is None:
+        raise UserError(
+            "the fleet commands need DBOS: pip install 'claudeloop[fleet]'", exit_code=2
+        )
+    from claudeloop.adapters.fleet.engine import engine_from
+
+    return engine_from(option, os.environ)
+
+
+def fleet_of(option: str | None) -> Fleet:
+    """The fleet of the engine `option` names, as its commands use it."""
+    from claudeloop.adapters.fleet.engine_fleet import EngineFleet
+
+    return EngineFleet(engine_of(option))
+
+
+def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    """What a view of a run shown to the user masks: the secrets of this environment."""
+    return Redactor.from_environment().data

@@ -9,11 +9,9 @@ so the two cannot drift apart.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,8 +26,8 @@ from claudeloop.cli.params import DURATION, POSITIVE_INT
 from claudeloop.domain.budget import money
 
 if TYPE_CHECKING:
-    from claudeloop.adapters.fleet.engine import Engine
-    from claudeloop.adapters.fleet.remote import FleetRun
+    from claudeloop.application.fleet import FleetRun
+    from claudeloop.application.ports import Fleet
     from claudeloop.domain.loop import ControlCommand
 
 # Options of `run` that are about `run`'s own output or are set by the worker itself,
@@ -46,42 +44,16 @@ ENGINE_HELP = (
 ENGINE_OPTION = click.option("--engine", default=None, metavar="URL", help=ENGINE_HELP)
 
 
-def _engine(option: str | None) -> Engine:
-    from claudeloop.adapters.fleet.engine import engine_from
+def _fleet(option: str | None) -> Fleet:
+    from claudeloop.cli.bootstrap import fleet_of
 
-    if importlib.util.find_spec("dbos") is None:
-        raise UserError(
-            "the fleet commands need DBOS: pip install 'claudeloop[fleet]'", exit_code=2
-        )
-    return engine_from(option, os.environ)
-
-
-def _existing_engine(option: str | None, asked: str) -> Engine:
-    """The engine of a command that only reads or changes what is queued: a SQLite fleet
-    that was never made is said so, not made as a side effect of asking."""
-    chosen = _engine(option)
-    path = chosen.sqlite_file
-    if path is not None and not path.exists():
-        raise UserError(
-            f"{asked}: there is no fleet at {path} yet; `claudeloop fleet init` or "
-            "`claudeloop queue add` makes one, or name another with --engine"
-        )
-    return chosen
-
-
-@contextmanager
-def _unavailable_is_one_line() -> Iterator[None]:
-
-    yield  # a FleetUnavailable is a ClaudeloopError: one line, exit 1
+    return fleet_of(option)
 
 
 def init(engine: str | None) -> None:
     """Create the fleet's tables (DBOS's and the capacity board's)."""
-    from claudeloop.adapters.fleet.queue import init_schema
-
-    chosen = _engine(engine)
-    with _unavailable_is_one_line():
-        init_schema(chosen)
+    chosen = _fleet(engine)
+    chosen.set_up()
     click.echo(f"fleet ready: {chosen.shown}")
 
 
@@ -140,7 +112,7 @@ def _run_id(given: str | None) -> str:
 def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
     from claudeloop.adapters.run_directory.layout import runs_root
 
-    chosen = _engine(values.pop("engine"))
+    chosen = _fleet(values.pop("engine"))
     as_json = bool(values.pop("as_json"))
     elsewhere = Elsewhere(values.pop("checkout"), values.pop("repo"), values.pop("branch"))
     given_cwd: Path | None = values.pop("cwd")
@@ -184,7 +156,7 @@ class Elsewhere:
 def _queue_elsewhere(
     forwarded: list[click.Parameter],
     values: dict[str, Any],
-    chosen: Engine,
+    chosen: Fleet,
     elsewhere: Elsewhere,
     *,
     as_json: bool,
@@ -227,7 +199,7 @@ def _queue_elsewhere(
 
 
 def _enqueue(
-    chosen: Engine,
+    chosen: Fleet,
     run_id: str,
     cwd: str,
     arguments: list[str],
@@ -236,18 +208,15 @@ def _enqueue(
     as_json: bool,
     repo: tuple[str | None, str | None] = (None, None),
 ) -> None:
-    from claudeloop.adapters.fleet.queue import Order, RunIdTaken
-    from claudeloop.adapters.fleet.queue import add as enqueue
     from claudeloop.adapters.shared_capacity.board import account_key
+    from claudeloop.application.ports import RunIdTaken
 
     # The fingerprint of the account the worker's runs spend: its queue partition.
     account = account_key(os.environ, values.get("model"))
-    order = Order(cwd, arguments, account, *repo)
-    with _unavailable_is_one_line():
-        try:
-            enqueue(chosen, run_id, order)
-        except RunIdTaken:
-            raise UserError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
+    try:
+        chosen.enqueue(run_id, cwd, arguments, account, repo=repo[0], branch=repo[1])
+    except RunIdTaken:
+        raise UserError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
     if as_json:
         print_json({"run_id": run_id, "cwd": cwd, "account": account})
     else:
@@ -255,15 +224,10 @@ def _enqueue(
 
 
 def ls(engine: str | None, as_json: bool) -> None:
-    from claudeloop.adapters.fleet.queue import runs
+    from claudeloop.application.fleet import queue_listing
 
-    chosen = _engine(engine)
-    path = chosen.sqlite_file
-    # A fleet never made has an empty queue: said, not made by asking.
-    queued = []
-    if path is None or path.exists():
-        with _unavailable_is_one_line():
-            queued = runs(chosen)
+    chosen = _fleet(engine)
+    queued = queue_listing(chosen)
     if as_json:
         print_json({"runs": [run.to_json() for run in queued]})
         return
@@ -280,13 +244,9 @@ def ls(engine: str | None, as_json: bool) -> None:
 
 
 def cancel(run_id: str, engine: str | None) -> None:
-    from claudeloop.adapters.fleet.queue import cancel as cancel_run
+    from claudeloop.application.fleet import cancel as cancel_run
 
-    chosen = _existing_engine(engine, f"queue cancel {run_id}")
-    with _unavailable_is_one_line():
-        before = cancel_run(chosen, run_id)
-    if before is None:
-        raise UserError(f"queue cancel {run_id}: no such run in the queue of {chosen.shown}")
+    before = cancel_run(_fleet(engine), run_id)
     match before.state:
         case "queued":
             click.echo(f"run {run_id}: cancelled; it will not start")
@@ -307,8 +267,9 @@ def worker(
 ) -> None:
     from claudeloop.adapters.fleet.engine import executor_id, state_directory
     from claudeloop.adapters.fleet.worker import WorkerRunning, WorkerSettings, exit_now, serve
+    from claudeloop.cli.bootstrap import engine_of
 
-    chosen = _engine(engine)
+    chosen = engine_of(engine)
     if name is not None and not _NAME.fullmatch(name):
         raise UserError(f"--name {name!r}: use letters, digits, '-' and '_'")
     if lease < timedelta(seconds=1):
@@ -326,13 +287,12 @@ def worker(
         lease_seconds=lease.total_seconds(),
         work_root=work_root,
     )
-    with _unavailable_is_one_line():
-        try:
-            code = serve(settings, lambda line: click.echo(f"claudeloop: {line}", err=True))
-        except WorkerRunning as running:
-            raise UserError(
-                f"{running}; stop it first, or tell this one apart with --name NAME"
-            ) from None
+    try:
+        code = serve(settings, lambda line: click.echo(f"claudeloop: {line}", err=True))
+    except WorkerRunning as running:
+        raise UserError(
+            f"{running}; stop it first, or tell this one apart with --name NAME"
+        ) from None
     exit_now(code)
 
 
@@ -536,46 +496,28 @@ sets them for every worker.
 # status, logs, stop and wind-down with --engine: a run of the fleet, from any machine
 
 
-def _known(chosen: Engine, run_id: str) -> FleetRun:
-    from claudeloop.adapters.fleet.remote import look_up
+def _look_up(chosen: Fleet, run_id: str, asked: str) -> FleetRun:
     from claudeloop.adapters.run_directory.finding import checked_run_id
+    from claudeloop.application.fleet import look_up, require
 
-    found = look_up(chosen, checked_run_id(run_id))
-    if found is None:
-        raise UserError(f"--run-id {run_id}: no such run in the fleet of {chosen.shown}")
-    return found
-
-
-def _status_of(found: FleetRun, into: Path) -> dict[str, Any] | None:
-    """What local `status --json` says of the run, from its stored record, and where it
-    is in the fleet; None before the run's first record."""
-    from claudeloop.adapters.redaction import Redactor
-    from claudeloop.adapters.run_directory import RunDirectory
-    from claudeloop.adapters.run_directory.finding import load_record
-    from claudeloop.application.summary import status_object
-
-    unpacked = found.unpack(into)
-    if unpacked is None:
-        return None
-    record = load_record(RunDirectory(unpacked))
-    view = status_object(record, now=datetime.now(UTC), driver_pid=None)
-    view |= {"state": found.state, "worker": found.worker}
-    return dict(Redactor.from_environment().data(view))
+    require(chosen, asked)
+    return look_up(chosen, checked_run_id(run_id))
 
 
 def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
     """`status --engine [URL] [--run-id ID]`."""
-    import tempfile
-
+    from claudeloop.application.fleet import status_view
+    from claudeloop.cli.bootstrap import shown_masked
     from claudeloop.cli.inspect import show_status
 
-    chosen = _existing_engine(engine or None, "status --engine")
+    chosen = _fleet(engine or None)
     if run_id is None:
         fleet_status(chosen, as_json)
         return
-    found = _known(chosen, run_id)
-    with tempfile.TemporaryDirectory(prefix="claudeloop-status-") as into:
-        data = _status_of(found, Path(into))
+    found = _look_up(chosen, run_id, "status --engine")
+    if found.stored is not None and not found.stored.readable:
+        raise UserError(f"run {run_id}: the record its worker stored cannot be read")
+    data = status_view(found, now=datetime.now(UTC), mask=shown_masked())
     if data is None:
         data = {"run_id": run_id, "phase": None, "state": found.state, "worker": found.worker}
         if as_json:
@@ -592,61 +534,28 @@ def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
 
 def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
     """`logs --engine [URL] --run-id ID [-f]`: the events the run's worker stored."""
-    import itertools
-    import tempfile
     import time
 
-    from claudeloop.adapters.fleet.queue import find
-    from claudeloop.adapters.fleet.remote import opened
-    from claudeloop.adapters.fleet.travel import unpack_record
-    from claudeloop.adapters.run_directory import RunDirectory
-    from claudeloop.cli.inspect import print_events
+    from claudeloop.application.fleet import events
+    from claudeloop.cli.inspect import print_event_lines
 
-    chosen = _existing_engine(engine or None, "logs --engine")
-    found = _known(chosen, run_id)
-    if (found.stored is None or found.stored.record is None) and not as_json:
+    chosen = _fleet(engine or None)
+    found = _look_up(chosen, run_id, "logs --engine")
+    if not found.has_record and not as_json:
         # Said, as status says it, rather than an empty output that reads like an error.
         to_come = ": its events follow once a worker starts it" if follow else ""
         click.echo(f"run {run_id}: {found.state}, no events yet{to_come}", err=True)
-    with tempfile.TemporaryDirectory(prefix="claudeloop-logs-") as into:
-        directory = RunDirectory(Path(into) / run_id)
-        offset = 0
-        stored, state = found.stored, found.state
-        with opened(chosen, set_up=False) as leases:
-            for polls in itertools.count(1):
-                if stored is not None and stored.record is not None:
-                    unpack_record(stored.record, directory.path)
-                    offset = print_events(directory, offset, as_json=as_json)
-                if not follow or state not in ("queued", "running"):
-                    return
-                time.sleep(1)  # a worker stores the record as it changes
-                stored = leases.stored(run_id)
-                # A record that says the run ended may be one handed back by a stopping
-                # worker, for another to resume: only the queue says it is over. It is
-                # also asked now and then, for a run cancelled before it started.
-                ended = stored is not None and stored.phase in ("complete", "failed")
-                if ended or polls % 10 == 0:
-                    queued = find(chosen, run_id)
-                    state = queued.state if queued else state
+    lines = events(chosen, found, follow=follow, sleep=time.sleep)
+    print_event_lines(lines, f"the events of run {run_id}", as_json=as_json)
 
 
 def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: bool) -> None:
     """`stop` or `wind-down --engine [URL] --run-id ID`: asked through the engine, the
     run's worker writes it into the run's control file."""
-    from claudeloop.adapters.fleet.remote import ask
+    from claudeloop.adapters.run_directory.finding import checked_run_id
+    from claudeloop.application.fleet import control
 
-    chosen = _existing_engine(engine or None, f"{command.value} --engine")
-    found = _known(chosen, run_id)
-    phase = found.stored.phase if found.stored else None
-    if found.state == "queued":
-        raise UserError(
-            f"run {run_id} is queued, not running; nothing to {command.value} "
-            f"(`claudeloop queue cancel {run_id}` keeps it from starting)"
-        )
-    if found.state != "running" or phase in ("complete", "failed"):
-        ended = found.state if found.state != "running" else phase
-        raise UserError(f"run {run_id} has ended ({ended}); nothing to {command.value}")
-    ask(chosen, run_id, command.value)
+    found = control(_fleet(engine or None), checked_run_id(run_id), command)
     if as_json:
         print_json({"run_id": run_id, "worker": found.worker, "command": command.value})
         return
@@ -660,38 +569,13 @@ def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: b
     )
 
 
-def fleet_status(chosen: Engine, as_json: bool) -> None:
+def fleet_status(chosen: Fleet, as_json: bool) -> None:
     """Every run of the fleet, newest first, and the account's capacity."""
-    import tempfile
+    from claudeloop.application.fleet import overview
+    from claudeloop.cli.bootstrap import shown_masked
 
-    from claudeloop.adapters.fleet.remote import fleet
-    from claudeloop.application.errors import UsageError
-
-    listed, sightings = fleet(chosen)
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="claudeloop-fleet-") as into:
-        for found in listed:
-            try:
-                data = _status_of(found, Path(into))
-            except UsageError:  # a record this claudeloop cannot read
-                data = {"phase": "unreadable"}
-            data = data or {}
-            queued = found.queued
-            rows.append(
-                {
-                    "run_id": found.run_id,
-                    "state": found.state,
-                    "phase": data.get("phase"),
-                    "worker": found.worker,
-                    "next_probe_at": data.get("next_probe_at"),
-                    "next_probe_in_seconds": data.get("next_probe_in_seconds"),
-                    "plan": data.get("plan"),
-                    "turns": data.get("turns"),
-                    "dollars": data.get("dollars"),
-                    "cwd": queued.cwd if queued else None,
-                    "account": queued.account if queued else None,
-                }
-            )
+    seen = overview(chosen, now=datetime.now(UTC), mask=shown_masked())
+    rows = seen.runs
     capacity: list[dict[str, Any]] = [
         {
             "account": s.account,
@@ -701,7 +585,7 @@ def fleet_status(chosen: Engine, as_json: bool) -> None:
             "writer": s.writer,
             "resets_at": s.resets_at,
         }
-        for s in sightings
+        for s in seen.capacity
     ]
     if as_json:
         print_json({"engine": chosen.shown, "runs": rows, "capacity": capacity})

@@ -7,8 +7,10 @@ as after ten (logs streams them line by line).
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -115,32 +117,32 @@ def print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int:
         raise UserError(f"{directory.events_path}: cannot be read ({error.strerror})") from None
     with handle:
         handle.seek(offset)
-        for raw in handle:
-            if not raw.endswith(b"\n"):
-                break  # still being written
-            offset += len(raw)
-            text = raw.decode("utf-8", errors="replace").strip()
-            if not text:
-                continue
-            try:
-                event = json.loads(text)
-            except json.JSONDecodeError:
-                click.echo(
-                    f"claudeloop: warning: {directory.events_path}: skipped an unreadable line",
-                    err=True,
-                )
-                continue
-            if as_json:
-                click.echo(text)
-            elif isinstance(event, dict):
-                click.echo(_readable(event))
-            else:
-                click.echo(
-                    f"claudeloop: warning: {directory.events_path}: skipped a line that is "
-                    "not an event object",
-                    err=True,
-                )
-    return offset
+        whole = list(itertools.takewhile(lambda raw: raw.endswith(b"\n"), handle))
+    print_event_lines(whole, str(directory.events_path), as_json=as_json)
+    return offset + sum(len(raw) for raw in whole)
+
+
+def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool) -> None:
+    """Each line of an events.jsonl as it is (--json) or as a readable line; a line that
+    is no event is skipped with a warning naming `source`."""
+    for raw in lines:
+        text = raw.decode("utf-8", errors="replace").strip()
+        if not text:
+            continue
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError:
+            click.echo(f"claudeloop: warning: {source}: skipped an unreadable line", err=True)
+            continue
+        if as_json:
+            click.echo(text)
+        elif isinstance(event, dict):
+            click.echo(_readable(event))
+        else:
+            click.echo(
+                f"claudeloop: warning: {source}: skipped a line that is not an event object",
+                err=True,
+            )
 
 
 def _readable(event: dict[str, Any]) -> str:

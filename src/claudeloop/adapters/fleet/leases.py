@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from claudeloop.application.ports import AccountCapacity
+
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
@@ -47,18 +49,6 @@ _DEAD = "taken_by IS NULL AND (beat_at = 0 OR (beat_at < :now - lease_ms AND lea
 
 class Fenced(RuntimeError):
     """This worker was taken over, or this run's epoch is no longer the one it holds."""
-
-
-@dataclass(frozen=True)
-class Sighting:
-    """An account's row of the capacity board, as `status --engine` shows it."""
-
-    account: str
-    standing: str
-    at: str
-    source: str
-    writer: str
-    resets_at: str | None
 
 
 @dataclass(frozen=True)
@@ -140,6 +130,10 @@ class Leases:
                 c.execute(self._sa.text(_ADD_LEASE.replace("COLUMN", "COLUMN IF NOT EXISTS")))
         if self.kind == "sqlite":
             self._add_lease_column()
+
+    def set_up_already(self) -> bool:
+        """Whether the fleet's tables are there (reading asks this, never makes them)."""
+        return bool(self._sa.inspect(self._db).has_table("claudeloop_runs"))
 
     def _add_lease_column(self) -> None:
         """A table made before each worker's lease was kept gets the column (the rows
@@ -390,7 +384,7 @@ class Leases:
 
     # The capacity board (PostgreSQL), read only
 
-    def capacity(self) -> list[Sighting]:
+    def capacity(self) -> list[AccountCapacity]:
         """Each account's last sighting on the capacity board; none on SQLite (its
         board is a file on each machine)."""
         if self.kind != "postgresql":
@@ -403,7 +397,7 @@ class Leases:
         for account, standing, at, source, writer, signals in rows:
             resets = signals.get("resets_at") if isinstance(signals, dict) else None
             sightings.append(
-                Sighting(
+                AccountCapacity(
                     str(account),
                     str(standing),
                     at.astimezone(UTC).isoformat() if hasattr(at, "astimezone") else str(at),

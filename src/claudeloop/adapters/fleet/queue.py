@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from claudeloop.adapters.fleet.engine import CONNECT_TIMEOUT_SECONDS, Engine
 from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.application.errors import ClaudeloopError
+from claudeloop.application.ports import QueuedRun, RunIdTaken
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -32,10 +33,6 @@ _ENDED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 
 class FleetUnavailable(ClaudeloopError, OSError):
     """The engine's database could not be reached or set up; one line, no password."""
-
-
-class RunIdTaken(ValueError):
-    """The run id is already in the queue."""
 
 
 @dataclass(frozen=True)
@@ -71,24 +68,6 @@ class Order:
             str(repo) if repo is not None else None,
             str(branch) if branch is not None else None,
         )
-
-
-@dataclass(frozen=True)
-class QueuedRun:
-    run_id: str
-    state: str
-    cwd: str
-    account: str
-    worker: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "state": self.state,
-            "cwd": self.cwd,
-            "account": self.account,
-            "worker": self.worker,
-        }
 
 
 @contextlib.contextmanager
@@ -199,8 +178,7 @@ def add(engine: Engine, run_id: str, order: Order) -> str:
 
 
 def runs(engine: Engine) -> list[QueuedRun]:
-    """Every run of the queue, oldest first."""
-    init_schema(engine)
+    """Every run of the queue, oldest first (the schema exists)."""
     with _client(engine) as client:
         statuses = client.list_workflows(name=WORKFLOW, load_output=True)
         return [_queued_run(status) for status in statuses]
@@ -215,8 +193,8 @@ def find(engine: Engine, run_id: str) -> QueuedRun | None:
 
 def cancel(engine: Engine, run_id: str) -> QueuedRun | None:
     """Cancel the run: queued, it never starts; running, its worker stops it at the next
-    safe point. Returns the run as it was, None when there is no such run."""
-    init_schema(engine)
+    safe point. Returns the run as it was, None when there is no such run (the schema
+    exists)."""
     with _client(engine) as client:
         found = client.list_workflows(workflow_ids=[run_id], name=WORKFLOW)
         if not found:

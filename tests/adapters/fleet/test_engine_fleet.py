@@ -4,7 +4,6 @@ engine reaching the worker that holds the run, and the capacity board's accounts
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +12,13 @@ import pytest
 
 from claudeloop.adapters.fleet import travel
 from claudeloop.adapters.fleet.engine import Engine, parse_engine
+from claudeloop.adapters.fleet.engine_fleet import EngineFleet
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, add, init_schema
-from claudeloop.adapters.fleet.remote import ask, fleet, look_up
 from claudeloop.adapters.fleet.worker import Drivers, WorkerSettings
 from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.application.errors import UsageError
+from claudeloop.application.fleet import look_up
 from claudeloop.domain.loop import ControlCommand
 from tests.cli.test_run_directory_commands import waiting_run
 from tests.postgres_server import PostgresServer
@@ -59,26 +60,55 @@ def test_a_run_is_found_by_id_with_its_record_and_worker_and_the_fleet_lists_it(
     epoch = leases.claim("r1", "w1")
     record = travel.pack_record(directory.path)
     leases.store("r1", epoch, "w1", phase="waiting", record=record, transcript=None)
+    fleet = EngineFleet(engine)
 
-    found = look_up(engine, "r1")
-    assert found is not None
-    assert (found.worker, found.state) == ("w1", "queued")
-    unpacked = found.unpack(tmp_path / "elsewhere")
-    assert unpacked is not None
-    state = json.loads((unpacked / "state.json").read_text())
-    assert state["state"]["phase"] == "waiting"
-    assert "wait.started" in (unpacked / "events.jsonl").read_text()
+    found = look_up(fleet, "r1")
+    assert (found.worker, found.state, found.phase) == ("w1", "queued", "waiting")
+    assert found.stored is not None
+    assert found.stored.record is not None
+    assert found.stored.record.state.phase.value == "waiting"
+    lines = fleet.event_lines("r1")
+    assert any(b"wait.started" in line for line in lines)
+    assert all(line.endswith(b"\n") for line in lines)
 
-    never_started = look_up(engine, "r2")
-    assert never_started is not None
+    never_started = look_up(fleet, "r2")
     assert never_started.stored is None
-    assert never_started.unpack(tmp_path / "elsewhere") is None
-    assert look_up(engine, "nope") is None
+    assert fleet.event_lines("r2") == []
+    with pytest.raises(UsageError, match="no such run"):
+        look_up(fleet, "nope")
 
-    listed, _ = fleet(engine)
-    assert [run.run_id for run in listed] == ["r2", "r1"]  # newest first
-    assert listed[1].stored is not None
-    assert listed[1].stored.record == record
+    assert [run.run_id for run in fleet.queue()] == ["r1", "r2"]  # oldest first
+    assert set(fleet.every_stored()) == {"r1"}
+
+
+def test_a_record_this_claudeloop_cannot_read_is_said_unreadable_not_an_error(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    queued(engine, "r1", tmp_path)
+    directory = waiting_run(tmp_path / "machine-a", "r1")
+    (directory.path / "state.json").write_text('{"version": "no"}')
+    leases.start("w1")
+    epoch = leases.claim("r1", "w1")
+    leases.store(
+        "r1",
+        epoch,
+        "w1",
+        phase="waiting",
+        record=travel.pack_record(directory.path),
+        transcript=None,
+    )
+    stored = EngineFleet(engine).stored("r1")
+    assert stored is not None
+    assert (stored.readable, stored.record, stored.holder) == (False, None, "w1")
+
+
+def test_reading_a_fleet_never_set_up_makes_nothing(tmp_path: Path) -> None:
+    file = tmp_path / "state" / "fleet.sqlite"
+    fleet = EngineFleet(parse_engine(f"sqlite:///{file}", "test"))
+    assert not fleet.exists()
+    assert not file.exists()
+    fleet.set_up()
+    assert fleet.exists()
 
 
 def test_a_stop_asked_reaches_the_worker_holding_the_run_and_is_gone_once_delivered(
@@ -87,10 +117,10 @@ def test_a_stop_asked_reaches_the_worker_holding_the_run_and_is_gone_once_delive
     for worker in ("w1", "w2"):
         leases.start(worker)
     leases.claim("r1", "w1")
-    ask(engine, "r1", "stop")
+    EngineFleet(engine).ask("r1", ControlCommand.STOP)
     assert leases.asked_of("w2") == []
     assert leases.asked_of("w1") == [("r1", "stop")]
-    ask(engine, "r1", "wind-down")  # the last asked counts
+    EngineFleet(engine).ask("r1", ControlCommand.WIND_DOWN)  # the last asked counts
     leases.delivered("r1", "stop")  # one delivered before: the newer stays
     assert leases.asked_of("w1") == [("r1", "wind-down")]
     leases.let_go("w1")
@@ -122,7 +152,7 @@ def test_the_capacity_board_is_read_on_postgresql_and_is_none_on_sqlite(
     engine: Engine, leases: Leases
 ) -> None:
     if engine.kind == "sqlite":
-        assert leases.capacity() == []
+        assert EngineFleet(engine).capacity() == []
         return
     from datetime import UTC, datetime, timedelta
 
@@ -141,7 +171,7 @@ def test_the_capacity_board_is_read_on_postgresql_and_is_none_on_sqlite(
         )
     finally:
         board.close()
-    (sighting,) = leases.capacity()
+    (sighting,) = EngineFleet(engine).capacity()
     assert (sighting.account, sighting.standing, sighting.source) == (
         "0123456789abcdef",
         "closed",

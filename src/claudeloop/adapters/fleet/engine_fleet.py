@@ -1,0 +1,130 @@
+"""The `Fleet` port on an engine's database: DBOS's queue, and the tables of leases,
+run records and controls beside it (adapters/fleet/queue.py, leases.py).
+
+A stored record is read where it lies, in memory: nothing is unpacked to disk, and
+nothing is set up by reading. Only `set_up` and `enqueue` create the schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tarfile
+from collections.abc import Iterator
+
+from claudeloop.adapters.fleet import queue
+from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.adapters.fleet.leases import Leases
+from claudeloop.adapters.fleet.leases import StoredRun as StoredRow
+from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
+from claudeloop.application.ports import (
+    AccountCapacity,
+    QueuedRun,
+    StoredRun,
+)
+from claudeloop.domain.loop import ControlCommand
+
+
+class EngineFleet:
+    """A fleet in the database `engine` names (a SQLite file, or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def shown(self) -> str:
+        return self.engine.shown
+
+    @contextlib.contextmanager
+    def _leases(self) -> Iterator[Leases]:
+        """The engine's leases and records; a failure of the database is FleetUnavailable."""
+        leases = Leases(self.engine)
+        try:
+            yield leases
+        except (queue.FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
+            raise
+        except Exception as error:  # SQLAlchemy's errors, of either driver
+            raise queue.FleetUnavailable(f"engine {self.shown}: {queue.said(error)}") from None
+        finally:
+            leases.close()
+
+    def exists(self) -> bool:
+        path = self.engine.sqlite_file
+        if path is not None and not path.exists():
+            return False  # asked before anything made it: SQLite would make the file
+        with self._leases() as leases:
+            return leases.set_up_already()
+
+    def set_up(self) -> None:
+        queue.init_schema(self.engine)
+
+    def enqueue(
+        self,
+        run_id: str,
+        cwd: str,
+        arguments: list[str],
+        account: str,
+        *,
+        repo: str | None = None,
+        branch: str | None = None,
+    ) -> None:
+        queue.add(self.engine, run_id, queue.Order(cwd, arguments, account, repo, branch))
+
+    def queue(self) -> list[QueuedRun]:
+        return queue.runs(self.engine)
+
+    def queued(self, run_id: str) -> QueuedRun | None:
+        return queue.find(self.engine, run_id)
+
+    def cancel(self, run_id: str) -> QueuedRun | None:
+        return queue.cancel(self.engine, run_id)
+
+    def stored(self, run_id: str) -> StoredRun | None:
+        with self._leases() as leases:
+            row = leases.stored(run_id)
+        return None if row is None else _stored(row)
+
+    def every_stored(self) -> dict[str, StoredRun]:
+        with self._leases() as leases:
+            rows = leases.every_stored()
+        return {run_id: _stored(row) for run_id, row in rows.items()}
+
+    def event_lines(self, run_id: str) -> list[bytes]:
+        with self._leases() as leases:
+            row = leases.stored(run_id)
+        if row is None or row.record is None:
+            return []
+        content = _member(row.record, "events.jsonl") or b""
+        return [line for line in content.splitlines(keepends=True) if line.endswith(b"\n")]
+
+    def capacity(self) -> list[AccountCapacity]:
+        with self._leases() as leases:
+            return leases.capacity()
+
+    def ask(self, run_id: str, command: ControlCommand) -> None:
+        with self._leases() as leases:
+            leases.ask(run_id, command.value)
+
+
+def _member(record: bytes, name: str) -> bytes | None:
+    """One file of a packed record, read in memory; None when it has no such file."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(record), mode="r:gz") as archive:
+            content = archive.extractfile(name)
+            return content.read() if content is not None else None
+    except (OSError, KeyError, tarfile.TarError):
+        return None
+
+
+def _stored(row: StoredRow) -> StoredRun:
+    if row.record is None:
+        return StoredRun(row.holder, row.phase, None)
+    state = _member(row.record, "state.json")
+    try:
+        data = json.loads(state) if state is not None else None
+        if not isinstance(data, dict):
+            raise CorruptRecordError("not a JSON object")
+        return StoredRun(row.holder, row.phase, record_from_json(data))
+    except (ValueError, CorruptRecordError):
+        return StoredRun(row.holder, row.phase, None, readable=False)

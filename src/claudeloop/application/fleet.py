@@ -1,0 +1,171 @@
+"""What the fleet's commands do between parsing and rendering, through the `Fleet` port.
+
+Each function is one command's work: `queue ls`, `queue cancel`, `status`, `logs`,
+`stop` and `wind-down` with `--engine`. None of them sets the engine up or writes to it
+but the ones that change what is queued or asked: reading a fleet is only reading.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from claudeloop.application.errors import UsageError
+from claudeloop.application.ports import AccountCapacity, Fleet, QueuedRun, StoredRun
+from claudeloop.application.summary import status_object
+from claudeloop.domain.loop import ControlCommand
+
+# What `status` shows of a view: masks what must not be shown (the run's secrets).
+Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
+_ENDED_PHASES = ("complete", "failed")
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    """A run as the engine knows it: its place in the queue, and what its worker stored
+    last (None before its first save)."""
+
+    run_id: str
+    queued: QueuedRun | None
+    stored: StoredRun | None
+
+    @property
+    def worker(self) -> str | None:
+        if self.stored is not None and self.stored.holder is not None:
+            return self.stored.holder
+        return self.queued.worker if self.queued else None
+
+    @property
+    def state(self) -> str:
+        """The queue's word for it (queued, running, done, exit N, cancelled, failed)."""
+        return self.queued.state if self.queued else "unknown"
+
+    @property
+    def phase(self) -> str | None:
+        return self.stored.phase if self.stored else None
+
+    @property
+    def has_record(self) -> bool:
+        return self.stored is not None and self.stored.record is not None
+
+
+@dataclass(frozen=True)
+class FleetOverview:
+    """Every run of the fleet, newest first (each as `status --json` would say it, with
+    its place in the fleet), and each account's capacity."""
+
+    runs: list[dict[str, Any]]
+    capacity: list[AccountCapacity]
+
+
+def require(fleet: Fleet, asked: str) -> None:
+    """A command that reads a fleet: one never made is said so, not made by asking."""
+    if not fleet.exists():
+        raise UsageError(
+            f"{asked}: there is no fleet at {fleet.shown} yet; `claudeloop fleet init` or "
+            "`claudeloop queue add` makes one, or name another with --engine"
+        )
+
+
+def queue_listing(fleet: Fleet) -> list[QueuedRun]:
+    """`queue ls`: a fleet never made has an empty queue."""
+    return fleet.queue() if fleet.exists() else []
+
+
+def cancel(fleet: Fleet, run_id: str) -> QueuedRun:
+    """`queue cancel`: the run as it was before; an unknown one is the user's mistake."""
+    require(fleet, f"queue cancel {run_id}")
+    before = fleet.cancel(run_id)
+    if before is None:
+        raise UsageError(f"queue cancel {run_id}: no such run in the queue of {fleet.shown}")
+    return before
+
+
+def look_up(fleet: Fleet, run_id: str) -> FleetRun:
+    queued = fleet.queued(run_id)
+    stored = fleet.stored(run_id)
+    if queued is None and stored is None:
+        raise UsageError(f"--run-id {run_id}: no such run in the fleet of {fleet.shown}")
+    return FleetRun(run_id, queued, stored)
+
+
+def status_view(found: FleetRun, *, now: datetime, mask: Mask) -> dict[str, Any] | None:
+    """What local `status --json` says of the run, from its stored record, and where it
+    is in the fleet; None before the run's first record."""
+    if found.stored is None or found.stored.record is None:
+        return None
+    view = status_object(found.stored.record, now=now, driver_pid=None)
+    view |= {"state": found.state, "worker": found.worker}
+    return dict(mask(view))
+
+
+def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
+    """`status --engine` without a run id."""
+    require(fleet, "status --engine")
+    stored = fleet.every_stored()
+    rows = []
+    for queued in reversed(fleet.queue()):
+        found = FleetRun(queued.run_id, queued, stored.get(queued.run_id))
+        readable = found.stored is None or found.stored.readable
+        data = (status_view(found, now=now, mask=mask) or {}) if readable else {}
+        rows.append(
+            {
+                "run_id": found.run_id,
+                "state": found.state,
+                "phase": data.get("phase") if readable else "unreadable",
+                "worker": found.worker,
+                "next_probe_at": data.get("next_probe_at"),
+                "next_probe_in_seconds": data.get("next_probe_in_seconds"),
+                "plan": data.get("plan"),
+                "turns": data.get("turns"),
+                "dollars": data.get("dollars"),
+                "cwd": queued.cwd,
+                "account": queued.account,
+            }
+        )
+    return FleetOverview(rows, fleet.capacity())
+
+
+def control(fleet: Fleet, run_id: str, command: ControlCommand) -> FleetRun:
+    """`stop` or `wind-down --engine`: asked of the run's worker, which writes it into
+    the run's control file. A run that is not running is the user's mistake."""
+    require(fleet, f"{command.value} --engine")
+    found = look_up(fleet, run_id)
+    if found.state == "queued":
+        raise UsageError(
+            f"run {run_id} is queued, not running; nothing to {command.value} "
+            f"(`claudeloop queue cancel {run_id}` keeps it from starting)"
+        )
+    if found.state != "running" or found.phase in _ENDED_PHASES:
+        ended = found.state if found.state != "running" else found.phase
+        raise UsageError(f"run {run_id} has ended ({ended}); nothing to {command.value}")
+    fleet.ask(run_id, command)
+    return found
+
+
+def events(
+    fleet: Fleet, found: FleetRun, *, follow: bool, sleep: Callable[[float], None]
+) -> Iterator[bytes]:
+    """`logs --engine`: each stored event line once; with `follow`, the lines to come
+    until the queue says the run is over."""
+    seen = 0
+    stored, state = found.stored, found.state
+    for polls in itertools.count(1):
+        if stored is not None and stored.record is not None:
+            lines = fleet.event_lines(found.run_id)
+            yield from lines[seen:]
+            seen = max(seen, len(lines))
+        if not follow or state not in ("queued", "running"):
+            return
+        sleep(1.0)  # a worker stores the record as it changes
+        stored = fleet.stored(found.run_id)
+        # A record that says the run ended may be one handed back by a stopping worker,
+        # for another to resume: only the queue says it is over. It is also asked now
+        # and then, for a run cancelled before it started.
+        ended = stored is not None and stored.phase in _ENDED_PHASES
+        if ended or polls % 10 == 0:
+            queued = fleet.queued(found.run_id)
+            state = queued.state if queued else state
