@@ -11,11 +11,12 @@ test:
 
 gates: $(STAMP) lint typecheck contracts pytest
 
-# The fast gate while working (about a minute on 2 cores): lint, formatting, types,
-# import contracts and every test that does not start the real Claude Code CLI
-# (tests/e2e and tests/contract do), with fewer Hypothesis examples. `make test` is CI.
+# The fast gate while working (under a minute on 2 cores): lint, formatting, types,
+# import contracts and every test but the end-to-end ones (tests/e2e and tests/contract
+# start the real Claude Code CLI; those marked slow take seconds in real processes),
+# with at most 20 examples per Hypothesis property (tests/examples.py). CI: `make test`.
 check: $(STAMP) lint typecheck contracts
-	HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 2 -q \
+	HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 2 -q -m "not slow" \
 		--ignore=tests/e2e --ignore=tests/contract tests
 
 $(VENV)/bin/python:

@@ -47,6 +47,7 @@ from tests.application.fakes import (
     MemoryStore,
     verdict_turn,
 )
+from tests.examples import examples
 
 WINDOW = TurnSignals(
     rate_limit_status="rejected",
@@ -283,7 +284,7 @@ def run_with_kills_on(
 answers = st.lists(st.sampled_from(["work", "work", "window"]), max_size=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     answers=answers,
     probes=st.lists(st.booleans(), max_size=4),

@@ -68,6 +68,7 @@ def black_hole() -> Iterator[int]:
         yield int(listening.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_an_engine_that_never_answers_is_one_line_saying_so(
     black_hole: int, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeloop.domain.budget import Budget, BudgetLedger, in_flight_estimate, money
+from tests.examples import examples
 
 
 def test_none_means_no_cap() -> None:
@@ -113,7 +114,7 @@ spends = st.lists(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(max_turns=caps, max_dollars=dollar_caps, max_attempts=caps, history=spends)
 def test_the_ledger_adds_up_and_any_exhausted_is_any_cap_reached(
     max_turns: int | None,
@@ -213,7 +214,7 @@ def test_a_ledger_with_no_count_lower_and_one_higher_is_ahead() -> None:
     assert not capped.is_ahead_of(start)  # the caps are no count
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(history=spends)
 def test_no_spend_ever_lowers_a_count_so_a_later_ledger_is_never_behind(
     history: list[tuple[str, float]],

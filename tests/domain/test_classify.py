@@ -22,6 +22,7 @@ from claudeloop.domain.capacity import (
 from claudeloop.domain.classify import backend_misconfiguration, classify
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.turn_end import TERMINAL_REASONS, ContextFull, turn_end
+from tests.examples import examples
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 RESET = NOW + timedelta(hours=3)
@@ -700,7 +701,7 @@ signals_strategy = st.builds(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(signals=signals_strategy)
 def test_authentication_outranks_everything_over_all_signals(signals: TurnSignals) -> None:
     refused = (
@@ -716,7 +717,7 @@ def test_authentication_outranks_everything_over_all_signals(signals: TurnSignal
     assert isinstance(classify(signals), AuthenticationFailed) is refused
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(signals=signals_strategy)
 def test_without_any_error_signal_the_turn_is_available(signals: TurnSignals) -> None:
     quiet = TurnSignals(
@@ -735,7 +736,7 @@ def test_without_any_error_signal_the_turn_is_available(signals: TurnSignals) ->
     assert classify(quiet) == Available()
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(signals=signals_strategy)
 def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
     signals: TurnSignals,
@@ -792,7 +793,7 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
     assert isinstance(state, WindowExhausted | CreditsExhausted)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(signals=signals_strategy)
 def test_a_proxys_spent_budget_is_never_a_window_a_clock_fixes(signals: TurnSignals) -> None:
     # Whatever else the turn said, a budget the proxy reports spent, with a typed signal,
@@ -964,7 +965,7 @@ def test_the_clis_limit_words_without_a_typed_error_are_no_limit() -> None:
     assert classify(TurnSignals(result_text=said, assistant_error="unknown")) == Available()
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(signals=signals_strategy)
 def test_limit_words_never_decide_without_a_typed_error(signals: TurnSignals) -> None:
     # The same signals, with no typed error anywhere: whatever the text says, a turn the

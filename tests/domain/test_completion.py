@@ -27,6 +27,7 @@ from claudeloop.domain.loop import (
     decide_after_turn,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
+from tests.examples import examples
 
 MARKER = DEFAULT_DONE_MARKER
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -162,7 +163,7 @@ def test_truncation_a_marker_inside_a_limit_message_is_discarded_by_the_limit() 
     assert after.state.phase is Phase.WAITING
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(text=st.text(), prompt=st.text())
 def test_text_without_the_marker_is_never_done(text: str, prompt: str) -> None:
     if MARKER in text:
@@ -174,7 +175,7 @@ def test_text_without_the_marker_is_never_done(text: str, prompt: str) -> None:
 plain_words = st.text(alphabet='abcdefg .,:\n\t"`>', max_size=40)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(before=plain_words, after=plain_words, lead=plain_words, tail=plain_words)
 def test_an_echo_of_a_marker_bearing_prompt_is_never_done(
     before: str, after: str, lead: str, tail: str
@@ -185,7 +186,7 @@ def test_an_echo_of_a_marker_bearing_prompt_is_never_done(
     assert isinstance(evaluate(None, final_text=answer, prompt=prompt), Continue)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(
     complete=st.booleans(),
     remaining=st.lists(st.text(max_size=10), max_size=3).map(tuple),

@@ -50,6 +50,7 @@ from claudeloop.domain.loop import (
     resume_decision,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig, wait_exceeded
+from tests.examples import examples
 
 START = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 
@@ -398,5 +399,7 @@ class RunLoopMachine(RuleBasedStateMachine):
         )
 
 
-RunLoopMachine.TestCase.settings = settings(max_examples=250, stateful_step_count=50, deadline=None)
+RunLoopMachine.TestCase.settings = settings(
+    max_examples=examples(250), stateful_step_count=50, deadline=None
+)
 TestRunLoop = RunLoopMachine.TestCase

@@ -54,6 +54,7 @@ from claudeloop.domain.verification import (
     RunCheck,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
+from tests.examples import examples
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 CONFIG = WaitPolicyConfig()
@@ -632,6 +633,6 @@ class VerifyingLoopMachine(RuleBasedStateMachine):
 
 
 VerifyingLoopMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None
+    max_examples=examples(150), stateful_step_count=40, deadline=None
 )
 TestVerifyingLoop = VerifyingLoopMachine.TestCase

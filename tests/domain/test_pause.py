@@ -23,6 +23,7 @@ from claudeloop.domain.loop import (
 from claudeloop.domain.pause import PauseThresholds, capacity_of, is_pause, pause_for
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant
+from tests.examples import examples
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 RESET_5H = NOW + timedelta(hours=2)
@@ -137,7 +138,7 @@ def test_a_pause_without_a_reset_probes_at_the_window_interval() -> None:
     assert at == NOW + CONFIG.window_probe_interval
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(
     ahead=st.timedeltas(min_value=timedelta(seconds=1), max_value=timedelta(days=30)),
     used=st.floats(min_value=0.01, max_value=1.0),

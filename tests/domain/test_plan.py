@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeloop.domain.plan import PlanItem, WorkPlan, normalise
+from tests.examples import examples
 
 PLAN = """\
 # Release plan
@@ -178,7 +179,7 @@ def test_an_item_key_is_its_normalised_text() -> None:
 # Round trips ---------------------------------------------------------------------------
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(text=st.text())
 def test_parse_then_render_round_trips_any_text(text: str) -> None:
     assert WorkPlan.parse(text).render() == text
@@ -208,7 +209,7 @@ def checklists(draw: st.DrawFn) -> tuple[str, list[tuple[int, str, bool]]]:
     return "\n".join(lines), expected
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(checklist=checklists())
 def test_parse_then_render_round_trips_any_generated_checklist(
     checklist: tuple[str, list[tuple[int, str, bool]]],
@@ -219,7 +220,7 @@ def test_parse_then_render_round_trips_any_generated_checklist(
     assert [(item.line_number, item.text, item.done) for item in plan.items] == expected
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(checklist=checklists(), picks=st.sets(st.integers(min_value=0, max_value=15)))
 def test_marking_done_only_ever_checks_items_and_keeps_every_other_line(
     checklist: tuple[str, list[tuple[int, str, bool]]], picks: set[int]

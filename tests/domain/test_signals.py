@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeloop.domain.signals import TurnSignals, instant_from_epoch
+from tests.examples import examples
 
 RESET = datetime(2026, 1, 15, 17, 0, tzinfo=UTC)
 RESET_SECONDS = int(RESET.timestamp())
@@ -33,7 +34,7 @@ def test_fractional_epoch_seconds_keep_their_fraction() -> None:
 
 # Every instant from March 1973 to the year 5138: in milliseconds these are all at least
 # 10**11, in seconds all below it, so the two readings cannot be confused.
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(seconds=st.integers(min_value=100_000_000, max_value=99_999_999_999))
 def test_any_epoch_in_seconds_or_milliseconds_is_one_instant(seconds: int) -> None:
     as_seconds = instant_from_epoch(seconds)

@@ -19,6 +19,7 @@ from claudeloop.domain.waiting import (
     trusted_probe_instant,
     wait_exceeded,
 )
+from tests.examples import examples
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 DEFAULT = WaitPolicyConfig()
@@ -108,7 +109,7 @@ durations = st.timedeltas(min_value=timedelta(days=-800), max_value=timedelta(da
 
 
 @pytest.mark.parametrize("field", ["window_probe_interval", "reset_retry_interval"])
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(value=durations)
 def test_an_interval_is_accepted_exactly_above_zero_and_within_a_year(
     field: str, value: timedelta
@@ -118,14 +119,14 @@ def test_an_interval_is_accepted_exactly_above_zero_and_within_a_year(
 
 
 @pytest.mark.parametrize("field", ["reset_grace", "reset_retry_window"])
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(value=durations)
 def test_a_grace_is_accepted_exactly_from_zero_to_a_year(field: str, value: timedelta) -> None:
     valid = timedelta(0) <= value <= MAX_INTERVAL
     assert _accepts(**{field: value}) is valid
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(interval=durations, ceiling=durations)
 def test_credits_interval_and_ceiling_are_accepted_exactly_within_their_bounds(
     interval: timedelta, ceiling: timedelta
@@ -134,14 +135,14 @@ def test_credits_interval_and_ceiling_are_accepted_exactly_within_their_bounds(
     assert _accepts(credits_probe_interval=interval, credits_probe_ceiling=ceiling) is valid
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(factor=st.floats(allow_nan=True, allow_infinity=True))
 def test_credits_probe_factor_is_accepted_exactly_within_its_bounds(factor: float) -> None:
     valid = 1.0 <= factor <= 100.0
     assert _accepts(credits_probe_factor=factor) is valid
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(value=st.none() | durations)
 def test_max_wait_is_accepted_exactly_within_its_bounds(value: timedelta | None) -> None:
     valid = value is None or timedelta(0) < value <= MAX_INTERVAL
@@ -333,14 +334,14 @@ def _next(scenario: Scenario, probe_count: int | None = None) -> datetime:
     )
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(scenario=scenarios())
 def test_the_next_probe_is_never_before_now(scenario: Scenario) -> None:
     _, now, *_ = scenario
     assert _next(scenario) >= now
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(scenario=scenarios())
 def test_the_next_probe_is_never_after_the_policy_interval(scenario: Scenario) -> None:
     state, now, _, _, config = scenario
@@ -352,7 +353,7 @@ def test_the_next_probe_is_never_after_the_policy_interval(scenario: Scenario) -
     assert _next(scenario) <= now + bound
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(scenario=scenarios(), max_wait=positive)
 def test_the_next_probe_is_never_after_max_wait(scenario: Scenario, max_wait: timedelta) -> None:
     state, now, started, count, config = scenario
@@ -360,7 +361,7 @@ def test_the_next_probe_is_never_after_max_wait(scenario: Scenario, max_wait: ti
     assert _next((state, now, started, count, bounded)) <= max(now, started + max_wait)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(scenario=scenarios(), other=probe_counts)
 def test_the_next_probe_is_monotone_in_the_probe_count(scenario: Scenario, other: int) -> None:
     count = scenario[3]
@@ -368,7 +369,7 @@ def test_the_next_probe_is_monotone_in_the_probe_count(scenario: Scenario, other
     assert _next(scenario, low) <= _next(scenario, high)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(config=configs(), probe_count=probe_counts, now=nows)
 def test_credits_backoff_stays_between_interval_and_ceiling_without_overflow(
     config: WaitPolicyConfig, probe_count: int, now: datetime
@@ -381,7 +382,7 @@ def test_credits_backoff_stays_between_interval_and_ceiling_without_overflow(
     assert now <= at <= now + config.credits_probe_ceiling
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(config=configs(), now=nows, reset_offset=offsets)
 def test_window_with_reset_ahead_is_the_earlier_of_reset_plus_grace_and_the_interval(
     config: WaitPolicyConfig, now: datetime, reset_offset: timedelta
@@ -401,7 +402,7 @@ def test_window_with_reset_ahead_is_the_earlier_of_reset_plus_grace_and_the_inte
     assert at == min(reset + config.reset_grace, now + config.window_probe_interval)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(config=configs(), now=nows, reset_offset=offsets, probe_count=probe_counts)
 def test_a_past_reset_never_gives_an_immediate_probe_no_burst(
     config: WaitPolicyConfig, now: datetime, reset_offset: timedelta, probe_count: int
@@ -426,7 +427,7 @@ def test_a_past_reset_never_gives_an_immediate_probe_no_burst(
     assert at == now + (step if quick else config.window_probe_interval)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(scenario=scenarios())
 def test_a_probe_cut_short_by_max_wait_finds_the_wait_exceeded(scenario: Scenario) -> None:
     state, now, started, count, config = scenario
@@ -449,7 +450,7 @@ def test_a_probe_cut_short_by_max_wait_finds_the_wait_exceeded(scenario: Scenari
         assert not exceeded_there
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(now=nows, waited=elapsed, max_wait=st.none() | positive)
 def test_wait_exceeded_exactly_when_max_wait_has_passed(
     now: datetime, waited: timedelta, max_wait: timedelta | None
@@ -474,7 +475,7 @@ def test_reset_retry_window_must_be_between_zero_and_a_year(value: timedelta) ->
         WaitPolicyConfig(reset_retry_window=value)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     config=configs(),
     now=nows,

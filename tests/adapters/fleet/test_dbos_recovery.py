@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXECUTOR = """
 import os, sys, time
 from dbos import DBOS
@@ -53,6 +55,7 @@ def _executor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_dead_executors_pending_workflow_is_recovered_and_finished_by_another(
     tmp_path: Path,
 ) -> None:
