@@ -23,6 +23,7 @@ from claudeloop.cli.params import (
     PAUSE_AT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
+    OneLineChoice,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -709,6 +710,26 @@ def init(cwd: Path | None) -> None:
     from claudeloop.cli import init_project
 
     init_project.init(cwd=cwd)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  eval "$(claudeloop completion bash)"    in ~/.bashrc
+  eval "$(claudeloop completion zsh)"     in ~/.zshrc, after compinit
+  claudeloop completion fish > ~/.config/fish/completions/claudeloop.fish
+"""
+)
+@click.argument("shell", type=OneLineChoice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion(context: click.Context, shell: str) -> None:
+    """Print the shell completion script of bash, zsh or fish.
+
+    Commands, options and their choices then complete on Tab (click's shell
+    completion; bash 4.4 or newer)."""
+    from claudeloop.cli import completion as completion_command
+
+    click.echo(completion_command.script(context.find_root().command, shell), nl=False)
 
 
 @cli.command(
