@@ -212,7 +212,7 @@ def config_text(checks: tuple[FoundCheck, ...]) -> str:
         )
         others = [f"{check.command} ({check.because})" for check in checks[1:]]
         if others:
-            verify += "# Also found: " + "; ".join(others) + ".\n"
+            verify += "# Also found: " + "; ".join(others) + ". Add to the list to run too.\n"
     else:
         verify = (
             "# `claudeloop init` found no test command (a Makefile test target, pytest,\n"
