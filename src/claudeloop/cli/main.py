@@ -23,6 +23,7 @@ from claudeloop.cli.params import (
     PAUSE_AT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
+    OneLineChoice,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -57,6 +58,7 @@ _DEFAULT_WAIT = tuple(
 
 EPILOG = """\b
 Examples:
+  claudeloop init               set up a project: claudeloop.toml, PLAN.md
   claudeloop run PLAN.md        work through a plan's checklist
   claudeloop run --prompt "Fix the flaky tests" --max-dollars 5
   claudeloop resume             continue the most recent run here
@@ -674,6 +676,60 @@ def doctor(cwd: Path | None, profile: str | None, as_json: bool, no_probe: bool)
     from claudeloop.cli import doctor as doctor_command
 
     doctor_command.doctor(cwd=cwd, profile=profile, as_json=as_json, probe=not no_probe)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop init                   set up the current directory
+  claudeloop init --cwd ~/src/app   set up another
+  claudeloop init && claudeloop config show
+
+Never overwrites: a file already there is left as it is, and said so.
+
+\b
+Exit codes: 0 every file written or already there · 1 one could not be
+written · 2 the configuration a run would read does not load.
+"""
+)
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The project directory to set up (default: the current one).",
+)
+def init(cwd: Path | None) -> None:
+    """Set up a project: claudeloop.toml and PLAN.md, where they are missing.
+
+    claudeloop.toml has every setting as a comment to uncomment, and verify
+    (the commands a Done must pass) set to the project's own test command, found from its files: a
+    Makefile with a test target (make test); pytest.ini, pytest in pyproject.toml,
+    setup.cfg or tox.ini, or a tests/ directory beside pyproject.toml or setup.cfg
+    (pytest); a test script in package.json (npm test); Cargo.toml (cargo test);
+    go.mod (go test ./...). The first found wins; the others are named."""
+    from claudeloop.cli import init_project
+
+    init_project.init(cwd=cwd)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  eval "$(claudeloop completion bash)"    in ~/.bashrc
+  eval "$(claudeloop completion zsh)"     in ~/.zshrc, after compinit
+  claudeloop completion fish > ~/.config/fish/completions/claudeloop.fish
+"""
+)
+@click.argument("shell", type=OneLineChoice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion(context: click.Context, shell: str) -> None:
+    """Print the shell completion script of bash, zsh or fish.
+
+    Commands, options and their choices then complete on Tab (click's shell
+    completion; bash 4.4 or newer)."""
+    from claudeloop.cli import completion as completion_command
+
+    click.echo(completion_command.script(context.find_root().command, shell), nl=False)
 
 
 @cli.command(

@@ -22,10 +22,23 @@ __all__ = [
     "POSITIVE_INT",
     "AppriseUrl",
     "Duration",
+    "OneLineChoice",
     "Positive",
     "parse_duration",
     "working_directory",
 ]
+
+
+class OneLineChoice(click.Choice):  # type: ignore[type-arg]
+    """A choice whose missing value is said on one line, naming the choices (click's own
+    puts each choice on a line of its own)."""
+
+    def get_missing_message(
+        self,
+        param: click.Parameter,  # noqa: ARG002 (click's signature)
+        ctx: click.Context | None,  # noqa: ARG002
+    ) -> str:
+        return "Give one of: " + ", ".join(str(choice) for choice in self.choices) + "."
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]
