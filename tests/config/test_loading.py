@@ -13,7 +13,7 @@ from claudeloop.adapters.config.loading import (
     OTHER_VARIABLES,
     user_config_dir,
 )
-from claudeloop.adapters.config.schema import SETTING_KEYS
+from claudeloop.application.settings import SETTING_KEYS
 from claudeloop.domain.waiting import WaitPolicyConfig
 from tests.config.sources import error_of, load
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claudeloop.adapters.notify.messages import NOTIFY_KINDS
+from claudeloop.application.settings import NOTIFY_KINDS
 from tests.config.sources import error_of, load
 
 

@@ -53,13 +53,15 @@ def test_a_bad_value_is_one_line_naming_the_file_and_key(
 
 
 def test_every_limit_kind_of_the_domain_is_a_key_of_limits(tmp_path: Path) -> None:
+    from claudeloop.application.settings import LIMITS
     from claudeloop.domain.limits import LIMIT_KINDS
 
     table = "".join(f'{kind} = "wind-down"\n' for kind in LIMIT_KINDS)
     config = load(tmp_path, text=f"[limits]\n{table}overage_in_use = \"go-on\"\n".replace(
         'overage_in_use = "wind-down"\n', ""
     ))  # fmt: skip
-    limits = config.value("limits")
+    limits = config.get(LIMITS)
+    assert limits is not None
     assert set(limits) == set(LIMIT_KINDS)
     assert limits["overage_in_use"] == "go-on"
     assert limits["seven_day_sonnet"] == "wind-down"
