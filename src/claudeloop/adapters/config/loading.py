@@ -107,10 +107,6 @@ class Configuration:
     def get(self, setting: SettingDescription[T]) -> T:
         return self.of(setting).value
 
-    def value(self, key: str) -> object:
-        """A setting's value by its key, untyped (`get` is the typed way)."""
-        return self.settings[key].value
-
     @property
     def profile_name(self) -> str:
         return self.get(PROFILE)
