@@ -7,7 +7,6 @@ from typing import Any
 
 from claudeloop.adapters.config.schema import NotifyKinds
 from claudeloop.adapters.notify.messages import (
-    NOTIFY_KINDS,
     Notification,
     RunSoFar,
     notification_for,
@@ -25,6 +24,7 @@ from claudeloop.application.events import (
     TurnStarted,
     WaitStarted,
 )
+from claudeloop.application.settings import NOTIFY_KINDS
 from claudeloop.domain.loop import Outcome
 
 RUN = RunSoFar(run_id="20261130-101500-a1b2c3", cwd="/home/ada/app")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -19,70 +19,34 @@ from claudeloop.application.run_spec import (
     resumed_model,
     resumed_record,
 )
+from claudeloop.application.settings import SETTINGS, Origin, OriginKind, Setting, Sourced
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.limits import SwitchProfile, Wait
 from claudeloop.domain.loop import Outcome, Phase, RunState
 from tests.application.fakes import START
 
 CWD = Path("/work/app")
-
-
-@dataclass(frozen=True)
-class Origin:
-    kind: str
-    where: str = ""
-
-    def describe(self) -> str:
-        return {"flag": f"flag {self.where}", "env": f"env {self.where}"}.get(
-            self.kind, self.where or self.kind
-        )
-
-
-@dataclass(frozen=True)
-class Setting:
-    value: Any
-    origin: Origin
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Settings:
-    settings: Mapping[str, Setting]
+    """The effective settings as the configuration adapter gives them: by key, each with
+    where it came from; read typed through each setting's description."""
+
+    settings: Mapping[str, Sourced[object]]
     profiles: Mapping[str, object] = field(default_factory=dict)
 
-    def value(self, key: str) -> Any:
-        return self.settings[key].value
-
-    @property
-    def profile_name(self) -> str:
-        return str(self.settings["profile"].value)
+    def of(self, setting: Setting[T]) -> Sourced[T]:
+        return cast(Sourced[T], self.settings[setting.key])
 
 
-DEFAULTS: dict[str, Any] = {
-    "profile": "default",
-    "model": None,
-    "permission_mode": "acceptEdits",
-    "done_marker": "CLAUDELOOP_DONE",
-    "continue_prompt": None,
-    "update_plan": False,
-    "pause_at": None,
-    "limits": None,
-    "max_turns": None,
-    "max_dollars": None,
-    "max_attempts": None,
-    "window_probe_interval": None,
-    "credits_probe_interval": None,
-    "credits_probe_ceiling": None,
-    "reset_grace": None,
-    "max_wait": None,
-}
-
-
-def settings(profiles: tuple[str, ...] = (), **given: tuple[Any, str]) -> Settings:
+def settings(profiles: tuple[str, ...] = (), **given: tuple[Any, OriginKind]) -> Settings:
     """The defaults, with each `key=(value, "flag" | "env" | "project" | ...)` over them."""
-    values = {key: Setting(value, Origin("default")) for key, value in DEFAULTS.items()}
+    values = {setting.key: Sourced(setting.default, Origin("default")) for setting in SETTINGS}
     for key, (value, kind) in given.items():
         where = f"--{key.replace('_', '-')}" if kind == "flag" else f"CLAUDELOOP_{key.upper()}"
-        values[key] = Setting(value, Origin(kind, where if kind in ("flag", "env") else kind))
+        values[key] = Sourced(value, Origin(kind, where if kind in ("flag", "env") else kind))
     return Settings(values, profiles={name: object() for name in profiles})
 
 

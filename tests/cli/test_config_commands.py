@@ -340,8 +340,7 @@ def test_resume_changes_only_the_verification_settings_a_flag_or_variable_gives(
     )
     environ = {"CLAUDELOOP_CONFIG_DIR": str(tmp_path / "user"), "CLAUDELOOP_STALL_TURNS": "0"}
     config = load_configuration(cwd=tmp_path, flags={"verify": ["pytest -x"]}, environ=environ)
-    changed = verification(set_by(config, kinds=("flag", "env")), started)
-    rules, timeout = changed["verify"], changed["verify_timeout_seconds"]
+    rules, timeout = verification(set_by(config, kinds=("flag", "env")), started)
     assert [check.text for check in rules.checks] == ["pytest -x"]
     assert rules.review is True  # kept
     assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 2)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.config.loading import load_configuration
+from claudeloop.application.settings import VERIFY
 from tests.application.test_project_setup import uncommented
 from tests.cli.conftest import Invocation
 from tests.cli.test_bad_input import MAKE_READ_ONLY, _unlock, needs_an_ordinary_user
@@ -47,7 +48,7 @@ def test_init_writes_a_config_that_loads_and_a_plan(claudeloop: Invoke, project:
     )
     config = load_configuration(cwd=project, environ=dict(os.environ))
     assert config.files == (project / "claudeloop.toml",)
-    assert config.value("verify") == ["make test"]
+    assert config.get(VERIFY) == ["make test"]
     assert config.settings["verify"].origin.where == str(project / "claudeloop.toml")
     assert "- [ ] " in (project / "PLAN.md").read_text()
 

@@ -13,7 +13,19 @@ from claudeloop.adapters.config.loading import (
     OTHER_VARIABLES,
     user_config_dir,
 )
-from claudeloop.adapters.config.schema import SETTING_KEYS
+from claudeloop.application.settings import (
+    CONTINUE_PROMPT,
+    DONE_MARKER,
+    MAX_ATTEMPTS,
+    MAX_DOLLARS,
+    MAX_TURNS,
+    MAX_WAIT,
+    MODEL,
+    PERMISSION_MODE,
+    RESET_GRACE,
+    SETTING_KEYS,
+    WINDOW_PROBE_INTERVAL,
+)
 from claudeloop.domain.waiting import WaitPolicyConfig
 from tests.config.sources import error_of, load
 
@@ -22,10 +34,10 @@ def test_nothing_configured_gives_the_built_in_defaults(project: Path, user_dir:
     config = load(project, user_dir)
     assert config.profile_name == "default"
     assert config.profile is None
-    assert config.value("permission_mode") == "acceptEdits"
-    assert config.value("max_turns") is None
-    assert config.value("window_probe_interval") == WaitPolicyConfig().window_probe_interval
-    assert config.value("done_marker") == "CLAUDELOOP_TASK_FULLY_COMPLETE"
+    assert config.get(PERMISSION_MODE) == "acceptEdits"
+    assert config.get(MAX_TURNS) is None
+    assert config.get(WINDOW_PROBE_INTERVAL) == WaitPolicyConfig().window_probe_interval
+    assert config.get(DONE_MARKER) == "CLAUDELOOP_TASK_FULLY_COMPLETE"
     assert {s.origin.describe() for s in config.settings.values()} == {"default"}
     assert config.files == ()
 
@@ -41,13 +53,13 @@ def test_each_source_outranks_the_ones_below_it(project: Path, user_dir: Path) -
     )
     project_file = project / "claudeloop.toml"
     user_file = user_dir / "config.toml"
-    assert config.value("max_turns") == 4
+    assert config.get(MAX_TURNS) == 4
     assert config.settings["max_turns"].origin.describe() == "flag --max-turns"
-    assert config.value("max_dollars") == 3.5
+    assert config.get(MAX_DOLLARS) == 3.5
     assert config.settings["max_dollars"].origin.describe() == "env CLAUDELOOP_MAX_DOLLARS"
-    assert config.value("max_attempts") == 2
+    assert config.get(MAX_ATTEMPTS) == 2
     assert config.settings["max_attempts"].origin.describe() == str(project_file)
-    assert config.value("max_wait") == timedelta(seconds=60)
+    assert config.get(MAX_WAIT) == timedelta(seconds=60)
     assert config.settings["max_wait"].origin.describe() == str(user_file)
     assert config.files == (project_file, user_file)
 
@@ -60,7 +72,7 @@ def test_durations_are_seconds_or_the_flag_forms(
     project: Path, user_dir: Path, written: str, seconds: int
 ) -> None:
     config = load(project, user_dir, project_text=f"reset_grace = {written}\n")
-    assert config.value("reset_grace") == timedelta(seconds=seconds)
+    assert config.get(RESET_GRACE) == timedelta(seconds=seconds)
 
 
 def test_environment_variables_are_read_as_text(project: Path, user_dir: Path) -> None:
@@ -75,11 +87,11 @@ def test_environment_variables_are_read_as_text(project: Path, user_dir: Path) -
             "CLAUDELOOP_MAX_TURNS": "",  # empty is unset
         },
     )
-    assert config.value("max_attempts") == 9
-    assert config.value("max_wait") == timedelta(hours=8)
-    assert config.value("permission_mode") == "plan"
-    assert config.value("continue_prompt") == "Keep going."
-    assert config.value("max_turns") is None
+    assert config.get(MAX_ATTEMPTS) == 9
+    assert config.get(MAX_WAIT) == timedelta(hours=8)
+    assert config.get(PERMISSION_MODE) == "plan"
+    assert config.get(CONTINUE_PROMPT) == "Keep going."
+    assert config.get(MAX_TURNS) is None
 
 
 PROFILES = """
@@ -98,12 +110,12 @@ def test_a_selected_profiles_model_beats_the_files_model_but_not_a_flag(
 ) -> None:
     text = 'profile = "local"\nmodel = "claude-sonnet-4-5"\n' + PROFILES
     config = load(project, user_dir, project_text=text)
-    assert config.value("model") == "qwen3"
+    assert config.get(MODEL) == "qwen3"
     assert config.settings["model"].origin.describe().startswith("[profiles.local] in ")
     flagged = load(project, user_dir, flags={"model": "qwen3-coder"})
-    assert flagged.value("model") == "qwen3-coder"
+    assert flagged.get(MODEL) == "qwen3-coder"
     from_env = load(project, user_dir, env={"CLAUDELOOP_MODEL": "qwen3-8b"})
-    assert from_env.value("model") == "qwen3-8b"
+    assert from_env.get(MODEL) == "qwen3-8b"
 
 
 def test_the_profile_is_chosen_by_flag_env_or_file(project: Path, user_dir: Path) -> None:

@@ -10,6 +10,13 @@ from typing import Any
 import pytest
 
 from claudeloop.adapters.config.loading import ConfigError, load_configuration
+from claudeloop.application.settings import (
+    REVIEW,
+    SAME_FAILURE,
+    STALL_TURNS,
+    VERIFY,
+    VERIFY_TIMEOUT,
+)
 
 
 def load(
@@ -29,10 +36,10 @@ def load(
 
 def test_the_defaults_verify_nothing_and_brake_after_three(tmp_path: Path) -> None:
     config = load(tmp_path)
-    assert config.value("verify") == []
-    assert config.value("verify_timeout") == timedelta(minutes=10)
-    assert config.value("review") is False
-    assert (config.value("stall_turns"), config.value("same_failure")) == (3, 3)
+    assert config.get(VERIFY) == []
+    assert config.get(VERIFY_TIMEOUT) == timedelta(minutes=10)
+    assert config.get(REVIEW) is False
+    assert (config.get(STALL_TURNS), config.get(SAME_FAILURE)) == (3, 3)
 
 
 def test_a_file_lists_the_commands_and_the_rest(tmp_path: Path) -> None:
@@ -41,15 +48,15 @@ def test_a_file_lists_the_commands_and_the_rest(tmp_path: Path) -> None:
         project_text='verify = ["make test", "ruff check ."]\nverify_timeout = "90s"\n'
         "review = true\nstall_turns = 0\nsame_failure = 5\n",
     )
-    assert config.value("verify") == ["make test", "ruff check ."]
-    assert config.value("verify_timeout") == timedelta(seconds=90)
-    assert config.value("review") is True
-    assert (config.value("stall_turns"), config.value("same_failure")) == (0, 5)
+    assert config.get(VERIFY) == ["make test", "ruff check ."]
+    assert config.get(VERIFY_TIMEOUT) == timedelta(seconds=90)
+    assert config.get(REVIEW) is True
+    assert (config.get(STALL_TURNS), config.get(SAME_FAILURE)) == (0, 5)
 
 
 def test_the_variable_holds_one_command_per_line(tmp_path: Path) -> None:
     config = load(tmp_path, env={"CLAUDELOOP_VERIFY": "make test\npytest -x tests"})
-    assert config.value("verify") == ["make test", "pytest -x tests"]
+    assert config.get(VERIFY) == ["make test", "pytest -x tests"]
 
 
 def test_the_flags_win(tmp_path: Path) -> None:
@@ -58,9 +65,9 @@ def test_the_flags_win(tmp_path: Path) -> None:
         project_text='verify = ["make test"]\n',
         flags={"verify": ["pytest"], "stall_turns": 7},
     )
-    assert config.value("verify") == ["pytest"]
+    assert config.get(VERIFY) == ["pytest"]
     assert config.settings["verify"].origin.describe() == "flag --verify"
-    assert config.value("stall_turns") == 7
+    assert config.get(STALL_TURNS) == 7
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,18 @@ def test_limit_kinds_name_the_windows_credits_and_local() -> None:
     assert set(LIMIT_KINDS) >= {"five_hour", "seven_day", "credits", "local", "overage"}
 
 
+def test_every_window_and_paid_overage_are_limit_kinds_and_a_pause_names_each_window() -> None:
+    from claudeloop.domain.limits import WINDOW_KINDS
+    from claudeloop.domain.overage import PAID_OVERAGE
+    from claudeloop.domain.pause import WINDOW_ALIASES, PauseThresholds
+
+    assert LIMIT_KINDS[: len(WINDOW_KINDS)] == WINDOW_KINDS
+    assert PAID_OVERAGE in LIMIT_KINDS
+    assert set(WINDOW_ALIASES.values()) == set(WINDOW_KINDS)
+    typed = ",".join(f"{alias}=90%" for alias in WINDOW_ALIASES)
+    assert {window for window, _ in PauseThresholds.parse(typed).limits} == set(WINDOW_KINDS)
+
+
 def test_a_limit_without_a_policy_waits() -> None:
     assert SWITCH.action_for(WindowExhausted("seven_day")) == Wait()
 

@@ -505,3 +505,15 @@ def test_a_scenario_can_name_every_overage_refusal_reason_the_domain_decides() -
     from claudeloop.rehearsal.scenario import OverageReason
 
     assert set(get_args(OverageReason)) == set(OVERAGE_DISABLED_REASONS)
+
+
+def test_a_model_weekly_gate_can_reject_every_window_of_one_model_the_domain_knows() -> None:
+    # The rehearsal names the windows it plays itself (it imports no rules of the loop):
+    # a model's weekly window the domain learns must become playable, and no other.
+    from typing import get_args
+
+    from claudeloop.domain.limits import WINDOW_KINDS
+    from claudeloop.rehearsal.scenario import RateLimitGate
+
+    played = set(get_args(RateLimitGate.model_fields["window"].annotation))
+    assert played == set(WINDOW_KINDS) - {"five_hour", "seven_day"}

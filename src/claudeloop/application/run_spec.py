@@ -10,11 +10,38 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 from claudeloop.application.errors import UsageError
-from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS, RunRecord, RunSpec
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.settings import (
+    CONTINUE_PROMPT,
+    CREDITS_PROBE_CEILING,
+    CREDITS_PROBE_INTERVAL,
+    DONE_MARKER,
+    LIMITS,
+    MAX_ATTEMPTS,
+    MAX_DOLLARS,
+    MAX_TURNS,
+    MAX_WAIT,
+    MODEL,
+    PAUSE_AT,
+    PERMISSION_MODE,
+    PROFILE,
+    RESET_GRACE,
+    REVIEW,
+    SAME_FAILURE,
+    STALL_TURNS,
+    UPDATE_PLAN,
+    VERIFY,
+    VERIFY_TIMEOUT,
+    WINDOW_PROBE_INTERVAL,
+    OriginKind,
+    Setting,
+    Sourced,
+)
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.limits import GoOn, LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import VerifyRules, reopen
@@ -23,51 +50,56 @@ from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.verification import parse_checks
 from claudeloop.domain.waiting import WaitPolicyConfig
 
-WAIT_KEYS = (
-    "window_probe_interval",
-    "credits_probe_interval",
-    "credits_probe_ceiling",
-    "reset_grace",
-    "max_wait",
+T = TypeVar("T")
+
+WAIT_SETTINGS: tuple[Setting[timedelta | None], ...] = (
+    WINDOW_PROBE_INTERVAL,
+    CREDITS_PROBE_INTERVAL,
+    CREDITS_PROBE_CEILING,
+    RESET_GRACE,
+    MAX_WAIT,
 )
-BUDGET_KEYS = ("max_turns", "max_dollars", "max_attempts")
-# The sources a resume reads: the files were read when the run started, and its spec
-# is what they said then.
-RESUME_SOURCES = ("flag", "env")
-
-
-class Origin(Protocol):
-    @property
-    def kind(self) -> str:
-        """flag, env, project, user, profile or default."""
-        ...
-
-    def describe(self) -> str:
-        """Where the value came from, for a message: `flag --max-turns`, a file."""
-        ...
-
-
-class Setting(Protocol):
-    @property
-    def value(self) -> Any: ...
-
-    @property
-    def origin(self) -> Origin: ...
+# The sources a new run reads, and a resume: the files were read when the run started,
+# and its spec is what they said then.
+NEW_SOURCES: tuple[OriginKind, ...] = ("flag", "env", "project", "user", "profile")
+RESUME_SOURCES: tuple[OriginKind, ...] = ("flag", "env")
 
 
 class Settings(Protocol):
-    """The effective settings, each with its origin, and the profiles defined."""
-
-    @property
-    def settings(self) -> Mapping[str, Setting]: ...
+    """The effective settings, each typed by its description (`settings.py`) and with
+    where it came from, and the profiles defined."""
 
     @property
     def profiles(self) -> Mapping[str, object]: ...
 
-    @property
-    def profile_name(self) -> str: ...
+    def of(self, setting: Setting[T]) -> Sourced[T]: ...
 
-    def value(self, key: str) -> Any: ...
+
+class Given:
+    """What the sources of some kinds set, each over what a spec already had."""
+
+    def __init__(self, settings: Settings, kinds: tuple[OriginKind, ...]) -> None:
+        self.settings = settings
+        self.kinds = kinds
+
+    def set(self, setting: Setting[T | None]) -> Sourced[T] | None:
+        """The value a source of these kinds gives `setting` (None: none gives one)."""
+        sourced = self.settings.of(setting)
+        if sourced.value is None or sourced.origin.kind not in self.kinds:
+            return None
+        return Sourced(sourced.value, sourced.origin)
+
+    def __contains__(self, setting: Setting[object]) -> bool:
+        return self.set(setting) is not None
+
+    def over(self, setting: Setting[T | None], current: T) -> T:
+        given = self.set(setting)
+        return current if given is None else given.value
+
+
+def set_by(settings: Settings, *, kinds: tuple[OriginKind, ...] = NEW_SOURCES) -> Given:
+    """The settings that a source of the given kinds sets, defaults left out."""
+    return Given(settings, kinds)
 
 
 # Checks that the profile named can be used as a backend (its variables resolve); raises
@@ -87,22 +119,24 @@ def new_spec(
     """The spec of a new run: every source may say something, defaults fill the rest."""
     given = set_by(settings)
     pause, limits = pause_and_limits(settings, check_profile)
+    verify, verify_timeout_seconds = verification(given)
     return RunSpec(
         cwd=cwd,
         task=task,
         plan_path=plan_path,
         budget=budget(given),
         wait_policy=wait_policy(given),
-        done_marker=settings.value("done_marker"),
+        done_marker=settings.of(DONE_MARKER).value,
         marker_fallback=marker_fallback,
-        continue_prompt=settings.value("continue_prompt"),
-        model=settings.value("model"),
-        permission_mode=settings.value("permission_mode"),
-        profile=settings.profile_name,
+        continue_prompt=settings.of(CONTINUE_PROMPT).value,
+        model=settings.of(MODEL).value,
+        permission_mode=settings.of(PERMISSION_MODE).value,
+        profile=settings.of(PROFILE).value,
         pause_at=pause,
         limits=limits,
-        update_plan=bool(settings.value("update_plan")),
-        **verification(given),
+        update_plan=settings.of(UPDATE_PLAN).value,
+        verify=verify,
+        verify_timeout_seconds=verify_timeout_seconds,
     )
 
 
@@ -113,7 +147,7 @@ def profile_to_resume_with(record: RunRecord, settings: Settings) -> str | None:
     a variable since is a mistake to say, not to act on. With nothing selecting one, the
     run's own profile is read again (it must still be defined)."""
     own = record.spec.profile
-    selected = settings.settings["profile"]
+    selected = settings.of(PROFILE)
     if selected.value == own:
         return None
     match selected.origin.kind:
@@ -139,12 +173,11 @@ def profile_to_resume_with(record: RunRecord, settings: Settings) -> str | None:
 def resumed_model(spec: RunSpec, settings: Settings) -> str | None:
     """The model a resumed run asks for: a flag's or a variable's, else the new profile's
     on a switch, else the run's own."""
-    overrides = set_by(settings, kinds=RESUME_SOURCES)
-    if "model" in overrides:
-        return str(overrides["model"].value)
-    if settings.profile_name != spec.profile:
-        model = settings.value("model")
-        return None if model is None else str(model)
+    overridden = set_by(settings, kinds=RESUME_SOURCES).set(MODEL)
+    if overridden is not None:
+        return overridden.value
+    if settings.of(PROFILE).value != spec.profile:
+        return settings.of(MODEL).value
     return spec.model
 
 
@@ -160,28 +193,31 @@ def resumed_record(
     done reopened with its ledger kept and the new budget."""
     spec = record.spec
     overrides = set_by(settings, kinds=RESUME_SOURCES)
-    switched = settings.profile_name != spec.profile
+    profile = settings.of(PROFILE).value
+    switched = profile != spec.profile
     new_budget = budget(overrides, spec.budget)
+    verify, verify_timeout_seconds = verification(overrides, spec)
     spec = replace(
         spec,
         budget=new_budget,
         wait_policy=wait_policy(overrides, spec.wait_policy),
         model=resumed_model(spec, settings),
-        permission_mode=_override(overrides, "permission_mode", spec.permission_mode),
-        done_marker=_override(overrides, "done_marker", spec.done_marker),
-        continue_prompt=_override(overrides, "continue_prompt", spec.continue_prompt),
-        update_plan=bool(_override(overrides, "update_plan", spec.update_plan)),
-        profile=settings.profile_name,
+        permission_mode=overrides.over(PERMISSION_MODE, spec.permission_mode),
+        done_marker=overrides.over(DONE_MARKER, spec.done_marker),
+        continue_prompt=overrides.over(CONTINUE_PROMPT, spec.continue_prompt),
+        update_plan=overrides.over(UPDATE_PLAN, spec.update_plan),
+        profile=profile,
         marker_fallback=marker_fallback if switched else spec.marker_fallback,
+        verify=verify,
+        verify_timeout_seconds=verify_timeout_seconds,
     )
-    if "pause_at" in overrides or "limits" in overrides:
+    if PAUSE_AT in overrides or LIMITS in overrides:
         pause, limits = pause_and_limits(settings, check_profile)
         spec = replace(
             spec,
-            pause_at=pause if "pause_at" in overrides else spec.pause_at,
-            limits=limits if "limits" in overrides else spec.limits,
+            pause_at=pause if PAUSE_AT in overrides else spec.pause_at,
+            limits=limits if LIMITS in overrides else spec.limits,
         )
-    spec = replace(spec, **verification(overrides, spec))
     state = reopen(record.state) if record.state.phase.terminal else record.state
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
     return replace(record, spec=spec, state=state)
@@ -192,11 +228,10 @@ def pause_and_limits(
 ) -> tuple[PauseThresholds, LimitPolicies]:
     """The pause thresholds and the limit policies; a switch-profile names a profile that
     must exist and resolve, checked now rather than when the limit is met at 3 a.m."""
-    pause = PauseThresholds.parse(settings.value("pause_at") or "")
-    actions = tuple(
-        (kind, parse_action(action)) for kind, action in (settings.value("limits") or {}).items()
-    )
-    where = settings.settings["limits"].origin.describe()
+    pause = PauseThresholds.parse(settings.of(PAUSE_AT).value or "")
+    limits = settings.of(LIMITS)
+    actions = tuple((kind, parse_action(action)) for kind, action in (limits.value or {}).items())
+    where = limits.origin.describe()
     for kind, action in actions:
         if isinstance(action, GoOn) and kind != PAID_OVERAGE:
             raise UsageError(
@@ -205,7 +240,7 @@ def pause_and_limits(
                 "wind-down, switch-profile NAME or switch-model MODEL"
             )
     policies = LimitPolicies(actions)
-    own = settings.profile_name
+    own = settings.of(PROFILE).value
     itself = policies.switch_to_itself(own)
     if itself is not None:
         raise UsageError(
@@ -225,56 +260,62 @@ def pause_and_limits(
     return pause, policies
 
 
-def wait_policy(
-    values: Mapping[str, Setting], base: WaitPolicyConfig | None = None
-) -> WaitPolicyConfig:
+def wait_policy(given: Given, base: WaitPolicyConfig | None = None) -> WaitPolicyConfig:
     policy = base or WaitPolicyConfig()
-    changes = {key: values[key].value for key in WAIT_KEYS if key in values}
     try:
-        return replace(policy, **changes)
+        return replace(
+            policy,
+            window_probe_interval=given.over(WINDOW_PROBE_INTERVAL, policy.window_probe_interval),
+            credits_probe_interval=given.over(
+                CREDITS_PROBE_INTERVAL, policy.credits_probe_interval
+            ),
+            credits_probe_ceiling=given.over(CREDITS_PROBE_CEILING, policy.credits_probe_ceiling),
+            reset_grace=given.over(RESET_GRACE, policy.reset_grace),
+            max_wait=given.over(MAX_WAIT, policy.max_wait),
+        )
     except ValueError as error:
         origins = ", ".join(
-            f"{key} from {values[key].origin.describe()}" for key in WAIT_KEYS if key in values
+            f"{setting.key} from {sourced.origin.describe()}"
+            for setting in WAIT_SETTINGS
+            if (sourced := given.set(setting)) is not None
         )
         raise UsageError(f"{error} ({origins})" if origins else str(error)) from None
 
 
-def budget(values: Mapping[str, Setting], base: Budget | None = None) -> Budget:
+def budget(given: Given, base: Budget | None = None) -> Budget:
     current = base or Budget()
-    changes = {key: values[key].value for key in BUDGET_KEYS if key in values}
-    return replace(current, **changes)
+    return replace(
+        current,
+        max_turns=given.over(MAX_TURNS, current.max_turns),
+        max_dollars=given.over(MAX_DOLLARS, current.max_dollars),
+        max_attempts=given.over(MAX_ATTEMPTS, current.max_attempts),
+    )
 
 
-def verification(values: Mapping[str, Setting], base: RunSpec | None = None) -> dict[str, Any]:
+def verification(given: Given, base: RunSpec | None = None) -> tuple[VerifyRules, float]:
     """The spec's `verify` (what a Done must pass, the brake) and `verify_timeout_seconds`,
     as the settings say over what `base` had. The checks were split once already, when
     the configuration was read (an unsplittable one is refused there)."""
     rules = base.verify if base is not None else VerifyRules()
-    timeout = base.verify_timeout_seconds if base is not None else DEFAULT_VERIFY_TIMEOUT_SECONDS
-    if "verify" in values:
-        rules = replace(rules, checks=parse_checks(values["verify"].value))
-    if "review" in values:
-        rules = replace(rules, review=bool(values["review"].value))
-    brake = {key: values[key].value for key in ("stall_turns", "same_failure") if key in values}
-    if brake:
-        rules = replace(rules, stagnation=replace(rules.stagnation, **brake))
-    if "verify_timeout" in values:
-        timeout = values["verify_timeout"].value.total_seconds()
-    return {"verify": rules, "verify_timeout_seconds": timeout}
-
-
-def set_by(settings: Settings, *, kinds: tuple[str, ...] | None = None) -> dict[str, Setting]:
-    """The settings that a source sets (of the given kinds), defaults left out."""
-    return {
-        key: setting
-        for key, setting in settings.settings.items()
-        if setting.value is not None
-        and (setting.origin.kind in kinds if kinds else setting.origin.kind != "default")
-    }
-
-
-def _override(values: Mapping[str, Setting], key: str, current: Any) -> Any:
-    return values[key].value if key in values else current
+    timeout = (
+        base.verify_timeout_seconds if base is not None else VERIFY_TIMEOUT.default.total_seconds()
+    )
+    checks = given.set(VERIFY)
+    if checks is not None:
+        rules = replace(rules, checks=parse_checks(checks.value))
+    rules = replace(
+        rules,
+        review=given.over(REVIEW, rules.review),
+        stagnation=replace(
+            rules.stagnation,
+            stall_turns=given.over(STALL_TURNS, rules.stagnation.stall_turns),
+            same_failure=given.over(SAME_FAILURE, rules.stagnation.same_failure),
+        ),
+    )
+    timeout_given = given.set(VERIFY_TIMEOUT)
+    if timeout_given is not None:
+        timeout = timeout_given.value.total_seconds()
+    return rules, timeout
 
 
 def refuse_unwritable_run_files(run_files: str | None) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -27,6 +29,7 @@ from claudeloop.application.run_spec import (
     resumed_model,
     resumed_record,
 )
+from claudeloop.application.settings import MODEL, PROFILE
 from claudeloop.cli.bootstrap import (
     Backend,
     backend_for,
@@ -58,23 +61,35 @@ if TYPE_CHECKING:
     from claudeloop.adapters.run_directory.lock import DriverLock
 
 
+@dataclass(frozen=True, slots=True)
+class Output:
+    """The options of `run` and `resume` that are no setting: where, and what is shown."""
+
+    cwd: Path | None = None
+    as_json: bool = False
+    verbose: int = 0
+    quiet: bool = False
+
+
 def run(
     *,
     plan: Path | None,
     prompt: str | None,
     run_id: str | None,
+    output: Output,
+    flags: Mapping[str, object],
     backend: Backend | None = None,
     prompt_file: Path | None = None,
-    **options: Any,
 ) -> None:
+    """`flags`: the settings' flags by key, as `loop_options` parsed them."""
     if run_id is not None:
         checked_run_id(run_id)
-    cwd = working_directory(options.get("cwd"))
+    cwd = working_directory(output.cwd)
     plan_path, task = the_task(plan, prompt, prompt_file, cwd=cwd)
     if run_id is None:
         refuse_beside_a_live_run(cwd)
-    config = configuration(cwd, options)
-    chosen = backend or backend_for(backend_profile(config, config.value("model")))
+    config = configuration(cwd, flags)
+    chosen = backend or backend_for(backend_profile(config, config.get(MODEL)))
     refuse_no_base_url(chosen)
     spec = new_spec(
         config,
@@ -89,20 +104,21 @@ def run(
     refuse_no_credentials(chosen, cwd)
     record = new_record(spec, run_id)
     directory = create_directory(record)
-    _drive(directory, record, chosen, config=config, notify=notify, options=options, resumed=False)
+    _drive(directory, record, chosen, config=config, notify=notify, output=output, resumed=False)
 
 
 def resume(
     *,
     run_id: str | None,
     session_id: str | None,
+    output: Output,
+    flags: Mapping[str, object],
     backend: Backend | None = None,
-    **options: Any,
 ) -> None:
     """Continue a run with the settings it started with; flags and CLAUDELOOP_*
     variables change them (the files were read when it started). Its profile changes
     only when --profile names the new one."""
-    cwd = working_directory(options.get("cwd"))
+    cwd = working_directory(output.cwd)
     directory = find_run(cwd, run_id, session_id)
     # The record is read with the lock held: a driver that ended while this resume
     # started has saved its last turn by then, so no finished turn is sent again and the
@@ -110,26 +126,31 @@ def resume(
     refuse_unwritable_run_files(why_not_writable(directory.path))
     lock = take_lock(directory)
     try:
-        _resume(directory, lock, backend=backend, options=options)
+        _resume(directory, lock, backend=backend, output=output, flags=flags)
     except BaseException:
         lock.release()
         raise
 
 
 def _resume(
-    directory: RunDirectory, lock: DriverLock, *, backend: Backend | None, options: dict[str, Any]
+    directory: RunDirectory,
+    lock: DriverLock,
+    *,
+    backend: Backend | None,
+    output: Output,
+    flags: Mapping[str, object],
 ) -> None:
-    cwd = working_directory(options.get("cwd"))
+    cwd = working_directory(output.cwd)
     record = load_record(directory)
     write_missing_summary(directory, record, locked=True)
     if record.state.outcome is Outcome.DONE:
         tell_missing_end(directory, record)
         click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
-        finish(record, as_json=bool(options.get("as_json")))
-    config = configuration(cwd, options)
+        finish(record, as_json=output.as_json)
+    config = configuration(cwd, flags)
     profile = profile_to_resume_with(record, config)
     if profile is not None:
-        config = configuration(cwd, {**options, "profile": profile})
+        config = configuration(cwd, {**flags, PROFILE.key: profile})
     chosen = backend or backend_for(backend_profile(config, resumed_model(record.spec, config)))
     refuse_no_base_url(chosen)
     notify = notify_targets(config)
@@ -147,7 +168,7 @@ def _resume(
         chosen,
         config=config,
         notify=notify,
-        options=options,
+        output=output,
         resumed=started,
         lock=lock,
     )
@@ -172,11 +193,11 @@ def _drive(
     *,
     config: Configuration,
     notify: NotifyTargets | None,
-    options: dict[str, Any],
+    output: Output,
     resumed: bool,
     lock: DriverLock | None = None,
 ) -> None:
-    as_json = bool(options.get("as_json"))
+    as_json = output.as_json
     # Warned before the first turn when the login ends before the run could.
     login_ends_at, now = login_ends(backend), datetime.now(UTC)
     could_end_by = run_could_end_by(now, record.spec.wait_policy.max_wait)
@@ -188,8 +209,8 @@ def _drive(
             directory,
             record,
             backend=backend,
-            quiet=bool(options.get("quiet")) or as_json,
-            verbose=bool(options.get("verbose")),
+            quiet=output.quiet or as_json,
+            verbose=bool(output.verbose),
             notify=notify,
             detours=detours(record.spec.cwd),
             capacity_dir=shared_capacity_dir(config),

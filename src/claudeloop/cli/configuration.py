@@ -6,10 +6,18 @@ checked before the run starts."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
+from claudeloop.application.settings import (
+    NOTIFY,
+    NOTIFY_ON,
+    REPEATABLE,
+    SETTINGS,
+    SHARE_CAPACITY,
+    ValueKind,
+)
 from claudeloop.cli.bootstrap import Backend, backend_for
 from claudeloop.cli.errors import UserError
 
@@ -19,21 +27,26 @@ if TYPE_CHECKING:
     from claudeloop.adapters.notify.sender import NotifyTargets
 
 
-def configuration(cwd: Path, options: dict[str, Any]) -> Configuration:
-    """The effective settings, `options` being the command's flags."""
+def configuration(cwd: Path, flags: Mapping[str, object]) -> Configuration:
+    """The effective settings, `flags` being the command's settings flags as click parsed
+    them (by key; a flag not given is None, or an empty tuple when repeatable)."""
     # Imported here: status, logs and stop never read the configuration (nor pydantic).
     from claudeloop.adapters.config.loading import load_configuration
-    from claudeloop.adapters.config.schema import SETTING_KEYS
 
-    flags = {key: options.get(key) for key in SETTING_KEYS}
-    # A repeatable flag not given is an empty tuple: no flag, not "notify nowhere".
-    given = flags.get("notify")
-    flags["notify"] = list(given) if given else None
-    limits = flags.get("limits")
-    flags["limits"] = dict(limits) if limits else None
-    checks = flags.get("verify")
-    flags["verify"] = list(checks) if checks else None
-    return load_configuration(cwd=cwd, flags=flags, environ=os.environ)
+    given = {setting.key: _flag_value(setting.kind, flags.get(setting.key)) for setting in SETTINGS}
+    return load_configuration(cwd=cwd, flags=given, environ=os.environ)
+
+
+def _flag_value(kind: ValueKind, value: object) -> object:
+    """A repeatable flag's items as the setting's value: a list, or a table of
+    --on-limit's LIMIT=ACTION pairs; given no time, no flag (not "notify nowhere")."""
+    if kind not in REPEATABLE:
+        return value
+    if not isinstance(value, tuple) or not value:
+        return None
+    if kind == "limits":  # --on-limit's type gives (LIMIT, ACTION) pairs
+        return dict(cast(tuple[tuple[str, str], ...], value))
+    return list(value)
 
 
 def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
@@ -69,7 +82,7 @@ def notify_targets(config: Configuration) -> NotifyTargets | None:
     """Where notifications go, checked before the run starts: apprise must be installed
     and know each URL's service. Read from every source on `resume` too: it is about
     where the person is now, not what the run was started with."""
-    urls = config.value("notify")
+    urls = config.get(NOTIFY)
     if not urls:
         return None
     from claudeloop.adapters.notify.sender import NotifyTargets, NotifyUnavailable, check_urls
@@ -77,14 +90,14 @@ def notify_targets(config: Configuration) -> NotifyTargets | None:
     try:
         check_urls(urls)
     except NotifyUnavailable as error:
-        where = config.settings["notify"].origin.describe()
+        where = config.of(NOTIFY).origin.describe()
         raise UserError(f"notify (from {where}): {error}") from None
-    return NotifyTargets(urls=tuple(urls), on=frozenset(config.value("notify_on")))
+    return NotifyTargets(urls=tuple(urls), on=frozenset(config.get(NOTIFY_ON)))
 
 
 def shared_capacity_dir(config: Configuration) -> Path | None:
     """Where the loops on one account share capacity; None with share_capacity off."""
-    if not config.value("share_capacity"):
+    if not config.get(SHARE_CAPACITY):
         return None
     from claudeloop.adapters.shared_capacity import capacity_directory
 

@@ -30,6 +30,7 @@ from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import ProbeOutcome
+from claudeloop.application.settings import MAX_WAIT, MODEL, PERMISSION_MODE
 from claudeloop.cli.backend_advice import (
     PROVIDE_CREDENTIALS,
     advise,
@@ -104,7 +105,7 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
             assert config is not None
             checks.append(_model_check(config, backend, directory, cli_path))
         if reachable and config is not None and backend.preset == "llamacpp":
-            checks.append(_context_check(backend, config.value("model")))
+            checks.append(_context_check(backend, config.get(MODEL)))
     _run_directory_check(checks, directory)
     failed = [check for check in checks if check.status == "fail"]
     codes = {check.exit_code for check in failed}
@@ -288,7 +289,7 @@ def _login_check(config: Configuration, backend: BackendProfile, cli_path: Path 
     if ends_at is None:
         return Check("login", "skip", "no stored claude.ai login with a known end")
     now = datetime.now(UTC)
-    max_wait = config.value("max_wait")
+    max_wait = config.get(MAX_WAIT)
     standing = login_standing(ends_at, now=now, could_end_by=run_could_end_by(now, max_wait))
     said = f"the stored claude.ai login ends by {ends_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
     fix = "log in again with `claudeloop login`"
@@ -348,7 +349,7 @@ def _model_check(
     )
     from claudeloop.domain.classify import classify
 
-    model = config.value("model")
+    model = config.get(MODEL)
     # The probe sets the CLI's retries low itself, so a doctor answers in seconds.
     with tempfile.TemporaryDirectory(prefix="claudeloop-doctor-") as scratch:
         log = Path(scratch) / "claude-stderr.log"
@@ -356,7 +357,7 @@ def _model_check(
             replace(backend_for(backend), cli_path=cli_path),
             cwd=cwd,
             model=model,
-            permission_mode=config.value("permission_mode"),
+            permission_mode=config.get(PERMISSION_MODE),
             stderr_log=log,
         )
 

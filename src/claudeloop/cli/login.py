@@ -11,6 +11,7 @@ from pathlib import Path
 
 from claudeloop.adapters import claude_cli
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+from claudeloop.application.settings import MODEL
 from claudeloop.cli.backend_advice import no_credentials
 from claudeloop.cli.bootstrap import Backend, backend_for
 from claudeloop.cli.configuration import backend_profile, configuration
@@ -54,7 +55,7 @@ def claude(*, args: Sequence[str]) -> None:
 def _backend(cwd: Path | None, profile: str | None) -> Backend:
     directory = cwd or Path.cwd()
     config = configuration(directory, {"profile": profile})
-    return backend_for(backend_profile(config, config.value("model")))
+    return backend_for(backend_profile(config, config.get(MODEL)))
 
 
 def _run(backend: Backend, args: list[str]) -> None:

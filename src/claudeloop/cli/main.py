@@ -6,14 +6,14 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 import click
 
 from claudeloop import __version__
 from claudeloop.application.errors import ClaudeloopError
+from claudeloop.application.settings import SETTINGS, Setting
 from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
     APPRISE_URL,
@@ -25,7 +25,6 @@ from claudeloop.cli.params import (
     POSITIVE_INT,
     OneLineChoice,
 )
-from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
     from claudeloop.domain.loop import ControlCommand
@@ -39,22 +38,6 @@ def with_options(options: list[Callable[[Any], Any]], command: F) -> F:
         command = option(command)
     return command
 
-
-def _short(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
-    return f"{seconds // 60}m" if seconds >= 60 and seconds % 60 == 0 else f"{seconds}s"
-
-
-_POLICY = WaitPolicyConfig()
-_DEFAULT_WAIT = tuple(
-    _short(value)
-    for value in (
-        _POLICY.window_probe_interval,
-        _POLICY.credits_probe_interval,
-        _POLICY.credits_probe_ceiling,
-        _POLICY.reset_grace,
-    )
-)
 
 EPILOG = """\b
 Examples:
@@ -137,8 +120,43 @@ JSON_OPTION = click.option(
 )
 
 
+def setting_option(setting: Setting[object]) -> Callable[[F], F]:
+    """The flag of `setting`, from its description: its kind's click type, its help."""
+    name, key, help_text = setting.option, setting.key, setting.help
+    match setting.kind:
+        case "switch":
+            return click.option(f"{name}/--no-{name[2:]}", key, default=None, help=help_text)
+        case "profile" | "text":
+            return click.option(name, key, default=None, help=help_text)
+        case "choice" | "choices":
+            return click.option(
+                name, key, default=None, type=click.Choice(setting.choices), help=help_text
+            )
+        case "whole":
+            return click.option(name, key, type=POSITIVE_INT, default=None, help=help_text)
+        case "whole_or_zero":
+            return click.option(
+                name, key, type=click.IntRange(min=0), metavar="N", default=None, help=help_text
+            )
+        case "dollars":
+            return click.option(name, key, type=POSITIVE_FLOAT, default=None, help=help_text)
+        case "duration":
+            return click.option(name, key, type=DURATION, default=None, help=help_text)
+        case "pause_at":
+            return click.option(name, key, type=PAUSE_AT, default=None, help=help_text)
+        case "urls":
+            return click.option(name, key, type=APPRISE_URL, multiple=True, help=help_text)
+        case "limits":
+            return click.option(name, key, type=ON_LIMIT, multiple=True, help=help_text)
+        case "checks":
+            return click.option(name, key, type=CHECK, multiple=True, help=help_text)
+        case _:
+            assert_never(setting.kind)
+
+
 def loop_options(command: F) -> F:
-    """The options `run` and `resume` share."""
+    """The options `run` and `resume` share: every setting's flag, in the order of
+    SETTINGS (application/settings.py), between --cwd and the output's options."""
     options = [
         click.option(
             "--cwd",
@@ -146,154 +164,7 @@ def loop_options(command: F) -> F:
             default=None,
             help="Working directory of the run (default: the current one).",
         ),
-        click.option(
-            "--profile",
-            default=None,
-            help="Backend profile: a [profiles.NAME] table of claudeloop.toml or the user "
-            "config (default: the inherited environment).",
-        ),
-        click.option("--model", default=None, help="Model for every turn."),
-        click.option(
-            "--permission-mode",
-            default=None,
-            type=click.Choice(
-                ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
-            ),
-            help="Claude Code permission mode (default acceptEdits: edits in the "
-            "working directory, no unapproved shell).",
-        ),
-        click.option(
-            "--max-turns",
-            type=POSITIVE_INT,
-            default=None,
-            help="Stop (exit 3) after N answered turns.",
-        ),
-        click.option(
-            "--max-dollars",
-            type=POSITIVE_FLOAT,
-            default=None,
-            help="Stop (exit 3) once spend reaches X dollars.",
-        ),
-        click.option(
-            "--max-attempts",
-            type=POSITIVE_INT,
-            default=None,
-            help="Stop (exit 3) after N prompts sent, refused ones included.",
-        ),
-        click.option(
-            "--max-wait",
-            type=DURATION,
-            default=None,
-            help="Give up (exit 4) after waiting this long for capacity.",
-        ),
-        click.option(
-            "--window-probe-interval",
-            type=DURATION,
-            default=None,
-            help=f"Probe a closed window at least this often (default {_DEFAULT_WAIT[0]}).",
-        ),
-        click.option(
-            "--credits-probe-interval",
-            type=DURATION,
-            default=None,
-            help=f"First probe after credits run out (default {_DEFAULT_WAIT[1]}).",
-        ),
-        click.option(
-            "--credits-probe-ceiling",
-            type=DURATION,
-            default=None,
-            help=f"Longest gap between credit probes (default {_DEFAULT_WAIT[2]}).",
-        ),
-        click.option(
-            "--reset-grace",
-            type=DURATION,
-            default=None,
-            help=f"Probe this long after an announced reset (default {_DEFAULT_WAIT[3]}).",
-        ),
-        click.option(
-            "--done-marker", default=None, help="Marker text for the fallback completion check."
-        ),
-        click.option(
-            "--continue-prompt", default=None, help="Text that opens every continue prompt."
-        ),
-        click.option(
-            "--update-plan/--no-update-plan",
-            default=None,
-            help="Write the checkmarks claudeloop reconciles into the plan file (default: "
-            "never touch it; the model checks items off itself).",
-        ),
-        click.option(
-            "--pause-at",
-            type=PAUSE_AT,
-            default=None,
-            help="Pause before the wall: when a window's utilization reaches its threshold, "
-            "finish the turn and wait for that window's reset (e.g. 5h=90%,7d=95%).",
-        ),
-        click.option(
-            "--on-limit",
-            "limits",
-            type=ON_LIMIT,
-            multiple=True,
-            help="What to do when a limit is met (repeatable): LIMIT is five_hour, "
-            "seven_day, seven_day_opus, seven_day_sonnet, seven_day_overage_included, "
-            "overage, overage_in_use (an answer on paid extra usage; default: wait for "
-            "the window's reset), credits or local; ACTION is wait, wind-down, "
-            "'switch-profile NAME', 'switch-model MODEL' (e.g. seven_day_opus=switch-model "
-            "sonnet: the same session on another model until the window lifts) or go-on "
-            "(overage_in_use only).",
-        ),
-        click.option(
-            "--notify",
-            type=APPRISE_URL,
-            multiple=True,
-            help="Send notifications to this apprise URL (repeatable): run done, blocked "
-            "or failed, a wait started, credits out, paid overage in use. "
-            "Needs: pip install 'claudeloop[notify]'.",
-        ),
-        click.option(
-            "--share-capacity/--no-share-capacity",
-            default=None,
-            help="Share what is learnt about capacity with the other loops on this account "
-            "and machine: none sends a turn into a window another found closed, one probes "
-            "for all (default: on).",
-        ),
-        click.option(
-            "--verify",
-            type=CHECK,
-            multiple=True,
-            help="A command a Done must pass before the run ends (repeatable, run in order "
-            "in the working directory, no shell): e.g. --verify 'make test'. A failure "
-            "sends its output back to the same session.",
-        ),
-        click.option(
-            "--verify-timeout",
-            type=DURATION,
-            default=None,
-            help="Kill a verification command after this long; it counts as failed (default 10m).",
-        ),
-        click.option(
-            "--review/--no-review",
-            default=None,
-            help="After the checks pass, an independent review in a fresh read-only "
-            "session must agree the task is done (a turn against the caps; default: off).",
-        ),
-        click.option(
-            "--stall-turns",
-            type=click.IntRange(min=0),
-            metavar="N",
-            default=None,
-            help="Stop (exit 1) after N turns in a row without evidence of progress: no "
-            "plan item checked, no file changed, the same remaining work and checks "
-            "(default 3; 0: off).",
-        ),
-        click.option(
-            "--same-failure",
-            type=click.IntRange(min=0),
-            metavar="N",
-            default=None,
-            help="Stop (exit 1) when one verification failure repeats N rounds in a row "
-            "(default 3; 0: off).",
-        ),
+        *(setting_option(setting) for setting in SETTINGS if setting.has_flag),
         click.option(
             "--json",
             "as_json",
@@ -330,16 +201,28 @@ Examples:
 @click.option("--run-id", default=None, help="Name the run (default: time-based).")
 @loop_options
 def run(
+    *,
     plan: Path | None,
     prompt: str | None,
     prompt_file: Path | None,
     run_id: str | None,
-    **options: Any,
+    cwd: Path | None,
+    as_json: bool,
+    verbose: int,
+    quiet: bool,
+    **settings: object,
 ) -> None:
     """Start a run on PLAN (a markdown file with - [ ] items) or on --prompt TEXT."""
     from claudeloop.cli import commands
 
-    commands.run(plan=plan, prompt=prompt, prompt_file=prompt_file, run_id=run_id, **options)
+    commands.run(
+        plan=plan,
+        prompt=prompt,
+        prompt_file=prompt_file,
+        run_id=run_id,
+        output=commands.Output(cwd=cwd, as_json=as_json, verbose=verbose, quiet=quiet),
+        flags=settings,
+    )
 
 
 @cli.command(
@@ -353,11 +236,25 @@ Examples:
 @click.option("--run-id", default=None, help="The run to continue (default: the most recent).")
 @click.option("--session-id", default=None, help="Continue the run of this Claude session.")
 @loop_options
-def resume(run_id: str | None, session_id: str | None, **options: Any) -> None:
+def resume(
+    *,
+    run_id: str | None,
+    session_id: str | None,
+    cwd: Path | None,
+    as_json: bool,
+    verbose: int,
+    quiet: bool,
+    **settings: object,
+) -> None:
     """Continue a run, keeping its budget ledger and its Claude session."""
     from claudeloop.cli import commands
 
-    commands.resume(run_id=run_id, session_id=session_id, **options)
+    commands.resume(
+        run_id=run_id,
+        session_id=session_id,
+        output=commands.Output(cwd=cwd, as_json=as_json, verbose=verbose, quiet=quiet),
+        flags=settings,
+    )
 
 
 @cli.command(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from claudeloop.application.settings import SETTINGS, Setting
 from claudeloop.cli.main import cli
 
 WIDTH = 80
@@ -28,7 +29,23 @@ _HEADER = f"""\
 
 Every command and option of `claudeloop`, exactly as its `--help` prints them. Exit
 codes, durations and where settings come from are in the top-level help below; the
-guides in [../guides/](../guides/) explain the behaviour behind the options.
+guides in [../guides/](../guides/) explain the behaviour behind the options. The
+[settings](#settings) of `run` and `resume` close the page: each one's key in
+`claudeloop.toml`, its flag, its variable, its default and what it accepts.
+"""
+
+_SETTINGS_HEADER = """\
+## Settings
+
+Each setting of `run` and `resume` is a top-level key of `./claudeloop.toml` and of the
+user `config.toml`, a `CLAUDELOOP_*` variable and, but for `notify_on`, a flag. The
+highest source wins: the flag, then the variable, then `./claudeloop.toml`, then the
+user `config.toml`, then the default (a selected profile's `model` ranks below the flag
+and the variable, above the files). `claudeloop config show` prints each one's value and
+where it came from. Generated from `src/claudeloop/application/settings.py`.
+
+| key | flag | variable | default | accepts |
+|---|---|---|---|---|
 """
 
 
@@ -53,7 +70,28 @@ def render() -> str:
     for context in _contexts(cli, "claudeloop"):
         text = context.command.get_help(context).rstrip()
         sections.append(f"## `{context.command_path}`\n\n```text\n{text}\n```\n")
+    sections.append(_settings())
     return "\n".join(sections)
+
+
+def _settings() -> str:
+    """The table of every setting, from the settings' descriptions."""
+    from claudeloop.cli.show_config import shown_default
+
+    rows = [
+        f"| `{setting.key}` | {_flag(setting)} | `{setting.variable}` "
+        f"| {shown_default(setting)} | {setting.accepted} |"
+        for setting in SETTINGS
+    ]
+    return _SETTINGS_HEADER + "\n".join(rows) + "\n"
+
+
+def _flag(setting: Setting[object]) -> str:
+    if not setting.has_flag:
+        return "-"
+    if setting.kind == "switch":
+        return f"`{setting.option}`, `--no-{setting.option[2:]}`"
+    return f"`{setting.option}`"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,9 +14,9 @@ import click
 from claudeloop.adapters.config.durations import format_duration
 from claudeloop.adapters.config.loading import Configuration, config_files
 from claudeloop.adapters.config.profiles import BackendProfile
-from claudeloop.adapters.config.schema import SETTING_KEYS
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.adapters.redaction import Redactor, looks_secret
+from claudeloop.application.settings import MODEL, SETTINGS, Setting
 from claudeloop.cli.configuration import backend_profile, configuration
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
@@ -27,15 +27,15 @@ MASK = "****"
 def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
     directory = working_directory(cwd)
     config = configuration(directory, {"profile": profile})
-    backend = backend_profile(config, config.value("model"))
+    backend = backend_profile(config, config.get(MODEL))
     project, user = config_files(directory, os.environ)
     data = {
         "settings": {
-            key: {
-                "value": _plain(key, config.settings[key].value),
-                "from": config.settings[key].origin.describe(),
+            setting.key: {
+                "value": _plain(setting, config.of(setting).value),
+                "from": config.of(setting).origin.describe(),
             }
-            for key in SETTING_KEYS
+            for setting in SETTINGS
         },
         "files": {
             "project": {"path": str(project), "read": project in config.files},
@@ -47,11 +47,11 @@ def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
     if as_json:
         print_json(data)
         return
-    width = max(len(key) for key in SETTING_KEYS)
-    for key in SETTING_KEYS:
-        entry = data["settings"][key]
+    width = max(len(setting.key) for setting in SETTINGS)
+    for setting in SETTINGS:
+        entry = data["settings"][setting.key]
         value = "-" if entry["value"] is None else as_written(entry["value"])
-        click.echo(f"{key:<{width}}  {value}  ({entry['from']})")
+        click.echo(f"{setting.key:<{width}}  {value}  ({entry['from']})")
     click.echo("")
     for kind in ("project", "user"):
         entry = data["files"][kind]
@@ -109,6 +109,13 @@ def _masked(env: dict[str, str]) -> dict[str, str]:
     }
 
 
+def shown_default(setting: Setting[object]) -> str:
+    """A setting's default as `config show` writes it, in backticks; `-` for unset."""
+    if setting.default is None:
+        return "-"
+    return "`" + as_written(_plain(setting, setting.default)) + "`"
+
+
 def as_written(value: Any) -> str:
     """A value as claudeloop.toml writes it: `false`, `20`, `"5m"`, `["make test"]`,
     `{ five_hour = "wind-down" }`, so that a line of `config show` can be copied into it."""
@@ -144,9 +151,10 @@ def _basic_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _plain(key: str, value: Any) -> Any:
-    if key == "notify" and value is not None:
-        return [masked_url(url) for url in value]
+def _plain(setting: Setting[object], value: object) -> object:
+    """A value as JSON holds it: apprise URLs masked, durations as written."""
+    if setting.kind == "urls" and isinstance(value, list):
+        return [masked_url(str(url)) for url in value]
     if isinstance(value, list | tuple):
         return list(value)
     if isinstance(value, timedelta):

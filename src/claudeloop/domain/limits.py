@@ -5,25 +5,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import assert_never
+from typing import Literal, assert_never, get_args
 
 from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
 from claudeloop.domain.overage import PAID_OVERAGE, is_paid_overage
 
-# The limits a person can give a policy, in the service's words: every `rateLimitType`
-# the bundled CLI (2.1.332) can name, then claudeloop's own: paid overage in use, an
-# empty credit balance, a full local queue.
-LIMIT_KINDS = (
+# The usage windows the service reports and rejects by (a `rateLimitType` of the bundled
+# CLI, 2.1.332): the plan's 5-hour and 7-day windows and the weekly windows of one model.
+WindowKind = Literal[
     "five_hour",
     "seven_day",
     "seven_day_opus",
     "seven_day_sonnet",
     "seven_day_overage_included",
-    "overage",
-    PAID_OVERAGE,
-    "credits",
-    "local",
-)
+]
+WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
+# The limits a person can give a policy, in the service's words: every window, overage,
+# then claudeloop's own: paid overage in use (PAID_OVERAGE), an empty credit balance, a
+# full local queue. Defined here once: the configuration's schema, the flags' help and
+# the pause thresholds take them from here (the rehearsal keeps a list of its own, which
+# tests/rehearsal/test_gates.py holds to this one).
+LimitKind = Literal[WindowKind, "overage", "overage_in_use", "credits", "local"]
+LIMIT_KINDS: tuple[LimitKind, ...] = get_args(LimitKind)
 _SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")
 # A model name or alias as Claude Code takes it (`sonnet`, `claude-sonnet-4-5`, `opus[1m]`).
 _SWITCH_MODEL = re.compile(r"^switch-model\s+(?P<model>[A-Za-z0-9._:/\[\]-]{1,100})$")

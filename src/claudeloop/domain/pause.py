@@ -12,21 +12,18 @@ from dataclasses import dataclass
 
 from claudeloop.domain.capacity import Available, CapacityState, WindowExhausted
 from claudeloop.domain.classify import classify
+from claudeloop.domain.limits import WINDOW_KINDS
 from claudeloop.domain.overage import on_paid_overage, overage_limit
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 
-# What people type, and the window names the service reports.
-WINDOW_ALIASES = {
-    "5h": "five_hour",
-    "five_hour": "five_hour",
-    "7d": "seven_day",
-    "seven_day": "seven_day",
-    "7d_opus": "seven_day_opus",
-    "seven_day_opus": "seven_day_opus",
-    "7d_sonnet": "seven_day_sonnet",
-    "seven_day_sonnet": "seven_day_sonnet",
-    "7d_overage_included": "seven_day_overage_included",
-    "seven_day_overage_included": "seven_day_overage_included",
+# What people type (`5h`, `7d_opus`, or the window's own name), and the window names the
+# service reports.
+WINDOW_SHORT_NAMES: dict[str, str] = {
+    window: window.replace("five_hour", "5h").replace("seven_day", "7d") for window in WINDOW_KINDS
+}
+WINDOW_ALIASES: dict[str, str] = {
+    **{short: window for window, short in WINDOW_SHORT_NAMES.items()},
+    **{window: window for window in WINDOW_KINDS},
 }
 _ENTRY = re.compile(r"^\s*(?P<window>[a-z0-9_]+)\s*=\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-DURATION_FORMS = "90, 90s, 5m, 1h30m, 1.5h or 2d"
+from claudeloop.application.settings import DURATION_FORMS
+
 _AMOUNT = r"\d+(?:\.\d+)?"
 # Every amount carries its unit, but a bare number alone (seconds): `5h30` is refused,
 # not read as 5 h 30 s, because a person who wrote it meant 5 h 30 m as often.

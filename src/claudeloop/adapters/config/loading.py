@@ -14,31 +14,39 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TypeVar, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from claudeloop.adapters.config.schema import (
     ACCEPTED,
-    DEFAULT_PROFILE,
-    SETTING_KEYS,
     ConfigFile,
     ProfileTable,
     RunSettings,
+    defined_profiles,
 )
-from claudeloop.adapters.notify.messages import NOTIFY_KINDS
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.application.errors import UsageError
-from claudeloop.domain.completion import DEFAULT_DONE_MARKER
-from claudeloop.domain.stagnation import DEFAULT_SAME_FAILURE, DEFAULT_STALL_TURNS
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.application.settings import (
+    BY_KEY,
+    DEFAULT_PROFILE,
+    ENV_PREFIX,
+    MODEL,
+    PROFILE,
+    SETTING_KEYS,
+    SETTINGS,
+    Origin,
+    OriginKind,
+    Sourced,
+)
+from claudeloop.application.settings import Setting as SettingDescription
+
+T = TypeVar("T")
 
 PROJECT_FILE = "claudeloop.toml"
 USER_FILE = "config.toml"
 CONFIG_DIR_VARIABLE = "CLAUDELOOP_CONFIG_DIR"
-ENV_PREFIX = "CLAUDELOOP_"
 # The CLAUDELOOP_* variables that are no setting: where claudeloop keeps its files, which
 # Claude Code it runs, a fleet's engine and board, the lease a worker gives its run and
 # the descriptor its saves reach the worker through, and the PostgreSQL binaries and the
@@ -60,65 +68,14 @@ OTHER_VARIABLES = frozenset(
 _SECRET_KEYS = frozenset({"auth_token"})
 _LONGEST_SHOWN = 60
 
-_POLICY = WaitPolicyConfig()
-DEFAULTS: dict[str, Any] = {
-    "profile": DEFAULT_PROFILE,
-    "model": None,
-    "permission_mode": "acceptEdits",
-    "max_turns": None,
-    "max_dollars": None,
-    "max_attempts": None,
-    "max_wait": _POLICY.max_wait,
-    "window_probe_interval": _POLICY.window_probe_interval,
-    "credits_probe_interval": _POLICY.credits_probe_interval,
-    "credits_probe_ceiling": _POLICY.credits_probe_ceiling,
-    "reset_grace": _POLICY.reset_grace,
-    "done_marker": DEFAULT_DONE_MARKER,
-    "continue_prompt": None,
-    "notify": None,
-    "notify_on": list(NOTIFY_KINDS),
-    "update_plan": False,
-    "pause_at": None,
-    "limits": None,
-    "share_capacity": True,
-    "verify": [],
-    "verify_timeout": timedelta(minutes=10),
-    "review": False,
-    "stall_turns": DEFAULT_STALL_TURNS,
-    "same_failure": DEFAULT_SAME_FAILURE,
-}
-
 
 class ConfigError(UsageError):
     """A source says something claudeloop cannot use; the message is one line naming
     the file or variable, the key, the value and what would be accepted."""
 
 
-OriginKind = Literal["flag", "env", "project", "user", "profile", "default"]
-
-
-@dataclass(frozen=True, slots=True)
-class Origin:
-    kind: OriginKind
-    # The flag, the variable, the file, or the profile table a value came from.
-    where: str = ""
-
-    def describe(self) -> str:
-        match self.kind:
-            case "flag":
-                return f"flag {self.where}"
-            case "env":
-                return f"env {self.where}"
-            case "default":
-                return "default"
-            case _:
-                return self.where
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    value: Any
-    origin: Origin
+# A setting's value with where it came from (the name it had here before).
+Setting = Sourced
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,17 +93,23 @@ class DefinedProfile:
 class Configuration:
     """The effective settings, each with its origin, and the profiles the files define."""
 
-    settings: Mapping[str, Setting]
+    settings: Mapping[str, Sourced[object]]
     profiles: Mapping[str, DefinedProfile]
     # The files that exist and were read, highest first.
     files: tuple[Path, ...]
 
-    def value(self, key: str) -> Any:
-        return self.settings[key].value
+    def of(self, setting: SettingDescription[T]) -> Sourced[T]:
+        """The value of `setting` and where it came from, typed by its description: the
+        loader checked each source's value against the schema the description's kind
+        makes (tests/application/test_settings.py holds kind and type together)."""
+        return cast(Sourced[T], self.settings[setting.key])
+
+    def get(self, setting: SettingDescription[T]) -> T:
+        return self.of(setting).value
 
     @property
     def profile_name(self) -> str:
-        return str(self.settings["profile"].value)
+        return self.get(PROFILE)
 
     @property
     def profile(self) -> DefinedProfile | None:
@@ -172,7 +135,7 @@ def config_files(cwd: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:
 def load_configuration(
     *,
     cwd: Path,
-    flags: Mapping[str, Any] | None = None,
+    flags: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Configuration:
     """Every source read and checked; raises ConfigError with a one-line message."""
@@ -184,13 +147,13 @@ def load_configuration(
         raise ValueError(f"not settings: {', '.join(sorted(unknown))}")
     _check_flag_text(given_flags)
     env_settings = _from_environment(env)
-    layers: list[tuple[dict[str, Any], OriginKind, str]] = [
+    layers: list[tuple[dict[str, object], OriginKind, str]] = [
         (given_flags, "flag", ""),
         (env_settings, "env", ""),
     ]
     profiles: dict[str, DefinedProfile] = {}
     files: list[Path] = []
-    file_layers: list[tuple[dict[str, Any], OriginKind, str]] = []
+    file_layers: list[tuple[dict[str, object], OriginKind, str]] = []
     # Lowest first, so a project's profile replaces the user's of the same name.
     sources: tuple[tuple[Path, OriginKind], ...] = ((user_path, "user"), (project_path, "project"))
     for path, kind in sources:
@@ -199,14 +162,14 @@ def load_configuration(
             continue
         files.insert(0, path)
         file_layers.insert(0, (_set_values(parsed), kind, str(path)))
-        for name, table in parsed.profiles.items():
+        for name, table in defined_profiles(parsed).items():
             profiles[name] = DefinedProfile(name, table, path)
     layers += file_layers
-    settings: dict[str, Setting] = {}
-    for key in SETTING_KEYS:
-        settings[key] = _highest(key, layers)
-    chosen = _check_profile(settings["profile"], profiles)
-    model = settings["model"]
+    settings: dict[str, Sourced[object]] = {}
+    for setting in SETTINGS:
+        settings[setting.key] = _highest(setting, layers)
+    chosen = _check_profile(settings[PROFILE.key], profiles)
+    model = settings[MODEL.key]
     if (
         chosen is not None
         and chosen.table.model is not None
@@ -216,32 +179,30 @@ def load_configuration(
             "env",
         )
     ):
-        settings["model"] = Setting(chosen.table.model, Origin("profile", chosen.where))
+        settings[MODEL.key] = Sourced(chosen.table.model, Origin("profile", chosen.where))
     return Configuration(settings=settings, profiles=profiles, files=tuple(files))
 
 
-# Settings whose flag is not the key's own name.
-_FLAGS = {"limits": "--on-limit"}
-
-
-def _highest(key: str, layers: list[tuple[dict[str, Any], OriginKind, str]]) -> Setting:
+def _highest(
+    setting: SettingDescription[object], layers: list[tuple[dict[str, object], OriginKind, str]]
+) -> Sourced[object]:
     for values, kind, where in layers:
-        if key in values:
+        if setting.key in values:
             label = where
             if kind == "flag":
-                label = _FLAGS.get(key, "--" + key.replace("_", "-"))
+                label = setting.option
             elif kind == "env":
-                label = ENV_PREFIX + key.upper()
-            return Setting(values[key], Origin(kind, label))
-    return Setting(DEFAULTS[key], Origin("default"))
+                label = setting.variable
+            return Sourced(values[setting.key], Origin(kind, label))
+    return Sourced(setting.default, Origin("default"))
 
 
-def _set_values(settings: RunSettings) -> dict[str, Any]:
+def _set_values(settings: BaseModel) -> dict[str, object]:
     values = {key: getattr(settings, key) for key in SETTING_KEYS}
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _check_flag_text(flags: Mapping[str, Any]) -> None:
+def _check_flag_text(flags: Mapping[str, object]) -> None:
     """A flag's text meets the rule the same key meets in a file or a variable (a blank
     --continue-prompt as a blank continue_prompt); the command line parsed the rest."""
     text = {key: value for key, value in flags.items() if isinstance(value, str)}
@@ -249,19 +210,19 @@ def _check_flag_text(flags: Mapping[str, Any]) -> None:
         RunSettings.model_validate(text, strict=False)
     except ValidationError as error:
         key = str(error.errors()[0]["loc"][0])
-        flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
+        flag = BY_KEY[key].option
         raise ConfigError(
             f"flag {flag}={_shown(key, text.get(key))}: "
             f"expected {ACCEPTED.get(key, 'a valid value')}"
         ) from None
 
 
-def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+def _from_environment(environ: Mapping[str, str]) -> dict[str, object]:
     _refuse_unknown_variables(environ)
     raw = {
-        key: environ[ENV_PREFIX + key.upper()]
-        for key in SETTING_KEYS
-        if environ.get(ENV_PREFIX + key.upper(), "") != ""
+        setting.key: environ[setting.variable]
+        for setting in SETTINGS
+        if environ.get(setting.variable, "") != ""
     }
     try:
         # Variables are text: read them laxly ("5" is a number here, unlike in a file).
@@ -271,14 +232,14 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
         key = str(first["loc"][0])
         shown = _shown(key, raw.get(key))
         raise ConfigError(
-            f"environment variable {ENV_PREFIX}{key.upper()}={shown}: "
+            f"environment variable {BY_KEY[key].variable}={shown}: "
             f"expected {ACCEPTED.get(key, 'a valid value')}"
         ) from None
     return _set_values(parsed)
 
 
 def _refuse_unknown_variables(environ: Mapping[str, str]) -> None:
-    settings = {ENV_PREFIX + key.upper() for key in SETTING_KEYS}
+    settings = {setting.variable for setting in SETTINGS}
     unknown = sorted(
         name
         for name, value in environ.items()
@@ -299,7 +260,7 @@ def _refuse_unknown_variables(environ: Mapping[str, str]) -> None:
     )
 
 
-def _read_file(path: Path) -> ConfigFile | None:
+def _read_file(path: Path) -> BaseModel | None:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -363,7 +324,7 @@ def _shown(key: str, value: object) -> str:
 
 
 def _check_profile(
-    chosen: Setting, profiles: Mapping[str, DefinedProfile]
+    chosen: Sourced[object], profiles: Mapping[str, DefinedProfile]
 ) -> DefinedProfile | None:
     name = str(chosen.value)
     if name == DEFAULT_PROFILE:

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from claudeloop.adapters.config.loading import ConfigError, Configuration, DefinedProfile
-from claudeloop.adapters.config.schema import ACCEPTED, DEFAULT_PROFILE, is_http_url
+from claudeloop.adapters.config.schema import ACCEPTED, is_http_url
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+from claudeloop.application.settings import DEFAULT_PROFILE, MODEL
 
 BASE_URL_VARIABLE = "ANTHROPIC_BASE_URL"
 
@@ -90,7 +91,7 @@ def resolve_profile(
     defined = configuration.profile
     if defined is None:
         return DEFAULT_BACKEND
-    chosen = model if model is not None else configuration.value("model")
+    chosen = model if model is not None else configuration.get(MODEL)
     return profile_backend(defined, environ, model=chosen)
 
 

@@ -4,6 +4,9 @@ Strict pydantic models, unknown keys refused. Files are TOML and typed, so they 
 strictly (`max_turns = "5"` is an error); environment variables are text, so they are
 read laxly (`CLAUDELOOP_MAX_TURNS=5`). `ACCEPTED` words what each key takes, for the
 one-line errors.
+
+The run settings are not written here: `RunSettings` is made from their descriptions
+(`claudeloop.application.settings.SETTINGS`), one pydantic type per kind of value.
 """
 
 from __future__ import annotations
@@ -11,72 +14,39 @@ from __future__ import annotations
 import math
 import re
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, assert_never
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    create_model,
+    model_validator,
+)
 
-from claudeloop.adapters.config.durations import DURATION_FORMS, parse_duration
-from claudeloop.adapters.notify.messages import NOTIFY_KINDS
+from claudeloop.adapters.config.durations import parse_duration
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
-from claudeloop.domain.limits import LIMIT_KINDS, parse_action, render_action
+from claudeloop.application.settings import SETTINGS, NotifyKind, Setting
+from claudeloop.domain.limits import LimitKind, parse_action, render_action
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.verification import CheckCommand
 
 PRESETS: tuple[str, ...] = ("ollama", "lmstudio", "llamacpp", "vllm", "litellm")
-PERMISSION_MODES: tuple[str, ...] = (
-    "default",
-    "acceptEdits",
-    "plan",
-    "bypassPermissions",
-    "dontAsk",
-    "auto",
-)
-# The profile that means "no profile": the environment as the user's `claude` sees it.
-DEFAULT_PROFILE = "default"
 _LONGEST = timedelta(days=365)
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _WHOLE = "a whole number above 0"
-_DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
 _TEXT = "non-empty text"
 _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
 
+# What each key takes: the run settings' words from their descriptions, then the keys
+# of a [profiles.NAME] table.
 ACCEPTED: dict[str, str] = {
-    "profile": "the name of a [profiles.NAME] table, or default (the inherited environment)",
-    "model": _MODEL,
-    "permission_mode": "one of " + ", ".join(PERMISSION_MODES),
-    "max_turns": _WHOLE,
-    "max_dollars": "a number above 0",
-    "max_attempts": _WHOLE,
-    "max_wait": _DURATION,
-    "window_probe_interval": _DURATION,
-    "credits_probe_interval": _DURATION,
-    "credits_probe_ceiling": _DURATION,
-    "reset_grace": _DURATION,
-    "done_marker": _TEXT,
-    "continue_prompt": _TEXT,
-    "notify": "a list of apprise URLs (scheme://...), such as "
-    '["ntfy://ntfy.sh/my-topic", "json://127.0.0.1:8080/hook"]; in CLAUDELOOP_NOTIFY '
-    "separated by commas or spaces",
-    "notify_on": "a list of: " + ", ".join(NOTIFY_KINDS),
-    "update_plan": "true or false",
-    "pause_at": "WINDOW=PERCENT pairs, such as 5h=90%,7d=95% "
-    "(windows: 5h, 7d, 7d_opus, 7d_sonnet, 7d_overage_included)",
-    "limits": "a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
-    '"wait", "wind-down", "go-on" (overage_in_use only), "switch-profile NAME" or '
-    '"switch-model MODEL"; '
-    "in CLAUDELOOP_LIMITS LIMIT=ACTION pairs "
-    "separated by commas, as each --on-limit LIMIT=ACTION",
-    "share_capacity": "true or false (share what loops on one account learn about capacity)",
-    "verify": 'a list of commands a Done must pass, such as ["make test", "ruff check ."] '
-    "(split like a shell, none empty); in CLAUDELOOP_VERIFY one command per line",
-    "verify_timeout": _DURATION,
-    "review": "true or false (an independent read-only review before a Done is accepted)",
-    "stall_turns": "a whole number, 0 for off (turns in a row without progress that stop the run)",
-    "same_failure": "a whole number, 0 for off (rounds in a row of one verification failure "
-    "that stop the run)",
+    **{setting.key: setting.accepted for setting in SETTINGS},
     "profiles": "[profiles.NAME] tables, NAME made of letters, digits, - and _",
     "preset": "one of " + ", ".join(PRESETS),
     "base_url": "an http:// or https:// URL, such as http://localhost:11434",
@@ -213,65 +183,63 @@ def _lines(value: object) -> object:
 PauseAt = Annotated[str, AfterValidator(_pause_at)]
 Checks = Annotated[list[Annotated[str, AfterValidator(_check)]], BeforeValidator(_lines)]
 WholeOrZero = Annotated[int, Field(ge=0)]
-# LIMIT_KINDS (domain.limits), as a type pydantic checks.
-LimitKind = Literal[
-    "five_hour",
-    "seven_day",
-    "seven_day_opus",
-    "seven_day_sonnet",
-    "seven_day_overage_included",
-    "overage",
-    "overage_in_use",
-    "credits",
-    "local",
-]
 Limits = Annotated[
     dict[LimitKind, Annotated[str, AfterValidator(_action)]], BeforeValidator(_limit_pairs)
 ]
-NotifyKinds = Annotated[
-    list[Literal["done", "blocked", "failed", "wait", "credits", "overage"]],
-    BeforeValidator(_listed),
-]
+NotifyKinds = Annotated[list[NotifyKind], BeforeValidator(_listed)]
 
 
-class RunSettings(BaseModel):
-    """The settings of `run` and `resume`, as one source gives them (unset: None)."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    profile: ProfileName | None = None
-    model: Text | None = None
-    permission_mode: (
-        Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] | None
-    ) = None
-    max_turns: WholeAboveZero | None = None
-    max_dollars: Dollars | None = None
-    max_attempts: WholeAboveZero | None = None
-    max_wait: Duration | None = None
-    window_probe_interval: Duration | None = None
-    credits_probe_interval: Duration | None = None
-    credits_probe_ceiling: Duration | None = None
-    reset_grace: Duration | None = None
-    done_marker: Text | None = None
-    continue_prompt: Text | None = None
-    # Where notifications go (an empty list: nowhere) and which are sent.
-    notify: AppriseUrls | None = None
-    notify_on: NotifyKinds | None = None
-    update_plan: bool | None = None
-    # Pause before the wall, and what to do per limit (see domain.pause, domain.limits).
-    pause_at: PauseAt | None = None
-    limits: Limits | None = None
-    # Loops on one account share what they learn about capacity (adapters.shared_capacity).
-    share_capacity: bool | None = None
-    # What a Done must pass, and the brake on turns that change nothing (domain.loop).
-    verify: Checks | None = None
-    verify_timeout: Duration | None = None
-    review: bool | None = None
-    stall_turns: WholeOrZero | None = None
-    same_failure: WholeOrZero | None = None
+# A type form (what pydantic validates against) has no static type of its own: `Any` here
+# types the schema being made, never a setting's value.
+def _one_of(choices: tuple[str, ...]) -> Any:
+    """The Literal type of `choices`: pydantic checks the value is one of them."""
+    return Literal.__getitem__(choices)
 
 
-SETTING_KEYS: tuple[str, ...] = tuple(RunSettings.model_fields)
+def pydantic_type(setting: Setting[object]) -> Any:
+    """The type a source's value of `setting` is checked as."""
+    match setting.kind:
+        case "profile":
+            return ProfileName
+        case "text":
+            return Text
+        case "choice":
+            return _one_of(setting.choices)
+        case "whole":
+            return WholeAboveZero
+        case "whole_or_zero":
+            return WholeOrZero
+        case "dollars":
+            return Dollars
+        case "duration":
+            return Duration
+        case "switch":
+            return bool
+        case "urls":
+            return AppriseUrls
+        case "choices":
+            return Annotated[list[_one_of(setting.choices)], BeforeValidator(_listed)]  # type: ignore[misc]
+        case "pause_at":
+            return PauseAt
+        case "limits":
+            return Limits
+        case "checks":
+            return Checks
+        case _:
+            assert_never(setting.kind)
+
+
+# The settings of `run` and `resume`, as one source gives them (unset: None), in the
+# order of SETTINGS.
+_SETTING_FIELDS: dict[str, Any] = {
+    setting.key: (pydantic_type(setting) | None, None) for setting in SETTINGS
+}
+RunSettings: type[BaseModel] = create_model(
+    "RunSettings",
+    __config__=ConfigDict(strict=True, extra="forbid", frozen=True),
+    __doc__="The settings of `run` and `resume`, as one source gives them (unset: None).",
+    **_SETTING_FIELDS,
+)
 
 
 class ProfileTable(BaseModel):
@@ -305,7 +273,16 @@ class ProfileTable(BaseModel):
         return self
 
 
-class ConfigFile(RunSettings):
-    """A whole file: the run settings at the top level, and `[profiles.NAME]` tables."""
+# A whole file: the run settings at the top level, and `[profiles.NAME]` tables.
+ConfigFile: type[BaseModel] = create_model(
+    "ConfigFile",
+    __base__=RunSettings,
+    __doc__="A whole file: the run settings at the top level, and `[profiles.NAME]` tables.",
+    profiles=(dict[ProfileName, ProfileTable], Field(default_factory=dict)),
+)
 
-    profiles: dict[ProfileName, ProfileTable] = Field(default_factory=dict)
+
+def defined_profiles(parsed: BaseModel) -> dict[str, ProfileTable]:
+    """The `[profiles.NAME]` tables of a file `ConfigFile` read."""
+    profiles: dict[str, ProfileTable] = dict(parsed)["profiles"]
+    return profiles

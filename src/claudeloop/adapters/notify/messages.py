@@ -43,11 +43,10 @@ from claudeloop.application.events import (
     VerifyStarted,
     WaitStarted,
 )
+from claudeloop.application.settings import NOTIFY_KINDS, NotifyKind
 from claudeloop.domain.budget import money
 from claudeloop.domain.loop import Outcome
 
-NotifyKind = Literal["done", "blocked", "failed", "wait", "credits", "overage"]
-NOTIFY_KINDS: tuple[NotifyKind, ...] = ("done", "blocked", "failed", "wait", "credits", "overage")
 # Apprise's notify types, which services render as an icon or a colour.
 Level = Literal["info", "success", "warning", "failure"]
 

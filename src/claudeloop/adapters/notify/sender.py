@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from claudeloop.adapters.notify.messages import (
-    NOTIFY_KINDS,
     Notification,
     RunSoFar,
     notification_for,
@@ -29,6 +28,7 @@ from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.events import Event, NotifyFailed
 from claudeloop.application.ports import EventSink
+from claudeloop.application.settings import NOTIFY_KINDS
 from claudeloop.domain.text import first_line
 
 INSTALL_HINT = "pip install 'claudeloop[notify]'"

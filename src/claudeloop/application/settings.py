@@ -1,0 +1,400 @@
+"""The settings of `run` and `resume`, each described once: its key (in claudeloop.toml),
+the kind of value it takes, its type, its default, its flag, its environment variable,
+the words of its help and of what it accepts.
+
+Everything else derives from `SETTINGS`: the TOML schema and the variables
+(`adapters/config/schema.py`, `adapters/config/loading.py`), the flags of `run` and
+`resume` (`cli/main.py`), `claudeloop config show` and the settings table of
+docs/reference/cli.md. A setting is read through its description, typed:
+`settings.get(MAX_TURNS)` is an `int | None`, and `settings.of(MAX_TURNS)` says where the
+value came from as well. Adding a setting is one `Setting` here, listed in `SETTINGS`,
+and its use (in `run_spec.py`, or where it is read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Generic, Literal, TypeVar
+
+from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS
+from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.limits import LIMIT_KINDS
+from claudeloop.domain.overage import PAID_OVERAGE
+from claudeloop.domain.pause import WINDOW_SHORT_NAMES
+from claudeloop.domain.stagnation import DEFAULT_SAME_FAILURE, DEFAULT_STALL_TURNS
+from claudeloop.domain.waiting import WaitPolicyConfig
+
+T = TypeVar("T")
+# A setting's type: a `Setting[int | None]` is a `Setting[object]` of `SETTINGS`.
+T_co = TypeVar("T_co", covariant=True)
+
+ENV_PREFIX = "CLAUDELOOP_"
+# The profile that means "no profile": the environment as the user's `claude` sees it.
+DEFAULT_PROFILE = "default"
+PERMISSION_MODES: tuple[str, ...] = (
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+)
+NotifyKind = Literal["done", "blocked", "failed", "wait", "credits", "overage"]
+NOTIFY_KINDS: tuple[NotifyKind, ...] = ("done", "blocked", "failed", "wait", "credits", "overage")
+
+# Where a value came from, highest first.
+OriginKind = Literal["flag", "env", "project", "user", "profile", "default"]
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    kind: OriginKind
+    # The flag, the variable, the file, or the profile table a value came from.
+    where: str = ""
+
+    def describe(self) -> str:
+        """Where the value came from, for a message: `flag --max-turns`, a file."""
+        match self.kind:
+            case "flag":
+                return f"flag {self.where}"
+            case "env":
+                return f"env {self.where}"
+            case "default":
+                return "default"
+            case _:
+                return self.where
+
+
+@dataclass(frozen=True, slots=True)
+class Sourced(Generic[T]):
+    """A setting's value and where it came from."""
+
+    value: T
+    origin: Origin
+
+
+# The kinds of value a setting takes. Each has one Python type (`PYTHON_TYPES`), one
+# pydantic type in the schema and one click type on the command line; `mypy` makes each
+# of those matches name every kind.
+ValueKind = Literal[
+    "profile",  # a [profiles.NAME] name: str
+    "text",  # non-empty text: str
+    "choice",  # one of `choices`: str
+    "whole",  # a whole number above 0: int
+    "whole_or_zero",  # a whole number, 0 for off: int
+    "dollars",  # a number above 0: float
+    "duration",  # above 0, at most 365 days: timedelta
+    "switch",  # true or false: bool
+    "urls",  # apprise URLs: list[str]
+    "choices",  # some of `choices`: list[str]
+    "pause_at",  # WINDOW=PERCENT pairs: str
+    "limits",  # LIMIT = ACTION: dict[str, str]
+    "checks",  # commands a Done must pass: list[str]
+]
+PYTHON_TYPES: dict[ValueKind, type] = {
+    "profile": str,
+    "text": str,
+    "choice": str,
+    "whole": int,
+    "whole_or_zero": int,
+    "dollars": float,
+    "duration": timedelta,
+    "switch": bool,
+    "urls": list,
+    "choices": list,
+    "pause_at": str,
+    "limits": dict,
+    "checks": list,
+}
+# The kinds whose flag may be given again and again, each adding one item.
+REPEATABLE: frozenset[ValueKind] = frozenset({"urls", "limits", "checks"})
+
+
+@dataclass(frozen=True, slots=True)
+class Setting(Generic[T_co]):
+    """One setting: `T` is the type of its value (None where it may be unset), which is
+    the Python type of `kind` (tests/application/test_settings.py holds them together)."""
+
+    key: str
+    kind: ValueKind
+    default: T_co
+    # What it accepts, for a one-line error: `expected {accepted}`.
+    accepted: str
+    # The help of its flag; "" for a setting with no flag.
+    help: str = ""
+    # Its flag, when not --KEY-WITH-DASHES; "" for none (see `has_flag`).
+    flag: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def has_flag(self) -> bool:
+        return self.flag != ""
+
+    @property
+    def option(self) -> str:
+        """The flag, such as `--max-turns` (`--on-limit` for limits)."""
+        return self.flag or "--" + self.key.replace("_", "-")
+
+    @property
+    def variable(self) -> str:
+        """The environment variable, such as CLAUDELOOP_MAX_TURNS."""
+        return ENV_PREFIX + self.key.upper()
+
+
+def short_duration(value: timedelta) -> str:
+    """`5m`, `2s`: a default as the help says it."""
+    seconds = int(value.total_seconds())
+    return f"{seconds // 60}m" if seconds >= 60 and seconds % 60 == 0 else f"{seconds}s"
+
+
+_POLICY = WaitPolicyConfig()
+_WHOLE = "a whole number above 0"
+# How a duration is written, in a file, a variable or a flag.
+DURATION_FORMS = "90, 90s, 5m, 1h30m, 1.5h or 2d"
+_DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
+_TEXT = "non-empty text"
+_MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
+_STOPS = "Stop (exit 3)"
+
+
+def _limit_words() -> str:
+    """five_hour, ..., overage_in_use (an answer on paid extra usage; ...), credits or local."""
+    named = [
+        kind + (" (an answer on paid extra usage; default: wait for the window's reset)")
+        if kind == PAID_OVERAGE
+        else kind
+        for kind in LIMIT_KINDS
+    ]
+    return ", ".join(named[:-1]) + " or " + named[-1]
+
+
+PROFILE: Setting[str] = Setting(
+    "profile",
+    "profile",
+    DEFAULT_PROFILE,
+    accepted="the name of a [profiles.NAME] table, or default (the inherited environment)",
+    help="Backend profile: a [profiles.NAME] table of claudeloop.toml or the user "
+    "config (default: the inherited environment).",
+)
+MODEL: Setting[str | None] = Setting(
+    "model", "text", None, accepted=_MODEL, help="Model for every turn."
+)
+PERMISSION_MODE: Setting[str] = Setting(
+    "permission_mode",
+    "choice",
+    "acceptEdits",
+    accepted="one of " + ", ".join(PERMISSION_MODES),
+    help="Claude Code permission mode (default acceptEdits: edits in the "
+    "working directory, no unapproved shell).",
+    choices=PERMISSION_MODES,
+)
+MAX_TURNS: Setting[int | None] = Setting(
+    "max_turns", "whole", None, accepted=_WHOLE, help=f"{_STOPS} after N answered turns."
+)
+MAX_DOLLARS: Setting[float | None] = Setting(
+    "max_dollars",
+    "dollars",
+    None,
+    accepted="a number above 0",
+    help=f"{_STOPS} once spend reaches X dollars.",
+)
+MAX_ATTEMPTS: Setting[int | None] = Setting(
+    "max_attempts",
+    "whole",
+    None,
+    accepted=_WHOLE,
+    help=f"{_STOPS} after N prompts sent, refused ones included.",
+)
+MAX_WAIT: Setting[timedelta | None] = Setting(
+    "max_wait",
+    "duration",
+    _POLICY.max_wait,
+    accepted=_DURATION,
+    help="Give up (exit 4) after waiting this long for capacity.",
+)
+WINDOW_PROBE_INTERVAL: Setting[timedelta] = Setting(
+    "window_probe_interval",
+    "duration",
+    _POLICY.window_probe_interval,
+    accepted=_DURATION,
+    help="Probe a closed window at least this often "
+    f"(default {short_duration(_POLICY.window_probe_interval)}).",
+)
+CREDITS_PROBE_INTERVAL: Setting[timedelta] = Setting(
+    "credits_probe_interval",
+    "duration",
+    _POLICY.credits_probe_interval,
+    accepted=_DURATION,
+    help="First probe after credits run out "
+    f"(default {short_duration(_POLICY.credits_probe_interval)}).",
+)
+CREDITS_PROBE_CEILING: Setting[timedelta] = Setting(
+    "credits_probe_ceiling",
+    "duration",
+    _POLICY.credits_probe_ceiling,
+    accepted=_DURATION,
+    help="Longest gap between credit probes "
+    f"(default {short_duration(_POLICY.credits_probe_ceiling)}).",
+)
+RESET_GRACE: Setting[timedelta] = Setting(
+    "reset_grace",
+    "duration",
+    _POLICY.reset_grace,
+    accepted=_DURATION,
+    help="Probe this long after an announced reset "
+    f"(default {short_duration(_POLICY.reset_grace)}).",
+)
+DONE_MARKER: Setting[str] = Setting(
+    "done_marker",
+    "text",
+    DEFAULT_DONE_MARKER,
+    accepted=_TEXT,
+    help="Marker text for the fallback completion check.",
+)
+CONTINUE_PROMPT: Setting[str | None] = Setting(
+    "continue_prompt",
+    "text",
+    None,
+    accepted=_TEXT,
+    help="Text that opens every continue prompt.",
+)
+# Where notifications go (an empty list: nowhere) and which are sent.
+NOTIFY: Setting[list[str] | None] = Setting(
+    "notify",
+    "urls",
+    None,
+    accepted="a list of apprise URLs (scheme://...), such as "
+    '["ntfy://ntfy.sh/my-topic", "json://127.0.0.1:8080/hook"]; in CLAUDELOOP_NOTIFY '
+    "separated by commas or spaces",
+    help="Send notifications to this apprise URL (repeatable): run done, blocked "
+    "or failed, a wait started, credits out, paid overage in use. "
+    "Needs: pip install 'claudeloop[notify]'.",
+)
+NOTIFY_ON: Setting[list[str]] = Setting(
+    "notify_on",
+    "choices",
+    list(NOTIFY_KINDS),
+    accepted="a list of: " + ", ".join(NOTIFY_KINDS),
+    flag="",
+    choices=NOTIFY_KINDS,
+)
+UPDATE_PLAN: Setting[bool] = Setting(
+    "update_plan",
+    "switch",
+    False,
+    accepted="true or false",
+    help="Write the checkmarks claudeloop reconciles into the plan file (default: "
+    "never touch it; the model checks items off itself).",
+)
+# Pause before the wall, and what to do per limit (see domain.pause, domain.limits).
+PAUSE_AT: Setting[str | None] = Setting(
+    "pause_at",
+    "pause_at",
+    None,
+    accepted="WINDOW=PERCENT pairs, such as 5h=90%,7d=95% "
+    f"(windows: {', '.join(WINDOW_SHORT_NAMES.values())})",
+    help="Pause before the wall: when a window's utilization reaches its threshold, "
+    "finish the turn and wait for that window's reset (e.g. 5h=90%,7d=95%).",
+)
+LIMITS: Setting[dict[str, str] | None] = Setting(
+    "limits",
+    "limits",
+    None,
+    accepted="a table of LIMIT = ACTION, LIMIT one of " + ", ".join(LIMIT_KINDS) + ", ACTION "
+    f'"wait", "wind-down", "go-on" ({PAID_OVERAGE} only), "switch-profile NAME" or '
+    '"switch-model MODEL"; '
+    "in CLAUDELOOP_LIMITS LIMIT=ACTION pairs "
+    "separated by commas, as each --on-limit LIMIT=ACTION",
+    help=f"What to do when a limit is met (repeatable): LIMIT is {_limit_words()}; "
+    "ACTION is wait, wind-down, "
+    "'switch-profile NAME', 'switch-model MODEL' (e.g. seven_day_opus=switch-model "
+    f"sonnet: the same session on another model until the window lifts) or go-on "
+    f"({PAID_OVERAGE} only).",
+    flag="--on-limit",
+)
+# Loops on one account share what they learn about capacity (adapters.shared_capacity).
+SHARE_CAPACITY: Setting[bool] = Setting(
+    "share_capacity",
+    "switch",
+    True,
+    accepted="true or false (share what loops on one account learn about capacity)",
+    help="Share what is learnt about capacity with the other loops on this account "
+    "and machine: none sends a turn into a window another found closed, one probes "
+    "for all (default: on).",
+)
+# What a Done must pass, and the brake on turns that change nothing (domain.loop).
+VERIFY: Setting[list[str]] = Setting(
+    "verify",
+    "checks",
+    [],
+    accepted='a list of commands a Done must pass, such as ["make test", "ruff check ."] '
+    "(split like a shell, none empty); in CLAUDELOOP_VERIFY one command per line",
+    help="A command a Done must pass before the run ends (repeatable, run in order "
+    "in the working directory, no shell): e.g. --verify 'make test'. A failure "
+    "sends its output back to the same session.",
+)
+VERIFY_TIMEOUT: Setting[timedelta] = Setting(
+    "verify_timeout",
+    "duration",
+    timedelta(seconds=DEFAULT_VERIFY_TIMEOUT_SECONDS),
+    accepted=_DURATION,
+    help="Kill a verification command after this long; it counts as failed "
+    f"(default {short_duration(timedelta(seconds=DEFAULT_VERIFY_TIMEOUT_SECONDS))}).",
+)
+REVIEW: Setting[bool] = Setting(
+    "review",
+    "switch",
+    False,
+    accepted="true or false (an independent read-only review before a Done is accepted)",
+    help="After the checks pass, an independent review in a fresh read-only "
+    "session must agree the task is done (a turn against the caps; default: off).",
+)
+STALL_TURNS: Setting[int] = Setting(
+    "stall_turns",
+    "whole_or_zero",
+    DEFAULT_STALL_TURNS,
+    accepted="a whole number, 0 for off (turns in a row without progress that stop the run)",
+    help="Stop (exit 1) after N turns in a row without evidence of progress: no "
+    "plan item checked, no file changed, the same remaining work and checks "
+    f"(default {DEFAULT_STALL_TURNS}; 0: off).",
+)
+SAME_FAILURE: Setting[int] = Setting(
+    "same_failure",
+    "whole_or_zero",
+    DEFAULT_SAME_FAILURE,
+    accepted="a whole number, 0 for off (rounds in a row of one verification failure "
+    "that stop the run)",
+    help="Stop (exit 1) when one verification failure repeats N rounds in a row "
+    f"(default {DEFAULT_SAME_FAILURE}; 0: off).",
+)
+
+# Every setting, in the order `config show`, the schema's errors and `--help` list them.
+SETTINGS: tuple[Setting[object], ...] = (
+    PROFILE,
+    MODEL,
+    PERMISSION_MODE,
+    MAX_TURNS,
+    MAX_DOLLARS,
+    MAX_ATTEMPTS,
+    MAX_WAIT,
+    WINDOW_PROBE_INTERVAL,
+    CREDITS_PROBE_INTERVAL,
+    CREDITS_PROBE_CEILING,
+    RESET_GRACE,
+    DONE_MARKER,
+    CONTINUE_PROMPT,
+    NOTIFY,
+    NOTIFY_ON,
+    UPDATE_PLAN,
+    PAUSE_AT,
+    LIMITS,
+    SHARE_CAPACITY,
+    VERIFY,
+    VERIFY_TIMEOUT,
+    REVIEW,
+    STALL_TURNS,
+    SAME_FAILURE,
+)
+SETTING_KEYS: tuple[str, ...] = tuple(setting.key for setting in SETTINGS)
+BY_KEY: dict[str, Setting[object]] = {setting.key: setting for setting in SETTINGS}
