@@ -69,6 +69,7 @@ def test_summary_json_and_status_show_each_verification_and_where_its_output_is(
         "exit_code": 0,
         "seconds": 0.5,
         "timed_out": False,
+        "ended": "passed",
         "output": str(LOGS / "turn-2-check-1.log"),
     }
     status = status_object(final, now=datetime.now(UTC), driver_pid=None)

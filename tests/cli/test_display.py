@@ -165,8 +165,8 @@ def test_each_verification_and_review_is_a_line_naming_command_ending_and_output
     assert event_line(finished(passed=True, exit_code=0)) == (
         "turn 3: make test: passed (2.0s); output in /r/c.log"
     )
-    assert "FAILED: exit 2" in str(event_line(finished(exit_code=2)))
-    assert "FAILED: timed out" in str(event_line(finished(timed_out=True)))
+    assert "failed: exit 2" in str(event_line(finished(exit_code=2)))
+    assert "failed: timed out" in str(event_line(finished(timed_out=True)))
     assert "could not start (no such file)" in str(
         event_line(finished(error="no such file", output=None))
     )

@@ -90,6 +90,17 @@ def test_only_exit_code_zero_passes() -> None:
     ).passed
 
 
+def test_how_a_check_ended_is_said_in_one_wording() -> None:
+    assert passed(MAKE_TEST).ended == "passed"
+    assert failed(MAKE_TEST, code=2).ended == "failed: exit 2"
+    timed_out = CheckResult(command=MAKE_TEST, exit_code=None, seconds=600, timed_out=True)
+    assert timed_out.ended == "failed: timed out"
+    no_start = CheckResult(
+        command=MAKE_TEST, exit_code=None, seconds=0, start_error="No such file: make"
+    )
+    assert no_start.ended == "failed: could not start (No such file: make)"
+
+
 @pytest.mark.parametrize(
     ("exit_code", "timed_out", "start_error"),
     [(None, False, None), (0, True, None), (1, False, "x"), (None, True, "x")],

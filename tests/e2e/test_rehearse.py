@@ -66,7 +66,7 @@ def test_the_verify_rehearsal_sends_an_early_done_back_then_verifies_and_reviews
 ) -> None:
     finished = rehearse(tmp_path, "verify")
     assert finished.returncode == 0, finished.stderr
-    assert "test -f step3.txt: FAILED: exit 1" in finished.stderr
+    assert "test -f step3.txt: failed: exit 1" in finished.stderr
     assert "test -f step3.txt: passed" in finished.stderr
     assert "the reviewer agrees the task is complete" in finished.stderr
     assert "rehearsal: done after 4 turns" in finished.stderr  # three working, one review

@@ -71,22 +71,15 @@ def _check_object(result: CheckResult) -> dict[str, Any]:
         "exit_code": result.exit_code,
         "seconds": round(result.seconds, 3),
         "timed_out": result.timed_out,
+        "ended": result.ended,
         "output": str(result.output_path) if result.output_path else None,
     }
 
 
 def check_line(result: CheckResult) -> str:
     """One verification, in a line: command, how it ended, seconds, where its output is."""
-    if result.passed:
-        how = "passed"
-    elif result.timed_out:
-        how = "failed: timed out"
-    elif result.exit_code is None:
-        how = f"failed: could not start ({result.start_error})"
-    else:
-        how = f"failed: exit {result.exit_code}"
     where = f"; output in {result.output_path}" if result.output_path else ""
-    return f"`{result.command.text}` {how} ({result.seconds:.1f} s){where}"
+    return f"`{result.command.text}` {result.ended} ({result.seconds:.1f} s){where}"
 
 
 def result_object(record: RunRecord) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from claudeloop.application.events import (
 )
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
+from claudeloop.domain.verification import how_it_ended
 
 
 class ConsoleView:
@@ -223,14 +224,9 @@ def event_line(event: Event) -> str | None:
 
 
 def _verified_line(event: VerifyFinished) -> str:
-    if event.passed:
-        how = "passed"
-    elif event.timed_out:
-        how = "FAILED: timed out"
-    elif event.exit_code is None:
-        how = f"FAILED: could not start ({event.error})"
-    else:
-        how = f"FAILED: exit {event.exit_code}"
+    how = how_it_ended(
+        exit_code=event.exit_code, timed_out=event.timed_out, start_error=event.error
+    )
     where = f"; output in {event.output}" if event.output else ""
     return f"turn {event.turn}: {event.command}: {how} ({event.seconds:.1f}s){where}"
 

@@ -84,11 +84,9 @@ def show_status(data: dict[str, Any], driver: str) -> None:
     if data["plan"]:
         lines.append(f"plan: {data['plan']['done']}/{data['plan']['total']} items done")
     for check in data["verification"]:
-        how = "passed" if check["passed"] else "timed out" if check["timed_out"] else "failed"
-        code = f" (exit {check['exit_code']})" if check["exit_code"] is not None else ""
+        where = f"; output in {check['output']}" if check["output"] else ""
         lines.append(
-            f"verify: {check['command']}: {how}{code}, {check['seconds']:.1f} s; "
-            f"output in {check['output']}"
+            f"verify: {check['command']}: {check['ended']} ({check['seconds']:.1f} s){where}"
         )
     if data["summary"]:
         lines.append(f"last summary: {first_line(data['summary'], longest=200)}")

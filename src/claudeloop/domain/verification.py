@@ -46,6 +46,18 @@ def parse_checks(texts: Iterable[str]) -> tuple[CheckCommand, ...]:
     return tuple(CheckCommand.parse(text) for text in texts)
 
 
+def how_it_ended(*, exit_code: int | None, timed_out: bool, start_error: str | None) -> str:
+    """How a check ended, in the words every view of it uses (the live line, `status`,
+    the summary): passed, or failed and how."""
+    if exit_code == 0:
+        return "passed"
+    if timed_out:
+        return "failed: timed out"
+    if exit_code is None:
+        return f"failed: could not start ({start_error})"
+    return f"failed: exit {exit_code}"
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """How one run of a check ended.
@@ -73,6 +85,13 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.exit_code == 0
+
+    @property
+    def ended(self) -> str:
+        """How it ended, in words (`how_it_ended`)."""
+        return how_it_ended(
+            exit_code=self.exit_code, timed_out=self.timed_out, start_error=self.start_error
+        )
 
     @property
     def tail_is_partial(self) -> bool:

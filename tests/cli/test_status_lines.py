@@ -1,0 +1,41 @@
+"""`status` as lines: how a check ended is said as the live line and the summary say it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path, PurePath
+
+import pytest
+
+from claudeloop.application.summary import check_line, status_object
+from claudeloop.cli.inspect import show_status
+from claudeloop.domain.verification import CheckCommand, CheckResult
+from tests.cli.test_run_directory_commands import waiting_run
+
+
+def test_status_says_each_check_as_the_summary_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = waiting_run(tmp_path)
+    record = directory.load()
+    checks = (
+        CheckResult(
+            command=CheckCommand.parse("make test"),
+            exit_code=2,
+            seconds=1.25,
+            output_path=PurePath("/logs/turn-2-check-1.log"),
+        ),
+        CheckResult(
+            command=CheckCommand.parse("ruff check"),
+            exit_code=None,
+            seconds=0.0,
+            start_error="No such file: ruff",
+        ),
+    )
+    record = replace(record, state=replace(record.state, last_checks=checks))
+    show_status(status_object(record, now=datetime.now(UTC), driver_pid=None), "no driver")
+    out = capsys.readouterr().out
+    assert "verify: make test: failed: exit 2 (1.2 s); output in /logs/turn-2-check-1.log" in out
+    assert "verify: ruff check: failed: could not start (No such file: ruff) (0.0 s)\n" in out
+    assert "failed: exit 2 (1.2 s); output in /logs/turn-2-check-1.log" in check_line(checks[0])
