@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from claudeloop.application.errors import UsageError
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import (
     AccountCapacity,
@@ -319,3 +320,50 @@ class MemoryFleet:
 
     def ask(self, run_id: str, command: ControlCommand) -> None:
         self.asked.append((run_id, command))
+
+
+class MemoryRuns:
+    """A project's runs in memory, newest first in the order given; a run in
+    `unreadable` has a record that cannot be read, one in `drivers` a live driver."""
+
+    def __init__(self, *records: RunRecord) -> None:
+        self.where = Path("/src/app")
+        self.records = {record.run_id: record for record in records}
+        self.drivers: dict[str, int] = {}
+        self.unreadable: set[str] = set()
+        self.summaries: list[str] = []
+        self.sent: list[tuple[str, ControlCommand]] = []
+        self.refuse_writes = False
+
+    def run_ids(self) -> list[str]:
+        return list(self.records)
+
+    def watched(self, run_id: str | None) -> str:
+        if run_id is not None:
+            if run_id not in self.records:
+                raise UsageError(f"--run-id {run_id}: no such run in {self.where}")
+            return run_id
+        live = [name for name in self.records if name in self.drivers]
+        if live or self.records:
+            return (live or list(self.records))[0]
+        raise UsageError(f"no claudeloop run in {self.where}")
+
+    def record(self, run_id: str) -> RunRecord:
+        if run_id in self.unreadable:
+            raise UsageError(f"{run_id}/state.json: unreadable (not JSON)")
+        return self.records[run_id]
+
+    def driver(self, run_id: str) -> int | None:
+        return self.drivers.get(run_id)
+
+    def finish_summary(self, run_id: str, record: RunRecord) -> None:
+        if record.state.phase.terminal and run_id not in self.drivers:
+            self.summaries.append(run_id)
+
+    def control_file(self, run_id: str) -> Path:
+        return self.where / ".claudeloop" / "runs" / run_id / "control"
+
+    def send(self, run_id: str, command: ControlCommand) -> None:
+        if self.refuse_writes:
+            raise PermissionError(13, "Permission denied")
+        self.sent.append((run_id, command))

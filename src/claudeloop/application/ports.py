@@ -358,3 +358,46 @@ class Fleet(Protocol):
     def ask(self, run_id: str, command: ControlCommand) -> None:
         """Ask the run's worker to pass a stop or wind-down on to it."""
         ...
+
+
+# A project's runs, as the commands that watch and steer them use them -------------
+
+
+class ProjectRuns(Protocol):
+    """The run directories of one working directory, as `status`, `runs`, `logs`,
+    `stop` and `wind-down` see them: each run by its id, newest first."""
+
+    @property
+    def where(self) -> Path:
+        """The working directory whose runs these are."""
+        ...
+
+    def run_ids(self) -> list[str]:
+        """Every run of the directory, newest first."""
+        ...
+
+    def watched(self, run_id: str | None) -> str:
+        """The run a command means: `run_id`; without one, the run a live driver drives
+        (the newest, if several are), else the newest; UsageError when there is none."""
+        ...
+
+    def record(self, run_id: str) -> RunRecord:
+        """The run's record; UsageError, naming the file, when it cannot be read."""
+        ...
+
+    def driver(self, run_id: str) -> int | None:
+        """The pid of the live process driving the run, None when none is."""
+        ...
+
+    def finish_summary(self, run_id: str, record: RunRecord) -> None:
+        """summary.md of a run that ended without one (killed after its last save);
+        nothing when its driver is about to write it or it cannot be written."""
+        ...
+
+    def control_file(self, run_id: str) -> Path:
+        """Where the run's driver reads what it is asked."""
+        ...
+
+    def send(self, run_id: str, command: ControlCommand) -> None:
+        """The command into the run's control file; OSError when it cannot be written."""
+        ...

@@ -28,7 +28,7 @@ from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
-from claudeloop.application.ports import ControlInbox, EventSink, Fleet, Gateway
+from claudeloop.application.ports import ControlInbox, EventSink, Fleet, Gateway, ProjectRuns
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.cli.display import ConsoleView, Screen, Tee
@@ -453,7 +453,14 @@ def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
         remove_leftovers(record.spec.plan_path, older_than=60)
 
 
-# The fleet ----------------------------------------------------------------------------
+# A project's runs and the fleet ---------------------------------------------------------
+
+
+def project_runs(cwd: Path) -> ProjectRuns:
+    """The runs of `cwd` as status, runs, stop and wind-down use them."""
+    from claudeloop.adapters.run_directory.project_runs import ProjectRunDirectories
+
+    return ProjectRunDirectories(cwd)
 
 
 def engine_of(option: str | None) -> Engine:

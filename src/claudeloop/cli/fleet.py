@@ -554,18 +554,15 @@ def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: b
     run's worker writes it into the run's control file."""
     from claudeloop.adapters.run_directory.finding import checked_run_id
     from claudeloop.application.fleet import control
+    from claudeloop.application.inspection import takes_effect
 
     found = control(_fleet(engine or None), checked_run_id(run_id), command)
     if as_json:
         print_json({"run_id": run_id, "worker": found.worker, "command": command.value})
         return
-    when = (
-        "at once if waiting, otherwise after the current turn"
-        if command.value == "stop"
-        else "after the current turn, with a handoff summary"
-    )
     click.echo(
-        f"claudeloop: asked run {run_id} (worker {found.worker or '-'}) to {command.value}: {when}"
+        f"claudeloop: asked run {run_id} (worker {found.worker or '-'}) to {command.value}: "
+        f"{takes_effect(command)}"
     )
 
 

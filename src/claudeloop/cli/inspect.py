@@ -17,18 +17,13 @@ from typing import Any
 
 import click
 
-from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.finding import (
-    load_record,
     watched_run,
-    write_missing_summary,
 )
-from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.events import event_from
-from claudeloop.application.summary import status_object
 from claudeloop.cli.display import event_line
 from claudeloop.cli.errors import UserError
 from claudeloop.cli.instants import local_instant
@@ -40,12 +35,12 @@ from claudeloop.domain.text import count, first_line
 
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
-    directory = watched_run(working_directory(cwd), run_id)
-    record = load_record(directory)
-    write_missing_summary(directory, record)
-    # The driver masked what it saved; a state.json of an older claudeloop did not.
-    view = status_object(record, now=datetime.now(UTC), driver_pid=live_driver(directory.lock_path))
-    data = Redactor.from_environment().data(view)
+    from claudeloop.application.inspection import run_status
+    from claudeloop.cli.bootstrap import project_runs, shown_masked
+
+    data = run_status(
+        project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=shown_masked()
+    )
     if as_json:
         print_json(data)
         return
@@ -163,27 +158,11 @@ def _finished(directory: RunDirectory) -> bool:
 
 
 def runs(*, cwd: Path | None, as_json: bool) -> None:
+    from claudeloop.application.inspection import run_rows
+    from claudeloop.cli.bootstrap import project_runs
+
     directory = working_directory(cwd)
-    rows: list[dict[str, Any]] = []
-    for run_directory in list_runs(directory):
-        try:
-            record = run_directory.load()
-        except (OSError, CorruptRecordError):
-            rows.append({"run_id": run_directory.run_id, "phase": "unreadable"})
-            continue
-        pid = live_driver(run_directory.lock_path)
-        rows.append(
-            {
-                "run_id": record.run_id,
-                "started_at": record.started_at.isoformat(),
-                "phase": record.state.phase.value,
-                "outcome": record.state.outcome.value if record.state.outcome else None,
-                "turns": record.state.ledger.turns,
-                "dollars": round(record.state.ledger.dollars, 6),
-                "session_id": record.session_id,
-                "driver_alive": pid is not None,
-            }
-        )
+    rows = run_rows(project_runs(directory))
     if as_json:
         print_json(rows)
         return
@@ -202,26 +181,18 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
 def control(
     *, cwd: Path | None, run_id: str | None, command: ControlCommand, as_json: bool = False
 ) -> None:
-    directory = watched_run(working_directory(cwd), run_id)
-    pid = live_driver(directory.lock_path)
-    if pid is None:
-        raise UserError(f"run {directory.run_id} has no live driver; nothing to {command.value}")
-    try:
-        directory.send(command)
-    except OSError as error:
-        raise UserError(
-            f"{directory.control_path}: cannot be written ({error.strerror}); "
-            f"end the run with kill -TERM {pid}"
-        ) from None
-    when = (
-        "at once if waiting, otherwise after the current turn"
-        if command is ControlCommand.STOP
-        else "after the current turn, with a handoff summary"
-    )
+    from claudeloop.application.inspection import control as ask
+    from claudeloop.application.inspection import takes_effect
+    from claudeloop.cli.bootstrap import project_runs
+
+    asked = ask(project_runs(working_directory(cwd)), run_id, command)
     if as_json:
-        print_json({"run_id": directory.run_id, "pid": pid, "command": command.value})
+        print_json({"run_id": asked.run_id, "pid": asked.pid, "command": command.value})
         return
-    click.echo(f"claudeloop: asked run {directory.run_id} (pid {pid}) to {command.value}: {when}")
+    click.echo(
+        f"claudeloop: asked run {asked.run_id} (pid {asked.pid}) to {command.value}: "
+        f"{takes_effect(command)}"
+    )
 
 
 def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:

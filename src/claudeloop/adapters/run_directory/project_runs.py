@@ -1,0 +1,44 @@
+"""The `ProjectRuns` port on a working directory's `.claudeloop/runs/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from claudeloop.adapters.run_directory.finding import (
+    find_run,
+    load_record,
+    watched_run,
+    write_missing_summary,
+)
+from claudeloop.adapters.run_directory.layout import list_runs
+from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.application.records import RunRecord
+from claudeloop.domain.loop import ControlCommand
+
+
+class ProjectRunDirectories:
+    """The runs of `cwd`, each a directory under its `.claudeloop/runs/`."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.where = cwd
+
+    def run_ids(self) -> list[str]:
+        return [directory.run_id for directory in list_runs(self.where)]
+
+    def watched(self, run_id: str | None) -> str:
+        return watched_run(self.where, run_id).run_id
+
+    def record(self, run_id: str) -> RunRecord:
+        return load_record(find_run(self.where, run_id, None))
+
+    def driver(self, run_id: str) -> int | None:
+        return live_driver(find_run(self.where, run_id, None).lock_path)
+
+    def finish_summary(self, run_id: str, record: RunRecord) -> None:
+        write_missing_summary(find_run(self.where, run_id, None), record)
+
+    def control_file(self, run_id: str) -> Path:
+        return find_run(self.where, run_id, None).control_path
+
+    def send(self, run_id: str, command: ControlCommand) -> None:
+        find_run(self.where, run_id, None).send(command)

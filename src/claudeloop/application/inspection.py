@@ -1,0 +1,93 @@
+"""What `status`, `runs`, `stop` and `wind-down` of a project's own runs do between
+parsing and rendering, on the `ProjectRuns` port.
+
+Each reads a run's record only (state.json), so it costs the same after 100,000 events
+as after ten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from claudeloop.application.errors import UsageError
+from claudeloop.application.ports import ProjectRuns
+from claudeloop.application.summary import status_object
+from claudeloop.domain.loop import ControlCommand
+
+# What a view shown to the user masks (the run's secrets).
+Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
+
+
+def takes_effect(command: ControlCommand) -> str:
+    """When a stop or wind-down asked of a live run takes effect, in words."""
+    match command:
+        case ControlCommand.STOP:
+            return "at once if waiting, otherwise after the current turn"
+        case ControlCommand.WIND_DOWN:
+            return "after the current turn, with a handoff summary"
+
+
+def run_status(
+    runs: ProjectRuns, run_id: str | None, *, now: datetime, mask: Mask
+) -> dict[str, Any]:
+    """`status`: where the run stands now, ended or not, masked. A run that ended
+    without its summary.md (killed after its last save) gets it now."""
+    chosen = runs.watched(run_id)
+    record = runs.record(chosen)
+    runs.finish_summary(chosen, record)
+    # The driver masked what it saved; a state.json of an older claudeloop did not.
+    return dict(mask(status_object(record, now=now, driver_pid=runs.driver(chosen))))
+
+
+def run_rows(runs: ProjectRuns) -> list[dict[str, Any]]:
+    """`runs`: each run of the directory, newest first; one whose record cannot be read
+    is a row that says so."""
+    rows: list[dict[str, Any]] = []
+    for run_id in runs.run_ids():
+        try:
+            record = runs.record(run_id)
+        except UsageError:
+            rows.append({"run_id": run_id, "phase": "unreadable"})
+            continue
+        state = record.state
+        rows.append(
+            {
+                "run_id": record.run_id,
+                "started_at": record.started_at.isoformat(),
+                "phase": state.phase.value,
+                "outcome": state.outcome.value if state.outcome else None,
+                "turns": state.ledger.turns,
+                "dollars": round(state.ledger.dollars, 6),
+                "session_id": record.session_id,
+                "driver_alive": runs.driver(run_id) is not None,
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A stop or wind-down handed to a live run's driver."""
+
+    run_id: str
+    pid: int
+    command: ControlCommand
+
+
+def control(runs: ProjectRuns, run_id: str | None, command: ControlCommand) -> Asked:
+    """`stop` or `wind-down`: into the control file of the run a live driver drives."""
+    chosen = runs.watched(run_id)
+    pid = runs.driver(chosen)
+    if pid is None:
+        raise UsageError(f"run {chosen} has no live driver; nothing to {command.value}")
+    try:
+        runs.send(chosen, command)
+    except OSError as error:
+        raise UsageError(
+            f"{runs.control_file(chosen)}: cannot be written ({error.strerror}); "
+            f"end the run with kill -TERM {pid}"
+        ) from None
+    return Asked(chosen, pid, command)
