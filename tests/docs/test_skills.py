@@ -1,11 +1,11 @@
-"""The agent skills stay mirrored and stay true of the code.
+"""The agent skill is written once and stays true of the code.
 
-The domain skill lives in three places (Claude Code, other agents, Cursor) that differ
-only in their front matter. Everything a skill writes in inline backticks is checked
-against the repository: a path must exist, a test must be defined, a flag must be an
-option of some command, a command must be a Makefile target or a `claudeloop` command,
-and a name or expression must only use names the domain and application packages
-define. A span none of these rules can check fails too: put it in a fenced block.
+The domain skill is one file (Claude Code's); other agents find it through a link to its
+directory, and Cursor's rule says when to apply it and points to it. Everything the skill
+writes in inline backticks is checked against the repository: a path must exist, a test
+must be defined, a flag must be an option of some command, a command must be a Makefile
+target or a `claudeloop` command, and a name or expression must only use names the
+domain and application packages define. A span none of these rules can check fails too: put it in a fenced block.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ SKILL = "claudeloop-domain-model"
 CLAUDE = ROOT / ".claude" / "skills" / SKILL / "SKILL.md"
 AGENTS = ROOT / ".agents" / "skills" / SKILL / "SKILL.md"
 CURSOR = ROOT / ".cursor" / "rules" / f"{SKILL}.mdc"
-MIRRORS = (CLAUDE, AGENTS, CURSOR)
 INDEXED_PACKAGES = ("claudeloop.domain", "claudeloop.application")
 DOMAIN = ROOT / "src" / "claudeloop" / "domain"
 
@@ -82,14 +81,13 @@ def test_the_cursor_rule_applies_to_the_domain_on_request() -> None:
     assert fields.get("alwaysApply") == "false"
 
 
-def test_the_mirrors_bodies_are_identical() -> None:
-    _, reference = split_front_matter(CLAUDE)
-    for mirror in (AGENTS, CURSOR):
-        _, body = split_front_matter(mirror)
-        assert body == reference, (
-            f"{mirror.relative_to(ROOT)} differs from {CLAUDE.relative_to(ROOT)} after the "
-            "front matter; copy the body over"
-        )
+def test_other_agents_and_cursor_reach_the_one_skill() -> None:
+    link = AGENTS.parent
+    assert link.is_symlink(), f"{link.relative_to(ROOT)} must link to the one skill"
+    assert link.resolve() == CLAUDE.parent.resolve()
+    _, body = split_front_matter(CURSOR)
+    assert f"@{CLAUDE.relative_to(ROOT)}" in body.split(), "the Cursor rule must point to it"
+    assert len(body.splitlines()) < 20, "the Cursor rule points to the skill, not a copy"
 
 
 # What a span may name -------------------------------------------------------------
