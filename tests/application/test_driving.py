@@ -93,9 +93,9 @@ def wired(parts: Parts, interrupts: Interrupts) -> WiredRun:
         gateway=parts.gateway,
         files=parts.files,
         interrupts=interrupts,
-        told=(parts.told,),
-        tell=parts.summaries.append,
-        masked=lambda ended: replace(ended, state=replace(ended.state, summary="masked")),
+        failure_sinks=(parts.told,),
+        write_summary=parts.summaries.append,
+        mask_secrets=lambda ended: replace(ended, state=replace(ended.state, summary="masked")),
         close=close,
     )
 

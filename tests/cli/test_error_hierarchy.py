@@ -11,7 +11,6 @@ from claudeloop.adapters.config.loading import ConfigError
 from claudeloop.adapters.fleet.engine import BadEngine
 from claudeloop.adapters.fleet.queue import FleetUnavailable
 from claudeloop.application.errors import ClaudeloopError, UsageError
-from claudeloop.cli.errors import UserError
 from claudeloop.cli.main import main
 
 
@@ -20,9 +19,9 @@ from claudeloop.cli.main import main
     [
         (ConfigError("claudeloop.toml: max_turns = 0: expected a whole number above 0"), 2),
         (BadEngine("--engine mysql://x: not postgresql:// or sqlite://"), 2),
-        (UserError("--run-id ../x: not a plain name"), 2),
+        (UsageError("--run-id ../x: not a plain name"), 2),
         (FleetUnavailable("the fleet's database at 127.0.0.1:1 does not answer"), 1),
-        (UserError("gone", exit_code=78), 78),
+        (UsageError("gone", exit_code=78), 78),
     ],
 )
 def test_each_error_carries_its_exit_code(error: ClaudeloopError, code: int) -> None:

@@ -9,10 +9,10 @@ import pytest
 
 from claudeloop.adapters.notify.sender import NotifyTargets
 from claudeloop.adapters.run_directory.redacted import RedactedEvents
+from claudeloop.application.errors import UsageError
 from claudeloop.application.events import TurnFinished
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import Backend, run_redactor
-from claudeloop.cli.errors import UserError
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from tests.application.fakes import MemoryEvents
 
@@ -46,7 +46,7 @@ def test_a_detour_profile_that_no_longer_resolves_is_left_to_fail_when_taken(
     )
 
     def detours(name: str) -> Backend:
-        raise UserError(f"profile {name} is not defined")
+        raise UsageError(f"profile {name} is not defined")
 
     redactor = run_redactor(spec, Backend(env={"X_TOKEN": "x-token-value"}), None, detours)
     assert redactor.text("x-token-value") == "[redacted]"

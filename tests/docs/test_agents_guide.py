@@ -104,7 +104,7 @@ def test_claude_code_reads_the_guide() -> None:
 @pytest.mark.parametrize(
     ("span", "wrong"),
     [
-        ("UserError", False),
+        ("UsageError", False),
         ("IS_SANDBOX", False),
         ("claudeloop: error: ...", False),
         ("NoSuchGateway", True),

@@ -5,7 +5,8 @@ directory, and Cursor's rule says when to apply it and points to it. Everything 
 writes in inline backticks is checked against the repository: a path must exist, a test
 must be defined, a flag must be an option of some command, a command must be a Makefile
 target or a `claudeloop` command, and a name or expression must only use names the
-domain and application packages define. A span none of these rules can check fails too: put it in a fenced block.
+domain and application packages define. A span none of these rules can check fails too:
+put it in a fenced block.
 """
 
 from __future__ import annotations

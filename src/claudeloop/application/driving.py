@@ -44,9 +44,9 @@ class RunFiles(Protocol):
 class WiredRun:
     """A run's parts, wired by the composition root with the run's lock held.
 
-    `told`: where the end of a run broken by I/O is told (the event log, the screen).
-    `tell`: writes what the run tells of itself at its end (summary.md).
-    `masked`: the record with every secret the run knows masked.
+    `failure_sinks`: where the end of a run broken by I/O is told (the event log, the
+    screen). `write_summary`: writes what the run tells of itself at its end
+    (summary.md). `mask_secrets`: the record with every secret the run knows masked.
     `close`: closes what was opened for the run and releases its lock.
     """
 
@@ -54,9 +54,9 @@ class WiredRun:
     gateway: Gateway
     files: RunFiles
     interrupts: Interrupts
-    told: tuple[EventSink, ...]
-    tell: Callable[[RunRecord], None]
-    masked: Callable[[RunRecord], RunRecord]
+    failure_sinks: tuple[EventSink, ...]
+    write_summary: Callable[[RunRecord], None]
+    mask_secrets: Callable[[RunRecord], RunRecord]
     close: Callable[[], None]
 
 
@@ -86,9 +86,9 @@ def drive_run(run: WiredRun, record: RunRecord, *, resumed: bool) -> RunRecord:
         run.close()
     # No final record means a second interrupt ended it at once; state.json is the truth.
     ended = final[0] if final else _ended(run, record, decide_on_second_interrupt)
-    ended = run.masked(ended)
+    ended = run.mask_secrets(ended)
     with contextlib.suppress(OSError):  # a full disk: `status` writes it later
-        run.tell(ended)
+        run.write_summary(ended)
     return ended
 
 
@@ -110,7 +110,7 @@ def _failed(run: WiredRun, record: RunRecord, error: OSError) -> RunRecord:
     ended = _ended(run, record, lambda state: decide_on_failure(state, reason))
     outcome = ended.state.outcome
     assert outcome is not None
-    for sink in run.told:
+    for sink in run.failure_sinks:
         with contextlib.suppress(OSError):
             sink.emit(RunFinished(outcome=outcome, exit_code=outcome.exit_code, reason=reason))
     with contextlib.suppress(OSError):

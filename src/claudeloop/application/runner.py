@@ -112,10 +112,6 @@ from claudeloop.domain.verification import (
 )
 from claudeloop.domain.waiting import trusted_probe_instant
 
-# An event emitted once the record that holds what it reports is saved (a kill in
-# between loses the event, never repeats it).
-Announcement = Event
-
 
 @dataclass
 class Runner:
@@ -171,7 +167,7 @@ class Runner:
                     permission_mode=record.spec.permission_mode,
                 )
             )
-        announce: list[Announcement] = []
+        announce: list[Event] = []
         if resumed and record.turn_in_flight is not None:
             # Killed mid-turn: its result never reached the record, so it is sent again
             # under the same number (see RunRecord.turn_in_flight).
@@ -267,7 +263,7 @@ class Runner:
                 cost = probe.cost_usd + estimated
                 # Said once the probe is saved: a kill before that loses neither its cost
                 # nor what it found.
-                announce: list[Announcement] = []
+                announce: list[Event] = []
                 capacity = self._capacity(record, probe.signals, announce)
                 self._note_guess(probe.guessed_models, probe.guessed_cost_usd, announce)
                 announce.append(ProbeFinished(capacity=describe(capacity), cost_usd=cost))
@@ -368,11 +364,11 @@ class Runner:
         record, cost = _with_session(record, outcome)
         estimated = min(outcome.estimated_cost_usd, cost) if outcome.billed else 0.0
         # Everything said of the turn is said once the record holding it is saved.
-        announce: list[Announcement] = []
+        announce: list[Event] = []
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
         answered = isinstance(capacity, Available) or is_pause(capacity)
         seen: Answered | None = None
-        plan_said: list[Announcement] = []  # said after the turn's own events
+        plan_said: list[Event] = []  # said after the turn's own events
         if answered:
             # A Done still to be verified checks no plan item by itself.
             accepted = not (isinstance(verdict, Done) and spec.verify.verifies)
@@ -432,7 +428,7 @@ class Runner:
             # keeps the round to run again from its first check on resume. A wind-down
             # lets the check finish, as it lets a turn.
             return self._apply(record, decide_on_control(record.state, ControlCommand.STOP))
-        announce: list[Announcement] = [
+        announce: list[Event] = [
             VerifyFinished(
                 turn=turn,
                 command=check.text,
@@ -498,7 +494,7 @@ class Runner:
             return self._apply(
                 record, decide_on_failure(record.state, failed.reason), announce=[failed]
             )
-        announce: list[Announcement] = []
+        announce: list[Event] = []
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
         cost = outcome.cost_usd if outcome.billed else 0.0
         transition = decide_after_review(
@@ -531,7 +527,7 @@ class Runner:
         record: RunRecord,
         transition: Transition,
         summary: str,
-        announce: list[Announcement],
+        announce: list[Event],
     ) -> RunRecord:
         """A Done accepted after its verification checks the plan's items, as an
         unverified Done does at once."""
@@ -543,7 +539,7 @@ class Runner:
         return self.tree.fingerprint() if self.tree is not None else None
 
     def _read(
-        self, record: RunRecord, outcome: TurnOutcome, prompt: str, announce: list[Announcement]
+        self, record: RunRecord, outcome: TurnOutcome, prompt: str, announce: list[Event]
     ) -> tuple[CapacityState, CompletionVerdict, str | None]:
         """What a turn's or a review's outcome says: the capacity it met, its verdict, and
         the error it ended in (None: none)."""
@@ -565,7 +561,7 @@ class Runner:
         return capacity, verdict, error
 
     def _capacity(
-        self, record: RunRecord, signals: TurnSignals, announce: list[Announcement]
+        self, record: RunRecord, signals: TurnSignals, announce: list[Event]
     ) -> CapacityState:
         thresholds = record.spec.pause_at
         unreported = thresholds.unreported(signals.windows) if signals.windows else ()
@@ -582,7 +578,7 @@ class Runner:
         return capacity_of(signals, thresholds)
 
     def _note_guess(
-        self, models: tuple[str, ...], guessed_usd: float, announce: list[Announcement]
+        self, models: tuple[str, ...], guessed_usd: float, announce: list[Event]
     ) -> None:
         fresh = [model for model in models if model not in self._guessed]
         if not fresh:
@@ -617,7 +613,7 @@ class Runner:
         self,
         record: RunRecord,
         verdict: CompletionVerdict,
-        announce: list[Announcement],
+        announce: list[Event],
         *,
         accepted: bool = True,
     ) -> RunRecord:
@@ -703,7 +699,7 @@ class Runner:
         record: RunRecord,
         transition: Transition,
         *,
-        announce: Sequence[Announcement] = (),
+        announce: Sequence[Event] = (),
     ) -> tuple[RunRecord, Decision | None]:
         """Saves the transition, then says what happened: an event never tells of
         something a resume would do again."""

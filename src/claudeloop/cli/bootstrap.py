@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from claudeloop.adapters.atomic_file import remove_leftovers
-from claudeloop.adapters.fleet.lease_file import leased
+from claudeloop.adapters.fleet.lease_file import fenced_by_lease
 from claudeloop.adapters.interrupts import SignalInterrupts
 from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor, secret_values
@@ -28,11 +28,11 @@ from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
+from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import ControlInbox, EventSink, Fleet, Gateway, ProjectRuns
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.cli.display import ConsoleView, Screen, Tee
-from claudeloop.cli.errors import UserError
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
@@ -101,18 +101,18 @@ def create_directory(record: RunRecord) -> RunDirectory:
     try:
         directory = RunDirectory.create(record.spec.cwd, record.run_id)
     except FileExistsError:
-        raise UserError(
+        raise UsageError(
             f"run id {record.run_id!r} is already used in {record.spec.cwd}; "
             "pick another --run-id or resume it"
         ) from None
     except OSError as error:
-        raise UserError(f"cannot make the run's directory: {error}") from None
+        raise UsageError(f"cannot make the run's directory: {error}") from None
     try:
         directory.save(record)
     except OSError as error:
         with contextlib.suppress(OSError):
             directory.path.rmdir()  # no run without a record, for resume to refuse
-        raise UserError(f"cannot save the run's record: {error}") from None
+        raise UsageError(f"cannot save the run's record: {error}") from None
     return directory
 
 
@@ -249,7 +249,7 @@ def run_redactor(
         if isinstance(action, SwitchProfile) and detours is not None:
             try:
                 environments.append(detours(action.profile).env)
-            except UserError:
+            except UsageError:
                 continue  # the detour fails when it is taken, with its own one line
     extra: list[str] = []
     if notify is not None:
@@ -270,7 +270,7 @@ def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -
             return backend.profile
         try:
             return detours(detour).profile
-        except UserError:
+        except UsageError:
             return backend.profile
 
     return profile
@@ -333,7 +333,7 @@ def wire_run(
         log = EventLog(directory, clock, redactor)
     except OSError as error:
         lock.release()
-        raise UserError(
+        raise UsageError(
             f"{directory.events_path}: cannot be written ({error.strerror or error}); "
             "claudeloop writes only a regular file of its own there"
         ) from None
@@ -350,14 +350,14 @@ def wire_run(
         known_at=record.last_turn_started_at,
     )
     # A wait shared with the account's other loops ends when one of them finds it open.
-    from claudeloop.adapters.shared_capacity.sharing_gateway import woken
+    from claudeloop.adapters.shared_capacity.sharing_gateway import wakeable
 
     runner = Runner(
         gateway=chosen_gateway,
         clock=clock,
-        sleeper=woken(chosen_gateway, WallClockSleeper(directory, clock)),
+        sleeper=wakeable(chosen_gateway, WallClockSleeper(directory, clock)),
         events=events,
-        store=leased(directory, os.environ),  # a worker's run: saved while its lease holds
+        store=fenced_by_lease(directory, os.environ),  # a worker's run: saved while its lease holds
         control=directory,
         plans=PlanFileOnDisk(),
         profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
@@ -395,10 +395,10 @@ def wire_run(
         gateway=chosen_gateway,
         files=directory,
         interrupts=SignalInterrupts(),
-        told=(log, view),
-        tell=directory.write_summary,
+        failure_sinks=(log, view),
+        write_summary=directory.write_summary,
         # What the run tells from here (summary.md, --json) is what state.json says.
-        masked=lambda ended: redacted_record(ended, redactor),
+        mask_secrets=lambda ended: redacted_record(ended, redactor),
         close=close,
     )
 
@@ -408,12 +408,12 @@ def take_lock(directory: RunDirectory) -> DriverLock:
     try:
         return acquire(directory.lock_path)
     except RunLocked as locked:
-        raise UserError(
+        raise UsageError(
             f"run {directory.run_id} is already being driven by process {locked.pid}; "
             "use `claudeloop status` to watch it or `claudeloop stop` to end it"
         ) from None
     except OSError as error:
-        raise UserError(
+        raise UsageError(
             f"{directory.lock_path}: cannot be locked ({error.strerror or error}); "
             "claudeloop locks only a regular file of its own there"
         ) from None
@@ -469,7 +469,7 @@ def engine_of(option: str | None) -> Engine:
     import importlib.util
 
     if importlib.util.find_spec("dbos") is None:
-        raise UserError(
+        raise UsageError(
             "the fleet commands need DBOS: pip install 'claudeloop[fleet]'", exit_code=2
         )
     from claudeloop.adapters.fleet.engine import engine_from

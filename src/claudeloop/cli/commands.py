@@ -50,7 +50,7 @@ from claudeloop.cli.configuration import (
 from claudeloop.cli.login import refuse_no_credentials
 from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
-from claudeloop.cli.prompt_source import the_task
+from claudeloop.cli.prompt_source import task_from_options
 from claudeloop.domain.login import login_standing, login_warning, run_could_end_by
 from claudeloop.domain.loop import Outcome, Phase
 
@@ -85,7 +85,7 @@ def run(
     if run_id is not None:
         checked_run_id(run_id)
     cwd = working_directory(output.cwd)
-    plan_path, task = the_task(plan, prompt, prompt_file, cwd=cwd)
+    plan_path, task = task_from_options(plan, prompt, prompt_file, cwd=cwd)
     if run_id is None:
         refuse_beside_a_live_run(cwd)
     config = configuration(cwd, flags)

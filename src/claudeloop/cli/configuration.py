@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from claudeloop.application.errors import UsageError
 from claudeloop.application.settings import (
     NOTIFY,
     NOTIFY_ON,
@@ -19,7 +20,6 @@ from claudeloop.application.settings import (
     ValueKind,
 )
 from claudeloop.cli.bootstrap import Backend, backend_for
-from claudeloop.cli.errors import UserError
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.loading import Configuration
@@ -65,7 +65,7 @@ def profile_backend(cwd: Path, name: str, *, where: str) -> Backend:
         other = load_configuration(cwd=cwd, flags={"profile": name}, environ=os.environ)
         return backend_for(resolve_profile(other, os.environ))
     except ConfigError as error:
-        raise UserError(f"{where}: {error}") from None
+        raise UsageError(f"{where}: {error}") from None
 
 
 def profile_check(cwd: Path) -> Callable[[str, str], Backend]:
@@ -91,7 +91,7 @@ def notify_targets(config: Configuration) -> NotifyTargets | None:
         check_urls(urls)
     except NotifyUnavailable as error:
         where = config.of(NOTIFY).origin.describe()
-        raise UserError(f"notify (from {where}): {error}") from None
+        raise UsageError(f"notify (from {where}): {error}") from None
     return NotifyTargets(urls=tuple(urls), on=frozenset(config.get(NOTIFY_ON)))
 
 

@@ -1,7 +1,7 @@
 """What the screen shows during a run: calm, one line per thing that matters.
 
 On a terminal a live status line shows the turn, spend, plan progress and, during a
-wait, what is awaited and a countdown to the next probe. Elsewhere, plain lines.
+wait, what is awaited and a countdown to the next probe. RemotePlace, plain lines.
 """
 
 from __future__ import annotations

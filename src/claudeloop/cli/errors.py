@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from claudeloop.application.errors import ClaudeloopError, UsageError
-
-
-class UserError(UsageError):
-    """A mistake the user made on the command line: exit 2 unless said otherwise."""
+from claudeloop.application.errors import ClaudeloopError
 
 
 class NoCredentials(ClaudeloopError):

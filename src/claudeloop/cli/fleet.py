@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from claudeloop.cli.errors import UserError
+from claudeloop.application.errors import UsageError
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import DURATION, POSITIVE_INT
 from claudeloop.domain.budget import money
@@ -103,7 +103,7 @@ def _run_id(given: str | None) -> str:
     if given is None:
         return new_run_id(datetime.now(UTC))
     if not given.strip() or "/" in given or given.startswith("."):
-        raise UserError(
+        raise UsageError(
             f"--run-id {given!r}: use letters, digits, '-' and '_' (it names a directory)"
         )
     return given
@@ -114,37 +114,37 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
 
     chosen = _fleet(values.pop("engine"))
     as_json = bool(values.pop("as_json"))
-    elsewhere = Elsewhere(values.pop("checkout"), values.pop("repo"), values.pop("branch"))
+    elsewhere = RemotePlace(values.pop("checkout"), values.pop("repo"), values.pop("branch"))
     given_cwd: Path | None = values.pop("cwd")
     plan, prompt = values.get("plan"), values.get("prompt")
     if (plan is None) == (prompt is None):
-        raise UserError("give either a PLAN file or --prompt TEXT, not both and not neither")
+        raise UsageError("give either a PLAN file or --prompt TEXT, not both and not neither")
     if elsewhere.branch is not None and elsewhere.repo is None:
-        raise UserError("--branch names a branch of --repo URL; give --repo too")
+        raise UsageError("--branch names a branch of --repo URL; give --repo too")
     if elsewhere.checkout is not None or elsewhere.repo is not None:
         if given_cwd is not None or (elsewhere.checkout and elsewhere.repo):
-            raise UserError("give one of --cwd PATH, --checkout NAME and --repo URL")
+            raise UsageError("give one of --cwd PATH, --checkout NAME and --repo URL")
         _queue_elsewhere(forwarded, values, chosen, elsewhere, as_json=as_json)
         return
     cwd = (given_cwd or Path.cwd()).expanduser().resolve()
     if not cwd.is_dir():
-        raise UserError(f"--cwd {cwd}: not a directory; give the run's working directory")
+        raise UsageError(f"--cwd {cwd}: not a directory; give the run's working directory")
     if plan is not None:
         # As `run` finds it: from here, else in the run's directory.
         located = plan.expanduser()
         if not located.is_absolute() and not located.exists() and (cwd / located).exists():
             located = cwd / located
         if not located.is_file():
-            raise UserError(f"plan file {plan}: not found (nor in {cwd})")
+            raise UsageError(f"plan file {plan}: not found (nor in {cwd})")
         values["plan"] = located.resolve()
     run_id = _run_id(values.pop("run_id"))
     if (runs_root(cwd) / run_id).exists():  # the worker would resume that run instead
-        raise UserError(f"run id {run_id!r} is already used in {cwd}; pick another --run-id")
+        raise UsageError(f"run id {run_id!r} is already used in {cwd}; pick another --run-id")
     _enqueue(chosen, run_id, str(cwd), run_arguments(forwarded, values), values, as_json=as_json)
 
 
 @dataclass(frozen=True)
-class Elsewhere:
+class RemotePlace:
     """Where a run is that `queue add` does not look at: a checkout's name under each
     worker's --work-root, or a git repository each worker clones."""
 
@@ -157,7 +157,7 @@ def _queue_elsewhere(
     forwarded: list[click.Parameter],
     values: dict[str, Any],
     chosen: Fleet,
-    elsewhere: Elsewhere,
+    elsewhere: RemotePlace,
     *,
     as_json: bool,
 ) -> None:
@@ -168,7 +168,7 @@ def _queue_elsewhere(
     if elsewhere.repo is not None:
         where = elsewhere.repo
         if urlsplit(where).password:
-            raise UserError(
+            raise UsageError(
                 f"--repo {masked(where)}: a password in the URL would be kept in the "
                 "engine's database; use SSH or a git credential helper on the workers"
             )
@@ -177,14 +177,14 @@ def _queue_elsewhere(
         assert elsewhere.checkout is not None
         relative = Path(elsewhere.checkout)
         if not elsewhere.checkout.strip() or relative.is_absolute() or ".." in relative.parts:
-            raise UserError(
+            raise UsageError(
                 f"--checkout {elsewhere.checkout!r}: a relative path under the workers' "
                 "--work-root, without '..'"
             )
         where, what = str(relative), "checkout"
     plan = values.get("plan")
     if plan is not None and plan.is_absolute():
-        raise UserError(f"plan file {plan}: name it relative to the {what}")
+        raise UsageError(f"plan file {plan}: name it relative to the {what}")
     run_id = _run_id(values.pop("run_id"))
     arguments = run_arguments(forwarded, values)
     _enqueue(
@@ -216,7 +216,7 @@ def _enqueue(
     try:
         chosen.enqueue(run_id, cwd, arguments, account, repo=repo[0], branch=repo[1])
     except RunIdTaken:
-        raise UserError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
+        raise UsageError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
     if as_json:
         print_json({"run_id": run_id, "cwd": cwd, "account": account})
     else:
@@ -271,13 +271,13 @@ def worker(
 
     chosen = engine_of(engine)
     if name is not None and not _NAME.fullmatch(name):
-        raise UserError(f"--name {name!r}: use letters, digits, '-' and '_'")
+        raise UsageError(f"--name {name!r}: use letters, digits, '-' and '_'")
     if lease < timedelta(seconds=1):
-        raise UserError(f"--lease {_text(lease)}: at least 1s (default 30s)")
+        raise UsageError(f"--lease {_text(lease)}: at least 1s (default 30s)")
     if work_root is not None:
         work_root = work_root.expanduser().resolve()
         if not work_root.is_dir():
-            raise UserError(f"--work-root {work_root}: not a directory")
+            raise UsageError(f"--work-root {work_root}: not a directory")
     settings = WorkerSettings(
         chosen,
         slots,
@@ -290,7 +290,7 @@ def worker(
     try:
         code = serve(settings, lambda line: click.echo(f"claudeloop: {line}", err=True))
     except WorkerRunning as running:
-        raise UserError(
+        raise UsageError(
             f"{running}; stop it first, or tell this one apart with --name NAME"
         ) from None
     exit_now(code)
@@ -516,7 +516,7 @@ def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
         return
     found = _look_up(chosen, run_id, "status --engine")
     if found.stored is not None and not found.stored.readable:
-        raise UserError(f"run {run_id}: the record its worker stored cannot be read")
+        raise UsageError(f"run {run_id}: the record its worker stored cannot be read")
     data = status_view(found, now=datetime.now(UTC), mask=shown_masked())
     if data is None:
         data = {"run_id": run_id, "phase": None, "state": found.state, "worker": found.worker}

@@ -23,9 +23,9 @@ from claudeloop.adapters.run_directory.finding import (
     watched_run,
 )
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.application.errors import UsageError
 from claudeloop.application.events import event_from
 from claudeloop.cli.display import event_line
-from claudeloop.cli.errors import UserError
 from claudeloop.cli.instants import local_instant
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
@@ -107,7 +107,7 @@ def print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int:
     except FileNotFoundError:
         return offset
     except OSError as error:
-        raise UserError(f"{directory.events_path}: cannot be read ({error.strerror})") from None
+        raise UsageError(f"{directory.events_path}: cannot be read ({error.strerror})") from None
     with handle:
         handle.seek(offset)
         whole = list(itertools.takewhile(lambda raw: raw.endswith(b"\n"), handle))

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from claudeloop.adapters import claude_cli
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+from claudeloop.application.errors import UsageError
 from claudeloop.application.settings import MODEL
 from claudeloop.cli.backend_advice import no_credentials
 from claudeloop.cli.bootstrap import Backend, backend_for
 from claudeloop.cli.configuration import backend_profile, configuration
-from claudeloop.cli.errors import NoCredentials, UserError
+from claudeloop.cli.errors import NoCredentials
 
 
 def refuse_no_credentials(backend: Backend, cwd: Path) -> None:
@@ -39,7 +40,7 @@ def login(*, cwd: Path | None, profile: str | None, args: Sequence[str]) -> None
     """`claude auth login ARGS` of the CLI a run would start, as a run would start it."""
     backend = _backend(cwd, profile)
     if backend.local and backend.profile is not None:
-        raise UserError(
+        raise UsageError(
             f"profile {backend.profile.name!r} sends the turns to {backend.profile.base_url}, "
             "which needs no Claude login; pick another with --profile"
         )
@@ -61,7 +62,7 @@ def _backend(cwd: Path | None, profile: str | None) -> Backend:
 def _run(backend: Backend, args: list[str]) -> None:
     cli = claude_cli.executable(backend.cli_path)
     if cli is None:
-        raise UserError(
+        raise UsageError(
             "no Claude Code CLI: none bundled with claude-agent-sdk, none on PATH; "
             "reinstall claudeloop (its claude-agent-sdk wheel bundles it) or set "
             "CLAUDELOOP_CLI_PATH"

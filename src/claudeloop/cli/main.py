@@ -370,14 +370,14 @@ FLEET_SELECTION = click.option(
 
 def _in_fleet(engine: str | None, cwd: Path | None, run_id: str | None, *, listed: bool) -> bool:
     """Whether the command reads the fleet (--engine) rather than a run directory."""
-    from claudeloop.cli.errors import UserError
+    from claudeloop.application.errors import UsageError
 
     if engine is None:
         return False
     if cwd is not None:
-        raise UserError("--engine finds the run in the fleet; give --cwd or --engine, not both")
+        raise UsageError("--engine finds the run in the fleet; give --cwd or --engine, not both")
     if run_id is None and not listed:
-        raise UserError("--engine needs --run-id ID; `claudeloop status --engine` lists them")
+        raise UsageError("--engine needs --run-id ID; `claudeloop status --engine` lists them")
     return True
 
 

@@ -13,7 +13,7 @@ import click
 
 from claudeloop.adapters.config.durations import parse_duration
 from claudeloop.adapters.notify.urls import looks_like_apprise_url, masked_url
-from claudeloop.cli.errors import UserError
+from claudeloop.application.errors import UsageError
 
 __all__ = [
     "APPRISE_URL",
@@ -164,5 +164,5 @@ def working_directory(cwd: Path | None) -> Path:
     """--cwd (default: the current directory), which must be a directory."""
     chosen = (cwd or Path.cwd()).expanduser()
     if not chosen.is_dir():
-        raise UserError(f"--cwd {chosen}: no such directory")
+        raise UsageError(f"--cwd {chosen}: no such directory")
     return chosen.resolve()

@@ -23,19 +23,19 @@ from claudeloop.adapters.plan_file import (
     TaskTooLarge,
     read_task_text,
 )
+from claudeloop.application.errors import UsageError
 from claudeloop.application.prompts import plan_task
-from claudeloop.cli.errors import UserError
 from claudeloop.domain.plan import WorkPlan
 
 STDIN = "-"
 
 
-def the_task(
+def task_from_options(
     plan: Path | None, prompt: str | None, prompt_file: Path | None, *, cwd: Path
 ) -> tuple[Path | None, str]:
     """(the plan file or None, the task as the model is told it) of `run`'s arguments."""
     if (plan is None) == (prompt is None and prompt_file is None):
-        raise UserError(
+        raise UsageError(
             "give either a PLAN file or --prompt TEXT (or --prompt-file PATH), "
             "not both and not neither"
         )
@@ -51,7 +51,7 @@ def the_task(
         return plan_path, plan_task(plan_path.name)
     given = task_prompt(prompt, prompt_file, cwd=cwd)
     if given is None or not given.strip():
-        raise UserError("--prompt is empty; say what the task is")
+        raise UsageError("--prompt is empty; say what the task is")
     return None, given
 
 
@@ -60,7 +60,7 @@ def task_prompt(
 ) -> str | None:
     """The prompt's text, or None when the task is not a prompt (a PLAN file)."""
     if prompt is not None and prompt_file is not None:
-        raise UserError("give either --prompt TEXT or --prompt-file PATH, not both")
+        raise UsageError("give either --prompt TEXT or --prompt-file PATH, not both")
     if prompt_file is not None:
         return _from_file(prompt_file, cwd)
     if prompt == STDIN:
@@ -82,19 +82,19 @@ def read_task_file(
     try:
         text = read_task_text(path)
     except TaskTooLarge as refused:
-        raise UserError(f"{where}: {refused.problem}") from None
+        raise UsageError(f"{where}: {refused.problem}") from None
     except NotATaskFile as refused:
-        raise UserError(f"{where}: {refused.problem}; expected {kind}") from None
+        raise UsageError(f"{where}: {refused.problem}; expected {kind}") from None
     except FileNotFoundError:
-        raise UserError(f"{where}: not found") from None
+        raise UsageError(f"{where}: not found") from None
     except IsADirectoryError:
-        raise UserError(f"{where}: is a directory, expected {kind}") from None
+        raise UsageError(f"{where}: is a directory, expected {kind}") from None
     except UnicodeDecodeError:
-        raise UserError(f"{where}: is not UTF-8 text") from None
+        raise UsageError(f"{where}: is not UTF-8 text") from None
     except OSError as error:
-        raise UserError(f"{where}: cannot be read ({error.strerror or error})") from None
+        raise UsageError(f"{where}: cannot be read ({error.strerror or error})") from None
     if not text.strip():
-        raise UserError(f"{where}: is empty; {empty}")
+        raise UsageError(f"{where}: is empty; {empty}")
     return path.resolve(), text
 
 
@@ -107,21 +107,21 @@ def _from_file(given: Path, cwd: Path) -> str:
 
 def _from_stdin(stdin: TextIO) -> str:
     if stdin.isatty():
-        raise UserError(
+        raise UsageError(
             "--prompt - reads the task from standard input, which is a terminal here; "
             "pipe it in (claudeloop run --prompt - < TASK.md) or use --prompt-file TASK.md"
         )
     try:
         text = _read_at_most(stdin, TASK_LIMIT_BYTES + 1)
     except UnicodeDecodeError:
-        raise UserError("--prompt -: standard input is not UTF-8 text") from None
+        raise UsageError("--prompt -: standard input is not UTF-8 text") from None
     if len(text.encode("utf-8")) > TASK_LIMIT_BYTES:
-        raise UserError(
+        raise UsageError(
             f"--prompt -: standard input holds over {TASK_LIMIT_BYTES:,} bytes; "
             f"a task may hold at most {TASK_LIMIT}"
         )
     if not text.strip():
-        raise UserError("--prompt -: standard input was empty; say what the task is")
+        raise UsageError("--prompt -: standard input was empty; say what the task is")
     return text
 
 

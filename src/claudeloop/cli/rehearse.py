@@ -22,11 +22,11 @@ import click
 from claudeloop.adapters.config.profiles import DUMMY_TOKEN, BackendProfile
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
 from claudeloop.application.driving import drive_run
+from claudeloop.application.errors import UsageError
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
 from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, new_record, wire_run
-from claudeloop.cli.errors import UserError
 from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules
@@ -140,12 +140,12 @@ def rehearse(
         try:
             played = load_scenario(Path(scenario))
         except ScenarioError as error:
-            raise UserError(str(error)) from None
+            raise UsageError(str(error)) from None
     elif scenario in BUILTIN_SCENARIOS:
         played = builtin_scenario(scenario)
     else:
         names = ", ".join(BUILTIN_SCENARIOS)
-        raise UserError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
+        raise UsageError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
     targets = _notify_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
     try:
@@ -250,5 +250,5 @@ def _notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
     try:
         check_urls(urls)
     except NotifyUnavailable as error:
-        raise UserError(f"--notify: {error}") from None
+        raise UsageError(f"--notify: {error}") from None
     return NotifyTargets(urls=urls)

@@ -12,8 +12,8 @@ from pathlib import Path
 from claudeloop.adapters.fleet.lease_file import (
     FENCED_EXIT,
     LEASE_VARIABLE,
+    fenced_by_lease,
     lease_holds,
-    leased,
     write_lease,
 )
 
@@ -28,7 +28,7 @@ def test_a_lease_holds_until_its_instant_and_a_missing_one_does_not(tmp_path: Pa
 
 def test_a_run_no_worker_drives_keeps_its_own_store(tmp_path: Path) -> None:
     store = object()
-    assert leased(store, {}) is store  # type: ignore[arg-type]
+    assert fenced_by_lease(store, {}) is store  # type: ignore[arg-type]
 
 
 def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
@@ -36,7 +36,7 @@ def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
         f"""
         import os, subprocess, sys, time
         from pathlib import Path
-        from claudeloop.adapters.fleet.lease_file import leased
+        from claudeloop.adapters.fleet.lease_file import fenced_by_lease
         saved = Path({str(tmp_path / "saved")!r})
         class Store:
             def save(self, record):
@@ -57,7 +57,7 @@ def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
 
 def test_past_its_lease_a_run_saves_nothing_and_ends_fenced(tmp_path: Path) -> None:
     write_lease(tmp_path / "w1.lease", time.time() - 1)
-    ended = _child(tmp_path, "leased(Store(), os.environ).save(None)\n")
+    ended = _child(tmp_path, "fenced_by_lease(Store(), os.environ).save(None)\n")
     assert ended.returncode == FENCED_EXIT, ended.stderr
     assert "lease on this run is over" in ended.stderr
     assert not (tmp_path / "saved").exists()
@@ -68,7 +68,7 @@ def test_a_lease_running_out_mid_turn_stops_the_cli_and_the_run(tmp_path: Path) 
     ended = _child(
         tmp_path,
         """
-        store = leased(Store(), os.environ)
+        store = fenced_by_lease(Store(), os.environ)
         store.save(None)  # the lease holds: saved
         cli = subprocess.Popen(["sleep", "300"])
         Path(str(saved) + ".pid").write_text(str(cli.pid))

@@ -45,7 +45,9 @@ class EngineFleet:
         except (queue.FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
             raise
         except Exception as error:  # SQLAlchemy's errors, of either driver
-            raise queue.FleetUnavailable(f"engine {self.shown}: {queue.said(error)}") from None
+            raise queue.FleetUnavailable(
+                f"engine {self.shown}: {queue.engine_error(error)}"
+            ) from None
         finally:
             leases.close()
 

@@ -141,7 +141,7 @@ def watch(lease: Path) -> None:
     threading.Thread(target=keep_watching, name="fleet-lease", daemon=True).start()
 
 
-def leased(store: RunStore, environ: MutableMapping[str, str]) -> RunStore:
+def fenced_by_lease(store: RunStore, environ: MutableMapping[str, str]) -> RunStore:
     """`store`, fenced by the worker's lease when a worker drives this run, its saves
     stored in the engine. The link's variable leaves `environ`: the descriptor it names
     is this process's alone, and in the Claude CLI's tools the number would be another

@@ -82,7 +82,7 @@ def quiet_dbos() -> Iterator[None]:
         logger.disabled = was
 
 
-def said(error: BaseException) -> str:
+def engine_error(error: BaseException) -> str:
     """The first line of what the database said (SQLAlchemy appends SQL and links); a
     server that accepted the connection and never answered, in those words."""
     cause = getattr(error, "orig", None) or error
@@ -111,14 +111,14 @@ def init_schema(engine: Engine) -> None:
         try:
             DBOS.migrate(engine.connect_url)
         except Exception as error:  # DBOS and SQLAlchemy raise many kinds
-            raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+            raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
     from claudeloop.adapters.fleet.leases import Leases
 
     leases = Leases(engine)
     try:
         leases.ensure_schema()
     except Exception as error:  # SQLAlchemy's errors, of either driver
-        raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+        raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
     finally:
         leases.close()
     if engine.kind == "postgresql":
@@ -142,13 +142,13 @@ def _client(engine: Engine) -> Iterator[DBOSClient]:
                 retry_connection_errors=False,
             )
         except Exception as error:
-            raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+            raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
         try:
             yield client
         except (FleetUnavailable, RunIdTaken, BrokenPipeError):  # a closed output is ours
             raise
         except Exception as error:
-            raise FleetUnavailable(f"engine {engine.shown}: {said(error)}") from None
+            raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
         finally:
             client.destroy()
 

@@ -60,9 +60,9 @@ from claudeloop.adapters.fleet.queue import (
     WORKFLOW,
     FleetUnavailable,
     Order,
+    engine_error,
     init_schema,
     quiet_dbos,
-    said,
 )
 from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.private_file import make_private_directory
@@ -353,7 +353,9 @@ class Drivers:
             except Fenced:
                 raise
             except Exception as error:  # SQLAlchemy's errors, of either driver
-                self._say(f"run {run_id}: cannot reach the engine ({said(error)}); retrying")
+                self._say(
+                    f"run {run_id}: cannot reach the engine ({engine_error(error)}); retrying"
+                )
                 time.sleep(_CANCEL_POLL_SECONDS * 4)
 
     def _restore(self, run_id: str, cwd: Path) -> None:
@@ -534,7 +536,8 @@ class EngineCopy:
                     return False
                 except Exception as error:  # SQLAlchemy's errors, of either driver
                     self._say(
-                        f"run {self._run_id}: cannot reach the engine ({said(error)}); retrying"
+                        f"run {self._run_id}: cannot reach the engine "
+                        f"({engine_error(error)}); retrying"
                     )
             # The child waits meanwhile; its lease, not renewed while the engine is away,
             # ends it in time.
@@ -694,7 +697,7 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     try:
         heart.start()  # before DBOS recovers this worker's own runs: they claim under it
     except Exception as error:
-        raise FleetUnavailable(f"engine {settings.engine.shown}: {said(error)}") from None
+        raise FleetUnavailable(f"engine {settings.engine.shown}: {engine_error(error)}") from None
     drivers = Drivers(say, child_environment(os.environ, settings.engine), settings, leases)
     config: DBOSConfig = {
         "name": APPLICATION,
@@ -737,7 +740,9 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
                 on_conflict="always_update",
             )
         except Exception as error:
-            raise FleetUnavailable(f"engine {settings.engine.shown}: {said(error)}") from None
+            raise FleetUnavailable(
+                f"engine {settings.engine.shown}: {engine_error(error)}"
+            ) from None
     say(
         f"worker {settings.executor_id}: taking runs from {settings.engine.shown} "
         f"({settings.slots} at once, {settings.per_account} per account, "

@@ -356,7 +356,7 @@ class SharedCapacityGateway:
         )
 
 
-def woken(gateway: Gateway, sleeper: Sleeper) -> Sleeper:
+def wakeable(gateway: Gateway, sleeper: Sleeper) -> Sleeper:
     """`sleeper`, woken by the board's news when `gateway` shares capacity."""
     return gateway.waking(sleeper) if isinstance(gateway, SharedCapacityGateway) else sleeper
 
