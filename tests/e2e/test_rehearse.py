@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,12 +42,19 @@ def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -
 
 
 def test_the_pause_rehearsal_pauses_at_the_threshold(tmp_path: Path) -> None:
-    finished = rehearse(tmp_path, "pause", "--json")
+    finished = rehearse(tmp_path, "pause", "--json", "--keep")
     assert finished.returncode == 0, finished.stderr
     result = json.loads(finished.stdout)
     assert result["outcome"] == "done"
     assert result["turns"] == 3
     assert result["probes"] == 1
+    # --keep --json says where the kept folder is: the project and its run are there.
+    kept = Path(result["kept"])
+    try:
+        assert (kept / "project" / "step3.txt").is_file()
+        assert (kept / "project" / ".claudeloop" / "runs" / result["run_id"]).is_dir()
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
 
 
 def test_the_overage_rehearsal_waits_for_the_window_after_an_answer_on_overage(
@@ -105,6 +113,11 @@ def test_a_local_model_that_fails_to_load_ends_in_78_with_the_fix(tmp_path: Path
     assert "pick a smaller `model` in [profiles.rehearsal-local]" in final
     # Stopped at once, as the local-models guide says: no probing a misconfiguration.
     assert "waiting:" not in finished.stderr
+    # The folder is gone once the rehearsal ends: no resume command pointing into it.
+    assert "claudeloop resume" not in finished.stderr
+    gone = next(line for line in finished.stderr.splitlines() if " is removed as " in line)
+    assert "`claudeloop rehearse --keep` keeps it" in gone
+    assert not Path(gone.split()[1]).exists()
 
 
 def test_a_full_local_queue_is_waited_out(tmp_path: Path) -> None:

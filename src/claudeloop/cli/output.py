@@ -21,12 +21,13 @@ def print_json(data: object) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
-def finish(record: RunRecord, *, as_json: bool) -> NoReturn:
-    """End the command with the run's exit code, its result printed first with --json."""
+def finish(record: RunRecord, *, as_json: bool, extra: dict[str, object] | None = None) -> NoReturn:
+    """End the command with the run's exit code, its result printed first with --json
+    (with `extra`'s fields after the result's own)."""
     # Here, not above: every command imports this module, and --help needs no domain.
     from claudeloop.application.summary import result_object
 
     result = result_object(record)
     if as_json:
-        print_json(result)
+        print_json({**result, **(extra or {})})
     sys.exit(result["exit_code"])

@@ -218,13 +218,24 @@ def rehearse(
             written = sorted(p.name for p in project.iterdir() if p.is_file())
             click.echo(f"rehearsal: files in the project: {', '.join(written)}", err=True)
             click.echo("", err=True)
-            click.echo(directory.summary_path.read_text(encoding="utf-8"), err=True)
-            if keep:
-                click.echo(f"rehearsal: kept {workdir}", err=True)
-        finish(ended, as_json=as_json)
+            click.echo(_summary_shown(directory.summary_path, workdir, keep=keep), err=True)
+        finish(ended, as_json=as_json, extra={"kept": str(workdir)} if keep else None)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
+    """The run's summary.md, and where its folder is. Without --keep the folder is gone
+    once the rehearsal ends: no command to resume it, and its paths said to be gone."""
+    text = path.read_text(encoding="utf-8")
+    if keep:
+        return f"{text}\nrehearsal: kept {workdir} (the project, the run directory, check logs)"
+    text = text.split("\n## To continue\n", 1)[0].rstrip("\n") + "\n"
+    return (
+        f"{text}\nrehearsal: {workdir} is removed as the rehearsal ends, with every path "
+        "above; `claudeloop rehearse --keep` keeps it (to resume the run or read its logs)"
+    )
 
 
 def scenario_list(width: int = 80) -> str:
