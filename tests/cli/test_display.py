@@ -181,3 +181,25 @@ def test_each_verification_and_review_is_a_line_naming_command_ending_and_output
         "no evidence of progress: 2 of 3 turns in a row"
     )
     assert event_line(NoProgress(turn=5, turns_without_progress=2, stall_turns=0)) is None
+
+
+def test_a_usage_warning_is_said_on_a_line_under_its_turn() -> None:
+    from claudeloop.application.events import TurnFinished
+    from claudeloop.cli.display import event_line
+
+    finished = TurnFinished(
+        turn=2,
+        capacity="available",
+        verdict="continue",
+        summary="Wrote step2.txt.",
+        cost_usd=0.0016,
+        session_id=None,
+        denied_tools=(),
+        usage_warning="the 5-hour window is 92% used",
+    )
+    assert str(event_line(finished)).splitlines() == [
+        "turn 2: continue, capacity available, $0.0016 — Wrote step2.txt.",
+        "turn 2: warning: the 5-hour window is 92% used",
+    ]
+    without = event_line(replace(finished, usage_warning=None))
+    assert without == "turn 2: continue, capacity available, $0.0016 — Wrote step2.txt."

@@ -117,3 +117,18 @@ def test_each_kind_of_authentication_failure_says_its_own_reason(
     reason = auth_failure_reason(kind)
     assert reason.startswith("authentication failed: ")
     assert words in reason
+
+
+def test_a_usage_warning_says_the_window_how_used_and_when_it_resets() -> None:
+    from claudeloop.domain.capacity import usage_warning
+
+    resets = datetime(2026, 12, 2, 19, 19, tzinfo=timezone(timedelta(hours=2)))
+    assert usage_warning("allowed_warning", "five_hour", 0.92, resets) == (
+        "the 5-hour window is 92% used; it resets 2026-12-02 17:19 UTC"
+    )
+    assert usage_warning("allowed_warning", "seven_day", None, None) == (
+        "the weekly window is nearly used"
+    )
+    assert usage_warning("allowed_warning", None, 0.9, None) == "a usage window is 90% used"
+    assert usage_warning("allowed", "five_hour", 0.5, datetime.now(UTC)) is None
+    assert usage_warning(None, None, None, None) is None

@@ -41,6 +41,20 @@ def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -
     assert "plan: 3/3 items done" in finished.stderr
 
 
+def test_the_warning_rehearsal_says_how_used_the_window_is_and_goes_on(tmp_path: Path) -> None:
+    finished = rehearse(tmp_path, "warning")
+    assert finished.returncode == 0, finished.stderr
+    lines = finished.stderr.splitlines()
+    warned = [line for line in lines if ": warning: " in line and line.startswith("turn ")]
+    # The service warns from turn 2 (92%): said under the turn it came with, never before.
+    assert warned
+    assert warned[0].startswith("turn 2: warning: the 5-hour window is 92% used; it resets ")
+    assert lines.index(warned[0]) == 1 + next(
+        i for i, line in enumerate(lines) if line.startswith("turn 2: continue")
+    )
+    assert "claudeloop: done (exit 0)" in finished.stderr
+
+
 def test_the_pause_rehearsal_pauses_at_the_threshold(tmp_path: Path) -> None:
     finished = rehearse(tmp_path, "pause", "--json", "--keep")
     assert finished.returncode == 0, finished.stderr

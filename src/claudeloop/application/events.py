@@ -58,6 +58,9 @@ class TurnFinished:
     # 2026-12-01: a line from before reads as a sent turn with no error.
     sent: bool = True
     error: str | None = None
+    # The service's warning that came with the answer (a window nearly used), in words;
+    # written since 2026-12-02.
+    usage_warning: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

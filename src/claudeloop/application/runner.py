@@ -68,6 +68,7 @@ from claudeloop.domain.capacity import (
     BackendMisconfigured,
     CapacityState,
     describe,
+    usage_warning,
 )
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
 from claudeloop.domain.limits import render_action
@@ -402,6 +403,12 @@ class Runner:
                 denied_tools=tuple(outcome.denied_tools),
                 sent=outcome.sent,
                 error=error,
+                usage_warning=usage_warning(
+                    outcome.signals.rate_limit_status,
+                    outcome.signals.rate_limit_type,
+                    outcome.signals.utilization,
+                    outcome.signals.resets_at,
+                ),
             )
         )
         if outcome.denied_tools:

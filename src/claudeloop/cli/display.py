@@ -245,7 +245,9 @@ def _finished_line(event: TurnFinished) -> str:
     # What the capacity already quotes is not said twice (a missing model's message).
     said = summary[0] if summary and summary[0] not in event.capacity else ""
     first = f" — {_shortened(said, 100)}" if said else ""
-    return f"{turn}: {event.verdict}, capacity {event.capacity}, {cost}{first}"
+    line = f"{turn}: {event.verdict}, capacity {event.capacity}, {cost}{first}"
+    # The service's own warning is said on a line of its own: a window nearly used up.
+    return f"{line}\n{turn}: warning: {event.usage_warning}" if event.usage_warning else line
 
 
 def _shortened(text: str, longest: int) -> str:

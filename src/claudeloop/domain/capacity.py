@@ -150,6 +150,23 @@ def window_name(kind: str) -> str:
     return _WINDOW_NAMES.get(kind, f"{kind} window")
 
 
+def usage_warning(
+    status: str | None,
+    window: str | None,
+    utilization: float | None,
+    resets_at: datetime | None,
+) -> str | None:
+    """What a warning the service sent with an answer says, in words: `the 5-hour window
+    is 92% used; it resets 2026-12-02 14:00 UTC`. None when the answer carried none (a
+    warning is capacity still open: classify makes it Available)."""
+    if status != "allowed_warning":
+        return None
+    name = f"the {window_name(window)}" if window else "a usage window"
+    used = f"is {round(utilization * 100)}% used" if utilization is not None else "is nearly used"
+    reset = f"; it resets {resets_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if resets_at else ""
+    return f"{name} {used}{reset}"
+
+
 def describe(state: CapacityState) -> str:
     """One line a person reads: what the capacity is."""
     match state:
