@@ -203,3 +203,17 @@ def test_a_usage_warning_is_said_on_a_line_under_its_turn() -> None:
     ]
     without = event_line(replace(finished, usage_warning=None))
     assert without == "turn 2: continue, capacity available, $0.0016 — Wrote step2.txt."
+
+
+def test_every_resume_is_said_in_one_wording_with_where_the_run_had_got_to() -> None:
+    from claudeloop.application.events import RunResumed
+    from claudeloop.cli.display import event_line
+
+    assert event_line(RunResumed(phase="waiting", run_id="r1", cwd="/src/app")) == (
+        "claudeloop: run r1 resumed in /src/app (waiting for capacity)"
+    )
+    assert event_line(RunResumed(phase="preflight", run_id="r1", cwd="/src/app")) == (
+        "claudeloop: run r1 resumed in /src/app (before its first turn)"
+    )
+    # A line of before has neither the run nor its directory.
+    assert event_line(RunResumed(phase="running")) == "claudeloop: run ? resumed (it was in a turn)"

@@ -34,6 +34,9 @@ class RunStarted:
 class RunResumed:
     type: ClassVar[str] = "run.resumed"
     phase: str
+    # Which run, where: written since 2026-12-02 (a line from before reads as empty).
+    run_id: str = ""
+    cwd: str = ""
 
 
 @dataclass(frozen=True, slots=True)

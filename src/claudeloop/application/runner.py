@@ -156,7 +156,13 @@ class Runner:
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
         if resumed:
-            self.events.emit(RunResumed(phase=record.state.phase.value))
+            self.events.emit(
+                RunResumed(
+                    phase=record.state.phase.value,
+                    run_id=record.run_id,
+                    cwd=str(record.spec.cwd),
+                )
+            )
         else:
             self.events.emit(
                 RunStarted(

@@ -52,7 +52,7 @@ from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
 from claudeloop.domain.login import login_standing, login_warning, run_could_end_by
-from claudeloop.domain.loop import Outcome, Phase
+from claudeloop.domain.loop import Outcome
 
 if TYPE_CHECKING:
     from claudeloop.adapters.config.loading import Configuration
@@ -161,7 +161,6 @@ def _resume(
         record.spec, run_files=why_not_writable(directory.path), why_not_writable=why_not_writable
     )
     refuse_no_credentials(chosen, record.spec.cwd)
-    started = record.state.phase is not Phase.PREFLIGHT
     _drive(
         directory,
         record,
@@ -169,7 +168,7 @@ def _resume(
         config=config,
         notify=notify,
         output=output,
-        resumed=started,
+        resumed=True,
         lock=lock,
     )
 

@@ -142,8 +142,10 @@ def event_line(event: Event) -> str | None:
     match event:
         case RunStarted(run_id=run_id, cwd=cwd):
             return f"claudeloop: run {run_id} started in {cwd}"
-        case RunResumed(phase=phase):
-            return f"claudeloop: resumed (phase {phase})"
+        case RunResumed(phase=phase, run_id=run_id, cwd=cwd):
+            # Said as a start is, with where the run had got to in words.
+            where = f" in {cwd}" if cwd else ""
+            return f"claudeloop: run {run_id or '?'} resumed{where} ({_resumed_from(phase)})"
         case TurnStarted(turn=turn):
             return f"turn {turn}: started"
         case TurnFinished():
@@ -221,6 +223,19 @@ def event_line(event: Event) -> str | None:
             return None
         case _:
             assert_never(event)
+
+
+_RESUMED_FROM = {
+    "preflight": "before its first turn",
+    "running": "it was in a turn",
+    "verifying": "checking a Done",
+    "waiting": "waiting for capacity",
+    "probing": "probing for capacity",
+}
+
+
+def _resumed_from(phase: str) -> str:
+    return _RESUMED_FROM.get(phase, f"it was {phase}")
 
 
 def _verified_line(event: VerifyFinished) -> str:
