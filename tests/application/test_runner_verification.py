@@ -373,3 +373,16 @@ def test_a_kill_during_a_check_then_resume_runs_the_checks_again_and_resends_no_
     assert final.state.ledger.dollars == 0.25
     assert "turn.interrupted" not in h.events.types()
     assert "turn.finished" not in h.events.types()
+
+
+def test_a_run_resumed_before_its_first_turn_weighs_that_turn_as_a_fresh_run_does() -> None:
+    # Killed before its first turn, it is resumed (said as a resume), and still begins
+    # where a fresh run begins: the first turn's change of the tree is progress.
+    for resumed in (False, True):
+        h = harness([verdict_turn(), verdict_turn(complete=True)])
+        rec, _, _ = verified(h, checks=(), stall=1)
+        assert rec.state.phase is Phase.PREFLIGHT
+        final = drive(h, rec, resumed=resumed)
+        assert final.state.outcome is Outcome.DONE, (resumed, final.state.reason)
+        assert h.events.of("progress.none") == []
+        assert h.events.of("run.resumed" if resumed else "run.started")

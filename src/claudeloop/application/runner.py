@@ -200,8 +200,9 @@ class Runner:
             record = replace(record, state=checked.state)
             decision = checked.decision
         else:
-            if not resumed:
-                # Where the run begins, so its first turn is compared with something.
+            if record.state.phase is Phase.PREFLIGHT:
+                # Where the run begins, so its first turn is compared with something
+                # (a run resumed before its first turn begins here too).
                 plan = self._current_plan(record)
                 start = Stagnation.start(checked_items=_checked(plan), tree=self._fingerprint())
                 record = replace(record, state=replace(record.state, stagnation=start))
