@@ -60,8 +60,18 @@ pytest: $(STAMP) $(LITELLM_STAMP)
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
 
 # A complete run against the built-in rehearsal API: no Claude account, no network.
-rehearse: $(STAMP)
-	$(VENV)/bin/claudeloop rehearse
+# Its venv holds what a user installs (claudeloop and its runtime dependencies, no dev
+# extra): the Quick start's first command sets up no test tooling.
+USER_VENV := .venv-user
+USER_STAMP := $(USER_VENV)/.installed
+
+$(USER_STAMP): pyproject.toml
+	python3 -m venv $(USER_VENV)
+	$(USER_VENV)/bin/python -m pip install --quiet -e .
+	touch $(USER_STAMP)
+
+rehearse: $(USER_STAMP)
+	$(USER_VENV)/bin/claudeloop rehearse
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
@@ -82,4 +92,4 @@ docs: $(STAMP)
 	$(PY) -m claudeloop.cli.reference docs/reference/cli.md
 
 clean:
-	rm -rf $(VENV) $(LITELLM_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+	rm -rf $(VENV) $(USER_VENV) $(LITELLM_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov

@@ -42,6 +42,15 @@ def test_a_bad_engine_option_is_one_line_with_exit_2(claudeloop: Invoke) -> None
     assert "hunter2" not in result.err
 
 
+def test_without_dbos_the_fleet_commands_say_how_to_add_the_fleet_extra(
+    claudeloop: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "dbos", None)
+    result = claudeloop("queue", "ls")
+    # This checkout is an editable install: the hint installs its fleet extra from here.
+    assert_one_line_error(result, "need DBOS", "install -e '", "[fleet]'")
+
+
 def test_a_bad_engine_variable_is_named(
     claudeloop: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:

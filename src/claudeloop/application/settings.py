@@ -269,7 +269,7 @@ NOTIFY: Setting[list[str] | None] = Setting(
     "separated by commas or spaces",
     help="Send notifications to this apprise URL (repeatable): run done, blocked "
     "or failed, a wait started, credits out, paid overage in use. "
-    "Needs: pip install 'claudeloop[notify]'.",
+    "Needs the notify extra (the README's Install section).",
 )
 NOTIFY_ON: Setting[list[str]] = Setting(
     "notify_on",

@@ -469,8 +469,11 @@ def engine_of(option: str | None) -> Engine:
     import importlib.util
 
     if importlib.util.find_spec("dbos") is None:
+        from claudeloop.adapters.installation import extra_hint
+
         raise UsageError(
-            "the fleet commands need DBOS: pip install 'claudeloop[fleet]'", exit_code=2
+            f"the fleet commands need DBOS (the fleet extra): {extra_hint('fleet')}",
+            exit_code=2,
         )
     from claudeloop.adapters.fleet.engine import engine_from
 

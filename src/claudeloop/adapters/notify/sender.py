@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from claudeloop.adapters.installation import extra_hint
 from claudeloop.adapters.notify.messages import (
     Notification,
     RunSoFar,
@@ -31,7 +32,6 @@ from claudeloop.application.ports import EventSink
 from claudeloop.application.settings import NOTIFY_KINDS
 from claudeloop.domain.text import first_line
 
-INSTALL_HINT = "pip install 'claudeloop[notify]'"
 SERVICES_PAGE = "https://github.com/caronc/apprise/wiki"
 # How long the end of a run waits for its last notifications (apprise's own connect
 # and read timeouts are 4 s each).
@@ -93,7 +93,9 @@ def check_urls(urls: Sequence[str]) -> None:
     try:
         import apprise
     except ImportError:
-        raise NotifyUnavailable(f"apprise is not installed; {INSTALL_HINT}") from None
+        raise NotifyUnavailable(
+            f"apprise is not installed (the notify extra): {extra_hint('notify')}"
+        ) from None
     with _quiet_apprise():
         for url in urls:
             if apprise.Apprise.instantiate(url) is None:
