@@ -536,3 +536,41 @@ def test_a_spend_cap_until_an_instant_reads_as_the_overage_window_until_it() -> 
     assert classify(reading.signals) == WindowExhausted(
         "overage", datetime.fromtimestamp(until, tz=UTC)
     )
+
+
+# A `model_refusal_no_fallback` line as the bundled CLI's types (2.1.332) describe it:
+# the API ended the stream with stop_reason "refusal" and no fallback model retried.
+REFUSAL_LINE: dict[str, Any] = {
+    "type": "system",
+    "subtype": "model_refusal_no_fallback",
+    "original_model": "claude-sonnet-4-5",
+    "request_id": "req_1",
+    "api_refusal_category": "cyber",
+    "api_refusal_explanation": "the request asked for malware",
+    "refused_user_message_uuid": None,
+    "content": "",
+    "uuid": "0000",
+    "session_id": SESSION,
+}
+
+
+def test_a_refusal_with_no_fallback_is_read_with_its_category_and_explanation() -> None:
+    refused = SystemMessage(subtype="model_refusal_no_fallback", data=REFUSAL_LINE)
+    reading = read_turn([refused, result(text="")], local_backend=False)
+    assert reading.refused_by_model == "cyber: the request asked for malware"
+    bare = SystemMessage(
+        subtype="model_refusal_no_fallback",
+        data={**REFUSAL_LINE, "api_refusal_category": None, "api_refusal_explanation": None},
+    )
+    assert read_turn([bare], local_backend=False).refused_by_model == "no category given"
+
+
+def test_a_refusal_a_fallback_model_answered_and_session_states_change_nothing() -> None:
+    fallback = SystemMessage(
+        subtype="model_refusal_fallback",
+        data={"trigger": "refusal", "original_model": "a", "fallback_model": "b"},
+    )
+    idle = SystemMessage(subtype="session_state_changed", data={"state": "idle"})
+    reading = read_turn([fallback, idle, result(text="")], local_backend=False)
+    assert reading.refused_by_model is None
+    assert reading.stopped_by_hook is None
