@@ -145,3 +145,37 @@ def test_doctor_says_an_organization_allows_no_subscription_login(
         "the organization does not allow its subscription login in Claude Code"
     )
     assert model["fix"].startswith("use an Anthropic API key (ANTHROPIC_API_KEY)")
+
+
+# Measured (CLI 2.1.332): `cloud_credential_error` is never derived from an API answer
+# (the CLI's check returns null for any error with an HTTP status); it is what the CLI
+# says when a cloud provider's credentials cannot be loaded. Bedrock with no AWS
+# credentials anywhere (no files, no variables, no instance metadata) makes it so.
+NO_AWS_CREDENTIALS = {
+    "CLAUDE_CODE_USE_BEDROCK": "1",
+    "AWS_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+}
+
+
+@pytest.mark.scenario("one_step")
+def test_cloud_credentials_that_cannot_be_loaded_end_77_with_the_fix(
+    rehearsal: Rehearsal,
+) -> None:
+    for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        rehearsal.env.pop(name, None)
+    rehearsal.env.update(
+        NO_AWS_CREDENTIALS, ANTHROPIC_BEDROCK_BASE_URL=rehearsal.env["ANTHROPIC_BASE_URL"]
+    )
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    assert finished.exit_code == 77, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "auth_failed"
+    reason = "authentication failed: the cloud provider's credentials could not be loaded"
+    assert result["reason"].startswith(reason), result["reason"]
+    assert "aws sso login" in result["reason"]
+    assert result["attempts"] == 1
+    assert rehearsal.requests() == []
+    assert "wait.started" not in finished.event_types()
