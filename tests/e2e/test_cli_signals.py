@@ -179,3 +179,30 @@ def test_cloud_credentials_that_cannot_be_loaded_end_77_with_the_fix(
     assert result["attempts"] == 1
     assert rehearsal.requests() == []
     assert "wait.started" not in finished.event_types()
+
+
+@pytest.mark.scenario("blocking_limit")
+def test_a_conversation_at_the_blocking_limit_ends_78_with_the_fix(
+    rehearsal: Rehearsal,
+) -> None:
+    """Measured (CLI 2.1.332): the CLI checks the last answer's input tokens against its
+    blocking limit before each request; with automatic compaction off
+    (DISABLE_AUTO_COMPACT) it ends the turn with terminal_reason `blocking_limit` and
+    "Prompt is too long" instead of sending. The test lowers the limit
+    (CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE) under the 199,000 tokens every answer reports;
+    the same prompt would meet it again, so the backend cannot serve the run: 78."""
+    rehearsal.env.update(DISABLE_AUTO_COMPACT="1", CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE="50000")
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "backend_misconfigured"
+    assert result["reason"].startswith(
+        "the prompt is too long for the model's context window: the conversation reached "
+        "it and Claude Code could not compact it"
+    ), result["reason"]
+    assert "give a shorter task" in result["reason"]
+    # The first request was answered; the turn's second one was never sent.
+    assert [r["kind"] for r in rehearsal.requests()] == ["turn"]
+    assert result["attempts"] == 1
+    assert result["turns"] == 0
+    assert "wait.started" not in finished.event_types()
