@@ -574,3 +574,49 @@ def test_a_refusal_a_fallback_model_answered_and_session_states_change_nothing()
     reading = read_turn([fallback, idle, result(text="")], local_backend=False)
     assert reading.refused_by_model is None
     assert reading.stopped_by_hook is None
+
+
+# The end of a turn the CLI's automatic compaction thrashed on (2.1.332): a synthetic
+# `invalid_request` error with its own words, and a result whose terminal_reason is
+# `rapid_refill_breaker`. The rehearsal API cannot play it: the breaker trips only after
+# three compactions in a row refilled the context within 3 requests, in one CLI process,
+# and every compaction rewrites the history the rehearsal counts turns and steps from.
+THRASHING = (
+    "Autocompact is thrashing: the context refilled to the limit within 3 turns of the "
+    "previous compact, 3 times in a row. A file being read or a tool output is likely too "
+    "large for the context window. Try reading in smaller chunks, or use /clear to start "
+    "fresh."
+)
+
+
+def test_a_turn_the_rapid_refill_breaker_stopped_is_a_context_too_small() -> None:
+    stream = [
+        synthetic_error("invalid_request", THRASHING),
+        result(is_error=True, text=THRASHING, terminal_reason="rapid_refill_breaker"),
+    ]
+    reading = read_turn(stream, local_backend=False)
+    assert reading.signals.terminal_reason == "rapid_refill_breaker"
+    state = classify(reading.signals)
+    assert isinstance(state, BackendMisconfigured)
+    assert "refilled to the limit right after each automatic compaction" in state.reason
+
+
+# An account on hold as the CLI (2.1.332) says it: a synthetic `account_on_hold` error.
+# The rehearsal API cannot play it: the CLI names it only on an OAuth token refresh
+# refused with a body naming `account_on_hold` (its OAuthAccountOnHoldError), and only
+# while its feature flag `tengu_lively_beaver` is on; no Messages API answer is mapped
+# to it (a 403 from the API is `authentication_failed`).
+ON_HOLD = (
+    "Your account is on hold and can't use Claude Code. View details or appeal: "
+    "https://claude.ai/restricted"
+)
+
+
+def test_an_account_on_hold_reads_as_its_own_authentication_failure() -> None:
+    reading = read_turn(
+        [synthetic_error("account_on_hold", ON_HOLD), result(is_error=True, text=ON_HOLD)],
+        local_backend=False,
+    )
+    state = classify(reading.signals)
+    assert isinstance(state, AuthenticationFailed)
+    assert state.kind == "account_on_hold"
