@@ -590,7 +590,7 @@ THRASHING = (
 
 
 def test_a_turn_the_rapid_refill_breaker_stopped_is_a_context_too_small() -> None:
-    stream = [
+    stream: list[Message] = [
         synthetic_error("invalid_request", THRASHING),
         result(is_error=True, text=THRASHING, terminal_reason="rapid_refill_breaker"),
     ]
