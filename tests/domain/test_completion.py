@@ -235,3 +235,31 @@ def test_whatever_the_turn_said_a_hook_stop_is_blocked_on_the_hook(
     """Invariant: a turn a hook stopped never ends the run done nor sends another turn."""
     verdict = evaluate(structured, final_text=final_text, stopped_by_hook=reason)
     assert verdict == Blocked(reason=f"a hook stopped Claude Code: {reason}")
+
+
+def test_a_refusal_of_the_model_is_blocked_on_it_and_a_hook_stop_outranks_it() -> None:
+    done = StructuredVerdict(complete=True, summary="all done")
+    for structured in (done, None):
+        verdict = evaluate(structured, final_text="", refused_by_model="cyber")
+        assert verdict == Blocked(reason="the model refused to answer: cyber")
+    both = evaluate(done, final_text="", stopped_by_hook="red", refused_by_model="cyber")
+    assert both == Blocked(reason="a hook stopped Claude Code: red")
+
+
+@given(
+    structured=st.none()
+    | st.builds(
+        StructuredVerdict,
+        complete=st.booleans(),
+        blocked_on=st.none() | st.text(max_size=20),
+        summary=st.text(max_size=20),
+    ),
+    final_text=st.text(max_size=60) | st.just(DEFAULT_DONE_MARKER),
+    reason=st.text(min_size=1, max_size=40),
+)
+def test_whatever_the_turn_said_a_refused_turn_is_never_done(
+    structured: StructuredVerdict | None, final_text: str, reason: str
+) -> None:
+    """Invariant: a refusal is not a verdict; the run never ends done on one."""
+    verdict = evaluate(structured, final_text=final_text, refused_by_model=reason)
+    assert verdict == Blocked(reason=f"the model refused to answer: {reason}")

@@ -145,3 +145,64 @@ def test_doctor_says_an_organization_allows_no_subscription_login(
         "the organization does not allow its subscription login in Claude Code"
     )
     assert model["fix"].startswith("use an Anthropic API key (ANTHROPIC_API_KEY)")
+
+
+# Measured (CLI 2.1.332): `cloud_credential_error` is never derived from an API answer
+# (the CLI's check returns null for any error with an HTTP status); it is what the CLI
+# says when a cloud provider's credentials cannot be loaded. Bedrock with no AWS
+# credentials anywhere (no files, no variables, no instance metadata) makes it so.
+NO_AWS_CREDENTIALS = {
+    "CLAUDE_CODE_USE_BEDROCK": "1",
+    "AWS_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+}
+
+
+@pytest.mark.scenario("one_step")
+def test_cloud_credentials_that_cannot_be_loaded_end_77_with_the_fix(
+    rehearsal: Rehearsal,
+) -> None:
+    for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        rehearsal.env.pop(name, None)
+    rehearsal.env.update(
+        NO_AWS_CREDENTIALS, ANTHROPIC_BEDROCK_BASE_URL=rehearsal.env["ANTHROPIC_BASE_URL"]
+    )
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    assert finished.exit_code == 77, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "auth_failed"
+    reason = "authentication failed: the cloud provider's credentials could not be loaded"
+    assert result["reason"].startswith(reason), result["reason"]
+    assert "aws sso login" in result["reason"]
+    assert result["attempts"] == 1
+    assert rehearsal.requests() == []
+    assert "wait.started" not in finished.event_types()
+
+
+@pytest.mark.scenario("blocking_limit")
+def test_a_conversation_at_the_blocking_limit_ends_78_with_the_fix(
+    rehearsal: Rehearsal,
+) -> None:
+    """Measured (CLI 2.1.332): the CLI checks the last answer's input tokens against its
+    blocking limit before each request; with automatic compaction off
+    (DISABLE_AUTO_COMPACT) it ends the turn with terminal_reason `blocking_limit` and
+    "Prompt is too long" instead of sending. The test lowers the limit
+    (CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE) under the 199,000 tokens every answer reports;
+    the same prompt would meet it again, so the backend cannot serve the run: 78."""
+    rehearsal.env.update(DISABLE_AUTO_COMPACT="1", CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE="50000")
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    assert finished.exit_code == 78, finished.stderr
+    result = finished.result
+    assert result["outcome"] == "backend_misconfigured"
+    assert result["reason"].startswith(
+        "the prompt is too long for the model's context window: the conversation reached "
+        "it and Claude Code could not compact it"
+    ), result["reason"]
+    assert "give a shorter task" in result["reason"]
+    # The first request was answered; the turn's second one was never sent.
+    assert [r["kind"] for r in rehearsal.requests()] == ["turn"]
+    assert result["attempts"] == 1
+    assert result["turns"] == 0
+    assert "wait.started" not in finished.event_types()

@@ -56,6 +56,8 @@ class TurnOutcome:
     failure: str | None = None
     # A hook of the user's stopped Claude Code (`prevent_continuation`): its reason.
     stopped_by_hook: str | None = None
+    # The model refused and no fallback model retried (`model_refusal_no_fallback`).
+    refused_by_model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -566,6 +566,7 @@ class Runner:
             marker=record.spec.done_marker,
             marker_fallback=record.spec.marker_fallback,
             stopped_by_hook=outcome.stopped_by_hook,
+            refused_by_model=outcome.refused_by_model,
         )
         error = (
             first_line(outcome.signals.result_text, longest=300, empty="no detail")

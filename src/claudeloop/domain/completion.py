@@ -46,18 +46,25 @@ def evaluate(
     marker: str = DEFAULT_DONE_MARKER,
     marker_fallback: bool = True,
     stopped_by_hook: str | None = None,
+    refused_by_model: str | None = None,
 ) -> CompletionVerdict:
     """The verdict of one turn.
 
     A hook of the user's that stopped Claude Code (`stopped_by_hook`, its reason) outranks
     every verdict: the user's own rule says the work must not go on, and the next turn
     would be stopped the same way, so the run is Blocked on it until a person acts.
+    A refusal of the model's (`refused_by_model`: the CLI's `model_refusal_no_fallback`,
+    a stop_reason "refusal" with no fallback model to retry on; its category) comes next:
+    the turn's answer is a refusal, not a verdict, and the same prompt would be refused
+    again, so the run is Blocked on it too.
     A structured verdict decides alone: `blocked_on` outranks `complete`, since a turn
     cannot be both done and blocked. Only without one does the marker count, and only when
     the fallback is on and the marker stands in the turn's own words (see `marker_in`).
     """
     if stopped_by_hook is not None:
         return Blocked(reason=f"a hook stopped Claude Code: {stopped_by_hook}")
+    if refused_by_model is not None:
+        return Blocked(reason=f"the model refused to answer: {refused_by_model}")
     if structured is not None:
         blocker = (structured.blocked_on or "").strip()
         if blocker:

@@ -536,3 +536,87 @@ def test_a_spend_cap_until_an_instant_reads_as_the_overage_window_until_it() -> 
     assert classify(reading.signals) == WindowExhausted(
         "overage", datetime.fromtimestamp(until, tz=UTC)
     )
+
+
+# A `model_refusal_no_fallback` line as the bundled CLI's types (2.1.332) describe it:
+# the API ended the stream with stop_reason "refusal" and no fallback model retried.
+REFUSAL_LINE: dict[str, Any] = {
+    "type": "system",
+    "subtype": "model_refusal_no_fallback",
+    "original_model": "claude-sonnet-4-5",
+    "request_id": "req_1",
+    "api_refusal_category": "cyber",
+    "api_refusal_explanation": "the request asked for malware",
+    "refused_user_message_uuid": None,
+    "content": "",
+    "uuid": "0000",
+    "session_id": SESSION,
+}
+
+
+def test_a_refusal_with_no_fallback_is_read_with_its_category_and_explanation() -> None:
+    refused = SystemMessage(subtype="model_refusal_no_fallback", data=REFUSAL_LINE)
+    reading = read_turn([refused, result(text="")], local_backend=False)
+    assert reading.refused_by_model == "cyber: the request asked for malware"
+    bare = SystemMessage(
+        subtype="model_refusal_no_fallback",
+        data={**REFUSAL_LINE, "api_refusal_category": None, "api_refusal_explanation": None},
+    )
+    assert read_turn([bare], local_backend=False).refused_by_model == "no category given"
+
+
+def test_a_refusal_a_fallback_model_answered_and_session_states_change_nothing() -> None:
+    fallback = SystemMessage(
+        subtype="model_refusal_fallback",
+        data={"trigger": "refusal", "original_model": "a", "fallback_model": "b"},
+    )
+    idle = SystemMessage(subtype="session_state_changed", data={"state": "idle"})
+    reading = read_turn([fallback, idle, result(text="")], local_backend=False)
+    assert reading.refused_by_model is None
+    assert reading.stopped_by_hook is None
+
+
+# The end of a turn the CLI's automatic compaction thrashed on (2.1.332): a synthetic
+# `invalid_request` error with its own words, and a result whose terminal_reason is
+# `rapid_refill_breaker`. The rehearsal API cannot play it: the breaker trips only after
+# three compactions in a row refilled the context within 3 requests, in one CLI process,
+# and every compaction rewrites the history the rehearsal counts turns and steps from.
+THRASHING = (
+    "Autocompact is thrashing: the context refilled to the limit within 3 turns of the "
+    "previous compact, 3 times in a row. A file being read or a tool output is likely too "
+    "large for the context window. Try reading in smaller chunks, or use /clear to start "
+    "fresh."
+)
+
+
+def test_a_turn_the_rapid_refill_breaker_stopped_is_a_context_too_small() -> None:
+    stream: list[Message] = [
+        synthetic_error("invalid_request", THRASHING),
+        result(is_error=True, text=THRASHING, terminal_reason="rapid_refill_breaker"),
+    ]
+    reading = read_turn(stream, local_backend=False)
+    assert reading.signals.terminal_reason == "rapid_refill_breaker"
+    state = classify(reading.signals)
+    assert isinstance(state, BackendMisconfigured)
+    assert "refilled to the limit right after each automatic compaction" in state.reason
+
+
+# An account on hold as the CLI (2.1.332) says it: a synthetic `account_on_hold` error.
+# The rehearsal API cannot play it: the CLI names it only on an OAuth token refresh
+# refused with a body naming `account_on_hold` (its OAuthAccountOnHoldError), and only
+# while its feature flag `tengu_lively_beaver` is on; no Messages API answer is mapped
+# to it (a 403 from the API is `authentication_failed`).
+ON_HOLD = (
+    "Your account is on hold and can't use Claude Code. View details or appeal: "
+    "https://claude.ai/restricted"
+)
+
+
+def test_an_account_on_hold_reads_as_its_own_authentication_failure() -> None:
+    reading = read_turn(
+        [synthetic_error("account_on_hold", ON_HOLD), result(is_error=True, text=ON_HOLD)],
+        local_backend=False,
+    )
+    state = classify(reading.signals)
+    assert isinstance(state, AuthenticationFailed)
+    assert state.kind == "account_on_hold"

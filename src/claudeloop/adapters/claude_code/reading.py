@@ -78,6 +78,8 @@ class TurnReading:
     # A hook of the user's said Claude Code must not go on (`informational` with
     # `prevent_continuation`): its reason.
     stopped_by_hook: str | None = None
+    # The model refused and no fallback retried (`model_refusal_no_fallback`): why.
+    refused_by_model: str | None = None
 
 
 def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReading:
@@ -87,6 +89,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
     last_text = ""
     retry_error: str | None = None
     stopped_by_hook: str | None = None
+    refused_by_model: str | None = None
     init_session: str | None = None
     result: ResultMessage | None = None
     served_by: dict[str, None] = {}
@@ -105,6 +108,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
             init_session = started_session(message) or init_session
             retry_error = _retry_error(message) or retry_error
             stopped_by_hook = hook_stop(message) or stopped_by_hook
+            refused_by_model = model_refusal(message) or refused_by_model
         elif isinstance(message, ResultMessage):
             result = message
     window = _rate_limit_window(rate_limits)
@@ -137,6 +141,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
             final_text=last_text,
             session_id=init_session,
             stopped_by_hook=stopped_by_hook,
+            refused_by_model=refused_by_model,
         )
     return TurnReading(
         signals=signals,
@@ -152,6 +157,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         failed=result.is_error,
         cli_stop=_cli_stop(result, signals),
         stopped_by_hook=stopped_by_hook,
+        refused_by_model=refused_by_model,
     )
 
 
@@ -301,6 +307,24 @@ def hook_stop(message: SystemMessage) -> str | None:
         content = message.data.get("content")
         reason = content if isinstance(content, str) else ""
     return first_line(reason, longest=300, empty="no reason given")
+
+
+def model_refusal(message: SystemMessage) -> str | None:
+    """Why the model refused, when this message says it did and no fallback retried.
+
+    Read from the bundled CLI's types (2.1.332): `model_refusal_no_fallback` comes when
+    the API ends a stream with stop_reason "refusal" and no fallback model is configured
+    (or the refusal's category maps to none); it carries `api_refusal_category` ('cyber',
+    'bio', ..., or null) and `api_refusal_explanation`. `model_refusal_fallback` (the
+    answer came from the fallback model) changes no decision and is not read."""
+    if message.subtype != "model_refusal_no_fallback":
+        return None
+    words = [
+        value
+        for key in ("api_refusal_category", "api_refusal_explanation")
+        if isinstance(value := message.data.get(key), str) and value.strip()
+    ]
+    return first_line(": ".join(words), longest=300, empty="no category given")
 
 
 def _cost(value: object) -> float:

@@ -391,6 +391,7 @@ class ClaudeCodeGateway:
             failure=failure,
             cut_off_owed=owed,
             stopped_by_hook=reading.stopped_by_hook,
+            refused_by_model=reading.refused_by_model,
         )
 
     def _refused_to_start(self) -> str | None:
