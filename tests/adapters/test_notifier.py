@@ -212,7 +212,9 @@ def test_without_apprise_installed_the_check_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(__import__("sys").modules, "apprise", None)
-    with pytest.raises(NotifyUnavailable, match=r"pip install 'claudeloop\[notify\]'"):
+    # The command that adds the extra to the claudeloop that runs (tests/adapters/
+    # test_installation.py has each way of installing it).
+    with pytest.raises(NotifyUnavailable, match=r"the notify extra\): .*pip install .*\[notify\]'"):
         check_urls(["json://127.0.0.1:9/hook"])
 
 
