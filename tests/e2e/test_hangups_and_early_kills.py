@@ -96,7 +96,11 @@ def test_a_run_killed_before_its_first_turn_resumes_and_finishes(rehearsal: Rehe
     finished = rehearsal.claudeloop("resume")
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
-    assert finished.event_types().count("run.started") == 1
+    # The first driver may die before or after it logged its start; the second one
+    # resumes the run, never starts it again.
+    types = finished.event_types()
+    assert types.count("run.started") <= 1, types
+    assert types.count("run.resumed") == 1, types
     assert_ledger_is_what_was_served(finished, rehearsal)
 
 
