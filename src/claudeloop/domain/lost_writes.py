@@ -1,17 +1,20 @@
 """What a run does with a session whose transcript Claude Code could not save.
 
 Claude Code says `session_writes_lost` (a full disk, a quota: the transcript is missing
-lines) as its process exits. The process that lost them held the conversation in
-memory and went on whole; a later `--resume` of that session reads the cut transcript
-and continues a conversation that is not there. So such a session is never resumed: the
-next turn goes on in a new session, told what the lost one was for (a handoff), and a
-second loss in a row (the disk is still full: the new session's transcript is being
-lost too) ends the run with the reason instead of losing a third.
+lines) as its process exits, or only a line on stderr when it exits 1 after an error
+result. The process that lost them held the conversation in memory and went on whole; a
+later `--resume` of that session reads the cut transcript and continues a conversation
+that is not there. So such a session is never resumed: the next turn goes on in a new
+session, told the task again and that the earlier conversation is lost (a handoff), and
+a second loss in one drive of the run (the disk is still full: the new session's
+transcript is being lost too) ends the run with the reason instead of losing a third.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from claudeloop.domain.loop import Finish, Transition, decide_on_failure
 
 # A new session whose writes are lost again means the disk is still full.
 MAX_LOST_IN_A_ROW = 2
@@ -47,8 +50,8 @@ def session_for_next_turn(
 ) -> SessionChoice:
     """Where the next turn goes, once the last process said whether its writes were lost.
 
-    `lost_in_a_row` counts the sessions in a row whose writes were lost, this one
-    included when `writes_lost`.
+    `lost_in_a_row` counts the sessions whose writes were lost since the run was last
+    started or resumed, this one included when `writes_lost`.
     """
     if not writes_lost or session_id is None:
         return ResumeSession(session_id)
@@ -56,6 +59,15 @@ def session_for_next_turn(
         return StopLost(
             f"Claude Code could not save the transcript of {lost_in_a_row} sessions in a "
             "row (a full disk or quota under its config directory): free space there and "
-            "resume the run"
+            "resume the run; it goes on in a new session"
         )
     return HandOff(session_id)
+
+
+def after_lost_writes(transition: Transition, choice: SessionChoice) -> Transition:
+    """The turn's transition once its session's fate is known: a `StopLost` ends the run
+    FAILED with its reason, unless the turn already ended it (a Done, a cap: that end
+    stands, and the record still says the session is cut)."""
+    if isinstance(choice, StopLost) and not isinstance(transition.decision, Finish):
+        return decide_on_failure(transition.state, choice.reason)
+    return transition
