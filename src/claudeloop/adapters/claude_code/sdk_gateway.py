@@ -203,7 +203,8 @@ class ClaudeCodeGateway:
                 await self._drop(listen=False)
             raise
         if retrying.stopped is not None:
-            await self._drop()
+            # Mid-turn, in the CLI's retries: ended at once, not heard out.
+            await self._drop(listen=False)
             return self._unanswered(f"stopped while {retrying.stopped}")
         reading = read_turn(messages, local_backend=self._settings.local_backend)
         self._live_session = reading.session_id or session_id
