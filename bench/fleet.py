@@ -111,8 +111,8 @@ class Scripted:
             self._probed()
         return ProbeOutcome(signals=signals)
 
-    async def close(self) -> None:
-        return None
+    async def close(self) -> tuple[str, ...]:
+        return ()
 
 
 def _now() -> datetime:

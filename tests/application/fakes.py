@@ -125,6 +125,8 @@ class FakeGateway:
     interrupted: list[datetime | None] = field(default_factory=list)
     # How long each probe takes, on the clock (a real one is a CLI process and a request).
     probe_seconds: float = 0.0
+    # The sessions whose transcripts the process ended by `close` says it could not save.
+    lost_at_close: tuple[str, ...] = ()
 
     async def run_turn(
         self,
@@ -152,8 +154,10 @@ class FakeGateway:
             self.clock.advance(self.probe_seconds)
         return ProbeOutcome(signals=self.probes.popleft(), cost_usd=0.001)
 
-    async def close(self) -> None:
+    async def close(self) -> tuple[str, ...]:
         self.closed = True
+        lost, self.lost_at_close = self.lost_at_close, ()
+        return lost
 
 
 @dataclass

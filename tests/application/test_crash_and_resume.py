@@ -140,8 +140,8 @@ class OwnBackend:
         self.service.served_probe(open_again)
         return ProbeOutcome(signals=TurnSignals() if open_again else WINDOW, cost_usd=0.0005)
 
-    async def close(self) -> None:
-        pass
+    async def close(self) -> tuple[str, ...]:
+        return ()
 
 
 @dataclass
@@ -169,8 +169,8 @@ class LocalBackend:
     async def probe(self) -> ProbeOutcome:
         raise AssertionError("probes go to the run's own backend")
 
-    async def close(self) -> None:
-        pass
+    async def close(self) -> tuple[str, ...]:
+        return ()
 
 
 @dataclass

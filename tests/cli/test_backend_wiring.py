@@ -57,8 +57,9 @@ class PricedGateway:
     async def probe(self) -> ProbeOutcome:
         return ProbeOutcome(signals=TurnSignals(), cost_usd=0.01)
 
-    async def close(self) -> None:
+    async def close(self) -> tuple[str, ...]:
         self.closed = True
+        return ()
 
 
 def test_an_unbilled_gateway_reports_no_cost() -> None:

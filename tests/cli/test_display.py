@@ -16,6 +16,7 @@ from claudeloop.application.events import (
     NotifyFailed,
     PlanUpdated,
     RunFinished,
+    SessionWritesLost,
     TurnFinished,
     TurnInterrupted,
     TurnRetrying,
@@ -75,6 +76,17 @@ def test_a_resent_turn_a_guessed_price_and_a_retry_are_said_without_verbose() ->
     assert "Claude Code retries a failed request (401 authentication_failed)" in shown({}, beyond)
     assert "turn 4: interrupted by a crash; sent again" in text
     assert "cost of qwen3-coder not counted: Claude Code only guesses its price" in text
+
+
+def test_a_lost_transcript_is_said_with_what_the_run_does_instead_of_resuming() -> None:
+    handed = SessionWritesLost(session_id="s-1", action="new_session", reason="...")
+    stopped = SessionWritesLost(session_id="s-2", action="stop", reason="...")
+    text = shown({}, handed, stopped)
+    assert (
+        "Claude Code could not save the transcript of session s-1 (a full disk or quota): "
+        "it is not resumed; the next turn starts a new session"
+    ) in text
+    assert "session s-2 (a full disk or quota), again: the run ends" in text
 
 
 def test_verbose_shows_every_event_and_the_whole_summary() -> None:

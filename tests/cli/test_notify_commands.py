@@ -102,8 +102,8 @@ class FinishingGateway:
     async def probe(self) -> ProbeOutcome:
         return ProbeOutcome(signals=TurnSignals())
 
-    async def close(self) -> None:
-        return
+    async def close(self) -> tuple[str, ...]:
+        return ()
 
 
 def run_to_the_end(tmp_path: Path, urls: tuple[str, ...]) -> tuple[Outcome | None, list[str]]:

@@ -41,5 +41,5 @@ class UnbilledGateway:
         probe = await self._inner.probe()
         return replace(probe, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=())
 
-    async def close(self) -> None:
-        await self._inner.close()
+    async def close(self) -> tuple[str, ...]:
+        return await self._inner.close()

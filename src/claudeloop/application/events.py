@@ -93,6 +93,18 @@ class TurnInterrupted:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionWritesLost:
+    """Claude Code could not save a session's transcript (a full disk or a quota), so
+    the session is never resumed: `action` is `new_session` (the next turn starts one,
+    told the task again) or `stop` (the run ends; `reason` says why)."""
+
+    type: ClassVar[str] = "session.writes_lost"
+    session_id: str
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolsDenied:
     type: ClassVar[str] = "tools.denied"
     tools: tuple[str, ...]
@@ -255,6 +267,7 @@ Event = (
     | TurnRetrying
     | TurnFailed
     | TurnInterrupted
+    | SessionWritesLost
     | ToolsDenied
     | CostGuessed
     | PauseIgnored

@@ -56,6 +56,10 @@ class TurnOutcome:
     failure: str | None = None
     # A hook of the user's stopped Claude Code (`prevent_continuation`): its reason.
     stopped_by_hook: str | None = None
+    # Sessions whose transcripts Claude Code said it could not save (a full disk or a
+    # quota), heard as a process of the gateway's ended during this turn: a resume of
+    # one would continue a conversation that is not all there (domain.lost_writes).
+    writes_lost: tuple[str, ...] = ()
     # The model refused and no fallback model retried (`model_refusal_no_fallback`).
     refused_by_model: str | None = None
 
@@ -95,7 +99,11 @@ class Gateway(Protocol):
         """A minimal request on the same backend and model; persists no session."""
         ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> tuple[str, ...]:
+        """Ends the Claude Code process kept for the session, if any (a later turn starts
+        another); returns the sessions whose transcripts it said, as it exited, it could
+        not save (as `TurnOutcome.writes_lost`)."""
+        ...
 
 
 class Advisor(Protocol):

@@ -42,6 +42,32 @@ def first_prompt(
     return "\n\n".join(parts)
 
 
+def handoff_prompt(
+    task: str,
+    *,
+    plan: WorkPlan | None,
+    plan_name: str | None,
+    remaining_work: tuple[str, ...],
+    marker: str | None,
+) -> str:
+    """The prompt of a new session that takes over from one whose transcript Claude Code
+    could not save (domain.lost_writes): the task said again, and that the earlier
+    conversation is gone but its work is in the files."""
+    parts = [
+        "An earlier session worked on this task in this directory, but Claude Code could "
+        "not save its conversation (a full disk or a quota), so you do not remember it. "
+        "What it did is in the files: look at them before you go on, and do not redo "
+        "work that is already there.",
+        first_prompt(task, plan=plan, plan_name=plan_name, marker=None),
+    ]
+    if remaining_work:
+        listed = "\n".join(f"- {entry}" for entry in remaining_work)
+        parts.append(f"Remaining work the earlier session listed:\n{listed}")
+    if marker:
+        parts.append(_marker_instruction(marker))
+    return "\n\n".join(parts)
+
+
 def continue_prompt(
     *,
     plan: WorkPlan | None,

@@ -70,6 +70,12 @@ class RunRecord:
     # it. Saved, because the turn sent again may be refused (a closed window bills
     # nothing) and the driver killed in the wait that follows: the resume still owes it.
     interrupted_at: datetime | None = None
+    # Sessions of this run whose transcripts Claude Code could not save (a full disk or
+    # a quota), in the order heard: never resumed, since a resume would continue a
+    # conversation that is not all there. The one the run was on is no longer its
+    # `session_id`: the next turn starts a new session with a handoff
+    # (domain.lost_writes), after a crash too.
+    lost_sessions: tuple[str, ...] = ()
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

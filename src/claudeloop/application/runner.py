@@ -32,6 +32,7 @@ from claudeloop.application.events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    SessionWritesLost,
     ToolsDenied,
     TurnFailed,
     TurnFinished,
@@ -57,6 +58,7 @@ from claudeloop.application.ports import (
 from claudeloop.application.prompts import (
     continue_prompt,
     first_prompt,
+    handoff_prompt,
     rejection_prompt,
     review_prompt,
 )
@@ -95,6 +97,13 @@ from claudeloop.domain.loop import (
     resume_decision,
     time_waited,
     wait_began,
+)
+from claudeloop.domain.lost_writes import (
+    ResumeSession,
+    SessionChoice,
+    StopLost,
+    after_lost_writes,
+    session_for_next_turn,
 )
 from claudeloop.domain.overage import is_paid_overage
 from claudeloop.domain.pause import capacity_of, is_pause
@@ -152,6 +161,10 @@ class Runner:
     # A probe a crash cut off: the service may have answered it, nobody recorded it; it
     # is billed at an estimate with the probe sent again.
     _probe_cut_off: bool = field(default=False, init=False)
+    # Sessions whose transcripts Claude Code could not save since this drive began: a
+    # second one ends the run (domain.lost_writes); a resume, after the person freed
+    # space, counts afresh.
+    _lost_in_a_row: int = field(default=0, init=False)
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -291,11 +304,17 @@ class Runner:
             case Finish(outcome=outcome, reason=reason):
                 reason = self._advised(record, reason)
                 record = replace(record, state=replace(record.state, reason=reason))
+                # The processes end first: one that lost its transcript's lines says so
+                # only as it exits, and the record must know before a resume reads it.
+                heard = (*await self.gateway.close(), *await self.close())
+                said: list[Event] = []
+                record, _ = self._writes_lost(record, heard, said, ending=True)
                 self.store.save(record)
+                for event in said:
+                    self.events.emit(event)
                 self.events.emit(
                     RunFinished(outcome=outcome, exit_code=outcome.exit_code, reason=reason)
                 )
-                await self.close()
                 return record, None
             case _:
                 assert_never(decision)
@@ -316,9 +335,19 @@ class Runner:
         spec = record.spec
         plan = self._current_plan(record)
         marker = spec.done_marker if spec.marker_fallback else None
+        # A session whose transcript Claude Code could not save is never resumed: a new
+        # one takes over, told the task again and what the lost one left to do.
+        if record.session_id is None and record.lost_sessions and record.state.ledger.attempts:
+            prompt = handoff_prompt(
+                spec.task,
+                plan=plan,
+                plan_name=spec.plan_path.name if spec.plan_path else None,
+                remaining_work=record.state.remaining_work,
+                marker=marker,
+            )
         # No turn recorded yet: a session saved mid-turn by a first turn a crash cut off
         # holds at most part of the task, so the task is said again.
-        if record.session_id is None or record.state.ledger.attempts == 0:
+        elif record.session_id is None or record.state.ledger.attempts == 0:
             plan_name = spec.plan_path.name if spec.plan_path else None
             prompt = first_prompt(spec.task, plan=plan, plan_name=plan_name, marker=marker)
         else:
@@ -359,15 +388,16 @@ class Runner:
         if outcome.sent and outcome.failure is None and not outcome.cut_off_owed:
             record = replace(record, interrupted_at=None)  # billed with this turn
         if outcome.failure is not None:
-            failed = TurnFailed(turn=number, reason=outcome.failure)
+            failed: list[Event] = [TurnFailed(turn=number, reason=outcome.failure)]
+            record, _ = self._writes_lost(record, outcome.writes_lost, failed, ending=True)
             # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
             command = self.control.pending()
             if command is not None:
                 return self._apply(
-                    record, decide_on_control(record.state, command), announce=[failed]
+                    record, decide_on_control(record.state, command), announce=failed
                 )
             return self._apply(
-                record, decide_on_failure(record.state, outcome.failure), announce=[failed]
+                record, decide_on_failure(record.state, outcome.failure), announce=failed
             )
         record, cost = _with_session(record, outcome)
         estimated = min(outcome.estimated_cost_usd, cost) if outcome.billed else 0.0
@@ -421,7 +451,45 @@ class Runner:
         if outcome.denied_tools:
             announce.append(ToolsDenied(tools=tuple(outcome.denied_tools)))
         announce.extend(plan_said)
-        return self._apply(record, transition, announce=announce)
+        record, choice = self._writes_lost(record, outcome.writes_lost, announce)
+        return self._apply(record, after_lost_writes(transition, choice), announce=announce)
+
+    def _writes_lost(
+        self,
+        record: RunRecord,
+        heard: Sequence[str],
+        announce: list[Event],
+        *,
+        ending: bool = False,
+    ) -> tuple[RunRecord, SessionChoice]:
+        """The record once Claude Code said whose transcripts it could not save: each is
+        kept in `lost_sessions`, and the run's own session is let go of, so no turn, no
+        resume after a crash, resumes it (domain.lost_writes). `ending`: the run ends
+        anyway (no second loss ends it again); a resume of it starts a new session."""
+        fresh = tuple(s for s in dict.fromkeys(heard) if s not in record.lost_sessions)
+        if not fresh:
+            return record, ResumeSession(record.session_id)
+        cut = record.session_id is not None and record.session_id in fresh
+        if cut:
+            self._lost_in_a_row += 1
+        choice = session_for_next_turn(
+            record.session_id, writes_lost=cut, lost_in_a_row=self._lost_in_a_row
+        )
+        if cut and record.session_id is not None:
+            stops = isinstance(choice, StopLost) and not ending
+            announce.append(
+                SessionWritesLost(
+                    session_id=record.session_id,
+                    action="stop" if stops else "new_session",
+                    reason=choice.reason
+                    if isinstance(choice, StopLost) and stops
+                    else "Claude Code could not save this session's transcript (a full disk "
+                    "or quota), so a resume would continue a conversation that is not all "
+                    "there: the next turn starts a new session, told the task again",
+                )
+            )
+        lost = replace(record, lost_sessions=record.lost_sessions + fresh)
+        return (replace(lost, session_id=None) if cut else lost), choice
 
     async def _run_check(
         self, record: RunRecord, check: CheckCommand
@@ -683,15 +751,18 @@ class Runner:
             self._others[detour.profile] = self.profiles(detour.profile)
         return self._others[detour.profile]
 
-    async def close(self) -> None:
+    async def close(self) -> tuple[str, ...]:
         """Closes the other profiles' gateways and the reviewer's (the run's own belongs
-        to its owner)."""
+        to its owner); returns the sessions whose transcripts their processes said they
+        could not save (a detour's process is on the run's session)."""
         others, self._others = self._others, {}
         models, self._models = self._models, {}
+        heard: list[str] = []
         for gateway in (*others.values(), *models.values()):
-            await gateway.close()
+            heard += await gateway.close()
         if self.reviewer is not None:
-            await self.reviewer.close()
+            heard += await self.reviewer.close()
+        return tuple(heard)
 
     def _within_login(self, transition: Transition) -> Transition:
         return within_login(transition, ends_at=self.login_ends_at, now=self.clock.now())

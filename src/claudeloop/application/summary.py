@@ -61,6 +61,8 @@ def _spent(record: RunRecord) -> dict[str, Any]:
         # The last verification round: each command, how it ended, where its output is.
         "verification": [_check_object(result) for result in state.last_checks],
         "turns_without_progress": state.stagnation.turns_without_progress,
+        # Sessions whose transcripts Claude Code could not save: never resumed.
+        "lost_sessions": list(record.lost_sessions),
     }
 
 
@@ -148,6 +150,8 @@ def summary_markdown(record: RunRecord) -> str:
             f"- Paid overage: {state.overage_turns} turns answered on it (extra usage "
             "billed to the account)"
         )
+    if record.lost_sessions:
+        lines.append(f"- {lost_sessions_line(record.lost_sessions)}")
     progress = record.plan_progress
     if progress is not None:
         lines.append(f"- Plan: {progress[0]}/{progress[1]} items done")
@@ -161,6 +165,15 @@ def summary_markdown(record: RunRecord) -> str:
     if outcome is not Outcome.DONE:
         lines += ["", "## To continue", "", "```sh", continue_command(record), "```"]
     return "\n".join(lines) + "\n"
+
+
+def lost_sessions_line(sessions: tuple[str, ...] | list[str]) -> str:
+    """The sessions whose transcripts Claude Code could not save, in one line."""
+    return (
+        f"Lost transcripts: {', '.join(sessions)} (Claude Code could not save them: a full "
+        "disk or quota under its config directory); never resumed, the run went on in a "
+        "new session"
+    )
 
 
 def _estimated(ledger: BudgetLedger) -> str:

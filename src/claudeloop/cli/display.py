@@ -33,6 +33,7 @@ from claudeloop.application.events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    SessionWritesLost,
     ToolsDenied,
     TurnFailed,
     TurnFinished,
@@ -167,6 +168,14 @@ def event_line(event: Event) -> str | None:
             )
         case TurnInterrupted(turn=turn):
             return f"turn {turn}: interrupted by a crash; sent again"
+        case SessionWritesLost(session_id=session_id, action=action):
+            lost = (
+                f"Claude Code could not save the transcript of session {session_id} "
+                "(a full disk or quota)"
+            )
+            if action == "stop":
+                return f"{lost}, again: the run ends"
+            return f"{lost}: it is not resumed; the next turn starts a new session"
         case CostGuessed(models=models):
             return f"cost of {', '.join(models)} not counted: Claude Code only guesses its price"
         case ToolsDenied(tools=tools):

@@ -25,6 +25,7 @@ from claudeloop.adapters.run_directory.finding import (
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import event_from
+from claudeloop.application.summary import lost_sessions_line
 from claudeloop.cli.display import event_line
 from claudeloop.cli.instants import local_instant
 from claudeloop.cli.output import print_json
@@ -65,6 +66,8 @@ def show_status(data: dict[str, Any], driver: str) -> None:
             f"paid overage: {data['overage_turns']} turns answered on it (extra usage "
             f"billed to the account); {now}"
         )
+    if data.get("lost_sessions"):
+        lines.append(lost_sessions_line(data["lost_sessions"]))
     if data["next_probe_in_seconds"] is not None:
         seconds = int(data["next_probe_in_seconds"])
         at = local_instant(datetime.fromisoformat(data["next_probe_at"]), now=datetime.now(UTC))

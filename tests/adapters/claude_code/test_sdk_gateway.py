@@ -94,6 +94,8 @@ class FakeCli:
         self.connect_error: Exception | None = None
         self.refusal: tuple[str, str] | None = None
         self.query_errors: list[Exception] = []
+        # What each process ended says as it exits (a message, or a text: a stderr line).
+        self.exits: list[list[Step | str]] = []
 
     def client(self, options: ClaudeAgentOptions, transport: object = None) -> FakeClient:
         # The transport the gateway watches for a refusal to start (startup_watch.py);
@@ -130,6 +132,17 @@ class FakeClient:
                 await anyio.sleep(0.2)  # a CLI at work, long enough for a stop to be seen
                 continue
             yield step
+
+    async def receive_messages(self) -> AsyncIterator[Message]:
+        """What the process says as it exits, once its input is closed."""
+        for step in self.cli.exits.pop(0) if self.cli.exits else []:
+            if isinstance(step, str):
+                assert self.options.stderr is not None
+                self.options.stderr(step)
+            elif isinstance(step, BaseException):
+                raise step
+            else:
+                yield step
 
     async def disconnect(self) -> None:
         self.cli.disconnects += 1
@@ -677,3 +690,84 @@ def test_a_request_in_flight_at_the_crash_is_billed_at_an_estimate(
     assert outcome.cost_usd == pytest.approx(0.0032)
     assert outcome.estimated_cost_usd == pytest.approx(0.0008)
     assert "billed at an estimate" in debug_log.read_text()
+
+
+def writes_lost(*sessions: str, lost: tuple[str, ...] = ("transcript",)) -> SystemMessage:
+    """`session_writes_lost` as CLI 2.1.332 sends it when it exits 0 (measured)."""
+    data: dict[str, object] = {
+        "type": "system",
+        "subtype": "session_writes_lost",
+        "error_code": "ENOSPC",
+        "lost": list(lost),
+        "uuid": "505b443e-eb72-45e3-adf9-e7cd0cc58c8e",
+        "session_id": SESSION,
+    }
+    if sessions:
+        data["transcript_session_ids"] = list(sessions)
+    return SystemMessage(subtype="session_writes_lost", data=data)
+
+
+# The stderr line of a CLI that exits 1 after an error result (measured, 2.1.332).
+LOST_LINE = (
+    "Error: Claude Code could not save all of this session's transcript under "
+    "/home/u/.claude because the disk is full (ENOSPC). If you resume this session, part "
+    "of the conversation may be missing. Free up space on that disk before the next run."
+)
+
+
+def test_a_kept_process_that_lost_its_transcript_says_so_as_the_gateway_closes_it(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer()], [answer(cost=0.002)])
+    cli.exits = [[writes_lost(SESSION)]]
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+
+    async def go() -> tuple[list[TurnOutcome], tuple[str, ...], tuple[str, ...]]:
+        outcomes = [await gateway.run_turn("go", session_id=sid) for sid in (None, SESSION)]
+        return outcomes, await gateway.close(), await gateway.close()
+
+    outcomes, heard, again = anyio.run(go)
+    # Its turns went on the one process, whole in its memory: nothing to say of them.
+    assert [outcome.writes_lost for outcome in outcomes] == [(), ()]
+    assert cli.resumes == [None]
+    assert (heard, again) == ((SESSION,), ())
+    assert f"could not save the transcript of {SESSION}" in debug_log.read_text()
+
+
+def test_a_failed_turn_whose_process_says_it_on_stderr_tells_it_with_the_turn(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    refused: list[Step] = [
+        AssistantMessage(content=[], model="<synthetic>", error="rate_limit"),
+        answer(is_error=True, status=429, cost=0.0),
+    ]
+    cli = FakeCli([answer()], refused)
+    # Exit 1 after an error result: only the stderr line, then the SDK's error.
+    cli.exits = [[LOST_LINE, ResultError("Claude Code returned an error result")]]
+    first, failed = turns(gateway_on(cli, monkeypatch, debug_log), None, SESSION)
+    assert first.writes_lost == ()
+    assert failed.writes_lost == (SESSION,)
+
+
+def test_the_sessions_a_process_names_are_the_ones_told(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer()], [answer(session_id=OTHER)])
+    cli.exits = [[writes_lost(SESSION, OTHER)]]
+    # The second turn asks for another session: the first process ends as it starts.
+    _, other = turns(gateway_on(cli, monkeypatch, debug_log), None, OTHER)
+    assert other.writes_lost == (SESSION, OTHER)
+
+
+def test_a_process_that_lost_only_its_global_config_loses_no_conversation(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli([answer()])
+    cli.exits = [[writes_lost(lost=("global_config",))]]
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+
+    async def go() -> tuple[str, ...]:
+        await gateway.run_turn("go", session_id=None)
+        return await gateway.close()
+
+    assert anyio.run(go) == ()

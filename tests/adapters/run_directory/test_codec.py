@@ -80,6 +80,7 @@ def full_record(capacity: CapacityState) -> RunRecord:
         last_turn_started_at=NOW,
         turn_in_flight=3,
         interrupted_at=NOW - timedelta(minutes=2),
+        lost_sessions=("session-0",),
     )
 
 
@@ -114,6 +115,22 @@ def test_an_authentication_failure_of_before_kinds_reads_as_refused() -> None:
     assert capacity_from_json({"kind": "auth", "detail": "401"}) == AuthenticationFailed("401")
     with pytest.raises(ValueError, match="unknown authentication failure"):
         capacity_from_json({"kind": "auth", "detail": "", "auth": "banned"})
+
+
+def test_a_record_written_before_lost_sessions_were_kept_has_none() -> None:
+    data = record_to_json(full_record(Available()))
+    assert data["lost_sessions"] == ["session-0"]
+    del data["lost_sessions"]
+    read = record_from_json(data)
+    assert (read.lost_sessions, read.session_id) == ((), "session-1")
+
+
+@pytest.mark.parametrize("value", ["session-0", [1], {"a": 1}])
+def test_lost_sessions_that_are_no_list_of_ids_are_corrupt(value: object) -> None:
+    data = record_to_json(full_record(Available()))
+    data["lost_sessions"] = value
+    with pytest.raises(CorruptRecordError, match="lost_sessions"):
+        record_from_json(data)
 
 
 def test_a_finished_record_keeps_its_outcome() -> None:

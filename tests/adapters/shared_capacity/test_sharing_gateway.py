@@ -109,8 +109,9 @@ class FakeInner:
             await self.hold.wait()
         return ProbeOutcome(signals=self.probe_signals, cost_usd=0.001)
 
-    async def close(self) -> None:
+    async def close(self) -> tuple[str, ...]:
         self.closed = True
+        return ()
 
 
 def loop(tmp_path: Path, inner: FakeInner, clock: Clock, **options: Any) -> SharedCapacityGateway:

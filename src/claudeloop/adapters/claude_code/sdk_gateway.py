@@ -6,6 +6,10 @@ afresh, resuming the session by id, for the first turn, after a crash, when the 
 asks for another session, and after a turn that failed (what follows a failure is
 usually a long wait, and a fresh process re-reads credentials the user may have fixed).
 
+A process that could not save its session's transcript (a full disk or quota) says so
+only as it exits (writes_lost.py): every process the gateway ends is heard out first,
+and the sessions it names are told with the turn, or by `close`.
+
 While the CLI retries a failed request on its own (`api_retry` messages, minutes with
 its default ten retries), each retry is an event, and a `stop` asked for meanwhile ends
 the turn at once: nothing is being done that waiting would keep.
@@ -53,6 +57,7 @@ from claudeloop.adapters.claude_code.transcript import (
     served_since,
     session_written,
 )
+from claudeloop.adapters.claude_code.writes_lost import writes_lost_in_stderr, writes_lost_of
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.events import TurnRetrying
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
@@ -66,6 +71,9 @@ from claudeloop.domain.text import first_line
 STOP_POLL_SECONDS = 0.5
 # A turn no crash cut off.
 _NOTHING_LOST = CutOff()
+# How long an ended process is heard out for its last words (a lost transcript's): the
+# CLI exits within a second of its input closing.
+LAST_WORDS_SECONDS = 15.0
 
 
 @dataclass
@@ -110,6 +118,19 @@ class ClaudeCodeGateway:
         self._owed: tuple[CutOff, datetime | None] | None = None
         # The transport of the last process started, which notes a refusal to start.
         self._starting: StartupWatch | None = None
+        # The session the live process is on, as its messages named it; what its stderr
+        # said of lost transcript lines (() its own session); and the sessions heard lost
+        # and not yet told (writes_lost.py).
+        self._live_session: str | None = None
+        self._stderr_lost: tuple[str, ...] | None = None
+        self._heard: list[str] = []
+
+    def _stderr_line(self, line: str) -> None:
+        """The SDK's stderr callback: into the debug log, and heard for lost writes."""
+        lost = writes_lost_in_stderr(line)
+        if lost is not None:
+            self._stderr_lost = (*(self._stderr_lost or ()), *lost)
+        self._stderr(line)
 
     async def run_turn(
         self,
@@ -118,6 +139,24 @@ class ClaudeCodeGateway:
         session_id: str | None,
         interrupted_at: datetime | None = None,
         on_session: Callable[[str], None] | None = None,
+    ) -> TurnOutcome:
+        outcome = await self._turn(
+            prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
+        )
+        return replace(outcome, writes_lost=self._told())
+
+    def _told(self) -> tuple[str, ...]:
+        """The sessions heard lost since last told, once each."""
+        heard, self._heard = self._heard, []
+        return tuple(dict.fromkeys(heard))
+
+    async def _turn(
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None,
+        on_session: Callable[[str], None] | None,
     ) -> TurnOutcome:
         messages: list[Message] = []
         lost: CutOff = _NOTHING_LOST
@@ -161,12 +200,14 @@ class ClaudeCodeGateway:
         except BaseException:
             # Cancelled or interrupted mid-turn: the process is in an unknown state.
             with anyio.CancelScope(shield=True):
-                await self._drop()
+                await self._drop(listen=False)
             raise
         if retrying.stopped is not None:
-            await self._drop()
+            # Mid-turn, in the CLI's retries: ended at once, not heard out.
+            await self._drop(listen=False)
             return self._unanswered(f"stopped while {retrying.stopped}")
         reading = read_turn(messages, local_backend=self._settings.local_backend)
+        self._live_session = reading.session_id or session_id
         return await self._judge(reading, requested=session_id, error=error, lost=lost, since=since)
 
     def _config_directory(self) -> Path:
@@ -298,8 +339,9 @@ class ClaudeCodeGateway:
             guessed_models=price.guessed_models,
         )
 
-    async def close(self) -> None:
+    async def close(self) -> tuple[str, ...]:
         await self._drop()
+        return self._told()
 
     async def _send(self, prompt: str, session_id: str | None) -> ClaudeSDKClient:
         kept = self._client is not None and session_id is not None and session_id == self._session
@@ -327,12 +369,14 @@ class ClaudeCodeGateway:
             # sent to this backend): with no model of its own configured, this backend
             # asks for the one that answered its own turns.
             settings = replace(settings, model=self._answered_by)
-        options = turn_options(settings, resume=session_id, stderr=self._stderr)
+        options = turn_options(settings, resume=session_id, stderr=self._stderr_line)
         self._starting = StartupWatch(options)
         client = ClaudeSDKClient(options, transport=self._starting)
         await client.connect()
         self._client = client
         self._session = session_id
+        self._live_session = session_id
+        self._stderr_lost = None
 
     async def _judge(
         self,
@@ -402,17 +446,46 @@ class ClaudeCodeGateway:
         reason, said = refusal
         return self._stderr.redact(startup_refusal(reason, said))
 
-    async def _drop(self) -> None:
+    async def _drop(self, *, listen: bool = True) -> None:
+        """Ends the live process; `listen`: heard out first, for what it says of a
+        transcript it could not save (not when cancelled: it is in an unknown state)."""
         client, self._client = self._client, None
         self._session = None
         self._previous, self._previous_total = None, 0.0
         if client is None:
             return
+        said: list[str] = []
+        if listen and self._starting is not None:
+            said = await self._last_words(client, self._starting)
         try:
             await client.disconnect()
         except Exception as error:
             # A process that already died has nothing left to close.
             self._stderr.note(f"closing Claude Code: {self._say(error)}")
+        if self._stderr_lost is not None:
+            said += self._stderr_lost or ([self._live_session] if self._live_session else [])
+        self._stderr_lost = None
+        if said:
+            self._stderr.note(
+                f"Claude Code could not save the transcript of {', '.join(dict.fromkeys(said))} "
+                "(a full disk or quota); claudeloop does not resume it"
+            )
+        self._heard += said
+
+    async def _last_words(self, client: ClaudeSDKClient, transport: StartupWatch) -> list[str]:
+        """Closes the process's input and reads what it says as it exits: the sessions a
+        `session_writes_lost` names (its own when it names none)."""
+        said: list[str] = []
+        with anyio.move_on_after(LAST_WORDS_SECONDS):
+            try:
+                await transport.end_input()
+                async for message in client.receive_messages():
+                    lost = writes_lost_of(message)
+                    if lost is not None:
+                        said += lost or ([self._live_session] if self._live_session else [])
+            except Exception as error:  # exit 1 after an error result, a process gone
+                self._stderr.note(f"Claude Code exited: {self._say(error)}")
+        return said
 
     def _unanswered(self, reason: str, signals: TurnSignals | None = None) -> TurnOutcome:
         return TurnOutcome(

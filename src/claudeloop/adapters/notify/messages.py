@@ -33,6 +33,7 @@ from claudeloop.application.events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    SessionWritesLost,
     ToolsDenied,
     TurnFailed,
     TurnFinished,
@@ -112,6 +113,7 @@ def notification_for(
             | TurnRetrying()
             | TurnFailed()
             | TurnInterrupted()
+            | SessionWritesLost()
             | ToolsDenied()
             | CostGuessed()
             | PauseIgnored()

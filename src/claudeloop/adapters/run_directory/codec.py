@@ -65,6 +65,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
         "last_turn_started_at": _instant_out(record.last_turn_started_at),
         "turn_in_flight": record.turn_in_flight,
         "interrupted_at": _instant_out(record.interrupted_at),
+        "lost_sessions": list(record.lost_sessions),
         "plan_text": record.plan.render() if record.plan is not None else None,
         "spec": {
             "cwd": str(spec.cwd),
@@ -194,6 +195,8 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             earlier_waits_seconds=_earlier_waits(data, state),
             # Written since 2026-12-02: a record from before owes nothing it knows of.
             interrupted_at=_instant_in(data.get("interrupted_at")),
+            # Written since 2026-12-02: a record from before knows of no lost transcript.
+            lost_sessions=_sessions_in(data.get("lost_sessions")),
         )
         return _well_typed(record)
     # A value of the wrong type (a list where a table belongs, text for a number) fails
@@ -209,6 +212,15 @@ def _earlier_waits(data: dict[str, Any], state: RunState) -> float:
     if "earlier_waits_seconds" in data:
         return cast(float, data["earlier_waits_seconds"])  # its type checked with the rest
     return 0.0 if state.phase in (Phase.WAITING, Phase.PROBING) else data["waited_seconds"]
+
+
+def _sessions_in(value: Any) -> tuple[str, ...]:
+    """`lost_sessions`: a list of session ids (absent or null: none)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise TypeError(f"lost_sessions is {value!r}")
+    return tuple(value)  # each item's type checked with the rest
 
 
 def _task_in(task: Any, plan_path: Path | None) -> Any:
@@ -255,6 +267,7 @@ def _well_typed(record: RunRecord) -> RunRecord:
         ("state.blocked_on", state.blocked_on, _TEXT_OR_NONE),
     ]
     expected += [("state.remaining_work[]", item, str) for item in state.remaining_work]
+    expected += [("lost_sessions[]", session, str) for session in record.lost_sessions]
     for name, value, kinds in expected:
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise TypeError(f"{name} is {value!r}")

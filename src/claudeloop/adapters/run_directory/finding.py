@@ -49,7 +49,8 @@ def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirect
     if session_id is not None:
         for directory in runs:
             try:
-                if directory.load().session_id == session_id:
+                record = directory.load()
+                if session_id in (record.session_id, *record.lost_sessions):
                     return directory
             except (OSError, CorruptRecordError):
                 continue

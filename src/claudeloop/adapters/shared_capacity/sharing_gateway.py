@@ -200,8 +200,8 @@ class SharedCapacityGateway:
                 self._note(f"probe: took the result of process {latest.pid}'s probe")
                 return ProbeOutcome(signals=latest.signals)
 
-    async def close(self) -> None:
-        await self._inner.close()
+    async def close(self) -> tuple[str, ...]:
+        return await self._inner.close()
 
     def waking(self, sleeper: Sleeper, *, watch: float = WATCH_SECONDS) -> Sleeper:
         """`sleeper`, woken early when another loop of the account finds capacity open."""
