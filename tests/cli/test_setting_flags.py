@@ -8,7 +8,7 @@ import click
 import pytest
 
 from claudeloop.application.settings import SETTINGS
-from claudeloop.cli.main import resume, run
+from claudeloop.cli.main import cli, resume, run
 
 
 def test_run_and_resume_take_every_settings_flag_with_its_help() -> None:
@@ -43,7 +43,10 @@ def test_every_flag_reaches_its_setting_as_a_value_of_the_settings_type(
     from claudeloop.cli.configuration import configuration
 
     monkeypatch.setenv("CLAUDELOOP_CONFIG_DIR", str(tmp_path / "user"))
-    parsed = run.make_context("run", ["--prompt", "x", *EVERY_FLAG]).params
+    # Under the group, as the real command line parses it (click keeps the first help
+    # option it makes for a command: one made without the group's `-h` would stay).
+    group = cli.make_context("claudeloop", ["run"], resilient_parsing=True)
+    parsed = run.make_context("run", ["--prompt", "x", *EVERY_FLAG], parent=group).params
     config = configuration(tmp_path, parsed)
     for setting in SETTINGS:
         sourced = config.of(setting)
