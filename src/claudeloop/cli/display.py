@@ -47,6 +47,7 @@ from claudeloop.application.events import (
 )
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
+from claudeloop.domain.capacity import AVAILABLE
 from claudeloop.domain.verification import how_it_ended
 
 
@@ -211,7 +212,9 @@ def event_line(event: Event) -> str | None:
         case PauseIgnored(windows=windows, reason=reason):
             return f"pause thresholds ignored for {', '.join(windows)}: {reason}"
         case ProbeFinished(capacity=capacity):
-            return f"probe: {capacity}"
+            return (
+                "probe: capacity is back" if capacity == AVAILABLE else f"probe: still {capacity}"
+            )
         case VerifyStarted(turn=turn, command=command):
             return f"turn {turn}: verifying: {command}"
         case VerifyFinished():
@@ -269,9 +272,25 @@ def _finished_line(event: TurnFinished) -> str:
     # What the capacity already quotes is not said twice (a missing model's message).
     said = summary[0] if summary and summary[0] not in event.capacity else ""
     first = f" — {_shortened(said, 100)}" if said else ""
-    line = f"{turn}: {event.verdict}, capacity {event.capacity}, {cost}{first}"
+    if event.verdict == "refused":
+        # A refusal costs nothing as a rule: a price is said only when there is one.
+        spent = f" ({cost})" if event.cost_usd else ""
+        line = f"{turn} refused: {event.capacity}{spent}{first}"
+    else:
+        answered = _ANSWERED.get(event.verdict, f"answered: {event.verdict}")
+        # An open window is the usual case: only something else is worth a word.
+        capacity = "" if event.capacity == AVAILABLE else f"; capacity: {event.capacity}"
+        line = f"{turn} {answered} ({cost}{capacity}){first}"
     # The service's own warning is said on a line of its own: a window nearly used up.
     return f"{line}\n{turn}: warning: {event.usage_warning}" if event.usage_warning else line
+
+
+# How a person reads the verdict of an answered turn.
+_ANSWERED = {
+    "continue": "answered, not done yet",
+    "done": "answered: done",
+    "blocked": "answered: blocked",
+}
 
 
 def _shortened(text: str, longest: int) -> str:

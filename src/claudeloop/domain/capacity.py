@@ -167,11 +167,15 @@ def usage_warning(
     return f"{name} {used}{reset}"
 
 
+# What `describe` says of open capacity: renderers leave the usual case unsaid.
+AVAILABLE = "available"
+
+
 def describe(state: CapacityState) -> str:
     """One line a person reads: what the capacity is."""
     match state:
         case Available():
-            return "available"
+            return AVAILABLE
         case WindowExhausted(rate_limit_type="overage_in_use", resets_at=reset):
             # domain.overage.PAID_OVERAGE: answers that spend the account's extra usage.
             until = (
