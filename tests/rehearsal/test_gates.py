@@ -302,6 +302,23 @@ def read_until_cut(http: httpx.Client, server: RehearsalServer, payload: object)
     return b"".join(chunks)
 
 
+def test_a_model_refusal_is_a_200_that_stops_with_refusal_and_its_details(
+    http: httpx.Client,
+) -> None:
+    plan = scenario(gated('kind = "model_refusal"\nat_turn = 1\nfor_requests = 2\n'))
+    with RehearsalServer(plan) as server:
+        streamed = post(http, server, first_turn())
+        whole = post(http, server, body([prompt("go")], stream=False))
+    assert streamed.status_code == 200
+    played = events(streamed.text)
+    (delta,) = [data["delta"] for name, data in played if name == "message_delta"]
+    assert delta["stop_reason"] == "refusal"
+    assert delta["stop_details"]["category"] == "cyber"
+    assert assembled(streamed.text) == []  # no text, no tool call
+    assert whole.json()["stop_reason"] == "refusal"
+    assert whole.json()["stop_details"] == delta["stop_details"]
+
+
 def test_a_drop_cuts_the_stream_after_it_started(http: httpx.Client) -> None:
     plan = scenario(gated('kind = "drop"\nat_turn = 1\nfor_requests = 1\n'))
     with RehearsalServer(plan) as server:

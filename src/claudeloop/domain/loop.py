@@ -287,8 +287,10 @@ def decide_after_turn(
 
     `error` is the text of an error the turn ended in; when capacity explains nothing, the
     verdict is not trusted either (an error can quote a marker), and the turn is retried
-    until MAX_ERRORED_TURNS in a row have failed. A turn not `sent` (held back because
-    another loop found the capacity closed) spends nothing. `estimated_usd` is the part of
+    until MAX_ERRORED_TURNS in a row have failed, unless Claude Code itself said why it
+    ended (`Blocked.by_claude_code`: a hook, a refusal of the model's): then it stands.
+    A turn not `sent` (held back because another loop found the capacity closed) spends
+    nothing. `estimated_usd` is the part of
     `cost_usd` that is an estimate (see `in_flight_estimate`).
 
     A Done is verified under `rules` before it ends the run. `seen` is what the answered
@@ -314,7 +316,7 @@ def decide_after_turn(
             awaiting = state.detour.awaiting
             return _wait(replace(state, detour=None), awaiting, now=now, config=config)
         return _by_capacity(state, capacity, now=now, config=config, policies=policies)
-    if error is not None:
+    if error is not None and not (isinstance(verdict, Blocked) and verdict.by_claude_code):
         state = replace(state, capacity=capacity, errored_turns=state.errored_turns + 1)
         if state.errored_turns >= MAX_ERRORED_TURNS:
             return _finish(

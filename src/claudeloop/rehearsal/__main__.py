@@ -69,6 +69,7 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
       verification_required  403 permission_error, details verification_required
       rate_limit_transient   429 rate_limit_error without the unified headers
       max_tokens         a 200 whose answer stops at the output-token cap
+      model_refusal      a 200 whose answer the model refuses (stop_reason refusal)
       drop               a 200 whose answer starts, then the connection closes
       stall              the same, after stall_seconds of silence
       malformed          a 200 stream with a data line that is not JSON

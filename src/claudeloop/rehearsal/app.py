@@ -27,6 +27,7 @@ from claudeloop.rehearsal.failures import (
     CutAtMaxTokens,
     GateAnswer,
     HttpFailure,
+    RefusedByModel,
     Warned,
     Windows,
     gate_answer,
@@ -162,6 +163,13 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
     if isinstance(answer, CutAtMaxTokens):
         # Text cut off mid-sentence at the cap, no tool call, no verdict.
         reply = Reply(blocks=(PlayedText("I am writing the file and"),), stop_reason="max_tokens")
+    if isinstance(answer, RefusedByModel):
+        # The model declines: no text, no tool call, the category and why in stop_details.
+        reply = Reply(
+            blocks=(),
+            stop_reason="refusal",
+            stop_details={"category": answer.category, "explanation": answer.explanation},
+        )
     delivered = answer is None or isinstance(answer, Warned | CutAtMaxTokens)
     if conversation.review and delivered and reply.verdict:
         rehearsal.reviews_done += 1

@@ -58,7 +58,16 @@ class CutAtMaxTokens:
     """A 200 whose answer stops at the output-token cap (`stop_reason: max_tokens`)."""
 
 
-GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens
+@dataclass(frozen=True, slots=True)
+class RefusedByModel:
+    """A 200 whose answer the model refuses (`stop_reason: refusal`, with the category and
+    explanation the API puts in `stop_details`)."""
+
+    category: str = "cyber"
+    explanation: str = "This request was declined by the rehearsal's safety classifier."
+
+
+GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens | RefusedByModel
 
 
 class Windows:
@@ -190,6 +199,8 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
             return HttpFailure(429, "rate_limit_error", message or RATE_LIMIT_MESSAGE)
         case "max_tokens":
             return CutAtMaxTokens()
+        case "model_refusal":
+            return RefusedByModel()
         case "drop" | "malformed" as how:
             return BrokenStream(how)
     raise AssertionError(f"unhandled gate kind {gate.kind}")

@@ -181,6 +181,7 @@ class ErrorGate(_GateBase):
         "verification_required",
         "rate_limit_transient",
         "max_tokens",
+        "model_refusal",
         "drop",
         "malformed",
     ]
@@ -214,6 +215,7 @@ GATE_KINDS: tuple[str, ...] = (
     "verification_required",
     "rate_limit_transient",
     "max_tokens",
+    "model_refusal",
     "drop",
     "stall",
     "malformed",
