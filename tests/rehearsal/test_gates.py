@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import httpx
@@ -338,6 +339,27 @@ def test_a_drop_cuts_a_non_streaming_answer_too(http: httpx.Client) -> None:
     with RehearsalServer(plan) as server:
         received = read_until_cut(http, server, body([prompt("go")], stream=False))
     assert received.startswith(b'{"id"')
+
+
+def test_a_lift_ends_a_stall_in_flight(http: httpx.Client) -> None:
+    # A ten-minute stall: without the lift the read would outlast the client's 5 s
+    # timeout and fail with a ReadTimeout, not the cut connection asserted here.
+    plan = scenario(gated('kind = "stall"\nat_turn = 1\nfor_requests = 1\nstall_seconds = 600\n'))
+    with RehearsalServer(plan) as server:
+        done = threading.Event()
+
+        def lift_until_done() -> None:  # lifts until the read ends: one after the stall began
+            while not done.wait(0.3):
+                server.lift()
+
+        lifter = threading.Thread(target=lift_until_done)
+        lifter.start()
+        try:
+            received = read_until_cut(http, server, first_turn())
+        finally:
+            done.set()
+            lifter.join()
+    assert events(received.decode())[0][0] == "message_start"
 
 
 def test_a_stall_goes_silent_for_its_scaled_time_then_cuts(http: httpx.Client) -> None:
