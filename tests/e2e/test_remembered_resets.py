@@ -37,7 +37,7 @@ def state_of(project: Path) -> dict[str, Any]:
 
 
 def waiting(project: Path) -> bool:
-    return state_of(project).get("state", {}).get("phase") == "waiting"
+    return bool(state_of(project).get("state", {}).get("phase") == "waiting")
 
 
 def assert_waited_for_the_announced_reset(rehearsal: Rehearsal, finished: Finished) -> None:
