@@ -138,8 +138,8 @@ def _capacity(episode: Episode) -> CapacityState:
 def replay_claudeloop(episode: Episode, policy: WaitPolicyConfig) -> Replay:
     state = RunState()
     if episode.seen_reset is not None:  # what the answers before the refusal said
-        seen = EPOCH + timedelta(seconds=episode.seen_reset)
-        state = RunState(announced_resets=(AnnouncedReset("five_hour", seen),))
+        heard = EPOCH + timedelta(seconds=episode.seen_reset)
+        state = RunState(announced_resets=(AnnouncedReset("five_hour", heard),))
     transition = decide_after_turn(
         state,
         capacity=_capacity(episode),

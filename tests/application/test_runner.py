@@ -189,6 +189,20 @@ def test_a_silent_refusal_waits_for_the_reset_the_answers_before_it_announced() 
     assert final.state.announced_resets == (AnnouncedReset("five_hour", reset),)
 
 
+def test_a_first_turn_refused_silently_waits_for_the_reset_another_run_heard() -> None:
+    # No answer of this run's own yet: the capacity board's sightings announced it.
+    reset = START + timedelta(seconds=40)
+    silent = replace(WINDOW_REJECTED, resets_at=None)
+    heard = (AnnouncedReset("five_hour", reset),)
+    h = harness(
+        [replace(rejected_turn(silent), announced=heard), verdict_turn(complete=True)],
+        probes=[OK],
+    )
+    final = drive(h, record())
+    assert h.sleeper.slept_until == [reset + WaitPolicyConfig().reset_grace]
+    assert final.state.outcome is Outcome.DONE
+
+
 def test_a_resumed_wait_for_a_remembered_reset_keeps_its_instant() -> None:
     reset = START + timedelta(seconds=40)
     due = reset + WaitPolicyConfig().reset_grace

@@ -104,6 +104,18 @@ def test_hearing_an_answer_keeps_what_it_announced() -> None:
     assert heard.announced_resets == (AnnouncedReset("five_hour", reset),)
 
 
+def test_what_other_runs_heard_comes_first_and_the_turns_own_word_last() -> None:
+    theirs, ours = NOW + timedelta(minutes=20), NOW + timedelta(minutes=25)
+    week = NOW + timedelta(days=2)
+    others = (AnnouncedReset("five_hour", theirs), AnnouncedReset("seven_day", week))
+    signals = TurnSignals(windows=(WindowUsage("five_hour", 0.9, ours),))
+    heard = hear_resets(RunState(), signals, others)
+    assert heard.announced_resets == (
+        AnnouncedReset("five_hour", ours),
+        AnnouncedReset("seven_day", week),
+    )
+
+
 # The rule -----------------------------------------------------------------------------
 
 

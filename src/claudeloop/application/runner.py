@@ -292,7 +292,7 @@ class Runner:
                 return self._apply(
                     record,
                     decide_after_probe(
-                        hear_resets(record.state, probe.signals),
+                        hear_resets(record.state, probe.signals, probe.announced),
                         capacity,
                         now=self.clock.now(),
                         config=record.spec.wait_policy,
@@ -414,7 +414,7 @@ class Runner:
             record = self._reconcile_plan(record, verdict, plan_said, accepted=accepted)
             seen = Answered(checked_items=_checked(record.plan), tree=self._fingerprint())
         transition = decide_after_turn(
-            hear_resets(record.state, outcome.signals),
+            hear_resets(record.state, outcome.signals, outcome.announced),
             capacity=capacity,
             verdict=verdict,
             now=self.clock.now(),
@@ -581,7 +581,7 @@ class Runner:
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
         cost = outcome.cost_usd if outcome.billed else 0.0
         transition = decide_after_review(
-            hear_resets(record.state, outcome.signals),
+            hear_resets(record.state, outcome.signals, outcome.announced),
             capacity=capacity,
             verdict=verdict,
             now=self.clock.now(),

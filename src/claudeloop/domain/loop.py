@@ -7,6 +7,7 @@ what comes next lives here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import assert_never
@@ -438,10 +439,14 @@ def decide_after_review(
     return _judged(state, verifying, judgement)
 
 
-def hear_resets(state: RunState, signals: TurnSignals) -> RunState:
+def hear_resets(
+    state: RunState, signals: TurnSignals, others: Sequence[AnnouncedReset] = ()
+) -> RunState:
     """The state once a turn's or a probe's signals are heard: the resets they announce
-    are remembered (the runner hears them before it asks what comes next)."""
-    announced = remember_resets(state.announced_resets, announced_in(signals))
+    are remembered (the runner hears them before it asks what comes next). `others`:
+    what other runs of the account heard announced before, heard first, so that the
+    turn's own word is the last."""
+    announced = remember_resets(state.announced_resets, (*others, *announced_in(signals)))
     if announced == state.announced_resets:
         return state
     return replace(state, announced_resets=announced)
