@@ -34,12 +34,18 @@ from claudeloop.domain.loop import (
     decide_after_probe,
     decide_after_turn,
 )
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
 
 EPOCH = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 HOUR = 3600.0
-KINDS = ("five_hour", "late_lift", "early_lift", "silent", "weekly", "credits", "asleep")
+# The kinds drawn by weight, and after them those drawn apart (so that adding one leaves
+# every other kind's episodes as they were).
+DRAWN = ("five_hour", "late_lift", "early_lift", "silent", "weekly", "credits", "asleep")
 WEIGHTS = (25, 5, 10, 15, 10, 25, 10)
+# A refusal without a reset (a thin 429) of a window whose reset the answers before it
+# announced: one episode of these for every eight of the others.
+SILENT_AFTER_RESET = "silent_after_reset"
+KINDS = (*DRAWN, SILENT_AFTER_RESET)
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,9 @@ class Episode:
     announced_reset: float | None  # what the service said, when it said anything
     credits: bool = False
     asleep: tuple[float, float] | None = None  # the machine sleeps over [start, end)
+    # The reset the answers before the refusal announced for its window, when the
+    # refusal itself says none.
+    seen_reset: float | None = None
 
     def open_at(self, t: float) -> bool:
         return t >= self.lift
@@ -65,7 +74,7 @@ def corpus(size: int = 1200, seed: int = 20261130) -> list[Episode]:
     rng = random.Random(seed)
     episodes = []
     for _ in range(size):
-        kind = rng.choices(KINDS, WEIGHTS)[0]
+        kind = rng.choices(DRAWN, WEIGHTS)[0]
         if kind == "five_hour":
             reset = rng.uniform(60, 5 * HOUR)
             episodes.append(Episode(kind, reset, reset))
@@ -89,6 +98,11 @@ def corpus(size: int = 1200, seed: int = 20261130) -> list[Episode]:
             episodes.append(
                 Episode(kind, reset, reset, asleep=(start, reset + rng.uniform(60, 4 * HOUR)))
             )
+    apart = random.Random(seed + 1)
+    for _ in range(size // 8):
+        # The window opens at the reset the answers announced; the refusal said nothing.
+        reset = apart.uniform(60, 5 * HOUR)
+        episodes.append(Episode(SILENT_AFTER_RESET, reset, None, seen_reset=reset))
     return episodes
 
 
@@ -123,6 +137,9 @@ def _capacity(episode: Episode) -> CapacityState:
 
 def replay_claudeloop(episode: Episode, policy: WaitPolicyConfig) -> Replay:
     state = RunState()
+    if episode.seen_reset is not None:  # what the answers before the refusal said
+        heard = EPOCH + timedelta(seconds=episode.seen_reset)
+        state = RunState(announced_resets=(AnnouncedReset("five_hour", heard),))
     transition = decide_after_turn(
         state,
         capacity=_capacity(episode),

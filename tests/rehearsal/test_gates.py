@@ -556,3 +556,47 @@ def test_a_model_weekly_gate_can_reject_every_window_of_one_model_the_domain_kno
 
     played = set(get_args(RateLimitGate.model_fields["window"].annotation))
     assert played == set(WINDOW_KINDS) - {"five_hour", "seven_day"}
+
+
+def test_answers_announce_a_shortened_five_hour_window_and_until_reset_ends_there() -> None:
+    # The server's clock, faked: the window's reset is 30 s after the server started.
+    from claudeloop.rehearsal.failures import Windows
+    from claudeloop.rehearsal.gates import GateSchedule, Timeline
+
+    plan = scenario(
+        "five_hour_window_seconds = 30\n"
+        + gated('kind = "window_silent"\nat_turn = 2\nuntil_reset = true\n')
+    )
+    clock = [1000.0]
+    timeline = Timeline(monotonic=lambda: clock[0], wall=lambda: 1_800_000_000.25)
+    windows = Windows(timeline, five_hour_seconds=plan.five_hour_window_seconds)
+    gates = GateSchedule(list(plan.gates), timeline, window_reset_seconds=30)
+    announced = int(windows.allowed_headers()[UNIFIED + "5h-reset"])
+    assert announced == 1_800_000_031  # 30 s on, rounded up to the second
+    assert gates.answering("turn", 1, now=1005.0) is None
+    refused = gates.answering("turn", 2, now=1010.0)
+    assert refused is not None
+    assert refused.gate.kind == "window_silent"
+    assert gates.answering("probe", None, now=1030.5) is not None  # before the reset
+    assert gates.answering("probe", None, now=1030.75) is None  # the announced reset
+    [gate] = gates.snapshot()
+    assert gate["ended_at"] == timeline.iso(1030.75)
+    assert timeline.epoch(1030.75) == announced
+
+
+def test_an_until_reset_gate_started_after_the_reset_fails_just_its_first_request() -> None:
+    from claudeloop.rehearsal.gates import GateSchedule, Timeline
+
+    plan = scenario(gated('kind = "window"\nat_turn = 1\nuntil_reset = true\n'))
+    timeline = Timeline(monotonic=lambda: 1000.0, wall=lambda: 1_800_000_000.0)
+    gates = GateSchedule(list(plan.gates), timeline, window_reset_seconds=5)
+    refused = gates.answering("turn", 1, now=1010.0)
+    assert refused is not None
+    # A window gate ended by the reset announces that reset.
+    assert refused.reset_epoch == 1_800_000_005
+    assert gates.answering("turn", 1, now=1010.0) is None
+
+
+def test_a_gate_is_given_one_end_of_four() -> None:
+    with pytest.raises(ScenarioError, match="until_reset"):
+        scenario(gated('kind = "window"\nat_turn = 1\nuntil_reset = true\nuntil_lift = true\n'))

@@ -16,6 +16,7 @@ from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.verification import CheckCommand, CheckResult
+from claudeloop.domain.waiting import AnnouncedReset
 
 # What a sighting says of the account's capacity, and what made it.
 Standing = Literal["open", "closed", "other"]
@@ -62,6 +63,9 @@ class TurnOutcome:
     writes_lost: tuple[str, ...] = ()
     # The model refused and no fallback model retried (`model_refusal_no_fallback`).
     refused_by_model: str | None = None
+    # Resets other runs of the account heard announced (the capacity board's sightings),
+    # heard before this turn's own signals (domain.waiting.remember_resets).
+    announced: tuple[AnnouncedReset, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,8 @@ class ProbeOutcome:
     # As on TurnOutcome: a cost at a guessed price, never spend.
     guessed_cost_usd: float = 0.0
     guessed_models: tuple[str, ...] = ()
+    # As on TurnOutcome: resets other runs of the account heard announced.
+    announced: tuple[AnnouncedReset, ...] = ()
 
 
 class Gateway(Protocol):

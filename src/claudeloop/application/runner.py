@@ -94,6 +94,7 @@ from claudeloop.domain.loop import (
     decide_on_control,
     decide_on_failure,
     decide_preflight,
+    hear_resets,
     resume_decision,
     time_waited,
     wait_began,
@@ -291,7 +292,7 @@ class Runner:
                 return self._apply(
                     record,
                     decide_after_probe(
-                        record.state,
+                        hear_resets(record.state, probe.signals, probe.announced),
                         capacity,
                         now=self.clock.now(),
                         config=record.spec.wait_policy,
@@ -413,7 +414,7 @@ class Runner:
             record = self._reconcile_plan(record, verdict, plan_said, accepted=accepted)
             seen = Answered(checked_items=_checked(record.plan), tree=self._fingerprint())
         transition = decide_after_turn(
-            record.state,
+            hear_resets(record.state, outcome.signals, outcome.announced),
             capacity=capacity,
             verdict=verdict,
             now=self.clock.now(),
@@ -580,7 +581,7 @@ class Runner:
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
         cost = outcome.cost_usd if outcome.billed else 0.0
         transition = decide_after_review(
-            record.state,
+            hear_resets(record.state, outcome.signals, outcome.announced),
             capacity=capacity,
             verdict=verdict,
             now=self.clock.now(),
@@ -689,6 +690,7 @@ class Runner:
             started_waiting_at=state.waiting_since or now,
             probe_count=state.wait_probes,
             config=record.spec.wait_policy,
+            announced=state.announced_resets,
         )
         return replace(decision, at=at)
 

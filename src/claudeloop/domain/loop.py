@@ -7,6 +7,7 @@ what comes next lives here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import assert_never
@@ -36,6 +37,7 @@ from claudeloop.domain.limits import (
 )
 from claudeloop.domain.overage import is_paid_overage
 from claudeloop.domain.pause import is_pause
+from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.stagnation import (
     Answered,
     KeepGoing,
@@ -59,7 +61,14 @@ from claudeloop.domain.verification import (
     judge_done,
     verification_of,
 )
-from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
+from claudeloop.domain.waiting import (
+    AnnouncedReset,
+    WaitPolicyConfig,
+    announced_in,
+    next_probe_instant,
+    remember_resets,
+    wait_exceeded,
+)
 
 # Turns in a row that may end in an error no capacity state explains (a malformed answer,
 # a stream cut off) before the run gives up: a retry fixes a blip,
@@ -203,6 +212,9 @@ class RunState:
     # Turns answered on paid overage (extra usage billed to the account), for status and
     # the summary: a subscriber must never learn of it from the bill.
     overage_turns: int = 0
+    # The reset last announced per window, on any answer or refusal (domain.waiting):
+    # a refusal that names its window but omits the reset waits for this one.
+    announced_resets: tuple[AnnouncedReset, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,6 +441,19 @@ def decide_after_review(
     return _judged(state, verifying, judgement)
 
 
+def hear_resets(
+    state: RunState, signals: TurnSignals, others: Sequence[AnnouncedReset] = ()
+) -> RunState:
+    """The state once a turn's or a probe's signals are heard: the resets they announce
+    are remembered (the runner hears them before it asks what comes next). `others`:
+    what other runs of the account heard announced before, heard first, so that the
+    turn's own word is the last."""
+    announced = remember_resets(state.announced_resets, (*others, *announced_in(signals)))
+    if announced == state.announced_resets:
+        return state
+    return replace(state, announced_resets=announced)
+
+
 def begin_probe(state: RunState) -> Transition:
     """The scheduled probe instant has come."""
     return Transition(replace(state, phase=Phase.PROBING), RunProbe())
@@ -469,7 +494,7 @@ def decide_after_probe(
             checks = detour.checks + 1
             check_at = next_probe_instant(
                 capacity, now=now, started_waiting_at=detour.since, probe_count=checks,
-                config=config,
+                config=config, announced=state.announced_resets,
             )  # fmt: skip
             profile, model = _detour_to(action)
             later = replace(
@@ -597,8 +622,9 @@ def _on_limit(
             )
         case SwitchProfile() | SwitchModel():
             check_at = next_probe_instant(
-                capacity, now=now, started_waiting_at=now, probe_count=0, config=config
-            )
+                capacity, now=now, started_waiting_at=now, probe_count=0, config=config,
+                announced=state.announced_resets,
+            )  # fmt: skip
             profile, model = _detour_to(action)
             detour = Detour(
                 profile=profile, awaiting=capacity, since=now, check_at=check_at, model=model
@@ -640,8 +666,9 @@ def _wait(
             f"waited longer than max-wait for capacity ({describe(capacity)})",
         )
     at = next_probe_instant(
-        capacity, now=now, started_waiting_at=since, probe_count=wait_probes, config=config
-    )
+        capacity, now=now, started_waiting_at=since, probe_count=wait_probes, config=config,
+        announced=state.announced_resets,
+    )  # fmt: skip
     waiting = replace(
         state,
         phase=Phase.WAITING,

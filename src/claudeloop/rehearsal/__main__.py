@@ -28,6 +28,8 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
                          done-marker fallback: every request offering tools is a turn
   done_marker            default "{DEFAULT_DONE_MARKER}"
   [usage]                input_tokens (200), output_tokens (40) reported per answer
+  five_hour_window_seconds  the 5-hour window the answers announce the reset of,
+                         from the server's start (default 18000)
   [[turns]]              turn N of the run (the Nth prompt in the conversation);
                          turns past the last repeat the last turn's verdict
     [[turns.steps]]      one step per kind:
@@ -77,6 +79,8 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
     start (one of)       at_turn = N (>= 1)  |  after_seconds = S (since the server started)
     end (one of)         for_seconds = S (>= 0; 0 fails just the request that started it)
                          | for_requests = N  |  until_lift = true (POST /_rehearsal/lift)
+                         | until_reset = true (the 5-hour window's reset the answers
+                         announced: five_hour_window_seconds)
     message              replaces the error message
     for_model            answers only requests for a model whose name contains it
     announce_reset_seconds  rate limits, warning, overage_in_use: the reset the

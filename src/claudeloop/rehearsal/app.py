@@ -64,9 +64,12 @@ class Rehearsal:
     def __init__(self, scenario: Scenario, *, time_scale: float = 1.0) -> None:
         self.scenario = scenario
         self.timeline = Timeline(time_scale)
-        self.gates = GateSchedule(list(scenario.gates), self.timeline)
+        five_hour = scenario.five_hour_window_seconds
+        self.gates = GateSchedule(
+            list(scenario.gates), self.timeline, window_reset_seconds=five_hour
+        )
         self.ledger = Ledger(self.timeline)
-        self.windows = Windows(self.timeline)
+        self.windows = Windows(self.timeline, five_hour_seconds=five_hour)
         # Reviews answered with their verdict: the next review plays the one after.
         self.reviews_done = 0
         # How many lifts so far: a stall in flight ends at the next one.

@@ -72,13 +72,15 @@ GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens | RefusedByMod
 
 class Windows:
     """The nominal usage windows a healthy account is in, for the `allowed` headers:
-    a 5-hour and a 7-day window opened when the server started (scaled)."""
+    a 5-hour and a 7-day window opened when the server started (scaled). The 5-hour
+    window lasts `five_hour_seconds` (a scenario may shorten it)."""
 
-    def __init__(self, timeline: Timeline) -> None:
+    def __init__(self, timeline: Timeline, *, five_hour_seconds: float = _FIVE_HOURS) -> None:
         self._timeline = timeline
+        self._five_hour_seconds = five_hour_seconds
 
     def five_hour_reset(self) -> int:
-        return self._reset(_FIVE_HOURS)
+        return self._reset(self._five_hour_seconds)
 
     def seven_day_reset(self) -> int:
         return self._reset(_SEVEN_DAYS)
@@ -93,7 +95,7 @@ class Windows:
             seven_day=("allowed", 0.05, self.seven_day_reset()),
         )
 
-    def _reset(self, seconds: int) -> int:
+    def _reset(self, seconds: float) -> int:
         timeline = self._timeline
         return math.ceil(timeline.epoch(timeline.started + timeline.real(seconds)))
 
