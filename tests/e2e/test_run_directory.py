@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_kill_9_during_a_wait_keeps_the_probe_instant_and_status_shows_the_wait(
     assert "window closed" in logs.stdout
 
     kill_hard(process)
-    killed = state_of(rehearsal.project)["state"]  # type: ignore[index]
+    killed = cast("dict[str, object]", state_of(rehearsal.project)["state"])
     persisted = killed["next_probe_at"]
     # On a loaded machine the status and logs above can outlast the probe interval: a
     # probe the kill cut off is billed at an estimate once resumed (and sent again).
