@@ -36,7 +36,7 @@ from claudeloop.domain.limits import (
     limit_kind,
 )
 from claudeloop.domain.overage import is_paid_overage
-from claudeloop.domain.pause import is_pause
+from claudeloop.domain.pause import was_answered
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.stagnation import (
     Answered,
@@ -310,7 +310,7 @@ def decide_after_turn(
     refused turn is no turn for it.
     """
     # A pause before the wall comes after a turn that was answered in full.
-    answered = isinstance(capacity, Available) or is_pause(capacity)
+    answered = was_answered(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
@@ -408,7 +408,7 @@ def decide_after_review(
     verifying = state.verifying
     if verifying is None:
         raise ValueError("a review needs a Done in verification")
-    answered = isinstance(capacity, Available) or is_pause(capacity)
+    answered = was_answered(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     state = replace(state, ledger=spend(cost_usd) if sent else state.ledger)
     if not answered:
