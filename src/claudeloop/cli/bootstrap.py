@@ -29,7 +29,14 @@ from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import UsageError
-from claudeloop.application.ports import ControlInbox, EventSink, Fleet, Gateway, ProjectRuns
+from claudeloop.application.ports import (
+    ControlInbox,
+    DoctorChecks,
+    EventSink,
+    Fleet,
+    Gateway,
+    ProjectRuns,
+)
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.cli.display import ConsoleView, Screen, Tee
@@ -278,7 +285,7 @@ def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -
 
 class ProfileAdvisor:
     """The `Advisor` port: the one-line fix for the profile in use, the run's own or a
-    switch-profile detour's (cli/backend_advice.py words them)."""
+    switch-profile detour's (adapters/backend_advice.py words them)."""
 
     def __init__(self, profile_of: ProfileInUse) -> None:
         self._profile_of = profile_of
@@ -290,7 +297,7 @@ class ProfileAdvisor:
         *,
         detour: str | None,
     ) -> str:
-        from claudeloop.cli.backend_advice import advise, auth_fix
+        from claudeloop.adapters.backend_advice import advise, auth_fix
 
         profile = self._profile_of(detour)
         match capacity:
@@ -490,3 +497,26 @@ def fleet_of(option: str | None) -> Fleet:
 def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
     """What a view of a run shown to the user masks: the secrets of this environment."""
     return Redactor.from_environment().data
+
+
+# doctor -------------------------------------------------------------------------------
+
+
+def doctor_checks(cwd: Path, profile: str | None) -> DoctorChecks:
+    """The checks of `doctor` on this machine; its model probe goes through the gateway
+    a run's turns go through."""
+    from claudeloop.adapters.doctor_checks import MachineChecks, ProbeSetup
+
+    def probe_gateway(setup: ProbeSetup) -> Gateway:
+        # The probe sets the CLI's retries low itself, so a doctor answers in seconds.
+        return claude_code(
+            replace(backend_for(setup.profile), cli_path=setup.cli_path),
+            cwd=setup.cwd,
+            model=setup.model,
+            permission_mode=setup.permission_mode,
+            stderr_log=setup.stderr_log,
+        )
+
+    return MachineChecks(
+        cwd, profile, configured_cli=cli_path_from_environment(), probe_gateway=probe_gateway
+    )
