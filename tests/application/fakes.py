@@ -15,6 +15,7 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import (
     AccountCapacity,
+    ClaudeSession,
     ProbeOutcome,
     QueuedRun,
     RunIdTaken,
@@ -338,6 +339,11 @@ class MemoryRuns:
         self.summaries: list[str] = []
         self.sent: list[tuple[str, ControlCommand]] = []
         self.refuse_writes = False
+        # Each run's events.jsonl, as bytes; `on_read` runs after each read (a run
+        # that goes on writing, or ends, while `logs -f` follows it).
+        self.events: dict[str, bytes] = {}
+        self.on_read: Callable[[MemoryRuns], None] = lambda _runs: None
+        self.sessions: list[ClaudeSession] = []
 
     def run_ids(self) -> list[str]:
         return list(self.records)
@@ -371,3 +377,19 @@ class MemoryRuns:
         if self.refuse_writes:
             raise PermissionError(13, "Permission denied")
         self.sent.append((run_id, command))
+
+    def events_file(self, run_id: str) -> Path:
+        return self.where / ".claudeloop" / "runs" / run_id / "events.jsonl"
+
+    def event_lines(self, run_id: str, offset: int) -> tuple[list[bytes], int]:
+        written = self.events.get(run_id, b"")
+        whole = written[offset : written.rfind(b"\n") + 1] if b"\n" in written else b""
+        lines = whole.splitlines(keepends=True)
+        self.on_read(self)
+        return lines, offset + len(whole)
+
+    def ended(self, run_id: str) -> bool:
+        return run_id not in self.unreadable and self.records[run_id].state.phase.terminal
+
+    def claude_sessions(self, limit: int) -> list[ClaudeSession]:
+        return self.sessions[:limit]

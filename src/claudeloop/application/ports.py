@@ -412,6 +412,40 @@ class ProjectRuns(Protocol):
         """The command into the run's control file; OSError when it cannot be written."""
         ...
 
+    def events_file(self, run_id: str) -> Path:
+        """Where the run's events are (events.jsonl), as a warning names it."""
+        ...
+
+    def event_lines(self, run_id: str, offset: int) -> tuple[list[bytes], int]:
+        """The whole lines of the run's events from byte `offset`, and the offset after
+        the last of them (a line being written is left for later); none before the
+        file exists; UsageError, naming it, when it cannot be read."""
+        ...
+
+    def ended(self, run_id: str) -> bool:
+        """The run's record says it ended (False while it cannot be read)."""
+        ...
+
+    def claude_sessions(self, limit: int) -> list[ClaudeSession]:
+        """Claude Code's own sessions of the working directory, the newest `limit`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSession:
+    """A session of Claude Code's own, as `claudeloop sessions` lists it."""
+
+    session_id: str
+    summary: str
+    last_modified: datetime
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "session_id": self.session_id,
+            "summary": self.summary,
+            "last_modified": self.last_modified.isoformat(),
+        }
+
 
 # What `claudeloop doctor` checks on this machine -------------------------------------
 
