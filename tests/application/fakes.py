@@ -21,6 +21,7 @@ from claudeloop.application.ports import (
     RunIdTaken,
     StoredRun,
     TurnOutcome,
+    WorkerOptions,
 )
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
@@ -276,6 +277,8 @@ class MemoryFleet:
         self.lines: dict[str, list[bytes]] = {}
         self.asked: list[tuple[str, ControlCommand]] = []
         self.sightings: list[AccountCapacity] = []
+        # What each queued run was given: its arguments, repository and branch.
+        self.given: dict[str, tuple[list[str], str | None, str | None]] = {}
 
     def exists(self) -> bool:
         return self.made
@@ -297,6 +300,7 @@ class MemoryFleet:
         if run_id in self.runs:
             raise RunIdTaken(run_id)
         self.runs[run_id] = QueuedRun(run_id, "queued", cwd, account, None)
+        self.given[run_id] = (arguments, repo, branch)
 
     def queue(self) -> list[QueuedRun]:
         assert self.made, "the queue of a fleet never made was read"
@@ -325,6 +329,30 @@ class MemoryFleet:
 
     def ask(self, run_id: str, command: ControlCommand) -> None:
         self.asked.append((run_id, command))
+
+
+@dataclass
+class FakeWorkerHost:
+    """A machine with the directories in `directories`; a worker served on it ends at
+    once with `code`, or is refused as already running when `running`."""
+
+    directories: set[Path] = field(default_factory=set)
+    code: int = 130
+    running: bool = False
+    served: list[WorkerOptions] = field(default_factory=list)
+
+    def is_directory(self, path: Path) -> bool:
+        return path in self.directories
+
+    def serve(self, options: WorkerOptions, say: Callable[[str], None]) -> int:
+        if self.running:
+            raise UsageError("a worker named w is already running (pid 1)")
+        self.served.append(options)
+        say("worker started")
+        return self.code
+
+    def exit_now(self, code: int) -> None:
+        raise AssertionError("a use case never ends the process")
 
 
 class MemoryRuns:

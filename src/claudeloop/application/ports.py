@@ -370,6 +370,35 @@ class Fleet(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How a worker takes runs: how many at once, of one account at once, its name on
+    this machine, its lease, and where it finds runs queued by a checkout's name."""
+
+    slots: int
+    per_account: int
+    name: str | None
+    lease_seconds: float
+    work_root: Path | None
+
+
+class WorkerHost(Protocol):
+    """A machine a fleet's worker runs on, for the fleet's engine."""
+
+    def is_directory(self, path: Path) -> bool:
+        """Whether `path` is a directory of this machine."""
+        ...
+
+    def serve(self, options: WorkerOptions, say: Callable[[str], None]) -> int:
+        """Take runs until SIGTERM or SIGINT; the exit code (130 when stopped).
+        UsageError when a worker of the same name runs on this machine."""
+        ...
+
+    def exit_now(self, code: int) -> None:
+        """End the process with `code`, leaving the engine's held work for another."""
+        ...
+
+
 # A project's runs, as the commands that watch and steer them use them -------------
 
 

@@ -10,7 +10,7 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -29,6 +29,7 @@ from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import UsageError
+from claudeloop.application.fleet import QueueSupport
 from claudeloop.application.ports import (
     ControlInbox,
     DoctorChecks,
@@ -36,6 +37,7 @@ from claudeloop.application.ports import (
     Fleet,
     Gateway,
     ProjectRuns,
+    WorkerHost,
 )
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
@@ -492,6 +494,39 @@ def fleet_of(option: str | None) -> Fleet:
     from claudeloop.adapters.fleet.engine_fleet import EngineFleet
 
     return EngineFleet(engine_of(option))
+
+
+def queue_support() -> QueueSupport:
+    """What `queue add` asks of this machine."""
+    from claudeloop.adapters.run_directory.layout import runs_root
+    from claudeloop.adapters.shared_capacity.board import account_key
+
+    def masked_url(url: str) -> str:
+        from claudeloop.adapters.fleet.engine import masked
+
+        return masked(url)
+
+    return QueueSupport(
+        new_run_id=lambda: new_run_id(datetime.now(UTC)),
+        run_id_used=lambda cwd, run_id: (runs_root(cwd) / run_id).exists(),
+        # The fingerprint of the account the worker's runs spend: its queue partition.
+        account_of=lambda model: account_key(os.environ, model),
+        masked_url=masked_url,
+    )
+
+
+def worker_host(option: str | None) -> WorkerHost:
+    """This machine, as a worker of the engine `option` names."""
+    from claudeloop.adapters.fleet.worker_host import MachineWorkerHost
+
+    return MachineWorkerHost(engine_of(option))
+
+
+def checked_run_id(run_id: str) -> str:
+    """`run_id`, or one line saying why it names no run directory."""
+    from claudeloop.adapters.run_directory.finding import checked_run_id as checked
+
+    return checked(run_id)
 
 
 def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
