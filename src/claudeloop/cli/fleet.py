@@ -53,7 +53,7 @@ def init(engine: str | None) -> None:
 
 
 def _text(value: Any) -> str:
-    from claudeloop.adapters.config.durations import format_duration
+    from claudeloop.application.durations import format_duration
 
     if isinstance(value, timedelta):
         return format_duration(value)

@@ -1,7 +1,11 @@
 """The composition root: wires the real adapters into the runner and hands the wired
-run to the use case that drives it (application/driving.py).
+run to the use case that drives it (application/driving.py); fills the ports of the
+other commands' use cases (a project's runs, the fleet, a worker's machine, doctor's
+checks); and hands the commands the few adapters' names they use as they are (below,
+and in `configuration`, which reads the settings and what they name).
 
-Tests wire fakes into the same runner; this is the one place that knows both sides.
+Tests wire fakes into the same runner; this package is the one place in cli/ that
+names an adapter (an import contract in pyproject.toml holds it).
 """
 
 from __future__ import annotations
@@ -14,15 +18,53 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
+from claudeloop.adapters import claude_cli as claude_cli
 from claudeloop.adapters.atomic_file import remove_leftovers
+from claudeloop.adapters.credentials import (
+    CREDENTIAL_VARIABLES as CREDENTIAL_VARIABLES,
+)
+from claudeloop.adapters.credentials import PROVIDER_VARIABLES as PROVIDER_VARIABLES
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
 from claudeloop.adapters.interrupts import SignalInterrupts
+from claudeloop.adapters.notify.urls import (
+    looks_like_apprise_url as looks_like_apprise_url,
+)
+from claudeloop.adapters.notify.urls import masked_url as masked_url
+from claudeloop.adapters.plan_file import TASK_LIMIT as TASK_LIMIT
+from claudeloop.adapters.plan_file import TASK_LIMIT_BYTES as TASK_LIMIT_BYTES
+from claudeloop.adapters.plan_file import NotATaskFile as NotATaskFile
 from claudeloop.adapters.plan_file import PlanFileOnDisk
-from claudeloop.adapters.redaction import Redactor, secret_values
-from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.plan_file import TaskTooLarge as TaskTooLarge
+from claudeloop.adapters.plan_file import read_task_text as read_task_text
+from claudeloop.adapters.project_folder import ProjectFolder as ProjectFolder
+from claudeloop.adapters.redaction import Redactor as Redactor
+from claudeloop.adapters.redaction import looks_secret as looks_secret
+from claudeloop.adapters.redaction import secret_values
+from claudeloop.adapters.run_directory import RunDirectory as RunDirectory
+from claudeloop.adapters.run_directory.finding import (
+    checked_run_id as checked_run_id,
+)
+from claudeloop.adapters.run_directory.finding import find_run as find_run
+from claudeloop.adapters.run_directory.finding import load_record as load_record
+from claudeloop.adapters.run_directory.finding import (
+    refuse_beside_a_live_run as refuse_beside_a_live_run,
+)
+from claudeloop.adapters.run_directory.finding import (
+    tell_missing_end as tell_missing_end,
+)
+from claudeloop.adapters.run_directory.finding import (
+    write_missing_summary as write_missing_summary,
+)
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
+from claudeloop.adapters.run_directory.lock import DriverLock as DriverLock
+from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
+from claudeloop.adapters.run_directory.writable import (
+    why_no_runs_root as why_no_runs_root,
+)
+from claudeloop.adapters.run_directory.writable import (
+    why_not_writable as why_not_writable,
+)
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.adapters.working_tree import WorkingTreeOnDisk
@@ -520,13 +562,6 @@ def worker_host(option: str | None) -> WorkerHost:
     from claudeloop.adapters.fleet.worker_host import MachineWorkerHost
 
     return MachineWorkerHost(engine_of(option))
-
-
-def checked_run_id(run_id: str) -> str:
-    """`run_id`, or one line saying why it names no run directory."""
-    from claudeloop.adapters.run_directory.finding import checked_run_id as checked
-
-    return checked(run_id)
 
 
 def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
