@@ -67,7 +67,6 @@ def test_a_healthy_machine_passes_every_check_in_order_with_exit_0() -> None:
     names = ["cli", "sdk", "config", "profile", "credentials", "login", "backend", "model"]
     assert machine.asked == [*names, "context", "run dir"]
     assert (diagnosis.exit_code, diagnosis.profile) == (0, "local")
-    assert diagnosis.verdict == "claudeloop doctor: all checks passed (exit 0)"
 
 
 def test_an_invalid_configuration_skips_the_profile_and_what_needs_it_with_exit_2() -> None:
@@ -84,7 +83,7 @@ def test_an_invalid_configuration_skips_the_profile_and_what_needs_it_with_exit_
     ]
     diagnosis = diagnose(FakeMachine(fail={"config": 2}), probe=True)
     assert (diagnosis.exit_code, diagnosis.profile) == (2, None)
-    assert diagnosis.verdict == "claudeloop doctor: 1 check(s) failed (exit 2)"
+    assert len(diagnosis.failed) == 1
 
 
 def test_a_profile_that_does_not_resolve_skips_the_backends_checks() -> None:
@@ -151,10 +150,3 @@ def test_a_warning_is_no_failure() -> None:
         "detail": "the window is closed",
         "fix": "wait",
     }
-
-
-def test_a_check_line_shows_the_fix_only_when_it_failed_or_warned() -> None:
-    assert DoctorCheck("cli", "ok", "fine", "never shown").line() == "ok    cli          fine"
-    assert DoctorCheck("cli", "fail", "gone", "reinstall").line() == (
-        "FAIL  cli          gone — fix: reinstall"
-    )

@@ -36,12 +36,6 @@ class Diagnosis:
         codes = {check.exit_code for check in self.failed}
         return next((code for code in _RANKED_CODES if code in codes), 1 if self.failed else 0)
 
-    @property
-    def verdict(self) -> str:
-        failed = len(self.failed)
-        said = "all checks passed" if not failed else f"{failed} check(s) failed"
-        return f"claudeloop doctor: {said} (exit {self.exit_code})"
-
     def to_json(self) -> dict[str, Any]:
         return {
             "exit_code": self.exit_code,

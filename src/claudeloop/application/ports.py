@@ -492,11 +492,6 @@ class DoctorCheck:
     # The exit code this check's failure calls for.
     exit_code: int = 1
 
-    def line(self) -> str:
-        mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}[self.status]
-        fix = f" — fix: {self.fix}" if self.fix and self.status in ("fail", "warn") else ""
-        return f"{mark}  {self.name:<12} {self.detail}{fix}"
-
 
 class DoctorChecks(Protocol):
     """The checks of `doctor` on one machine and working directory. Each is asked at

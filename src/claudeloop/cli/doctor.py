@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from claudeloop.application.doctor import diagnose
+from claudeloop.application.ports import DoctorCheck
 from claudeloop.cli.bootstrap import doctor_checks
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
@@ -22,6 +23,14 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
         print_json(diagnosis.to_json())
     else:
         for check in diagnosis.checks:
-            click.echo(check.line())
-        click.echo(diagnosis.verdict)
+            click.echo(_line(check))
+        failed = len(diagnosis.failed)
+        verdict = "all checks passed" if not failed else f"{failed} check(s) failed"
+        click.echo(f"claudeloop doctor: {verdict} (exit {diagnosis.exit_code})")
     sys.exit(diagnosis.exit_code)
+
+
+def _line(check: DoctorCheck) -> str:
+    mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}[check.status]
+    fix = f" — fix: {check.fix}" if check.fix and check.status in ("fail", "warn") else ""
+    return f"{mark}  {check.name:<12} {check.detail}{fix}"
