@@ -1,10 +1,10 @@
 """The fleet's commands: `fleet init`, `queue add|ls|cancel`, `worker`; and `status`,
 `logs`, `stop` and `wind-down` with `--engine`, a run of the fleet from any machine.
 
-Parsing and rendering only; the engine, the queue and the worker are in
-adapters/fleet, imported when a fleet command runs (dbos is the `fleet` extra, and
-`claudeloop run` never loads it). `queue add` takes the run options of `run` itself,
-so the two cannot drift apart.
+Parsing and rendering only: each command's work is in application/fleet.py, on the
+`Fleet` and `WorkerHost` ports the composition root fills from adapters/fleet when a
+fleet command runs (dbos is the `fleet` extra, and `claudeloop run` never loads it).
+`queue add` takes the run options of `run` itself, so the two cannot drift apart.
 """
 
 from __future__ import annotations
