@@ -29,7 +29,7 @@ from typing import Any, cast
 import psycopg
 import psycopg.errors
 
-from claudeloop.adapters.shared_capacity.board import (
+from claudeloop.adapters.shared_capacity.record import (
     LOCK_PATIENCE_SECONDS,
     BoardBusy,
     process_alive,
