@@ -297,7 +297,7 @@ def _sighting(row: tuple[Any, ...]) -> Sighting | None:
             run_id=None if run_id is None else str(run_id),
             host=None if host is None else str(host),
         )
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError):  # DecodeError is a ValueError
         return None
 
 
