@@ -152,6 +152,9 @@ class Codec:
                 raise _wrong(where, data, f"a list of {len(args)}")
             pairs = enumerate(zip(items, args, strict=True))
             return tuple(self._in(x, a, f"{where}[{i}]") for i, (x, a) in pairs)
+        if origin is list:
+            (item,) = get_args(hint)
+            return [self._in(x, item, f"{where}[{i}]") for i, x in enumerate(_list(data, where))]
         if origin is frozenset:
             (item,) = get_args(hint)
             return frozenset(self._in(x, item, f"{where}[]") for x in _list(data, where))
