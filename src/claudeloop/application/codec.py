@@ -16,8 +16,9 @@ file says something otherwise, its `Codec` says so once, by type:
 
 Reading is strict: a value of the wrong type (a bool where a number belongs, text for
 an instant) is a `DecodeError` naming where it is (`state.turns`) and what it is. A key
-a dataclass lacks reads as the field's default (a file of before it was written); a
-field without a default is a `DecodeError`. Keys nothing reads are skipped. A change of
+a dataclass lacks reads as the field's default (a file of before it was written), or,
+in a codec of `every_key`, only a key its shape says was `added`; a field without a
+default is a `DecodeError`. Keys nothing reads are skipped. A change of
 shape that defaults cannot say is a new version and an upgrade function (`Versioned`).
 """
 
@@ -48,6 +49,10 @@ class Shape:
     omitted: frozenset[str] = frozenset()
     sparse: frozenset[str] = frozenset()
     flattened: frozenset[str] = frozenset()
+    # Fields added since the file's format began, for a codec whose files must hold
+    # every other key (`every_key`): a file of before lacks them, and reads as their
+    # default.
+    added: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,9 @@ class Codec:
     aware: bool = True
     # Instants written in UTC, whatever their zone.
     in_utc: bool = False
+    # Every key of a dataclass must be there but its shape's `added` ones (else a key
+    # that is not reads as its field's default).
+    every_key: bool = False
 
     # writing
 
@@ -122,9 +130,10 @@ class Codec:
     # reading
 
     def decode(self, data: Json, hint: Any, where: str = "") -> Any:
-        """`data` read as `hint` (a type or a type hint); DecodeError naming `where`."""
+        """`data` read as `hint` (a type or a type hint); DecodeError naming where in
+        it the first wrong value is, under `where` (the file's own keys when empty)."""
         try:
-            return self._in(data, hint, where or "the value")
+            return self._in(data, hint, where)
         except DecodeError:
             raise
         except (ValueError, TypeError, OverflowError, KeyError, AttributeError) as error:
@@ -135,7 +144,7 @@ class Codec:
             try:
                 return self.forms[hint].read(data)
             except (ValueError, TypeError, OverflowError, AttributeError) as error:
-                raise DecodeError(f"{where} is {data!r}: {error}") from None
+                raise DecodeError(f"{where or 'the value'} is {data!r}: {error}") from None
         origin = get_origin(hint)
         if origin in (Union, types.UnionType):
             return self._union_in(data, get_args(hint), where)
@@ -162,7 +171,7 @@ class Codec:
             _, item = get_args(hint)
             if not isinstance(data, dict):
                 raise _wrong(where, data, "an object")
-            return {str(k): self._in(v, item, f"{where}.{k}") for k, v in data.items()}
+            return {str(k): self._in(v, item, _inside(where, str(k))) for k, v in data.items()}
         if hint is type(None):
             if data is not None:
                 raise _wrong(where, data, "null")
@@ -186,7 +195,7 @@ class Codec:
                 if tagged.tags.get(option) == tag:
                     return self._dataclass_in(data, option, where)
             known = [tagged.tags[option] for option in rest if option in tagged.tags]
-            raise _wrong(f"{where}.{tagged.key}", tag, " or ".join(map(repr, known)))
+            raise _wrong(_inside(where, tagged.key), tag, " or ".join(map(repr, known)))
         for option in rest:  # plain values: the first type that reads it
             try:
                 return self._in(data, option, where)
@@ -207,10 +216,10 @@ class Codec:
                 values[each.name] = self._dataclass_in(data, hints[each.name], where)
                 continue
             key = shape.renamed.get(each.name, each.name)
-            inner = f"{where}.{key}" if where else key
+            inner = _inside(where, key)
             if key in data:
                 values[each.name] = self._in(data[key], hints[each.name], inner)
-            elif each.default is MISSING and each.default_factory is MISSING:
+            elif _default(each) is MISSING or (self.every_key and each.name not in shape.added):
                 raise DecodeError(f"{inner} is missing")
         try:
             return cls(**values)
@@ -248,7 +257,9 @@ class Codec:
             except ValueError:
                 raise _wrong(where, data, "an ISO 8601 instant") from None
             if self.aware and instant.utcoffset() is None:
-                raise DecodeError(f"{where} is {data!r}, an instant with no time zone")
+                raise DecodeError(
+                    f"{where or 'the value'} is {data!r}, an instant with no time zone"
+                )
             return instant
         if hint is timedelta:
             seconds = self._scalar_in(data, float, where)
@@ -312,6 +323,10 @@ def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
 
+def _inside(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
 def _list(data: Json, where: str) -> list[Json]:
     if not isinstance(data, list):
         raise _wrong(where, data, "a list")
@@ -323,4 +338,4 @@ def _named(hint: Any) -> str:
 
 
 def _wrong(where: str, data: Json, expected: str) -> DecodeError:
-    return DecodeError(f"{where} is {data!r}, not {expected}")
+    return DecodeError(f"{where or 'the value'} is {data!r}, not {expected}")
