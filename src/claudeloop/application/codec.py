@@ -35,6 +35,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 Json = Any  # what json.loads gives and json.dumps takes
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 class DecodeError(ValueError):
@@ -84,12 +85,40 @@ class Codec:
     # Every key of a dataclass must be there but its shape's `added` ones (else a key
     # that is not reads as its field's default).
     every_key: bool = False
+    # Each dataclass's fields as this codec writes them, worked out once.
+    _plans: dict[type, tuple[_Slot, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def _plan(self, cls: type) -> tuple[_Slot, ...]:
+        plan = self._plans.get(cls)
+        if plan is None:
+            shape = self.shapes.get(cls, Shape())
+            hints = _hints(cls)
+            plan = tuple(
+                _Slot(
+                    name=each.name,
+                    key=shape.renamed.get(each.name, each.name),
+                    hint=hints[each.name],
+                    flat=each.name in shape.flattened,
+                    sparse=each.name in shape.sparse,
+                    default=_default(each),
+                    may_lack=_default(each) is not MISSING
+                    and (not self.every_key or each.name in shape.added),
+                )
+                for each in dataclasses.fields(cls)
+                if each.init and each.name not in shape.omitted
+            )
+            self._plans[cls] = plan
+        return plan
 
     # writing
 
     def encode(self, value: object) -> Json:
         """`value` as JSON, by what it is."""
         cls = type(value)
+        if cls in _PLAIN:  # most values: first, for speed
+            return value
         if cls in self.forms:
             return self.forms[cls].write(value)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -98,7 +127,7 @@ class Codec:
             return {tagged.key: tagged.tags[cls], **data} if tagged else data
         if isinstance(value, enum.Enum):
             return value.value
-        if isinstance(value, bool | int | float | str) or value is None:
+        if isinstance(value, bool | int | float | str):
             return value
         if isinstance(value, datetime):
             return (value.astimezone(UTC) if self.in_utc else value).isoformat()
@@ -115,16 +144,13 @@ class Codec:
         raise TypeError(f"no JSON form for {cls.__name__}")
 
     def _fields_out(self, value: Any) -> dict[str, Json]:
-        shape = self.shapes.get(type(value), Shape())
         data: dict[str, Json] = {}
-        for each in dataclasses.fields(value):
-            if each.name in shape.omitted:
-                continue
-            item = getattr(value, each.name)
-            if each.name in shape.flattened:
+        for slot in self._plan(type(value)):
+            item = getattr(value, slot.name)
+            if slot.flat:
                 data |= self._fields_out(item)
-            elif each.name not in shape.sparse or item != _default(each):
-                data[shape.renamed.get(each.name, each.name)] = self.encode(item)
+            elif not slot.sparse or item != slot.default:
+                data[slot.key] = self.encode(item)
         return data
 
     # reading
@@ -206,21 +232,14 @@ class Codec:
     def _dataclass_in(self, data: Json, cls: type, where: str) -> Any:
         if not isinstance(data, dict):
             raise _wrong(where, data, "an object")
-        shape = self.shapes.get(cls, Shape())
-        hints = _hints(cls)
         values: dict[str, Any] = {}
-        for each in dataclasses.fields(cls):
-            if not each.init or each.name in shape.omitted:
-                continue
-            if each.name in shape.flattened:
-                values[each.name] = self._dataclass_in(data, hints[each.name], where)
-                continue
-            key = shape.renamed.get(each.name, each.name)
-            inner = _inside(where, key)
-            if key in data:
-                values[each.name] = self._in(data[key], hints[each.name], inner)
-            elif _default(each) is MISSING or (self.every_key and each.name not in shape.added):
-                raise DecodeError(f"{inner} is missing")
+        for slot in self._plan(cls):
+            if slot.flat:
+                values[slot.name] = self._dataclass_in(data, slot.hint, where)
+            elif slot.key in data:
+                values[slot.name] = self._in(data[slot.key], slot.hint, _inside(where, slot.key))
+            elif not slot.may_lack:
+                raise DecodeError(f"{_inside(where, slot.key)} is missing")
         try:
             return cls(**values)
         except (ValueError, TypeError) as error:
@@ -257,9 +276,7 @@ class Codec:
             except ValueError:
                 raise _wrong(where, data, "an ISO 8601 instant") from None
             if self.aware and instant.utcoffset() is None:
-                raise DecodeError(
-                    f"{where or 'the value'} is {data!r}, an instant with no time zone"
-                )
+                raise _wrong(where, data, "an instant with a time zone")
             return instant
         if hint is timedelta:
             seconds = self._scalar_in(data, float, where)
@@ -273,6 +290,19 @@ class Codec:
 
     def _tagged(self, cls: type) -> Tagged | None:
         return next((union for union in self.unions if cls in union.tags), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One field of a dataclass as a codec writes it."""
+
+    name: str
+    key: str
+    hint: Any
+    flat: bool
+    sparse: bool
+    default: Any
+    may_lack: bool
 
 
 @dataclass(frozen=True, slots=True)
