@@ -67,7 +67,7 @@ class Everything:
 
 
 AT = datetime(2026, 12, 2, 14, 0, tzinfo=UTC)
-SHAPES = Tagged("shape", {Square: "square", Circle: "circle"})
+SHAPES = Tagged.covering(Square | Circle, "shape", {Square: "square", Circle: "circle"})
 CODEC = Codec(unions=(SHAPES,))
 
 
@@ -293,3 +293,8 @@ def test_a_plain_union_reads_as_the_first_type_that_holds_it_and_a_check_is_an_e
         CODEC.decode({"either": 1, "many": 1}, Checked)
     with pytest.raises(DecodeError, match="either must not be 0"):
         CODEC.decode({"either": 0, "many": []}, Checked)
+
+
+def test_tags_that_leave_a_member_of_the_union_out_are_refused_as_the_codec_is_made() -> None:
+    with pytest.raises(TypeError, match=r"without \['Circle'\], beyond \['Inner'\]"):
+        Tagged.covering(Square | Circle, "shape", {Square: "square", Inner: "inner"})

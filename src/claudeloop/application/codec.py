@@ -72,9 +72,25 @@ class Tagged:
     key: str
     tags: Mapping[type, str]
 
+    @classmethod
+    def covering(cls, union: Any, key: str, tags: Mapping[type, str]) -> Tagged:
+        """The tags of `union`, every member named: a member added to the union and not
+        here is a TypeError as the codec is made (at import), never a file without its
+        tag."""
+        members, named = set(get_args(union)), set(tags)
+        if members != named:
+            missing = sorted(t.__name__ for t in members - named)
+            extra = sorted(t.__name__ for t in named - members)
+            raise TypeError(f"tags for {key!r}: without {missing}, beyond {extra}")
+        return cls(key, tags)
+
 
 @dataclass(frozen=True, slots=True)
 class Codec:
+    """How one kind of file holds its values: `encode` a value to JSON, `decode` JSON
+    as a type. One per file kind (state.json's, events.jsonl's, the board's, the
+    queue's); their differences are these fields, nothing else."""
+
     shapes: Mapping[type, Shape] = field(default_factory=dict)
     forms: Mapping[type, Form] = field(default_factory=dict)
     unions: tuple[Tagged, ...] = ()

@@ -47,7 +47,9 @@ from claudeloop.domain.verification import (
     CheckFailed,
     ChecksPassed,
     FailureSignature,
+    Rejected,
     ReviewDisagreed,
+    Verification,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
 
@@ -140,7 +142,8 @@ RECORD_CODEC = Codec(
         ),
     },
     unions=(
-        Tagged(
+        Tagged.covering(
+            CapacityState,
             "kind",
             {
                 Available: "available",
@@ -150,8 +153,12 @@ RECORD_CODEC = Codec(
                 BackendMisconfigured: "misconfigured",
             },
         ),
-        Tagged("kind", {ChecksPassed: "passed", FailureSignature: "failure"}),
-        Tagged("kind", {CheckFailed: "check_failed", ReviewDisagreed: "review_disagreed"}),
+        Tagged.covering(
+            Verification, "kind", {ChecksPassed: "passed", FailureSignature: "failure"}
+        ),
+        Tagged.covering(
+            Rejected, "kind", {CheckFailed: "check_failed", ReviewDisagreed: "review_disagreed"}
+        ),
     ),
 )
 
