@@ -4,18 +4,18 @@ The runner says most of them, once the record that holds what they report is sav
 Claude Code gateway says `turn.retrying` mid-turn and the notifier `notify.failed`. Each
 class's `type` is its name in events.jsonl, and its fields are that line's fields, in
 order: `event_fields` writes them, `event_from` reads a line back (None for a line of
-an older claudeloop or of the wrong shape, which `claudeloop logs` shows as it is).
+an older claudeloop or of the wrong shape, which `claudeloop logs` shows as it is),
+both through the one codec (application/codec.py).
 """
 
 from __future__ import annotations
 
-import enum
-import types
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, cast, get_args
 
+from claudeloop.application.codec import Codec, DecodeError
 from claudeloop.domain.loop import Outcome
 
 
@@ -291,74 +291,23 @@ Event = (
 EVENT_TYPES: dict[str, type[Event]] = {cls.type: cls for cls in get_args(Event)}
 
 
+# events.jsonl: an event's fields as they are (a naive instant of a hand-edited line reads).
+EVENT_CODEC = Codec(aware=False)
+
+
 def event_fields(event: Event) -> dict[str, Any]:
     """The event's fields as events.jsonl holds them (JSON values, in the class's order)."""
-    return {field.name: _json(getattr(event, field.name)) for field in fields(event)}
-
-
-def _json(value: object) -> object:
-    if isinstance(value, tuple):
-        return [_json(item) for item in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, enum.Enum):
-        return value.value
-    return value
+    return cast(dict[str, Any], EVENT_CODEC.encode(event))
 
 
 def event_from(line: Mapping[str, Any]) -> Event | None:
     """The event a line of events.jsonl holds; None when its type is unknown or a field
-    is missing or of the wrong type (an older claudeloop's line, a hand-edited one)."""
+    is missing or of the wrong type (an older claudeloop's line, a hand-edited one). A
+    field added since the line was written reads as its default."""
     cls = EVENT_TYPES.get(str(line.get("type")))
     if cls is None:
         return None
-    hints = get_type_hints(cls)
-    values: dict[str, Any] = {}
-    for field in fields(cls):
-        if field.name not in line:
-            if field.default is MISSING:
-                return None
-            continue  # a field added since that line was written: its default
-
-        value = _typed(line[field.name], hints[field.name])
-        if value is _WRONG:
-            return None
-        values[field.name] = value
-    return cls(**values)
-
-
-_WRONG = object()
-
-
-def _typed(value: Any, hint: Any) -> Any:
-    """`value` read as `hint` (one of the few types events hold), or _WRONG."""
-    origin = get_origin(hint)
-    if origin in (Union, types.UnionType):
-        for option in get_args(hint):
-            typed = _typed(value, option)
-            if typed is not _WRONG:
-                return typed
-        return _WRONG
-    if hint is type(None):
-        return None if value is None else _WRONG
-    if origin is tuple:
-        if not isinstance(value, list):
-            return _WRONG
-        items = [_typed(item, get_args(hint)[0]) for item in value]
-        return _WRONG if _WRONG in items else tuple(items)
-    if hint is datetime:
-        try:
-            return datetime.fromisoformat(value) if isinstance(value, str) else _WRONG
-        except ValueError:
-            return _WRONG
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        try:
-            return hint(value)
-        except ValueError:
-            return _WRONG
-    if hint is float:
-        numeric = isinstance(value, int | float) and not isinstance(value, bool)
-        return float(value) if numeric else _WRONG
-    if hint is int:
-        return value if isinstance(value, int) and not isinstance(value, bool) else _WRONG
-    return value if isinstance(value, hint) else _WRONG
+    try:
+        return cast(Event, EVENT_CODEC.decode(dict(line), cls))
+    except DecodeError:
+        return None

@@ -218,7 +218,7 @@ def test_a_record_naming_its_run_is_still_read_by_a_reader_of_before(tmp_path: P
 def test_the_overage_signals_survive_the_board_and_an_older_record_has_none() -> None:
     from datetime import UTC, datetime
 
-    from claudeloop.adapters.shared_capacity.board import signals_from_dict, signals_to_dict
+    from claudeloop.adapters.shared_capacity.record import signals_from_dict, signals_to_dict
     from claudeloop.domain.signals import TurnSignals
 
     until = datetime(2026, 12, 31, 0, 0, tzinfo=UTC)

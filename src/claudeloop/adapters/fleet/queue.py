@@ -12,10 +12,11 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from claudeloop.adapters.fleet.engine import CONNECT_TIMEOUT_SECONDS, Engine
 from claudeloop.adapters.private_file import make_private_directory
+from claudeloop.application.codec import Codec, Shape
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.ports import QueuedRun, RunIdTaken
 
@@ -49,25 +50,17 @@ class Order:
     branch: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "cwd": self.cwd,
-            "arguments": list(self.arguments),
-            "account": self.account,
-        }
-        if self.repo is not None:  # an order of before has neither: the same shape
-            data |= {"repo": self.repo, "branch": self.branch}
-        return data
+        return cast(dict[str, Any], ORDER_CODEC.encode(self))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Order:
-        repo, branch = data.get("repo"), data.get("branch")
-        return cls(
-            str(data["cwd"]),
-            [str(a) for a in data["arguments"]],
-            str(data["account"]),
-            str(repo) if repo is not None else None,
-            str(branch) if branch is not None else None,
-        )
+        """DecodeError (a ValueError) for an order that is not one."""
+        return cast(Order, ORDER_CODEC.decode(data, cls, "order"))
+
+
+# An order of before had neither a repository nor a branch: an order with none has the
+# same shape as then (the queue's APPLICATION_VERSION pins it).
+ORDER_CODEC = Codec(shapes={Order: Shape(sparse=frozenset({"repo", "branch"}))})
 
 
 @contextlib.contextmanager
@@ -219,7 +212,7 @@ def _queued_run(status: Any) -> QueuedRun:
 def _order_of(status: Any) -> Order | None:
     try:
         return Order.from_json(status.input["args"][0])
-    except (TypeError, KeyError, IndexError, AttributeError):
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
 
 

@@ -1,40 +1,57 @@
-"""RunRecord <-> JSON. Explicit, so a renamed field is a decision, not an accident."""
+"""RunRecord <-> state.json, through the one codec (application/codec.py).
+
+What state.json holds is the record's dataclasses, field by field, except where this
+module says otherwise once: the plan as its text (`plan_text`), the ledger's counts in
+the state's object and its budget only in the spec's, the pause thresholds, the limit
+policies and each check as the words the user gave, a capacity, a verification and a
+rejection tagged by `kind`. A renamed field is a decision made here, not an accident.
+
+A record of format 1 written before a key was added reads as that claudeloop meant
+it: most keys take their field's default; the few whose meaning another key carries
+are filled in from it (`_complete_format_1`). A record of a newer format is refused
+(NewerRecordError): fields this claudeloop does not know may carry the run's meaning.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, assert_never, cast, get_args
+from typing import Any, cast
 
+from claudeloop.application.codec import (
+    Codec,
+    DecodeError,
+    Form,
+    NewerFormat,
+    Shape,
+    Tagged,
+    Versioned,
+)
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
-    AuthFailureKind,
     Available,
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
-    MisconfigurationKind,
     WindowExhausted,
 )
 from claudeloop.domain.limits import LimitPolicies, parse_action, render_action
-from claudeloop.domain.loop import Detour, Outcome, Phase, RunState, Verifying, VerifyRules
+from claudeloop.domain.loop import Detour, Outcome, Phase, RunState, VerifyRules
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
-from claudeloop.domain.stagnation import Answered, Stagnation, StagnationSettings
 from claudeloop.domain.verification import (
     CheckCommand,
     CheckFailed,
-    CheckResult,
     ChecksPassed,
     FailureSignature,
     Rejected,
     ReviewDisagreed,
     Verification,
 )
-from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
+from claudeloop.domain.waiting import WaitPolicyConfig
 
 FORMAT_VERSION = 1
 
@@ -52,553 +69,171 @@ class NewerRecordError(CorruptRecordError):
         self.written = written
 
 
-def record_to_json(record: RunRecord) -> dict[str, Any]:
-    spec = record.spec
-    state = record.state
-    return {
-        "format": FORMAT_VERSION,
-        "run_id": record.run_id,
-        "session_id": record.session_id,
-        "started_at": record.started_at.isoformat(),
-        "waited_seconds": record.waited_seconds,
-        "earlier_waits_seconds": record.earlier_waits_seconds,
-        "last_turn_started_at": _instant_out(record.last_turn_started_at),
-        "turn_in_flight": record.turn_in_flight,
-        "interrupted_at": _instant_out(record.interrupted_at),
-        "lost_sessions": list(record.lost_sessions),
-        "plan_text": record.plan.render() if record.plan is not None else None,
-        "spec": {
-            "cwd": str(spec.cwd),
-            "task": spec.task,
-            "plan_path": str(spec.plan_path) if spec.plan_path else None,
-            "budget": {
-                "max_turns": spec.budget.max_turns,
-                "max_dollars": spec.budget.max_dollars,
-                "max_attempts": spec.budget.max_attempts,
+def _text(read: Any) -> Any:
+    """A reader of a value written as text: TypeError for anything else."""
+
+    def reading(value: object) -> Any:
+        if not isinstance(value, str):
+            raise TypeError("not text")
+        return read(value)
+
+    return reading
+
+
+def _limits_in(value: object) -> LimitPolicies:
+    if not isinstance(value, dict):
+        raise TypeError("not an object of limit kinds")
+    return LimitPolicies(
+        tuple((str(kind), _text(parse_action)(action)) for kind, action in value.items())
+    )
+
+
+def _added(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+# Every key must be there but those added since format 1 began (each reads as its
+# field's default in a record of before: a wait policy of before knew no reset retries).
+RECORD_CODEC = Codec(
+    every_key=True,
+    shapes={
+        RunRecord: Shape(
+            renamed={"plan": "plan_text"},
+            added=_added("turn_in_flight", "interrupted_at", "lost_sessions"),
+        ),
+        RunSpec: Shape(
+            added=_added("pause_at", "update_plan", "limits", "verify", "verify_timeout_seconds")
+        ),
+        Budget: Shape(added=_added("max_turns", "max_dollars", "max_attempts")),
+        WaitPolicyConfig: Shape(
+            added=_added("reset_retry_interval", "reset_retry_window", "max_wait")
+        ),
+        RunState: Shape(
+            flattened=frozenset({"ledger"}),
+            # Written once a reset was heard: a record of before stays as it was.
+            sparse=frozenset({"announced_resets"}),
+            added=_added(
+                "errored_turns",
+                "overage_turns",
+                "detour",
+                "verifying",
+                "rejection",
+                "last_checks",
+                "stagnation",
+                "announced_resets",
+            ),
+        ),
+        # The budget is the spec's: the ledger's is the same, said once.
+        BudgetLedger: Shape(omitted=frozenset({"budget"}), added=_added("estimated_dollars")),
+        VerifyRules: Shape(flattened=frozenset({"stagnation"})),
+        WindowExhausted: Shape(added=_added("paused_at")),
+        CreditsExhausted: Shape(added=_added("detail", "source")),
+        # Credentials refused, the kind of before kinds were kept, is written as none.
+        AuthenticationFailed: Shape(
+            renamed={"kind": "auth"}, sparse=frozenset({"kind"}), added=_added("detail", "kind")
+        ),
+        BackendMisconfigured: Shape(renamed={"kind": "misconfiguration"}, added=_added("kind")),
+        Detour: Shape(added=_added("model")),
+    },
+    forms={
+        WorkPlan: Form(WorkPlan.render, _text(WorkPlan.parse)),
+        PauseThresholds: Form(PauseThresholds.render, _text(PauseThresholds.parse)),
+        CheckCommand: Form(lambda check: check.text, _text(CheckCommand.parse)),
+        LimitPolicies: Form(
+            lambda limits: {kind: render_action(action) for kind, action in limits.actions},
+            _limits_in,
+        ),
+    },
+    unions=(
+        Tagged.covering(
+            CapacityState,
+            "kind",
+            {
+                Available: "available",
+                WindowExhausted: "window",
+                CreditsExhausted: "credits",
+                AuthenticationFailed: "auth",
+                BackendMisconfigured: "misconfigured",
             },
-            "wait_policy": _policy_out(spec.wait_policy),
-            "done_marker": spec.done_marker,
-            "marker_fallback": spec.marker_fallback,
-            "continue_prompt": spec.continue_prompt,
-            "model": spec.model,
-            "permission_mode": spec.permission_mode,
-            "profile": spec.profile,
-            "pause_at": spec.pause_at.render(),
-            "update_plan": spec.update_plan,
-            "limits": {kind: render_action(action) for kind, action in spec.limits.actions},
-            "verify": _rules_out(spec.verify),
-            "verify_timeout_seconds": spec.verify_timeout_seconds,
-        },
-        "state": {
-            "phase": state.phase.value,
-            "turns": state.ledger.turns,
-            "attempts": state.ledger.attempts,
-            "dollars": state.ledger.dollars,
-            "estimated_dollars": state.ledger.estimated_dollars,
-            "capacity": capacity_to_json(state.capacity),
-            "probes": state.probes,
-            "wait_probes": state.wait_probes,
-            "errored_turns": state.errored_turns,
-            "overage_turns": state.overage_turns,
-            "waiting_since": _instant_out(state.waiting_since),
-            "next_probe_at": _instant_out(state.next_probe_at),
-            "remaining_work": list(state.remaining_work),
-            "summary": state.summary,
-            "outcome": state.outcome.value if state.outcome else None,
-            "reason": state.reason,
-            "blocked_on": state.blocked_on,
-            "detour": _detour_out(state.detour),
-            "verifying": _verifying_out(state.verifying),
-            "rejection": _rejection_out(state.rejection),
-            "last_checks": [_result_out(result) for result in state.last_checks],
-            "stagnation": _stagnation_out(state.stagnation),
-            "announced_resets": {r.window: _instant_out(r.at) for r in state.announced_resets},
-        },
-    }
+        ),
+        Tagged.covering(
+            Verification, "kind", {ChecksPassed: "passed", FailureSignature: "failure"}
+        ),
+        Tagged.covering(
+            Rejected, "kind", {CheckFailed: "check_failed", ReviewDisagreed: "review_disagreed"}
+        ),
+    ),
+)
+
+
+def _complete_format_1(data: dict[str, Any]) -> dict[str, Any]:
+    """A record of format 1 as today's writes it: the keys added since 2026-11-30 whose
+    absence a default does not say, filled in as the claudeloop that wrote it meant."""
+    data = dict(data)
+    spec = data.get("spec")
+    state = data.get("state")
+    if not isinstance(spec, dict) or not isinstance(state, dict):
+        return data  # the codec names what is missing
+    spec, state = dict(spec), dict(state)
+    data["spec"], data["state"] = spec, state
+    # Nulls an older writer left for "none".
+    if spec.get("limits", {}) is None:
+        spec["limits"] = {}
+    for key, holder in (("stagnation", state), ("lost_sessions", data)):
+        if key in holder and holder[key] is None:
+            del holder[key]
+    # Before 2026-12-02 a plan run's task held the plan's whole text as well, beside
+    # `plan_text`: a 50 MB plan made a state.json of over 100 MB.
+    plan_path, task = spec.get("plan_path"), spec.get("task")
+    if isinstance(plan_path, str) and plan_path and isinstance(task, str):
+        short = plan_task(Path(plan_path).name)
+        if task.startswith(f"{short} Its text:"):
+            spec["task"] = short
+    # Before the blocker was kept apart from the reason, it was in the reason.
+    if "blocked_on" not in state:
+        blocked = state.get("outcome") == Outcome.BLOCKED.value
+        state["blocked_on"] = (
+            str(state.get("reason")).removeprefix("blocked on: ") if blocked else None
+        )
+    # Before 2026-12-02 only the time slept was counted: a run not waiting has every
+    # wait behind it; one saved mid-wait counts the wait going on afresh from its first
+    # refusal (and never less than it had said).
+    if "earlier_waits_seconds" not in data:
+        waiting = state.get("phase") in (Phase.WAITING.value, Phase.PROBING.value)
+        data["earlier_waits_seconds"] = 0.0 if waiting else data.get("waited_seconds")
+    return data
+
+
+RECORD_FORMAT = Versioned(key="format", current=FORMAT_VERSION, assumed=FORMAT_VERSION)
+
+
+def record_to_json(record: RunRecord) -> dict[str, Any]:
+    return RECORD_FORMAT.stamp(cast(dict[str, Any], RECORD_CODEC.encode(record)))
 
 
 def record_from_json(data: dict[str, Any]) -> RunRecord:
-    written = data.get("format", FORMAT_VERSION)
-    if type(written) is not int or written < 1:
-        raise CorruptRecordError(f"format {written!r} is not a record format")
-    if written > FORMAT_VERSION:
-        raise NewerRecordError(written)
     try:
-        raw_spec = data["spec"]
-        budget = Budget(**raw_spec["budget"])
-        plan_path = Path(raw_spec["plan_path"]) if raw_spec["plan_path"] else None
-        spec = RunSpec(
-            cwd=Path(raw_spec["cwd"]),
-            task=_task_in(raw_spec["task"], plan_path),
-            plan_path=plan_path,
-            budget=budget,
-            wait_policy=_policy_in(raw_spec["wait_policy"]),
-            done_marker=raw_spec["done_marker"],
-            marker_fallback=raw_spec["marker_fallback"],
-            continue_prompt=raw_spec["continue_prompt"],
-            model=raw_spec["model"],
-            permission_mode=raw_spec["permission_mode"],
-            profile=raw_spec["profile"],
-            pause_at=PauseThresholds.parse(raw_spec.get("pause_at", "")),
-            update_plan=raw_spec.get("update_plan", False),
-            limits=LimitPolicies(
-                tuple(
-                    (kind, parse_action(action))
-                    for kind, action in (raw_spec.get("limits") or {}).items()
-                )
-            ),
-            # Written since 2026-12-01: a record from before has the defaults.
-            verify=_rules_in(raw_spec["verify"]) if "verify" in raw_spec else VerifyRules(),
-            verify_timeout_seconds=float(raw_spec.get("verify_timeout_seconds", 600.0)),
+        current = _complete_format_1(RECORD_FORMAT.upgraded(data))
+        record = cast(RunRecord, RECORD_CODEC.decode(current, RunRecord, ""))
+    except NewerFormat as newer:
+        raise NewerRecordError(newer.written) from None
+    except DecodeError as error:
+        raise CorruptRecordError(str(error)) from error
+    if record.turn_in_flight is not None and record.turn_in_flight < 1:
+        raise CorruptRecordError(
+            f"turn_in_flight must be a turn number, not {record.turn_in_flight!r}"
         )
-        raw = data["state"]
-        state = RunState(
-            phase=Phase(raw["phase"]),
-            ledger=BudgetLedger(
-                budget=budget,
-                turns=raw["turns"],
-                attempts=raw["attempts"],
-                dollars=raw["dollars"],
-                # Written since 2026-12-02: a record from before estimated nothing.
-                estimated_dollars=raw.get("estimated_dollars", 0.0),
-            ),
-            capacity=capacity_from_json(raw["capacity"]),
-            probes=raw["probes"],
-            wait_probes=raw["wait_probes"],
-            errored_turns=raw.get("errored_turns", 0),
-            # Written since 2026-12-02: a record from before counted none.
-            overage_turns=raw.get("overage_turns", 0),
-            waiting_since=_instant_in(raw["waiting_since"]),
-            next_probe_at=_instant_in(raw["next_probe_at"]),
-            remaining_work=tuple(raw["remaining_work"]),
-            summary=raw["summary"],
-            outcome=Outcome(raw["outcome"]) if raw["outcome"] else None,
-            reason=raw["reason"],
-            blocked_on=_blocked_on(raw),
-            detour=_detour_in(raw.get("detour")),
-            verifying=_verifying_in(raw.get("verifying")),
-            rejection=_rejection_in(raw.get("rejection")),
-            last_checks=tuple(_result_in(result) for result in raw.get("last_checks", ())),
-            stagnation=_stagnation_in(raw.get("stagnation")),
-            # Written since 2026-12-02: a record from before heard no reset announced.
-            announced_resets=tuple(
-                AnnouncedReset(str(window), datetime.fromisoformat(at))
-                for window, at in (raw.get("announced_resets") or {}).items()
-            ),
-        )
-        plan_text = data["plan_text"]
-        record = RunRecord(
-            run_id=data["run_id"],
-            spec=spec,
-            state=state,
-            started_at=datetime.fromisoformat(data["started_at"]),
-            session_id=data["session_id"],
-            plan=WorkPlan.parse(plan_text) if plan_text is not None else None,
-            waited_seconds=data["waited_seconds"],
-            # Older files also hold `session_cost_usd` and `extra`, no longer used: ignored.
-            last_turn_started_at=_instant_in(data["last_turn_started_at"]),
-            turn_in_flight=_turn_number(data.get("turn_in_flight")),
-            earlier_waits_seconds=_earlier_waits(data, state),
-            # Written since 2026-12-02: a record from before owes nothing it knows of.
-            interrupted_at=_instant_in(data.get("interrupted_at")),
-            # Written since 2026-12-02: a record from before knows of no lost transcript.
-            lost_sessions=_sessions_in(data.get("lost_sessions")),
-        )
-        return _well_typed(record)
-    # A value of the wrong type (a list where a table belongs, text for a number) fails
-    # in whatever way the first use of it does: each is the same unreadable record.
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
-        raise CorruptRecordError(f"{type(error).__name__}: {error}") from error
-
-
-def _earlier_waits(data: dict[str, Any], state: RunState) -> float:
-    """Written since 2026-12-02. A record from before counted only the time slept: a run
-    not waiting has every wait behind it; one saved mid-wait counts the wait going on
-    afresh from its first refusal (and never less than it had said)."""
-    if "earlier_waits_seconds" in data:
-        return cast(float, data["earlier_waits_seconds"])  # its type checked with the rest
-    return 0.0 if state.phase in (Phase.WAITING, Phase.PROBING) else data["waited_seconds"]
-
-
-def _sessions_in(value: Any) -> tuple[str, ...]:
-    """`lost_sessions`: a list of session ids (absent or null: none)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise TypeError(f"lost_sessions is {value!r}")
-    return tuple(value)  # each item's type checked with the rest
-
-
-def _task_in(task: Any, plan_path: Path | None) -> Any:
-    """The task of a plan run, once. Before 2026-12-02 it held the plan's whole text as
-    well, beside `plan_text`: a 50 MB plan made a state.json of over 100 MB."""
-    if plan_path is None or not isinstance(task, str):
-        return task
-    short = plan_task(plan_path.name)
-    return short if task.startswith(f"{short} Its text:") else task
-
-
-_NUMBER = (int, float)
-_TEXT_OR_NONE = (str, type(None))
-
-
-def _well_typed(record: RunRecord) -> RunRecord:
-    """`record`, once the values that status, runs and summary.md use have their types;
-    a TypeError naming the first that does not."""
-    state, spec, budget = record.state, record.spec, record.spec.budget
-    expected: list[tuple[str, object, type | tuple[type, ...]]] = [
-        ("run_id", record.run_id, str),
-        ("session_id", record.session_id, _TEXT_OR_NONE),
-        ("waited_seconds", record.waited_seconds, _NUMBER),
-        ("earlier_waits_seconds", record.earlier_waits_seconds, _NUMBER),
-        ("spec.task", spec.task, str),
-        ("spec.model", spec.model, _TEXT_OR_NONE),
-        ("spec.done_marker", spec.done_marker, str),
-        ("spec.continue_prompt", spec.continue_prompt, _TEXT_OR_NONE),
-        ("spec.permission_mode", spec.permission_mode, str),
-        ("spec.profile", spec.profile, str),
-        ("spec.budget.max_turns", budget.max_turns, (int, type(None))),
-        ("spec.budget.max_dollars", budget.max_dollars, (*_NUMBER, type(None))),
-        ("spec.budget.max_attempts", budget.max_attempts, (int, type(None))),
-        ("state.turns", state.ledger.turns, int),
-        ("state.attempts", state.ledger.attempts, int),
-        ("state.dollars", state.ledger.dollars, _NUMBER),
-        ("state.estimated_dollars", state.ledger.estimated_dollars, _NUMBER),
-        ("state.probes", state.probes, int),
-        ("state.wait_probes", state.wait_probes, int),
-        ("state.errored_turns", state.errored_turns, int),
-        ("state.overage_turns", state.overage_turns, int),
-        ("state.summary", state.summary, _TEXT_OR_NONE),
-        ("state.reason", state.reason, _TEXT_OR_NONE),
-        ("state.blocked_on", state.blocked_on, _TEXT_OR_NONE),
-    ]
-    expected += [("state.remaining_work[]", item, str) for item in state.remaining_work]
-    expected += [("lost_sessions[]", session, str) for session in record.lost_sessions]
-    for name, value, kinds in expected:
-        if isinstance(value, bool) or not isinstance(value, kinds):
-            raise TypeError(f"{name} is {value!r}")
-    instants = [record.started_at, record.last_turn_started_at, record.interrupted_at]
-    instants += [state.waiting_since, state.next_probe_at]
-    for instant in instants:
-        if instant is not None and instant.utcoffset() is None:
-            raise ValueError(f"{instant.isoformat()} has no time zone")
-    return record
-
-
-def _blocked_on(raw: dict[str, Any]) -> str | None:
-    if "blocked_on" in raw:
-        return raw["blocked_on"]  # type: ignore[no-any-return]
-    # Written before the blocker was kept apart from the reason: it is in the reason.
-    if raw.get("outcome") == Outcome.BLOCKED.value:
-        return str(raw["reason"]).removeprefix("blocked on: ")
-    return None
+    # The ledger counts against the spec's budget (written once, in the spec).
+    ledger = replace(record.state.ledger, budget=record.spec.budget)
+    return replace(record, state=replace(record.state, ledger=ledger))
 
 
 def capacity_to_json(capacity: CapacityState) -> dict[str, Any]:
-    match capacity:
-        case Available():
-            return {"kind": "available"}
-        case WindowExhausted(rate_limit_type=kind, resets_at=resets_at, paused_at=paused_at):
-            return {
-                "kind": "window",
-                "rate_limit_type": kind,
-                "resets_at": _instant_out(resets_at),
-                "paused_at": paused_at,
-            }
-        case CreditsExhausted(detail=detail, source=source):
-            return {"kind": "credits", "detail": detail, "source": source}
-        case AuthenticationFailed(detail=detail, kind="refused"):
-            return {"kind": "auth", "detail": detail}
-        case AuthenticationFailed(detail=detail, kind=why):
-            return {"kind": "auth", "detail": detail, "auth": why}
-        case BackendMisconfigured(reason=reason, kind=misconfiguration):
-            return {"kind": "misconfigured", "reason": reason, "misconfiguration": misconfiguration}
-        case _:
-            assert_never(capacity)
+    return cast(dict[str, Any], RECORD_CODEC.encode(capacity))
 
 
 def capacity_from_json(data: dict[str, Any]) -> CapacityState:
-    kind = data["kind"]
-    if kind == "available":
-        return Available()
-    if kind == "window":
-        return WindowExhausted(
-            data["rate_limit_type"], _instant_in(data["resets_at"]), data.get("paused_at")
-        )
-    if kind == "credits":
-        # A record written before the source was kept is the account's.
-        if data.get("source") == "proxy_budget":
-            return CreditsExhausted(detail=data.get("detail", ""), source="proxy_budget")
-        return CreditsExhausted(detail=data.get("detail", ""))
-    if kind == "auth":
-        return AuthenticationFailed(
-            detail=data.get("detail", ""), kind=_auth_kind(data.get("auth"))
-        )
-    if kind == "misconfigured":
-        # A record written before the kind was kept has none: its reason tells it.
-        return BackendMisconfigured(reason=data["reason"], kind=_misconfiguration(data))
-    raise ValueError(f"unknown capacity kind {kind!r}")
-
-
-def _auth_kind(kind: object) -> AuthFailureKind:
-    # A record written before the kinds were kept has none: its credentials were refused.
-    if kind is None:
-        return "refused"
-    if kind not in get_args(AuthFailureKind):
-        raise ValueError(f"unknown authentication failure {kind!r}")
-    return cast(AuthFailureKind, kind)
-
-
-def _misconfiguration(data: dict[str, Any]) -> MisconfigurationKind | None:
-    kind = data.get("misconfiguration")
-    if kind is None:
-        return None
-    if kind not in get_args(MisconfigurationKind):
-        raise ValueError(f"unknown misconfiguration {kind!r}")
-    return cast(MisconfigurationKind, kind)
-
-
-def _detour_out(detour: Detour | None) -> dict[str, Any] | None:
-    if detour is None:
-        return None
-    return {
-        "profile": detour.profile,
-        "awaiting": capacity_to_json(detour.awaiting),
-        "since": detour.since.isoformat(),
-        "check_at": detour.check_at.isoformat(),
-        "checks": detour.checks,
-        "model": detour.model,
-    }
-
-
-def _detour_in(data: dict[str, Any] | None) -> Detour | None:
-    if data is None:
-        return None
-    awaiting = capacity_from_json(data["awaiting"])
-    if not isinstance(awaiting, WindowExhausted | CreditsExhausted):
-        raise ValueError("a detour awaits a window or credits")
-    return Detour(
-        profile=data["profile"],
-        awaiting=awaiting,
-        since=datetime.fromisoformat(data["since"]),
-        check_at=datetime.fromisoformat(data["check_at"]),
-        checks=data["checks"],
-        # Written since 2026-12-02: a detour from before went to a profile.
-        model=data.get("model"),
-    )
-
-
-def _rules_out(rules: VerifyRules) -> dict[str, Any]:
-    return {
-        "checks": [check.text for check in rules.checks],
-        "review": rules.review,
-        "stall_turns": rules.stagnation.stall_turns,
-        "same_failure": rules.stagnation.same_failure,
-    }
-
-
-def _rules_in(data: dict[str, Any]) -> VerifyRules:
-    return VerifyRules(
-        checks=tuple(CheckCommand.parse(text) for text in data["checks"]),
-        review=bool(data["review"]),
-        stagnation=StagnationSettings(
-            stall_turns=data["stall_turns"], same_failure=data["same_failure"]
-        ),
-    )
-
-
-def _result_out(result: CheckResult) -> dict[str, Any]:
-    return {
-        "command": result.command.text,
-        "exit_code": result.exit_code,
-        "seconds": result.seconds,
-        "output_tail": result.output_tail,
-        "output_bytes": result.output_bytes,
-        "output_path": str(result.output_path) if result.output_path else None,
-        "timed_out": result.timed_out,
-        "start_error": result.start_error,
-    }
-
-
-def _result_in(data: dict[str, Any]) -> CheckResult:
-    path = data["output_path"]
-    return CheckResult(
-        command=CheckCommand.parse(data["command"]),
-        exit_code=data["exit_code"],
-        seconds=float(data["seconds"]),
-        output_tail=data["output_tail"],
-        output_bytes=data["output_bytes"],
-        output_path=Path(path) if path else None,
-        timed_out=bool(data["timed_out"]),
-        start_error=data["start_error"],
-    )
-
-
-def _verification_out(verification: Verification | None) -> dict[str, Any] | None:
-    match verification:
-        case None:
-            return None
-        case ChecksPassed():
-            return {"kind": "passed"}
-        case FailureSignature():
-            return {
-                "kind": "failure",
-                "command": verification.command,
-                "exit_code": verification.exit_code,
-                "timed_out": verification.timed_out,
-                "output": verification.output,
-            }
-        case _:
-            assert_never(verification)
-
-
-def _verification_in(data: dict[str, Any] | None) -> Verification | None:
-    if data is None:
-        return None
-    if data["kind"] == "passed":
-        return ChecksPassed()
-    if data["kind"] == "failure":
-        return FailureSignature(
-            command=data["command"],
-            exit_code=data["exit_code"],
-            timed_out=bool(data["timed_out"]),
-            output=data["output"],
-        )
-    raise ValueError(f"unknown verification kind {data['kind']!r}")
-
-
-def _verifying_out(verifying: Verifying | None) -> dict[str, Any] | None:
-    if verifying is None:
-        return None
-    seen = verifying.seen
-    return {
-        "summary": verifying.summary,
-        "seen": {
-            "checked_items": sorted(seen.checked_items),
-            "tree": seen.tree,
-            "remaining_work": list(seen.remaining_work),
-            "verification": _verification_out(seen.verification),
-        },
-        "rules": _rules_out(verifying.rules),
-        "results": [_result_out(result) for result in verifying.results],
-    }
-
-
-def _verifying_in(data: dict[str, Any] | None) -> Verifying | None:
-    if data is None:
-        return None
-    seen = data["seen"]
-    return Verifying(
-        summary=data["summary"],
-        seen=Answered(
-            checked_items=frozenset(seen["checked_items"]),
-            tree=seen["tree"],
-            remaining_work=tuple(seen["remaining_work"]),
-            verification=_verification_in(seen["verification"]),
-        ),
-        rules=_rules_in(data["rules"]),
-        results=tuple(_result_in(result) for result in data["results"]),
-    )
-
-
-def _rejection_out(rejection: Rejected | None) -> dict[str, Any] | None:
-    match rejection:
-        case None:
-            return None
-        case CheckFailed(result=result):
-            return {"kind": "check_failed", "result": _result_out(result)}
-        case ReviewDisagreed():
-            return {
-                "kind": "review_disagreed",
-                "remaining_work": list(rejection.remaining_work),
-                "blocked_on": rejection.blocked_on,
-                "summary": rejection.summary,
-            }
-        case _:
-            assert_never(rejection)
-
-
-def _rejection_in(data: dict[str, Any] | None) -> Rejected | None:
-    if data is None:
-        return None
-    if data["kind"] == "check_failed":
-        return CheckFailed(_result_in(data["result"]))
-    if data["kind"] == "review_disagreed":
-        return ReviewDisagreed(
-            remaining_work=tuple(data["remaining_work"]),
-            blocked_on=data["blocked_on"],
-            summary=data["summary"],
-        )
-    raise ValueError(f"unknown rejection kind {data['kind']!r}")
-
-
-def _stagnation_out(stagnation: Stagnation) -> dict[str, Any]:
-    return {
-        "turns_without_progress": stagnation.turns_without_progress,
-        "same_failure_rounds": stagnation.same_failure_rounds,
-        "checked_items": sorted(stagnation.checked_items),
-        "tree": stagnation.tree,
-        "remaining_work": sorted(stagnation.remaining_work),
-        "verification": _verification_out(stagnation.verification),
-    }
-
-
-def _stagnation_in(data: dict[str, Any] | None) -> Stagnation:
-    if data is None:
-        return Stagnation()  # a record from before the brake: its count starts now
-    return Stagnation(
-        turns_without_progress=data["turns_without_progress"],
-        same_failure_rounds=data["same_failure_rounds"],
-        checked_items=frozenset(data["checked_items"]),
-        tree=data["tree"],
-        remaining_work=frozenset(data["remaining_work"]),
-        verification=_verification_in(data["verification"]),
-    )
-
-
-def _policy_out(policy: WaitPolicyConfig) -> dict[str, float | None]:
-    return {
-        "window_probe_interval": policy.window_probe_interval.total_seconds(),
-        "reset_grace": policy.reset_grace.total_seconds(),
-        "reset_retry_interval": policy.reset_retry_interval.total_seconds(),
-        "reset_retry_window": policy.reset_retry_window.total_seconds(),
-        "credits_probe_interval": policy.credits_probe_interval.total_seconds(),
-        "credits_probe_factor": policy.credits_probe_factor,
-        "credits_probe_ceiling": policy.credits_probe_ceiling.total_seconds(),
-        "max_wait": policy.max_wait.total_seconds() if policy.max_wait else None,
-    }
-
-
-def _policy_in(data: dict[str, Any]) -> WaitPolicyConfig:
-    max_wait = data.get("max_wait")
-    defaults = WaitPolicyConfig()
-    return WaitPolicyConfig(
-        reset_retry_interval=timedelta(
-            seconds=data.get("reset_retry_interval", defaults.reset_retry_interval.total_seconds())
-        ),
-        reset_retry_window=timedelta(
-            seconds=data.get("reset_retry_window", defaults.reset_retry_window.total_seconds())
-        ),
-        window_probe_interval=timedelta(seconds=data["window_probe_interval"]),
-        reset_grace=timedelta(seconds=data["reset_grace"]),
-        credits_probe_interval=timedelta(seconds=data["credits_probe_interval"]),
-        credits_probe_factor=data["credits_probe_factor"],
-        credits_probe_ceiling=timedelta(seconds=data["credits_probe_ceiling"]),
-        max_wait=timedelta(seconds=max_wait) if max_wait is not None else None,
-    )
-
-
-def _instant_out(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _instant_in(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value is not None else None
-
-
-def _turn_number(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"turn_in_flight must be a turn number, not {value!r}")
-    return value
+    try:
+        return cast(CapacityState, RECORD_CODEC.decode(data, CapacityState, "capacity"))
+    except DecodeError as error:
+        raise CorruptRecordError(str(error)) from error

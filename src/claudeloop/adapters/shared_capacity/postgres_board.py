@@ -29,7 +29,7 @@ from typing import Any, cast
 import psycopg
 import psycopg.errors
 
-from claudeloop.adapters.shared_capacity.board import (
+from claudeloop.adapters.shared_capacity.record import (
     LOCK_PATIENCE_SECONDS,
     BoardBusy,
     process_alive,
@@ -297,7 +297,7 @@ def _sighting(row: tuple[Any, ...]) -> Sighting | None:
             run_id=None if run_id is None else str(run_id),
             host=None if host is None else str(host),
         )
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError):  # DecodeError is a ValueError
         return None
 
 

@@ -36,7 +36,7 @@ from typing import assert_never
 import anyio
 import anyio.to_thread
 
-from claudeloop.adapters.shared_capacity.board import (
+from claudeloop.adapters.shared_capacity.record import (
     LOCK_PATIENCE_SECONDS,
     BoardBusy,
 )
