@@ -11,20 +11,14 @@ from pathlib import Path
 
 import anyio
 
+from claudeloop.adapters.backend_advice import ProfileAdvisor, profile_in_use
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import drive_run
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import (
-    ProfileAdvisor,
-    backend_for,
-    create_directory,
-    new_record,
-    profile_in_use,
-    wire_run,
-)
+from claudeloop.cli.bootstrap import backend_for, create_directory, new_record, wire_run
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from claudeloop.adapters.backend_http import NotFound, served_models, why_not_found
+from claudeloop.adapters.claude_code.backend import Backend
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
-from claudeloop.domain.capacity import AuthFailureKind
+from claudeloop.application.errors import UsageError
+from claudeloop.domain.capacity import AuthenticationFailed, AuthFailureKind, BackendMisconfigured
 from claudeloop.domain.text import first_line
 
 # For records written before BackendMisconfigured kept its kind: the first words of each
@@ -318,3 +320,44 @@ def no_credentials(config_directory: str) -> str:
     """The one line a run or doctor says when Claude Code has no credentials at all."""
     where = f"no login in {config_directory}" if config_directory else "no login"
     return f"no Claude credentials found (none in the environment, {where}): {PROVIDE_CREDENTIALS}"
+
+
+ProfileInUse = Callable[[str | None], BackendProfile | None]
+
+
+def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -> ProfileInUse:
+    """The profile of the run's own backend, or of the detour named."""
+
+    def profile(detour: str | None) -> BackendProfile | None:
+        if detour is None or detours is None:
+            return backend.profile
+        try:
+            return detours(detour).profile
+        except UsageError:
+            return backend.profile
+
+    return profile
+
+
+class ProfileAdvisor:
+    """The `Advisor` port: the one-line fix for the profile in use, the run's own or a
+    switch-profile detour's (adapters/backend_advice.py words them)."""
+
+    def __init__(self, profile_of: ProfileInUse) -> None:
+        self._profile_of = profile_of
+
+    def advised(
+        self,
+        reason: str,
+        capacity: AuthenticationFailed | BackendMisconfigured,
+        *,
+        detour: str | None,
+    ) -> str:
+        profile = self._profile_of(detour)
+        match capacity:
+            case BackendMisconfigured(kind=kind):
+                return advise(reason, profile, kind=kind).line if profile is not None else reason
+            case AuthenticationFailed(kind=kind, detail=detail):
+                return f"{reason}: {auth_fix(profile, kind, detail)}"
+            case _:
+                assert_never(capacity)

@@ -13,13 +13,18 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters import claude_cli as claude_cli
 from claudeloop.adapters.atomic_file import remove_leftovers
+from claudeloop.adapters.backend_advice import ProfileAdvisor, profile_in_use
+from claudeloop.adapters.claude_code.backend import Backend as Backend
+from claudeloop.adapters.claude_code.backend import backend_for as backend_for
+from claudeloop.adapters.claude_code.backend import cli_path_from_environment
+from claudeloop.adapters.claude_code.backend import login_ends as login_ends
 from claudeloop.adapters.credentials import (
     CREDENTIAL_VARIABLES as CREDENTIAL_VARIABLES,
 )
@@ -39,7 +44,6 @@ from claudeloop.adapters.plan_file import read_task_text as read_task_text
 from claudeloop.adapters.project_folder import ProjectFolder as ProjectFolder
 from claudeloop.adapters.redaction import Redactor as Redactor
 from claudeloop.adapters.redaction import looks_secret as looks_secret
-from claudeloop.adapters.redaction import secret_values
 from claudeloop.adapters.run_directory import RunDirectory as RunDirectory
 from claudeloop.adapters.run_directory.finding import (
     checked_run_id as checked_run_id,
@@ -65,6 +69,7 @@ from claudeloop.adapters.run_directory.writable import (
 from claudeloop.adapters.run_directory.writable import (
     why_not_writable as why_not_writable,
 )
+from claudeloop.adapters.run_secrets import run_redactor as run_redactor
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.adapters.working_tree import WorkingTreeOnDisk
@@ -85,58 +90,12 @@ from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.cli.display import ConsoleView, Screen, Tee
 from claudeloop.domain.budget import BudgetLedger
-from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
-from claudeloop.domain.limits import SwitchProfile
 from claudeloop.domain.loop import RunState
 
 if TYPE_CHECKING:
-    from claudeloop.adapters.config.profiles import BackendProfile
     from claudeloop.adapters.fleet.engine import Engine
     from claudeloop.adapters.notify.sender import Notifier, NotifyTargets
-
-
-@dataclass(frozen=True)
-class Backend:
-    """How the Claude Code CLI is reached: the environment it gets and where it is.
-
-    `zero_cost`: the backend's costs are not money (a model on the user's machine), so
-    the ledger counts none. `profile`: the backend profile it was resolved from, for
-    the one-line fix when the backend turns out misconfigured."""
-
-    env: Mapping[str, str]
-    local: bool = False
-    cli_path: Path | None = None
-    structured_output: bool = True
-    marker_fallback: bool = True
-    zero_cost: bool = False
-    profile: BackendProfile | None = None
-
-
-def cli_path_from_environment() -> Path | None:
-    """CLAUDELOOP_CLI_PATH names another Claude Code executable (default: the one
-    bundled with claude-agent-sdk)."""
-    cli_path = os.environ.get("CLAUDELOOP_CLI_PATH")
-    return Path(cli_path).expanduser() if cli_path else None
-
-
-def login_ends(backend: Backend) -> datetime | None:
-    """When the stored claude.ai login the backend's CLI would use ends (None: none
-    known), as the CLI reports it with the environment a run gives it."""
-    from claudeloop.adapters.claude_code.login import login_ends_at
-
-    return login_ends_at(backend.cli_path, {**os.environ, **backend.env})
-
-
-def backend_for(profile: BackendProfile) -> Backend:
-    return Backend(
-        env=dict(profile.env),
-        local=profile.local,
-        cli_path=cli_path_from_environment(),
-        marker_fallback=profile.marker_fallback,
-        zero_cost=profile.zero_cost,
-        profile=profile,
-    )
 
 
 def new_record(spec: RunSpec, run_id: str | None) -> RunRecord:
@@ -284,73 +243,6 @@ def _detour_gateways(
         return make_gateway(directory, replace(spec, model=model), backend, capacity_dir)
 
     return gateway_of
-
-
-def run_redactor(
-    spec: RunSpec,
-    backend: Backend,
-    notify: NotifyTargets | None,
-    detours: Callable[[str], Backend] | None,
-) -> Redactor:
-    """Every secret the run knows: of our environment and the CLI's (a profile's token
-    and extra_env), of the profiles a limit policy may switch to, and of the
-    notification URLs (which may sit in CLAUDELOOP_NOTIFY, a name that says nothing)."""
-    environments = [os.environ, backend.env]
-    for _, action in spec.limits.actions:
-        if isinstance(action, SwitchProfile) and detours is not None:
-            try:
-                environments.append(detours(action.profile).env)
-            except UsageError:
-                continue  # the detour fails when it is taken, with its own one line
-    extra: list[str] = []
-    if notify is not None:
-        from claudeloop.adapters.notify.urls import url_secrets
-
-        extra += [secret for url in notify.urls for secret in (url, *url_secrets(url))]
-    return Redactor((*secret_values(*environments), *extra))
-
-
-ProfileInUse = Callable[[str | None], "BackendProfile | None"]
-
-
-def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -> ProfileInUse:
-    """The profile of the run's own backend, or of the detour named."""
-
-    def profile(detour: str | None) -> BackendProfile | None:
-        if detour is None or detours is None:
-            return backend.profile
-        try:
-            return detours(detour).profile
-        except UsageError:
-            return backend.profile
-
-    return profile
-
-
-class ProfileAdvisor:
-    """The `Advisor` port: the one-line fix for the profile in use, the run's own or a
-    switch-profile detour's (adapters/backend_advice.py words them)."""
-
-    def __init__(self, profile_of: ProfileInUse) -> None:
-        self._profile_of = profile_of
-
-    def advised(
-        self,
-        reason: str,
-        capacity: AuthenticationFailed | BackendMisconfigured,
-        *,
-        detour: str | None,
-    ) -> str:
-        from claudeloop.adapters.backend_advice import advise, auth_fix
-
-        profile = self._profile_of(detour)
-        match capacity:
-            case BackendMisconfigured(kind=kind):
-                return advise(reason, profile, kind=kind).line if profile is not None else reason
-            case AuthenticationFailed(kind=kind, detail=detail):
-                return f"{reason}: {auth_fix(profile, kind, detail)}"
-            case _:
-                assert_never(capacity)
 
 
 def wire_run(
