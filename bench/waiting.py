@@ -23,6 +23,7 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     WindowExhausted,
 )
+from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.loop import (
     Finish,
@@ -34,12 +35,23 @@ from claudeloop.domain.loop import (
     decide_after_probe,
     decide_after_turn,
 )
+from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 EPOCH = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 HOUR = 3600.0
-KINDS = ("five_hour", "late_lift", "early_lift", "silent", "weekly", "credits", "asleep")
-WEIGHTS = (25, 5, 10, 15, 10, 25, 10)
+KINDS = (
+    "five_hour",
+    "late_lift",
+    "early_lift",
+    "silent",
+    "weekly",
+    "credits",
+    "asleep",
+    "slow_lane",
+    "grace",
+)
+WEIGHTS = (25, 5, 10, 15, 10, 25, 10, 5, 5)
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,16 @@ def corpus(size: int = 1200, seed: int = 20261130) -> list[Episode]:
         elif kind == "credits":  # five minutes to three days, then topped up
             lift = math.exp(rng.uniform(math.log(300), math.log(3 * 24 * HOUR)))
             episodes.append(Episode(kind, lift, None, credits=True))
+        elif kind == "slow_lane":
+            # The 5-hour window closes with a slow lane offered (the slow-offer headers):
+            # only an interactive CLI can take it, so every strategy meets the refusal.
+            reset = rng.uniform(60, 5 * HOUR)
+            episodes.append(Episode(kind, reset, reset))
+        elif kind == "grace":
+            # The window's allowance is used up, and the service goes on answering in a
+            # grace period until the window resets: capacity never went away.
+            reset = rng.uniform(60, 5 * HOUR)
+            episodes.append(Episode(kind, 0.0, reset))
         else:  # asleep across the reset
             reset = rng.uniform(HOUR, 5 * HOUR)
             start = rng.uniform(0, reset - 60)
@@ -118,7 +140,32 @@ def _capacity(episode: Episode) -> CapacityState:
     if episode.credits:
         return CreditsExhausted()
     resets = EPOCH + timedelta(seconds=episode.announced_reset) if episode.announced_reset else None
+    if episode.kind in ("slow_lane", "grace"):
+        # What the CLI emits for these (docs/architecture/claude-code-signals.md), read
+        # by the real classifier: the slow lane's 429 is the window's refusal, the grace
+        # answer is served with the window past its limit.
+        return classify(_signals_of(episode.kind, resets))
     return WindowExhausted("five_hour", resets)
+
+
+def _signals_of(kind: str, resets: datetime | None) -> TurnSignals:
+    if kind == "grace":
+        return TurnSignals(
+            rate_limit_status="rejected",
+            rate_limit_type="five_hour",
+            resets_at=resets,
+            utilization=1.1,
+            grace_active=True,
+        )
+    return TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="five_hour",
+        resets_at=resets,
+        api_error_status=429,
+        assistant_error="rate_limit",
+        is_error=True,
+        result_text="You've hit your 5-hour limit",
+    )
 
 
 def replay_claudeloop(episode: Episode, policy: WaitPolicyConfig) -> Replay:
@@ -153,6 +200,8 @@ def replay_claudeloop(episode: Episode, policy: WaitPolicyConfig) -> Replay:
 
 def replay_fixed_sleep(episode: Episode, seconds: float = HOUR) -> Replay:
     """Sleep a fixed hour after every rejection, then resend the turn."""
+    if episode.open_at(0.0):
+        return Replay(0.0, 0, 0, 0.0)  # the answer was served: no rejection to act on
     t, requests, closed = 0.0, 0, 0
     while True:
         t = _monotonic_sleep(episode, t, seconds)
@@ -164,6 +213,8 @@ def replay_fixed_sleep(episode: Episode, seconds: float = HOUR) -> Replay:
 
 def replay_reset_parsing(episode: Episode) -> Replay:
     """Sleep until the announced reset plus 60 s (5 hours when none), then resend."""
+    if episode.open_at(0.0):
+        return Replay(0.0, 0, 0, 0.0)  # the answer was served: no rejection to act on
     t, requests, closed = 0.0, 0, 0
     while True:
         reset = episode.announced_reset
@@ -177,6 +228,8 @@ def replay_reset_parsing(episode: Episode) -> Replay:
 
 def replay_hourly(episode: Episode) -> Replay:
     """A retry at the top of every hour of the wall clock (cron-style)."""
+    if episode.open_at(0.0):
+        return Replay(0.0, 0, 0, 0.0)  # the answer was served: no rejection to act on
     t, requests, closed = 0.0, 0, 0
     while True:
         t = (math.floor(t / HOUR) + 1) * HOUR
@@ -227,7 +280,9 @@ def figures(strategy: str, kind: str, replays: list[Replay]) -> Figures:
         episodes=len(replays),
         median_lateness=statistics.median(late),
         p95_lateness=late[min(len(late) - 1, math.ceil(0.95 * len(late)) - 1)],
-        requests_per_waiting_hour=sum(r.requests for r in replays) / waited_hours,
+        requests_per_waiting_hour=sum(r.requests for r in replays) / waited_hours
+        if waited_hours
+        else 0.0,
         turns_into_closed=sum(r.turns_into_closed for r in replays),
     )
 
