@@ -40,18 +40,14 @@ from claudeloop.domain.waiting import WaitPolicyConfig
 
 EPOCH = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 HOUR = 3600.0
-KINDS = (
-    "five_hour",
-    "late_lift",
-    "early_lift",
-    "silent",
-    "weekly",
-    "credits",
-    "asleep",
-    "slow_lane",
-    "grace",
-)
-WEIGHTS = (25, 5, 10, 15, 10, 25, 10, 5, 5)
+# The mixed corpus's kinds, drawn by weight from one seeded stream.
+MIXED_KINDS = ("five_hour", "late_lift", "early_lift", "silent", "weekly", "credits", "asleep")
+WEIGHTS = (25, 5, 10, 15, 10, 25, 10)
+# Kinds the CLI's other headers make (docs/architecture/claude-code-signals.md), drawn
+# from a stream of their own after the mixed ones, so adding them moves no other figure.
+HEADER_KINDS = ("slow_lane", "grace")
+HEADER_EPISODES = 60
+KINDS = (*MIXED_KINDS, *HEADER_KINDS)
 
 
 @dataclass(frozen=True)
@@ -75,43 +71,44 @@ class Episode:
 
 def corpus(size: int = 1200, seed: int = 20261130) -> list[Episode]:
     rng = random.Random(seed)
-    episodes = []
-    for _ in range(size):
-        kind = rng.choices(KINDS, WEIGHTS)[0]
-        if kind == "five_hour":
-            reset = rng.uniform(60, 5 * HOUR)
-            episodes.append(Episode(kind, reset, reset))
-        elif kind == "late_lift":  # the service lifts a little after the reset it announced
-            reset = rng.uniform(60, 5 * HOUR)
-            episodes.append(Episode(kind, reset + rng.uniform(1, 90), reset))
-        elif kind == "early_lift":  # overage switched on, a plan upgrade
-            reset = rng.uniform(HOUR, 5 * HOUR)
-            episodes.append(Episode(kind, rng.uniform(60, reset - 60), reset))
-        elif kind == "silent":
-            episodes.append(Episode(kind, rng.uniform(600, 5 * HOUR), None))
-        elif kind == "weekly":
-            reset = rng.uniform(HOUR, 7 * 24 * HOUR)
-            episodes.append(Episode(kind, reset, reset))
-        elif kind == "credits":  # five minutes to three days, then topped up
-            lift = math.exp(rng.uniform(math.log(300), math.log(3 * 24 * HOUR)))
-            episodes.append(Episode(kind, lift, None, credits=True))
-        elif kind == "slow_lane":
-            # The 5-hour window closes with a slow lane offered (the slow-offer headers):
-            # only an interactive CLI can take it, so every strategy meets the refusal.
-            reset = rng.uniform(60, 5 * HOUR)
-            episodes.append(Episode(kind, reset, reset))
-        elif kind == "grace":
-            # The window's allowance is used up, and the service goes on answering in a
-            # grace period until the window resets: capacity never went away.
-            reset = rng.uniform(60, 5 * HOUR)
-            episodes.append(Episode(kind, 0.0, reset))
-        else:  # asleep across the reset
-            reset = rng.uniform(HOUR, 5 * HOUR)
-            start = rng.uniform(0, reset - 60)
-            episodes.append(
-                Episode(kind, reset, reset, asleep=(start, reset + rng.uniform(60, 4 * HOUR)))
-            )
+    episodes = [_episode(rng.choices(MIXED_KINDS, WEIGHTS)[0], rng) for _ in range(size)]
+    headers = random.Random(seed + 1)
+    episodes += [_episode(kind, headers) for kind in HEADER_KINDS for _ in range(HEADER_EPISODES)]
     return episodes
+
+
+def _episode(kind: str, rng: random.Random) -> Episode:
+    if kind == "five_hour":
+        reset = rng.uniform(60, 5 * HOUR)
+        return Episode(kind, reset, reset)
+    if kind == "late_lift":  # the service lifts a little after the reset it announced
+        reset = rng.uniform(60, 5 * HOUR)
+        return Episode(kind, reset + rng.uniform(1, 90), reset)
+    if kind == "early_lift":  # overage switched on, a plan upgrade
+        reset = rng.uniform(HOUR, 5 * HOUR)
+        return Episode(kind, rng.uniform(60, reset - 60), reset)
+    if kind == "silent":
+        return Episode(kind, rng.uniform(600, 5 * HOUR), None)
+    if kind == "weekly":
+        reset = rng.uniform(HOUR, 7 * 24 * HOUR)
+        return Episode(kind, reset, reset)
+    if kind == "credits":  # five minutes to three days, then topped up
+        lift = math.exp(rng.uniform(math.log(300), math.log(3 * 24 * HOUR)))
+        return Episode(kind, lift, None, credits=True)
+    if kind == "slow_lane":
+        # The 5-hour window closes with a slow lane offered (the slow-offer headers):
+        # only an interactive CLI can take it, so every strategy meets the refusal.
+        reset = rng.uniform(60, 5 * HOUR)
+        return Episode(kind, reset, reset)
+    if kind == "grace":
+        # The window's allowance is used up, and the service goes on answering in a
+        # grace period until the window resets: capacity never went away.
+        reset = rng.uniform(60, 5 * HOUR)
+        return Episode(kind, 0.0, reset)
+    # asleep across the reset
+    reset = rng.uniform(HOUR, 5 * HOUR)
+    start = rng.uniform(0, reset - 60)
+    return Episode(kind, reset, reset, asleep=(start, reset + rng.uniform(60, 4 * HOUR)))
 
 
 @dataclass(frozen=True)
