@@ -109,6 +109,46 @@ CASES = [
         {"rate_limit_status": None, "assistant_error": None, "api_error_status": None},
         Available(),
     ),
+    # A grace period (docs/architecture/claude-code-signals.md): the 5-hour window past
+    # its limit, called rejected in unifiedWindows, the answer served all the same.
+    Case(
+        "grace",
+        "oauth",
+        {
+            "rate_limit_status": "rejected",
+            "rate_limit_type": "five_hour",
+            "utilization": 1.1,
+            "grace_active": True,
+            "assistant_error": None,
+            "api_error_status": None,
+            "is_error": False,
+        },
+        Available(),
+    ),
+    Case(
+        "grace",
+        "api_key",
+        {"rate_limit_status": None, "grace_active": False, "api_error_status": None},
+        Available(),
+    ),
+    # The organization's usage paused for the day: the overage claim refused with the
+    # monthly cap's reason, and the flag; no reset of the day's announced.
+    Case(
+        "daily_cap",
+        "oauth",
+        {
+            "rate_limit_status": "rejected",
+            "rate_limit_type": "overage",
+            "assistant_error": "rate_limit",
+            "api_error_status": 429,
+            "overage_status": "rejected",
+            "overage_disabled_reason": "org_level_disabled",
+            "overage_resets_at": None,
+            "daily_cap_paused": True,
+        },
+        WindowExhausted("daily_cap", resets_at=None),
+    ),
+    Case("daily_cap", "api_key", API_KEY_429, UNKNOWN_WINDOW),
     Case(
         "credits",
         "oauth",
