@@ -9,7 +9,7 @@ local server's failure, a local backend profile.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -461,3 +461,60 @@ def test_nothing_listening_is_misconfigured_on_every_profile_like_doctor_says(
     capacity = classify(signals)
     assert isinstance(capacity, BackendMisconfigured)
     assert capacity.reason.startswith("the server is unreachable (")
+
+
+# Headers CLI 2.1.332 reads and never lets reach the stream (docs/architecture/
+# claude-code-signals.md): a slow lane's offer and state, a fallback, the upgrade paths.
+# The alarm for an upgrade that starts to: each must leave the turn read as without it.
+UNSEEN_HEADERS = {
+    "slow_offer": {
+        "anthropic-ratelimit-unified-slow-offer": "treatment",
+        "anthropic-ratelimit-unified-slow-max-wait": "900",
+        "anthropic-ratelimit-unified-slow-retry-after": "30",
+    },
+    "slow_status": {
+        "anthropic-ratelimit-unified-slow-status": "slot_busy",
+        "anthropic-ratelimit-unified-slow-budget-utilization": "0.25",
+        "anthropic-ratelimit-unified-slow-budget-reset": "1796226180",
+    },
+    "fallback": {"anthropic-ratelimit-unified-fallback": "available"},
+    "upgrade_paths": {"anthropic-ratelimit-unified-upgrade-paths": "max_5x,max_20x"},
+}
+
+
+@pytest.mark.parametrize("gate", ["window", "warning"])
+@pytest.mark.parametrize("extra", list(UNSEEN_HEADERS), ids=list(UNSEEN_HEADERS))
+def test_headers_the_stream_never_shows_change_nothing(
+    gate: str, extra: str, tmp_path: Path
+) -> None:
+    def read(headers: dict[str, str], root: Path) -> tuple[TurnOutcome, int]:
+        scenario = gate_at_first_turn(gate)
+        scenario = scenario.model_copy(
+            update={"gates": [scenario.gates[0].model_copy(update={"headers": headers})]}
+        )
+        with RehearsalServer(scenario) as server:
+            gateway = gateway_for(server, root, "oauth")
+
+            async def turn() -> TurnOutcome:
+                try:
+                    return await gateway.run_turn("Start the task.", session_id=None)
+                finally:
+                    await gateway.close()
+
+            outcome = run(turn)
+            return outcome, len(server.state()["requests"])
+
+    plain, plain_requests = read({}, tmp_path / "plain")
+    offered, offered_requests = read(UNSEEN_HEADERS[extra], tmp_path / "offered")
+    # The same reading, and no retry the header would have caused.
+    assert offered_requests == plain_requests
+    # Each server announces its own gate's end: compare the readings without it.
+    assert _without_reset(classify(offered.signals)) == _without_reset(classify(plain.signals))
+    same = ("rate_limit_status", "rate_limit_type", "grace_active", "daily_cap_paused")
+    assert {n: getattr(offered.signals, n) for n in same} == {
+        n: getattr(plain.signals, n) for n in same
+    }
+
+
+def _without_reset(capacity: CapacityState) -> CapacityState:
+    return replace(capacity, resets_at=None) if isinstance(capacity, WindowExhausted) else capacity

@@ -81,6 +81,8 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
     end (one of)         for_seconds = S (>= 0; 0 fails just the request that started it)
                          | for_requests = N  |  until_lift = true (POST /_rehearsal/lift)
     message              replaces the error message
+    headers              a table of response headers added to the gate's answer
+                         (a 429 or a served answer) over its own
     for_model            answers only requests for a model whose name contains it
     announce_reset_seconds  rate limits, warning, grace, overage_in_use: the reset the
                          headers announce, from the gate's start (default: its end)

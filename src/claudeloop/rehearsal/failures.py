@@ -12,7 +12,7 @@ measured in front of this rehearsal: see the test that pins each in tests/rehear
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from claudeloop.rehearsal.gates import Answering, Timeline
@@ -98,6 +98,19 @@ class Windows:
 
 
 def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAnswer:
+    """What the gate answers, with the scenario's extra headers over its own."""
+    answer = _gate_answer(answering, model=model, windows=windows)
+    extra = answering.gate.headers
+    if not extra:
+        return answer
+    match answer:
+        case HttpFailure() | Warned():
+            return replace(answer, headers=answer.headers | extra)
+        case BrokenStream() | CutAtMaxTokens():
+            return answer  # their headers are the healthy account's (app.py)
+
+
+def _gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAnswer:
     gate = answering.gate
     reset = math.ceil(answering.reset_epoch) if answering.reset_epoch is not None else None
     match gate:

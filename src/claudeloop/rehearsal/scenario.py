@@ -81,6 +81,9 @@ class _GateBase(_Strict):
     message: str | None = None
     # Only requests for a model whose name contains this (a model's own window).
     for_model: str | None = None
+    # Response headers added to what the gate answers (a 429's, or a served answer's),
+    # over its own: the service's other headers, e.g. a slow lane's offer.
+    headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_start_one_end(self) -> _GateBase:
