@@ -308,6 +308,8 @@ def signals_to_dict(signals: TurnSignals) -> dict[str, Any]:
         "overage_disabled_reason": signals.overage_disabled_reason,
         "overage_resets_at": _instant(signals.overage_resets_at),
         "overage_in_use": signals.overage_in_use,
+        "grace_active": signals.grace_active,
+        "daily_cap_paused": signals.daily_cap_paused,
         "error_code": signals.error_code,
         "api_error_status": signals.api_error_status,
         "assistant_error": signals.assistant_error,
@@ -344,6 +346,10 @@ def signals_from_dict(data: Mapping[str, Any]) -> TurnSignals:
         if data.get("overage_resets_at")
         else None,
         overage_in_use=bool(data.get("overage_in_use")),
+        # Written since 2026-12-02 (a grace period, the organization's daily cap): a
+        # record from before has neither, and meant neither.
+        grace_active=bool(data.get("grace_active")),
+        daily_cap_paused=bool(data.get("daily_cap_paused")),
         error_code=_text(data.get("error_code")),
         api_error_status=int(status) if status is not None else None,
         assistant_error=_text(data.get("assistant_error")),
