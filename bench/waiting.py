@@ -36,18 +36,23 @@ from claudeloop.domain.loop import (
     decide_after_turn,
 )
 from claudeloop.domain.signals import TurnSignals
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
 
 EPOCH = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 HOUR = 3600.0
-# The mixed corpus's kinds, drawn by weight from one seeded stream.
-MIXED_KINDS = ("five_hour", "late_lift", "early_lift", "silent", "weekly", "credits", "asleep")
+# The kinds drawn by weight, and after them those drawn apart (so that adding one leaves
+# every other kind's episodes as they were).
+DRAWN = ("five_hour", "late_lift", "early_lift", "silent", "weekly", "credits", "asleep")
 WEIGHTS = (25, 5, 10, 15, 10, 25, 10)
+# A refusal without a reset (a thin 429) of a window whose reset the answers before it
+# announced: one episode of these for every eight of the others.
+SILENT_AFTER_RESET = "silent_after_reset"
 # Kinds the CLI's other headers make (docs/architecture/claude-code-signals.md), drawn
-# from a stream of their own after the mixed ones, so adding them moves no other figure.
+# from a stream of their own after the others, 60 episodes each: a 5-hour window closed
+# with a slow lane offered, and answers served in a grace period past the window's limit.
 HEADER_KINDS = ("slow_lane", "grace")
 HEADER_EPISODES = 60
-KINDS = (*MIXED_KINDS, *HEADER_KINDS)
+KINDS = (*DRAWN, SILENT_AFTER_RESET, *HEADER_KINDS)
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,9 @@ class Episode:
     announced_reset: float | None  # what the service said, when it said anything
     credits: bool = False
     asleep: tuple[float, float] | None = None  # the machine sleeps over [start, end)
+    # The reset the answers before the refusal announced for its window, when the
+    # refusal itself says none.
+    seen_reset: float | None = None
 
     def open_at(self, t: float) -> bool:
         return t >= self.lift
@@ -71,44 +79,45 @@ class Episode:
 
 def corpus(size: int = 1200, seed: int = 20261130) -> list[Episode]:
     rng = random.Random(seed)
-    episodes = [_episode(rng.choices(MIXED_KINDS, WEIGHTS)[0], rng) for _ in range(size)]
-    headers = random.Random(seed + 1)
-    episodes += [_episode(kind, headers) for kind in HEADER_KINDS for _ in range(HEADER_EPISODES)]
+    episodes = []
+    for _ in range(size):
+        kind = rng.choices(DRAWN, WEIGHTS)[0]
+        if kind == "five_hour":
+            reset = rng.uniform(60, 5 * HOUR)
+            episodes.append(Episode(kind, reset, reset))
+        elif kind == "late_lift":  # the service lifts a little after the reset it announced
+            reset = rng.uniform(60, 5 * HOUR)
+            episodes.append(Episode(kind, reset + rng.uniform(1, 90), reset))
+        elif kind == "early_lift":  # overage switched on, a plan upgrade
+            reset = rng.uniform(HOUR, 5 * HOUR)
+            episodes.append(Episode(kind, rng.uniform(60, reset - 60), reset))
+        elif kind == "silent":
+            episodes.append(Episode(kind, rng.uniform(600, 5 * HOUR), None))
+        elif kind == "weekly":
+            reset = rng.uniform(HOUR, 7 * 24 * HOUR)
+            episodes.append(Episode(kind, reset, reset))
+        elif kind == "credits":  # five minutes to three days, then topped up
+            lift = math.exp(rng.uniform(math.log(300), math.log(3 * 24 * HOUR)))
+            episodes.append(Episode(kind, lift, None, credits=True))
+        else:  # asleep across the reset
+            reset = rng.uniform(HOUR, 5 * HOUR)
+            start = rng.uniform(0, reset - 60)
+            episodes.append(
+                Episode(kind, reset, reset, asleep=(start, reset + rng.uniform(60, 4 * HOUR)))
+            )
+    apart = random.Random(seed + 1)
+    for _ in range(size // 8):
+        # The window opens at the reset the answers announced; the refusal said nothing.
+        reset = apart.uniform(60, 5 * HOUR)
+        episodes.append(Episode(SILENT_AFTER_RESET, reset, None, seen_reset=reset))
+    headers = random.Random(seed + 2)
+    for kind in HEADER_KINDS:
+        for _ in range(HEADER_EPISODES):
+            reset = headers.uniform(60, 5 * HOUR)
+            # The slow lane's window reopens at its reset (only an interactive CLI could
+            # take the offer); a grace period never closed anything.
+            episodes.append(Episode(kind, reset if kind == "slow_lane" else 0.0, reset))
     return episodes
-
-
-def _episode(kind: str, rng: random.Random) -> Episode:
-    if kind == "five_hour":
-        reset = rng.uniform(60, 5 * HOUR)
-        return Episode(kind, reset, reset)
-    if kind == "late_lift":  # the service lifts a little after the reset it announced
-        reset = rng.uniform(60, 5 * HOUR)
-        return Episode(kind, reset + rng.uniform(1, 90), reset)
-    if kind == "early_lift":  # overage switched on, a plan upgrade
-        reset = rng.uniform(HOUR, 5 * HOUR)
-        return Episode(kind, rng.uniform(60, reset - 60), reset)
-    if kind == "silent":
-        return Episode(kind, rng.uniform(600, 5 * HOUR), None)
-    if kind == "weekly":
-        reset = rng.uniform(HOUR, 7 * 24 * HOUR)
-        return Episode(kind, reset, reset)
-    if kind == "credits":  # five minutes to three days, then topped up
-        lift = math.exp(rng.uniform(math.log(300), math.log(3 * 24 * HOUR)))
-        return Episode(kind, lift, None, credits=True)
-    if kind == "slow_lane":
-        # The 5-hour window closes with a slow lane offered (the slow-offer headers):
-        # only an interactive CLI can take it, so every strategy meets the refusal.
-        reset = rng.uniform(60, 5 * HOUR)
-        return Episode(kind, reset, reset)
-    if kind == "grace":
-        # The window's allowance is used up, and the service goes on answering in a
-        # grace period until the window resets: capacity never went away.
-        reset = rng.uniform(60, 5 * HOUR)
-        return Episode(kind, 0.0, reset)
-    # asleep across the reset
-    reset = rng.uniform(HOUR, 5 * HOUR)
-    start = rng.uniform(0, reset - 60)
-    return Episode(kind, reset, reset, asleep=(start, reset + rng.uniform(60, 4 * HOUR)))
 
 
 @dataclass(frozen=True)
@@ -137,7 +146,7 @@ def _capacity(episode: Episode) -> CapacityState:
     if episode.credits:
         return CreditsExhausted()
     resets = EPOCH + timedelta(seconds=episode.announced_reset) if episode.announced_reset else None
-    if episode.kind in ("slow_lane", "grace"):
+    if episode.kind in HEADER_KINDS:
         # What the CLI emits for these (docs/architecture/claude-code-signals.md), read
         # by the real classifier: the slow lane's 429 is the window's refusal, the grace
         # answer is served with the window past its limit.
@@ -167,6 +176,9 @@ def _signals_of(kind: str, resets: datetime | None) -> TurnSignals:
 
 def replay_claudeloop(episode: Episode, policy: WaitPolicyConfig) -> Replay:
     state = RunState()
+    if episode.seen_reset is not None:  # what the answers before the refusal said
+        heard = EPOCH + timedelta(seconds=episode.seen_reset)
+        state = RunState(announced_resets=(AnnouncedReset("five_hour", heard),))
     transition = decide_after_turn(
         state,
         capacity=_capacity(episode),

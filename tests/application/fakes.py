@@ -15,11 +15,13 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import (
     AccountCapacity,
+    ClaudeSession,
     ProbeOutcome,
     QueuedRun,
     RunIdTaken,
     StoredRun,
     TurnOutcome,
+    WorkerOptions,
 )
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.completion import StructuredVerdict
@@ -275,6 +277,8 @@ class MemoryFleet:
         self.lines: dict[str, list[bytes]] = {}
         self.asked: list[tuple[str, ControlCommand]] = []
         self.sightings: list[AccountCapacity] = []
+        # What each queued run was given: its arguments, repository and branch.
+        self.given: dict[str, tuple[list[str], str | None, str | None]] = {}
 
     def exists(self) -> bool:
         return self.made
@@ -296,6 +300,7 @@ class MemoryFleet:
         if run_id in self.runs:
             raise RunIdTaken(run_id)
         self.runs[run_id] = QueuedRun(run_id, "queued", cwd, account, None)
+        self.given[run_id] = (arguments, repo, branch)
 
     def queue(self) -> list[QueuedRun]:
         assert self.made, "the queue of a fleet never made was read"
@@ -326,6 +331,30 @@ class MemoryFleet:
         self.asked.append((run_id, command))
 
 
+@dataclass
+class FakeWorkerHost:
+    """A machine with the directories in `directories`; a worker served on it ends at
+    once with `code`, or is refused as already running when `running`."""
+
+    directories: set[Path] = field(default_factory=set)
+    code: int = 130
+    running: bool = False
+    served: list[WorkerOptions] = field(default_factory=list)
+
+    def is_directory(self, path: Path) -> bool:
+        return path in self.directories
+
+    def serve(self, options: WorkerOptions, say: Callable[[str], None]) -> int:
+        if self.running:
+            raise UsageError("a worker named w is already running (pid 1)")
+        self.served.append(options)
+        say("worker started")
+        return self.code
+
+    def exit_now(self, code: int) -> None:
+        raise AssertionError("a use case never ends the process")
+
+
 class MemoryRuns:
     """A project's runs in memory, newest first in the order given; a run in
     `unreadable` has a record that cannot be read, one in `drivers` a live driver."""
@@ -338,6 +367,11 @@ class MemoryRuns:
         self.summaries: list[str] = []
         self.sent: list[tuple[str, ControlCommand]] = []
         self.refuse_writes = False
+        # Each run's events.jsonl, as bytes; `on_read` runs after each read (a run
+        # that goes on writing, or ends, while `logs -f` follows it).
+        self.events: dict[str, bytes] = {}
+        self.on_read: Callable[[MemoryRuns], None] = lambda _runs: None
+        self.sessions: list[ClaudeSession] = []
 
     def run_ids(self) -> list[str]:
         return list(self.records)
@@ -371,3 +405,19 @@ class MemoryRuns:
         if self.refuse_writes:
             raise PermissionError(13, "Permission denied")
         self.sent.append((run_id, command))
+
+    def events_file(self, run_id: str) -> Path:
+        return self.where / ".claudeloop" / "runs" / run_id / "events.jsonl"
+
+    def event_lines(self, run_id: str, offset: int) -> tuple[list[bytes], int]:
+        written = self.events.get(run_id, b"")
+        whole = written[offset : written.rfind(b"\n") + 1] if b"\n" in written else b""
+        lines = whole.splitlines(keepends=True)
+        self.on_read(self)
+        return lines, offset + len(whole)
+
+    def ended(self, run_id: str) -> bool:
+        return run_id not in self.unreadable and self.records[run_id].state.phase.terminal
+
+    def claude_sessions(self, limit: int) -> list[ClaudeSession]:
+        return self.sessions[:limit]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -11,21 +12,29 @@ import pytest
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.fleet import (
+    InCheckout,
+    InClone,
+    InDirectory,
+    Queued,
+    QueueSupport,
+    RunPlace,
     cancel,
     control,
     events,
     look_up,
     overview,
     queue_listing,
+    queue_run,
+    serve_worker,
     status_view,
 )
-from claudeloop.application.ports import AccountCapacity, StoredRun
+from claudeloop.application.ports import AccountCapacity, StoredRun, WorkerOptions
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import WindowExhausted
 from claudeloop.domain.loop import ControlCommand, Phase, RunState
 from claudeloop.domain.plan import WorkPlan
-from tests.application.fakes import START, MemoryFleet
+from tests.application.fakes import START, FakeWorkerHost, MemoryFleet
 
 
 def _shown(view: dict[str, Any]) -> dict[str, Any]:
@@ -188,3 +197,126 @@ def test_a_queued_run_followed_gives_its_lines_once_a_worker_stored_them() -> No
 
     assert list(events(fleet, found, follow=True, sleep=sleep)) == [b"started\n"]
     assert next(polls) <= 25  # asked the queue now and then, not only at the end
+
+
+# queue add and worker
+
+
+def _support(used: set[tuple[Path, str]] | None = None) -> QueueSupport:
+    return QueueSupport(
+        new_run_id=lambda: "20261202-101500-a1b2c3",
+        run_id_used=lambda cwd, run_id: (cwd, run_id) in (used or set()),
+        account_of=lambda model: f"account-{model or 'default'}",
+        masked_url=lambda url: url.replace("hunter2", "***"),
+    )
+
+
+def _queue(fleet: MemoryFleet, place: RunPlace, **given: Any) -> Queued:
+    options: dict[str, Any] = {"plan": None, "run_id": None, "model": None, "arguments": []}
+    return queue_run(fleet, _support(given.pop("used", None)), place=place, **(options | given))
+
+
+def test_a_run_of_this_machine_is_queued_under_a_new_id_with_its_account() -> None:
+    fleet = MemoryFleet(made=False)
+    queued = _queue(fleet, InDirectory(Path("/src/app")), model="opus", arguments=["--prompt"])
+    assert queued == Queued("20261202-101500-a1b2c3", "/src/app", "account-opus")
+    assert fleet.runs[queued.run_id].state == "queued"
+    assert fleet.given[queued.run_id] == (["--prompt"], None, None)
+
+
+def test_a_run_id_a_run_of_the_directory_has_is_refused_before_queueing() -> None:
+    fleet = MemoryFleet()
+    with pytest.raises(UsageError, match="'nightly' is already used in /src/app"):
+        _queue(
+            fleet,
+            InDirectory(Path("/src/app")),
+            run_id="nightly",
+            used={(Path("/src/app"), "nightly")},
+        )
+    assert fleet.runs == {}
+
+
+@pytest.mark.parametrize("run_id", ["", " ", "a/b", ".hidden"])
+def test_a_run_id_that_names_no_directory_is_refused(run_id: str) -> None:
+    with pytest.raises(UsageError, match="use letters, digits"):
+        _queue(MemoryFleet(), InCheckout("app"), run_id=run_id)
+
+
+def test_a_run_id_already_queued_is_refused_naming_the_fleet() -> None:
+    fleet = MemoryFleet()
+    _queue(fleet, InCheckout("app"), run_id="nightly")
+    with pytest.raises(UsageError, match="--run-id nightly: already in the queue of sqlite"):
+        _queue(fleet, InCheckout("app"), run_id="nightly")
+
+
+def test_a_clone_is_queued_with_its_repository_and_branch_and_not_looked_for() -> None:
+    fleet = MemoryFleet()
+    place = InClone("git@git.internal:app.git", "main")
+    queued = _queue(fleet, place, plan=Path("PLAN.md"), used={(Path("x"), "y")})
+    assert queued.cwd == "git@git.internal:app.git"
+    assert fleet.given[queued.run_id][1:] == ("git@git.internal:app.git", "main")
+
+
+def test_a_password_in_the_repository_url_is_refused_masked() -> None:
+    with pytest.raises(UsageError) as refused:
+        _queue(MemoryFleet(), InClone("https://me:hunter2@git.internal/app.git", None))
+    assert "--repo https://me:***@git.internal/app.git: a password" in str(refused.value)
+    assert "hunter2" not in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["", "/abs/app", "../app", "a/../../b"])
+def test_a_checkout_is_a_relative_path_under_the_work_root(name: str) -> None:
+    with pytest.raises(UsageError, match="a relative path under the workers' --work-root"):
+        _queue(MemoryFleet(), InCheckout(name))
+
+
+@pytest.mark.parametrize(
+    ("place", "what"),
+    [(InCheckout("app"), "checkout"), (InClone("git@h:app.git", None), "repository")],
+)
+def test_the_plan_of_a_run_elsewhere_is_named_relative_to_it(place: RunPlace, what: str) -> None:
+    with pytest.raises(UsageError, match=f"name it relative to the {what}"):
+        _queue(MemoryFleet(), place, plan=Path("/home/me/PLAN.md"))
+
+
+def _serve(host: FakeWorkerHost, **given: Any) -> int:
+    options: dict[str, Any] = {
+        "slots": 2,
+        "per_account": 1,
+        "name": None,
+        "lease": timedelta(seconds=30),
+        "lease_shown": "30s",
+        "work_root": None,
+        "say": lambda _line: None,
+    }
+    return serve_worker(host, **(options | given))
+
+
+def test_a_worker_serves_with_its_options_and_returns_its_exit_code() -> None:
+    host = FakeWorkerHost(directories={Path("/src")}, code=130)
+    said: list[str] = []
+    code = _serve(host, name="second", work_root=Path("/src"), say=said.append)
+    assert code == 130
+    assert host.served == [WorkerOptions(2, 1, "second", 30.0, Path("/src"))]
+    assert said == ["worker started"]
+
+
+@pytest.mark.parametrize(
+    ("given", "refusal"),
+    [
+        ({"name": "two words"}, "--name 'two words': use letters"),
+        ({"name": "x" * 41}, "--name"),
+        (
+            {"lease": timedelta(milliseconds=500), "lease_shown": "0.5s"},
+            "--lease 0.5s: at least 1s",
+        ),
+        ({"work_root": Path("/nowhere")}, "--work-root /nowhere: not a directory"),
+    ],
+)
+def test_a_worker_refuses_what_it_cannot_serve_with_before_it_starts(
+    given: dict[str, Any], refusal: str
+) -> None:
+    host = FakeWorkerHost()
+    with pytest.raises(UsageError, match=re.escape(refusal)):
+        _serve(host, **given)
+    assert host.served == []

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from claudeloop.application.errors import UsageError
-from claudeloop.application.inspection import control, run_rows, run_status, takes_effect
+from claudeloop.application.inspection import (
+    claude_sessions,
+    control,
+    run_events,
+    run_rows,
+    run_status,
+    takes_effect,
+)
+from claudeloop.application.ports import ClaudeSession
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase
 from tests.application.fakes import START, MemoryRuns
 from tests.application.test_fleet import waiting_record
@@ -84,3 +92,75 @@ def test_a_control_file_that_cannot_be_written_names_it_and_the_way_out() -> Non
         "/src/app/.claudeloop/runs/r2/control: cannot be written (Permission denied); "
         "end the run with kill -TERM 99"
     )
+
+
+def test_logs_are_the_whole_lines_written_so_far_of_the_watched_run() -> None:
+    runs = two_runs()
+    runs.events["r2"] = b'{"type": "run.started"}\n{"type": "turn.st'
+    stream = run_events(runs, None, follow=False, sleep=_never)
+    assert list(stream.lines) == [b'{"type": "run.started"}\n']
+    assert stream.source == "/src/app/.claudeloop/runs/r2/events.jsonl"
+
+
+def test_logs_of_a_run_with_no_events_yet_are_none() -> None:
+    assert list(run_events(two_runs(), "r1", follow=False, sleep=_never).lines) == []
+
+
+def test_following_logs_reads_each_line_as_it_comes_until_the_run_ends() -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 4242
+    runs.events["r2"] = b"1\n"
+    writes = iter([b"2\n3", b"\n", b"4\n"])
+
+    def the_run_goes_on(runs: MemoryRuns) -> None:
+        more = next(writes, None)
+        if more is None:
+            record = runs.records["r2"]
+            runs.records["r2"] = replace(record, state=replace(record.state, phase=Phase.COMPLETE))
+        else:
+            runs.events["r2"] += more
+
+    runs.on_read = the_run_goes_on
+    slept: list[float] = []
+    lines = list(run_events(runs, None, follow=True, sleep=slept.append).lines)
+    assert lines == [b"1\n", b"2\n", b"3\n", b"4\n"]
+    assert len(slept) == 3
+
+
+def test_following_the_logs_of_a_run_without_a_driver_ends_at_once() -> None:
+    runs = two_runs()
+    runs.events["r2"] = b"1\n"
+    assert list(run_events(runs, "r2", follow=True, sleep=_never).lines) == [b"1\n"]
+
+
+def test_following_the_logs_of_an_unreadable_run_waits_on_its_driver() -> None:
+    runs = two_runs()
+    runs.unreadable.add("r2")
+    runs.drivers["r2"] = 1
+    slept: list[float] = []
+
+    def driver_gone(runs: MemoryRuns) -> None:
+        if slept:
+            runs.drivers.clear()
+
+    runs.on_read = driver_gone
+    assert list(run_events(runs, "r2", follow=True, sleep=slept.append).lines) == []
+    assert len(slept) == 1
+
+
+def test_sessions_are_claude_codes_own_newest_first_up_to_the_limit() -> None:
+    runs = two_runs()
+    runs.sessions = [
+        ClaudeSession("s2", "the second", START),
+        ClaudeSession("s1", "the first", START),
+    ]
+    assert [s.session_id for s in claude_sessions(runs, 1)] == ["s2"]
+    assert claude_sessions(runs, 5)[1].to_json() == {
+        "session_id": "s1",
+        "summary": "the first",
+        "last_modified": START.isoformat(),
+    }
+
+
+def _never(_seconds: float) -> None:
+    raise AssertionError("no wait without --follow and a live driver")

@@ -18,8 +18,8 @@ from claudeloop.application.summary import result_object, summary_markdown
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured, WindowExhausted
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase, RunState, reopen
-from claudeloop.domain.signals import TurnSignals
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.signals import TurnSignals, WindowUsage
+from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
 from tests.application.fakes import (
     START,
     FakeClock,
@@ -163,6 +163,61 @@ def test_closed_window_waits_until_reset_plus_grace_then_probes_then_resumes() -
     assert final.state.ledger.turns == 2
     assert final.state.ledger.attempts == 3
     assert final.waited_seconds == (reset + timedelta(seconds=60) - START).total_seconds()
+
+
+def test_a_silent_refusal_waits_for_the_reset_the_answers_before_it_announced() -> None:
+    # The answers announce the 5-hour window's reset; the refusal (a thin 429) omits it.
+    reset = START + timedelta(seconds=40)
+    announcing = TurnSignals(
+        rate_limit_status="allowed", windows=(WindowUsage("five_hour", 0.97, reset),)
+    )
+    silent = replace(WINDOW_REJECTED, resets_at=None)
+    h = harness(
+        [
+            verdict_turn(remaining=("b",), signals=announcing),
+            rejected_turn(silent),
+            verdict_turn(complete=True),
+        ],
+        probes=[OK],
+    )
+    final = drive(h, record())
+    due = reset + WaitPolicyConfig().reset_grace
+    assert h.sleeper.slept_until == [due]  # not a whole probe interval
+    assert h.gateway.probe_times == [due]
+    assert h.gateway.turn_times[2] >= reset
+    assert final.state.outcome is Outcome.DONE
+    assert final.state.announced_resets == (AnnouncedReset("five_hour", reset),)
+
+
+def test_a_first_turn_refused_silently_waits_for_the_reset_another_run_heard() -> None:
+    # No answer of this run's own yet: the capacity board's sightings announced it.
+    reset = START + timedelta(seconds=40)
+    silent = replace(WINDOW_REJECTED, resets_at=None)
+    heard = (AnnouncedReset("five_hour", reset),)
+    h = harness(
+        [replace(rejected_turn(silent), announced=heard), verdict_turn(complete=True)],
+        probes=[OK],
+    )
+    final = drive(h, record())
+    assert h.sleeper.slept_until == [reset + WaitPolicyConfig().reset_grace]
+    assert final.state.outcome is Outcome.DONE
+
+
+def test_a_resumed_wait_for_a_remembered_reset_keeps_its_instant() -> None:
+    reset = START + timedelta(seconds=40)
+    due = reset + WaitPolicyConfig().reset_grace
+    waiting = RunState(
+        phase=Phase.WAITING,
+        capacity=WindowExhausted("five_hour"),
+        waiting_since=START,
+        next_probe_at=due,
+        announced_resets=(AnnouncedReset("five_hour", reset),),
+    )
+    h = harness([verdict_turn(complete=True)], probes=[OK])
+    final = drive(h, replace(record(), state=waiting), resumed=True)
+    assert h.sleeper.slept_until == [due]
+    assert h.gateway.probe_times == [due]
+    assert final.state.outcome is Outcome.DONE
 
 
 def test_the_time_waited_that_ends_a_run_on_max_wait_counts_its_probes_too() -> None:

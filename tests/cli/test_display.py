@@ -56,7 +56,7 @@ QUIET_EVENT = NotifyFailed(service="json://127.0.0.1/****", kind="done", reason=
 
 def test_by_default_a_line_per_event_that_matters() -> None:
     text = shown({}, SUMMARY, QUIET_EVENT)
-    assert "turn 1: continue, capacity available, $0.01 — Wrote the parser." in text
+    assert "turn 1 answered, not done yet ($0.01) — Wrote the parser." in text
     assert "notify.failed" not in text
     assert "And its tests." not in text
 
@@ -210,11 +210,11 @@ def test_a_usage_warning_is_said_on_a_line_under_its_turn() -> None:
         usage_warning="the 5-hour window is 92% used",
     )
     assert str(event_line(finished)).splitlines() == [
-        "turn 2: continue, capacity available, $0.0016 — Wrote step2.txt.",
+        "turn 2 answered, not done yet ($0.0016) — Wrote step2.txt.",
         "turn 2: warning: the 5-hour window is 92% used",
     ]
     without = event_line(replace(finished, usage_warning=None))
-    assert without == "turn 2: continue, capacity available, $0.0016 — Wrote step2.txt."
+    assert without == "turn 2 answered, not done yet ($0.0016) — Wrote step2.txt."
 
 
 def test_every_resume_is_said_in_one_wording_with_where_the_run_had_got_to() -> None:

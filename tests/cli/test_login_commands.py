@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters import backend_advice
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
-from claudeloop.cli import backend_advice
 from tests.cli.conftest import Invocation
 from tests.cli.test_run_directory_commands import waiting_run
 

@@ -15,7 +15,7 @@ from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacit
 from claudeloop.adapters.shared_capacity.board import account_key
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import Backend, make_gateway
-from claudeloop.cli.configuration import configuration, shared_capacity_dir
+from claudeloop.cli.bootstrap.configuration import configuration, shared_capacity_dir
 
 
 def spec(tmp_path: Path) -> RunSpec:

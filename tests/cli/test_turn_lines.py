@@ -10,7 +10,7 @@ from dataclasses import replace
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.cli.display import ConsoleView
 from claudeloop.domain.signals import TurnSignals
-from tests.application.fakes import verdict_turn
+from tests.application.fakes import rejected_turn, verdict_turn
 from tests.application.test_runner import WINDOW_REJECTED, drive, harness, record
 
 HELD_BACK = TurnOutcome(
@@ -49,7 +49,7 @@ def test_a_turn_held_back_by_shared_capacity_is_shown_as_held_back() -> None:
         "turn 1: held back: process 4242 found this account's capacity closed: "
         "You've hit your 5-hour limit · resets 1:22pm (UTC)",
         "turn 1: started",
-        "turn 1: done, capacity available, $0.01 — all done",
+        "turn 1 answered: done ($0.01) — all done",
     ]
 
 
@@ -64,7 +64,7 @@ def test_a_turn_that_ended_in_an_error_is_shown_as_an_error() -> None:
     lines = screen([errored, verdict_turn(complete=True, summary="all done")])
     assert "turn 1: error: Claude Code crashed mid-turn, $0.02" in lines
     assert not any(line.startswith("turn 1: continue") for line in lines)
-    assert "turn 2: done, capacity available, $0.01 — all done" in lines
+    assert "turn 2 answered: done ($0.01) — all done" in lines
 
 
 def test_a_refusal_line_says_the_message_once_and_cuts_it_between_words() -> None:
@@ -97,3 +97,20 @@ def test_a_refusal_line_says_the_message_once_and_cuts_it_between_words() -> Non
     kept = said.removesuffix("…")
     assert overloaded.startswith(kept)
     assert overloaded[len(kept)] in " ,."  # cut between words, not mid-word
+
+
+def test_a_refused_turn_and_the_probes_after_it_read_as_sentences() -> None:
+    lines = screen(
+        [
+            rejected_turn(WINDOW_REJECTED),
+            verdict_turn(summary="Wrote step2.txt."),
+            verdict_turn(complete=True, summary="all done"),
+        ],
+        [WINDOW_REJECTED, TurnSignals()],
+    )
+    refused = next(line for line in lines if line.startswith("turn 1 refused: "))
+    assert "$" not in refused  # a refusal that cost nothing names no price
+    probes = [line for line in lines if line.startswith("probe: ")]
+    assert probes[0].startswith("probe: still "), probes
+    assert probes[-1] == "probe: capacity is back"
+    assert "turn 2 answered, not done yet ($0.01) — Wrote step2.txt." in lines

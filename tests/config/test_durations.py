@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.adapters.config.durations import format_duration, parse_duration
+from claudeloop.application.durations import format_duration, parse_duration
 from claudeloop.application.settings import DURATION_FORMS
 from claudeloop.cli.params import parse_duration as cli_parse_duration
 

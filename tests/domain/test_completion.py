@@ -215,7 +215,9 @@ def test_a_hook_that_stopped_claude_code_outranks_every_verdict() -> None:
     done = StructuredVerdict(complete=True, summary="all done")
     for structured in (done, None):
         verdict = evaluate(structured, final_text="", stopped_by_hook="the build is red")
-        assert verdict == Blocked(reason="a hook stopped Claude Code: the build is red")
+        assert verdict == Blocked(
+            reason="a hook stopped Claude Code: the build is red", by_claude_code=True
+        )
 
 
 @given(
@@ -234,16 +236,16 @@ def test_whatever_the_turn_said_a_hook_stop_is_blocked_on_the_hook(
 ) -> None:
     """Invariant: a turn a hook stopped never ends the run done nor sends another turn."""
     verdict = evaluate(structured, final_text=final_text, stopped_by_hook=reason)
-    assert verdict == Blocked(reason=f"a hook stopped Claude Code: {reason}")
+    assert verdict == Blocked(reason=f"a hook stopped Claude Code: {reason}", by_claude_code=True)
 
 
 def test_a_refusal_of_the_model_is_blocked_on_it_and_a_hook_stop_outranks_it() -> None:
     done = StructuredVerdict(complete=True, summary="all done")
     for structured in (done, None):
         verdict = evaluate(structured, final_text="", refused_by_model="cyber")
-        assert verdict == Blocked(reason="the model refused to answer: cyber")
+        assert verdict == Blocked(reason="the model refused to answer: cyber", by_claude_code=True)
     both = evaluate(done, final_text="", stopped_by_hook="red", refused_by_model="cyber")
-    assert both == Blocked(reason="a hook stopped Claude Code: red")
+    assert both == Blocked(reason="a hook stopped Claude Code: red", by_claude_code=True)
 
 
 @given(
@@ -262,4 +264,4 @@ def test_whatever_the_turn_said_a_refused_turn_is_never_done(
 ) -> None:
     """Invariant: a refusal is not a verdict; the run never ends done on one."""
     verdict = evaluate(structured, final_text=final_text, refused_by_model=reason)
-    assert verdict == Blocked(reason=f"the model refused to answer: {reason}")
+    assert verdict == Blocked(reason=f"the model refused to answer: {reason}", by_claude_code=True)

@@ -569,6 +569,34 @@ def test_an_errored_available_turn_is_retried_and_its_verdict_ignored() -> None:
     assert transition.state.errored_turns == 1
 
 
+def test_an_errored_turn_claude_code_blocked_itself_ends_blocked_at_once() -> None:
+    # The CLI ends a turn the model refused with an error result ("API Error: ...
+    # safeguards flagged this message"): the refusal explains the error, and the same
+    # prompt would be refused again, so the run is blocked now, not retried three times.
+    refused = Blocked("the model refused to answer: cyber", by_claude_code=True)
+    transition = decide_after_turn(
+        RUNNING,
+        capacity=Available(),
+        verdict=refused,
+        now=NOW,
+        config=CONFIG,
+        error="API Error: the safeguards flagged this message",
+    )
+    assert transition.decision == Finish(
+        Outcome.BLOCKED, "blocked on: the model refused to answer: cyber"
+    )
+    # The model's own blocked_on in a turn that ended in an error is not trusted.
+    modelled = decide_after_turn(
+        RUNNING,
+        capacity=Available(),
+        verdict=Blocked("needs a key"),
+        now=NOW,
+        config=CONFIG,
+        error="API Error: malformed",
+    )
+    assert modelled.decision == SendTurn()
+
+
 def test_errored_turns_in_a_row_end_the_run_with_the_error() -> None:
     state = RUNNING
     for _ in range(MAX_ERRORED_TURNS):

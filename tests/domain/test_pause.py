@@ -20,7 +20,13 @@ from claudeloop.domain.loop import (
     ScheduleProbe,
     decide_after_turn,
 )
-from claudeloop.domain.pause import PauseThresholds, capacity_of, is_pause, pause_for
+from claudeloop.domain.pause import (
+    PauseThresholds,
+    capacity_of,
+    is_pause,
+    pause_for,
+    was_answered,
+)
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant
 from tests.examples import examples
@@ -147,3 +153,11 @@ def test_a_pause_aims_at_its_reset_however_far(ahead: timedelta, used: float) ->
     paused = WindowExhausted("seven_day", NOW + ahead, paused_at=used)
     at = next_probe_instant(paused, now=NOW, started_waiting_at=NOW, probe_count=0, config=CONFIG)
     assert at == NOW + ahead + CONFIG.reset_grace
+
+
+def test_a_turn_was_answered_when_capacity_was_open_or_it_paused_before_the_wall() -> None:
+    paused = WindowExhausted(rate_limit_type="five_hour", resets_at=RESET_5H, paused_at=0.9)
+    assert was_answered(Available())
+    assert was_answered(paused)
+    assert not was_answered(replace(paused, paused_at=None))  # the wall itself
+    assert not was_answered(CreditsExhausted())

@@ -206,3 +206,24 @@ def test_a_conversation_at_the_blocking_limit_ends_78_with_the_fix(
     assert result["attempts"] == 1
     assert result["turns"] == 0
     assert "wait.started" not in finished.event_types()
+
+
+@pytest.mark.scenario("model_refusal_at_2")
+def test_a_turn_the_model_refuses_ends_the_run_blocked_with_the_category(
+    rehearsal: Rehearsal,
+) -> None:
+    # The API ends turn 2's stream with stop_reason "refusal" (stop_details: cyber, ...).
+    # Measured (CLI 2.1.332): with no fallback model the CLI sends
+    # model_refusal_no_fallback and ends the turn with an error result ("API Error: ...
+    # safeguards flagged this message"). The same prompt would be refused again: the run
+    # ends blocked at once, not after three error turns.
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    assert finished.exit_code == 1, finished.stderr
+    assert finished.result["outcome"] == "blocked"
+    assert "the model refused to answer: cyber" in finished.result["reason"]
+    assert (rehearsal.project / "step1.txt").exists()
+    ends = [e for e in finished.events() if e["type"] == "turn.finished"]
+    assert [e["turn"] for e in ends] == [1, 2]
+    summary = (finished.run_directory() / "summary.md").read_text()
+    assert "the model refused to answer" in summary

@@ -342,11 +342,13 @@ def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_p
     assert final["state"]["dollars"] == pytest.approx(price * len(answered), rel=1e-6)
 
 
-@pytest.mark.scenario("slow_turn_2")
+@pytest.mark.scenario("slow_turn_2_until_lift")
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)  # the child's side: any engine
 def test_a_run_whose_worker_alone_was_killed_sends_no_turn_after_the_one_in_flight(
     fleet: Fleet,  # noqa: F811
 ) -> None:
+    # Turn 2 stalls until a lift that never comes: A's CLI dies in it, whatever the load,
+    # so no answer of A's moves the rehearsal on.
     # A long lease: the run's own lease would let it go on for seconds after its worker.
     # B signs in with an API key: the rehearsal tells the machines' requests apart.
     a, b = machine(fleet, "a"), machine(fleet, "b", "api_key")

@@ -33,9 +33,9 @@ def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -
     finished = rehearse(tmp_path)
     assert finished.returncode == 0, finished.stderr
     lines = finished.stderr.splitlines()
-    refused = next(i for i, line in enumerate(lines) if "refused, capacity 5-hour window" in line)
+    refused = next(i for i, line in enumerate(lines) if "refused: 5-hour window" in line)
     waiting = next(i for i, line in enumerate(lines) if line.startswith("waiting: 5-hour window"))
-    resumed = next(i for i, line in enumerate(lines) if line == "probe: available")
+    resumed = next(i for i, line in enumerate(lines) if line == "probe: capacity is back")
     assert refused < waiting < resumed
     assert "claudeloop: done (exit 0)" in finished.stderr
     assert "plan: 3/3 items done" in finished.stderr
@@ -50,7 +50,7 @@ def test_the_warning_rehearsal_says_how_used_the_window_is_and_goes_on(tmp_path:
     assert warned
     assert warned[0].startswith("turn 2: warning: the 5-hour window is 92% used; it resets ")
     assert lines.index(warned[0]) == 1 + next(
-        i for i, line in enumerate(lines) if line.startswith("turn 2: continue")
+        i for i, line in enumerate(lines) if line.startswith("turn 2 answered")
     )
     assert "claudeloop: done (exit 0)" in finished.stderr
 
@@ -138,12 +138,10 @@ def test_a_full_local_queue_is_waited_out(tmp_path: Path) -> None:
     finished = rehearse(tmp_path, "local-busy")
     assert finished.returncode == 0, finished.stderr
     lines = finished.stderr.splitlines()
-    refused = next(
-        i for i, line in enumerate(lines) if "refused, capacity the local server is busy" in line
-    )
+    refused = next(i for i, line in enumerate(lines) if "refused: the local server is busy" in line)
     waiting = next(
         i for i, line in enumerate(lines) if line.startswith("waiting: the local server is busy")
     )
-    resumed = next(i for i, line in enumerate(lines) if line == "probe: available")
+    resumed = next(i for i, line in enumerate(lines) if line == "probe: capacity is back")
     assert refused < waiting < resumed
     assert "claudeloop: done (exit 0)" in finished.stderr

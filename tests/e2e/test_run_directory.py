@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -98,7 +99,11 @@ def test_kill_9_during_a_wait_keeps_the_probe_instant_and_status_shows_the_wait(
     assert "window closed" in logs.stdout
 
     kill_hard(process)
-    persisted = state_of(rehearsal.project)["state"]["next_probe_at"]  # type: ignore[index]
+    killed = cast("dict[str, object]", state_of(rehearsal.project)["state"])
+    persisted = killed["next_probe_at"]
+    # On a loaded machine the status and logs above can outlast the probe interval: a
+    # probe the kill cut off is billed at an estimate once resumed (and sent again).
+    cut_off = int(killed["phase"] == "probing")
     probes_before = len([r for r in rehearsal.requests() if r["kind"] == "probe"])
     rehearsal.server.lift()
     finished = rehearsal.claudeloop("resume")
@@ -108,7 +113,7 @@ def test_kill_9_during_a_wait_keeps_the_probe_instant_and_status_shows_the_wait(
     probes = [r for r in rehearsal.requests() if r["kind"] == "probe"]
     assert len(probes) == probes_before + 1
     assert probes[-1]["at"] >= persisted
-    assert_ledger_is_what_was_served(finished, rehearsal)
+    assert_ledger_is_what_was_served(finished, rehearsal, in_flight=cut_off)
 
 
 @pytest.mark.scenario("window_until_lift_at_2")
@@ -126,18 +131,20 @@ def test_stop_during_a_wait_exits_130_without_probing(rehearsal: Rehearsal) -> N
     assert "stopped" in (run / "summary.md").read_text()
 
 
-@pytest.mark.scenario("slow_turn_2")
+@pytest.mark.scenario("slow_turn_2_until_lift")
 def test_wind_down_mid_run_finishes_the_turn_and_exits_75_with_a_handoff(
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
     process = rehearsal.start("run", str(plan), *FAST_WAITS)
-    # Turn 2 is slow: the wind-down lands while it is in flight.
+    # Turn 2 stalls until the lift: the wind-down lands while it is in flight, however
+    # long the command takes to start on a loaded machine.
     wait_for(
         lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2 to be in flight"
     )
     wind = rehearsal.claudeloop("wind-down")
     assert wind.exit_code == 0, wind.stderr
+    rehearsal.server.lift()
     out, err = process.communicate(timeout=60)
     assert process.returncode == 75, err
     result = json.loads(out)

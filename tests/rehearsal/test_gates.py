@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import httpx
@@ -302,6 +303,23 @@ def read_until_cut(http: httpx.Client, server: RehearsalServer, payload: object)
     return b"".join(chunks)
 
 
+def test_a_model_refusal_is_a_200_that_stops_with_refusal_and_its_details(
+    http: httpx.Client,
+) -> None:
+    plan = scenario(gated('kind = "model_refusal"\nat_turn = 1\nfor_requests = 2\n'))
+    with RehearsalServer(plan) as server:
+        streamed = post(http, server, first_turn())
+        whole = post(http, server, body([prompt("go")], stream=False))
+    assert streamed.status_code == 200
+    played = events(streamed.text)
+    (delta,) = [data["delta"] for name, data in played if name == "message_delta"]
+    assert delta["stop_reason"] == "refusal"
+    assert delta["stop_details"]["category"] == "cyber"
+    assert assembled(streamed.text) == []  # no text, no tool call
+    assert whole.json()["stop_reason"] == "refusal"
+    assert whole.json()["stop_details"] == delta["stop_details"]
+
+
 def test_a_drop_cuts_the_stream_after_it_started(http: httpx.Client) -> None:
     plan = scenario(gated('kind = "drop"\nat_turn = 1\nfor_requests = 1\n'))
     with RehearsalServer(plan) as server:
@@ -321,6 +339,27 @@ def test_a_drop_cuts_a_non_streaming_answer_too(http: httpx.Client) -> None:
     with RehearsalServer(plan) as server:
         received = read_until_cut(http, server, body([prompt("go")], stream=False))
     assert received.startswith(b'{"id"')
+
+
+def test_a_lift_ends_a_stall_in_flight(http: httpx.Client) -> None:
+    # A ten-minute stall: without the lift the read would outlast the client's 5 s
+    # timeout and fail with a ReadTimeout, not the cut connection asserted here.
+    plan = scenario(gated('kind = "stall"\nat_turn = 1\nfor_requests = 1\nstall_seconds = 600\n'))
+    with RehearsalServer(plan) as server:
+        done = threading.Event()
+
+        def lift_until_done() -> None:  # lifts until the read ends: one after the stall began
+            while not done.wait(0.3):
+                server.lift()
+
+        lifter = threading.Thread(target=lift_until_done)
+        lifter.start()
+        try:
+            received = read_until_cut(http, server, first_turn())
+        finally:
+            done.set()
+            lifter.join()
+    assert events(received.decode())[0][0] == "message_start"
 
 
 def test_a_stall_goes_silent_for_its_scaled_time_then_cuts(http: httpx.Client) -> None:
@@ -517,3 +556,47 @@ def test_a_model_weekly_gate_can_reject_every_window_of_one_model_the_domain_kno
 
     played = set(get_args(RateLimitGate.model_fields["window"].annotation))
     assert played == set(WINDOW_KINDS) - {"five_hour", "seven_day"}
+
+
+def test_answers_announce_a_shortened_five_hour_window_and_until_reset_ends_there() -> None:
+    # The server's clock, faked: the window's reset is 30 s after the server started.
+    from claudeloop.rehearsal.failures import Windows
+    from claudeloop.rehearsal.gates import GateSchedule, Timeline
+
+    plan = scenario(
+        "five_hour_window_seconds = 30\n"
+        + gated('kind = "window_silent"\nat_turn = 2\nuntil_reset = true\n')
+    )
+    clock = [1000.0]
+    timeline = Timeline(monotonic=lambda: clock[0], wall=lambda: 1_800_000_000.25)
+    windows = Windows(timeline, five_hour_seconds=plan.five_hour_window_seconds)
+    gates = GateSchedule(list(plan.gates), timeline, window_reset_seconds=30)
+    announced = int(windows.allowed_headers()[UNIFIED + "5h-reset"])
+    assert announced == 1_800_000_031  # 30 s on, rounded up to the second
+    assert gates.answering("turn", 1, now=1005.0) is None
+    refused = gates.answering("turn", 2, now=1010.0)
+    assert refused is not None
+    assert refused.gate.kind == "window_silent"
+    assert gates.answering("probe", None, now=1030.5) is not None  # before the reset
+    assert gates.answering("probe", None, now=1030.75) is None  # the announced reset
+    [gate] = gates.snapshot()
+    assert gate["ended_at"] == timeline.iso(1030.75)
+    assert timeline.epoch(1030.75) == announced
+
+
+def test_an_until_reset_gate_started_after_the_reset_fails_just_its_first_request() -> None:
+    from claudeloop.rehearsal.gates import GateSchedule, Timeline
+
+    plan = scenario(gated('kind = "window"\nat_turn = 1\nuntil_reset = true\n'))
+    timeline = Timeline(monotonic=lambda: 1000.0, wall=lambda: 1_800_000_000.0)
+    gates = GateSchedule(list(plan.gates), timeline, window_reset_seconds=5)
+    refused = gates.answering("turn", 1, now=1010.0)
+    assert refused is not None
+    # A window gate ended by the reset announces that reset.
+    assert refused.reset_epoch == 1_800_000_005
+    assert gates.answering("turn", 1, now=1010.0) is None
+
+
+def test_a_gate_is_given_one_end_of_four() -> None:
+    with pytest.raises(ScenarioError, match="until_reset"):
+        scenario(gated('kind = "window"\nat_turn = 1\nuntil_reset = true\nuntil_lift = true\n'))

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
+from claudeloop.application.ports import ClaudeSession
 from claudeloop.domain.signals import instant_from_epoch
-
-
-@dataclass(frozen=True, slots=True)
-class ClaudeSession:
-    session_id: str
-    summary: str
-    last_modified: datetime
 
 
 def list_claude_sessions(cwd: Path, limit: int) -> list[ClaudeSession]:

@@ -1,5 +1,5 @@
 """Driving a run to its end: what a person's interrupts do, what a failing disk does,
-and what the run tells last. The composition root wires the parts (cli/bootstrap.py);
+and what the run tells last. The composition root wires the parts (cli/bootstrap/);
 this says what happens with them."""
 
 from __future__ import annotations

@@ -1,26 +1,39 @@
 """What the fleet's commands do between parsing and rendering, through the `Fleet` port.
 
-Each function is one command's work: `queue ls`, `queue cancel`, `status`, `logs`,
-`stop` and `wind-down` with `--engine`. None of them sets the engine up or writes to it
-but the ones that change what is queued or asked: reading a fleet is only reading.
+Each function is one command's work: `queue add`, `queue ls`, `queue cancel`,
+`worker`, `status`, `logs`, `stop` and `wind-down` with `--engine`. None of them sets
+the engine up or writes to it but the ones that change what is queued or asked:
+reading a fleet is only reading.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, assert_never
+from urllib.parse import urlsplit
 
 from claudeloop.application.errors import UsageError
-from claudeloop.application.ports import AccountCapacity, Fleet, QueuedRun, StoredRun
+from claudeloop.application.ports import (
+    AccountCapacity,
+    Fleet,
+    QueuedRun,
+    RunIdTaken,
+    StoredRun,
+    WorkerHost,
+    WorkerOptions,
+)
 from claudeloop.application.summary import status_object
 from claudeloop.domain.loop import ControlCommand
 
 # What `status` shows of a view: masks what must not be shown (the run's secrets).
 Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
 _ENDED_PHASES = ("complete", "failed")
+_WORKER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
 @dataclass(frozen=True)
@@ -169,3 +182,139 @@ def events(
         if ended or polls % 10 == 0:
             queued = fleet.queued(found.run_id)
             state = queued.state if queued else state
+
+
+# queue add ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InDirectory:
+    """A run in a directory of this machine (--cwd, else the current one)."""
+
+    cwd: Path
+
+
+@dataclass(frozen=True)
+class InCheckout:
+    """A run in the checkout `name` under each worker's --work-root."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class InClone:
+    """A run in a clone of the repository `url` each worker makes (of `branch`)."""
+
+    url: str
+    branch: str | None
+
+
+RunPlace = InDirectory | InCheckout | InClone
+
+
+@dataclass(frozen=True)
+class QueueSupport:
+    """What `queue add` asks of the machine: a new run id, whether a run id is used in a
+    directory already, the account a model's runs spend (the queue's partition), and a
+    URL with its password masked."""
+
+    new_run_id: Callable[[], str]
+    run_id_used: Callable[[Path, str], bool]
+    account_of: Callable[[str | None], str]
+    masked_url: Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A run `queue add` queued: its id, where it runs, the account it spends."""
+
+    run_id: str
+    cwd: str
+    account: str
+
+
+def queue_run(
+    fleet: Fleet,
+    support: QueueSupport,
+    *,
+    place: RunPlace,
+    plan: Path | None,
+    run_id: str | None,
+    model: str | None,
+    arguments: list[str],
+) -> Queued:
+    """`queue add`: the run, with the command line of `claudeloop run` that gives its
+    options, into the queue. A run elsewhere (a checkout, a clone) is not looked for
+    here; a run of this machine's directory must not reuse a run id of it (the worker
+    would resume that run instead)."""
+    repo: str | None = None
+    branch: str | None = None
+    match place:
+        case InDirectory(cwd=cwd):
+            where = str(cwd)
+        case InClone(url=url, branch=branch):
+            if urlsplit(url).password:
+                raise UsageError(
+                    f"--repo {support.masked_url(url)}: a password in the URL would be kept "
+                    "in the engine's database; use SSH or a git credential helper on the "
+                    "workers"
+                )
+            where, repo = url, url
+        case InCheckout(name=name):
+            relative = Path(name)
+            if not name.strip() or relative.is_absolute() or ".." in relative.parts:
+                raise UsageError(
+                    f"--checkout {name!r}: a relative path under the workers' "
+                    "--work-root, without '..'"
+                )
+            where = str(relative)
+        case _:
+            assert_never(place)
+    if plan is not None and plan.is_absolute() and not isinstance(place, InDirectory):
+        what = "repository" if isinstance(place, InClone) else "checkout"
+        raise UsageError(f"plan file {plan}: name it relative to the {what}")
+    chosen = _run_id(run_id, support)
+    if isinstance(place, InDirectory) and support.run_id_used(place.cwd, chosen):
+        raise UsageError(f"run id {chosen!r} is already used in {place.cwd}; pick another --run-id")
+    account = support.account_of(model)
+    try:
+        fleet.enqueue(chosen, where, arguments, account, repo=repo, branch=branch)
+    except RunIdTaken:
+        raise UsageError(f"--run-id {chosen}: already in the queue of {fleet.shown}") from None
+    return Queued(chosen, where, account)
+
+
+def _run_id(given: str | None, support: QueueSupport) -> str:
+    if given is None:
+        return support.new_run_id()
+    if not given.strip() or "/" in given or given.startswith("."):
+        raise UsageError(
+            f"--run-id {given!r}: use letters, digits, '-' and '_' (it names a directory)"
+        )
+    return given
+
+
+# worker -------------------------------------------------------------------------------
+
+
+def serve_worker(
+    host: WorkerHost,
+    *,
+    slots: int,
+    per_account: int,
+    name: str | None,
+    lease: timedelta,
+    lease_shown: str,
+    work_root: Path | None,
+    say: Callable[[str], None],
+) -> int:
+    """`worker`: take runs until stopped; the exit code. `lease_shown`: the lease as
+    the user wrote it, for the one line that refuses it; `work_root`: absolute."""
+    if name is not None and not _WORKER_NAME.fullmatch(name):
+        raise UsageError(f"--name {name!r}: use letters, digits, '-' and '_'")
+    if lease < timedelta(seconds=1):
+        raise UsageError(f"--lease {lease_shown}: at least 1s (default 30s)")
+    if work_root is not None and not host.is_directory(work_root):
+        raise UsageError(f"--work-root {work_root}: not a directory")
+    options = WorkerOptions(slots, per_account, name, lease.total_seconds(), work_root)
+    return host.serve(options, say)

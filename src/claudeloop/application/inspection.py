@@ -1,24 +1,26 @@
-"""What `status`, `runs`, `stop` and `wind-down` of a project's own runs do between
-parsing and rendering, on the `ProjectRuns` port.
+"""What `status`, `logs`, `runs`, `stop`, `wind-down` and `sessions` of a project's
+own runs do between parsing and rendering, on the `ProjectRuns` port.
 
-Each reads a run's record only (state.json), so it costs the same after 100,000 events
-as after ten.
+Each reads a run's record only (state.json), or streams its events line by line
+(`logs`), so it costs the same after 100,000 events as after ten.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from claudeloop.application.errors import UsageError
-from claudeloop.application.ports import ProjectRuns
+from claudeloop.application.ports import ClaudeSession, ProjectRuns
 from claudeloop.application.summary import status_object
 from claudeloop.domain.loop import ControlCommand
 
 # What a view shown to the user masks (the run's secrets).
 Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
+# How often `logs -f` looks for new events.
+_FOLLOW_SECONDS = 0.3
 
 
 def takes_effect(command: ControlCommand) -> str:
@@ -91,3 +93,38 @@ def control(runs: ProjectRuns, run_id: str | None, command: ControlCommand) -> A
             f"end the run with kill -TERM {pid}"
         ) from None
     return Asked(chosen, pid, command)
+
+
+@dataclass(frozen=True)
+class EventStream:
+    """The events of one run as `logs` shows them: where they are, and each line."""
+
+    source: str
+    lines: Iterator[bytes]
+
+
+def run_events(
+    runs: ProjectRuns, run_id: str | None, *, follow: bool, sleep: Callable[[float], None]
+) -> EventStream:
+    """`logs`: the run's events so far; with `follow`, each as it comes until the run
+    ends or its driver is gone (a crashed run does not keep -f waiting)."""
+    chosen = runs.watched(run_id)
+
+    def lines() -> Iterator[bytes]:
+        batch, offset = runs.event_lines(chosen, 0)
+        yield from batch
+        if not follow:
+            return
+        while not runs.ended(chosen) and runs.driver(chosen) is not None:
+            sleep(_FOLLOW_SECONDS)
+            batch, offset = runs.event_lines(chosen, offset)
+            yield from batch
+        batch, offset = runs.event_lines(chosen, offset)
+        yield from batch
+
+    return EventStream(str(runs.events_file(chosen)), lines())
+
+
+def claude_sessions(runs: ProjectRuns, limit: int) -> list[ClaudeSession]:
+    """`sessions`: Claude Code's own sessions of the directory, newest first."""
+    return runs.claude_sessions(limit)

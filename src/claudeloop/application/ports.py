@@ -16,6 +16,7 @@ from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.verification import CheckCommand, CheckResult
+from claudeloop.domain.waiting import AnnouncedReset
 
 # What a sighting says of the account's capacity, and what made it.
 Standing = Literal["open", "closed", "other"]
@@ -62,6 +63,9 @@ class TurnOutcome:
     writes_lost: tuple[str, ...] = ()
     # The model refused and no fallback model retried (`model_refusal_no_fallback`).
     refused_by_model: str | None = None
+    # Resets other runs of the account heard announced (the capacity board's sightings),
+    # heard before this turn's own signals (domain.waiting.remember_resets).
+    announced: tuple[AnnouncedReset, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,8 @@ class ProbeOutcome:
     # As on TurnOutcome: a cost at a guessed price, never spend.
     guessed_cost_usd: float = 0.0
     guessed_models: tuple[str, ...] = ()
+    # As on TurnOutcome: resets other runs of the account heard announced.
+    announced: tuple[AnnouncedReset, ...] = ()
 
 
 class Gateway(Protocol):
@@ -370,6 +376,35 @@ class Fleet(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How a worker takes runs: how many at once, of one account at once, its name on
+    this machine, its lease, and where it finds runs queued by a checkout's name."""
+
+    slots: int
+    per_account: int
+    name: str | None
+    lease_seconds: float
+    work_root: Path | None
+
+
+class WorkerHost(Protocol):
+    """A machine a fleet's worker runs on, for the fleet's engine."""
+
+    def is_directory(self, path: Path) -> bool:
+        """Whether `path` is a directory of this machine."""
+        ...
+
+    def serve(self, options: WorkerOptions, say: Callable[[str], None]) -> int:
+        """Take runs until SIGTERM or SIGINT; the exit code (130 when stopped).
+        UsageError when a worker of the same name runs on this machine."""
+        ...
+
+    def exit_now(self, code: int) -> None:
+        """End the process with `code`, leaving the engine's held work for another."""
+        ...
+
+
 # A project's runs, as the commands that watch and steer them use them -------------
 
 
@@ -410,4 +445,103 @@ class ProjectRuns(Protocol):
 
     def send(self, run_id: str, command: ControlCommand) -> None:
         """The command into the run's control file; OSError when it cannot be written."""
+        ...
+
+    def events_file(self, run_id: str) -> Path:
+        """Where the run's events are (events.jsonl), as a warning names it."""
+        ...
+
+    def event_lines(self, run_id: str, offset: int) -> tuple[list[bytes], int]:
+        """The whole lines of the run's events from byte `offset`, and the offset after
+        the last of them (a line being written is left for later); none before the
+        file exists; UsageError, naming it, when it cannot be read."""
+        ...
+
+    def ended(self, run_id: str) -> bool:
+        """The run's record says it ended (False while it cannot be read)."""
+        ...
+
+    def claude_sessions(self, limit: int) -> list[ClaudeSession]:
+        """Claude Code's own sessions of the working directory, the newest `limit`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSession:
+    """A session of Claude Code's own, as `claudeloop sessions` lists it."""
+
+    session_id: str
+    summary: str
+    last_modified: datetime
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "session_id": self.session_id,
+            "summary": self.summary,
+            "last_modified": self.last_modified.isoformat(),
+        }
+
+
+# What `claudeloop doctor` checks on this machine -------------------------------------
+
+CheckStatus = Literal["ok", "warn", "fail", "skip"]
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorCheck:
+    """One line of `doctor`: what was checked, how it went, and the fix when it failed."""
+
+    name: str
+    status: CheckStatus
+    detail: str
+    fix: str = ""
+    # The exit code this check's failure calls for.
+    exit_code: int = 1
+
+
+class DoctorChecks(Protocol):
+    """The checks of `doctor` on one machine and working directory. Each is asked at
+    most once, in this order, and a later one uses what an earlier one found: the
+    model probe the CLI `cli` found, the profile the configuration `configuration`
+    loaded. Which are asked is the use case's (application/doctor.py)."""
+
+    def cli(self) -> DoctorCheck:
+        """The Claude Code CLI a run starts, and that it answers --version."""
+        ...
+
+    def sdk(self) -> DoctorCheck:
+        """claude-agent-sdk installed."""
+        ...
+
+    def configuration(self) -> DoctorCheck:
+        """The configuration files and variables valid."""
+        ...
+
+    def profile(self) -> tuple[DoctorCheck, str | None]:
+        """The backend profile resolved, and its name (None when it did not resolve)."""
+        ...
+
+    def credentials(self) -> DoctorCheck:
+        """Credentials Claude Code will use; `fail` when it is known to have none."""
+        ...
+
+    def login(self) -> DoctorCheck:
+        """When the stored claude.ai login ends, against how long a run could go on."""
+        ...
+
+    def backend(self) -> DoctorCheck:
+        """The backend's URL answers."""
+        ...
+
+    def model(self) -> DoctorCheck:
+        """A probe through Claude Code answered by the model."""
+        ...
+
+    def context(self) -> DoctorCheck | None:
+        """Whether the server's context holds Claude Code's first turn; None for a
+        backend that does not say it (only llama-server does)."""
+        ...
+
+    def run_directory(self) -> DoctorCheck:
+        """The run directory of the working directory can be written."""
         ...

@@ -94,6 +94,7 @@ from claudeloop.domain.loop import (
     decide_on_control,
     decide_on_failure,
     decide_preflight,
+    hear_resets,
     resume_decision,
     time_waited,
     wait_began,
@@ -106,7 +107,7 @@ from claudeloop.domain.lost_writes import (
     session_for_next_turn,
 )
 from claudeloop.domain.overage import is_paid_overage
-from claudeloop.domain.pause import capacity_of, is_pause
+from claudeloop.domain.pause import capacity_of, was_answered
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
@@ -244,19 +245,16 @@ class Runner:
     ) -> tuple[RunRecord, Decision | None]:
         match decision:
             case SendTurn():
-                command = self.control.pending()
-                if command is not None:
-                    return self._apply(record, decide_on_control(record.state, command))
+                if (stopped := self._stop_if_asked(record)) is not None:
+                    return stopped
                 return await self._send_turn(record)
             case RunCheck(check=check):
-                command = self.control.pending()
-                if command is not None:
-                    return self._apply(record, decide_on_control(record.state, command))
+                if (stopped := self._stop_if_asked(record)) is not None:
+                    return stopped
                 return await self._run_check(record, check)
             case AskReview():
-                command = self.control.pending()
-                if command is not None:
-                    return self._apply(record, decide_on_control(record.state, command))
+                if (stopped := self._stop_if_asked(record)) is not None:
+                    return stopped
                 return await self._review(record)
             case ScheduleProbe(at=at, awaiting=awaiting):
                 self.events.emit(WaitStarted(capacity=describe(awaiting), probe_at=at))
@@ -271,9 +269,8 @@ class Runner:
 
                 woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
                 record = self._waited(record)
-                command = self.control.pending()
-                if command is not None:
-                    return self._apply(record, decide_on_control(record.state, command))
+                if (stopped := self._stop_if_asked(record)) is not None:
+                    return stopped
                 if not woke_on_time:
                     return record, decision
                 return self._apply(record, begin_probe(record.state))
@@ -291,7 +288,7 @@ class Runner:
                 return self._apply(
                     record,
                     decide_after_probe(
-                        record.state,
+                        hear_resets(record.state, probe.signals, probe.announced),
                         capacity,
                         now=self.clock.now(),
                         config=record.spec.wait_policy,
@@ -391,11 +388,8 @@ class Runner:
             failed: list[Event] = [TurnFailed(turn=number, reason=outcome.failure)]
             record, _ = self._writes_lost(record, outcome.writes_lost, failed, ending=True)
             # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
-            command = self.control.pending()
-            if command is not None:
-                return self._apply(
-                    record, decide_on_control(record.state, command), announce=failed
-                )
+            if (stopped := self._stop_if_asked(record, announce=failed)) is not None:
+                return stopped
             return self._apply(
                 record, decide_on_failure(record.state, outcome.failure), announce=failed
             )
@@ -404,7 +398,7 @@ class Runner:
         # Everything said of the turn is said once the record holding it is saved.
         announce: list[Event] = []
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
-        answered = isinstance(capacity, Available) or is_pause(capacity)
+        answered = was_answered(capacity)
         seen: Answered | None = None
         plan_said: list[Event] = []  # said after the turn's own events
         if answered:
@@ -413,7 +407,7 @@ class Runner:
             record = self._reconcile_plan(record, verdict, plan_said, accepted=accepted)
             seen = Answered(checked_items=_checked(record.plan), tree=self._fingerprint())
         transition = decide_after_turn(
-            record.state,
+            hear_resets(record.state, outcome.signals, outcome.announced),
             capacity=capacity,
             verdict=verdict,
             now=self.clock.now(),
@@ -431,9 +425,7 @@ class Runner:
                 turn=number,
                 capacity=describe(capacity),
                 # A refused turn's verdict means nothing (the limit may have cut it short).
-                verdict=type(verdict).__name__.lower()
-                if isinstance(capacity, Available) or is_pause(capacity)
-                else "refused",
+                verdict=type(verdict).__name__.lower() if answered else "refused",
                 summary=verdict.summary,
                 cost_usd=cost,
                 session_id=record.session_id,
@@ -563,11 +555,8 @@ class Runner:
         outcome = await self.reviewer.run_turn(prompt, session_id=None)
         if outcome.failure is not None:
             failed = TurnFailed(turn=number, reason=f"the review failed: {outcome.failure}")
-            command = self.control.pending()
-            if command is not None:
-                return self._apply(
-                    record, decide_on_control(record.state, command), announce=[failed]
-                )
+            if (stopped := self._stop_if_asked(record, announce=[failed])) is not None:
+                return stopped
             return self._apply(
                 record, decide_on_failure(record.state, failed.reason), announce=[failed]
             )
@@ -575,7 +564,7 @@ class Runner:
         capacity, verdict, error = self._read(record, outcome, prompt, announce)
         cost = outcome.cost_usd if outcome.billed else 0.0
         transition = decide_after_review(
-            record.state,
+            hear_resets(record.state, outcome.signals, outcome.announced),
             capacity=capacity,
             verdict=verdict,
             now=self.clock.now(),
@@ -585,7 +574,7 @@ class Runner:
             policies=spec.limits,
             sent=outcome.sent,
         )
-        answered = isinstance(capacity, Available) or is_pause(capacity)
+        answered = was_answered(capacity)
         announce.append(
             ReviewFinished(
                 turn=number,
@@ -684,6 +673,7 @@ class Runner:
             started_waiting_at=state.waiting_since or now,
             probe_count=state.wait_probes,
             config=record.spec.wait_policy,
+            announced=state.announced_resets,
         )
         return replace(decision, at=at)
 
@@ -774,6 +764,16 @@ class Runner:
         if after is not None and wait_began(after) != wait_began(record.state):
             earlier = total
         return replace(record, waited_seconds=total, earlier_waits_seconds=earlier)
+
+    def _stop_if_asked(
+        self, record: RunRecord, *, announce: Sequence[Event] = ()
+    ) -> tuple[RunRecord, Decision | None] | None:
+        """At a safe point: a stop or wind-down asked for since the last one takes effect
+        here (None: none was asked for, the step goes ahead)."""
+        command = self.control.pending()
+        if command is None:
+            return None
+        return self._apply(record, decide_on_control(record.state, command), announce=announce)
 
     def _apply(
         self,

@@ -10,15 +10,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from claudeloop.adapters.run_directory.finding import (
-    checked_run_id,
-    find_run,
-    load_record,
-    refuse_beside_a_live_run,
-    tell_missing_end,
-    write_missing_summary,
-)
-from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
 from claudeloop.application.driving import drive_run
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_spec import (
@@ -33,18 +24,27 @@ from claudeloop.application.settings import MODEL, PROFILE
 from claudeloop.cli.bootstrap import (
     Backend,
     backend_for,
+    checked_run_id,
     create_directory,
+    find_run,
+    load_record,
     login_ends,
     new_record,
+    refuse_beside_a_live_run,
     take_lock,
+    tell_missing_end,
+    why_no_runs_root,
+    why_not_writable,
     wire_run,
+    write_missing_summary,
 )
-from claudeloop.cli.configuration import (
+from claudeloop.cli.bootstrap.configuration import (
     backend_profile,
     configuration,
     detours,
     notify_targets,
     profile_check,
+    refuse_no_base_url,
     shared_capacity_dir,
 )
 from claudeloop.cli.login import refuse_no_credentials
@@ -55,10 +55,8 @@ from claudeloop.domain.login import login_standing, login_warning, run_could_end
 from claudeloop.domain.loop import Outcome
 
 if TYPE_CHECKING:
-    from claudeloop.adapters.config.loading import Configuration
-    from claudeloop.adapters.notify.sender import NotifyTargets
-    from claudeloop.adapters.run_directory import RunDirectory
-    from claudeloop.adapters.run_directory.lock import DriverLock
+    from claudeloop.cli.bootstrap import DriverLock, RunDirectory
+    from claudeloop.cli.bootstrap.configuration import Configuration, NotifyTargets
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,18 +169,6 @@ def _resume(
         resumed=True,
         lock=lock,
     )
-
-
-def refuse_no_base_url(backend: Backend) -> None:
-    """A base URL that is no http(s) URL is refused before any turn (exit 2)."""
-    import os
-
-    from claudeloop.adapters.config.loading import ConfigError
-    from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, base_url_problem
-
-    problem = base_url_problem(backend.env, backend.profile or DEFAULT_BACKEND, os.environ)
-    if problem is not None:
-        raise ConfigError(problem)
 
 
 def _drive(

@@ -15,38 +15,11 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
 
-from claudeloop.application.events import (
-    CostGuessed,
-    Event,
-    ModelRestored,
-    ModelSwitched,
-    NoProgress,
-    NotifyFailed,
-    OverageStarted,
-    PauseIgnored,
-    PlanUpdated,
-    ProbeFinished,
-    ProfileRestored,
-    ProfileSwitched,
-    ReviewFinished,
-    ReviewStarted,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    SessionWritesLost,
-    ToolsDenied,
-    TurnFailed,
-    TurnFinished,
-    TurnInterrupted,
-    TurnRetrying,
-    TurnStarted,
-    VerifyFinished,
-    VerifyStarted,
-    WaitStarted,
-    event_fields,
-)
+from claudeloop.application import events
+from claudeloop.application.events import Event, event_fields
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
+from claudeloop.domain.capacity import AVAILABLE
 from claudeloop.domain.verification import how_it_ended
 
 
@@ -72,7 +45,7 @@ class ConsoleView:
             # -v: every event, the ones without a line of their own as their fields.
             fields = event_fields(event)
             line = f"{event.type}: " + ", ".join(f"{k}={v}" for k, v in fields.items())
-        elif line is not None and self._verbose and isinstance(event, TurnFinished):
+        elif line is not None and self._verbose and isinstance(event, events.TurnFinished):
             line += f"\n  summary: {event.summary}"
         if line is not None and not self._quiet:
             # Lines hold text from elsewhere ([profiles.local], a model's summary): not markup.
@@ -96,15 +69,15 @@ class _Status:
 
     def update(self, event: Event) -> None:
         match event:
-            case TurnStarted(turn=turn):
+            case events.TurnStarted(turn=turn):
                 self.turn = turn
                 self.waiting_for = ""
                 self.probe_at = None
-            case TurnFinished(cost_usd=cost):
+            case events.TurnFinished(cost_usd=cost):
                 self.dollars += cost
-            case PlanUpdated(done=done, total=total):
+            case events.PlanUpdated(done=done, total=total):
                 self.plan = f"plan {done}/{total}"
-            case WaitStarted(capacity=capacity, probe_at=probe_at):
+            case events.WaitStarted(capacity=capacity, probe_at=probe_at):
                 self.waiting_for = capacity
                 self.probe_at = probe_at
             case _:
@@ -141,19 +114,19 @@ class _Status:
 def event_line(event: Event) -> str | None:
     """The line a person sees for an event; None for one only -v shows."""
     match event:
-        case RunStarted(run_id=run_id, cwd=cwd):
+        case events.RunStarted(run_id=run_id, cwd=cwd):
             return f"claudeloop: run {run_id} started in {cwd}"
-        case RunResumed(phase=phase, run_id=run_id, cwd=cwd):
+        case events.RunResumed(phase=phase, run_id=run_id, cwd=cwd):
             # Said as a start is, with where the run had got to in words.
             where = f" in {cwd}" if cwd else ""
             return f"claudeloop: run {run_id or '?'} resumed{where} ({_resumed_from(phase)})"
-        case TurnStarted(turn=turn):
+        case events.TurnStarted(turn=turn):
             return f"turn {turn}: started"
-        case TurnFinished():
+        case events.TurnFinished():
             return _finished_line(event)
-        case TurnFailed(turn=turn, reason=reason):
+        case events.TurnFailed(turn=turn, reason=reason):
             return f"turn {turn}: failed: {reason}"
-        case TurnRetrying(attempt=attempt, max_retries=max_retries):
+        case events.TurnRetrying(attempt=attempt, max_retries=max_retries):
             said = " ".join(str(part) for part in (event.error_status, event.error) if part)
             # The CLI sends some failures again beyond its retry budget (a 401 even with
             # CLAUDE_CODE_MAX_RETRIES=0 says "attempt 0 of 0"), and either may be missing:
@@ -166,9 +139,9 @@ def event_line(event: Event) -> str | None:
             return "Claude Code retries a failed request" + (
                 f" ({': '.join(parts)})" if parts else ""
             )
-        case TurnInterrupted(turn=turn):
+        case events.TurnInterrupted(turn=turn):
             return f"turn {turn}: interrupted by a crash; sent again"
-        case SessionWritesLost(session_id=session_id, action=action):
+        case events.SessionWritesLost(session_id=session_id, action=action):
             lost = (
                 f"Claude Code could not save the transcript of session {session_id} "
                 "(a full disk or quota)"
@@ -176,59 +149,61 @@ def event_line(event: Event) -> str | None:
             if action == "stop":
                 return f"{lost}, again: the run ends"
             return f"{lost}: it is not resumed; the next turn starts a new session"
-        case CostGuessed(models=models):
+        case events.CostGuessed(models=models):
             return f"cost of {', '.join(models)} not counted: Claude Code only guesses its price"
-        case ToolsDenied(tools=tools):
+        case events.ToolsDenied(tools=tools):
             return (
                 f"denied tool calls: {', '.join(tools)}. Allow them with --permission-mode "
                 "(e.g. bypassPermissions in a sandbox) or permissions.allow in "
                 ".claude/settings.json"
             )
-        case PlanUpdated(done=done, total=total):
+        case events.PlanUpdated(done=done, total=total):
             return f"plan: {done}/{total} items done"
-        case WaitStarted(capacity=capacity, probe_at=at):
+        case events.WaitStarted(capacity=capacity, probe_at=at):
             return f"waiting: {capacity}; next probe at {local_instant(at, now=datetime.now(UTC))}"
-        case ProfileSwitched(profile=profile, because=because, check_at=at):
+        case events.ProfileSwitched(profile=profile, because=because, check_at=at):
             return (
                 f"switched to profile {profile} ({because}); "
                 f"asking the run's own backend again at {local_instant(at, now=datetime.now(UTC))}"
             )
-        case ProfileRestored(profile=profile):
+        case events.ProfileRestored(profile=profile):
             return f"back on the run's own profile (from {profile})"
-        case ModelSwitched(model=model, because=because, check_at=at):
+        case events.ModelSwitched(model=model, because=because, check_at=at):
             return (
                 f"switched to model {model} ({because}); "
                 f"asking the run's own model again at {at:%H:%M:%S} UTC"
             )
-        case ModelRestored(model=model):
+        case events.ModelRestored(model=model):
             return f"back on the run's own model (from {model})"
-        case OverageStarted(turn=turn, resets_at=resets_at, action=action):
+        case events.OverageStarted(turn=turn, resets_at=resets_at, action=action):
             reset = f"; the window resets {resets_at:%Y-%m-%d %H:%M:%S} UTC" if resets_at else ""
             return (
                 f"turn {turn} was answered on paid overage (extra usage billed to the "
                 f"account){reset}; overage_in_use policy: {action}"
             )
-        case PauseIgnored(windows=windows, reason=reason):
+        case events.PauseIgnored(windows=windows, reason=reason):
             return f"pause thresholds ignored for {', '.join(windows)}: {reason}"
-        case ProbeFinished(capacity=capacity):
-            return f"probe: {capacity}"
-        case VerifyStarted(turn=turn, command=command):
+        case events.ProbeFinished(capacity=capacity):
+            return (
+                "probe: capacity is back" if capacity == AVAILABLE else f"probe: still {capacity}"
+            )
+        case events.VerifyStarted(turn=turn, command=command):
             return f"turn {turn}: verifying: {command}"
-        case VerifyFinished():
+        case events.VerifyFinished():
             return _verified_line(event)
-        case ReviewStarted(turn=turn):
+        case events.ReviewStarted(turn=turn):
             return f"turn {turn}: independent review started (fresh read-only session)"
-        case ReviewFinished(turn=turn, verdict=verdict, summary=summary):
+        case events.ReviewFinished(turn=turn, verdict=verdict, summary=summary):
             agreed = {"done": "agrees the task is complete", "refused": "refused by a limit"}
             said = agreed.get(verdict, f"disagrees ({verdict})")
             return f"turn {turn}: the reviewer {said}" + (f": {summary}" if summary else "")
-        case NoProgress(turns_without_progress=count, stall_turns=limit):
+        case events.NoProgress(turns_without_progress=count, stall_turns=limit):
             if not limit:
                 return None
             return f"no evidence of progress: {count} of {limit} turns in a row"
-        case RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):
+        case events.RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):
             return f"claudeloop: {outcome.value} (exit {exit_code}): {reason}"
-        case NotifyFailed():
+        case events.NotifyFailed():
             return None
         case _:
             assert_never(event)
@@ -247,7 +222,7 @@ def _resumed_from(phase: str) -> str:
     return _RESUMED_FROM.get(phase, f"it was {phase}")
 
 
-def _verified_line(event: VerifyFinished) -> str:
+def _verified_line(event: events.VerifyFinished) -> str:
     how = how_it_ended(
         exit_code=event.exit_code, timed_out=event.timed_out, start_error=event.error
     )
@@ -255,7 +230,7 @@ def _verified_line(event: VerifyFinished) -> str:
     return f"turn {event.turn}: {event.command}: {how} ({event.seconds:.1f}s){where}"
 
 
-def _finished_line(event: TurnFinished) -> str:
+def _finished_line(event: events.TurnFinished) -> str:
     turn = f"turn {event.turn}"
     error = event.error or ""
     if not event.sent:
@@ -269,9 +244,25 @@ def _finished_line(event: TurnFinished) -> str:
     # What the capacity already quotes is not said twice (a missing model's message).
     said = summary[0] if summary and summary[0] not in event.capacity else ""
     first = f" — {_shortened(said, 100)}" if said else ""
-    line = f"{turn}: {event.verdict}, capacity {event.capacity}, {cost}{first}"
+    if event.verdict == "refused":
+        # A refusal costs nothing as a rule: a price is said only when there is one.
+        spent = f" ({cost})" if event.cost_usd else ""
+        line = f"{turn} refused: {event.capacity}{spent}{first}"
+    else:
+        answered = _ANSWERED.get(event.verdict, f"answered: {event.verdict}")
+        # An open window is the usual case: only something else is worth a word.
+        capacity = "" if event.capacity == AVAILABLE else f"; capacity: {event.capacity}"
+        line = f"{turn} {answered} ({cost}{capacity}){first}"
     # The service's own warning is said on a line of its own: a window nearly used up.
     return f"{line}\n{turn}: warning: {event.usage_warning}" if event.usage_warning else line
+
+
+# How a person reads the verdict of an answered turn.
+_ANSWERED = {
+    "continue": "answered, not done yet",
+    "done": "answered: done",
+    "blocked": "answered: blocked",
+}
 
 
 def _shortened(text: str, longest: int) -> str:

@@ -1,22 +1,18 @@
 """The fleet's commands: `fleet init`, `queue add|ls|cancel`, `worker`; and `status`,
 `logs`, `stop` and `wind-down` with `--engine`, a run of the fleet from any machine.
 
-Parsing and rendering only; the engine, the queue and the worker are in
-adapters/fleet, imported when a fleet command runs (dbos is the `fleet` extra, and
-`claudeloop run` never loads it). `queue add` takes the run options of `run` itself,
-so the two cannot drift apart.
+Parsing and rendering only: each command's work is in application/fleet.py, on the
+`Fleet` and `WorkerHost` ports the composition root fills from adapters/fleet when a
+fleet command runs (dbos is the `fleet` extra, and `claudeloop run` never loads it).
+`queue add` takes the run options of `run` itself, so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import click
 
@@ -36,7 +32,6 @@ if TYPE_CHECKING:
 # reads (`notify` in config.toml, CLAUDELOOP_NOTIFY), as `run` and `resume` do.
 _NOT_FORWARDED = {"cwd", "run_id", "as_json", "verbose", "quiet", "notify"}
 
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 ENGINE_HELP = (
     "Where the fleet keeps its queue and run records: postgresql://USER@HOST/DB "
     "(default: CLAUDELOOP_ENGINE, else a SQLite file in the user state directory)."
@@ -58,7 +53,7 @@ def init(engine: str | None) -> None:
 
 
 def _text(value: Any) -> str:
-    from claudeloop.adapters.config.durations import format_duration
+    from claudeloop.application.durations import format_duration
 
     if isinstance(value, timedelta):
         return format_duration(value)
@@ -97,130 +92,51 @@ def forwarded_options(run: click.Command) -> list[click.Parameter]:
     return [p for p in run.params if p.name not in _NOT_FORWARDED]
 
 
-def _run_id(given: str | None) -> str:
-    from claudeloop.adapters.run_directory.layout import new_run_id
-
-    if given is None:
-        return new_run_id(datetime.now(UTC))
-    if not given.strip() or "/" in given or given.startswith("."):
-        raise UsageError(
-            f"--run-id {given!r}: use letters, digits, '-' and '_' (it names a directory)"
-        )
-    return given
-
-
 def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
-    from claudeloop.adapters.run_directory.layout import runs_root
+    from claudeloop.application.fleet import InCheckout, InClone, InDirectory, RunPlace, queue_run
+    from claudeloop.cli.bootstrap import queue_support
 
     chosen = _fleet(values.pop("engine"))
     as_json = bool(values.pop("as_json"))
-    elsewhere = RemotePlace(values.pop("checkout"), values.pop("repo"), values.pop("branch"))
+    checkout, repo, branch = values.pop("checkout"), values.pop("repo"), values.pop("branch")
     given_cwd: Path | None = values.pop("cwd")
     plan, prompt = values.get("plan"), values.get("prompt")
     if (plan is None) == (prompt is None):
         raise UsageError("give either a PLAN file or --prompt TEXT, not both and not neither")
-    if elsewhere.branch is not None and elsewhere.repo is None:
+    if branch is not None and repo is None:
         raise UsageError("--branch names a branch of --repo URL; give --repo too")
-    if elsewhere.checkout is not None or elsewhere.repo is not None:
-        if given_cwd is not None or (elsewhere.checkout and elsewhere.repo):
+    place: RunPlace
+    if checkout is not None or repo is not None:
+        # A run on the workers' machines: nothing of it is looked for here.
+        if given_cwd is not None or (checkout and repo):
             raise UsageError("give one of --cwd PATH, --checkout NAME and --repo URL")
-        _queue_elsewhere(forwarded, values, chosen, elsewhere, as_json=as_json)
-        return
-    cwd = (given_cwd or Path.cwd()).expanduser().resolve()
-    if not cwd.is_dir():
-        raise UsageError(f"--cwd {cwd}: not a directory; give the run's working directory")
-    if plan is not None:
-        # As `run` finds it: from here, else in the run's directory.
-        located = plan.expanduser()
-        if not located.is_absolute() and not located.exists() and (cwd / located).exists():
-            located = cwd / located
-        if not located.is_file():
-            raise UsageError(f"plan file {plan}: not found (nor in {cwd})")
-        values["plan"] = located.resolve()
-    run_id = _run_id(values.pop("run_id"))
-    if (runs_root(cwd) / run_id).exists():  # the worker would resume that run instead
-        raise UsageError(f"run id {run_id!r} is already used in {cwd}; pick another --run-id")
-    _enqueue(chosen, run_id, str(cwd), run_arguments(forwarded, values), values, as_json=as_json)
-
-
-@dataclass(frozen=True)
-class RemotePlace:
-    """Where a run is that `queue add` does not look at: a checkout's name under each
-    worker's --work-root, or a git repository each worker clones."""
-
-    checkout: str | None
-    repo: str | None
-    branch: str | None
-
-
-def _queue_elsewhere(
-    forwarded: list[click.Parameter],
-    values: dict[str, Any],
-    chosen: Fleet,
-    elsewhere: RemotePlace,
-    *,
-    as_json: bool,
-) -> None:
-    """A run on the workers' machines: nothing of it is looked for here."""
-    from claudeloop.adapters.fleet.engine import masked
-
-    where: str
-    if elsewhere.repo is not None:
-        where = elsewhere.repo
-        if urlsplit(where).password:
-            raise UsageError(
-                f"--repo {masked(where)}: a password in the URL would be kept in the "
-                "engine's database; use SSH or a git credential helper on the workers"
-            )
-        what = "repository"
+        place = InClone(repo, branch) if repo is not None else InCheckout(checkout)
     else:
-        assert elsewhere.checkout is not None
-        relative = Path(elsewhere.checkout)
-        if not elsewhere.checkout.strip() or relative.is_absolute() or ".." in relative.parts:
-            raise UsageError(
-                f"--checkout {elsewhere.checkout!r}: a relative path under the workers' "
-                "--work-root, without '..'"
-            )
-        where, what = str(relative), "checkout"
-    plan = values.get("plan")
-    if plan is not None and plan.is_absolute():
-        raise UsageError(f"plan file {plan}: name it relative to the {what}")
-    run_id = _run_id(values.pop("run_id"))
-    arguments = run_arguments(forwarded, values)
-    _enqueue(
+        cwd = (given_cwd or Path.cwd()).expanduser().resolve()
+        if not cwd.is_dir():
+            raise UsageError(f"--cwd {cwd}: not a directory; give the run's working directory")
+        if plan is not None:
+            # As `run` finds it: from here, else in the run's directory.
+            located = plan.expanduser()
+            if not located.is_absolute() and not located.exists() and (cwd / located).exists():
+                located = cwd / located
+            if not located.is_file():
+                raise UsageError(f"plan file {plan}: not found (nor in {cwd})")
+            values["plan"] = plan = located.resolve()
+        place = InDirectory(cwd)
+    queued = queue_run(
         chosen,
-        run_id,
-        where,
-        arguments,
-        values,
-        as_json=as_json,
-        repo=(elsewhere.repo, elsewhere.branch),
+        queue_support(),
+        place=place,
+        plan=plan,
+        run_id=values.pop("run_id"),
+        model=values.get("model"),
+        arguments=run_arguments(forwarded, values),
     )
-
-
-def _enqueue(
-    chosen: Fleet,
-    run_id: str,
-    cwd: str,
-    arguments: list[str],
-    values: dict[str, Any],
-    *,
-    as_json: bool,
-    repo: tuple[str | None, str | None] = (None, None),
-) -> None:
-    from claudeloop.adapters.shared_capacity.board import account_key
-    from claudeloop.application.ports import RunIdTaken
-
-    # The fingerprint of the account the worker's runs spend: its queue partition.
-    account = account_key(os.environ, values.get("model"))
-    try:
-        chosen.enqueue(run_id, cwd, arguments, account, repo=repo[0], branch=repo[1])
-    except RunIdTaken:
-        raise UsageError(f"--run-id {run_id}: already in the queue of {chosen.shown}") from None
     if as_json:
-        print_json({"run_id": run_id, "cwd": cwd, "account": account})
+        print_json({"run_id": queued.run_id, "cwd": queued.cwd, "account": queued.account})
     else:
-        click.echo(run_id)
+        click.echo(queued.run_id)
 
 
 def ls(engine: str | None, as_json: bool) -> None:
@@ -265,35 +181,21 @@ def worker(
     lease: timedelta,
     work_root: Path | None,
 ) -> None:
-    from claudeloop.adapters.fleet.engine import executor_id, state_directory
-    from claudeloop.adapters.fleet.worker import WorkerRunning, WorkerSettings, exit_now, serve
-    from claudeloop.cli.bootstrap import engine_of
+    from claudeloop.application.fleet import serve_worker
+    from claudeloop.cli.bootstrap import worker_host
 
-    chosen = engine_of(engine)
-    if name is not None and not _NAME.fullmatch(name):
-        raise UsageError(f"--name {name!r}: use letters, digits, '-' and '_'")
-    if lease < timedelta(seconds=1):
-        raise UsageError(f"--lease {_text(lease)}: at least 1s (default 30s)")
-    if work_root is not None:
-        work_root = work_root.expanduser().resolve()
-        if not work_root.is_dir():
-            raise UsageError(f"--work-root {work_root}: not a directory")
-    settings = WorkerSettings(
-        chosen,
-        slots,
-        per_account,
-        executor_id(os.environ, name),
-        state_directory(os.environ),
-        lease_seconds=lease.total_seconds(),
-        work_root=work_root,
+    host = worker_host(engine)
+    code = serve_worker(
+        host,
+        slots=slots,
+        per_account=per_account,
+        name=name,
+        lease=lease,
+        lease_shown=_text(lease),
+        work_root=work_root.expanduser().resolve() if work_root is not None else None,
+        say=lambda line: click.echo(f"claudeloop: {line}", err=True),
     )
-    try:
-        code = serve(settings, lambda line: click.echo(f"claudeloop: {line}", err=True))
-    except WorkerRunning as running:
-        raise UsageError(
-            f"{running}; stop it first, or tell this one apart with --name NAME"
-        ) from None
-    exit_now(code)
+    host.exit_now(code)
 
 
 def register(cli: click.Group, run: click.Command) -> None:
@@ -497,8 +399,8 @@ sets them for every worker.
 
 
 def _look_up(chosen: Fleet, run_id: str, asked: str) -> FleetRun:
-    from claudeloop.adapters.run_directory.finding import checked_run_id
     from claudeloop.application.fleet import look_up, require
+    from claudeloop.cli.bootstrap import checked_run_id
 
     require(chosen, asked)
     return look_up(chosen, checked_run_id(run_id))
@@ -552,9 +454,9 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
 def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: bool) -> None:
     """`stop` or `wind-down --engine [URL] --run-id ID`: asked through the engine, the
     run's worker writes it into the run's control file."""
-    from claudeloop.adapters.run_directory.finding import checked_run_id
     from claudeloop.application.fleet import control
     from claudeloop.application.inspection import takes_effect
+    from claudeloop.cli.bootstrap import checked_run_id
 
     found = control(_fleet(engine or None), checked_run_id(run_id), command)
     if as_json:

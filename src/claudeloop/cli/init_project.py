@@ -12,11 +12,10 @@ from pathlib import Path
 
 import click
 
-from claudeloop.adapters.config.loading import PROJECT_FILE, ConfigError
-from claudeloop.adapters.project_folder import ProjectFolder
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.project_setup import PLAN_FILE, SetUp, set_up, toml_string
-from claudeloop.cli.configuration import configuration
+from claudeloop.cli.bootstrap import ProjectFolder
+from claudeloop.cli.bootstrap.configuration import PROJECT_FILE, ConfigError, configuration
 from claudeloop.cli.params import working_directory
 
 

@@ -1,13 +1,10 @@
 """Seeing and steering a run from another terminal: status, logs, runs, stop, wind-down;
-and the Claude sessions of a directory.
-
-Each reads state.json or events.jsonl only, so it costs the same after 100,000 events
-as after ten (logs streams them line by line).
+and the Claude sessions of a directory. Parsing and rendering: each command's work is
+in application/inspection.py, on the project's runs the composition root gives.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from collections.abc import Iterable
@@ -17,13 +14,6 @@ from typing import Any
 
 import click
 
-from claudeloop.adapters.run_directory import RunDirectory
-from claudeloop.adapters.run_directory.codec import CorruptRecordError
-from claudeloop.adapters.run_directory.finding import (
-    watched_run,
-)
-from claudeloop.adapters.run_directory.lock import live_driver
-from claudeloop.application.errors import UsageError
 from claudeloop.application.events import event_from
 from claudeloop.application.summary import lost_sessions_line
 from claudeloop.cli.display import event_line
@@ -92,30 +82,13 @@ def show_status(data: dict[str, Any], driver: str) -> None:
 
 
 def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
-    directory = watched_run(working_directory(cwd), run_id)
-    offset = print_events(directory, 0, as_json=as_json)
-    if not follow:
-        return
-    # Until the run ends, or its driver is gone (a crashed run does not keep -f waiting).
-    while not _finished(directory) and live_driver(directory.lock_path) is not None:
-        time.sleep(0.3)
-        offset = print_events(directory, offset, as_json=as_json)
-    print_events(directory, offset, as_json=as_json)
+    from claudeloop.application.inspection import run_events
+    from claudeloop.cli.bootstrap import project_runs
 
-
-def print_events(directory: RunDirectory, offset: int, *, as_json: bool) -> int:
-    """Prints whole lines from `offset`; returns the offset after the last whole line."""
-    try:
-        handle = directory.events_path.open("rb")
-    except FileNotFoundError:
-        return offset
-    except OSError as error:
-        raise UsageError(f"{directory.events_path}: cannot be read ({error.strerror})") from None
-    with handle:
-        handle.seek(offset)
-        whole = list(itertools.takewhile(lambda raw: raw.endswith(b"\n"), handle))
-    print_event_lines(whole, str(directory.events_path), as_json=as_json)
-    return offset + sum(len(raw) for raw in whole)
+    stream = run_events(
+        project_runs(working_directory(cwd)), run_id, follow=follow, sleep=time.sleep
+    )
+    print_event_lines(stream.lines, stream.source, as_json=as_json)
 
 
 def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool) -> None:
@@ -151,13 +124,6 @@ def _readable(event: dict[str, Any]) -> str:
     line = event_line(typed) if typed is not None else None
     line = line or ", ".join(f"{k}={v}" for k, v in fields.items())
     return f"{ts}  {kind:<15} {line}"
-
-
-def _finished(directory: RunDirectory) -> bool:
-    try:
-        return directory.load().state.phase.terminal
-    except (OSError, CorruptRecordError):
-        return False
 
 
 def runs(*, cwd: Path | None, as_json: bool) -> None:
@@ -199,21 +165,13 @@ def control(
 
 
 def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
-    from claudeloop.adapters.claude_sessions import list_claude_sessions
+    from claudeloop.application.inspection import claude_sessions
+    from claudeloop.cli.bootstrap import project_runs
 
     directory = working_directory(cwd)
-    found = list_claude_sessions(directory, limit)
+    found = claude_sessions(project_runs(directory), limit)
     if as_json:
-        print_json(
-            [
-                {
-                    "session_id": s.session_id,
-                    "summary": s.summary,
-                    "last_modified": s.last_modified.isoformat(),
-                }
-                for s in found
-            ]
-        )
+        print_json([session.to_json() for session in found])
         return
     if not found:
         click.echo(f"no Claude sessions in {directory}")

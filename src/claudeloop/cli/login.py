@@ -9,13 +9,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from claudeloop.adapters import claude_cli
-from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
 from claudeloop.application.errors import UsageError
 from claudeloop.application.settings import MODEL
-from claudeloop.cli.backend_advice import no_credentials
-from claudeloop.cli.bootstrap import Backend, backend_for
-from claudeloop.cli.configuration import backend_profile, configuration
+from claudeloop.cli.bootstrap import (
+    CREDENTIAL_VARIABLES,
+    PROVIDER_VARIABLES,
+    Backend,
+    backend_for,
+    claude_cli,
+)
+from claudeloop.cli.bootstrap.configuration import backend_profile, configuration, no_credentials
 from claudeloop.cli.errors import NoCredentials
 
 

@@ -11,8 +11,7 @@ from typing import Any
 
 import click
 
-from claudeloop.adapters.config.durations import parse_duration
-from claudeloop.adapters.notify.urls import looks_like_apprise_url, masked_url
+from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
 
 __all__ = [
@@ -83,6 +82,8 @@ class AppriseUrl(click.ParamType):  # type: ignore[type-arg]
     name = "URL"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from claudeloop.cli.bootstrap import looks_like_apprise_url, masked_url
+
         text = str(value)
         if not looks_like_apprise_url(text):
             # A plain word is shown as typed; anything that could hold a secret is masked.

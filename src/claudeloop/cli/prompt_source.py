@@ -16,15 +16,15 @@ from typing import TextIO
 
 import click
 
-from claudeloop.adapters.plan_file import (
+from claudeloop.application.errors import UsageError
+from claudeloop.application.prompts import plan_task
+from claudeloop.cli.bootstrap import (
     TASK_LIMIT,
     TASK_LIMIT_BYTES,
     NotATaskFile,
     TaskTooLarge,
     read_task_text,
 )
-from claudeloop.application.errors import UsageError
-from claudeloop.application.prompts import plan_task
 from claudeloop.domain.plan import WorkPlan
 
 STDIN = "-"

@@ -19,14 +19,21 @@ from typing import TYPE_CHECKING
 
 import click
 
-from claudeloop.adapters.config.profiles import DUMMY_TOKEN, BackendProfile
-from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
 from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import UsageError
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
-from claudeloop.cli.bootstrap import Backend, backend_for, create_directory, new_record, wire_run
+from claudeloop.cli.bootstrap import (
+    CREDENTIAL_VARIABLES,
+    PROVIDER_VARIABLES,
+    Backend,
+    backend_for,
+    create_directory,
+    new_record,
+    wire_run,
+)
+from claudeloop.cli.bootstrap.configuration import DUMMY_TOKEN, BackendProfile
 from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules
@@ -36,7 +43,7 @@ from claudeloop.domain.verification import CheckCommand
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
-    from claudeloop.adapters.notify.sender import NotifyTargets
+    from claudeloop.cli.bootstrap.configuration import NotifyTargets
 
 # Probing a compressed window every few seconds plays what minutes are in a real night.
 REHEARSAL_POLICY = WaitPolicyConfig(
@@ -254,12 +261,6 @@ def scenario_list(width: int = 80) -> str:
 def _notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
     """--notify URLs, checked as `run` checks them (the config files are not read: a
     rehearsal plays the same whatever the project says)."""
-    if not urls:
-        return None
-    from claudeloop.adapters.notify.sender import NotifyTargets, NotifyUnavailable, check_urls
+    from claudeloop.cli.bootstrap.configuration import flag_notify_targets
 
-    try:
-        check_urls(urls)
-    except NotifyUnavailable as error:
-        raise UsageError(f"--notify: {error}") from None
-    return NotifyTargets(urls=urls)
+    return flag_notify_targets(urls)

@@ -11,13 +11,16 @@ from typing import Any
 
 import click
 
-from claudeloop.adapters.config.durations import format_duration
-from claudeloop.adapters.config.loading import Configuration, config_files
-from claudeloop.adapters.config.profiles import BackendProfile
-from claudeloop.adapters.notify.urls import masked_url
-from claudeloop.adapters.redaction import Redactor, looks_secret
+from claudeloop.application.durations import format_duration
 from claudeloop.application.settings import MODEL, SETTINGS, Setting
-from claudeloop.cli.configuration import backend_profile, configuration
+from claudeloop.cli.bootstrap import Redactor, looks_secret, masked_url
+from claudeloop.cli.bootstrap.configuration import (
+    BackendProfile,
+    Configuration,
+    backend_profile,
+    config_files,
+    configuration,
+)
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 

@@ -181,11 +181,15 @@ def grace_warning(window: str | None, utilization: float | None, resets_at: date
     return f"{name} is past its limit{used}, answered in a grace period{reset}"
 
 
+# What `describe` says of open capacity: renderers leave the usual case unsaid.
+AVAILABLE = "available"
+
+
 def describe(state: CapacityState) -> str:
     """One line a person reads: what the capacity is."""
     match state:
         case Available():
-            return "available"
+            return AVAILABLE
         case WindowExhausted(rate_limit_type="overage_in_use", resets_at=reset):
             # domain.overage.PAID_OVERAGE: answers that spend the account's extra usage.
             until = (

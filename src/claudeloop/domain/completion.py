@@ -33,6 +33,10 @@ class Continue:
 class Blocked:
     reason: str
     summary: str = ""
+    # Said by Claude Code itself (a hook stopped it, the model refused), not the model's
+    # verdict: it stands even when the turn ended in an error, which it explains (the
+    # CLI ends a refused turn with an error result; retrying it is refused again).
+    by_claude_code: bool = False
 
 
 CompletionVerdict = Done | Continue | Blocked
@@ -62,9 +66,11 @@ def evaluate(
     the fallback is on and the marker stands in the turn's own words (see `marker_in`).
     """
     if stopped_by_hook is not None:
-        return Blocked(reason=f"a hook stopped Claude Code: {stopped_by_hook}")
+        return Blocked(reason=f"a hook stopped Claude Code: {stopped_by_hook}", by_claude_code=True)
     if refused_by_model is not None:
-        return Blocked(reason=f"the model refused to answer: {refused_by_model}")
+        return Blocked(
+            reason=f"the model refused to answer: {refused_by_model}", by_claude_code=True
+        )
     if structured is not None:
         blocker = (structured.blocked_on or "").strip()
         if blocker:

@@ -7,6 +7,7 @@ what comes next lives here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import assert_never
@@ -35,7 +36,8 @@ from claudeloop.domain.limits import (
     limit_kind,
 )
 from claudeloop.domain.overage import is_paid_overage
-from claudeloop.domain.pause import is_pause
+from claudeloop.domain.pause import was_answered
+from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.stagnation import (
     Answered,
     KeepGoing,
@@ -59,7 +61,14 @@ from claudeloop.domain.verification import (
     judge_done,
     verification_of,
 )
-from claudeloop.domain.waiting import WaitPolicyConfig, next_probe_instant, wait_exceeded
+from claudeloop.domain.waiting import (
+    AnnouncedReset,
+    WaitPolicyConfig,
+    announced_in,
+    next_probe_instant,
+    remember_resets,
+    wait_exceeded,
+)
 
 # Turns in a row that may end in an error no capacity state explains (a malformed answer,
 # a stream cut off) before the run gives up: a retry fixes a blip,
@@ -203,6 +212,9 @@ class RunState:
     # Turns answered on paid overage (extra usage billed to the account), for status and
     # the summary: a subscriber must never learn of it from the bill.
     overage_turns: int = 0
+    # The reset last announced per window, on any answer or refusal (domain.waiting):
+    # a refusal that names its window but omits the reset waits for this one.
+    announced_resets: tuple[AnnouncedReset, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,8 +299,10 @@ def decide_after_turn(
 
     `error` is the text of an error the turn ended in; when capacity explains nothing, the
     verdict is not trusted either (an error can quote a marker), and the turn is retried
-    until MAX_ERRORED_TURNS in a row have failed. A turn not `sent` (held back because
-    another loop found the capacity closed) spends nothing. `estimated_usd` is the part of
+    until MAX_ERRORED_TURNS in a row have failed, unless Claude Code itself said why it
+    ended (`Blocked.by_claude_code`: a hook, a refusal of the model's): then it stands.
+    A turn not `sent` (held back because another loop found the capacity closed) spends
+    nothing. `estimated_usd` is the part of
     `cost_usd` that is an estimate (see `in_flight_estimate`).
 
     A Done is verified under `rules` before it ends the run. `seen` is what the answered
@@ -296,7 +310,7 @@ def decide_after_turn(
     refused turn is no turn for it.
     """
     # A pause before the wall comes after a turn that was answered in full.
-    answered = isinstance(capacity, Available) or is_pause(capacity)
+    answered = was_answered(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
@@ -314,7 +328,7 @@ def decide_after_turn(
             awaiting = state.detour.awaiting
             return _wait(replace(state, detour=None), awaiting, now=now, config=config)
         return _by_capacity(state, capacity, now=now, config=config, policies=policies)
-    if error is not None:
+    if error is not None and not (isinstance(verdict, Blocked) and verdict.by_claude_code):
         state = replace(state, capacity=capacity, errored_turns=state.errored_turns + 1)
         if state.errored_turns >= MAX_ERRORED_TURNS:
             return _finish(
@@ -394,7 +408,7 @@ def decide_after_review(
     verifying = state.verifying
     if verifying is None:
         raise ValueError("a review needs a Done in verification")
-    answered = isinstance(capacity, Available) or is_pause(capacity)
+    answered = was_answered(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     state = replace(state, ledger=spend(cost_usd) if sent else state.ledger)
     if not answered:
@@ -425,6 +439,19 @@ def decide_after_review(
         verifying.rules.checks, verifying.results, review_asked=True, review=verdict
     )
     return _judged(state, verifying, judgement)
+
+
+def hear_resets(
+    state: RunState, signals: TurnSignals, others: Sequence[AnnouncedReset] = ()
+) -> RunState:
+    """The state once a turn's or a probe's signals are heard: the resets they announce
+    are remembered (the runner hears them before it asks what comes next). `others`:
+    what other runs of the account heard announced before, heard first, so that the
+    turn's own word is the last."""
+    announced = remember_resets(state.announced_resets, (*others, *announced_in(signals)))
+    if announced == state.announced_resets:
+        return state
+    return replace(state, announced_resets=announced)
 
 
 def begin_probe(state: RunState) -> Transition:
@@ -467,7 +494,7 @@ def decide_after_probe(
             checks = detour.checks + 1
             check_at = next_probe_instant(
                 capacity, now=now, started_waiting_at=detour.since, probe_count=checks,
-                config=config,
+                config=config, announced=state.announced_resets,
             )  # fmt: skip
             profile, model = _detour_to(action)
             later = replace(
@@ -595,8 +622,9 @@ def _on_limit(
             )
         case SwitchProfile() | SwitchModel():
             check_at = next_probe_instant(
-                capacity, now=now, started_waiting_at=now, probe_count=0, config=config
-            )
+                capacity, now=now, started_waiting_at=now, probe_count=0, config=config,
+                announced=state.announced_resets,
+            )  # fmt: skip
             profile, model = _detour_to(action)
             detour = Detour(
                 profile=profile, awaiting=capacity, since=now, check_at=check_at, model=model
@@ -638,8 +666,9 @@ def _wait(
             f"waited longer than max-wait for capacity ({describe(capacity)})",
         )
     at = next_probe_instant(
-        capacity, now=now, started_waiting_at=since, probe_count=wait_probes, config=config
-    )
+        capacity, now=now, started_waiting_at=since, probe_count=wait_probes, config=config,
+        announced=state.announced_resets,
+    )  # fmt: skip
     waiting = replace(
         state,
         phase=Phase.WAITING,

@@ -106,3 +106,10 @@ def is_pause(capacity: CapacityState) -> bool:
     """An answer served in full that the run waits after: a pause before the wall, or an
     answer on paid overage (its policy decides whether it waits)."""
     return isinstance(capacity, WindowExhausted) and capacity.paused_at is not None
+
+
+def was_answered(capacity: CapacityState) -> bool:
+    """Whether a turn that met `capacity` was answered in full, so its verdict counts and
+    it is spent as a turn: open capacity, or a pause before the wall. Any other limit
+    refused it (or may have cut it short): it is an attempt, its verdict means nothing."""
+    return isinstance(capacity, Available) or is_pause(capacity)

@@ -7,11 +7,13 @@ persisted), a machine asleep past it (the probe is due at once on waking).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import assert_never
 
 from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+from claudeloop.domain.signals import TurnSignals
 
 # Far beyond any wait anyone means; keeps every computed instant representable.
 MAX_INTERVAL = timedelta(days=365)
@@ -68,6 +70,61 @@ def _positive(name: str, value: timedelta) -> None:
         raise ValueError(f"{name} must be more than 0 and at most 365 days, not {value}")
 
 
+@dataclass(frozen=True, slots=True)
+class AnnouncedReset:
+    """The reset the service last announced for one window (`five_hour`, `seven_day`,
+    ...), on any answer: every allowed answer's rate-limit event carries one per window.
+    Kept in the run's state, so that a refusal of that window which omits its reset
+    (a thin 429) is still waited out to the instant the service gave."""
+
+    window: str
+    at: datetime
+
+    def __post_init__(self) -> None:
+        if self.at.utcoffset() is None:
+            raise ValueError("an announced reset must be an aware datetime")
+
+
+def announced_in(signals: TurnSignals) -> tuple[AnnouncedReset, ...]:
+    """The resets one turn's (or probe's) signals announce, per window: every window the
+    rate-limit events reported with a reset, and the representative one at the top."""
+    seen = [AnnouncedReset(w.window, w.resets_at) for w in signals.windows if w.resets_at]
+    if signals.rate_limit_type is not None and signals.resets_at is not None:
+        seen.append(AnnouncedReset(signals.rate_limit_type, signals.resets_at))
+    return tuple(seen)
+
+
+def remember_resets(
+    known: Sequence[AnnouncedReset], fresh: Iterable[AnnouncedReset]
+) -> tuple[AnnouncedReset, ...]:
+    """What a run knows of announced resets after hearing `fresh`: the last reset
+    announced for each window replaces what was known of that window (a window that
+    reset announces its next reset; the service's word is the latest one), the other
+    windows kept, in the order first heard."""
+    last = {reset.window: reset for reset in known}
+    for reset in fresh:
+        last[reset.window] = reset
+    return tuple(last.values())
+
+
+def remembered_reset(
+    state: WaitableState, known: Sequence[AnnouncedReset], *, now: datetime
+) -> datetime | None:
+    """The reset a refusal that announces none is waited out to: the one last announced
+    for the very window it names, while that is still ahead. None for anything else: a
+    refusal with a reset of its own (that one holds), a pause, credits (no clock refills
+    them), a window no answer announced, a reset already past (the window reset since;
+    the probe interval finds when it opens). Another window's reset never counts."""
+    if not isinstance(state, WindowExhausted):
+        return None
+    if state.resets_at is not None or state.paused_at is not None:
+        return None
+    for reset in known:
+        if reset.window == state.rate_limit_type and reset.at > now:
+            return reset.at
+    return None
+
+
 def next_probe_instant(
     state: WaitableState,
     *,
@@ -75,8 +132,13 @@ def next_probe_instant(
     started_waiting_at: datetime,
     probe_count: int,
     config: WaitPolicyConfig,
+    announced: Sequence[AnnouncedReset] = (),
 ) -> datetime:
-    """The instant of the next probe: never before `now`, never after `max_wait` ends."""
+    """The instant of the next probe: never before `now`, never after `max_wait` ends.
+
+    `announced`: the resets the run last heard announced per window; a refusal that
+    names its window but no reset is probed just after that window's (`remembered_reset`),
+    the probe interval still the latest instant, so an early lift is caught as before."""
     if probe_count < 0:
         raise ValueError(f"probe_count must be 0 or more, not {probe_count}")
     match state:
@@ -84,6 +146,11 @@ def next_probe_instant(
             candidate = now + credits_backoff(probe_count, config)
         case WindowExhausted(resets_at=resets_at, paused_at=paused_at):
             candidate = now + config.window_probe_interval
+            remembered = remembered_reset(state, announced, now=now)
+            # Compared before the grace is added: a reset read back from a tampered
+            # record far in the future must not overflow.
+            if remembered is not None and remembered < candidate:
+                candidate = min(candidate, remembered + config.reset_grace)
             if resets_at is not None:
                 around = _around_reset(resets_at, now=now, config=config)
                 # A pause is the user's choice, not a closed window: nothing lifts it
@@ -104,6 +171,7 @@ def trusted_probe_instant(
     started_waiting_at: datetime,
     probe_count: int,
     config: WaitPolicyConfig,
+    announced: Sequence[AnnouncedReset] = (),
 ) -> datetime:
     """A probe instant read back from disk, trusted only as far as the policy would wait
     from `now`: a tampered or corrupted record, or a clock that stepped back since it was
@@ -115,6 +183,7 @@ def trusted_probe_instant(
         started_waiting_at=started_waiting_at,
         probe_count=probe_count,
         config=config,
+        announced=announced,
     )
     return min(persisted, latest)
 

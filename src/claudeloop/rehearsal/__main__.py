@@ -28,6 +28,8 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
                          done-marker fallback: every request offering tools is a turn
   done_marker            default "{DEFAULT_DONE_MARKER}"
   [usage]                input_tokens (200), output_tokens (40) reported per answer
+  five_hour_window_seconds  the 5-hour window the answers announce the reset of,
+                         from the server's start (default 18000)
   [[turns]]              turn N of the run (the Nth prompt in the conversation);
                          turns past the last repeat the last turn's verdict
     [[turns.steps]]      one step per kind:
@@ -73,6 +75,7 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
       verification_required  403 permission_error, details verification_required
       rate_limit_transient   429 rate_limit_error without the unified headers
       max_tokens         a 200 whose answer stops at the output-token cap
+      model_refusal      a 200 whose answer the model refuses (stop_reason refusal)
       drop               a 200 whose answer starts, then the connection closes
       stall              the same, after stall_seconds of silence
       malformed          a 200 stream with a data line that is not JSON
@@ -80,6 +83,8 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
     start (one of)       at_turn = N (>= 1)  |  after_seconds = S (since the server started)
     end (one of)         for_seconds = S (>= 0; 0 fails just the request that started it)
                          | for_requests = N  |  until_lift = true (POST /_rehearsal/lift)
+                         | until_reset = true (the 5-hour window's reset the answers
+                         announced: five_hour_window_seconds)
     message              replaces the error message
     headers              a table of response headers added to the gate's answer
                          (a 429 or a served answer) over its own

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -27,6 +27,7 @@ from claudeloop.rehearsal.failures import (
     CutAtMaxTokens,
     GateAnswer,
     HttpFailure,
+    RefusedByModel,
     Warned,
     Windows,
     gate_answer,
@@ -63,11 +64,16 @@ class Rehearsal:
     def __init__(self, scenario: Scenario, *, time_scale: float = 1.0) -> None:
         self.scenario = scenario
         self.timeline = Timeline(time_scale)
-        self.gates = GateSchedule(list(scenario.gates), self.timeline)
+        five_hour = scenario.five_hour_window_seconds
+        self.gates = GateSchedule(
+            list(scenario.gates), self.timeline, window_reset_seconds=five_hour
+        )
         self.ledger = Ledger(self.timeline)
-        self.windows = Windows(self.timeline)
+        self.windows = Windows(self.timeline, five_hour_seconds=five_hour)
         # Reviews answered with their verdict: the next review plays the one after.
         self.reviews_done = 0
+        # How many lifts so far: a stall in flight ends at the next one.
+        self.lifts = 0
 
     def state(self) -> dict[str, Any]:
         return {
@@ -81,6 +87,7 @@ class Rehearsal:
         now = self.timeline.now()
         lifted = self.gates.lift(now)
         self.ledger.lifted(now)
+        self.lifts += 1
         return {"lifted": lifted, "lifted_at": self.ledger.snapshot()["lifted_at"]}
 
 
@@ -162,6 +169,13 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
     if isinstance(answer, CutAtMaxTokens):
         # Text cut off mid-sentence at the cap, no tool call, no verdict.
         reply = Reply(blocks=(PlayedText("I am writing the file and"),), stop_reason="max_tokens")
+    if isinstance(answer, RefusedByModel):
+        # The model declines: no text, no tool call, the category and why in stop_details.
+        reply = Reply(
+            blocks=(),
+            stop_reason="refusal",
+            stop_details={"category": answer.category, "explanation": answer.explanation},
+        )
     delivered = answer is None or isinstance(answer, Warned | CutAtMaxTokens)
     if conversation.review and delivered and reply.verdict:
         rehearsal.reviews_done += 1
@@ -244,16 +258,39 @@ def _broken(
         media = "application/json"
         tail = b'"}}'
     seconds = rehearsal.timeline.real(answer.stall_seconds)
+    lifts = rehearsal.lifts
     return BrokenResponse(
-        answer.how, head=head, tail=tail, stall_seconds=seconds, media_type=media, headers=headers
+        answer.how,
+        head=head,
+        tail=tail,
+        stall_seconds=seconds,
+        media_type=media,
+        headers=headers,
+        lifted=lambda: rehearsal.lifts > lifts,
     )
+
+
+async def _until_gone_or_lifted(receive: Receive, lifted: Callable[[], bool]) -> None:
+    """Returns when the client disconnects or the rehearsal is lifted."""
+    async with anyio.create_task_group() as group:
+
+        async def gone() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            group.cancel_scope.cancel()
+
+        group.start_soon(gone)
+        while not lifted():
+            await anyio.sleep(0.05)
+        group.cancel_scope.cancel()
 
 
 class BrokenResponse(Response):
     """A 200 that goes wrong after its first bytes.
 
     drop: the head, then the connection closes. stall: the head, then silence for
-    `stall_seconds` (or until the client gives up), then the connection closes.
+    `stall_seconds` (or until the client gives up, or a lift: a test holds a turn in
+    flight as long as it needs, whatever the machine's load), then the connection closes.
     malformed: the head, then a data line that is not JSON, then a normal end.
     """
 
@@ -266,6 +303,7 @@ class BrokenResponse(Response):
         stall_seconds: float,
         media_type: str,
         headers: dict[str, str],
+        lifted: Callable[[], bool] = lambda: False,
     ) -> None:
         # Not Response.__init__: it would declare a Content-Length, and a cut body must be
         # chunked so that the client, not the server's HTTP layer, sees it end early.
@@ -279,6 +317,7 @@ class BrokenResponse(Response):
         self._head = head
         self._tail = tail
         self._stall_seconds = stall_seconds
+        self._lifted = lifted
 
     async def __call__(self, _scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -288,6 +327,5 @@ class BrokenResponse(Response):
             return
         if self._how == "stall":
             with anyio.move_on_after(self._stall_seconds):
-                while (await receive())["type"] != "http.disconnect":
-                    pass
+                await _until_gone_or_lifted(receive, self._lifted)
         # Returning with the body unfinished makes the server close the connection.

@@ -66,18 +66,29 @@ class CutAtMaxTokens:
     """A 200 whose answer stops at the output-token cap (`stop_reason: max_tokens`)."""
 
 
-GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens
+@dataclass(frozen=True, slots=True)
+class RefusedByModel:
+    """A 200 whose answer the model refuses (`stop_reason: refusal`, with the category and
+    explanation the API puts in `stop_details`)."""
+
+    category: str = "cyber"
+    explanation: str = "This request was declined by the rehearsal's safety classifier."
+
+
+GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens | RefusedByModel
 
 
 class Windows:
     """The nominal usage windows a healthy account is in, for the `allowed` headers:
-    a 5-hour and a 7-day window opened when the server started (scaled)."""
+    a 5-hour and a 7-day window opened when the server started (scaled). The 5-hour
+    window lasts `five_hour_seconds` (a scenario may shorten it)."""
 
-    def __init__(self, timeline: Timeline) -> None:
+    def __init__(self, timeline: Timeline, *, five_hour_seconds: float = _FIVE_HOURS) -> None:
         self._timeline = timeline
+        self._five_hour_seconds = five_hour_seconds
 
     def five_hour_reset(self) -> int:
-        return self._reset(_FIVE_HOURS)
+        return self._reset(self._five_hour_seconds)
 
     def seven_day_reset(self) -> int:
         return self._reset(_SEVEN_DAYS)
@@ -92,7 +103,7 @@ class Windows:
             seven_day=("allowed", 0.05, self.seven_day_reset()),
         )
 
-    def _reset(self, seconds: int) -> int:
+    def _reset(self, seconds: float) -> int:
         timeline = self._timeline
         return math.ceil(timeline.epoch(timeline.started + timeline.real(seconds)))
 
@@ -106,7 +117,7 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
     match answer:
         case HttpFailure() | Warned():
             return replace(answer, headers=answer.headers | extra)
-        case BrokenStream() | CutAtMaxTokens():
+        case BrokenStream() | CutAtMaxTokens() | RefusedByModel():
             return answer  # their headers are the healthy account's (app.py)
 
 
@@ -213,6 +224,8 @@ def _gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateA
             return HttpFailure(429, "rate_limit_error", message or RATE_LIMIT_MESSAGE)
         case "max_tokens":
             return CutAtMaxTokens()
+        case "model_refusal":
+            return RefusedByModel()
         case "drop" | "malformed" as how:
             return BrokenStream(how)
     raise AssertionError(f"unhandled gate kind {gate.kind}")

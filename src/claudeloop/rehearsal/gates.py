@@ -7,6 +7,7 @@ timers, so the schedule is a pure function of the instants it is shown.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -92,10 +93,15 @@ class GateSchedule:
     """Decides which gate, if any, answers a request. Thread-safe: the server thread
     asks, the owning thread may lift and read."""
 
-    def __init__(self, gates: list[Gate], timeline: Timeline) -> None:
+    def __init__(
+        self, gates: list[Gate], timeline: Timeline, *, window_reset_seconds: float = 5 * 3600
+    ) -> None:
         self._states = [GateState(gate, index) for index, gate in enumerate(gates)]
         self._timeline = timeline
         self._lock = threading.Lock()
+        # When the 5-hour window the answers announce resets (an `until_reset` gate's
+        # end), on this process's clock.
+        self._window_reset = timeline.started + timeline.real(window_reset_seconds)
 
     def answering(
         self,
@@ -172,15 +178,32 @@ class GateSchedule:
             if now >= start:
                 state.started = start
         if state.active and self._expired(state, now):
-            assert state.started is not None
-            assert gate.for_seconds is not None
-            state.ended = state.started + self._timeline.real(gate.for_seconds)
+            end = self._end(state)
+            assert end is not None
+            state.ended = end
+
+    def _end(self, state: GateState) -> float | None:
+        """When the gate's clock ends it (None: no clock does)."""
+        if state.started is None:
+            return None
+        if state.gate.until_reset:
+            # Never before the gate began: a window already past its reset fails the
+            # one request that started the gate, as `for_seconds = 0` does.
+            return max(self._window_reset_instant(), state.started)
+        seconds = state.gate.for_seconds
+        if seconds is None:
+            return None
+        return state.started + self._timeline.real(seconds)
 
     def _expired(self, state: GateState, now: float) -> bool:
-        seconds = state.gate.for_seconds
-        if state.started is None or seconds is None:
-            return False
-        return now >= state.started + self._timeline.real(seconds)
+        end = self._end(state)
+        return end is not None and now >= end
+
+    def _window_reset_instant(self) -> float:
+        """The 5-hour window's reset as the answers announce it (whole epoch seconds,
+        rounded up as `Windows` rounds it), on this process's clock."""
+        epoch = self._timeline.epoch(self._window_reset)
+        return self._window_reset + (math.ceil(epoch) - epoch)
 
     def _reset_epoch(self, state: GateState) -> float | None:
         """When the gate says it reopens: its announced reset, else its own end, else a
@@ -188,6 +211,8 @@ class GateSchedule:
         assert state.started is not None
         gate = state.gate
         seconds = getattr(gate, "announce_reset_seconds", None)
+        if seconds is None and gate.until_reset:
+            return self._timeline.epoch(self._window_reset_instant())
         if seconds is None:
             seconds = gate.for_seconds
         if seconds is None:

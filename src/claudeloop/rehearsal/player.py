@@ -48,9 +48,11 @@ Block = TextBlock | ToolUseBlock
 @dataclass(frozen=True, slots=True)
 class Reply:
     blocks: tuple[Block, ...]
-    stop_reason: Literal["end_turn", "tool_use", "max_tokens"]
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "refusal"]
     # True when this answer is the turn's verdict, i.e. the claudeloop turn is over.
     verdict: bool = False
+    # With a refusal: the API's `stop_details` ({"category": ..., "explanation": ...}).
+    stop_details: dict[str, str] | None = None
 
 
 PROBE_REPLY = Reply(blocks=(TextBlock("ok"),), stop_reason="end_turn")

@@ -66,7 +66,9 @@ class _GateBase(_Strict):
     Start: `at_turn` (the first turn request numbered N or later; with `at_step`, the
     first of that turn's requests at that step or later: 0 is the turn's first request,
     1 the one after its first tool call) or `after_seconds`
-    (since the server started). End: `for_seconds`, `for_requests` or `until_lift`.
+    (since the server started). End: `for_seconds`, `for_requests`, `until_lift` or
+    `until_reset` (the reset of the 5-hour window the allowed answers announce:
+    `five_hour_window_seconds`).
     A gate started by a request always answers that request, so `for_seconds = 0`
     fails exactly one.
     """
@@ -77,6 +79,7 @@ class _GateBase(_Strict):
     for_seconds: float | None = Field(default=None, ge=0)
     for_requests: int | None = Field(default=None, ge=1)
     until_lift: bool = False
+    until_reset: bool = False
     match: Match = "all"
     message: str | None = None
     # Only requests for a model whose name contains this (a model's own window).
@@ -92,10 +95,16 @@ class _GateBase(_Strict):
         starts = [self.at_turn is not None, self.after_seconds is not None]
         if sum(starts) != 1:
             raise ValueError("give exactly one start: at_turn (>= 1) or after_seconds (>= 0)")
-        ends = [self.for_seconds is not None, self.for_requests is not None, self.until_lift]
+        ends = [
+            self.for_seconds is not None,
+            self.for_requests is not None,
+            self.until_lift,
+            self.until_reset,
+        ]
         if sum(ends) != 1:
             raise ValueError(
-                "give exactly one end: for_seconds (>= 0), for_requests (>= 1) or until_lift = true"
+                "give exactly one end: for_seconds (>= 0), for_requests (>= 1), "
+                "until_lift = true or until_reset = true"
             )
         return self
 
@@ -202,6 +211,7 @@ class ErrorGate(_GateBase):
         "verification_required",
         "rate_limit_transient",
         "max_tokens",
+        "model_refusal",
         "drop",
         "malformed",
     ]
@@ -238,6 +248,7 @@ GATE_KINDS: tuple[str, ...] = (
     "verification_required",
     "rate_limit_transient",
     "max_tokens",
+    "model_refusal",
     "drop",
     "stall",
     "malformed",
@@ -258,6 +269,9 @@ class Scenario(_Strict):
     structured_output: bool = True
     done_marker: str = Field(default=DEFAULT_DONE_MARKER, min_length=1)
     usage: Usage = Field(default_factory=Usage)
+    # The 5-hour window every allowed answer announces the reset of, from the server's
+    # start (scenario time): shorter, it resets within a test (a gate's `until_reset`).
+    five_hour_window_seconds: float = Field(default=5 * 3600, gt=0)
     turns: list[Turn] = Field(default_factory=list)
     # What claudeloop's independent reviewer answers, review by review (the last is
     # repeated; none: every review agrees).

@@ -37,8 +37,14 @@ def message_json(reply: Reply, *, model: str, usage: Usage, message_id: str) -> 
         "content": [_complete_block(block) for block in reply.blocks],
         "stop_reason": reply.stop_reason,
         "stop_sequence": None,
+        **_details(reply),
         "usage": _start_usage(usage) | {"output_tokens": usage.output_tokens},
     }
+
+
+def _details(reply: Reply) -> dict[str, Any]:
+    """`stop_details`, sent only beside a refusal (as the API does)."""
+    return {"stop_details": reply.stop_details} if reply.stop_details is not None else {}
 
 
 def stream_events(reply: Reply, *, model: str, usage: Usage, message_id: str) -> list[bytes]:
@@ -65,7 +71,11 @@ def stream_events(reply: Reply, *, model: str, usage: Usage, message_id: str) ->
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "delta": {
+                    "stop_reason": reply.stop_reason,
+                    "stop_sequence": None,
+                    **_details(reply),
+                },
                 "usage": {"output_tokens": usage.output_tokens},
             },
         )

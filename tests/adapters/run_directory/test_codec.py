@@ -30,7 +30,7 @@ from claudeloop.domain.limits import LimitPolicies, SwitchProfile, WindDown
 from claudeloop.domain.loop import Detour, Outcome, Phase, RunState
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
@@ -297,3 +297,26 @@ def test_a_plan_runs_task_written_before_with_the_plans_text_reads_as_the_task_a
         )
     )
     assert record_from_json(prompt_run).spec.task == "Carry out the plan in X. Its text: y"
+
+
+def test_the_resets_last_announced_read_back_and_a_record_from_before_has_none() -> None:
+    announced = (
+        AnnouncedReset("five_hour", NOW + timedelta(minutes=40)),
+        AnnouncedReset("seven_day", NOW + timedelta(days=3)),
+    )
+    record = full_record(WindowExhausted("five_hour"))
+    record = replace(record, state=replace(record.state, announced_resets=announced))
+    data = json.loads(json.dumps(record_to_json(record)))
+    assert record_from_json(data) == record
+    del data["state"]["announced_resets"]
+    assert record_from_json(data).state.announced_resets == ()
+
+
+@pytest.mark.parametrize(
+    "value", [["five_hour"], {"five_hour": "soon"}, {"five_hour": "2026-12-02T10:00:00"}]
+)
+def test_announced_resets_that_are_no_table_of_aware_instants_are_corrupt(value: object) -> None:
+    data = record_to_json(full_record(Available()))
+    data["state"]["announced_resets"] = value
+    with pytest.raises(CorruptRecordError):
+        record_from_json(data)

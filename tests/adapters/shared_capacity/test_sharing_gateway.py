@@ -27,8 +27,8 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.classify import classify
-from claudeloop.domain.signals import TurnSignals
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.signals import TurnSignals, WindowUsage
+from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
 
 T = TypeVar("T")
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -615,3 +615,30 @@ def test_a_live_runs_record_written_before_records_named_their_run_still_holds_b
         lambda: loop(tmp_path, inner, clock, run_id="run-b").run_turn("go", session_id="b")
     )
     assert (inner.probes, inner.prompts, outcome.sent) == (0, [], False)
+
+
+def test_the_resets_another_run_heard_announced_come_back_with_a_silent_refusal(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    announcing = replace(OPEN, windows=(WindowUsage("five_hour", 0.97, RESET),))
+    run(lambda: loop(tmp_path, FakeInner(turn=announcing), clock).run_turn("go", session_id="a"))
+    clock.advance(seconds=30)
+    refused = run(
+        lambda: loop(tmp_path, FakeInner(turn=SILENT), clock).run_turn("go", session_id="b")
+    )
+    assert classify(refused.signals) == WindowExhausted("five_hour", None)
+    assert refused.announced == (AnnouncedReset("five_hour", RESET),)
+
+
+def test_a_runs_own_record_is_no_other_runs_announcement(tmp_path: Path) -> None:
+    clock = Clock()
+    announcing = replace(OPEN, windows=(WindowUsage("five_hour", 0.5, RESET),))
+    inner = FakeInner(turn=announcing)
+    gateway = loop(tmp_path, inner, clock)
+    run(lambda: gateway.run_turn("go", session_id="a"))
+    inner.turn = SILENT
+    refused = run(lambda: gateway.run_turn("go", session_id="a"))
+    assert refused.announced == ()
+    probe = run(gateway.probe)
+    assert probe.announced == ()

@@ -27,8 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from claudeloop.adapters.config.durations import parse_duration
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
+from claudeloop.application.durations import parse_duration
 from claudeloop.application.settings import SETTINGS, NotifyKind, Setting
 from claudeloop.domain.limits import LimitKind, parse_action, render_action
 from claudeloop.domain.pause import PauseThresholds

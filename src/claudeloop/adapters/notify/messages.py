@@ -15,35 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal, assert_never
 
-from claudeloop.application.events import (
-    CostGuessed,
-    Event,
-    ModelRestored,
-    ModelSwitched,
-    NoProgress,
-    NotifyFailed,
-    OverageStarted,
-    PauseIgnored,
-    PlanUpdated,
-    ProbeFinished,
-    ProfileRestored,
-    ProfileSwitched,
-    ReviewFinished,
-    ReviewStarted,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    SessionWritesLost,
-    ToolsDenied,
-    TurnFailed,
-    TurnFinished,
-    TurnInterrupted,
-    TurnRetrying,
-    TurnStarted,
-    VerifyFinished,
-    VerifyStarted,
-    WaitStarted,
-)
+from claudeloop.application import events
+from claudeloop.application.events import Event
 from claudeloop.application.settings import NOTIFY_KINDS, NotifyKind
 from claudeloop.domain.budget import money
 from claudeloop.domain.loop import Outcome
@@ -90,43 +63,43 @@ def notification_for(
     `on`), and the run as it stands after the event."""
     notification: Notification | None = None
     match event:
-        case TurnFinished(cost_usd=cost) | ProbeFinished(cost_usd=cost):
+        case events.TurnFinished(cost_usd=cost) | events.ProbeFinished(cost_usd=cost):
             run = replace(run, dollars=run.dollars + cost)
-        case PlanUpdated(done=done, total=total):
+        case events.PlanUpdated(done=done, total=total):
             run = replace(run, plan=(done, total))
-        case TurnStarted():
+        case events.TurnStarted():
             run = replace(run, told_wait=None)
-        case WaitStarted(capacity=capacity, probe_at=probe_at):
+        case events.WaitStarted(capacity=capacity, probe_at=probe_at):
             capacity = capacity or "capacity"
             awaited = "credits" if _is_credits(capacity) else capacity
             if awaited != run.told_wait:
                 notification = _wait(capacity, probe_at, run)
             run = replace(run, told_wait=awaited)
-        case OverageStarted():
+        case events.OverageStarted():
             notification = _overage(event, run)
-        case RunFinished():
+        case events.RunFinished():
             notification = _finished(event, run)
             run = replace(run, told_wait=None)
         case (
-            RunStarted()
-            | RunResumed()
-            | TurnRetrying()
-            | TurnFailed()
-            | TurnInterrupted()
-            | SessionWritesLost()
-            | ToolsDenied()
-            | CostGuessed()
-            | PauseIgnored()
-            | ProfileSwitched()
-            | ProfileRestored()
-            | ModelSwitched()
-            | ModelRestored()
-            | VerifyStarted()
-            | VerifyFinished()
-            | ReviewStarted()
-            | ReviewFinished()
-            | NoProgress()
-            | NotifyFailed()
+            events.RunStarted()
+            | events.RunResumed()
+            | events.TurnRetrying()
+            | events.TurnFailed()
+            | events.TurnInterrupted()
+            | events.SessionWritesLost()
+            | events.ToolsDenied()
+            | events.CostGuessed()
+            | events.PauseIgnored()
+            | events.ProfileSwitched()
+            | events.ProfileRestored()
+            | events.ModelSwitched()
+            | events.ModelRestored()
+            | events.VerifyStarted()
+            | events.VerifyFinished()
+            | events.ReviewStarted()
+            | events.ReviewFinished()
+            | events.NoProgress()
+            | events.NotifyFailed()
         ):
             pass  # nothing a person needs to hear of
         case _:
@@ -136,7 +109,7 @@ def notification_for(
     return notification, run
 
 
-def _overage(event: OverageStarted, run: RunSoFar) -> Notification:
+def _overage(event: events.OverageStarted, run: RunSoFar) -> Notification:
     reset = f" The window resets at {_instant(event.resets_at)}." if event.resets_at else ""
     doing = {
         "wait": "claudeloop sends no more turns until the window resets",
@@ -180,7 +153,7 @@ def _wait(capacity: str, probe_at: datetime, run: RunSoFar) -> Notification:
     )
 
 
-def _finished(event: RunFinished, run: RunSoFar) -> Notification:
+def _finished(event: events.RunFinished, run: RunSoFar) -> Notification:
     outcome = event.outcome
     reason = event.reason.strip() or "no reason given"
     resume = f"claudeloop resume --run-id {run.run_id} --cwd {shlex.quote(run.cwd)}"

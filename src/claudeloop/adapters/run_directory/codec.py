@@ -34,7 +34,7 @@ from claudeloop.domain.verification import (
     ReviewDisagreed,
     Verification,
 )
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
 
 FORMAT_VERSION = 1
 
@@ -112,6 +112,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             "rejection": _rejection_out(state.rejection),
             "last_checks": [_result_out(result) for result in state.last_checks],
             "stagnation": _stagnation_out(state.stagnation),
+            "announced_resets": {r.window: _instant_out(r.at) for r in state.announced_resets},
         },
     }
 
@@ -179,6 +180,11 @@ def record_from_json(data: dict[str, Any]) -> RunRecord:
             rejection=_rejection_in(raw.get("rejection")),
             last_checks=tuple(_result_in(result) for result in raw.get("last_checks", ())),
             stagnation=_stagnation_in(raw.get("stagnation")),
+            # Written since 2026-12-02: a record from before heard no reset announced.
+            announced_resets=tuple(
+                AnnouncedReset(str(window), datetime.fromisoformat(at))
+                for window, at in (raw.get("announced_resets") or {}).items()
+            ),
         )
         plan_text = data["plan_text"]
         record = RunRecord(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
+from claudeloop.adapters.run_directory.codec import CorruptRecordError
 from claudeloop.adapters.run_directory.finding import (
     find_run,
     load_record,
@@ -12,6 +14,8 @@ from claudeloop.adapters.run_directory.finding import (
 )
 from claudeloop.adapters.run_directory.layout import list_runs
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.application.errors import UsageError
+from claudeloop.application.ports import ClaudeSession
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.loop import ControlCommand
 
@@ -42,3 +46,31 @@ class ProjectRunDirectories:
 
     def send(self, run_id: str, command: ControlCommand) -> None:
         find_run(self.where, run_id, None).send(command)
+
+    def events_file(self, run_id: str) -> Path:
+        return find_run(self.where, run_id, None).events_path
+
+    def event_lines(self, run_id: str, offset: int) -> tuple[list[bytes], int]:
+        path = self.events_file(run_id)
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            return [], offset
+        except OSError as error:
+            raise UsageError(f"{path}: cannot be read ({error.strerror})") from None
+        with handle:
+            handle.seek(offset)
+            whole = list(itertools.takewhile(lambda raw: raw.endswith(b"\n"), handle))
+        return whole, offset + sum(len(raw) for raw in whole)
+
+    def ended(self, run_id: str) -> bool:
+        try:
+            return find_run(self.where, run_id, None).load().state.phase.terminal
+        except (OSError, CorruptRecordError):
+            return False
+
+    def claude_sessions(self, limit: int) -> list[ClaudeSession]:
+        # The SDK is imported only here: `status` and `runs` stay fast.
+        from claudeloop.adapters.claude_sessions import list_claude_sessions
+
+        return list_claude_sessions(self.where, limit)

@@ -18,6 +18,9 @@ turn or a probe and reads the signals it gets back, as ever. Behind that:
 - A loop waiting for capacity wakes as soon as another loop finds it open (`waking`
   wraps its sleeper): it takes that result as its probe's and sends its next turn,
   instead of sleeping on to a probe instant of its own.
+- The resets other runs' records announce (their answers' windows) go back with every
+  outcome (`announced`): a refusal of this run that names its window but no reset waits
+  for the one another run heard last (domain.waiting.remembered_reset).
 """
 
 from __future__ import annotations
@@ -60,7 +63,12 @@ from claudeloop.domain.classify import classify
 from claudeloop.domain.sightings import Regard, regard
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
-from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.waiting import (
+    AnnouncedReset,
+    WaitPolicyConfig,
+    announced_in,
+    remember_resets,
+)
 
 # A closed record older than this says nothing about now (no loop is watching it).
 MAX_AGE = timedelta(hours=6)
@@ -130,6 +138,8 @@ class SharedCapacityGateway:
         # Whether the runner was last told capacity is closed: only such a wait is one
         # that news of capacity open ends (not a pause before the wall, say).
         self._told_closed = False
+        # The resets other runs' records announced, per window, as this loop read them.
+        self._heard: tuple[AnnouncedReset, ...] = ()
 
     async def run_turn(
         self,
@@ -138,6 +148,19 @@ class SharedCapacityGateway:
         session_id: str | None,
         interrupted_at: datetime | None = None,
         on_session: Callable[[str], None] | None = None,
+    ) -> TurnOutcome:
+        outcome = await self._run_turn(
+            prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
+        )
+        return replace(outcome, announced=self._heard)
+
+    async def _run_turn(
+        self,
+        prompt: str,
+        *,
+        session_id: str | None,
+        interrupted_at: datetime | None,
+        on_session: Callable[[str], None] | None,
     ) -> TurnOutcome:
         sighting = self._read()
         if sighting is not None and self._closed_now(sighting):
@@ -173,7 +196,7 @@ class SharedCapacityGateway:
     async def probe(self) -> ProbeOutcome:
         outcome = await self._probe()
         self._told_closed = standing_of(classify(outcome.signals)) == "closed"
-        return outcome
+        return replace(outcome, announced=self._heard)
 
     async def _probe(self) -> ProbeOutcome:
         seen = self._read()
@@ -252,7 +275,7 @@ class SharedCapacityGateway:
 
     def _regard(self, sighting: Sighting) -> Regard:
         """What the record is worth to this run (see `domain.sightings`)."""
-        by_this_run = sighting.writer == self.writer or sighting.run_id == self.run_id
+        by_this_run = self._by_this_run(sighting)
         return regard(
             by_this_run=by_this_run,
             writer_alive=None if by_this_run else self._board.writer_alive(sighting),
@@ -320,7 +343,13 @@ class SharedCapacityGateway:
                 return
 
     def _read(self) -> Sighting | None:
-        return self._board.read()
+        sighting = self._board.read()
+        if sighting is not None and not self._by_this_run(sighting):
+            self._heard = remember_resets(self._heard, announced_in(sighting.signals))
+        return sighting
+
+    def _by_this_run(self, sighting: Sighting) -> bool:
+        return sighting.writer == self.writer or sighting.run_id == self.run_id
 
     def _try_probe_lock(self) -> ProbeHold | None:
         try:

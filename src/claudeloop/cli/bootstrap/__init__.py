@@ -1,7 +1,11 @@
 """The composition root: wires the real adapters into the runner and hands the wired
-run to the use case that drives it (application/driving.py).
+run to the use case that drives it (application/driving.py); fills the ports of the
+other commands' use cases (a project's runs, the fleet, a worker's machine, doctor's
+checks); and hands the commands the few adapters' names they use as they are (below,
+and in `configuration`, which reads the settings and what they name).
 
-Tests wire fakes into the same runner; this is the one place that knows both sides.
+Tests wire fakes into the same runner; this package is the one place in cli/ that
+names an adapter (an import contract in pyproject.toml holds it).
 """
 
 from __future__ import annotations
@@ -10,26 +14,73 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
+from claudeloop.adapters import claude_cli as claude_cli
 from claudeloop.adapters.atomic_file import remove_leftovers
+from claudeloop.adapters.credentials import (
+    CREDENTIAL_VARIABLES as CREDENTIAL_VARIABLES,
+)
+from claudeloop.adapters.credentials import PROVIDER_VARIABLES as PROVIDER_VARIABLES
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
 from claudeloop.adapters.interrupts import SignalInterrupts
+from claudeloop.adapters.notify.urls import (
+    looks_like_apprise_url as looks_like_apprise_url,
+)
+from claudeloop.adapters.notify.urls import masked_url as masked_url
+from claudeloop.adapters.plan_file import TASK_LIMIT as TASK_LIMIT
+from claudeloop.adapters.plan_file import TASK_LIMIT_BYTES as TASK_LIMIT_BYTES
+from claudeloop.adapters.plan_file import NotATaskFile as NotATaskFile
 from claudeloop.adapters.plan_file import PlanFileOnDisk
-from claudeloop.adapters.redaction import Redactor, secret_values
-from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.plan_file import TaskTooLarge as TaskTooLarge
+from claudeloop.adapters.plan_file import read_task_text as read_task_text
+from claudeloop.adapters.project_folder import ProjectFolder as ProjectFolder
+from claudeloop.adapters.redaction import Redactor as Redactor
+from claudeloop.adapters.redaction import looks_secret as looks_secret
+from claudeloop.adapters.redaction import secret_values
+from claudeloop.adapters.run_directory import RunDirectory as RunDirectory
+from claudeloop.adapters.run_directory.finding import (
+    checked_run_id as checked_run_id,
+)
+from claudeloop.adapters.run_directory.finding import find_run as find_run
+from claudeloop.adapters.run_directory.finding import load_record as load_record
+from claudeloop.adapters.run_directory.finding import (
+    refuse_beside_a_live_run as refuse_beside_a_live_run,
+)
+from claudeloop.adapters.run_directory.finding import (
+    tell_missing_end as tell_missing_end,
+)
+from claudeloop.adapters.run_directory.finding import (
+    write_missing_summary as write_missing_summary,
+)
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire
+from claudeloop.adapters.run_directory.lock import DriverLock as DriverLock
+from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
+from claudeloop.adapters.run_directory.writable import (
+    why_no_runs_root as why_no_runs_root,
+)
+from claudeloop.adapters.run_directory.writable import (
+    why_not_writable as why_not_writable,
+)
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import UsageError
-from claudeloop.application.ports import ControlInbox, EventSink, Fleet, Gateway, ProjectRuns
+from claudeloop.application.fleet import QueueSupport
+from claudeloop.application.ports import (
+    ControlInbox,
+    DoctorChecks,
+    EventSink,
+    Fleet,
+    Gateway,
+    ProjectRuns,
+    WorkerHost,
+)
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.cli.display import ConsoleView, Screen, Tee
@@ -278,7 +329,7 @@ def profile_in_use(backend: Backend, detours: Callable[[str], Backend] | None) -
 
 class ProfileAdvisor:
     """The `Advisor` port: the one-line fix for the profile in use, the run's own or a
-    switch-profile detour's (cli/backend_advice.py words them)."""
+    switch-profile detour's (adapters/backend_advice.py words them)."""
 
     def __init__(self, profile_of: ProfileInUse) -> None:
         self._profile_of = profile_of
@@ -290,7 +341,7 @@ class ProfileAdvisor:
         *,
         detour: str | None,
     ) -> str:
-        from claudeloop.cli.backend_advice import advise, auth_fix
+        from claudeloop.adapters.backend_advice import advise, auth_fix
 
         profile = self._profile_of(detour)
         match capacity:
@@ -487,6 +538,55 @@ def fleet_of(option: str | None) -> Fleet:
     return EngineFleet(engine_of(option))
 
 
+def queue_support() -> QueueSupport:
+    """What `queue add` asks of this machine."""
+    from claudeloop.adapters.run_directory.layout import runs_root
+    from claudeloop.adapters.shared_capacity.board import account_key
+
+    def masked_url(url: str) -> str:
+        from claudeloop.adapters.fleet.engine import masked
+
+        return masked(url)
+
+    return QueueSupport(
+        new_run_id=lambda: new_run_id(datetime.now(UTC)),
+        run_id_used=lambda cwd, run_id: (runs_root(cwd) / run_id).exists(),
+        # The fingerprint of the account the worker's runs spend: its queue partition.
+        account_of=lambda model: account_key(os.environ, model),
+        masked_url=masked_url,
+    )
+
+
+def worker_host(option: str | None) -> WorkerHost:
+    """This machine, as a worker of the engine `option` names."""
+    from claudeloop.adapters.fleet.worker_host import MachineWorkerHost
+
+    return MachineWorkerHost(engine_of(option))
+
+
 def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
     """What a view of a run shown to the user masks: the secrets of this environment."""
     return Redactor.from_environment().data
+
+
+# doctor -------------------------------------------------------------------------------
+
+
+def doctor_checks(cwd: Path, profile: str | None) -> DoctorChecks:
+    """The checks of `doctor` on this machine; its model probe goes through the gateway
+    a run's turns go through."""
+    from claudeloop.adapters.doctor_checks import MachineChecks, ProbeSetup
+
+    def probe_gateway(setup: ProbeSetup) -> Gateway:
+        # The probe sets the CLI's retries low itself, so a doctor answers in seconds.
+        return claude_code(
+            replace(backend_for(setup.profile), cli_path=setup.cli_path),
+            cwd=setup.cwd,
+            model=setup.model,
+            permission_mode=setup.permission_mode,
+            stderr_log=setup.stderr_log,
+        )
+
+    return MachineChecks(
+        cwd, profile, configured_cli=cli_path_from_environment(), probe_gateway=probe_gateway
+    )

@@ -1,7 +1,8 @@
 """The settings a command runs with, read from their sources: flags over CLAUDELOOP_*
 variables over ./claudeloop.toml over the user's file; and what the settings name
 outside claudeloop (a backend profile, notification URLs, the shared capacity record),
-checked before the run starts."""
+checked before the run starts. Part of the composition root: the configuration's
+adapters load pydantic, so only the commands that read settings import this module."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from claudeloop.adapters.backend_advice import no_credentials as no_credentials
+from claudeloop.adapters.config.loading import PROJECT_FILE as PROJECT_FILE
+from claudeloop.adapters.config.loading import ConfigError as ConfigError
+from claudeloop.adapters.config.loading import Configuration as Configuration
+from claudeloop.adapters.config.loading import config_files as config_files
+from claudeloop.adapters.config.profiles import DUMMY_TOKEN as DUMMY_TOKEN
+from claudeloop.adapters.config.profiles import BackendProfile as BackendProfile
 from claudeloop.application.errors import UsageError
 from claudeloop.application.settings import (
     NOTIFY,
@@ -22,15 +30,12 @@ from claudeloop.application.settings import (
 from claudeloop.cli.bootstrap import Backend, backend_for
 
 if TYPE_CHECKING:
-    from claudeloop.adapters.config.loading import Configuration
-    from claudeloop.adapters.config.profiles import BackendProfile
-    from claudeloop.adapters.notify.sender import NotifyTargets
+    from claudeloop.adapters.notify.sender import NotifyTargets as NotifyTargets
 
 
 def configuration(cwd: Path, flags: Mapping[str, object]) -> Configuration:
     """The effective settings, `flags` being the command's settings flags as click parsed
     them (by key; a flag not given is None, or an empty tuple when repeatable)."""
-    # Imported here: status, logs and stop never read the configuration (nor pydantic).
     from claudeloop.adapters.config.loading import load_configuration
 
     given = {setting.key: _flag_value(setting.kind, flags.get(setting.key)) for setting in SETTINGS}
@@ -102,3 +107,25 @@ def shared_capacity_dir(config: Configuration) -> Path | None:
     from claudeloop.adapters.shared_capacity import capacity_directory
 
     return capacity_directory(os.environ)
+
+
+def refuse_no_base_url(backend: Backend) -> None:
+    """A base URL that is no http(s) URL is refused before any turn (exit 2)."""
+    from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, base_url_problem
+
+    problem = base_url_problem(backend.env, backend.profile or DEFAULT_BACKEND, os.environ)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def flag_notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
+    """--notify URLs alone, checked as `run` checks them (`rehearse` reads no files)."""
+    if not urls:
+        return None
+    from claudeloop.adapters.notify.sender import NotifyTargets, NotifyUnavailable, check_urls
+
+    try:
+        check_urls(urls)
+    except NotifyUnavailable as error:
+        raise UsageError(f"--notify: {error}") from None
+    return NotifyTargets(urls=urls)

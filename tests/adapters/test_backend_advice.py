@@ -7,15 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from claudeloop.adapters.backend_http import NotFound
-from claudeloop.adapters.config.profiles import BackendProfile
-from claudeloop.cli.backend_advice import (
+from claudeloop.adapters.backend_advice import (
     advise,
     auth_fix,
     misconfiguration_kind,
     proxy_budget_advice,
     upstream_advice,
 )
+from claudeloop.adapters.backend_http import NotFound
+from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.domain.capacity import AuthFailureKind, BackendMisconfigured
 from claudeloop.domain.classify import classify
 from claudeloop.domain.signals import TurnSignals

@@ -22,7 +22,7 @@ from claudeloop.domain.text import first_line
 
 # For records written before BackendMisconfigured kept its kind: the first words of each
 # of `claudeloop.domain.classify.backend_misconfiguration`'s
-# reasons, pinned by tests/cli/test_backend_advice.py.
+# reasons, pinned by tests/adapters/test_backend_advice.py.
 _KINDS = (
     ("the model was not found", "not_found"),
     ("the model is not loaded", "not_loaded"),
