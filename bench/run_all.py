@@ -79,7 +79,13 @@ def waiting_section(rows: list[waiting.Figures]) -> list[str]:
         "waking, when the machine slept through it) to the next productive turn. "
         f"`{waiting.SILENT_AFTER_RESET}`: a refusal without a reset (a thin 429) of the "
         "5-hour window, whose reset the answers before it announced; the window opens at "
-        "that reset.",
+        "that reset. `slow_lane`: the 5-hour window closes with a slow lane offered; no "
+        "unattended loop can take it (only an interactive Claude Code can: "
+        "docs/architecture/claude-code-signals.md), so each waits as for any announced "
+        "reset. `grace`: the window is past its limit and the service goes on answering in "
+        "a grace period; claudeloop reads the CLI's signals through its real classifier and "
+        "goes on (before the grace rule it read that answer as the window closed and waited "
+        "for its reset), and the peers, which act only on a refusal, go on too.",
         "",
         *waiting_table(rows),
         "",

@@ -23,6 +23,7 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     WindowExhausted,
 )
+from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.loop import (
     Finish,
@@ -34,6 +35,7 @@ from claudeloop.domain.loop import (
     decide_after_probe,
     decide_after_turn,
 )
+from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
 
 EPOCH = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -45,7 +47,12 @@ WEIGHTS = (25, 5, 10, 15, 10, 25, 10)
 # A refusal without a reset (a thin 429) of a window whose reset the answers before it
 # announced: one episode of these for every eight of the others.
 SILENT_AFTER_RESET = "silent_after_reset"
-KINDS = (*DRAWN, SILENT_AFTER_RESET)
+# Kinds the CLI's other headers make (docs/architecture/claude-code-signals.md), drawn
+# from a stream of their own after the others, 60 episodes each: a 5-hour window closed
+# with a slow lane offered, and answers served in a grace period past the window's limit.
+HEADER_KINDS = ("slow_lane", "grace")
+HEADER_EPISODES = 60
+KINDS = (*DRAWN, SILENT_AFTER_RESET, *HEADER_KINDS)
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,13 @@ def corpus(size: int = 1200, seed: int = 20261130) -> list[Episode]:
         # The window opens at the reset the answers announced; the refusal said nothing.
         reset = apart.uniform(60, 5 * HOUR)
         episodes.append(Episode(SILENT_AFTER_RESET, reset, None, seen_reset=reset))
+    headers = random.Random(seed + 2)
+    for kind in HEADER_KINDS:
+        for _ in range(HEADER_EPISODES):
+            reset = headers.uniform(60, 5 * HOUR)
+            # The slow lane's window reopens at its reset (only an interactive CLI could
+            # take the offer); a grace period never closed anything.
+            episodes.append(Episode(kind, reset if kind == "slow_lane" else 0.0, reset))
     return episodes
 
 
@@ -132,7 +146,32 @@ def _capacity(episode: Episode) -> CapacityState:
     if episode.credits:
         return CreditsExhausted()
     resets = EPOCH + timedelta(seconds=episode.announced_reset) if episode.announced_reset else None
+    if episode.kind in HEADER_KINDS:
+        # What the CLI emits for these (docs/architecture/claude-code-signals.md), read
+        # by the real classifier: the slow lane's 429 is the window's refusal, the grace
+        # answer is served with the window past its limit.
+        return classify(_signals_of(episode.kind, resets))
     return WindowExhausted("five_hour", resets)
+
+
+def _signals_of(kind: str, resets: datetime | None) -> TurnSignals:
+    if kind == "grace":
+        return TurnSignals(
+            rate_limit_status="rejected",
+            rate_limit_type="five_hour",
+            resets_at=resets,
+            utilization=1.1,
+            grace_active=True,
+        )
+    return TurnSignals(
+        rate_limit_status="rejected",
+        rate_limit_type="five_hour",
+        resets_at=resets,
+        api_error_status=429,
+        assistant_error="rate_limit",
+        is_error=True,
+        result_text="You've hit your 5-hour limit",
+    )
 
 
 def replay_claudeloop(episode: Episode, policy: WaitPolicyConfig) -> Replay:
@@ -170,6 +209,8 @@ def replay_claudeloop(episode: Episode, policy: WaitPolicyConfig) -> Replay:
 
 def replay_fixed_sleep(episode: Episode, seconds: float = HOUR) -> Replay:
     """Sleep a fixed hour after every rejection, then resend the turn."""
+    if episode.open_at(0.0):
+        return Replay(0.0, 0, 0, 0.0)  # the answer was served: no rejection to act on
     t, requests, closed = 0.0, 0, 0
     while True:
         t = _monotonic_sleep(episode, t, seconds)
@@ -181,6 +222,8 @@ def replay_fixed_sleep(episode: Episode, seconds: float = HOUR) -> Replay:
 
 def replay_reset_parsing(episode: Episode) -> Replay:
     """Sleep until the announced reset plus 60 s (5 hours when none), then resend."""
+    if episode.open_at(0.0):
+        return Replay(0.0, 0, 0, 0.0)  # the answer was served: no rejection to act on
     t, requests, closed = 0.0, 0, 0
     while True:
         reset = episode.announced_reset
@@ -194,6 +237,8 @@ def replay_reset_parsing(episode: Episode) -> Replay:
 
 def replay_hourly(episode: Episode) -> Replay:
     """A retry at the top of every hour of the wall clock (cron-style)."""
+    if episode.open_at(0.0):
+        return Replay(0.0, 0, 0, 0.0)  # the answer was served: no rejection to act on
     t, requests, closed = 0.0, 0, 0
     while True:
         t = (math.floor(t / HOUR) + 1) * HOUR
@@ -244,7 +289,9 @@ def figures(strategy: str, kind: str, replays: list[Replay]) -> Figures:
         episodes=len(replays),
         median_lateness=statistics.median(late),
         p95_lateness=late[min(len(late) - 1, math.ceil(0.95 * len(late)) - 1)],
-        requests_per_waiting_hour=sum(r.requests for r in replays) / waited_hours,
+        requests_per_waiting_hour=sum(r.requests for r in replays) / waited_hours
+        if waited_hours
+        else 0.0,
         turns_into_closed=sum(r.turns_into_closed for r in replays),
     )
 

@@ -9,7 +9,7 @@ local server's failure, a local backend profile.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -109,6 +109,46 @@ CASES = [
         {"rate_limit_status": None, "assistant_error": None, "api_error_status": None},
         Available(),
     ),
+    # A grace period (docs/architecture/claude-code-signals.md): the 5-hour window past
+    # its limit, called rejected in unifiedWindows, the answer served all the same.
+    Case(
+        "grace",
+        "oauth",
+        {
+            "rate_limit_status": "rejected",
+            "rate_limit_type": "five_hour",
+            "utilization": 1.1,
+            "grace_active": True,
+            "assistant_error": None,
+            "api_error_status": None,
+            "is_error": False,
+        },
+        Available(),
+    ),
+    Case(
+        "grace",
+        "api_key",
+        {"rate_limit_status": None, "grace_active": False, "api_error_status": None},
+        Available(),
+    ),
+    # The organization's usage paused for the day: the overage claim refused with the
+    # monthly cap's reason, and the flag; no reset of the day's announced.
+    Case(
+        "daily_cap",
+        "oauth",
+        {
+            "rate_limit_status": "rejected",
+            "rate_limit_type": "overage",
+            "assistant_error": "rate_limit",
+            "api_error_status": 429,
+            "overage_status": "rejected",
+            "overage_disabled_reason": "org_level_disabled",
+            "overage_resets_at": None,
+            "daily_cap_paused": True,
+        },
+        WindowExhausted("daily_cap", resets_at=None),
+    ),
+    Case("daily_cap", "api_key", API_KEY_429, UNKNOWN_WINDOW),
     Case(
         "credits",
         "oauth",
@@ -421,3 +461,60 @@ def test_nothing_listening_is_misconfigured_on_every_profile_like_doctor_says(
     capacity = classify(signals)
     assert isinstance(capacity, BackendMisconfigured)
     assert capacity.reason.startswith("the server is unreachable (")
+
+
+# Headers CLI 2.1.332 reads and never lets reach the stream (docs/architecture/
+# claude-code-signals.md): a slow lane's offer and state, a fallback, the upgrade paths.
+# The alarm for an upgrade that starts to: each must leave the turn read as without it.
+UNSEEN_HEADERS = {
+    "slow_offer": {
+        "anthropic-ratelimit-unified-slow-offer": "treatment",
+        "anthropic-ratelimit-unified-slow-max-wait": "900",
+        "anthropic-ratelimit-unified-slow-retry-after": "30",
+    },
+    "slow_status": {
+        "anthropic-ratelimit-unified-slow-status": "slot_busy",
+        "anthropic-ratelimit-unified-slow-budget-utilization": "0.25",
+        "anthropic-ratelimit-unified-slow-budget-reset": "1796226180",
+    },
+    "fallback": {"anthropic-ratelimit-unified-fallback": "available"},
+    "upgrade_paths": {"anthropic-ratelimit-unified-upgrade-paths": "max_5x,max_20x"},
+}
+
+
+@pytest.mark.parametrize("gate", ["window", "warning"])
+@pytest.mark.parametrize("extra", list(UNSEEN_HEADERS), ids=list(UNSEEN_HEADERS))
+def test_headers_the_stream_never_shows_change_nothing(
+    gate: str, extra: str, tmp_path: Path
+) -> None:
+    def read(headers: dict[str, str], root: Path) -> tuple[TurnOutcome, int]:
+        scenario = gate_at_first_turn(gate)
+        scenario = scenario.model_copy(
+            update={"gates": [scenario.gates[0].model_copy(update={"headers": headers})]}
+        )
+        with RehearsalServer(scenario) as server:
+            gateway = gateway_for(server, root, "oauth")
+
+            async def turn() -> TurnOutcome:
+                try:
+                    return await gateway.run_turn("Start the task.", session_id=None)
+                finally:
+                    await gateway.close()
+
+            outcome = run(turn)
+            return outcome, len(server.state()["requests"])
+
+    plain, plain_requests = read({}, tmp_path / "plain")
+    offered, offered_requests = read(UNSEEN_HEADERS[extra], tmp_path / "offered")
+    # The same reading, and no retry the header would have caused.
+    assert offered_requests == plain_requests
+    # Each server announces its own gate's end: compare the readings without it.
+    assert _without_reset(classify(offered.signals)) == _without_reset(classify(plain.signals))
+    same = ("rate_limit_status", "rate_limit_type", "grace_active", "daily_cap_paused")
+    assert {n: getattr(offered.signals, n) for n in same} == {
+        n: getattr(plain.signals, n) for n in same
+    }
+
+
+def _without_reset(capacity: CapacityState) -> CapacityState:
+    return replace(capacity, resets_at=None) if isinstance(capacity, WindowExhausted) else capacity

@@ -19,7 +19,7 @@ from claudeloop.domain.capacity import (
     describe,
     is_waitable,
 )
-from claudeloop.domain.classify import backend_misconfiguration, classify
+from claudeloop.domain.classify import backend_misconfiguration, classify, in_grace, turn_warning
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.turn_end import TERMINAL_REASONS, ContextFull, turn_end
 from tests.examples import examples
@@ -698,6 +698,12 @@ signals_strategy = st.builds(
     local_backend=st.booleans(),
     is_error=st.booleans(),
     terminal_reason=st.sampled_from([None, *TERMINAL_REASONS, "a_later_reason"]),
+    grace_active=st.booleans(),
+    daily_cap_paused=st.booleans(),
+    overage_resets_at=st.none()
+    | st.datetimes(
+        min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+    ),
 )
 
 
@@ -781,8 +787,15 @@ def test_a_rejection_or_a_service_failure_is_never_available_nor_terminal(
         and signals.assistant_error is None
         and not signals.is_error
     )
+    # Nor is a window past its limit on an answer served in a grace period.
+    served_in_grace = (
+        signals.grace_active
+        and status is None
+        and signals.assistant_error is None
+        and not signals.is_error
+    )
     failed = (
-        (signals.rate_limit_status == "rejected" and not served_on_overage)
+        (signals.rate_limit_status == "rejected" and not (served_on_overage or served_in_grace))
         or status in (408, 429)
         or (status is not None and status >= 500)
         or signals.assistant_error in ("rate_limit", "server_error", "overloaded", "api_error")
@@ -972,3 +985,132 @@ def test_limit_words_never_decide_without_a_typed_error(signals: TurnSignals) ->
     # service did not refuse is available.
     bare = TurnSignals(result_text=signals.result_text, is_error=signals.is_error)
     assert classify(bare) == Available()
+
+
+RESET_AT = datetime(2026, 12, 2, 15, 0, tzinfo=UTC)
+GRACE = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="five_hour",
+    resets_at=RESET_AT,
+    utilization=1.1,
+    grace_active=True,
+)
+
+
+def test_an_answer_served_in_a_grace_period_is_available() -> None:
+    # The CLI's rateLimitGraceActive on a served answer: the window it reports is past
+    # its limit and called rejected, and the service answered all the same.
+    assert in_grace(GRACE)
+    assert classify(GRACE) == Available()
+    assert turn_warning(GRACE) == (
+        "the 5-hour window is past its limit (110% used), answered in a grace period; "
+        "it resets 2026-12-02 15:00 UTC"
+    )
+    bare = TurnSignals(grace_active=True)
+    assert turn_warning(bare) == "a usage window is past its limit, answered in a grace period"
+
+
+@pytest.mark.parametrize(
+    "failed",
+    [
+        {"api_error_status": 429},
+        {"assistant_error": "rate_limit"},
+        {"is_error": True},
+    ],
+)
+def test_a_grace_flag_never_hides_a_refusal(failed: dict[str, object]) -> None:
+    refused = replace(GRACE, **failed)  # type: ignore[arg-type]
+    assert not in_grace(refused)
+    assert isinstance(classify(refused), WindowExhausted)
+
+
+def test_a_turn_without_grace_warns_as_the_service_does() -> None:
+    warned = TurnSignals(
+        rate_limit_status="allowed_warning", rate_limit_type="five_hour", utilization=0.92
+    )
+    assert turn_warning(warned) == "the 5-hour window is 92% used"
+    assert turn_warning(TurnSignals(rate_limit_status="allowed")) is None
+
+
+DAILY_CAP_REFUSAL = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="overage",
+    resets_at=RESET_AT,
+    overage_status="rejected",
+    overage_disabled_reason="org_level_disabled",
+    daily_cap_paused=True,
+    api_error_status=429,
+    assistant_error="rate_limit",
+    is_error=True,
+    result_text="Usage is paused for your organization. For help, please contact support.",
+)
+
+
+def test_a_daily_cap_paused_is_a_wait_for_the_days_reset_not_credits() -> None:
+    # Without the flag the overage turned off for the organization is credits.
+    assert isinstance(
+        classify(replace(DAILY_CAP_REFUSAL, daily_cap_paused=False)), CreditsExhausted
+    )
+    # With it, a wait of its own: no reset announced (the window's is not the day's) ...
+    assert classify(DAILY_CAP_REFUSAL) == WindowExhausted("daily_cap", resets_at=None)
+    # ... or until the overage reset, when the service announces one.
+    day_end = RESET_AT + timedelta(hours=9)
+    announced = replace(DAILY_CAP_REFUSAL, overage_resets_at=day_end)
+    assert classify(announced) == WindowExhausted("daily_cap", resets_at=day_end)
+    assert describe(classify(announced)) == (
+        "the organization's usage is paused for the day (its daily cap) until "
+        "2026-12-03 00:00:00 UTC"
+    )
+    # Whatever window the refusal claims.
+    five = replace(DAILY_CAP_REFUSAL, rate_limit_type="five_hour")
+    assert classify(five) == WindowExhausted("daily_cap", resets_at=None)
+
+
+@pytest.mark.parametrize(
+    "credits",
+    [
+        {"error_code": "credits_required"},
+        {"result_text": "You're out of usage credits"},
+    ],
+)
+def test_a_typed_credit_signal_outranks_a_daily_cap(credits: dict[str, object]) -> None:
+    typed = replace(DAILY_CAP_REFUSAL, **credits)  # type: ignore[arg-type]
+    assert isinstance(classify(typed), CreditsExhausted)
+
+
+def test_a_daily_cap_flag_on_a_served_answer_changes_nothing() -> None:
+    served = TurnSignals(rate_limit_status="allowed", daily_cap_paused=True)
+    assert classify(served) == Available()
+
+
+@settings(max_examples=examples(300))
+@given(signals=signals_strategy)
+def test_a_grace_period_only_ever_turns_a_served_answer_into_capacity(
+    signals: TurnSignals,
+) -> None:
+    # The grace flag never changes what a turn that failed anywhere is; on a served
+    # answer it is Available, unless something outranks every window (a refusal of the
+    # credentials, a misconfiguration, a local or proxy error read before rule 7).
+    without = replace(signals, grace_active=False)
+    with_grace = replace(signals, grace_active=True)
+    if not in_grace(with_grace):
+        assert classify(with_grace) == classify(without)
+    else:
+        assert classify(with_grace) in (Available(), classify(without))
+
+
+@settings(max_examples=examples(300))
+@given(signals=signals_strategy)
+def test_a_daily_cap_refusal_is_never_credits_by_an_overage_reason(signals: TurnSignals) -> None:
+    capped = replace(signals, daily_cap_paused=True)
+    state = classify(capped)
+    if isinstance(state, WindowExhausted) and state.rate_limit_type == "daily_cap":
+        # Its reset is the overage reset, never the window's.
+        assert state.resets_at == capped.overage_resets_at
+    if isinstance(state, CreditsExhausted) and state.source == "account":
+        # Only a credit signal no overage reason makes: an error, the CLI's words.
+        assert (
+            capped.assistant_error == "billing_error"
+            or capped.error_code in ("credits_required", "credit_balance_too_low", "billing_error")
+            or "out of usage credits" in capped.result_text
+        )

@@ -68,6 +68,8 @@ def test_signals_carry_every_fact_the_classifier_reads() -> None:
     assert names == {
         "overage_resets_at",
         "overage_in_use",
+        "grace_active",
+        "daily_cap_paused",
         "rate_limit_status",
         "rate_limit_type",
         "resets_at",

@@ -70,8 +70,8 @@ from claudeloop.domain.capacity import (
     BackendMisconfigured,
     CapacityState,
     describe,
-    usage_warning,
 )
+from claudeloop.domain.classify import turn_warning
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
 from claudeloop.domain.limits import render_action
 from claudeloop.domain.login import within_login
@@ -432,12 +432,7 @@ class Runner:
                 denied_tools=tuple(outcome.denied_tools),
                 sent=outcome.sent,
                 error=error,
-                usage_warning=usage_warning(
-                    outcome.signals.rate_limit_status,
-                    outcome.signals.rate_limit_type,
-                    outcome.signals.utilization,
-                    outcome.signals.resets_at,
-                ),
+                usage_warning=turn_warning(outcome.signals),
             )
         )
         if outcome.denied_tools:

@@ -135,8 +135,13 @@ _WINDOW_NAMES = {
     "overage": "extra-usage limit",
     "unknown": "usage window",
 }
+# The limit kind of a refusal while the organization's usage is paused for the day (the
+# CLI's `dailyCapPaused`): a wait until the day's reset, never credits (domain.classify).
+DAILY_CAP = "daily_cap"
+
 # The waits that are no usage window, each said as what it is.
 _WAITS_SAID = {
+    DAILY_CAP: "the organization's usage is paused for the day (its daily cap)",
     "upstream_unreachable": "the proxy's upstream is unreachable",
     "timeout": "the upstream timed out (408)",
     "overloaded": "the service is overloaded or failing",
@@ -165,6 +170,15 @@ def usage_warning(
     used = f"is {round(utilization * 100)}% used" if utilization is not None else "is nearly used"
     reset = f"; it resets {resets_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if resets_at else ""
     return f"{name} {used}{reset}"
+
+
+def grace_warning(window: str | None, utilization: float | None, resets_at: datetime | None) -> str:
+    """What an answer served in the service's grace period says, in words: `the 5-hour
+    window is past its limit (110% used), answered in a grace period; it resets ...`."""
+    name = f"the {window_name(window)}" if window else "a usage window"
+    used = f" ({round(utilization * 100)}% used)" if utilization is not None else ""
+    reset = f"; it resets {resets_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if resets_at else ""
+    return f"{name} is past its limit{used}, answered in a grace period{reset}"
 
 
 # What `describe` says of open capacity: renderers leave the usual case unsaid.

@@ -20,8 +20,17 @@
    an upstream error) is a short wait, never an end nor a window a policy acts on: the
    probe after it meets the real error;
 7. `allowed_warning` is Available: a warning is not a rejection (though it does not mask
-   one that another source reports: a 429, a `rate_limit` error, a 5xx or 529);
-8. a rejection with any credit signal is credits, even when a reset time came with it (a
+   one that another source reports: a 429, a `rate_limit` error, a 5xx or 529); so is an
+   answer served in a grace period (the CLI's `rateLimitGraceActive` on a served answer
+   with no error anywhere), though the window it reports is past its limit and called
+   rejected: the service still answers, and the usage warning says so (an answer past
+   the window on paid overage is still the paid-overage limit: domain.overage);
+8. a rejection while the organization's usage is paused for the day (the CLI's
+   `dailyCapPaused`) is a closed window of its own, `daily_cap`, until the overage reset
+   when one is announced, else probed: its `overageDisabledReason` reads as at the
+   organization's monthly cap, which would otherwise make it credits, and the day's end
+   lifts it (only a typed credit error, or the CLI's credit words, still say credits);
+   a rejection with any credit signal is credits, even when a reset time came with it (a
    window the event calls rejected while overage is allowed and the turn was served, with
    no error anywhere, is no rejection: the account is running on extra usage, which
    `domain.overage` makes a limit of its own); the overage claim refused with a spend cap
@@ -43,6 +52,7 @@ from __future__ import annotations
 import re
 
 from claudeloop.domain.capacity import (
+    DAILY_CAP,
     AuthenticationFailed,
     AuthFailureKind,
     Available,
@@ -50,6 +60,8 @@ from claudeloop.domain.capacity import (
     CapacityState,
     CreditsExhausted,
     WindowExhausted,
+    grace_warning,
+    usage_warning,
 )
 from claudeloop.domain.limit_text import LimitText, usage_limit_text
 from claudeloop.domain.overage import overage_refusal, overage_reset_of
@@ -117,7 +129,11 @@ def classify(signals: TurnSignals) -> CapacityState:
         _rejected(signals) or _service_failed(signals)
     ):
         return Available()
+    if in_grace(signals):
+        return Available()
     if _rejected(signals):
+        if signals.daily_cap_paused and not _typed_credit_signal(signals):
+            return WindowExhausted(rate_limit_type=DAILY_CAP, resets_at=signals.overage_resets_at)
         if _credit_signal(signals):
             return CreditsExhausted(detail=signals.result_text)
         if signals.rate_limit_type == "overage":  # a spend cap that lifts at an instant
@@ -128,6 +144,28 @@ def classify(signals: TurnSignals) -> CapacityState:
     if _service_failed(signals):
         return WindowExhausted(rate_limit_type=_outage(signals), resets_at=None)
     return Available()
+
+
+def in_grace(signals: TurnSignals) -> bool:
+    """Whether the turn was answered in the service's grace period: the CLI says so
+    (`rateLimitGraceActive`, set only from a served answer) and nothing in the turn
+    failed. The window it reports may be past its limit and called rejected."""
+    return (
+        signals.grace_active
+        and signals.api_error_status is None
+        and signals.assistant_error is None
+        and not signals.is_error
+    )
+
+
+def turn_warning(signals: TurnSignals) -> str | None:
+    """The usage warning a turn's answer carried, in words: a grace period's, or the
+    service's `allowed_warning`; None when it carried none."""
+    if in_grace(signals):
+        return grace_warning(signals.rate_limit_type, signals.utilization, signals.resets_at)
+    return usage_warning(
+        signals.rate_limit_status, signals.rate_limit_type, signals.utilization, signals.resets_at
+    )
 
 
 def backend_misconfiguration(signals: TurnSignals) -> BackendMisconfigured | None:
@@ -231,6 +269,11 @@ def _served_on_overage(signals: TurnSignals) -> bool:
         and signals.assistant_error is None
         and not signals.is_error
     )
+
+
+def _typed_credit_signal(signals: TurnSignals) -> bool:
+    # Credits said by an error code or the CLI's credit words, not by an overage reason.
+    return signals.error_code in _CREDIT_ERROR_CODES or _limit_words(signals) == "credits"
 
 
 def _credit_signal(signals: TurnSignals) -> bool:

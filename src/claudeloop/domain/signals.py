@@ -39,7 +39,10 @@ class TurnSignals:
 
     - the rate-limit event: `rate_limit_status`, `rate_limit_type`, `resets_at`,
       `utilization`, `overage_status`, `overage_disabled_reason`, `overage_resets_at`,
-      `overage_in_use` (the CLI's `overageInUse`: the answer spent paid extra usage);
+      `overage_in_use` (the CLI's `overageInUse`: the answer spent paid extra usage),
+      `grace_active` (the CLI's `rateLimitGraceActive`: the answer was served past a
+      window's limit, in the service's grace period), `daily_cap_paused` (the CLI's
+      `dailyCapPaused`: the organization's usage is paused for the day);
     - the assistant message: `assistant_error`;
     - the result message: `api_error_status`, `result_text`, `is_error`,
       `terminal_reason` (why the CLI ended the turn: domain.turn_end);
@@ -55,6 +58,8 @@ class TurnSignals:
     overage_disabled_reason: str | None = None
     overage_resets_at: datetime | None = None
     overage_in_use: bool = False
+    grace_active: bool = False
+    daily_cap_paused: bool = False
     error_code: str | None = None
     api_error_status: int | None = None
     assistant_error: str | None = None

@@ -51,12 +51,16 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
       model_weekly       429, a model's own weekly window rejected (window =
                          seven_day_opus | seven_day_sonnet | seven_day_overage_included)
       warning            the normal answer under allowed_warning headers
+      grace              the normal answer in a grace period: the 5-hour window
+                         past its limit (utilization, default 1.1), still served
       overage_in_use     the normal answer on paid overage, the 5-hour window used
                          up (shape = "in_use" | "rejected_window")
       credits            400 "Your credit balance is too low ..." (API key accounts)
       credits_overage    429 rejected, extra usage out_of_credits (subscriptions)
       overage_rejected   429, the overage claim refused for overage_disabled_reason
                          (any the CLI names; default out_of_credits)
+      daily_cap          429, the organization's usage paused for the day (its
+                         reset announced only with announce_reset_seconds)
       auth               401 authentication_error
       model_missing      404 not_found_error, in Ollama's words
       local_load_failed  500 api_error (a local model that failed to load)
@@ -82,10 +86,12 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
                          | until_reset = true (the 5-hour window's reset the answers
                          announced: five_hour_window_seconds)
     message              replaces the error message
+    headers              a table of response headers added to the gate's answer
+                         (a 429 or a served answer) over its own
     for_model            answers only requests for a model whose name contains it
-    announce_reset_seconds  rate limits, warning, overage_in_use: the reset the
+    announce_reset_seconds  rate limits, warning, grace, overage_in_use: the reset the
                          headers announce, from the gate's start (default: its end)
-    utilization, overage_disabled_reason   warning only (0.92, none)
+    utilization, overage_disabled_reason   warning (0.92, none); grace (1.1)
     stall_seconds        stall only (60)
   Every duration is multiplied by --time-scale.
 

@@ -2,7 +2,8 @@
 
 Header names are the `anthropic-ratelimit-unified-*` family the CLI parses (CLI
 2.1.332 reads `-status`, `-reset`, `-representative-claim`, `-overage-status`,
-`-overage-disabled-reason`, `-fallback` and per window `-<5h|7d>-status|reset|utilization`).
+`-overage-disabled-reason`, `-fallback` and per window `-<5h|7d>-status|reset|utilization`;
+the grace and daily-cap headers as docs/architecture/claude-code-signals.md measured).
 Bodies are Anthropic's error envelope with the wording of the service being imitated
 (Anthropic, Ollama for the local kinds, a LiteLLM 1.108 proxy for the litellm kinds, as
 measured in front of this rehearsal: see the test that pins each in tests/rehearsal).
@@ -11,17 +12,24 @@ measured in front of this rehearsal: see the test that pins each in tests/rehear
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from claudeloop.rehearsal.gates import Answering, Timeline
-from claudeloop.rehearsal.scenario import OverageGate, RateLimitGate, StallGate, WarningGate
+from claudeloop.rehearsal.scenario import (
+    GraceGate,
+    OverageGate,
+    RateLimitGate,
+    StallGate,
+    WarningGate,
+)
 
 _PREFIX = "anthropic-ratelimit-unified-"
 _FIVE_HOURS = 5 * 3600
 _SEVEN_DAYS = 7 * 86400
 
 RATE_LIMIT_MESSAGE = "This request would exceed your account's rate limit. Please try again later."
+DAILY_CAP_MESSAGE = "Your organization has reached its daily usage cap."
 CREDITS_MESSAGE = (
     "Your credit balance is too low to access the Anthropic API. "
     "Please go to Plans & Billing to upgrade or purchase credits."
@@ -101,6 +109,19 @@ class Windows:
 
 
 def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAnswer:
+    """What the gate answers, with the scenario's extra headers over its own."""
+    answer = _gate_answer(answering, model=model, windows=windows)
+    extra = answering.gate.headers
+    if not extra:
+        return answer
+    match answer:
+        case HttpFailure() | Warned():
+            return replace(answer, headers=answer.headers | extra)
+        case BrokenStream() | CutAtMaxTokens() | RefusedByModel():
+            return answer  # their headers are the healthy account's (app.py)
+
+
+def _gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAnswer:
     gate = answering.gate
     reset = math.ceil(answering.reset_epoch) if answering.reset_epoch is not None else None
     match gate:
@@ -124,6 +145,8 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
             return Warned(headers)
         case OverageGate():
             return Warned(_on_overage(gate, reset or windows.five_hour_reset(), windows))
+        case GraceGate():
+            return Warned(_in_grace(gate, reset or windows.five_hour_reset(), windows))
         case StallGate():
             return BrokenStream("stall", stall_seconds=gate.stall_seconds)
         case _:
@@ -271,7 +294,41 @@ def _rate_limited(gate: RateLimitGate, reset: int | None, windows: Windows) -> H
             headers[_PREFIX + "overage-disabled-reason"] = gate.overage_disabled_reason
             if reset is not None:
                 headers[_PREFIX + "overage-reset"] = str(reset)
+        case "daily_cap":
+            # The organization's usage paused for the day: the overage claim refused with
+            # the monthly cap's reason, and the flag that tells the two apart. The day's
+            # reset is the overage reset, said only when the gate announces one.
+            headers = _unified(
+                status="rejected",
+                reset=five_reset,
+                claim="overage",
+                five_hour=("rejected", 1.0, five_reset),
+                seven_day=("allowed", 0.3, seven_reset),
+            )
+            headers[_PREFIX + "overage-status"] = "rejected"
+            headers[_PREFIX + "overage-disabled-reason"] = "org_level_disabled"
+            headers[_PREFIX + "overage-daily-cap-paused"] = "true"
+            if gate.announce_reset_seconds is not None and reset is not None:
+                headers[_PREFIX + "overage-reset"] = str(reset)
+            message = gate.message or DAILY_CAP_MESSAGE
+            return HttpFailure(429, "rate_limit_error", message, headers)
     return HttpFailure(429, "rate_limit_error", gate.message or RATE_LIMIT_MESSAGE, headers)
+
+
+def _in_grace(gate: GraceGate, reset: int, windows: Windows) -> dict[str, str]:
+    """Headers of an answer served in the grace period: the 5-hour window past its
+    limit, the unified status still allowed."""
+    headers = _unified(
+        status="allowed",
+        reset=reset,
+        claim="five_hour",
+        five_hour=("rejected", gate.utilization, reset),
+        seven_day=("allowed", 0.3, windows.seven_day_reset()),
+    )
+    headers[_PREFIX + "grace-status"] = "active"
+    headers[_PREFIX + "grace-5h-utilization"] = f"{max(gate.utilization - 1, 0.01):g}"
+    headers[_PREFIX + "grace-7d-utilization"] = "0"
+    return headers
 
 
 def _on_overage(gate: OverageGate, reset: int, windows: Windows) -> dict[str, str]:

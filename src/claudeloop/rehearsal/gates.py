@@ -25,6 +25,8 @@ _FULL_WINDOW_SECONDS = {
     "credits_overage": 5 * 3600,
     "overage_in_use": 5 * 3600,
     "overage_rejected": 5 * 3600,
+    "grace": 5 * 3600,
+    "daily_cap": 86400,
     "weekly": 7 * 86400,
     "model_weekly": 7 * 86400,
 }

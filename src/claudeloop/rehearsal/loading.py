@@ -33,6 +33,8 @@ BUILTIN_SCENARIOS: tuple[str, ...] = (
     "drop",
     "pause",
     "overage",
+    "grace",
+    "daily-cap",
     "switch-profile",
     "verify",
 )

@@ -84,6 +84,9 @@ class _GateBase(_Strict):
     message: str | None = None
     # Only requests for a model whose name contains this (a model's own window).
     for_model: str | None = None
+    # Response headers added to what the gate answers (a 429's, or a served answer's),
+    # over its own: the service's other headers, e.g. a slow lane's offer.
+    headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_start_one_end(self) -> _GateBase:
@@ -127,11 +130,19 @@ class RateLimitGate(_GateBase):
     """429 with the subscription's `anthropic-ratelimit-unified-*` headers.
 
     `announce_reset_seconds` is the reset the headers announce, from the gate's start;
-    by default the gate's own end, or a full window when the end is not a clock.
+    by default the gate's own end, or a full window when the end is not a clock. A
+    `daily_cap` (the organization's usage paused for the day) announces the day's reset
+    as the overage reset only when `announce_reset_seconds` is given.
     """
 
     kind: Literal[
-        "window", "window_silent", "weekly", "credits_overage", "model_weekly", "overage_rejected"
+        "window",
+        "window_silent",
+        "weekly",
+        "credits_overage",
+        "model_weekly",
+        "overage_rejected",
+        "daily_cap",
     ]
     announce_reset_seconds: float | None = Field(default=None, ge=0)
     # model_weekly: the model's own weekly window the rejection claims.
@@ -161,6 +172,16 @@ class OverageGate(_GateBase):
 
     kind: Literal["overage_in_use"]
     shape: Literal["in_use", "rejected_window"] = "in_use"
+    announce_reset_seconds: float | None = Field(default=None, ge=0)
+
+
+class GraceGate(_GateBase):
+    """A normal answer in the service's grace period: the 5-hour window past its limit
+    (`utilization` above 1, its status rejected) and the grace headers, which the CLI
+    reports as `rateLimitGraceActive`."""
+
+    kind: Literal["grace"]
+    utilization: float = Field(default=1.1, ge=0)
     announce_reset_seconds: float | None = Field(default=None, ge=0)
 
 
@@ -197,7 +218,8 @@ class ErrorGate(_GateBase):
 
 
 Gate = Annotated[
-    RateLimitGate | WarningGate | OverageGate | StallGate | ErrorGate, Field(discriminator="kind")
+    RateLimitGate | WarningGate | OverageGate | GraceGate | StallGate | ErrorGate,
+    Field(discriminator="kind"),
 ]
 
 GATE_KINDS: tuple[str, ...] = (
@@ -206,10 +228,12 @@ GATE_KINDS: tuple[str, ...] = (
     "weekly",
     "model_weekly",
     "warning",
+    "grace",
     "overage_in_use",
     "credits",
     "credits_overage",
     "overage_rejected",
+    "daily_cap",
     "auth",
     "model_missing",
     "local_load_failed",

@@ -30,7 +30,7 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     WindowExhausted,
 )
-from claudeloop.domain.classify import classify
+from claudeloop.domain.classify import classify, turn_warning
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.pause import PauseThresholds, capacity_of
 from claudeloop.domain.signals import WindowUsage
@@ -620,3 +620,58 @@ def test_an_account_on_hold_reads_as_its_own_authentication_failure() -> None:
     state = classify(reading.signals)
     assert isinstance(state, AuthenticationFailed)
     assert state.kind == "account_on_hold"
+
+
+# The rate_limit_info lines CLI 2.1.332 emitted for the other headers it reads (measured
+# with bench/headers_probe.py; docs/architecture/claude-code-signals.md).
+GRACE_LINE: dict[str, Any] = {
+    "status": "allowed", "resetsAt": RESET, "rateLimitType": "five_hour",
+    "isUsingOverage": False, "rateLimitGraceActive": True,
+    "unifiedWindows": {
+        "five_hour": {"utilization": 1.1, "resetsAt": RESET, "status": "rejected"},
+        "seven_day": {"utilization": 0.05, "resetsAt": RESET + 518400, "status": "allowed"},
+    },
+}  # fmt: skip
+DAILY_CAP_LINE: dict[str, Any] = {
+    "status": "rejected", "resetsAt": RESET, "rateLimitType": "overage",
+    "overageStatus": "rejected", "overageDisabledReason": "org_level_disabled",
+    "isUsingOverage": False, "dailyCapPaused": True,
+}  # fmt: skip
+DAILY_CAP_TEXT = "Usage is paused for your organization. For help, please contact support."
+
+
+def test_an_answer_in_a_grace_period_is_capacity_with_a_warning() -> None:
+    reading = read_turn([rate_limit(GRACE_LINE), result(text="hi")], local_backend=False)
+    assert reading.signals.grace_active
+    # The window it reports is past its limit and called rejected: no refusal all the same.
+    assert reading.signals.rate_limit_status == "rejected"
+    assert capacity_of(reading.signals, PauseThresholds()) == Available()
+    assert turn_warning(reading.signals) == (
+        "the 5-hour window is past its limit (110% used), answered in a grace period; "
+        f"it resets {RESET_INSTANT:%Y-%m-%d %H:%M} UTC"
+    )
+    # Without the CLI's flag the same window is a closed one, as before.
+    plain = {k: v for k, v in GRACE_LINE.items() if k != "rateLimitGraceActive"}
+    reading = read_turn([rate_limit(plain), result(text="hi")], local_backend=False)
+    assert not reading.signals.grace_active
+    assert isinstance(classify(reading.signals), WindowExhausted)
+
+
+def test_an_organizations_daily_cap_is_a_wait_never_credits() -> None:
+    failure = api_failure("rate_limit", 429, DAILY_CAP_TEXT)
+    reading = read_turn([rate_limit(DAILY_CAP_LINE), *failure], local_backend=False)
+    assert reading.signals.daily_cap_paused
+    assert classify(reading.signals) == WindowExhausted("daily_cap", None)
+    until = RESET + 3600
+    announced = DAILY_CAP_LINE | {
+        "overageDisabledReason": "org_level_disabled_until",
+        "overageResetsAt": until,
+    }
+    reading = read_turn([rate_limit(announced), *failure], local_backend=False)
+    assert classify(reading.signals) == WindowExhausted(
+        "daily_cap", datetime.fromtimestamp(until, tz=UTC)
+    )
+    # Without the flag the same refusal reads as before: the overage turned off is credits.
+    plain = {k: v for k, v in DAILY_CAP_LINE.items() if k != "dailyCapPaused"}
+    reading = read_turn([rate_limit(plain), *failure], local_backend=False)
+    assert isinstance(classify(reading.signals), CreditsExhausted)

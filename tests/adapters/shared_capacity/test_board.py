@@ -232,3 +232,32 @@ def test_the_overage_signals_survive_the_board_and_an_older_record_has_none() ->
     older = signals_from_dict(data)
     assert older.overage_resets_at is None
     assert older.overage_in_use is False
+
+
+def test_a_grace_period_and_a_daily_cap_survive_the_board_so_other_runs_read_them_alike() -> None:
+    from datetime import UTC, datetime
+
+    from claudeloop.adapters.shared_capacity.record import signals_from_dict, signals_to_dict
+    from claudeloop.domain.capacity import Available, WindowExhausted
+    from claudeloop.domain.classify import classify
+    from claudeloop.domain.signals import TurnSignals
+
+    reset = datetime(2026, 12, 2, 20, 0, tzinfo=UTC)
+    grace = TurnSignals(
+        rate_limit_status="rejected", rate_limit_type="five_hour", resets_at=reset,
+        utilization=1.1, grace_active=True,
+    )  # fmt: skip
+    capped = TurnSignals(
+        rate_limit_status="rejected", rate_limit_type="overage", api_error_status=429,
+        assistant_error="rate_limit", is_error=True, daily_cap_paused=True,
+        overage_disabled_reason="org_level_disabled",
+    )  # fmt: skip
+    for signals, capacity in ((grace, Available()), (capped, WindowExhausted("daily_cap"))):
+        data = json.loads(json.dumps(signals_to_dict(signals)))
+        shared = signals_from_dict(data)
+        assert shared == replace(signals, result_text=shared.result_text)
+        assert classify(shared) == capacity
+        del data["grace_active"], data["daily_cap_paused"]
+        older = signals_from_dict(data)
+        assert not older.grace_active
+        assert not older.daily_cap_paused

@@ -124,6 +124,8 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         overage_disabled_reason=window.overage_disabled_reason,
         overage_resets_at=window.overage_resets_at,
         overage_in_use=any(_overage_in_use(info) for info in rate_limits),
+        grace_active=any(_raw_true(info, "rateLimitGraceActive") for info in rate_limits),
+        daily_cap_paused=any(_raw_true(info, "dailyCapPaused") for info in rate_limits),
         # The CLI's name for the last failed attempt (`api_retry`'s `error`) is the only
         # error code the SDK passes on; it means something only on a turn that failed.
         error_code=retry_error if failed else None,
@@ -177,6 +179,14 @@ def _overage_in_use(info: RateLimitInfo) -> bool:
     rejected while overage is allowed): the answer spent paid extra usage. Only `raw`
     holds them (the SDK's RateLimitInfo does not type them)."""
     return info.raw.get("overageInUse") is True or info.raw.get("isUsingOverage") is True
+
+
+def _raw_true(info: RateLimitInfo, name: str) -> bool:
+    """A flag of the CLI's event that only `raw` holds: `rateLimitGraceActive` (the answer
+    was served in a grace period, past the window's limit) or `dailyCapPaused` (the
+    organization's usage is paused for the day). Measured on CLI 2.1.332: see
+    docs/architecture/claude-code-signals.md."""
+    return info.raw.get(name) is True
 
 
 def _rate_limit_window(events: list[RateLimitInfo]) -> _Window:
