@@ -55,9 +55,17 @@ def process_alive(pid: int) -> bool:
 # reads with None for each; the overage's reset and use likewise.
 RECORD_FORMAT = Versioned(key="version", current=1, assumed=0)
 # Instants in UTC; a turn's result text is not capacity (only an error's first line is
-# kept, by `shared`) and the turn's end reason is the turn's own.
+# kept, by `shared`) and the turn's end reason is the turn's own. A grace period and a
+# daily cap (read since 2026-12-02) are written only when set: a record without them is
+# byte for byte what an older version wrote, and reads as neither.
 RECORD_CODEC = Codec(
-    shapes={TurnSignals: Shape(omitted=frozenset({"terminal_reason"}))}, in_utc=True
+    shapes={
+        TurnSignals: Shape(
+            omitted=frozenset({"terminal_reason"}),
+            sparse=frozenset({"grace_active", "daily_cap_paused"}),
+        )
+    },
+    in_utc=True,
 )
 
 
