@@ -6,11 +6,8 @@ board's records. Written again, each is the same bytes: the format did not move.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
-from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +17,6 @@ import pytest
 from claudeloop.adapters.fleet.queue import Order
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.shared_capacity.board import sighting_from_json, sighting_to_json
-from claudeloop.application.driving import drive_run
 from claudeloop.application.events import (
     EVENT_TYPES,
     OverageStarted,
@@ -32,13 +28,12 @@ from claudeloop.application.events import (
     event_fields,
     event_from,
 )
-from claudeloop.cli.bootstrap import Backend, wire_run
 from claudeloop.domain.capacity import Available, WindowExhausted
 from claudeloop.domain.loop import Outcome, Phase
-from claudeloop.domain.signals import TurnSignals, WindowUsage
+from claudeloop.domain.signals import WindowUsage
 from claudeloop.domain.verification import ChecksPassed
-from tests.application.fakes import FakeGateway, verdict_turn
 from tests.cli.conftest import Invocation
+from tests.cli.old_runs import resumed_to_its_end
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 # Where each run was made; its state.json and events name it.
@@ -75,7 +70,6 @@ def test_a_record_saved_again_is_the_same_bytes(name: str, tmp_path: Path) -> No
 
 def test_a_run_killed_while_waiting_resumes_to_its_end(tmp_path: Path) -> None:
     directory = copied("run_waiting", tmp_path)
-    project = directory.path.parents[2]
     record = directory.load()
     assert record.state.phase is Phase.WAITING
     assert record.state.capacity == WindowExhausted("five_hour", None)
@@ -83,29 +77,12 @@ def test_a_run_killed_while_waiting_resumes_to_its_end(tmp_path: Path) -> None:
     assert record.state.ledger.turns == 1
     assert record.plan is not None
     assert (record.plan.done_count, record.plan.total) == (1, 3)
-    before = directory.events_path.read_text()
-    gateway = FakeGateway(
-        turns=deque(
-            [
-                verdict_turn(summary="Wrote step2.txt.", session_id=str(record.session_id)),
-                verdict_turn(
-                    complete=True, summary="Wrote step3.txt.", session_id=str(record.session_id)
-                ),
-            ]
-        ),
-        probes=deque([TurnSignals()]),
-    )
-    gateway.on_turn = lambda n: (project / f"step{n + 1}.txt").write_text(f"step {n + 1}\n")
-    with contextlib.redirect_stderr(io.StringIO()):
-        ended = drive_run(
-            wire_run(directory, record, backend=Backend(env={}), quiet=True, gateway=gateway),
-            record,
-            resumed=True,
-        )
+    resumed = resumed_to_its_end(directory, record)
+    ended, gateway, before = resumed.ended, resumed.gateway, resumed.before
     assert ended.state.outcome is Outcome.DONE
     assert ended.state.ledger.turns == 3
     assert gateway.sessions == [record.session_id] * 2
-    after = directory.events_path.read_text()
+    after = resumed.after
     assert after.startswith(before)
     added = [json.loads(line)["type"] for line in after[len(before) :].splitlines()]
     assert added[:3] == ["run.resumed", "wait.started", "probe.finished"]

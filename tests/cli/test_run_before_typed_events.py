@@ -9,22 +9,16 @@ out); logs.txt is what `claudeloop logs` shows of it, the run's id now in its fi
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
 from claudeloop.adapters.run_directory import RunDirectory
-from claudeloop.application.driving import drive_run
 from claudeloop.application.events import event_from
-from claudeloop.cli.bootstrap import Backend, wire_run
 from claudeloop.domain.loop import Outcome
-from claudeloop.domain.signals import TurnSignals
-from tests.application.fakes import FakeGateway, verdict_turn
 from tests.cli.conftest import Invocation
+from tests.cli.old_runs import resumed_to_its_end
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "run_before_typed_events"
 RUN_ID = "20261201-123006-bf3fcf"
@@ -54,31 +48,13 @@ def test_logs_of_an_older_run_read_as_they_did(claudeloop: Invoke, tmp_path: Pat
 def test_an_older_run_killed_while_waiting_resumes_to_its_end(tmp_path: Path) -> None:
     project = old_run(tmp_path)
     directory = RunDirectory(project / ".claudeloop" / "runs" / RUN_ID)
-    before = directory.events_path.read_text()
     record = directory.load()
-    gateway = FakeGateway(
-        turns=deque(
-            [
-                verdict_turn(summary="Wrote step2.txt.", session_id=str(record.session_id)),
-                verdict_turn(
-                    complete=True, summary="Wrote step3.txt.", session_id=str(record.session_id)
-                ),
-            ]
-        ),
-        probes=deque([TurnSignals()]),
-    )
-    # Each turn writes the file its summary names: progress the stagnation brake sees.
-    gateway.on_turn = lambda n: (project / f"step{n + 1}.txt").write_text(f"step {n + 1}\n")
-    with contextlib.redirect_stderr(io.StringIO()):
-        ended = drive_run(
-            wire_run(directory, record, backend=Backend(env={}), quiet=True, gateway=gateway),
-            record,
-            resumed=True,
-        )
+    resumed = resumed_to_its_end(directory, record)
+    ended, gateway, before = resumed.ended, resumed.gateway, resumed.before
     assert ended.state.outcome is Outcome.DONE
     assert ended.state.ledger.turns == 3  # the one it had, and the two sent after the resume
     assert gateway.sessions == [record.session_id] * 2  # the same conversation goes on
-    after = directory.events_path.read_text()
+    after = resumed.after
     assert after.startswith(before)  # what was said is kept as it was
     added = [json.loads(line)["type"] for line in after[len(before) :].splitlines()]
     assert added == [
