@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.application.driving import drive_run
+from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.records import RunRecord
 from claudeloop.cli.bootstrap import Backend, wire_run
 from claudeloop.domain.signals import TurnSignals
@@ -43,7 +44,14 @@ def resumed_to_its_end(directory: RunDirectory, record: RunRecord) -> Resumed:
     gateway.on_turn = lambda n: (project / f"step{n + 1}.txt").write_text(f"step {n + 1}\n")
     with contextlib.redirect_stderr(io.StringIO()):
         ended = drive_run(
-            wire_run(directory, record, backend=Backend(env={}), quiet=True, gateway=gateway),
+            wire_run(
+                directory,
+                record,
+                backend=Backend(env={}),
+                quiet=True,
+                gateway=gateway,
+                seat=NO_SEAT,
+            ),
             record,
             resumed=True,
         )

@@ -15,6 +15,7 @@ from claudeloop.adapters.backend_advice import ProfileAdvisor, profile_in_use
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import drive_run
+from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
@@ -129,6 +130,7 @@ def refused_run(tmp_path: Path, profile: BackendProfile) -> tuple[str, str, str]
                 backend=backend_for(profile),
                 quiet=False,
                 gateway=RefusingGateway(),
+                seat=NO_SEAT,
             ),
             record,
             resumed=False,

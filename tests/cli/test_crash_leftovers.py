@@ -15,6 +15,7 @@ import pytest
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.application.driving import drive_run
+from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import backend_for, create_directory, new_record, wire_run
 from claudeloop.domain.loop import Outcome, Phase
@@ -81,6 +82,7 @@ def test_a_run_removes_the_temporary_files_a_killed_write_left(tmp_path: Path) -
             backend=backend_for(DEFAULT_BACKEND),
             quiet=True,
             gateway=gateway,
+            seat=NO_SEAT,
         ),
         record,
         resumed=False,

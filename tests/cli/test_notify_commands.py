@@ -15,6 +15,7 @@ import pytest
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.notify.sender import NotifyTargets
 from claudeloop.application.driving import drive_run
+from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import backend_for, create_directory, new_record, wire_run
@@ -117,6 +118,7 @@ def run_to_the_end(tmp_path: Path, urls: tuple[str, ...]) -> tuple[Outcome | Non
             quiet=True,
             gateway=FinishingGateway(),
             notify=NotifyTargets(urls=urls),
+            seat=NO_SEAT,
         ),
         record,
         resumed=False,

@@ -13,6 +13,7 @@ import pytest
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
 from claudeloop.adapters.shared_capacity.board import account_key
+from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import Backend, make_gateway
 from claudeloop.cli.bootstrap.configuration import configuration, shared_capacity_dir
@@ -25,7 +26,7 @@ def spec(tmp_path: Path) -> RunSpec:
 def test_sharing_wraps_the_gateway_with_the_accounts_board(tmp_path: Path) -> None:
     directory = RunDirectory.create(tmp_path, "run-1")
     backend = Backend(env={"ANTHROPIC_API_KEY": "profile-key"})
-    gateway = make_gateway(directory, spec(tmp_path), backend, tmp_path / "capacity")
+    gateway = make_gateway(directory, spec(tmp_path), backend, tmp_path / "capacity", seat=NO_SEAT)
     assert isinstance(gateway, SharedCapacityGateway)
     expected = account_key({**os.environ, "ANTHROPIC_API_KEY": "profile-key"}, "claude-sonnet-4-5")
     board = gateway._board
@@ -37,7 +38,7 @@ def test_sharing_wraps_the_gateway_with_the_accounts_board(tmp_path: Path) -> No
 
 def test_without_a_directory_the_gateway_is_left_alone(tmp_path: Path) -> None:
     directory = RunDirectory.create(tmp_path, "run-1")
-    gateway = make_gateway(directory, spec(tmp_path), Backend(env={}))
+    gateway = make_gateway(directory, spec(tmp_path), Backend(env={}), seat=NO_SEAT)
     assert not isinstance(gateway, SharedCapacityGateway)
 
 
@@ -49,41 +50,26 @@ def test_the_directory_follows_the_setting(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_a_run_a_fleet_worker_started_on_postgresql_shares_the_fleets_board(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    from claudeloop.adapters.shared_capacity import board as file_board
     from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
 
-    url = "postgresql://fleet:s3cret@127.0.0.1:9/claudeloop"
-    monkeypatch.setattr(file_board, "_fleet_board", [])
-    monkeypatch.setenv("CLAUDELOOP_FLEET_BOARD", url)
+    seat = FleetSeat(board="postgresql://fleet:s3cret@127.0.0.1:9/claudeloop")
     directory = RunDirectory.create(tmp_path, "run-1")
     backend = Backend(env={"ANTHROPIC_API_KEY": "profile-key"})
-    gateway = make_gateway(directory, spec(tmp_path), backend, tmp_path / "capacity")
+    gateway = make_gateway(directory, spec(tmp_path), backend, tmp_path / "capacity", seat=seat)
     assert isinstance(gateway, SharedCapacityGateway)
     board = gateway._board
     assert isinstance(board, PostgresCapacityBoard)
     expected = account_key({**os.environ, "ANTHROPIC_API_KEY": "profile-key"}, "claude-sonnet-4-5")
     assert board.account == expected  # a fingerprint, never the key
-    # Out of the environment the CLI, its tools and the checks inherit: no password there.
-    assert "CLAUDELOOP_FLEET_BOARD" not in os.environ
-    # A profile a limit policy switches to later shares the fleet's board too.
-    detour = make_gateway(directory, spec(tmp_path), Backend(env={}), tmp_path / "capacity")
+    # A profile a limit policy switches to later shares the fleet's board too: the seat
+    # is handed to each gateway the run makes.
+    detour = make_gateway(
+        directory, spec(tmp_path), Backend(env={}), tmp_path / "capacity", seat=seat
+    )
     assert isinstance(detour, SharedCapacityGateway)
     assert isinstance(detour._board, PostgresCapacityBoard)
-
-
-def test_a_run_that_does_not_share_capacity_still_hides_the_fleets_board_from_the_cli(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from claudeloop.adapters.shared_capacity import board as file_board
-
-    monkeypatch.setattr(file_board, "_fleet_board", [])
-    monkeypatch.setenv("CLAUDELOOP_FLEET_BOARD", "postgresql://fleet:s3cret@127.0.0.1:9/c")
-    directory = RunDirectory.create(tmp_path, "run-1")
-    gateway = make_gateway(directory, spec(tmp_path), Backend(env={}))  # share_capacity off
-    assert not isinstance(gateway, SharedCapacityGateway)
-    assert "CLAUDELOOP_FLEET_BOARD" not in os.environ
 
 
 def test_a_run_of_one_machine_loads_no_database_driver(tmp_path: Path) -> None:
@@ -92,11 +78,12 @@ def test_a_run_of_one_machine_loads_no_database_driver(tmp_path: Path) -> None:
         "from pathlib import Path\n"
         "from claudeloop.adapters.run_directory import RunDirectory\n"
         "from claudeloop.application.records import RunSpec\n"
+        "from claudeloop.application.fleet_seat import NO_SEAT\n"
         "from claudeloop.cli.bootstrap import Backend, make_gateway\n"
         "cwd = Path(sys.argv[1])\n"
         "spec = RunSpec(cwd=cwd, task='t', plan_path=None)\n"
         "directory = RunDirectory.create(cwd, 'run-1')\n"
-        "gateway = make_gateway(directory, spec, Backend(env={}), cwd / 'capacity')\n"
+        "gateway = make_gateway(directory, spec, Backend(env={}), cwd / 'capacity', seat=NO_SEAT)\n"
         "print(type(gateway._board).__name__)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'dbos', 'psycopg'}))\n"
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from claudeloop.application.driving import drive_run
+from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_spec import (
     new_spec,
@@ -76,10 +77,12 @@ def run(
     run_id: str | None,
     output: Output,
     flags: Mapping[str, object],
+    seat: FleetSeat,
     backend: Backend | None = None,
     prompt_file: Path | None = None,
 ) -> None:
-    """`flags`: the settings' flags by key, as `loop_options` parsed them."""
+    """`flags`: the settings' flags by key, as `loop_options` parsed them. `seat`: what a
+    fleet's worker told this process, taken from its environment as it started."""
     if run_id is not None:
         checked_run_id(run_id)
     cwd = working_directory(output.cwd)
@@ -102,7 +105,16 @@ def run(
     refuse_no_credentials(chosen, cwd)
     record = new_record(spec, run_id)
     directory = create_directory(record)
-    _drive(directory, record, chosen, config=config, notify=notify, output=output, resumed=False)
+    _drive(
+        directory,
+        record,
+        chosen,
+        config=config,
+        notify=notify,
+        output=output,
+        resumed=False,
+        seat=seat,
+    )
 
 
 def resume(
@@ -111,6 +123,7 @@ def resume(
     session_id: str | None,
     output: Output,
     flags: Mapping[str, object],
+    seat: FleetSeat,
     backend: Backend | None = None,
 ) -> None:
     """Continue a run with the settings it started with; flags and CLAUDELOOP_*
@@ -124,7 +137,7 @@ def resume(
     refuse_unwritable_run_files(why_not_writable(directory.path))
     lock = take_lock(directory)
     try:
-        _resume(directory, lock, backend=backend, output=output, flags=flags)
+        _resume(directory, lock, backend=backend, output=output, flags=flags, seat=seat)
     except BaseException:
         lock.release()
         raise
@@ -137,6 +150,7 @@ def _resume(
     backend: Backend | None,
     output: Output,
     flags: Mapping[str, object],
+    seat: FleetSeat,
 ) -> None:
     cwd = working_directory(output.cwd)
     record = load_record(directory)
@@ -168,6 +182,7 @@ def _resume(
         output=output,
         resumed=True,
         lock=lock,
+        seat=seat,
     )
 
 
@@ -180,6 +195,7 @@ def _drive(
     notify: NotifyTargets | None,
     output: Output,
     resumed: bool,
+    seat: FleetSeat,
     lock: DriverLock | None = None,
 ) -> None:
     as_json = output.as_json
@@ -201,6 +217,7 @@ def _drive(
             capacity_dir=shared_capacity_dir(config),
             lock=lock,
             login_ends_at=login_ends_at,
+            seat=seat,
         ),
         record,
         resumed=resumed,

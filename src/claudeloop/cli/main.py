@@ -13,6 +13,7 @@ import click
 
 from claudeloop import __version__
 from claudeloop.application.errors import ClaudeloopError
+from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat, take_fleet_seat
 from claudeloop.application.settings import SETTINGS, Setting
 from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
@@ -222,6 +223,7 @@ def run(
         run_id=run_id,
         output=commands.Output(cwd=cwd, as_json=as_json, verbose=verbose, quiet=quiet),
         flags=settings,
+        seat=fleet_seat(),
     )
 
 
@@ -254,7 +256,14 @@ def resume(
         session_id=session_id,
         output=commands.Output(cwd=cwd, as_json=as_json, verbose=verbose, quiet=quiet),
         flags=settings,
+        seat=fleet_seat(),
     )
+
+
+def fleet_seat() -> FleetSeat:
+    """The seat `main` took for this command (none when the command was invoked without
+    `main`, as a test's CliRunner does)."""
+    return click.get_current_context().find_object(FleetSeat) or NO_SEAT
 
 
 @cli.command(
@@ -311,9 +320,14 @@ def rehearse(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: every user error ends in one line and its exit code."""
+    """Entry point: every user error ends in one line and its exit code.
+
+    What a fleet's worker told this process (its seat: a lease, a link, a board) is
+    taken out of the environment first, before anything reads it or starts a process
+    that would inherit it, and handed to the command as its context's object."""
+    seat = take_fleet_seat(os.environ)
     try:
-        cli.main(args=argv, prog_name="claudeloop", standalone_mode=False)
+        cli.main(args=argv, prog_name="claudeloop", standalone_mode=False, obj=seat)
     except ClaudeloopError as error:
         click.echo(f"claudeloop: error: {error}", err=True)
         sys.exit(error.exit_code)

@@ -21,6 +21,7 @@ import click
 
 from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import UsageError
+from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
@@ -206,6 +207,7 @@ def rehearse(
                     detours=_local_backend(local.base_url, home) if local else None,
                     # Its own record: a rehearsal never shares capacity with real runs.
                     capacity_dir=workdir / "state" / "capacity",
+                    seat=NO_SEAT,  # nor is it a fleet's
                 ),
                 record,
                 resumed=False,

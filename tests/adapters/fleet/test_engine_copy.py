@@ -32,6 +32,7 @@ CHILD = """
 import json, os, sys, time
 from pathlib import Path
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
+from claudeloop.application.fleet_seat import take_fleet_seat
 run = Path(sys.argv[2])
 class Store:
     def save(self, record):
@@ -40,7 +41,7 @@ class Store:
 def record(turns, dollars, in_flight):
     state = {"phase": "running", "turns": turns, "attempts": 1, "dollars": dollars}
     return {"spec": {"cwd": sys.argv[3]}, "state": state, "turn_in_flight": in_flight}
-store = fenced_by_lease(Store(), os.environ)
+store = fenced_by_lease(Store(), take_fleet_seat(os.environ))
 store.save(record(0, 0.0, 1))
 store.save(record(1, 0.25, None))
 (run / "answered").write_text("turn 1")
@@ -170,6 +171,7 @@ def test_a_run_whose_worker_is_gone_stops_at_its_next_save(tmp_path: Path) -> No
         f"""
         import os, socket, subprocess, sys
         from claudeloop.adapters.fleet.lease_file import fenced_by_lease
+        from claudeloop.application.fleet_seat import take_fleet_seat
         ours, theirs = socket.socketpair()
         ours.close()  # the worker, gone
         os.environ["CLAUDELOOP_FLEET_LEASE"] = {str(tmp_path / "w1.lease")!r}
@@ -177,7 +179,7 @@ def test_a_run_whose_worker_is_gone_stops_at_its_next_save(tmp_path: Path) -> No
         class Store:
             def save(self, record):
                 open({str(tmp_path / "saved")!r}, "a").write("saved\\n")
-        store = fenced_by_lease(Store(), os.environ)
+        store = fenced_by_lease(Store(), take_fleet_seat(os.environ))
         assert "CLAUDELOOP_FLEET_SYNC" not in os.environ  # not passed on to the CLI
         store.save(None)
         sys.exit(0)

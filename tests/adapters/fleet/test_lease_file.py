@@ -6,16 +6,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 from claudeloop.adapters.fleet.lease_file import (
     FENCED_EXIT,
-    LEASE_VARIABLE,
     fenced_by_lease,
     lease_holds,
     write_lease,
 )
+from claudeloop.application.fleet_seat import LEASE_VARIABLE, NO_SEAT
 
 
 def test_a_lease_holds_until_its_instant_and_a_missing_one_does_not(tmp_path: Path) -> None:
@@ -26,9 +27,10 @@ def test_a_lease_holds_until_its_instant_and_a_missing_one_does_not(tmp_path: Pa
     assert not lease_holds(lease, now=1000.0)
 
 
-def test_a_run_no_worker_drives_keeps_its_own_store(tmp_path: Path) -> None:
+def test_a_run_no_worker_drives_keeps_its_own_store_and_watches_no_lease() -> None:
     store = object()
-    assert fenced_by_lease(store, {}) is store  # type: ignore[arg-type]
+    assert fenced_by_lease(store, NO_SEAT) is store  # type: ignore[arg-type]
+    assert "fleet-lease" not in {thread.name for thread in threading.enumerate()}
 
 
 def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
@@ -37,6 +39,8 @@ def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
         import os, subprocess, sys, time
         from pathlib import Path
         from claudeloop.adapters.fleet.lease_file import fenced_by_lease
+        from claudeloop.application.fleet_seat import take_fleet_seat
+        seat = take_fleet_seat(os.environ)
         saved = Path({str(tmp_path / "saved")!r})
         class Store:
             def save(self, record):
@@ -57,7 +61,7 @@ def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
 
 def test_past_its_lease_a_run_saves_nothing_and_ends_fenced(tmp_path: Path) -> None:
     write_lease(tmp_path / "w1.lease", time.time() - 1)
-    ended = _child(tmp_path, "fenced_by_lease(Store(), os.environ).save(None)\n")
+    ended = _child(tmp_path, "fenced_by_lease(Store(), seat).save(None)\n")
     assert ended.returncode == FENCED_EXIT, ended.stderr
     assert "lease on this run is over" in ended.stderr
     assert not (tmp_path / "saved").exists()
@@ -68,11 +72,11 @@ def test_a_lease_running_out_mid_turn_stops_the_cli_and_the_run(tmp_path: Path) 
     ended = _child(
         tmp_path,
         """
-        store = fenced_by_lease(Store(), os.environ)
+        store = fenced_by_lease(Store(), seat)
         store.save(None)  # the lease holds: saved
         cli = subprocess.Popen(["sleep", "300"])
         Path(str(saved) + ".pid").write_text(str(cli.pid))
-        Path(os.environ["CLAUDELOOP_FLEET_LEASE"]).write_text("0\\n")  # not renewed
+        seat.lease.write_text("0\\n")  # not renewed
         cli.wait()
         store.save(None)  # the runner, seeing its CLI end, saves: refused
         sys.exit(0)

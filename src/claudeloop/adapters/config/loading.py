@@ -28,6 +28,7 @@ from claudeloop.adapters.config.schema import (
 )
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.application.errors import UsageError
+from claudeloop.application.fleet_seat import SEAT_VARIABLES
 from claudeloop.application.settings import (
     BY_KEY,
     DEFAULT_PROFILE,
@@ -58,9 +59,7 @@ OTHER_VARIABLES = frozenset(
         "CLAUDELOOP_STATE_DIR",
         "CLAUDELOOP_CLI_PATH",
         "CLAUDELOOP_ENGINE",
-        "CLAUDELOOP_FLEET_BOARD",
-        "CLAUDELOOP_FLEET_LEASE",
-        "CLAUDELOOP_FLEET_SYNC",
+        *SEAT_VARIABLES,
         "CLAUDELOOP_TEST_POSTGRES",
         "CLAUDELOOP_TEST_BACKENDS",
     }

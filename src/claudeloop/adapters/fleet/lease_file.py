@@ -1,23 +1,23 @@
 """A fleet-driven run's lease, as its child process sees it: a file the worker renews.
 
-The worker that drives a run as a child process tells it where its lease is
-(CLAUDELOOP_FLEET_LEASE). Each time the worker's heartbeat reaches the engine, it
-writes in that file the instant until which its lease surely holds: before the lease
-the engine counts could have run out, so before another worker may take the run over.
-A worker that is cut off (SIGSTOP, a network gone) renews nothing, while its children
-go on: SIGSTOP of a worker does not stop them. So the child checks the lease itself,
-before each save of its record and every fraction of a second while it runs; once the
-lease is over it stops its Claude CLI and ends at once, saving nothing, with
-FENCED_EXIT. The run is another worker's from then on.
+The worker that drives a run as a child process tells it where its lease is (the
+lease of its `FleetSeat`, application/fleet_seat.py). Each time the worker's heartbeat
+reaches the engine, it writes in that file the instant until which its lease surely
+holds: before the lease the engine counts could have run out, so before another worker
+may take the run over. A worker that is cut off (SIGSTOP, a network gone) renews
+nothing, while its children go on: SIGSTOP of a worker does not stop them. So the
+child checks the lease itself, before each save of its record and every fraction of a
+second while it runs; once the lease is over it stops its Claude CLI and ends at once,
+saving nothing, with FENCED_EXIT. The run is another worker's from then on.
 
 A successor starts from the record the engine holds, so a save counts only once the
-engine holds it: the worker hands its child one end of a socket pair
-(CLAUDELOOP_FLEET_SYNC names its descriptor), and each save asks the worker to store
-the record in the engine now and waits for its answer. The runner says a turn finished
-only after that save, so a worker killed the moment after leaves the engine a record
-with the turn in it, never one the half-second copy had not reached yet. A worker
-gone (its end closed) or fenced: the child stops as past its lease, since nothing it
-saved from then on would reach a successor.
+engine holds it: the worker hands its child one end of a socket pair (the seat's
+`sync` names its descriptor), and each save asks the worker to store the record in the
+engine now and waits for its answer. The runner says a turn finished only after that
+save, so a worker killed the moment after leaves the engine a record with the turn in
+it, never one the half-second copy had not reached yet. A worker gone (its end closed)
+or fenced: the child stops as past its lease, since nothing it saved from then on would
+reach a successor.
 
 Standard library only: `claudeloop run` imports this module when a worker started it,
 and it must not load dbos or a database driver (nor need the engine's password).
@@ -31,14 +31,12 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import MutableMapping
 from pathlib import Path
 
+from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.ports import RunStore
 from claudeloop.application.records import RunRecord
 
-LEASE_VARIABLE = "CLAUDELOOP_FLEET_LEASE"
-SYNC_VARIABLE = "CLAUDELOOP_FLEET_SYNC"
 # One byte each way: the child's "saved, store it", the worker's "stored" or "fenced".
 SAVED = b"s"
 STORED = b"k"
@@ -141,20 +139,17 @@ def watch(lease: Path) -> None:
     threading.Thread(target=keep_watching, name="fleet-lease", daemon=True).start()
 
 
-def fenced_by_lease(store: RunStore, environ: MutableMapping[str, str]) -> RunStore:
-    """`store`, fenced by the worker's lease when a worker drives this run, its saves
-    stored in the engine. The link's variable leaves `environ`: the descriptor it names
-    is this process's alone, and in the Claude CLI's tools the number would be another
-    file's."""
-    descriptor = environ.pop(SYNC_VARIABLE, "")
-    lease = environ.get(LEASE_VARIABLE)
-    if not lease:
+def fenced_by_lease(store: RunStore, seat: FleetSeat) -> RunStore:
+    """`store`, fenced by the worker's lease when a worker drives this run (its seat
+    names a lease), its saves stored in the engine through the seat's link. A run no
+    worker drives keeps `store` as it is, and no thread watches a lease."""
+    if seat.lease is None:
         return store
-    watch(Path(lease))
+    watch(seat.lease)
     link = None
-    if descriptor.isdigit():
+    if seat.sync is not None:
         try:
-            link = EngineLink(int(descriptor))
+            link = EngineLink(seat.sync)
         except OSError:
             fence("the link to this run's worker is gone")
-    return LeasedStore(store, Path(lease), link)
+    return LeasedStore(store, seat.lease, link)

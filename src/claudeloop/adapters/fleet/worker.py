@@ -44,10 +44,8 @@ from claudeloop.adapters.fleet import repo, travel
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, Engine
 from claudeloop.adapters.fleet.lease_file import (
     FENCED_EXIT,
-    LEASE_VARIABLE,
     REFUSED,
     STORED,
-    SYNC_VARIABLE,
     descendants,
     lease_holds,
     write_lease,
@@ -68,7 +66,7 @@ from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
-from claudeloop.adapters.shared_capacity.board import FLEET_BOARD_VARIABLE
+from claudeloop.application.fleet_seat import SEAT_VARIABLES, FleetSeat
 from claudeloop.domain.loop import ControlCommand
 
 T = TypeVar("T")
@@ -187,13 +185,13 @@ def _set_aside_unstarted(cwd: Path, run_id: str) -> None:
 def child_environment(environ: Mapping[str, str], engine: Engine | None = None) -> dict[str, str]:
     """The worker's environment without the engine URL: its password must not reach the
     agent (whose shell could print it into a transcript). On PostgreSQL the runs share
-    capacity through the engine's board: FLEET_BOARD_VARIABLE names it for the run,
-    which takes it out of its environment before it starts the CLI."""
-    hidden = (ENGINE_VARIABLE, FLEET_BOARD_VARIABLE)
+    capacity through the engine's board: the run's seat names it (application/
+    fleet_seat.py), and the run takes it out of its environment as it starts, before
+    anything starts the CLI. A seat the worker's own environment told is no child's."""
+    hidden = (ENGINE_VARIABLE, *SEAT_VARIABLES)
     child = {name: value for name, value in environ.items() if name not in hidden}
-    if engine is not None and engine.kind == "postgresql":
-        child[FLEET_BOARD_VARIABLE] = engine.url
-    return child
+    board = engine.url if engine is not None and engine.kind == "postgresql" else None
+    return {**child, **FleetSeat(board=board).environment()}
 
 
 class Drivers:
@@ -209,7 +207,7 @@ class Drivers:
         self._say = say
         self._settings = settings
         self._leases = leases
-        self._child_env = {**environ, LEASE_VARIABLE: str(settings.lease_file)}
+        self._child_env = {**environ, **FleetSeat(lease=settings.lease_file).environment()}
         self._lock = threading.Lock()
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.places: dict[str, Path] = {}  # each running run's directory
@@ -265,7 +263,7 @@ class Drivers:
         command = child_command(run_id, order, cwd)
         # The link the child's saves are stored in the engine through (lease_file.py).
         ours, theirs = socket.socketpair()
-        env = {**self._child_env, SYNC_VARIABLE: str(theirs.fileno())}
+        env = {**self._child_env, **FleetSeat(sync=theirs.fileno()).environment()}
         with self._lock, theirs:
             child = None
             if not self.stopping.is_set():

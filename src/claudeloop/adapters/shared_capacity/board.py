@@ -19,7 +19,7 @@ import fcntl
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -42,7 +42,6 @@ from claudeloop.domain.signals import TurnSignals
 __all__ = [
     "CREDENTIAL_VARIABLES",
     "DEFAULT_BASE_URL",
-    "FLEET_BOARD_VARIABLE",
     "LOCK_PATIENCE_SECONDS",
     "STATE_DIR_VARIABLE",
     "BoardBusy",
@@ -51,7 +50,6 @@ __all__ = [
     "account_key",
     "board_for",
     "capacity_directory",
-    "fleet_board",
     "process_alive",
     "sighting_from_json",
     "sighting_to_json",
@@ -59,9 +57,6 @@ __all__ = [
 ]
 
 STATE_DIR_VARIABLE = "CLAUDELOOP_STATE_DIR"
-# Set by a fleet's worker on PostgreSQL for the runs it starts: the engine's URL, whose
-# `claudeloop_capacity` table is the board every machine's runs share.
-FLEET_BOARD_VARIABLE = "CLAUDELOOP_FLEET_BOARD"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Every credential and provider variable that is set is part of the account's identity.
 # Sorted: the key is a hash of them in this order, and it must not move when the one
@@ -82,29 +77,16 @@ def capacity_directory(environ: Mapping[str, str]) -> Path:
     return Path(platformdirs.user_state_dir("claudeloop")) / "capacity"
 
 
-_fleet_board: list[str] = []
-
-
-def fleet_board(environ: MutableMapping[str, str]) -> str | None:
-    """The fleet's board its worker named for this run, if any. Taken out of `environ`
-    the first time it is asked for (and remembered): the CLI, its tools and the checks a
-    run starts inherit the environment, and the URL may hold the database's password."""
-    named = environ.pop(FLEET_BOARD_VARIABLE, None)
-    if named:
-        _fleet_board[:] = [named]
-    return _fleet_board[0] if _fleet_board else None
-
-
-def board_for(directory: Path, account: str, environ: MutableMapping[str, str]) -> CapacityBoard:
+def board_for(directory: Path, account: str, fleet_board: str | None) -> CapacityBoard:
     """The account's board: the fleet's in PostgreSQL when a worker on PostgreSQL started
-    this run, else the file record in `directory`, shared by the machine's loops."""
-    fleet = fleet_board(environ)
-    if fleet is None:
+    this run (`fleet_board`, the engine's URL its seat names), else the file record in
+    `directory`, shared by the machine's loops."""
+    if fleet_board is None:
         return FileCapacityBoard(directory, account)
     # psycopg (the `fleet` extra) is loaded only here, never by a run of one machine.
     from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
 
-    return PostgresCapacityBoard(fleet, account)
+    return PostgresCapacityBoard(fleet_board, account)
 
 
 def account_key(environment: Mapping[str, str], model: str | None) -> str:

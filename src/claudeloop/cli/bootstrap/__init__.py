@@ -77,6 +77,7 @@ from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import UsageError
 from claudeloop.application.fleet import QueueSupport
+from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.ports import (
     ControlInbox,
     DoctorChecks,
@@ -171,10 +172,12 @@ def make_gateway(
     *,
     read_only: bool = False,
     known_at: datetime | None = None,
+    seat: FleetSeat,
 ) -> Gateway:
     """The gateway of the run's turns; `read_only`: of its independent reviews.
     `known_at`: when the run last asked the service (its last turn's start), so that a
-    shared record older than that is checked, not trusted."""
+    shared record older than that is checked, not trusted. `seat`: the run's seat in a
+    fleet, whose board it shares capacity on (the empty seat: the machine's file)."""
     # The run directory's control file: a stop ends a turn stuck in the CLI's retries.
     chosen = claude_code(
         backend,
@@ -188,12 +191,11 @@ def make_gateway(
         control=directory,
         events=events,
     )
-    from claudeloop.adapters.shared_capacity.board import fleet_board
-
-    fleet_board(os.environ)  # shared or not, the CLI never inherits the fleet's URL
     if capacity_dir is None:
         return chosen
-    return _sharing(chosen, directory, spec, backend, capacity_dir, known_at=known_at)
+    return _sharing(
+        chosen, directory, spec, backend, capacity_dir, known_at=known_at, board=seat.board
+    )
 
 
 def _sharing(
@@ -204,6 +206,7 @@ def _sharing(
     capacity_dir: Path,
     *,
     known_at: datetime | None,
+    board: str | None,
 ) -> Gateway:
     """`inner`, sharing what it learns about capacity with the loops on the same account
     (the CLI's environment is ours with the backend's over it) and model."""
@@ -211,15 +214,13 @@ def _sharing(
     from claudeloop.adapters.shared_capacity import SharedCapacityGateway, account_key, board_for
 
     # A fleet's worker on PostgreSQL names the fleet's board; else the machine's file.
-    board = board_for(
-        capacity_dir, account_key({**os.environ, **backend.env}, spec.model), os.environ
-    )
+    account = account_key({**os.environ, **backend.env}, spec.model)
     debug_log = StderrLog(directory.debug_log_path, redactor=directory.redactor)
     # The run id tells this run's own earlier records (a driver stopped or crashed) from
     # other runs': its own never hold it back.
     return SharedCapacityGateway(
         inner,
-        board,
+        board_for(capacity_dir, account, board),
         run_id=directory.run_id,
         known_at=known_at,
         policy=spec.wait_policy,
@@ -231,7 +232,8 @@ def _detour_gateways(
     directory: RunDirectory,
     spec: RunSpec,
     detours: Callable[[str], Backend] | None,
-    capacity_dir: Path | None = None,
+    capacity_dir: Path | None,
+    seat: FleetSeat,
 ) -> Callable[[str], Gateway] | None:
     """Gateways for the profiles a limit policy switches to; each uses its own model."""
     if detours is None:
@@ -240,7 +242,7 @@ def _detour_gateways(
     def gateway_of(name: str) -> Gateway:
         backend = detours(name)
         model = backend.profile.model if backend.profile is not None else None
-        return make_gateway(directory, replace(spec, model=model), backend, capacity_dir)
+        return make_gateway(directory, replace(spec, model=model), backend, capacity_dir, seat=seat)
 
     return gateway_of
 
@@ -258,12 +260,15 @@ def wire_run(
     capacity_dir: Path | None = None,
     lock: DriverLock | None = None,
     login_ends_at: datetime | None = None,
+    seat: FleetSeat,
 ) -> WiredRun:
     """The run's parts, its lock taken: the event log, the screen and notifications, the
     gateway stack, the runner. `capacity_dir`: where loops on one account share
     capacity (None: this loop alone). `lock`: the run's lock, when the caller took it
     before it read the record (a resume), else taken here. `login_ends_at`: when the
-    stored claude.ai login ends (see `login_ends`)."""
+    stored claude.ai login ends (see `login_ends`). `seat`: the run's seat in a fleet,
+    taken from the environment at the process's entry (`take_fleet_seat`): a worker's
+    run saves while its lease holds and shares the fleet's board."""
     lock = lock or take_lock(directory)
     clock = SystemClock()
     directory.clear_control()
@@ -291,6 +296,7 @@ def wire_run(
         capacity_dir,
         events=events,
         known_at=record.last_turn_started_at,
+        seat=seat,
     )
     # A wait shared with the account's other loops ends when one of them finds it open.
     from claudeloop.adapters.shared_capacity.sharing_gateway import wakeable
@@ -300,13 +306,13 @@ def wire_run(
         clock=clock,
         sleeper=wakeable(chosen_gateway, WallClockSleeper(directory, clock)),
         events=events,
-        store=fenced_by_lease(directory, os.environ),  # a worker's run: saved while its lease holds
+        store=fenced_by_lease(directory, seat),  # a worker's run: saved while its lease holds
         control=directory,
         plans=PlanFileOnDisk(),
-        profiles=_detour_gateways(directory, record.spec, detours, capacity_dir),
+        profiles=_detour_gateways(directory, record.spec, detours, capacity_dir, seat),
         # A switch-model detour: the run's own backend and session, another model.
         models=lambda model: make_gateway(
-            directory, replace(record.spec, model=model), backend, capacity_dir
+            directory, replace(record.spec, model=model), backend, capacity_dir, seat=seat
         ),
         advisor=ProfileAdvisor(profile_in_use(backend, detours)),
         checks=VerificationCommands(
@@ -316,7 +322,9 @@ def wire_run(
             note=directory.path / "checks" / "running.json",
         ),
         check_logs=directory.path / "checks",
-        reviewer=make_gateway(directory, record.spec, backend, events=events, read_only=True)
+        reviewer=make_gateway(
+            directory, record.spec, backend, events=events, read_only=True, seat=seat
+        )
         if record.spec.verify.review
         else None,
         tree=WorkingTreeOnDisk(record.spec.cwd),
