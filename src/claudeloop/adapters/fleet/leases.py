@@ -27,7 +27,6 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass
-from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from claudeloop.application.ports import AccountCapacity
@@ -389,21 +388,10 @@ class Leases:
         board is a file on each machine)."""
         if self.kind != "postgresql":
             return []
-        rows = self._rows(
-            "SELECT account, standing, at, source, writer, signals FROM claudeloop_capacity"
-            " ORDER BY account"
+        # The board's table is the board's: its query and its rows' meaning live there.
+        from claudeloop.adapters.shared_capacity.postgres_board import (
+            EVERY_ACCOUNT,
+            account_capacity,
         )
-        sightings = []
-        for account, standing, at, source, writer, signals in rows:
-            resets = signals.get("resets_at") if isinstance(signals, dict) else None
-            sightings.append(
-                AccountCapacity(
-                    str(account),
-                    str(standing),
-                    at.astimezone(UTC).isoformat() if hasattr(at, "astimezone") else str(at),
-                    str(source),
-                    str(writer),
-                    str(resets) if resets else None,
-                )
-            )
-        return sightings
+
+        return [account_capacity(row) for row in self._rows(EVERY_ACCOUNT)]

@@ -23,7 +23,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import psycopg
@@ -37,7 +37,7 @@ from claudeloop.adapters.shared_capacity.record import (
     signals_to_dict,
     this_host,
 )
-from claudeloop.application.ports import Sighting, Source, Standing
+from claudeloop.application.ports import AccountCapacity, Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals
 
 TABLE = "claudeloop_capacity"
@@ -277,6 +277,27 @@ class PostgresCapacityBoard:
                 with contextlib.suppress(psycopg.Error):
                     connection.close()
         self._connection = self._listener = None
+
+
+# Each account's last sighting, as `status --engine` shows the fleet's accounts (read by
+# the fleet's own connection: adapters/fleet/leases.py).
+EVERY_ACCOUNT = (
+    f"SELECT account, standing, at, source, writer, signals FROM {TABLE} ORDER BY account"
+)
+
+
+def account_capacity(row: tuple[Any, ...]) -> AccountCapacity:
+    """A row of EVERY_ACCOUNT, as the fleet's overview shows it."""
+    account, standing, at, source, writer, signals = row
+    resets = signals.get("resets_at") if isinstance(signals, dict) else None
+    return AccountCapacity(
+        str(account),
+        str(standing),
+        at.astimezone(UTC).isoformat() if hasattr(at, "astimezone") else str(at),
+        str(source),
+        str(writer),
+        str(resets) if resets else None,
+    )
 
 
 def _connect(dsn: str, *, autocommit: bool) -> psycopg.Connection[Any]:
