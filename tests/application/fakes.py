@@ -15,6 +15,7 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import (
     AccountCapacity,
+    Checkpoint,
     ClaudeSession,
     ProbeOutcome,
     QueuedRun,
@@ -219,6 +220,46 @@ class FakeTree:
     def fingerprint(self) -> str | None:
         self.looks += 1
         return f"tree-{self.looks}" if self.changing else "tree"
+
+
+@dataclass
+class FakeBranch:
+    """A run's branch: each commit a (turn, message) pair, its turn read back from the
+    message's Claudeloop-Turn trailer as git would. `changed`: what each commit finds
+    changed, in order (the last kept; default one file every time); `secret`: files
+    that hold a secret, left out. `before_commit`: called as a commit begins (a test
+    kills the driver there)."""
+
+    commits: list[tuple[int, str]] = field(default_factory=list)
+    changed: list[tuple[str, ...]] = field(default_factory=lambda: [("a.txt",)])
+    secret: tuple[str, ...] = ()
+    before_commit: Callable[[], None] | None = None
+    after_commit: Callable[[], None] | None = None
+    branch: str = "claudeloop/run-1"
+
+    def last_turn(self) -> int:
+        for _, message in reversed(self.commits):
+            for line in message.splitlines():
+                if line.startswith("Claudeloop-Turn: "):
+                    return int(line.removeprefix("Claudeloop-Turn: "))
+        return 0
+
+    def commit(self, message: str) -> Checkpoint:
+        if self.before_commit is not None:
+            self.before_commit()
+        files = self.changed.pop(0) if len(self.changed) > 1 else self.changed[0]
+        refused = tuple(name for name in files if name in self.secret)
+        kept = tuple(name for name in files if name not in self.secret)
+        if not kept:
+            return Checkpoint(sha=None, refused=refused)
+        turn = 0
+        for line in message.splitlines():
+            if line.startswith("Claudeloop-Turn: "):
+                turn = int(line.removeprefix("Claudeloop-Turn: "))
+        self.commits.append((turn, message))
+        if self.after_commit is not None:
+            self.after_commit()
+        return Checkpoint(sha=f"{len(self.commits):040x}", files=kept, refused=refused)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import pytest
 
 from claudeloop.application.events import (
     EVENT_TYPES,
+    CommitRefused,
     CostGuessed,
     Event,
     ModelRestored,
@@ -30,6 +31,7 @@ from claudeloop.application.events import (
     RunStarted,
     SessionWritesLost,
     ToolsDenied,
+    TurnCommitted,
     TurnFailed,
     TurnFinished,
     TurnInterrupted,
@@ -102,6 +104,8 @@ EVERY_EVENT: list[Event] = [
         cost_usd=0.1,
     ),
     NoProgress(turn=5, turns_without_progress=1, stall_turns=3),
+    TurnCommitted(turn=5, branch="claudeloop/r1", sha="ab" * 20, files_changed=2),
+    CommitRefused(turn=5, files=(".env",), reason="holds a secret"),
     NotifyFailed(service="json://****", kind="done", reason="refused"),
     RunFinished(outcome=Outcome.DONE, exit_code=0, reason="complete"),
 ]

@@ -32,7 +32,8 @@ EVERY_FLAG = [
     "--continue-prompt", "Keep going.", "--notify", "json://127.0.0.1:9/hook",
     "--update-plan", "--pause-at", "5h=90%", "--on-limit", "five_hour=wind-down",
     "--no-share-capacity", "--verify", "make test", "--verify-timeout", "90s", "--review",
-    "--stall-turns", "0", "--same-failure", "4",
+    "--stall-turns", "0", "--same-failure", "4", "--worktree",
+    "--worktree-from", "working-tree", "--checkpoint",
 ]  # fmt: skip
 
 

@@ -35,6 +35,9 @@ verify_timeout = "90s"
 review = true
 stall_turns = 0
 same_failure = 4
+worktree = true
+worktree_from = "working-tree"
+checkpoint = true
 """
 
 # The same, as CLAUDELOOP_* variables write them.
@@ -63,6 +66,9 @@ EVERY_VARIABLE = {
     "CLAUDELOOP_REVIEW": "true",
     "CLAUDELOOP_STALL_TURNS": "0",
     "CLAUDELOOP_SAME_FAILURE": "4",
+    "CLAUDELOOP_WORKTREE": "true",
+    "CLAUDELOOP_WORKTREE_FROM": "working-tree",
+    "CLAUDELOOP_CHECKPOINT": "true",
 }
 
 

@@ -257,3 +257,13 @@ def test_refused_turns_never_change_the_count(
         with_refusals = with_refusals.observe(Refused())
     assert with_refusals == state
     assert with_refusals.observe(after) == state.observe(after)
+
+
+def test_a_commit_rebases_the_tree_the_next_turn_is_compared_with() -> None:
+    start = Stagnation.start(tree="before")
+    after_turn = start.observe(Answered(tree="edited"))
+    assert after_turn.turns_without_progress == 0  # the edit was the turn's evidence
+    committed = after_turn.rebased("committed")
+    # The next turn that changes nothing finds the committed tree: no progress.
+    assert committed.observe(Answered(tree="committed")).turns_without_progress == 1
+    assert committed.rebased(None).tree == "committed"

@@ -112,6 +112,11 @@ class Redactor:
         the CLI is still a secret of ours."""
         return cls((*secret_values(*(environments or (os.environ,))), *extra))
 
+    def knows_one_in(self, value: str) -> bool:
+        """Whether `value` holds one of the secret values this redactor was given (a
+        token shape alone is not one: a test fixture may hold such a string)."""
+        return any(secret in value for secret in self._secrets)
+
     def text(self, value: str) -> str:
         for secret in self._secrets:
             value = value.replace(secret, MASK)

@@ -252,6 +252,28 @@ class NoProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnCommitted:
+    """A turn's changes were committed on the run's branch (--worktree, --checkpoint)."""
+
+    type: ClassVar[str] = "turn.committed"
+    turn: int
+    branch: str
+    sha: str
+    files_changed: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRefused:
+    """Files a turn changed hold a secret the run knows: they are left out of its commit
+    (and stay in the working tree as they are)."""
+
+    type: ClassVar[str] = "commit.refused"
+    turn: int
+    files: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     type: ClassVar[str] = "run.finished"
     outcome: Outcome
@@ -284,6 +306,8 @@ Event = (
     | ReviewStarted
     | ReviewFinished
     | NoProgress
+    | TurnCommitted
+    | CommitRefused
     | NotifyFailed
     | RunFinished
 )

@@ -197,6 +197,36 @@ class WorkingTree(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """What a checkpoint did: the commit it made (`sha` None: nothing to commit), the
+    files it committed, and the files it left out because they hold a secret the run
+    knows (never committed; left in the working tree as they are)."""
+
+    sha: str | None
+    files: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+
+
+class Checkpoints(Protocol):
+    """The run's branch: a commit per answered turn (domain.checkpoints)."""
+
+    @property
+    def branch(self) -> str:
+        """The branch the commits go on, such as claudeloop/RUN_ID."""
+        ...
+
+    def last_turn(self) -> int:
+        """The turn the branch's last commit of this run names in its Claudeloop-Turn
+        trailer (0: none)."""
+        ...
+
+    def commit(self, message: str) -> Checkpoint:
+        """Commit everything the working tree changed but the run's own files
+        (`.claudeloop/`) and files holding a secret the run knows."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class Sighting:
     """What one loop last learned about its account's capacity, when, and who it was."""
 

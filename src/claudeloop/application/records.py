@@ -41,6 +41,19 @@ class RunSpec:
     verify: VerifyRules = field(default_factory=VerifyRules)
     # How long one verification command may run before it is killed and counts as failed.
     verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS
+    # --worktree: the git worktree the run works in (None: it works in `cwd`, where its
+    # run directory is either way), and the branch it was made from, which `merge`
+    # merges into.
+    worktree: Path | None = None
+    base_branch: str | None = None
+    # A commit per answered turn: on the worktree's branch, or (--checkpoint) on the
+    # current branch of `cwd`.
+    checkpoint: bool = False
+
+    @property
+    def work_dir(self) -> Path:
+        """Where Claude Code, the checks and the commits work: the worktree, or `cwd`."""
+        return self.worktree or self.cwd
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +89,11 @@ class RunRecord:
     # `session_id`: the next turn starts a new session with a handoff
     # (domain.lost_writes), after a crash too.
     lost_sessions: tuple[str, ...] = ()
+    # A commit per answered turn (--worktree, --checkpoint): the last turn answered, and
+    # the last one checkpointed (committed, or found with nothing to commit); the runner
+    # reconciles the two with the branch after a crash (domain.checkpoints).
+    answered_turn: int = 0
+    checkpointed_turn: int = 0
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

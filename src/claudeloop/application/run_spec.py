@@ -17,6 +17,7 @@ from typing import Protocol, TypeVar
 from claudeloop.application.errors import UsageError
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.settings import (
+    CHECKPOINT,
     CONTINUE_PROMPT,
     CREDITS_PROBE_CEILING,
     CREDITS_PROBE_INTERVAL,
@@ -137,6 +138,8 @@ def new_spec(
         update_plan=settings.of(UPDATE_PLAN).value,
         verify=verify,
         verify_timeout_seconds=verify_timeout_seconds,
+        # A worktree's run always commits; where the worktree is, the command says.
+        checkpoint=settings.of(CHECKPOINT).value,
     )
 
 

@@ -16,6 +16,7 @@ from typing import assert_never
 import anyio
 
 from claudeloop.application.events import (
+    CommitRefused,
     CostGuessed,
     Event,
     ModelRestored,
@@ -34,6 +35,7 @@ from claudeloop.application.events import (
     RunStarted,
     SessionWritesLost,
     ToolsDenied,
+    TurnCommitted,
     TurnFailed,
     TurnFinished,
     TurnInterrupted,
@@ -44,6 +46,7 @@ from claudeloop.application.events import (
 )
 from claudeloop.application.ports import (
     Advisor,
+    Checkpoints,
     Checks,
     Clock,
     ControlInbox,
@@ -71,6 +74,7 @@ from claudeloop.domain.capacity import (
     CapacityState,
     describe,
 )
+from claudeloop.domain.checkpoints import commit_message, reconcile, trailers
 from claudeloop.domain.classify import turn_warning
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
 from claudeloop.domain.limits import render_action
@@ -152,6 +156,8 @@ class Runner:
     # (None: unknown, or a credential with no end): no request is sent after it and no
     # wait begun that would outlast it (domain.login).
     login_ends_at: datetime | None = None
+    # The run's branch, for a commit per answered turn (None: no commits).
+    checkpoints: Checkpoints | None = None
     # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set, init=False)
@@ -166,6 +172,13 @@ class Runner:
     # second one ends the run (domain.lost_writes); a resume, after the person freed
     # space, counts afresh.
     _lost_in_a_row: int = field(default=0, init=False)
+    # What an answered turn's commit says: its summary and cost, and the checks of the
+    # verification round that followed it, by turn (a resume after a crash has neither:
+    # its commit says less).
+    _said_of_turn: dict[int, tuple[str, float]] = field(default_factory=dict, init=False)
+    _checks_of_turn: dict[int, tuple[tuple[str, bool], ...]] = field(
+        default_factory=dict, init=False
+    )
 
     async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
         """Run until the domain says Finish; returns the final record."""
@@ -234,10 +247,13 @@ class Runner:
         self.store.save(record)
         for event in announce:
             self.events.emit(event)
+        # A turn answered and not committed before a crash is committed before any other.
+        record = self._checkpoint(record)
         while True:
             record, next_decision = await self._execute(record, decision)
             if next_decision is None:
                 return record
+            record = self._checkpoint(record)
             decision = next_decision
 
     async def _execute(
@@ -406,6 +422,11 @@ class Runner:
             accepted = not (isinstance(verdict, Done) and spec.verify.verifies)
             record = self._reconcile_plan(record, verdict, plan_said, accepted=accepted)
             seen = Answered(checked_items=_checked(record.plan), tree=self._fingerprint())
+            if self.checkpoints is not None:
+                # Saved with the turn's result: a crash before its commit commits it on
+                # resume (domain.checkpoints).
+                record = replace(record, answered_turn=number)
+                self._said_of_turn[number] = (verdict.summary, cost)
         transition = decide_after_turn(
             hear_resets(record.state, outcome.signals, outcome.announced),
             capacity=capacity,
@@ -509,6 +530,9 @@ class Runner:
                 error=result.start_error,
             )
         ]
+        self._checks_of_turn[turn] = tuple(
+            (done.command.text, done.passed) for done in (*verifying.results, result)
+        )
         transition = decide_after_check(record.state, result)
         record = self._on_acceptance(record, transition, verifying.summary, announce)
         return self._apply(record, transition, announce=announce)
@@ -600,6 +624,56 @@ class Runner:
         if transition.state.outcome is not Outcome.DONE:
             return record
         return self._reconcile_plan(record, Done(summary), announce)
+
+    def _checkpoint(self, record: RunRecord) -> RunRecord:
+        """A commit of the last answered turn's changes, once the turn is settled (its
+        verification round over), reconciled with the branch first, so that no turn is
+        committed twice nor left out after a crash; the record then says it."""
+        checkpoints = self.checkpoints
+        if checkpoints is None or record.state.verifying is not None:
+            return record
+        if record.answered_turn <= record.checkpointed_turn:
+            return record
+        plan = reconcile(
+            recorded=record.checkpointed_turn,
+            on_branch=checkpoints.last_turn(),
+            answered=record.answered_turn,
+        )
+        said: list[Event] = []
+        turn = plan.commit
+        if turn is not None:
+            summary, cost = self._said_of_turn.get(
+                turn, (f"turn {turn}, committed as the run resumed after a stop", 0.0)
+            )
+            checks = self._checks_of_turn.get(turn, ())
+            message = commit_message(summary, turn, trailers(record.run_id, turn, cost, checks))
+            done = checkpoints.commit(message)
+            if done.refused:
+                said.append(
+                    CommitRefused(
+                        turn=turn,
+                        files=done.refused,
+                        reason="they hold a secret this run knows (or are too large to "
+                        "be read for one); they stay in the working tree, uncommitted",
+                    )
+                )
+            if done.sha is not None:
+                said.append(
+                    TurnCommitted(
+                        turn=turn,
+                        branch=checkpoints.branch,
+                        sha=done.sha,
+                        files_changed=len(done.files),
+                    )
+                )
+                # The tree the next turn is compared with is the committed one.
+                stagnation = record.state.stagnation.rebased(self._fingerprint())
+                record = replace(record, state=replace(record.state, stagnation=stagnation))
+        record = replace(record, checkpointed_turn=turn if turn is not None else plan.settled)
+        self.store.save(record)
+        for event in said:
+            self.events.emit(event)
+        return record
 
     def _fingerprint(self) -> str | None:
         return self.tree.fingerprint() if self.tree is not None else None

@@ -369,6 +369,36 @@ SAME_FAILURE: Setting[int] = Setting(
     f"(default {DEFAULT_SAME_FAILURE}; 0: off).",
 )
 
+# A commit per answered turn, in a worktree of its own or on the current branch.
+WORKTREE_FROM_CHOICES: tuple[str, ...] = ("head", "working-tree")
+WORKTREE: Setting[bool] = Setting(
+    "worktree",
+    "switch",
+    False,
+    accepted="true or false (work in a git worktree of the repository on a branch of the run)",
+    help="Work in a git worktree of this repository on the branch claudeloop/RUN_ID, "
+    "made from HEAD, and commit each answered turn there; the checkout is never "
+    "touched (default: off; see --worktree-from).",
+)
+WORKTREE_FROM: Setting[str] = Setting(
+    "worktree_from",
+    "choice",
+    "head",
+    accepted="head (the last commit; uncommitted changes stay behind) or working-tree "
+    "(the uncommitted changes, untracked files included, are copied into the worktree)",
+    help="What a --worktree starts from: head (default: the last commit, uncommitted "
+    "changes stay in the checkout) or working-tree (copied into the worktree too).",
+    choices=WORKTREE_FROM_CHOICES,
+)
+CHECKPOINT: Setting[bool] = Setting(
+    "checkpoint",
+    "switch",
+    False,
+    accepted="true or false (commit each answered turn on the current branch)",
+    help="Commit each answered turn's changes on the current branch, trailers naming "
+    "the run, the turn, its cost and its checks (default: off; implied by --worktree).",
+)
+
 # Every setting, in the order `config show`, the schema's errors and `--help` list them.
 SETTINGS: tuple[Setting[object], ...] = (
     PROFILE,
@@ -395,6 +425,9 @@ SETTINGS: tuple[Setting[object], ...] = (
     REVIEW,
     STALL_TURNS,
     SAME_FAILURE,
+    WORKTREE,
+    WORKTREE_FROM,
+    CHECKPOINT,
 )
 SETTING_KEYS: tuple[str, ...] = tuple(setting.key for setting in SETTINGS)
 BY_KEY: dict[str, Setting[object]] = {setting.key: setting for setting in SETTINGS}

@@ -21,7 +21,7 @@ from claudeloop.application.run_spec import (
     resumed_model,
     resumed_record,
 )
-from claudeloop.application.settings import MODEL, PROFILE
+from claudeloop.application.settings import MODEL, PROFILE, WORKTREE, WORKTREE_FROM
 from claudeloop.cli.bootstrap import (
     Backend,
     backend_for,
@@ -32,11 +32,13 @@ from claudeloop.cli.bootstrap import (
     login_ends,
     new_record,
     refuse_beside_a_live_run,
+    refuse_checkpoint_outside_git,
     take_lock,
     tell_missing_end,
     why_no_runs_root,
     why_not_writable,
     wire_run,
+    with_worktree,
     write_missing_summary,
 )
 from claudeloop.cli.bootstrap.configuration import (
@@ -87,9 +89,11 @@ def run(
         checked_run_id(run_id)
     cwd = working_directory(output.cwd)
     plan_path, task = task_from_options(plan, prompt, prompt_file, cwd=cwd)
-    if run_id is None:
-        refuse_beside_a_live_run(cwd)
     config = configuration(cwd, flags)
+    worktree = config.get(WORKTREE)
+    if run_id is None and not worktree:
+        # Runs in worktrees of their own edit no file of each other's.
+        refuse_beside_a_live_run(cwd)
     chosen = backend or backend_for(backend_profile(config, config.get(MODEL)))
     refuse_no_base_url(chosen)
     spec = new_spec(
@@ -103,8 +107,23 @@ def run(
     notify = notify_targets(config)
     refuse_unwritable(spec, run_files=why_no_runs_root(cwd), why_not_writable=why_not_writable)
     refuse_no_credentials(chosen, cwd)
+    refuse_checkpoint_outside_git(spec)
     record = new_record(spec, run_id)
     directory = create_directory(record)
+    if worktree:
+        carry = config.get(WORKTREE_FROM) == "working-tree"
+        record, left_behind = with_worktree(directory, record, carry=carry)
+        click.echo(
+            f"claudeloop: run {record.run_id} works in {record.spec.work_dir} on branch "
+            f"claudeloop/{record.run_id}",
+            err=True,
+        )
+        if left_behind:
+            click.echo(
+                "claudeloop: note: the checkout's uncommitted changes stay where they are "
+                "and are not in the worktree (--worktree-from working-tree copies them)",
+                err=True,
+            )
     _drive(
         directory,
         record,

@@ -201,6 +201,11 @@ def event_line(event: Event) -> str | None:
             if not limit:
                 return None
             return f"no evidence of progress: {count} of {limit} turns in a row"
+        case events.TurnCommitted(turn=turn, branch=branch, sha=sha, files_changed=files):
+            changed = f"{files} file" if files == 1 else f"{files} files"
+            return f"turn {turn} committed on {branch}: {sha[:12]} ({changed})"
+        case events.CommitRefused(turn=turn, files=files, reason=reason):
+            return f"warning: turn {turn}: not committed: {', '.join(files)}: {reason}"
         case events.RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):
             return f"claudeloop: {outcome.value} (exit {exit_code}): {reason}"
         case events.NotifyFailed():

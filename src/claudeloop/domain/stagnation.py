@@ -115,6 +115,13 @@ class Stagnation:
             case _:
                 assert_never(turn)
 
+    def rebased(self, tree: str | None) -> Stagnation:
+        """The count once the turn's changes were committed (a commit per turn): the
+        commit that changed files was the turn's evidence already (its tree changed), and
+        the next turn is compared with the tree as committed, whose fingerprint differs
+        though nothing changed since. None: the tree cannot be read, the last one kept."""
+        return replace(self, tree=tree if tree is not None else self.tree)
+
     def _same_failure_rounds_after(self, verification: Verification | None) -> int:
         # A turn that ran no checks neither counts nor breaks the row of rounds.
         if verification is None:

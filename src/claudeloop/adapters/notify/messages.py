@@ -99,6 +99,8 @@ def notification_for(
             | events.ReviewStarted()
             | events.ReviewFinished()
             | events.NoProgress()
+            | events.TurnCommitted()
+            | events.CommitRefused()
             | events.NotifyFailed()
         ):
             pass  # nothing a person needs to hear of

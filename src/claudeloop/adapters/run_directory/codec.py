@@ -99,10 +99,28 @@ RECORD_CODEC = Codec(
     shapes={
         RunRecord: Shape(
             renamed={"plan": "plan_text"},
-            added=_added("turn_in_flight", "interrupted_at", "lost_sessions"),
+            # Written once a run commits per turn: a record of before stays as it was.
+            sparse=frozenset({"answered_turn", "checkpointed_turn"}),
+            added=_added(
+                "turn_in_flight",
+                "interrupted_at",
+                "lost_sessions",
+                "answered_turn",
+                "checkpointed_turn",
+            ),
         ),
         RunSpec: Shape(
-            added=_added("pause_at", "update_plan", "limits", "verify", "verify_timeout_seconds")
+            sparse=frozenset({"worktree", "base_branch", "checkpoint"}),
+            added=_added(
+                "pause_at",
+                "update_plan",
+                "limits",
+                "verify",
+                "verify_timeout_seconds",
+                "worktree",
+                "base_branch",
+                "checkpoint",
+            ),
         ),
         Budget: Shape(added=_added("max_turns", "max_dollars", "max_attempts")),
         WaitPolicyConfig: Shape(

@@ -30,6 +30,8 @@ from claudeloop.adapters.credentials import (
 )
 from claudeloop.adapters.credentials import PROVIDER_VARIABLES as PROVIDER_VARIABLES
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
+from claudeloop.adapters.git_checkpoint import GitCheckpoints, restore_worktree
+from claudeloop.adapters.git_checkpoint import repository_top as repository_top
 from claudeloop.adapters.interrupts import SignalInterrupts
 from claudeloop.adapters.notify.urls import (
     looks_like_apprise_url as looks_like_apprise_url,
@@ -127,6 +129,50 @@ def create_directory(record: RunRecord) -> RunDirectory:
     return directory
 
 
+def with_worktree(
+    directory: RunDirectory, record: RunRecord, *, carry: bool
+) -> tuple[RunRecord, bool]:
+    """The record of a --worktree run, its worktree made (on claudeloop/RUN_ID from
+    HEAD, under the user state directory) and saved in it; a plan file inside the
+    repository is read from the worktree's copy. Also whether uncommitted changes of
+    the checkout were left behind. A worktree that cannot be made leaves no run."""
+    import shutil
+
+    from claudeloop.adapters.git_checkpoint import make_worktree, worktrees_root
+
+    spec = record.spec
+    try:
+        made = make_worktree(spec.cwd, record.run_id, root=worktrees_root(os.environ), carry=carry)
+    except BaseException:
+        shutil.rmtree(directory.path, ignore_errors=True)
+        raise
+    plan_path = spec.plan_path
+    top = repository_top(spec.cwd)
+    if plan_path is not None and top is not None and plan_path.is_relative_to(top):
+        # The worktree's copy, when HEAD has one; else the checkout's (never committed).
+        copy = made.top / plan_path.relative_to(top)
+        plan_path = copy if copy.is_file() else plan_path
+    spec = replace(
+        spec,
+        worktree=made.work_dir,
+        base_branch=made.base_branch,
+        checkpoint=True,
+        plan_path=plan_path,
+    )
+    record = replace(record, spec=spec)
+    directory.save(record)
+    return record, made.left_behind
+
+
+def refuse_checkpoint_outside_git(spec: RunSpec) -> None:
+    """--checkpoint commits on the current branch: the directory must be in a repository."""
+    if spec.checkpoint and spec.worktree is None and repository_top(spec.cwd) is None:
+        raise UsageError(
+            f"--checkpoint: {spec.cwd} is not in a git repository (or git is not "
+            "installed); run it in a repository, or leave out --checkpoint"
+        )
+
+
 def claude_code(
     backend: Backend,
     *,
@@ -181,7 +227,7 @@ def make_gateway(
     # The run directory's control file: a stop ends a turn stuck in the CLI's retries.
     chosen = claude_code(
         backend,
-        cwd=spec.cwd,
+        cwd=spec.work_dir,
         model=spec.model,
         permission_mode=spec.permission_mode,
         done_marker=spec.done_marker,
@@ -270,6 +316,13 @@ def wire_run(
     taken from the environment at the process's entry (`take_fleet_seat`): a worker's
     run saves while its lease holds and shares the fleet's board."""
     lock = lock or take_lock(directory)
+    worktree = record.spec.worktree
+    if worktree is not None:
+        try:
+            restore_worktree(worktree, record.run_id, repository=record.spec.cwd)
+        except BaseException:
+            lock.release()
+            raise
     clock = SystemClock()
     directory.clear_control()
     remove_temporaries(directory, record)
@@ -316,7 +369,7 @@ def wire_run(
         ),
         advisor=ProfileAdvisor(profile_in_use(backend, detours)),
         checks=VerificationCommands(
-            record.spec.cwd,
+            record.spec.work_dir,
             timeout_seconds=record.spec.verify_timeout_seconds,
             redact=redactor.text,
             note=directory.path / "checks" / "running.json",
@@ -327,8 +380,17 @@ def wire_run(
         )
         if record.spec.verify.review
         else None,
-        tree=WorkingTreeOnDisk(record.spec.cwd),
+        tree=WorkingTreeOnDisk(record.spec.work_dir),
         login_ends_at=login_ends_at,
+        # A commit per answered turn, on the worktree's branch or the current one.
+        checkpoints=GitCheckpoints(
+            record.spec.work_dir,
+            record.run_id,
+            holds_secret=redactor.knows_one_in,
+            own=worktree is not None,
+        )
+        if record.spec.checkpoint
+        else None,
     )
 
     def close() -> None:

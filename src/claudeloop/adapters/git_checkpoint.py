@@ -1,0 +1,320 @@
+"""A run's branch in git: the worktree a `--worktree` run works in, and a commit per
+answered turn (the `Checkpoints` port), which the fleet's `--repo` commits through too.
+
+A worktree lives in the user state directory (`CLAUDELOOP_STATE_DIR/worktrees/`), not
+in the checkout: a worktree inside the checkout would be seen by the checkout's own
+tools (a test runner collecting its tests twice, a linter, Claude Code reading the
+checkout's CLAUDE.md above the worktree's), and the checkout is never touched but for
+its run directory. The branch is `claudeloop/RUN_ID`, made from HEAD.
+
+A commit never holds the run's own files (`.claudeloop/`) nor a file holding a secret
+the run knows (its `Redactor`'s values): such a file stays in the working tree,
+uncommitted, and the runner says so with a `commit.refused` event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from claudeloop.application.errors import UsageError
+from claudeloop.application.ports import Checkpoint
+from claudeloop.domain.checkpoints import RUN_TRAILER, TURN_TRAILER, turn_of
+
+_TIMEOUT_SECONDS = 300
+_IDENTITY = ("-c", "user.name=claudeloop", "-c", "user.email=claudeloop@localhost")
+# Never in a commit: the run directories, wherever they sit in the tree.
+_RUN_FILES = (":(exclude,top).claudeloop", ":(exclude,glob,top)**/.claudeloop/**")
+# A file larger than this is not read for secrets; it is left out of the commit too.
+MAX_SCANNED_BYTES = 20 * 1024 * 1024
+
+
+class GitFailed(OSError):
+    """A git command failed; the message is one line: what was done and what git said.
+    An OSError, so a run it ends is `failed` with the reason, never a traceback."""
+
+
+def run_branch(run_id: str) -> str:
+    return f"claudeloop/{run_id}"
+
+
+def git(
+    directory: Path | None,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    command = ["git", *(["-C", str(directory)] if directory else []), *args]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            timeout=_TIMEOUT_SECONDS,
+            check=False,
+            env=dict(env) if env is not None else None,
+            input=stdin if stdin is not None else b"",
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise GitFailed(f"git {args[0]}: {error}") from None
+    if check and done.returncode != 0:
+        text = done.stderr.decode(errors="replace")
+        said = [line for line in text.splitlines() if line.strip()]
+        raise GitFailed(f"git {args[0]}: {said[-1] if said else f'exit {done.returncode}'}")
+    return done
+
+
+def _out(directory: Path, *args: str) -> str:
+    return git(directory, *args).stdout.decode(errors="surrogateescape").strip()
+
+
+# The worktree ----------------------------------------------------------------------
+
+
+def worktrees_root(environ: Mapping[str, str]) -> Path:
+    """CLAUDELOOP_STATE_DIR/worktrees, else the user state directory's."""
+    override = environ.get("CLAUDELOOP_STATE_DIR")
+    if override:
+        return Path(override).expanduser() / "worktrees"
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("claudeloop")) / "worktrees"
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    """A run's worktree: `work_dir` is where the run works (the worktree, or the same
+    subdirectory of it that the run was started in), `top` the worktree's root."""
+
+    top: Path
+    work_dir: Path
+    branch: str
+    # The branch of the checkout it was made from (None: a detached HEAD).
+    base_branch: str | None
+    # Uncommitted changes of the checkout that were left behind (--worktree-from head).
+    left_behind: bool
+
+
+def repository_top(cwd: Path) -> Path | None:
+    """The top of the repository `cwd` is in (None: not in one, or no git)."""
+    try:
+        done = git(cwd, "rev-parse", "--show-toplevel", check=False)
+    except GitFailed:
+        return None
+    if done.returncode != 0:
+        return None
+    return Path(done.stdout.decode(errors="surrogateescape").strip())
+
+
+def make_worktree(cwd: Path, run_id: str, *, root: Path, carry: bool) -> Worktree:
+    """A worktree of the repository `cwd` is in, on `claudeloop/RUN_ID` made from HEAD,
+    under `root`; `carry`: the checkout's uncommitted changes (untracked files too) are
+    copied into it, else left behind. The checkout itself is not changed."""
+    top = repository_top(cwd)
+    if top is None:
+        raise UsageError(
+            f"--worktree: {cwd} is not in a git repository (or git is not installed); "
+            "run it in a repository, or leave out --worktree"
+        )
+    if git(top, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
+        raise UsageError(
+            f"--worktree: the repository {top} has no commit yet to branch from; "
+            "commit once, or leave out --worktree"
+        )
+    branch = run_branch(run_id)
+    if (
+        git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode
+        == 0
+    ):
+        raise UsageError(
+            f"--worktree: the branch {branch} already exists in {top}; pick another "
+            "--run-id, or delete the branch"
+        )
+    base = git(top, "symbolic-ref", "--short", "--quiet", "HEAD", check=False)
+    base_branch = base.stdout.decode().strip() or None if base.returncode == 0 else None
+    common = _out(top, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    key = hashlib.sha256(common.encode(errors="surrogateescape")).hexdigest()[:8]
+    path = root / f"{top.name}-{key}" / run_id
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(top, "worktree", "add", "--quiet", "-b", branch, str(path), "HEAD")
+    dirty = _out(top, "status", "--porcelain", "--", ":/", *_RUN_FILES) != ""
+    if carry and dirty:
+        _carry(top, path)
+    inside = cwd.resolve().relative_to(top.resolve())
+    return Worktree(
+        top=path,
+        work_dir=path / inside,
+        branch=branch,
+        base_branch=base_branch,
+        left_behind=dirty and not carry,
+    )
+
+
+def _carry(top: Path, worktree: Path) -> None:
+    """The checkout's uncommitted changes into the worktree: the diff of tracked files
+    against HEAD, then a copy of each untracked file git does not ignore."""
+    diff = git(top, "diff", "HEAD", "--binary", "--", ":/", *_RUN_FILES).stdout
+    if diff:
+        git(worktree, "apply", "--binary", "--whitespace=nowarn", stdin=diff)
+    listed = git(top, "ls-files", "--others", "--exclude-standard", "-z", "--", ":/", *_RUN_FILES)
+    for name in listed.stdout.split(b"\0"):
+        if not name:
+            continue
+        relative = os.fsdecode(name)
+        target = worktree / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(top / relative, target, follow_symlinks=False)
+
+
+def restore_worktree(worktree: Path, run_id: str, *, repository: Path) -> None:
+    """The run's worktree again where a resume expects it, from the run's branch, when
+    it is gone (a person removed it); nothing when it is there."""
+    if (worktree / ".git").exists():
+        return
+    top = repository_top(repository)
+    if top is None:
+        raise UsageError(
+            f"the run's worktree {worktree} is gone and {repository} is no git repository "
+            "to make it again from"
+        )
+    git(top, "worktree", "prune")
+    try:
+        git(top, "worktree", "add", "--quiet", str(worktree), run_branch(run_id))
+    except GitFailed as failed:
+        raise UsageError(
+            f"the run's worktree {worktree} is gone and cannot be made again: {failed}"
+        ) from None
+
+
+# The commits -----------------------------------------------------------------------
+
+
+class GitCheckpoints:
+    """Satisfies the application's `Checkpoints` port: the branch checked out in
+    `directory`. `holds_secret`: whether a text holds a secret the run knows. `own`: the
+    worktree is the run's alone, so a lock a kill -9 left in the middle of a commit is
+    removed before the next one."""
+
+    def __init__(
+        self,
+        directory: Path,
+        run_id: str,
+        *,
+        holds_secret: Callable[[str], bool],
+        own: bool = False,
+    ) -> None:
+        self._directory = directory
+        self._run_id = run_id
+        self._holds_secret = holds_secret
+        self._own = own
+        self._branch: str | None = None
+
+    @property
+    def branch(self) -> str:
+        if self._branch is None:
+            done = git(self._directory, "symbolic-ref", "--short", "--quiet", "HEAD", check=False)
+            self._branch = done.stdout.decode().strip() or "HEAD"
+        return self._branch
+
+    def last_turn(self) -> int:
+        if git(self._directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode:
+            return 0  # no commit yet
+        pattern = f"^{RUN_TRAILER}: {re.escape(self._run_id)}$"
+        done = git(
+            self._directory,
+            "log",
+            "-1",
+            f"--format=%(trailers:key={TURN_TRAILER},valueonly)",
+            f"--grep={pattern}",
+            "HEAD",
+        )
+        return turn_of(done.stdout.decode(errors="replace"))
+
+    def commit(self, message: str) -> Checkpoint:
+        if self._own:
+            self._remove_stale_lock()
+        return commit_all(self._directory, message, holds_secret=self._holds_secret)
+
+    def _remove_stale_lock(self) -> None:
+        lock = Path(
+            _out(self._directory, "rev-parse", "--path-format=absolute", "--git-path", "index.lock")
+        )
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+
+
+def commit_all(
+    directory: Path, message: str, *, holds_secret: Callable[[str], bool] | None = None
+) -> Checkpoint:
+    """Commit every change of the working tree of `directory` (the whole repository's,
+    untracked files too) but the run files and the files holding a secret."""
+    git(directory, "add", "--all", "--", ":/", *_RUN_FILES)
+    top = Path(_out(directory, "rev-parse", "--show-toplevel"))
+    staged = _names(directory, "diff", "--cached", "--name-only", "-z", "--no-renames")
+    if not staged:
+        return Checkpoint(sha=None)
+    refused: list[str] = []
+    if holds_secret is not None:
+        present = _names(
+            directory, "diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=d"
+        )
+        refused = [name for name in present if _holds(top / name, holds_secret)]
+    if refused:
+        _unstage(directory, refused)
+    committed = tuple(name for name in staged if name not in refused)
+    if not committed:
+        return Checkpoint(sha=None, refused=tuple(refused))
+    identity = () if _has_identity(directory) else _IDENTITY
+    git(
+        directory,
+        "-c",
+        "commit.gpgsign=false",
+        *identity,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-F",
+        "-",
+        stdin=message.encode(),
+    )
+    sha = _out(directory, "rev-parse", "HEAD")
+    return Checkpoint(sha=sha, files=committed, refused=tuple(refused))
+
+
+def _names(directory: Path, *args: str) -> list[str]:
+    out = git(directory, "-c", "core.quotePath=false", *args).stdout
+    return [os.fsdecode(name) for name in out.split(b"\0") if name]
+
+
+def _holds(path: Path, holds_secret: Callable[[str], bool]) -> bool:
+    try:
+        if path.is_symlink():
+            return holds_secret(os.readlink(path))
+        if path.stat().st_size > MAX_SCANNED_BYTES:
+            return True  # not read, so not known to be free of one
+        return holds_secret(path.read_bytes().decode(errors="replace"))
+    except OSError:
+        return False  # gone since it was staged: git commits what it staged
+
+
+def _unstage(directory: Path, names: list[str]) -> None:
+    has_head = (
+        git(directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
+    )
+    literal = [f":(literal,top){name}" for name in names]
+    if has_head:
+        git(directory, "reset", "--quiet", "HEAD", "--", *literal)
+    else:
+        git(directory, "rm", "--cached", "--quiet", "--", *literal)
+
+
+def _has_identity(directory: Path) -> bool:
+    return git(directory, "config", "user.email", check=False).stdout.strip() != b""

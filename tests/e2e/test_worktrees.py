@@ -1,0 +1,144 @@
+"""A run in a worktree of its own (issue 25): a commit per answered turn on
+claudeloop/RUN_ID, the user's checkout untouched, and exact across kill -9, with the
+real CLI and the rehearsal API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, in_flight_kept, wait_for, write_plan
+from tests.e2e.test_run_directory import kill_hard
+
+pytestmark = pytest.mark.e2e
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
+    return done.stdout.decode()
+
+
+def repository(project: Path) -> Path:
+    """The project as a repository on main with its plan committed."""
+    plan = write_plan(project)
+    (project / "README.md").write_text("a project\n")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", ".")
+    git(project, "commit", "-qm", "start")
+    return plan
+
+
+def checkout(project: Path) -> dict[str, bytes]:
+    """Every file of the checkout but git's own and the run directories, byte for byte."""
+    return {
+        str(path.relative_to(project)): path.read_bytes()
+        for path in sorted(project.rglob("*"))
+        if path.is_file() and not {".git", ".claudeloop"} & set(path.relative_to(project).parts)
+    }
+
+
+def commits(project: Path, branch: str) -> list[tuple[str, str, str]]:
+    """(subject, run, turn) of each commit of `branch` not on main, oldest first."""
+    log = git(
+        project,
+        "log",
+        "--reverse",
+        "--format=%s%x1f%(trailers:key=Claudeloop-Run,valueonly,separator=)"
+        "%x1f%(trailers:key=Claudeloop-Turn,valueonly,separator=)%x1e",
+        f"main..{branch}",
+    )
+    rows = [entry.strip("\n").split("\x1f") for entry in log.split("\x1e") if entry.strip()]
+    return [(subject, run.strip(), turn.strip()) for subject, run, turn in rows]
+
+
+@pytest.mark.scenario("three_steps")
+def test_a_worktree_run_of_three_turns_leaves_three_commits_and_the_checkout_as_it_was(
+    rehearsal: Rehearsal,
+) -> None:
+    project = rehearsal.project
+    plan = repository(project)
+    (project / "README.md").write_text("edited, never committed\n")  # a dirty checkout
+    before, head = checkout(project), git(project, "rev-parse", "HEAD")
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--worktree", "--run-id", "wt1")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert "uncommitted changes stay where they are" in finished.stderr
+    assert commits(project, "claudeloop/wt1") == [
+        ("Wrote step1.txt.", "wt1", "1"),
+        ("Wrote step2.txt.", "wt1", "2"),
+        ("Wrote step3.txt.", "wt1", "3"),
+    ]
+    # Each commit holds its turn's file, and the run's files are in none.
+    for n in (1, 2, 3):
+        shown = git(project, "show", "--name-only", "--format=", f"claudeloop/wt1~{3 - n}")
+        assert shown.split() == [f"step{n}.txt"]
+    # The checkout: the same files, the same bytes, the same branch and HEAD.
+    assert checkout(project) == before
+    assert git(project, "rev-parse", "HEAD") == head
+    assert git(project, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert not (project / "step1.txt").exists()
+    committed = [e for e in finished.events() if e["type"] == "turn.committed"]
+    assert [(e["turn"], e["branch"], e["files_changed"]) for e in committed] == [
+        (1, "claudeloop/wt1", 1),
+        (2, "claudeloop/wt1", 1),
+        (3, "claudeloop/wt1", 1),
+    ]
+    state = json.loads((finished.run_directory() / "state.json").read_text())
+    worktree = Path(state["spec"]["worktree"])
+    assert (worktree / "step3.txt").read_text() == "step 3\n"
+    assert state["spec"]["base_branch"] == "main"
+    assert state["checkpointed_turn"] == 3
+
+
+@pytest.mark.scenario("three_steps")
+def test_worktree_outside_a_repository_is_one_line_exit_2(rehearsal: Rehearsal) -> None:
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--worktree")
+    assert finished.exit_code == 2
+    (line,) = finished.stderr.strip().splitlines()
+    assert "not in a git repository" in line
+    assert not rehearsal.requests()
+    assert not (rehearsal.project / ".claudeloop" / "runs").exists() or not list(
+        (rehearsal.project / ".claudeloop" / "runs").iterdir()
+    )
+
+
+@pytest.mark.scenario("stall_at_2")
+def test_kill_9_during_a_turn_then_resume_commits_each_answered_turn_once(
+    rehearsal: Rehearsal,
+) -> None:
+    project = rehearsal.project
+    plan = repository(project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--worktree", "--run-id", "wt2")
+    wait_for(lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2 in flight")
+    wait_for(lambda: in_flight_kept(rehearsal) == 1, "the transcript to keep the stalled send")
+    kill_hard(process)
+    assert [turn for _, _, turn in commits(project, "claudeloop/wt2")] == ["1"]
+    finished = rehearsal.claudeloop("resume", "--run-id", "wt2")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    answered = [
+        e["turn"]
+        for e in finished.events()
+        if e["type"] == "turn.finished" and e["verdict"] != "refused"
+    ]
+    # The killed turn was sent again under its number; every answered turn that
+    # changed files is one commit, none twice, and the record says the last.
+    assert answered == sorted(set(answered))
+    made = commits(project, "claudeloop/wt2")
+    assert [int(turn) for _, _, turn in made] == answered, (made, finished.events())
+    state = json.loads((finished.run_directory() / "state.json").read_text())
+    assert state["checkpointed_turn"] == answered[-1]
+    worktree = Path(state["spec"]["worktree"])
+    assert git(worktree, "status", "--porcelain") == ""  # nothing left uncommitted
