@@ -11,6 +11,7 @@ import pytest
 
 from claudeloop.application.events import (
     EVENT_TYPES,
+    BranchRewound,
     CommitRefused,
     CostGuessed,
     Event,
@@ -106,6 +107,7 @@ EVERY_EVENT: list[Event] = [
     NoProgress(turn=5, turns_without_progress=1, stall_turns=3),
     TurnCommitted(turn=5, branch="claudeloop/r1", sha="ab" * 20, files_changed=2),
     CommitRefused(turn=5, files=(".env",), reason="holds a secret"),
+    BranchRewound(to_turn=2, sha="cd" * 20, undone=(3, 4), reason="wrong approach"),
     NotifyFailed(service="json://****", kind="done", reason="refused"),
     RunFinished(outcome=Outcome.DONE, exit_code=0, reason="complete"),
 ]

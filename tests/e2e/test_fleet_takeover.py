@@ -274,6 +274,22 @@ def test_a_repo_run_works_in_a_clone_and_pushes_its_branch_after_each_turn(
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=60)
     assert files() == ["PLAN.md", "step1.txt", "step2.txt", "step3.txt"]
+    # The run committed each answered turn itself (--checkpoint, the same code as a
+    # --worktree run's), trailers naming it; the worker only pushed.
+    log = subprocess.run(
+        [
+            "git",
+            "--git-dir",
+            str(remote),
+            "log",
+            "--format=%(trailers:key=Claudeloop-Run,valueonly,separator=)",
+            branch,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert log == [run_id] * 3  # the seed's commit names no run
     # The clone is the worker's own, under its work root; the run's files stay out of git.
     clone = a.checkout.parent / "clones" / run_id
     assert (clone / ".claudeloop" / "runs" / run_id / "state.json").is_file()

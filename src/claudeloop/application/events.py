@@ -263,6 +263,18 @@ class TurnCommitted:
 
 
 @dataclass(frozen=True, slots=True)
+class BranchRewound:
+    """`claudeloop rewind` reset the run's branch to the commit of `to_turn` (0: where
+    the run began); the next prompt says what was undone."""
+
+    type: ClassVar[str] = "branch.rewound"
+    to_turn: int
+    sha: str
+    undone: tuple[int, ...]
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class CommitRefused:
     """Files a turn changed hold a secret the run knows: they are left out of its commit
     (and stay in the working tree as they are)."""
@@ -308,6 +320,7 @@ Event = (
     | NoProgress
     | TurnCommitted
     | CommitRefused
+    | BranchRewound
     | NotifyFailed
     | RunFinished
 )

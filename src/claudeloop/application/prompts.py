@@ -88,6 +88,19 @@ def continue_prompt(
     return "\n\n".join(parts)
 
 
+def rewound_prompt(to_turn: int, undone: tuple[int, ...], reason: str | None) -> str:
+    """What a person undid with `claudeloop rewind`, said first in the next prompt."""
+    turns = ", ".join(str(turn) for turn in undone)
+    where = f"the end of turn {to_turn}" if to_turn else "where this run began"
+    why = f" They said why: {reason.strip()}" if reason and reason.strip() else ""
+    return (
+        f"The person reviewing this run undid turn{'s' if len(undone) != 1 else ''} "
+        f"{turns}: those commits and their changes are gone, and the files are back at "
+        f"{where}.{why} Look at the files as they are now before you go on; do not "
+        "assume the undone work is there, and do not simply redo it the same way."
+    )
+
+
 def rejection_prompt(rejected: Rejected, *, tail_chars: int = REJECTION_TAIL_CHARS) -> str:
     """Why a Done was not accepted, said first in the next continue prompt."""
     match rejected:

@@ -94,6 +94,9 @@ class RunRecord:
     # reconciles the two with the branch after a crash (domain.checkpoints).
     answered_turn: int = 0
     checkpointed_turn: int = 0
+    # What `claudeloop rewind` undid, said first in the next prompt, until a turn that
+    # said it is answered (None: nothing to say).
+    rewound: str | None = None
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

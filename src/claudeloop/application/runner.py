@@ -344,9 +344,10 @@ class Runner:
         detour = record.state.detour.profile if record.state.detour is not None else None
         return self.advisor.advised(reason, capacity, detour=detour)
 
-    async def _send_turn(self, record: RunRecord) -> tuple[RunRecord, Decision | None]:
+    def _prompt(self, record: RunRecord, plan: WorkPlan | None) -> str:
+        """The prompt of the next turn: the first, a handoff, or a continue prompt, after
+        what a rejection or a rewind has to say."""
         spec = record.spec
-        plan = self._current_plan(record)
         marker = spec.done_marker if spec.marker_fallback else None
         # A session whose transcript Claude Code could not save is never resumed: a new
         # one takes over, told the task again and what the lost one left to do.
@@ -376,6 +377,14 @@ class Runner:
             )
             if rejection is not None:
                 prompt = f"{rejection_prompt(rejection)}\n\n{prompt}"
+        if record.rewound:
+            prompt = f"{record.rewound}\n\n{prompt}"
+        return prompt
+
+    async def _send_turn(self, record: RunRecord) -> tuple[RunRecord, Decision | None]:
+        spec = record.spec
+        plan = self._current_plan(record)
+        prompt = self._prompt(record, plan)
         number = record.state.ledger.attempts + 1
         # A turn sent again after a crash keeps the instant the cut-off one began, so a
         # second crash still finds everything unbilled since then.
@@ -422,6 +431,7 @@ class Runner:
             accepted = not (isinstance(verdict, Done) and spec.verify.verifies)
             record = self._reconcile_plan(record, verdict, plan_said, accepted=accepted)
             seen = Answered(checked_items=_checked(record.plan), tree=self._fingerprint())
+            record = replace(record, rewound=None)  # said, and answered
             if self.checkpoints is not None:
                 # Saved with the turn's result: a crash before its commit commits it on
                 # resume (domain.checkpoints).

@@ -112,6 +112,7 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
         "next_probe_in_seconds": _seconds_until(state.next_probe_at, now),
         "driver_pid": driver_pid,
         "driver_alive": driver_pid is not None,
+        "branch": branch_object(record),
         "detour": None
         if detour is None
         else {
@@ -123,6 +124,39 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
             "check_in_seconds": _seconds_until(detour.check_at, now),
         },
     }
+
+
+def branch_object(record: RunRecord) -> dict[str, Any] | None:
+    """Where a run commits its turns (None: it commits none): the worktree, the branch
+    it came from and the last turn checkpointed; `status` adds the commits from git."""
+    spec = record.spec
+    if not spec.checkpoint:
+        return None
+    return {
+        "name": f"claudeloop/{record.run_id}" if spec.worktree is not None else None,
+        "worktree": str(spec.worktree) if spec.worktree is not None else None,
+        "work_dir": str(spec.work_dir),
+        "base_branch": spec.base_branch,
+        "last_committed_turn": record.checkpointed_turn,
+    }
+
+
+def _branch_lines(record: RunRecord) -> list[str]:
+    branch = branch_object(record)
+    if branch is None:
+        return []
+    name = branch["name"] or "the current branch"
+    where = f" in the worktree {branch['worktree']}" if branch["worktree"] else ""
+    return [
+        f"- Branch: {name}{where}; a commit per answered turn, the last of turn "
+        f"{branch['last_committed_turn']}",
+        f"- Review: `claudeloop diff {record.run_id}` (`--turn N`, `--stat`)"
+        + (
+            f"; merge into {branch['base_branch']}: `claudeloop merge {record.run_id}`"
+            if branch["base_branch"] and branch["worktree"]
+            else ""
+        ),
+    ]
 
 
 def _seconds_until(instant: datetime | None, now: datetime) -> float | None:
@@ -152,6 +186,7 @@ def summary_markdown(record: RunRecord) -> str:
         )
     if record.lost_sessions:
         lines.append(f"- {lost_sessions_line(record.lost_sessions)}")
+    lines += _branch_lines(record)
     progress = record.plan_progress
     if progress is not None:
         lines.append(f"- Plan: {progress[0]}/{progress[1]} items done")

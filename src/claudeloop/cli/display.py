@@ -204,6 +204,9 @@ def event_line(event: Event) -> str | None:
         case events.TurnCommitted(turn=turn, branch=branch, sha=sha, files_changed=files):
             changed = f"{files} file" if files == 1 else f"{files} files"
             return f"turn {turn} committed on {branch}: {sha[:12]} ({changed})"
+        case events.BranchRewound(to_turn=to_turn, undone=undone):
+            undid = ", ".join(str(turn) for turn in undone)
+            return f"rewound to turn {to_turn}: turns {undid} undone"
         case events.CommitRefused(turn=turn, files=files, reason=reason):
             return f"warning: turn {turn}: not committed: {', '.join(files)}: {reason}"
         case events.RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):

@@ -32,11 +32,28 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     data = run_status(
         project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=shown_masked()
     )
+    _with_commits(data)
     if as_json:
         print_json(data)
         return
     alive = f"driver alive (pid {data['driver_pid']})" if data["driver_alive"] else "no driver"
     show_status(data, alive)
+
+
+def _with_commits(data: dict[str, Any]) -> None:
+    """The commits of a run that commits its turns, and their diffstat, from git."""
+    from claudeloop.cli.bootstrap import branch_facts
+
+    branch = data.get("branch")
+    if not branch:
+        return
+    try:
+        facts = branch_facts(Path(branch["work_dir"]), data["run_id"])
+    except OSError:
+        return  # a worktree removed: the record's own facts stay
+    branch["commits"] = facts["commits"]
+    branch["diffstat"] = facts["diffstat"]
+    branch["name"] = branch["name"] or facts["branch"]
 
 
 def show_status(data: dict[str, Any], driver: str) -> None:
@@ -78,7 +95,21 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         )
     if data["summary"]:
         lines.append(f"last summary: {first_line(data['summary'], longest=200)}")
+    lines += _branch_status(data.get("branch"))
     click.echo("\n".join(lines))
+
+
+def _branch_status(branch: dict[str, Any] | None) -> list[str]:
+    if not branch:
+        return []
+    commits = branch.get("commits", [])
+    turns = ", ".join(str(commit["turn"]) for commit in commits) or "none yet"
+    lines = [f"branch: {branch['name'] or '-'} · {count(len(commits), 'commit')} (turns {turns})"]
+    if branch.get("worktree"):
+        lines.append(f"worktree: {branch['worktree']}")
+    if branch.get("diffstat"):
+        lines.append(f"changed: {branch['diffstat']}")
+    return lines
 
 
 def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:

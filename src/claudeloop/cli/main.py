@@ -466,6 +466,81 @@ def runs(cwd: Path | None, as_json: bool) -> None:
     inspect.runs(cwd=cwd, as_json=as_json)
 
 
+RUN_ARGUMENT = click.argument("run_id", metavar="[RUN]", required=False)
+CWD_OPTION = click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Working directory of the run (default: the current one).",
+)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop diff                    every commit of the newest run
+  claudeloop diff 20261130-101500-a1b2c3 --turn 3
+  claudeloop diff --stat
+"""
+)
+@RUN_ARGUMENT
+@CWD_OPTION
+@click.option("--turn", type=click.IntRange(min=1), default=None, help="Only this turn's commit.")
+@click.option("--stat", is_flag=True, help="A diffstat instead of the patch.")
+def diff(run_id: str | None, cwd: Path | None, turn: int | None, stat: bool) -> None:
+    """What a --worktree or --checkpoint run's commits changed (RUN: default the newest)."""
+    from claudeloop.cli import branch
+
+    branch.diff(cwd=cwd, run_id=run_id, turn=turn, stat=stat)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop rewind 20261130-101500-a1b2c3 --to-turn 2
+  claudeloop rewind --to-turn 0 --reason "wrong library; use httpx"
+  claudeloop resume                  its next turn is told what was undone
+"""
+)
+@RUN_ARGUMENT
+@CWD_OPTION
+@click.option(
+    "--to-turn",
+    type=click.IntRange(min=0),
+    required=True,
+    help="Reset the run's branch to this turn's commit (0: where the run began).",
+)
+@click.option("--reason", default=None, help="Why, told to the model at its next turn.")
+@JSON_OPTION
+def rewind(
+    run_id: str | None, cwd: Path | None, to_turn: int, reason: str | None, as_json: bool
+) -> None:
+    """Undo a stopped run's turns after N: its branch is reset to turn N's commit, and
+    its next turn is told what was undone (and why); the session goes on."""
+    from claudeloop.cli import branch
+
+    branch.rewind(cwd=cwd, run_id=run_id, to_turn=to_turn, reason=reason, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop merge 20261130-101500-a1b2c3
+  claudeloop merge --json
+"""
+)
+@RUN_ARGUMENT
+@CWD_OPTION
+@JSON_OPTION
+def merge(run_id: str | None, cwd: Path | None, as_json: bool) -> None:
+    """Merge a --worktree run's branch into the branch it came from (the checkout must
+    be on it); when it does not apply cleanly, nothing is merged, the conflicting files
+    are listed and the exit is 1."""
+    from claudeloop.cli import branch
+
+    branch.merge(cwd=cwd, run_id=run_id, as_json=as_json)
+
+
 @cli.command(
     epilog="""\b
 Examples:

@@ -3,9 +3,12 @@
 The worker clones the repository into a directory of its own and works on the run's
 branch, `claudeloop/RUN_ID`: the branch as last pushed when it exists (a takeover, or
 a run handed back), else a new one from --branch (default: the remote's default
-branch). After each turn it commits what the agent changed, as work in progress, and
-pushes the branch. The run's own files (`.claudeloop/`) are never committed: they
-travel through the engine.
+branch). The run commits each answered turn itself, as `--checkpoint` does
+(adapters/git_checkpoint.py: the same commits, trailers and refusals as a `--worktree`
+run's), and the worker pushes the branch after each turn; only a run queued before
+that, whose record does not checkpoint, has its work committed by the worker, as work
+in progress, through the same code. The run's own files (`.claudeloop/`) are never
+committed: they travel through the engine.
 
 Git runs as the worker's user, with its configuration and credentials (SSH keys, a
 credential helper); a URL that carries a password is refused where it is queued.
@@ -17,10 +20,10 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from claudeloop.adapters.git_checkpoint import GitFailed, commit_all
 from claudeloop.adapters.private_file import make_private_directory
 
 _TIMEOUT_SECONDS = 300
-_IDENTITY = ("-c", "user.name=claudeloop", "-c", "user.email=claudeloop@localhost")
 
 
 class RepoFailed(RuntimeError):
@@ -78,15 +81,13 @@ def prepare(url: str, branch: str | None, run_id: str, directory: Path) -> None:
     _git(directory, "checkout", "--quiet", "-B", ours, start)
 
 
-def push(directory: Path, run_id: str, message: str) -> None:
-    """Commit what changed in the working tree, if anything, and push the run's
-    branch (a commit a failed push left behind goes with it)."""
-    _git(directory, "add", "--all")
-    if _git(directory, "diff", "--cached", "--quiet", check=False).returncode != 0:
-        identity = () if _has_identity(directory) else _IDENTITY
-        _git(directory, *identity, "commit", "--quiet", "--no-verify", "-m", message)
+def push(directory: Path, run_id: str, message: str, *, commit: bool = True) -> None:
+    """Push the run's branch (a commit a failed push left behind goes with it);
+    `commit`: first commit what changed in the working tree, if anything (a run that
+    does not commit its turns itself)."""
+    if commit:
+        try:
+            commit_all(directory, message)
+        except GitFailed as failed:
+            raise RepoFailed(str(failed)) from None
     _git(directory, "push", "--quiet", "origin", f"HEAD:refs/heads/{run_branch(run_id)}")
-
-
-def _has_identity(directory: Path) -> bool:
-    return _git(directory, "config", "user.email", check=False).stdout.strip() != ""

@@ -164,6 +164,9 @@ def child_command(run_id: str, order: Order, cwd: Path) -> list[str]:
     else:
         _set_aside_unstarted(cwd, run_id)
         action = ["run", *order.arguments, "--run-id", run_id]
+        if order.repo is not None:
+            # The run commits each answered turn on its branch; the worker pushes it.
+            action.append("--checkpoint")
     return [sys.executable, "-m", "claudeloop", *action, "--cwd", str(cwd), "--quiet"]
 
 
@@ -298,7 +301,7 @@ class Drivers:
         threading.Thread(
             target=copy.answer_saves, args=(ours,), name=f"saves-{run_id}", daemon=True
         ).start()
-        pushed = self._turns(cwd, run_id)
+        pushed = self._progress(cwd, run_id)
         while True:
             try:
                 code = child.wait(timeout=_CANCEL_POLL_SECONDS)
@@ -306,7 +309,7 @@ class Drivers:
             except subprocess.TimeoutExpired:
                 if not copy.sync():
                     self._hold()
-                if order.repo is not None and self._turns(cwd, run_id) != pushed:
+                if order.repo is not None and self._progress(cwd, run_id) != pushed:
                     pushed = self._push(run_id, cwd)
         if not copy.sync():
             self._hold()
@@ -322,15 +325,29 @@ class Drivers:
         inner = state.get("state") if state else None
         return inner.get("turns") if isinstance(inner, dict) else None
 
+    def _progress(self, cwd: Path, run_id: str) -> object:
+        """What a push follows: the turns answered and the last one committed (a run
+        that commits its turns itself commits just after the turn is saved)."""
+        state = travel.read_state(runs_root(cwd) / run_id)
+        committed = state.get("checkpointed_turn") if state else None
+        return (self._turns(cwd, run_id), committed)
+
     def _push(self, run_id: str, cwd: Path) -> object:
         """Commit and push the working tree after a turn (work in progress); returns
-        the turns it covers. A push that fails is said and tried after the next turn."""
+        what it covers. A push that fails is said and tried after the next turn."""
+        progress = self._progress(cwd, run_id)
         turns = self._turns(cwd, run_id)
+        state = travel.read_state(runs_root(cwd) / run_id)
+        spec = state.get("spec") if state else None
+        # A run that commits its turns itself (--checkpoint) is only pushed.
+        commits = isinstance(spec, dict) and spec.get("checkpoint") is True
         try:
-            repo.push(cwd, run_id, f"claudeloop: run {run_id}, after turn {turns}")
+            repo.push(
+                cwd, run_id, f"claudeloop: run {run_id}, after turn {turns}", commit=not commits
+            )
         except RepoFailed as failed:
             self._say(f"run {run_id}: {failed}")
-        return turns
+        return progress
 
     def _claim(self, run_id: str) -> int:
         try:

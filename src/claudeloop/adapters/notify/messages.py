@@ -101,6 +101,7 @@ def notification_for(
             | events.NoProgress()
             | events.TurnCommitted()
             | events.CommitRefused()
+            | events.BranchRewound()
             | events.NotifyFailed()
         ):
             pass  # nothing a person needs to hear of

@@ -100,13 +100,14 @@ RECORD_CODEC = Codec(
         RunRecord: Shape(
             renamed={"plan": "plan_text"},
             # Written once a run commits per turn: a record of before stays as it was.
-            sparse=frozenset({"answered_turn", "checkpointed_turn"}),
+            sparse=frozenset({"answered_turn", "checkpointed_turn", "rewound"}),
             added=_added(
                 "turn_in_flight",
                 "interrupted_at",
                 "lost_sessions",
                 "answered_turn",
                 "checkpointed_turn",
+                "rewound",
             ),
         ),
         RunSpec: Shape(

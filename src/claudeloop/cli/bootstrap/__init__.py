@@ -31,7 +31,11 @@ from claudeloop.adapters.credentials import (
 from claudeloop.adapters.credentials import PROVIDER_VARIABLES as PROVIDER_VARIABLES
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
 from claudeloop.adapters.git_checkpoint import GitCheckpoints, restore_worktree
+from claudeloop.adapters.git_checkpoint import branch_facts as branch_facts
+from claudeloop.adapters.git_checkpoint import merge_branch as merge_branch
 from claudeloop.adapters.git_checkpoint import repository_top as repository_top
+from claudeloop.adapters.git_checkpoint import rewind_to as rewind_to
+from claudeloop.adapters.git_checkpoint import run_diff as run_diff
 from claudeloop.adapters.interrupts import SignalInterrupts
 from claudeloop.adapters.notify.urls import (
     looks_like_apprise_url as looks_like_apprise_url,
@@ -78,6 +82,7 @@ from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import UsageError
+from claudeloop.application.events import Event
 from claudeloop.application.fleet import QueueSupport
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.ports import (
@@ -162,6 +167,16 @@ def with_worktree(
     record = replace(record, spec=spec)
     directory.save(record)
     return record, made.left_behind
+
+
+def tell_event(directory: RunDirectory, event: Event) -> None:
+    """`event` appended to the run's events.jsonl by a command that holds its lock (no
+    driver writes it meanwhile)."""
+    log = EventLog(directory, SystemClock(), Redactor.from_environment())
+    try:
+        log.emit(event)
+    finally:
+        log.close()
 
 
 def refuse_checkpoint_outside_git(spec: RunSpec) -> None:

@@ -1,0 +1,112 @@
+"""`diff`, `rewind` and `merge`: a run's branch (--worktree, --checkpoint) reviewed,
+turns undone, and merged back into the branch the run came from."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from claudeloop.application.errors import UsageError
+from claudeloop.application.events import BranchRewound
+from claudeloop.application.prompts import rewound_prompt
+from claudeloop.application.records import RunRecord
+from claudeloop.cli.output import print_json
+from claudeloop.cli.params import working_directory
+
+
+def _committing_run(cwd: Path | None, run_id: str | None) -> tuple[object, RunRecord]:
+    from claudeloop.cli.bootstrap import find_run, load_record
+
+    directory = find_run(working_directory(cwd), run_id, None)
+    record = load_record(directory)
+    if not record.spec.checkpoint:
+        raise UsageError(
+            f"run {record.run_id} commits nothing (it was started without --worktree or "
+            "--checkpoint): it has no branch of its own to show, rewind or merge"
+        )
+    return directory, record
+
+
+def diff(*, cwd: Path | None, run_id: str | None, turn: int | None, stat: bool) -> None:
+    from claudeloop.cli.bootstrap import run_diff
+
+    _, record = _committing_run(cwd, run_id)
+    shown = run_diff(record.spec.work_dir, record.run_id, turn, stat=stat)
+    if not shown:
+        which = f"turn {turn}" if turn is not None else "any turn"
+        raise UsageError(
+            f"run {record.run_id} has no commit of {which} (a turn that changed nothing "
+            "makes none); `claudeloop status` lists its commits"
+        )
+    click.echo(shown, nl=False)
+
+
+def rewind(
+    *, cwd: Path | None, run_id: str | None, to_turn: int, reason: str | None, as_json: bool
+) -> None:
+    from claudeloop.cli.bootstrap import RunDirectory, rewind_to, take_lock, tell_event
+
+    directory, record = _committing_run(cwd, run_id)
+    assert isinstance(directory, RunDirectory)
+    lock = take_lock(directory)  # no driver may be sending a turn meanwhile
+    try:
+        from claudeloop.cli.bootstrap import load_record
+
+        record = load_record(directory)
+        sha, undone = rewind_to(
+            record.spec.work_dir,
+            record.run_id,
+            to_turn,
+            own=record.spec.worktree is not None,
+        )
+        if undone:
+            note = rewound_prompt(to_turn, tuple(undone), reason)
+            settled = max(record.checkpointed_turn, record.answered_turn)
+            directory.save(replace(record, rewound=note, checkpointed_turn=settled))
+            tell_event(
+                directory,
+                BranchRewound(to_turn=to_turn, sha=sha, undone=tuple(undone), reason=reason),
+            )
+    finally:
+        lock.release()
+    if as_json:
+        print_json({"run_id": record.run_id, "sha": sha, "undone": undone})
+        return
+    if not undone:
+        click.echo(f"run {record.run_id}: nothing after turn {to_turn} to undo")
+        return
+    turns = ", ".join(str(turn) for turn in undone)
+    click.echo(
+        f"run {record.run_id}: rewound to turn {to_turn} ({sha[:12]}); undone: turns "
+        f"{turns}. The next turn is told (claudeloop resume --run-id {record.run_id})."
+    )
+
+
+def merge(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
+    from claudeloop.cli.bootstrap import merge_branch, repository_top
+
+    _, record = _committing_run(cwd, run_id)
+    base = record.spec.base_branch
+    if record.spec.worktree is None or base is None:
+        raise UsageError(
+            f"run {record.run_id} committed on the branch it ran on (--checkpoint, or a "
+            "worktree of a detached HEAD): there is no branch to merge it into"
+        )
+    top = repository_top(record.spec.cwd)
+    if top is None:
+        raise UsageError(f"{record.spec.cwd} is no longer in a git repository")
+    branch = f"claudeloop/{record.run_id}"
+    merged = merge_branch(top, branch, base)
+    if as_json:
+        print_json({"run_id": record.run_id, "merged": merged.sha, "conflicts": merged.conflicts})
+    elif merged.sha is not None:
+        click.echo(f"merged {branch} into {base}: {merged.sha[:12]}")
+    else:
+        click.echo(f"{branch} does not merge cleanly into {base}; it was not merged.")
+        click.echo("Conflicting files:")
+        for name in merged.conflicts:
+            click.echo(f"  {name}")
+    if merged.sha is None:
+        raise click.exceptions.Exit(1)
