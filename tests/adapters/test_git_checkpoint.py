@@ -11,10 +11,15 @@ import pytest
 
 from claudeloop.adapters.git_checkpoint import (
     GitCheckpoints,
+    branch_facts,
     commit_all,
     make_worktree,
+    merge_branch,
     repository_top,
     restore_worktree,
+    rewind_to,
+    run_diff,
+    turn_commits,
 )
 from claudeloop.application.errors import UsageError
 from claudeloop.domain.checkpoints import commit_message, trailers
@@ -198,3 +203,85 @@ def test_a_worktree_removed_is_made_again_from_the_branch(repo: Path, tmp_path: 
     restore_worktree(made.work_dir, "r1", repository=repo)
     assert (made.work_dir / "b.txt").read_text() == "b\n"
     restore_worktree(made.work_dir, "r1", repository=repo)  # there: nothing to do
+
+
+def three_turns(repo: Path, tmp_path: Path) -> Path:
+    """A worktree run whose turns 1 and 3 wrote a file each (turn 2 changed nothing)."""
+    made = make_worktree(repo, "r1", root=tmp_path / "state", carry=False)
+    branch = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, own=True)
+    (made.work_dir / "b.txt").write_text("b\n")
+    branch.commit(message(1))
+    (made.work_dir / "c.txt").write_text("c\n")
+    branch.commit(message(3))
+    return made.work_dir
+
+
+def test_the_diff_of_a_turn_and_of_the_whole_run(repo: Path, tmp_path: Path) -> None:
+    work = three_turns(repo, tmp_path)
+    assert [(c.turn, c.subject) for c in turn_commits(work, "r1")] == [
+        (1, "turn 1 did it"),
+        (3, "turn 3 did it"),
+    ]
+    third = run_diff(work, "r1", 3)
+    assert "+++ b/c.txt" in third
+    assert "b.txt" not in third
+    whole = run_diff(work, "r1", None, stat=True)
+    assert "b.txt" in whole
+    assert "c.txt" in whole
+    assert "2 files changed" in whole
+    assert run_diff(work, "r1", 2) == ""  # turn 2 made no commit
+    facts = branch_facts(work, "r1")
+    assert facts["branch"] == "claudeloop/r1"
+    assert facts["diffstat"] == "2 files changed, 2 insertions(+)"
+
+
+def test_rewind_resets_the_branch_to_a_turn_or_to_where_the_run_began(
+    repo: Path, tmp_path: Path
+) -> None:
+    work = three_turns(repo, tmp_path)
+    (work / "scratch.txt").write_text("uncommitted\n")
+    sha, undone = rewind_to(work, "r1", 2, own=True)
+    assert undone == [3]
+    assert not (work / "c.txt").exists()
+    assert (work / "b.txt").exists()
+    assert sha == git(work, "rev-parse", "HEAD").strip()
+    with pytest.raises(UsageError, match="no commit on its branch"):
+        rewind_to(work, "r2", 1, own=True)
+    _, undone = rewind_to(work, "r1", 0, own=True)
+    assert undone == [1]
+    assert git(work, "rev-parse", "HEAD") == git(repo, "rev-parse", "main")
+
+
+def test_a_clean_merge_merges_and_a_conflict_lists_its_files_and_merges_nothing(
+    repo: Path, tmp_path: Path
+) -> None:
+    work = three_turns(repo, tmp_path)
+    merged = merge_branch(repo, "claudeloop/r1", "main")
+    assert merged.sha is not None
+    assert (repo / "c.txt").read_text() == "c\n"
+    # A second run edits a.txt while main does too: a conflict.
+    other = make_worktree(repo, "r2", root=tmp_path / "state", carry=False)
+    (other.work_dir / "a.txt").write_text("theirs\n")
+    GitCheckpoints(other.work_dir, "r2", holds_secret=holds).commit(message(1))
+    (repo / "a.txt").write_text("ours\n")
+    git(repo, "commit", "-qam", "ours")
+    before = git(repo, "rev-parse", "HEAD")
+    conflicted = merge_branch(repo, "claudeloop/r2", "main")
+    assert conflicted.sha is None
+    assert conflicted.conflicts == ("a.txt",)
+    assert git(repo, "rev-parse", "HEAD") == before
+    assert git(repo, "status", "--porcelain") == ""  # the merge was undone
+    assert work.exists()
+
+
+def test_merge_refuses_a_checkout_on_another_branch_or_with_changes(
+    repo: Path, tmp_path: Path
+) -> None:
+    three_turns(repo, tmp_path)
+    (repo / "a.txt").write_text("dirty\n")
+    with pytest.raises(UsageError, match="uncommitted changes"):
+        merge_branch(repo, "claudeloop/r1", "main")
+    git(repo, "checkout", "-q", "--", "a.txt")
+    git(repo, "switch", "-q", "-c", "elsewhere")
+    with pytest.raises(UsageError, match="git switch main"):
+        merge_branch(repo, "claudeloop/r1", "main")

@@ -142,3 +142,77 @@ def test_kill_9_during_a_turn_then_resume_commits_each_answered_turn_once(
     assert state["checkpointed_turn"] == answered[-1]
     worktree = Path(state["spec"]["worktree"])
     assert git(worktree, "status", "--porcelain") == ""  # nothing left uncommitted
+
+
+@pytest.mark.scenario("three_steps")
+def test_three_runs_in_parallel_then_one_merges_cleanly_and_one_lists_its_conflict(
+    rehearsal: Rehearsal,
+) -> None:
+    project = rehearsal.project
+    plan = repository(project)
+    started = [
+        rehearsal.start("run", str(plan), *FAST_WAITS, "--worktree", "--run-id", f"p{n}")
+        for n in (1, 2, 3)
+    ]
+    for process in started:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        assert json.loads(out)["outcome"] == "done"
+    for n in (1, 2, 3):
+        assert [turn for _, _, turn in commits(project, f"claudeloop/p{n}")] == ["1", "2", "3"]
+    merged = rehearsal.claudeloop("merge", "p1")
+    assert merged.exit_code == 0, merged.stderr
+    assert json.loads(merged.stdout)["conflicts"] == []
+    assert (project / "step3.txt").read_text() == "step 3\n"
+    # Main moves on where run p2 wrote too: its merge conflicts, and nothing is merged.
+    (project / "step1.txt").write_text("step 1, as main has it now\n")
+    git(project, "commit", "-qam", "main's own step 1")
+    head = git(project, "rev-parse", "HEAD")
+    conflicted = rehearsal.claudeloop("merge", "p2")
+    assert conflicted.exit_code == 1, conflicted.stderr
+    assert json.loads(conflicted.stdout) == {
+        "run_id": "p2",
+        "merged": None,
+        "conflicts": ["step1.txt"],
+    }
+    assert git(project, "rev-parse", "HEAD") == head
+    assert git(project, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+@pytest.mark.scenario("three_steps")
+def test_rewind_undoes_turns_and_the_next_turn_is_told(rehearsal: Rehearsal) -> None:
+    project = rehearsal.project
+    plan = repository(project)
+    first = rehearsal.run(
+        str(plan), *FAST_WAITS, "--worktree", "--run-id", "rw", "--max-turns", "2"
+    )
+    assert first.exit_code == 3, first.stderr
+    diff = subprocess.run(
+        rehearsal.command("diff", "rw", "--turn", "2"),
+        env=rehearsal.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "+++ b/step2.txt" in diff.stdout
+    assert "step1.txt" not in diff.stdout
+    rewound = rehearsal.claudeloop("rewind", "rw", "--to-turn", "1", "--reason", "not that way")
+    assert rewound.exit_code == 0, rewound.stderr
+    assert json.loads(rewound.stdout)["undone"] == [2]
+    state = json.loads((first.run_directory() / "state.json").read_text())
+    worktree = Path(state["spec"]["worktree"])
+    assert not (worktree / "step2.txt").exists()
+    status = rehearsal.claudeloop("status", "--run-id", "rw")
+    branch = json.loads(status.stdout)["branch"]
+    assert [c["turn"] for c in branch["commits"]] == [1]
+    assert branch["diffstat"] == "1 file changed, 1 insertion(+)"
+    finished = rehearsal.claudeloop("resume", "--run-id", "rw", "--max-turns", "5")
+    assert finished.exit_code == 0, finished.stderr
+    types = finished.event_types()
+    assert "branch.rewound" in types
+    # The turn after the rewind was told, in its prompt, what was undone and why.
+    config = Path(rehearsal.env["CLAUDE_CONFIG_DIR"])
+    transcripts = "".join(path.read_text() for path in config.glob("projects/*/*.jsonl"))
+    assert "undid turn 2" in transcripts
+    assert "not that way" in transcripts
+    assert "Claudeloop-Turn" not in git(project, "log", "--format=%B", "main")

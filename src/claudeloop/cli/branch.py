@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import ClaudeloopError, UsageError
 from claudeloop.application.events import BranchRewound
 from claudeloop.application.prompts import rewound_prompt
 from claudeloop.application.records import RunRecord
@@ -104,9 +104,12 @@ def merge(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     elif merged.sha is not None:
         click.echo(f"merged {branch} into {base}: {merged.sha[:12]}")
     else:
-        click.echo(f"{branch} does not merge cleanly into {base}; it was not merged.")
         click.echo("Conflicting files:")
         for name in merged.conflicts:
             click.echo(f"  {name}")
     if merged.sha is None:
-        raise click.exceptions.Exit(1)
+        raise ClaudeloopError(
+            f"{branch} does not merge cleanly into {base} "
+            f"({len(merged.conflicts)} conflicting); nothing was merged",
+            exit_code=1,
+        )
