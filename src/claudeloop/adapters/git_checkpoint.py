@@ -201,8 +201,8 @@ def restore_worktree(worktree: Path, run_id: str, *, repository: Path) -> None:
 class GitCheckpoints:
     """Satisfies the application's `Checkpoints` port: the branch checked out in
     `directory`. `holds_secret`: whether a text holds a secret the run knows. `own`: the
-    worktree is the run's alone, so a lock a kill -9 left in the middle of a commit is
-    removed before the next one."""
+    worktree is the run's alone, so the locks a kill -9 left in the middle of a commit
+    are removed before this process's first one."""
 
     def __init__(
         self,
@@ -215,8 +215,9 @@ class GitCheckpoints:
         self._directory = directory
         self._run_id = run_id
         self._holds_secret = holds_secret
-        self._own = own
+        self._stale_locks = own  # looked for once: only a killed process leaves them
         self._branch: str | None = None
+        self._tree: WorkTree | None = None
 
     @property
     def branch(self) -> str:
@@ -226,8 +227,6 @@ class GitCheckpoints:
         return self._branch
 
     def last_turn(self) -> int:
-        if git(self._directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode:
-            return 0  # no commit yet
         pattern = f"^{RUN_TRAILER}: {re.escape(self._run_id)}$"
         done = git(
             self._directory,
@@ -236,58 +235,119 @@ class GitCheckpoints:
             f"--format=%(trailers:key={TURN_TRAILER},valueonly)",
             f"--grep={pattern}",
             "HEAD",
+            check=False,  # no commit yet: no turn
         )
-        return turn_of(done.stdout.decode(errors="replace"))
+        return turn_of(done.stdout.decode(errors="replace")) if done.returncode == 0 else 0
 
     def commit(self, message: str) -> Checkpoint:
-        if self._own:
-            self._remove_stale_lock()
-        return commit_all(self._directory, message, holds_secret=self._holds_secret)
-
-    def _remove_stale_lock(self) -> None:
-        lock = Path(
-            _out(self._directory, "rev-parse", "--path-format=absolute", "--git-path", "index.lock")
+        if self._tree is None:
+            self._tree = WorkTree.of(self._directory)
+        if self._stale_locks:
+            self._tree.remove_stale_locks(self.branch)
+            self._stale_locks = False
+        return commit_all(
+            self._directory, message, holds_secret=self._holds_secret, tree=self._tree
         )
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkTree:
+    """What a commit asks of a working tree once: its top, its git directories, and
+    whether git knows who commits."""
+
+    top: Path
+    git_dir: Path
+    common_dir: Path
+    identity: tuple[str, ...]
+
+    @classmethod
+    def of(cls, directory: Path) -> WorkTree:
+        said = _out(
+            directory,
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-dir",
+            "--git-common-dir",
+        ).splitlines()
+        known = git(directory, "config", "user.email", check=False).stdout.strip() != b""
+        return cls(
+            top=Path(said[0]),
+            git_dir=Path(said[1]),
+            common_dir=Path(said[2]),
+            identity=() if known else _IDENTITY,
+        )
+
+    def remove_stale_locks(self, branch: str) -> None:
+        for lock in (
+            self.git_dir / "index.lock",
+            self.git_dir / "HEAD.lock",
+            self.common_dir / "refs" / "heads" / f"{branch}.lock",
+        ):
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
 
 
 def commit_all(
-    directory: Path, message: str, *, holds_secret: Callable[[str], bool] | None = None
+    directory: Path,
+    message: str,
+    *,
+    holds_secret: Callable[[str], bool] | None = None,
+    tree: WorkTree | None = None,
 ) -> Checkpoint:
     """Commit every change of the working tree of `directory` (the whole repository's,
-    untracked files too) but the run files and the files holding a secret."""
-    git(directory, "add", "--all", "--", ":/", *_RUN_FILES)
-    top = Path(_out(directory, "rev-parse", "--show-toplevel"))
-    staged = _names(directory, "diff", "--cached", "--name-only", "-z", "--no-renames")
-    if not staged:
+    untracked files too) but the run files and the files holding a secret. The commit
+    is written with git's plumbing (write-tree, commit-tree, update-ref): no hook, no
+    signing, and no second look at every file of a big tree as `git commit` takes."""
+    tree = tree or WorkTree.of(directory)
+    # The untracked cache: a directory unchanged since the last look is not read again.
+    git(directory, "-c", "core.untrackedCache=true", "add", "--all", "--", ":/", *_RUN_FILES)
+    status = git(
+        directory,
+        "-c",
+        "core.quotePath=false",
+        "diff",
+        "--cached",
+        "--name-status",
+        "-z",
+        "--no-renames",
+    ).stdout.split(b"\0")
+    changes = [
+        (status[index].decode(), os.fsdecode(status[index + 1]))
+        for index in range(0, len(status) - 1, 2)
+    ]
+    if not changes:
         return Checkpoint(sha=None)
     refused: list[str] = []
     if holds_secret is not None:
-        present = _names(
-            directory, "diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=d"
-        )
-        refused = [name for name in present if _holds(top / name, holds_secret)]
+        refused = [
+            name for kind, name in changes if kind != "D" and _holds(tree.top / name, holds_secret)
+        ]
     if refused:
         _unstage(directory, refused)
-    committed = tuple(name for name in staged if name not in refused)
+    committed = tuple(name for _, name in changes if name not in refused)
     if not committed:
         return Checkpoint(sha=None, refused=tuple(refused))
-    identity = () if _has_identity(directory) else _IDENTITY
-    git(
-        directory,
-        "-c",
-        "commit.gpgsign=false",
-        *identity,
-        "commit",
-        "--quiet",
-        "--no-verify",
-        "--cleanup=verbatim",
-        "-F",
-        "-",
-        stdin=message.encode(),
+    written = _out(directory, "write-tree")
+    head = git(directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+    parent = head.stdout.decode().strip() if head.returncode == 0 else None
+    sha = (
+        git(
+            directory,
+            *tree.identity,
+            "commit-tree",
+            "--no-gpg-sign",
+            *(("-p", parent) if parent else ()),
+            "-F",
+            "-",
+            written,
+            stdin=message.encode(),
+        )
+        .stdout.decode()
+        .strip()
     )
-    sha = _out(directory, "rev-parse", "HEAD")
+    subject = message.splitlines()[0] if message else "claudeloop"
+    git(directory, "update-ref", "-m", f"commit: {subject}", "HEAD", sha, parent or "")
     return Checkpoint(sha=sha, files=committed, refused=tuple(refused))
 
 
