@@ -91,9 +91,9 @@ class World:
             raise UsageError(f"--checkpoint: {spec.cwd} is not in a git repository")
 
     def into_worktree(
-        self, directory: FakeDirectory, record: RunRecord, *, carry: bool
+        self, directory: FakeDirectory, record: RunRecord, *, carry: bool, merging: str | None
     ) -> tuple[RunRecord, bool]:
-        self.said.append(f"worktree carry={carry}")
+        self.said.append(f"worktree carry={carry}" + (f" merging {merging}" if merging else ""))
         spec = replace(record.spec, worktree=Path("/state/worktrees/app") / record.run_id)
         record = replace(record, spec=replace(spec, checkpoint=True))
         self.records[record.run_id] = record

@@ -151,7 +151,16 @@ def test_three_runs_in_parallel_then_one_merges_cleanly_and_one_lists_its_confli
     project = rehearsal.project
     plan = repository(project)
     started = [
-        rehearsal.start("run", str(plan), *FAST_WAITS, "--worktree", "--run-id", f"p{n}")
+        rehearsal.start(
+            "run",
+            str(plan),
+            *FAST_WAITS,
+            "--worktree",
+            "--run-id",
+            f"p{n}",
+            "--verify",
+            "test -f step3.txt",
+        )
         for n in (1, 2, 3)
     ]
     for process in started:
@@ -177,6 +186,29 @@ def test_three_runs_in_parallel_then_one_merges_cleanly_and_one_lists_its_confli
     }
     assert git(project, "rev-parse", "HEAD") == head
     assert git(project, "status", "--porcelain", "--untracked-files=no") == ""
+    # --resolve: a run resolves the conflict in a worktree of its own, verified by p2's
+    # own checks; its branch then merges cleanly, and carries p2's commits.
+    resolved = rehearsal.claudeloop("merge", "p2", "--resolve")
+    assert resolved.exit_code == 0, resolved.stderr
+    assert resolved.result["outcome"] == "done"
+    assert resolved.result["run_id"] == "p2-resolve"
+    resolver = project / ".claudeloop" / "runs" / "p2-resolve" / "events.jsonl"
+    events = [json.loads(line) for line in resolver.read_text().splitlines()]
+    checks = [e for e in events if e["type"] == "verify.finished"]
+    assert checks
+    assert checks[-1]["command"] == "test -f step3.txt"
+    assert checks[-1]["passed"]
+    made = commits(project, "claudeloop/p2-resolve")
+    first = git(
+        project, "rev-list", "--first-parent", "--reverse", "main..claudeloop/p2-resolve"
+    ).split()
+    assert first, made
+    parents = git(project, "log", "-1", "--format=%P", first[0]).split()
+    assert len(parents) == 2, git(project, "log", "--graph", "--oneline", "--all")
+    final = rehearsal.claudeloop("merge", "p2-resolve")
+    assert final.exit_code == 0, final.stderr
+    assert "<<<<<<<" not in (project / "step1.txt").read_text()
+    assert git(project, "merge-base", "--is-ancestor", "claudeloop/p2", "main") == ""
 
 
 @pytest.mark.scenario("three_steps")

@@ -104,6 +104,11 @@ class Worktree:
     left_behind: bool
 
 
+def branch_exists(top: Path, branch: str) -> bool:
+    done = git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
+    return done.returncode == 0
+
+
 def repository_top(cwd: Path) -> Path | None:
     """The top of the repository `cwd` is in (None: not in one, or no git)."""
     try:
@@ -115,10 +120,14 @@ def repository_top(cwd: Path) -> Path | None:
     return Path(done.stdout.decode(errors="surrogateescape").strip())
 
 
-def make_worktree(cwd: Path, run_id: str, *, root: Path, carry: bool) -> Worktree:
+def make_worktree(
+    cwd: Path, run_id: str, *, root: Path, carry: bool, merging: str | None = None
+) -> Worktree:
     """A worktree of the repository `cwd` is in, on `claudeloop/RUN_ID` made from HEAD,
     under `root`; `carry`: the checkout's uncommitted changes (untracked files too) are
-    copied into it, else left behind. The checkout itself is not changed."""
+    copied into it, else left behind. `merging`: a branch merged into it at once, its
+    conflicts left in the files for the run to resolve (its first commit concludes the
+    merge). The checkout itself is not changed."""
     top = repository_top(cwd)
     if top is None:
         raise UsageError(
@@ -149,6 +158,13 @@ def make_worktree(cwd: Path, run_id: str, *, root: Path, carry: bool) -> Worktre
     dirty = _out(top, "status", "--porcelain", "--", ":/", *_RUN_FILES) != ""
     if carry and dirty:
         _carry(top, path)
+    if merging is not None:
+        identity = () if _has_identity(path) else _IDENTITY
+        done = git(path, *identity, "merge", "--no-ff", "--no-commit", merging, check=False)
+        started = git(path, "rev-parse", "--verify", "--quiet", "MERGE_HEAD", check=False)
+        if started.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip().splitlines()
+            raise GitFailed(f"git merge {merging}: {said[-1] if said else 'it did not start'}")
     inside = cwd.resolve().relative_to(top.resolve())
     return Worktree(
         top=path,
@@ -331,6 +347,9 @@ def commit_all(
     written = _out(directory, "write-tree")
     head = git(directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
     parent = head.stdout.decode().strip() if head.returncode == 0 else None
+    # A merge in progress (a run resolving another's conflicts): its commit has both.
+    merging = git(directory, "rev-parse", "--verify", "--quiet", "MERGE_HEAD", check=False)
+    other = merging.stdout.decode().strip() if merging.returncode == 0 else None
     sha = (
         git(
             directory,
@@ -338,6 +357,7 @@ def commit_all(
             "commit-tree",
             "--no-gpg-sign",
             *(("-p", parent) if parent else ()),
+            *(("-p", other) if other else ()),
             "-F",
             "-",
             written,
@@ -348,6 +368,8 @@ def commit_all(
     )
     subject = message.splitlines()[0] if message else "claudeloop"
     git(directory, "update-ref", "-m", f"commit: {subject}", "HEAD", sha, parent or "")
+    if other:
+        git(directory, "merge", "--quit")  # concluded by the commit above
     return Checkpoint(sha=sha, files=committed, refused=tuple(refused))
 
 

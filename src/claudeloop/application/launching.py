@@ -87,11 +87,12 @@ class Launching(Protocol[C, B, D]):
         ...
 
     def into_worktree(
-        self, directory: D, record: RunRecord, *, carry: bool
+        self, directory: D, record: RunRecord, *, carry: bool, merging: str | None
     ) -> tuple[RunRecord, bool]:
         """The record of a --worktree run, its worktree made and saved in it (a worktree
         that cannot be made leaves no run), and whether the checkout's uncommitted
-        changes were left behind (`carry`: they are copied in)."""
+        changes were left behind (`carry`: they are copied in). `merging`: a branch
+        merged into the worktree at once, its conflicts left for the run to resolve."""
         ...
 
     def why_no_runs_root(self, cwd: Path) -> str | None: ...
@@ -151,6 +152,9 @@ class NewRun:
     plan_path: Path | None
     run_id: str | None
     flags: Mapping[str, object]
+    # `merge --resolve`: the branch whose conflicts the run resolves, merged into its
+    # worktree before the first turn.
+    merging: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +217,9 @@ def start_run(
     directory = world.create(record)
     if worktree:
         carry = settings.of(WORKTREE_FROM).value == "working-tree"
-        record, left_behind = world.into_worktree(directory, record, carry=carry)
+        record, left_behind = world.into_worktree(
+            directory, record, carry=carry, merging=asked.merging
+        )
         if left_behind:
             warn(
                 "the checkout's uncommitted changes stay where they are and are not in "

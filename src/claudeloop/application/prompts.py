@@ -88,6 +88,18 @@ def continue_prompt(
     return "\n\n".join(parts)
 
 
+def resolve_task(branch: str, base: str, conflicts: tuple[str, ...]) -> str:
+    """The task of a run `claudeloop merge --resolve` starts."""
+    files = "\n".join(f"- {name}" for name in conflicts)
+    return (
+        f"The branch {branch} is being merged into {base}, in this working tree, and the "
+        f"merge stopped on conflicts in these files:\n\n{files}\n\nEach holds git's "
+        "conflict markers (<<<<<<<, =======, >>>>>>>) around the two sides. Resolve every "
+        "conflict so that the result keeps what each side meant to do, remove every "
+        "marker, and make the project's checks pass. Change nothing else."
+    )
+
+
 def rewound_prompt(to_turn: int, undone: tuple[int, ...], reason: str | None) -> str:
     """What a person undid with `claudeloop rewind`, said first in the next prompt."""
     turns = ", ".join(str(turn) for turn in undone)

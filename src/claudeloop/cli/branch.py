@@ -10,7 +10,8 @@ import click
 
 from claudeloop.application.errors import ClaudeloopError, UsageError
 from claudeloop.application.events import BranchRewound
-from claudeloop.application.prompts import rewound_prompt
+from claudeloop.application.fleet_seat import FleetSeat
+from claudeloop.application.prompts import resolve_task, rewound_prompt
 from claudeloop.application.records import RunRecord
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
@@ -84,7 +85,14 @@ def rewind(
     )
 
 
-def merge(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
+def merge(
+    *,
+    cwd: Path | None,
+    run_id: str | None,
+    as_json: bool,
+    resolve: bool = False,
+    seat: FleetSeat | None = None,
+) -> None:
     from claudeloop.cli.bootstrap import merge_branch, repository_top
 
     _, record = _committing_run(cwd, run_id)
@@ -99,6 +107,9 @@ def merge(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
         raise UsageError(f"{record.spec.cwd} is no longer in a git repository")
     branch = f"claudeloop/{record.run_id}"
     merged = merge_branch(top, branch, base)
+    if merged.sha is None and resolve:
+        _resolve(record, branch, base, merged.conflicts, as_json=as_json, seat=seat)
+        return
     if as_json:
         print_json({"run_id": record.run_id, "merged": merged.sha, "conflicts": merged.conflicts})
     elif merged.sha is not None:
@@ -113,3 +124,60 @@ def merge(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
             f"({len(merged.conflicts)} conflicting); nothing was merged",
             exit_code=1,
         )
+
+
+def _resolve(
+    record: RunRecord,
+    branch: str,
+    base: str,
+    conflicts: tuple[str, ...],
+    *,
+    as_json: bool,
+    seat: FleetSeat | None,
+) -> None:
+    """A run whose task is to resolve the conflicts: in a worktree of its own made from
+    `base`, `branch` merged in with its conflicts left in the files, verified by the
+    merged run's own --verify checks; its first commit concludes the merge, and
+    `claudeloop merge` of it then applies cleanly."""
+    from claudeloop.application.launching import NewRun, start_run
+    from claudeloop.cli.bootstrap.launcher import Launcher
+    from claudeloop.cli.output import finish
+
+    spec = record.spec
+    click.echo(
+        f"claudeloop: {branch} conflicts with {base} in {', '.join(conflicts)}; a run "
+        "resolves them",
+        err=True,
+    )
+    flags: dict[str, object] = {
+        "worktree": True,
+        "verify": tuple(check.text for check in spec.verify.checks),  # as click gives it
+        "profile": spec.profile,
+        "permission_mode": spec.permission_mode,
+    }
+    if spec.model is not None:
+        flags["model"] = spec.model
+    asked = NewRun(
+        cwd=spec.cwd,
+        task=resolve_task(branch, base, conflicts),
+        plan_path=None,
+        run_id=_free_run_id(spec.cwd, f"{record.run_id}-resolve"),
+        flags=flags,
+        merging=branch,
+    )
+
+    def warn(text: str) -> None:
+        click.echo(f"claudeloop: warning: {text}", err=True)
+
+    ended = start_run(Launcher(seat=seat or FleetSeat(), quiet=as_json), asked, warn=warn)
+    finish(ended.record, as_json=as_json)
+
+
+def _free_run_id(cwd: Path, wanted: str) -> str:
+    from claudeloop.cli.bootstrap import run_id_used
+
+    chosen, number = wanted, 1
+    while run_id_used(cwd, chosen):
+        number += 1
+        chosen = f"{wanted}-{number}"
+    return chosen

@@ -527,18 +527,25 @@ def rewind(
 Examples:
   claudeloop merge 20261130-101500-a1b2c3
   claudeloop merge --json
+  claudeloop merge RUN --resolve     a run resolves any conflict
 """
 )
 @RUN_ARGUMENT
 @CWD_OPTION
+@click.option(
+    "--resolve",
+    is_flag=True,
+    help="On a conflict, start a run that resolves it in a worktree of its own, "
+    "verified by the run's --verify checks; then merge that run.",
+)
 @JSON_OPTION
-def merge(run_id: str | None, cwd: Path | None, as_json: bool) -> None:
+def merge(run_id: str | None, cwd: Path | None, resolve: bool, as_json: bool) -> None:
     """Merge a --worktree run's branch into the branch it came from (the checkout must
     be on it); when it does not apply cleanly, nothing is merged, the conflicting files
-    are listed and the exit is 1."""
+    are listed and the exit is 1 (or, with --resolve, a run resolves them)."""
     from claudeloop.cli import branch
 
-    branch.merge(cwd=cwd, run_id=run_id, as_json=as_json)
+    branch.merge(cwd=cwd, run_id=run_id, as_json=as_json, resolve=resolve, seat=fleet_seat())
 
 
 @cli.command(

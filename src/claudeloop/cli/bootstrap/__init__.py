@@ -30,7 +30,7 @@ from claudeloop.adapters.credentials import (
 )
 from claudeloop.adapters.credentials import PROVIDER_VARIABLES as PROVIDER_VARIABLES
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
-from claudeloop.adapters.git_checkpoint import GitCheckpoints, restore_worktree
+from claudeloop.adapters.git_checkpoint import GitCheckpoints, branch_exists, restore_worktree
 from claudeloop.adapters.git_checkpoint import branch_facts as branch_facts
 from claudeloop.adapters.git_checkpoint import merge_branch as merge_branch
 from claudeloop.adapters.git_checkpoint import repository_top as repository_top
@@ -136,7 +136,7 @@ def create_directory(record: RunRecord) -> RunDirectory:
 
 
 def with_worktree(
-    directory: RunDirectory, record: RunRecord, *, carry: bool
+    directory: RunDirectory, record: RunRecord, *, carry: bool, merging: str | None = None
 ) -> tuple[RunRecord, bool]:
     """The record of a --worktree run, its worktree made (on claudeloop/RUN_ID from
     HEAD, under the user state directory) and saved in it; a plan file inside the
@@ -148,7 +148,13 @@ def with_worktree(
 
     spec = record.spec
     try:
-        made = make_worktree(spec.cwd, record.run_id, root=worktrees_root(os.environ), carry=carry)
+        made = make_worktree(
+            spec.cwd,
+            record.run_id,
+            root=worktrees_root(os.environ),
+            carry=carry,
+            merging=merging,
+        )
     except BaseException:
         shutil.rmtree(directory.path, ignore_errors=True)
         raise
@@ -168,6 +174,17 @@ def with_worktree(
     record = replace(record, spec=spec)
     directory.save(record)
     return record, made.left_behind
+
+
+def run_id_used(cwd: Path, run_id: str) -> bool:
+    """Whether `cwd` has a run of that id already (its directory, or its branch)."""
+    from claudeloop.adapters.git_checkpoint import run_branch
+    from claudeloop.adapters.run_directory.layout import runs_root
+
+    if (runs_root(cwd) / run_id).exists():
+        return True
+    top = repository_top(cwd)
+    return top is not None and branch_exists(top, run_branch(run_id))
 
 
 def tell_event(directory: RunDirectory, event: Event) -> None:

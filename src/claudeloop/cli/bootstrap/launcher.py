@@ -102,9 +102,9 @@ class Launcher:
         refuse_checkpoint_outside_git(spec)
 
     def into_worktree(
-        self, directory: RunDirectory, record: RunRecord, *, carry: bool
+        self, directory: RunDirectory, record: RunRecord, *, carry: bool, merging: str | None
     ) -> tuple[RunRecord, bool]:
-        return with_worktree(directory, record, carry=carry)
+        return with_worktree(directory, record, carry=carry, merging=merging)
 
     def why_no_runs_root(self, cwd: Path) -> str | None:
         return why_no_runs_root(cwd)
