@@ -39,3 +39,35 @@ def test_status_says_each_check_as_the_summary_does(
     assert "verify: make test: failed: exit 2 (1.2 s); output in /logs/turn-2-check-1.log" in out
     assert "verify: ruff check: failed: could not start (No such file: ruff) (0.0 s)\n" in out
     assert "failed: exit 2 (1.2 s); output in /logs/turn-2-check-1.log" in check_line(checks[0])
+
+
+def test_status_and_the_summary_name_the_branch_its_commits_and_the_diffstat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from claudeloop.application.summary import summary_markdown
+
+    directory = waiting_run(tmp_path)
+    record = directory.load()
+    spec = replace(record.spec, worktree=tmp_path / "wt", base_branch="main", checkpoint=True)
+    record = replace(record, spec=spec, checkpointed_turn=3)
+    data = status_object(record, now=datetime.now(UTC), driver_pid=None)
+    branch = data["branch"]
+    assert branch["name"] == f"claudeloop/{record.run_id}"
+    assert branch["last_committed_turn"] == 3
+    # What git says, as `status` adds it.
+    branch["commits"] = [
+        {"turn": 1, "sha": "a" * 40, "subject": "x"},
+        {"turn": 3, "sha": "b" * 40, "subject": "y"},
+    ]
+    branch["diffstat"] = "2 files changed, 2 insertions(+)"
+    show_status(data, "no driver")
+    out = capsys.readouterr().out
+    assert f"branch: claudeloop/{record.run_id} · 2 commits (turns 1, 3)" in out
+    assert f"worktree: {tmp_path / 'wt'}" in out
+    assert "changed: 2 files changed, 2 insertions(+)" in out
+    summary = summary_markdown(record)
+    assert f"- Branch: claudeloop/{record.run_id} in the worktree {tmp_path / 'wt'}" in summary
+    assert f"`claudeloop merge {record.run_id}`" in summary
+    plain = replace(record, spec=replace(record.spec, worktree=None, checkpoint=False))
+    assert status_object(plain, now=datetime.now(UTC), driver_pid=None)["branch"] is None
+    assert "Branch" not in summary_markdown(plain)
