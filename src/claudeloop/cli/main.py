@@ -455,14 +455,28 @@ def logs(
 Examples:
   claudeloop runs
   claudeloop runs --json
+  claudeloop runs --all          every run started on this machine
 """
 )
 @PROJECT_OPTION
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every run started on this machine, of every working directory.",
+)
 @JSON_OPTION
-def runs(cwd: Path | None, as_json: bool) -> None:
+def runs(cwd: Path | None, every: bool, as_json: bool) -> None:
     """claudeloop runs of the working directory, newest first, with their outcome."""
     from claudeloop.cli import inspect
 
+    if every:
+        if cwd is not None:
+            from claudeloop.application.errors import UsageError
+
+            raise UsageError("--all lists the runs of every directory; drop --cwd")
+        inspect.machine_runs(as_json=as_json)
+        return
     inspect.runs(cwd=cwd, as_json=as_json)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 from claudeloop.adapters.run_directory.codec import CorruptRecordError
@@ -18,6 +19,9 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import ClaudeSession
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.loop import ControlCommand
+
+# How much of events.jsonl `event_tail` reads back from its end at a time.
+_TAIL_BLOCK = 64 * 1024
 
 
 class ProjectRunDirectories:
@@ -68,6 +72,28 @@ class ProjectRunDirectories:
             return find_run(self.where, run_id, None).load().state.phase.terminal
         except (OSError, CorruptRecordError):
             return False
+
+    def event_tail(self, run_id: str, count: int) -> tuple[list[bytes], int]:
+        path = self.events_file(run_id)
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            return [], 0
+        except OSError as error:
+            raise UsageError(f"{path}: cannot be read ({error.strerror})") from None
+        with handle:
+            end = handle.seek(0, os.SEEK_END)
+            # Back from the end a block at a time until `count` whole lines are in hand.
+            start, chunk = end, b""
+            while start > 0 and chunk.count(b"\n") <= count:
+                start = max(0, start - _TAIL_BLOCK)
+                handle.seek(start)
+                chunk = handle.read(end - start)
+        whole = chunk[: chunk.rfind(b"\n") + 1]
+        lines = whole.splitlines(keepends=True)
+        if start > 0:
+            lines = lines[1:]  # the first may be the end of a line cut in half
+        return (lines[-count:] if count else []), start + len(whole)
 
     def claude_sessions(self, limit: int) -> list[ClaudeSession]:
         # The SDK is imported only here: `status` and `runs` stay fast.

@@ -79,12 +79,15 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.fleet import QueueSupport
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.ports import (
+    AccountBoards,
     ControlInbox,
     DoctorChecks,
     EventSink,
     Fleet,
     Gateway,
+    IndexedRun,
     ProjectRuns,
+    RunIndex,
     WorkerHost,
 )
 from claudeloop.application.records import RunRecord, RunSpec
@@ -271,6 +274,7 @@ def wire_run(
     run saves while its lease holds and shares the fleet's board."""
     lock = lock or take_lock(directory)
     clock = SystemClock()
+    register_run(directory, record, backend, shares_capacity=capacity_dir is not None)
     directory.clear_control()
     remove_temporaries(directory, record)
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
@@ -354,6 +358,31 @@ def wire_run(
     )
 
 
+def register_run(
+    directory: RunDirectory, record: RunRecord, backend: Backend, *, shares_capacity: bool
+) -> None:
+    """The run into the machine's index of runs (`runs --all`, the dashboard), with the
+    account whose capacity board it shares; an index that cannot be written costs the
+    run nothing."""
+    from claudeloop.adapters.run_index import RunIndexDirectory
+    from claudeloop.adapters.shared_capacity.board import account_key
+    from claudeloop.adapters.shared_capacity.record import this_host
+
+    account = (
+        account_key({**os.environ, **backend.env}, record.spec.model) if shares_capacity else None
+    )
+    entry = IndexedRun(
+        run_id=record.run_id,
+        directory=directory.path.absolute(),
+        cwd=record.spec.cwd.absolute(),
+        account=account,
+        host=this_host(),
+        registered_at=record.started_at,
+    )
+    with contextlib.suppress(OSError):
+        RunIndexDirectory.of_environment().register(entry)
+
+
 def take_lock(directory: RunDirectory) -> DriverLock:
     """The run's lock, or one line saying why not (a live driver, a planted link)."""
     try:
@@ -412,6 +441,20 @@ def project_runs(cwd: Path) -> ProjectRuns:
     from claudeloop.adapters.run_directory.project_runs import ProjectRunDirectories
 
     return ProjectRunDirectories(cwd)
+
+
+def run_index() -> RunIndex:
+    """Every run started on this machine, as `runs --all` and the dashboard list them."""
+    from claudeloop.adapters.run_index import RunIndexDirectory
+
+    return RunIndexDirectory.of_environment()
+
+
+def account_boards() -> AccountBoards:
+    """The capacity boards of this machine's accounts."""
+    from claudeloop.adapters.shared_capacity.board import MachineBoards, capacity_directory
+
+    return MachineBoards(capacity_directory(os.environ))
 
 
 def engine_of(option: str | None) -> Engine:
