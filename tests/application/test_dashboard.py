@@ -30,8 +30,8 @@ from tests.application.test_fleet import fleet_of_two, waiting_record
 APP = Path("/src/app")
 
 
-def _masked(view: dict[str, Any]) -> dict[str, Any]:
-    return {key: "***" if value == "s3cret" else value for key, value in view.items()}
+def _masked(cwd: Path) -> Any:
+    return lambda view: {key: "***" if value == "s3cret" else value for key, value in view.items()}
 
 
 def entry(run_id: str, minutes: int = 0, account: str | None = "acct") -> IndexedRun:
@@ -87,7 +87,10 @@ def test_a_row_is_masked() -> None:
     _, runs = machine()
     runs.records["r1"] = waiting_record("r1")
     rows = machine_rows(
-        MemoryIndex(entry("r1")), _runs_of(runs), now=START, mask=lambda v: {**v, "cwd": "x"}
+        MemoryIndex(entry("r1")),
+        _runs_of(runs),
+        now=START,
+        mask=lambda _cwd: lambda v: {**v, "cwd": "x"},
     )
     assert rows[0]["cwd"] == "x"
 
@@ -100,7 +103,7 @@ def test_a_key_not_in_the_index_is_a_usage_error() -> None:
 
 
 def test_the_fleets_rows_and_an_engine_that_does_not_answer() -> None:
-    rows, problem = fleet_rows(fleet_of_two())
+    rows, problem = fleet_rows(fleet_of_two(), mask=_masked)
     assert problem is None
     assert [(row["run_id"], row["phase"], row["turns"]) for row in rows] == [
         ("r1", "waiting", 2),
@@ -111,7 +114,7 @@ def test_the_fleets_rows_and_an_engine_that_does_not_answer() -> None:
         def queue(self) -> Any:
             raise ConnectionError("refused")
 
-    rows, problem = fleet_rows(Away())
+    rows, problem = fleet_rows(Away(), mask=_masked)
     assert rows == []
     assert problem is not None
     assert "unreachable (ConnectionError: refused)" in problem

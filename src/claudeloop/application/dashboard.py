@@ -26,6 +26,9 @@ from claudeloop.domain.loop import ControlCommand
 EVENT_TAIL = 400
 # The runs of one working directory, by the directory.
 RunsOf = Callable[[Path], ProjectRuns]
+# What a view of a working directory's run masks: its run's secrets (its profile's
+# credentials, its notification URLs, this environment's).
+MaskOf = Callable[[Path], Mask]
 
 
 # The verbs a run's page offers as buttons ---------------------------------------------
@@ -64,7 +67,7 @@ def verb_named(name: str) -> Verb | None:
 
 
 def machine_rows(
-    index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: Mask
+    index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: MaskOf
 ) -> list[dict[str, Any]]:
     """Every run registered on this machine, newest first: where it stands now; a run
     whose directory is gone, or whose record cannot be read, is a row that says so."""
@@ -72,8 +75,9 @@ def machine_rows(
 
 
 def run_row(
-    entry: IndexedRun, index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: Mask
+    entry: IndexedRun, index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: MaskOf
 ) -> dict[str, Any]:
+    masked = mask(entry.cwd)
     row: dict[str, Any] = {
         "key": entry.key,
         "run_id": entry.run_id,
@@ -85,16 +89,16 @@ def run_row(
         "problem": None,
     }
     if not index.present(entry):
-        return {**row, "phase": "gone", "problem": f"{entry.directory}: gone"}
+        return dict(masked({**row, "phase": "gone", "problem": f"{entry.directory}: gone"}))
     runs = runs_of(entry.cwd)
     try:
         record = runs.record(entry.run_id)
     except UsageError as error:
-        return {**row, "phase": "unreadable", "problem": str(error)}
+        return dict(masked({**row, "phase": "unreadable", "problem": str(error)}))
     status = status_object(record, now=now, driver_pid=runs.driver(entry.run_id))
     checks = status["verification"]
     return dict(
-        mask(
+        masked(
             {
                 **row,
                 **{key: status[key] for key in _ROW_FIELDS},
@@ -128,7 +132,7 @@ def _verification_word(checks: list[dict[str, Any]]) -> str | None:
     return f"{passed}/{len(checks)} passed"
 
 
-def fleet_rows(fleet: Fleet) -> tuple[list[dict[str, Any]], str | None]:
+def fleet_rows(fleet: Fleet, *, mask: MaskOf) -> tuple[list[dict[str, Any]], str | None]:
     """The fleet's runs as rows, and what went wrong reading them (an engine that does
     not answer): the page says so and keeps serving."""
     try:
@@ -144,7 +148,7 @@ def fleet_rows(fleet: Fleet) -> tuple[list[dict[str, Any]], str | None]:
         progress = record.plan_progress if record is not None else None
         rows.append(
             {
-                **queued.to_json(),
+                **mask(Path(queued.cwd))(queued.to_json()),
                 "phase": (held.phase if held is not None else None) or queued.state,
                 "turns": state.ledger.turns if state else None,
                 "dollars": round(state.ledger.dollars, 6) if state else None,
@@ -183,7 +187,7 @@ def find_entry(index: RunIndex, key: str) -> IndexedRun:
 
 
 def run_view(
-    entry: IndexedRun, index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: Mask
+    entry: IndexedRun, index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: MaskOf
 ) -> dict[str, Any]:
     """A run's page: its row, plan checklist, last verification round (each check's
     output tail), the tail of its events, its timeline and spend drawn from them, and
@@ -201,21 +205,21 @@ def run_view(
     }
     if row["problem"] is not None:
         return view
-    runs = runs_of(entry.cwd)
+    runs, masked = runs_of(entry.cwd), mask(entry.cwd)
     record = runs.record(entry.run_id)
     try:
         lines, offset = runs.event_tail(entry.run_id, EVENT_TAIL)
     except UsageError as error:
         lines, offset = [], 0
         row["problem"] = str(error)
-    events = [dict(mask(event)) for event in parsed_events(lines)]
+    events = [dict(masked(event)) for event in parsed_events(lines)]
     plan = record.plan.items if record.plan is not None else ()
     return {
         **view,
-        "plan": [dict(mask({"text": item.text, "done": item.done})) for item in plan],
+        "plan": [dict(masked({"text": item.text, "done": item.done})) for item in plan],
         "checks": [
             dict(
-                mask(
+                masked(
                     {
                         "command": check.command.text,
                         "passed": check.passed,

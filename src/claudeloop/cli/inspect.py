@@ -149,9 +149,9 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
 
 def machine_runs(*, as_json: bool) -> None:
     from claudeloop.application.dashboard import machine_rows
-    from claudeloop.cli.bootstrap import project_runs, run_index, shown_masked
+    from claudeloop.cli.bootstrap import project_runs, run_index, run_masks
 
-    rows = machine_rows(run_index(), project_runs, now=datetime.now(UTC), mask=shown_masked())
+    rows = machine_rows(run_index(), project_runs, now=datetime.now(UTC), mask=run_masks())
     if as_json:
         print_json(rows)
         return

@@ -483,6 +483,47 @@ def runs(cwd: Path | None, every: bool, as_json: bool) -> None:
 @cli.command(
     epilog="""\b
 Examples:
+  claudeloop dashboard                  this machine's runs, on 127.0.0.1
+  claudeloop dashboard --port 8420
+  claudeloop dashboard --engine         the fleet's runs too
+  claudeloop dashboard --host 0.0.0.0   reachable by others (it warns)
+"""
+)
+@click.option(
+    "--engine",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[URL]",
+    help="Show this fleet's runs too (no URL: CLAUDELOOP_ENGINE, else the local one).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="The port to listen on (0: a free one).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on; another than 127.0.0.1 exposes the runs.",
+)
+def dashboard(engine: str | None, port: int, host: str) -> None:
+    """A live web page of every run of this machine: phase, waits, plan, spend,
+    timeline, events, the accounts' capacity, and stop and wind-down buttons.
+
+    It prints its URL, with a token every request needs; Ctrl-C stops it.
+    """
+    from claudeloop.cli.dashboard import serve
+
+    serve(engine=engine, host=host, port=port)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
   claudeloop stop
   claudeloop stop --run-id 20261130-101500-a1b2c3
   claudeloop stop --engine --run-id nightly      its worker passes it on

@@ -507,6 +507,34 @@ def worker_host(option: str | None) -> WorkerHost:
     return MachineWorkerHost(engine_of(option))
 
 
+def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:
+    """What a view of a run of a working directory masks: the secrets its run knows
+    (this environment's, its profile's credentials, its notification URLs), resolved
+    once per directory; a directory whose configuration cannot be read masks this
+    environment's."""
+    from claudeloop.cli.bootstrap.configuration import (
+        backend_profile,
+        configuration,
+        notify_targets,
+    )
+
+    masks: dict[Path, Callable[[dict[str, Any]], Mapping[str, Any]]] = {}
+
+    def mask_of(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+        if cwd not in masks:
+            try:
+                config = configuration(cwd, {})
+                backend = backend_for(backend_profile(config, None))
+                spec = RunSpec(cwd=cwd, task="")
+                redactor = run_redactor(spec, backend, notify_targets(config), None)
+            except (UsageError, OSError):
+                redactor = Redactor.from_environment()
+            masks[cwd] = redactor.data
+        return masks[cwd]
+
+    return mask_of
+
+
 def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
     """What a view of a run shown to the user masks: the secrets of this environment."""
     return Redactor.from_environment().data
