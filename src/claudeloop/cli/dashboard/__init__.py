@@ -58,6 +58,7 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
         listener = socket.socket(family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
+        listener.listen(128)  # a browser opening the printed URL at once waits, not refused
     except OSError as error:
         raise UsageError(f"--host {host} --port {port}: cannot listen ({error.strerror})") from None
     except (socket.gaierror, UnicodeError) as error:

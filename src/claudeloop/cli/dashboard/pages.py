@@ -183,7 +183,8 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
         fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
         text = json.dumps(fields, ensure_ascii=False)
         body.append(
-            f'<li data-type="{_e(event["type"])}"><span class=muted>{_e(event["ts"][11:19])}'
+            f'<li data-type="{_e(event["type"])}" data-ts="{_e(event["ts"])}">'
+            f"<span class=muted>{_e(event['ts'][11:19])}"
             f"</span> <strong>{_e(event['type'])}</strong> {_e(text[:300])}</li>"
         )
     body.append("</ol>")
