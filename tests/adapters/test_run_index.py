@@ -6,9 +6,12 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from claudeloop.adapters.run_directory.project_runs import ProjectRunDirectories
 from claudeloop.adapters.run_index import RunIndexDirectory, state_directory
 from claudeloop.adapters.shared_capacity.board import FileCapacityBoard, MachineBoards
+from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import IndexedRun
 from claudeloop.domain.signals import TurnSignals
 
@@ -75,3 +78,22 @@ def test_the_boards_are_every_account_of_the_directory(tmp_path: Path) -> None:
         ("acct", True),
         ("broken", False),
     ]
+
+
+def test_a_record_is_decoded_again_only_once_saved_since(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from tests.cli.test_run_directory_commands import waiting_run
+
+    directory = waiting_run(tmp_path, "r1")
+    runs = ProjectRunDirectories(tmp_path)
+    first = runs.record("r1")
+    assert runs.record("r1") is first  # unchanged on disk: the one decoded
+    directory.save(replace(first, session_id="sess-2"))
+    assert runs.record("r1").session_id == "sess-2"
+    directory.state_path.write_text("{")
+    with pytest.raises(UsageError, match="unreadable"):
+        runs.record("r1")
+    directory.state_path.unlink()
+    with pytest.raises(UsageError, match="missing"):
+        runs.record("r1")

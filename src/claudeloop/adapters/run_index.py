@@ -32,6 +32,9 @@ class RunIndexDirectory:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        # Each entry as last read, by its file's inode and time: a page listing a
+        # thousand runs reads only the entries written since it last looked.
+        self._read: dict[str, tuple[tuple[int, int], IndexedRun | None]] = {}
 
     @classmethod
     def of_environment(cls, environ: Mapping[str, str] = os.environ) -> RunIndexDirectory:
@@ -51,10 +54,21 @@ class RunIndexDirectory:
 
     def runs(self) -> list[IndexedRun]:
         try:
-            paths = [path for path in self.directory.iterdir() if path.suffix == ".json"]
+            files = [item for item in os.scandir(self.directory) if item.name.endswith(".json")]
         except OSError:
             return []
-        found = [run for run in map(_entry, paths) if run is not None]
+        found: list[IndexedRun] = []
+        for item in files:
+            try:
+                seen = item.stat()
+            except OSError:
+                continue
+            version = (seen.st_ino, seen.st_mtime_ns)
+            cached = self._read.get(item.name)
+            if cached is None or cached[0] != version:
+                cached = self._read[item.name] = (version, _entry(Path(item.path)))
+            if cached[1] is not None:
+                found.append(cached[1])
         return sorted(found, key=lambda run: (run.registered_at, run.run_id), reverse=True)
 
     def present(self, run: IndexedRun) -> bool:

@@ -443,6 +443,21 @@ def project_runs(cwd: Path) -> ProjectRuns:
     return ProjectRunDirectories(cwd)
 
 
+def every_project_runs() -> Callable[[Path], ProjectRuns]:
+    """The runs of each working directory, each kept once: what the dashboard reads
+    again and again decodes a record only when it was saved since."""
+    from claudeloop.adapters.run_directory.project_runs import ProjectRunDirectories
+
+    kept: dict[Path, ProjectRuns] = {}
+
+    def runs_of(cwd: Path) -> ProjectRuns:
+        if cwd not in kept:
+            kept[cwd] = ProjectRunDirectories(cwd)
+        return kept[cwd]
+
+    return runs_of
+
+
 def run_index() -> RunIndex:
     """Every run started on this machine, as `runs --all` and the dashboard list them."""
     from claudeloop.adapters.run_index import RunIndexDirectory

@@ -38,8 +38,8 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
     from claudeloop.application.errors import UsageError
     from claudeloop.cli.bootstrap import (
         account_boards,
+        every_project_runs,
         fleet_of,
-        project_runs,
         run_index,
         run_masks,
     )
@@ -48,7 +48,7 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
     fleet = fleet_of(engine) if engine is not None else None
     sources = Sources(
         index=run_index(),
-        runs_of=project_runs,
+        runs_of=every_project_runs(),
         boards=account_boards(),
         mask=run_masks(),
         fleet=fleet,

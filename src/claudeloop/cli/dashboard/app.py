@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -199,12 +200,13 @@ class _Pages:
 
     async def rows_stream(self, request: Request) -> Response:
         async def changes() -> AsyncIterator[str]:
-            seen = _fingerprint(self.rows())
+            seen = _fingerprint(await run_in_threadpool(self.rows))
             quiet = 0.0
             yield "retry: 1000\n\n"
             while not await request.is_disconnected():
                 await asyncio.sleep(ROWS_POLL_SECONDS)
-                now = _fingerprint(self.rows())
+                # In a thread: a thousand runs take a moment, which no stream should wait.
+                now = _fingerprint(await run_in_threadpool(self.rows))
                 quiet += ROWS_POLL_SECONDS
                 if now != seen:
                     seen, quiet = now, 0.0
