@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import fleet, overhead, startup, takeover, verify_memory, waiting
+from bench import dashboard, fleet, overhead, startup, takeover, verify_memory, waiting
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent.parent / "README.md"
@@ -179,6 +179,8 @@ def main() -> None:
     moved = takeover.run()
     print("a fleet: wake-ups, probes per account, a worker's memory...", flush=True)
     shared = fleet.run()
+    print("the dashboard: 1,000 runs, an event's way to the page, its memory...", flush=True)
+    board = dashboard.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -231,6 +233,8 @@ def main() -> None:
         *takeover.table(moved),
         "",
         *fleet.section(shared),
+        "",
+        *dashboard.section(board),
         "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]
