@@ -150,6 +150,29 @@ def test_a_runs_stream_sends_each_new_event_masked() -> None:
     assert '"capacity": "***"' in data[1]
 
 
+def test_the_lists_stream_says_refresh_once_a_run_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dataclasses import replace
+
+    from claudeloop.cli.dashboard import app
+    from claudeloop.domain.loop import Outcome, Phase
+
+    monkeypatch.setattr(app, "ROWS_POLL_SECONDS", 0.05)
+
+    runs, index = machine()
+    client = client_of(runs, index)
+    ended = waiting_record("r1")
+    with client.stream("GET", "/stream") as stream:
+        for text in stream.iter_lines():
+            if text.startswith("retry:"):
+                state = replace(ended.state, phase=Phase.COMPLETE, outcome=Outcome.DONE)
+                runs.records["r1"] = replace(ended, state=state)
+            if text == "event: refresh":
+                break
+    assert "done" in client.get("/", params={"part": "main"}).text
+
+
 def test_listening_beyond_this_machine_says_what_it_exposes() -> None:
     assert exposure("127.0.0.1", 1) is None
     assert exposure("::1", 1) is None

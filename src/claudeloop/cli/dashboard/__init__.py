@@ -33,9 +33,20 @@ def exposure(host: str, port: int) -> str | None:
 
 def serve(*, engine: str | None, host: str, port: int) -> None:
     """Serve the dashboard until Ctrl-C; print its URL, the token in it."""
-    import uvicorn
-
     from claudeloop.application.errors import UsageError
+
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(128)  # a browser opening the printed URL at once waits, not refused
+    except OSError as error:  # in use, not this machine's, no such name
+        raise UsageError(f"--host {host} --port {port}: cannot listen ({error.strerror})") from None
+    except UnicodeError:
+        raise UsageError(f"--host {host!r}: not a host name or address") from None
+    import uvicorn  # after the port is ours: a mistake is told without loading it
+
     from claudeloop.cli.bootstrap import (
         account_boards,
         every_project_runs,
@@ -45,7 +56,11 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
     )
     from claudeloop.cli.dashboard.app import Sources, dashboard_app
 
-    fleet = fleet_of(engine) if engine is not None else None
+    try:
+        fleet = fleet_of(engine) if engine is not None else None
+    except UsageError:
+        listener.close()
+        raise
     sources = Sources(
         index=run_index(),
         runs_of=every_project_runs(),
@@ -53,16 +68,6 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
         mask=run_masks(),
         fleet=fleet,
     )
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        listener = socket.socket(family, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        listener.listen(128)  # a browser opening the printed URL at once waits, not refused
-    except OSError as error:
-        raise UsageError(f"--host {host} --port {port}: cannot listen ({error.strerror})") from None
-    except (socket.gaierror, UnicodeError) as error:
-        raise UsageError(f"--host {host}: not an address of this machine ({error})") from None
     bound = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
     warning = exposure(host, bound)
