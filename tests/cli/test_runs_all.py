@@ -6,9 +6,13 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_index import RunIndexDirectory
 from claudeloop.application.ports import IndexedRun
 from tests.cli.conftest import Invocation
@@ -54,3 +58,19 @@ def test_no_runs_at_all_and_all_beside_cwd(claudeloop: Invoke, tmp_path: Path) -
     assert claudeloop("runs", "--all").out.strip() == "no claudeloop runs started on this machine"
     assert_one_line_error(claudeloop("runs", "--all", "--cwd", tmp_path), "--all", "--cwd")
     assert os.environ["CLAUDELOOP_STATE_DIR"]
+
+
+def test_what_is_shown_is_masked_by_the_runs_secrets(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-ant-api03-not-a-real-key-but-long-enough-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    registered(tmp_path / "app", "20261130-090000-aaaaaa")
+    directory = RunDirectory(tmp_path / "app" / ".claudeloop" / "runs" / "20261130-090000-aaaaaa")
+    record = directory.load()
+    directory.save(replace(record, state=replace(record.state, reason=f"the key {secret} failed")))
+    shown = claudeloop("runs", "--all", "--json").out
+    assert secret not in shown
+    reason = json.loads(shown)[0]["reason"]
+    assert reason.startswith("the key ")
+    assert reason.endswith(" failed")
