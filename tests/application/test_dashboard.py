@@ -118,6 +118,9 @@ def test_the_fleets_rows_and_an_engine_that_does_not_answer() -> None:
     assert rows == []
     assert problem is not None
     assert "unreachable (ConnectionError: refused)" in problem
+    rows, problem = fleet_rows(MemoryFleet(made=False), mask=_masked)
+    assert rows == []
+    assert problem == "sqlite:///memory: no fleet there yet (`claudeloop fleet init` makes one)"
 
 
 def test_a_runs_page_reads_the_tail_draws_its_timeline_and_spend() -> None:

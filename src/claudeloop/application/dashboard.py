@@ -136,6 +136,8 @@ def fleet_rows(fleet: Fleet, *, mask: MaskOf) -> tuple[list[dict[str, Any]], str
     """The fleet's runs as rows, and what went wrong reading them (an engine that does
     not answer): the page says so and keeps serving."""
     try:
+        if not fleet.exists():
+            return [], f"{fleet.shown}: no fleet there yet (`claudeloop fleet init` makes one)"
         queue = fleet.queue()
         stored = fleet.every_stored()
     except Exception as error:  # a driver's own errors: the engine is away, or refuses

@@ -57,7 +57,8 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
     from claudeloop.cli.dashboard.app import Sources, dashboard_app
 
     try:
-        fleet = fleet_of(engine) if engine is not None else None
+        # A bare --engine: CLAUDELOOP_ENGINE, else the local one.
+        fleet = fleet_of(engine or None) if engine is not None else None
     except UsageError:
         listener.close()
         raise
