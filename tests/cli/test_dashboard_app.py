@@ -182,3 +182,34 @@ def test_listening_beyond_this_machine_says_what_it_exposes() -> None:
     assert "0.0.0.0:8420" in warning
     assert "token" in warning
     assert exposure("box.example", 1) is not None
+
+
+def test_a_verb_with_fields_gets_them_from_its_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    from claudeloop.application import dashboard
+    from claudeloop.application.dashboard import Verb
+
+    heard: list[dict[str, str]] = []
+
+    def note(_runs: ProjectRuns, run_id: str, form: Any) -> str:
+        heard.append(dict(form))
+        return f"noted for {run_id}"
+
+    monkeypatch.setattr(
+        dashboard, "VERBS", (*dashboard.VERBS, Verb("note", "Note", note, ("text",)))
+    )
+    runs, index = machine()
+    runs.drivers["r1"] = 7
+    client = client_of(runs, index)
+    page = client.get(f"/run/{entry('r1').key}").text
+    assert '<input type="text" name="text"' in page
+    answer = client.post(
+        f"/run/{entry('r1').key}/do/note",
+        data={"text": "mind the tests"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert "noted for r1" in answer.text
+    assert heard == [
+        {
+            "text": "mind the tests",
+        }
+    ]

@@ -38,11 +38,14 @@ MaskOf = Callable[[Path], Mask]
 class Verb:
     """A button of a live run's page: its name in the URL, its label, and what it asks
     of the run (given the run's directory's runs, the run id and the form's fields),
-    returning what it said in words. A new verb is one more entry of `VERBS`."""
+    returning what it said in words; a UsageError it raises is said on the page. A new
+    verb is one more entry of `VERBS`."""
 
     name: str
     label: str
     ask: Callable[[ProjectRuns, str, Mapping[str, str]], str]
+    # The text fields its form carries (a note's text, a cap's new value), by name.
+    fields: tuple[str, ...] = ()
 
 
 def _controlled(command: ControlCommand) -> Callable[[ProjectRuns, str, Mapping[str, str]], str]:
@@ -203,7 +206,9 @@ def run_view(
         "timeline": [],
         "spend": [],
         "offset": 0,
-        "verbs": [{"name": verb.name, "label": verb.label} for verb in VERBS],
+        "verbs": [
+            {"name": verb.name, "label": verb.label, "fields": list(verb.fields)} for verb in VERBS
+        ],
     }
     if row["problem"] is not None:
         return view

@@ -154,8 +154,12 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
     if row.get("driver_alive"):
         buttons = "".join(
             f'<form class="verb" method="post" action="/run/{key}/do/{quote(verb["name"])}">'
-            f'<button type="submit" class="{_e(verb["name"])}" name="verb" '
-            f'value="{_e(verb["name"])}">{_e(verb["label"])}</button></form>'
+            + "".join(
+                f'<input type="text" name="{_e(field)}" placeholder="{_e(field)}" required>'
+                for field in verb["fields"]
+            )
+            + f'<button type="submit" class="{_e(verb["name"])}">{_e(verb["label"])}</button>'
+            "</form>"
             for verb in view["verbs"]
         )
         body.append(f'<div class="verbs">{buttons}</div>')
