@@ -225,3 +225,17 @@ def test_accounts_show_their_windows_and_which_runs_wait_on_them() -> None:
         "next_probe_at": None,
         "runs": [],
     }
+
+
+def test_a_fleets_running_run_has_the_verbs_and_they_ask_its_worker() -> None:
+    fleet = fleet_of_two()
+    rows, _ = fleet_rows(fleet, mask=_masked)
+    assert [verb["name"] for verb in rows[0]["verbs"]] == ["stop", "wind-down"]
+    assert rows[1]["verbs"] == []  # queued: nothing to stop yet
+    stop = verb_named("stop")
+    assert stop is not None
+    assert stop.ask_fleet is not None
+    assert stop.ask_fleet(fleet, "r1", {}) == "asked run r1 (on w1) to stop"
+    assert fleet.asked == [("r1", ControlCommand.STOP)]
+    with pytest.raises(UsageError, match="queued, not running"):
+        stop.ask_fleet(fleet, "r2", {})

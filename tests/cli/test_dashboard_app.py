@@ -16,7 +16,7 @@ from claudeloop.cli.dashboard.app import Sources, cookie_name, dashboard_app
 from claudeloop.domain.loop import ControlCommand
 from tests.application.fakes import START, MemoryBoards, MemoryFleet, MemoryIndex, MemoryRuns
 from tests.application.test_dashboard import APP, entry, line
-from tests.application.test_fleet import waiting_record
+from tests.application.test_fleet import fleet_of_two, waiting_record
 
 TOKEN = "t0ken-of-the-test"
 
@@ -213,3 +213,21 @@ def test_a_verb_with_fields_gets_them_from_its_form(monkeypatch: pytest.MonkeyPa
             "text": "mind the tests",
         }
     ]
+
+
+def test_a_fleets_run_is_stopped_through_its_worker() -> None:
+    fleet = fleet_of_two()
+    origin = {"Origin": "http://testserver"}
+    client = client_of(*machine(), fleet=fleet)
+    listing = client.get("/").text
+    assert 'action="/fleet/r1/do/stop"' in listing
+    assert 'action="/fleet/r2/do/stop"' not in listing
+    said = client.post("/fleet/r1/do/stop", headers=origin).text
+    assert "asked run r1 (on w1) to stop" in said
+    assert fleet.asked == [("r1", ControlCommand.STOP)]
+    assert (
+        "no verb &#x27;dance&#x27; for a fleet"
+        in client.post("/fleet/r1/do/dance", headers=origin).text
+    )
+    alone = client_of(*machine())
+    assert "shows no fleet" in alone.post("/fleet/r1/do/stop", headers=origin).text

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from claudeloop.application.errors import UsageError
+from claudeloop.application.fleet import control as fleet_control
 from claudeloop.application.inspection import Mask, control, takes_effect
 from claudeloop.application.ports import AccountBoards, Fleet, IndexedRun, ProjectRuns, RunIndex
 from claudeloop.application.summary import status_object
@@ -46,6 +47,9 @@ class Verb:
     ask: Callable[[ProjectRuns, str, Mapping[str, str]], str]
     # The text fields its form carries (a note's text, a cap's new value), by name.
     fields: tuple[str, ...] = ()
+    # What it asks of a fleet's run (given the fleet, the run id and the form's fields);
+    # None: a verb of this machine's runs only.
+    ask_fleet: Callable[[Fleet, str, Mapping[str, str]], str] | None = None
 
 
 def _controlled(command: ControlCommand) -> Callable[[ProjectRuns, str, Mapping[str, str]], str]:
@@ -56,9 +60,27 @@ def _controlled(command: ControlCommand) -> Callable[[ProjectRuns, str, Mapping[
     return ask
 
 
+def _fleet_controlled(command: ControlCommand) -> Callable[[Fleet, str, Mapping[str, str]], str]:
+    def ask(fleet: Fleet, run_id: str, _form: Mapping[str, str]) -> str:
+        found = fleet_control(fleet, run_id, command)
+        return f"asked run {run_id} (on {found.worker or 'its worker'}) to {command.value}"
+
+    return ask
+
+
 VERBS: tuple[Verb, ...] = (
-    Verb("stop", "Stop", _controlled(ControlCommand.STOP)),
-    Verb("wind-down", "Wind down", _controlled(ControlCommand.WIND_DOWN)),
+    Verb(
+        "stop",
+        "Stop",
+        _controlled(ControlCommand.STOP),
+        ask_fleet=_fleet_controlled(ControlCommand.STOP),
+    ),
+    Verb(
+        "wind-down",
+        "Wind down",
+        _controlled(ControlCommand.WIND_DOWN),
+        ask_fleet=_fleet_controlled(ControlCommand.WIND_DOWN),
+    ),
 )
 
 
@@ -162,6 +184,13 @@ def fleet_rows(fleet: Fleet, *, mask: MaskOf) -> tuple[list[dict[str, Any]], str
                 if state and state.next_probe_at
                 else None,
                 "host": held.holder if held is not None else queued.worker,
+                "verbs": [
+                    {"name": verb.name, "label": verb.label, "fields": list(verb.fields)}
+                    for verb in VERBS
+                    if verb.ask_fleet is not None
+                ]
+                if queued.state == "running"
+                else [],
             }
         )
     return rows, None

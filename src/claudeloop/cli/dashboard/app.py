@@ -134,6 +134,7 @@ def dashboard_app(sources: Sources, token: str, *, port: int) -> ASGIApp:
             Route("/run/{key}", pages_of.run_page),
             Route("/run/{key}/stream", pages_of.run_stream),
             Route("/run/{key}/do/{verb}", pages_of.verb, methods=["POST"]),
+            Route("/fleet/{run_id}/do/{verb}", pages_of.fleet_verb, methods=["POST"]),
             Route("/static/{name}", _asset),
         ]
     )
@@ -158,7 +159,8 @@ class _Pages:
             if self.sources.fleet is not None
             else (None, None)
         )
-        main = pages.overview_main(self.rows(), fleet, problem, now=now)
+        said = request.query_params.get("said")
+        main = pages.overview_main(self.rows(), fleet, problem, now=now, said=said)
         return _answer(request, "runs", "runs", main, stream="/stream")
 
     def run_page(self, request: Request) -> Response:
@@ -197,6 +199,21 @@ class _Pages:
         except UsageError as error:
             said = str(error)
         return RedirectResponse(f"/run/{quote(key)}?said={quote(said)}", status_code=303)
+
+    async def fleet_verb(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        chosen = verb_named(request.path_params["verb"])
+        try:
+            if self.sources.fleet is None:
+                raise UsageError("this dashboard shows no fleet (start it with --engine)")
+            if chosen is None or chosen.ask_fleet is None:
+                raise UsageError(f"no verb {request.path_params['verb']!r} for a fleet's run")
+            form = await request.form()
+            fields = {name: value for name, value in form.items() if isinstance(value, str)}
+            said = chosen.ask_fleet(self.sources.fleet, run_id, fields)
+        except UsageError as error:
+            said = str(error)
+        return RedirectResponse(f"/?said={quote(said)}", status_code=303)
 
     async def rows_stream(self, request: Request) -> Response:
         async def changes() -> AsyncIterator[str]:

@@ -74,9 +74,12 @@ def overview_main(
     fleet_problem: str | None,
     *,
     now: datetime,
+    said: str | None = None,
 ) -> str:
     """Every run of this machine (and the fleet's, with an engine)."""
     body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {now:%H:%M:%S} UTC</p>"]
+    if said:
+        body.append(f'<p class="said">{_e(said)}</p>')
     if not rows:
         body.append(
             "<p class=empty>No run started on this machine yet: "
@@ -112,21 +115,38 @@ def overview_main(
         if fleet:
             body.append(
                 "<table><tr><th>run</th><th>state</th><th>plan</th><th>turns</th>"
-                "<th>spend</th><th>next probe</th><th>account</th><th>machine</th></tr>"
+                "<th>spend</th><th>next probe</th><th>account</th><th>machine</th><th></th></tr>"
             )
             for row in fleet:
+                action = f"/fleet/{quote(str(row['run_id']))}/do/"
                 body.append(
                     f"<tr><td>{_e(row['run_id'])}<div class=muted>{_e(row['cwd'])}</div></td>"
                     f"<td>{_phase(row)}</td><td class=num>{_plan(row)}</td>"
                     f"<td class=num>{_e(row.get('turns') or '-')}</td>"
                     f"<td class=num>{_money(row)}</td>"
                     f"<td>{_countdown(row.get('next_probe_at')) or '-'}</td>"
-                    f"<td>{_e(row['account'])}</td><td>{_e(row.get('host'))}</td></tr>"
+                    f"<td>{_e(row['account'])}</td><td>{_e(row.get('host'))}</td>"
+                    f"<td>{_buttons(action, row['verbs'])}"
+                    "</td></tr>"
                 )
             body.append("</table>")
         elif not fleet_problem:
             body.append("<p class=empty>The fleet's queue is empty.</p>")
     return "".join(body)
+
+
+def _buttons(action: str, verbs: Sequence[Mapping[str, Any]]) -> str:
+    """A form per verb, posting to `action` + its name, with the text fields it names."""
+    return "".join(
+        f'<form class="verb" method="post" action="{action}{quote(verb["name"])}">'
+        + "".join(
+            f'<input type="text" name="{_e(field)}" placeholder="{_e(field)}" required>'
+            for field in verb["fields"]
+        )
+        + f'<button type="submit" class="{_e(verb["name"])}">{_e(verb["label"])}</button>'
+        "</form>"
+        for verb in verbs
+    )
 
 
 def run_main(view: Mapping[str, Any], said: str | None) -> str:
@@ -152,16 +172,7 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
         + "</div>"
     )
     if row.get("driver_alive"):
-        buttons = "".join(
-            f'<form class="verb" method="post" action="/run/{key}/do/{quote(verb["name"])}">'
-            + "".join(
-                f'<input type="text" name="{_e(field)}" placeholder="{_e(field)}" required>'
-                for field in verb["fields"]
-            )
-            + f'<button type="submit" class="{_e(verb["name"])}">{_e(verb["label"])}</button>'
-            "</form>"
-            for verb in view["verbs"]
-        )
+        buttons = _buttons(f"/run/{key}/do/", view["verbs"])
         body.append(f'<div class="verbs">{buttons}</div>')
     if view["plan"]:
         items = "".join(
