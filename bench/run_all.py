@@ -13,7 +13,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import checkpoint, fleet, overhead, startup, takeover, verify_memory, waiting
+from bench import (
+    checkpoint,
+    dashboard,
+    fleet,
+    overhead,
+    startup,
+    takeover,
+    verify_memory,
+    waiting,
+)
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent.parent / "README.md"
@@ -179,6 +188,8 @@ def main() -> None:
     moved = takeover.run()
     print("a fleet: wake-ups, probes per account, a worker's memory...", flush=True)
     shared = fleet.run()
+    print("the dashboard: 1,000 runs, an event's way to the page, its memory...", flush=True)
+    board = dashboard.run()
     print("a commit per turn on a repository of 10,000 files...", flush=True)
     committed = checkpoint.run()
     plot(rows, RESULTS / "waiting.png")
@@ -233,6 +244,8 @@ def main() -> None:
         *takeover.table(moved),
         "",
         *fleet.section(shared),
+        "",
+        *dashboard.section(board),
         "",
         *checkpoint.lines(committed),
         "",

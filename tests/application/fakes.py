@@ -15,8 +15,10 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import (
     AccountCapacity,
+    AccountSighting,
     Checkpoint,
     ClaudeSession,
+    IndexedRun,
     ProbeOutcome,
     QueuedRun,
     RunIdTaken,
@@ -460,5 +462,41 @@ class MemoryRuns:
     def ended(self, run_id: str) -> bool:
         return run_id not in self.unreadable and self.records[run_id].state.phase.terminal
 
+    def event_tail(self, run_id: str, count: int) -> tuple[list[bytes], int]:
+        written = self.events.get(run_id, b"")
+        whole = written[: written.rfind(b"\n") + 1] if b"\n" in written else b""
+        return whole.splitlines(keepends=True)[-count:] if count else [], len(whole)
+
     def claude_sessions(self, limit: int) -> list[ClaudeSession]:
         return self.sessions[:limit]
+
+
+class MemoryIndex:
+    """The machine's index of runs in memory, newest first by registration; `refuse`
+    makes a registration fail as a full disk would."""
+
+    def __init__(self, *entries: IndexedRun) -> None:
+        self.entries: dict[str, IndexedRun] = {entry.key: entry for entry in entries}
+        self.refuse = False
+        self.gone: set[str] = set()
+
+    def register(self, run: IndexedRun) -> None:
+        if self.refuse:
+            raise OSError(28, "No space left on device")
+        self.entries[run.key] = run
+
+    def runs(self) -> list[IndexedRun]:
+        return sorted(self.entries.values(), key=lambda run: run.registered_at, reverse=True)
+
+    def present(self, run: IndexedRun) -> bool:
+        return run.key not in self.gone
+
+
+@dataclass
+class MemoryBoards:
+    """The machine's capacity boards in memory."""
+
+    accounts: list[AccountSighting] = field(default_factory=list)
+
+    def sightings(self) -> list[AccountSighting]:
+        return list(self.accounts)

@@ -491,6 +491,11 @@ class ProjectRuns(Protocol):
         """The run's record says it ended (False while it cannot be read)."""
         ...
 
+    def event_tail(self, run_id: str, count: int) -> tuple[list[bytes], int]:
+        """The last `count` whole lines of the run's events and the offset after them,
+        read from the file's end: as cheap after 100,000 events as after ten."""
+        ...
+
     def claude_sessions(self, limit: int) -> list[ClaudeSession]:
         """Claude Code's own sessions of the working directory, the newest `limit`."""
         ...
@@ -510,6 +515,66 @@ class ClaudeSession:
             "summary": self.summary,
             "last_modified": self.last_modified.isoformat(),
         }
+
+
+# Every run of this machine, as `runs --all` and the dashboard find them ------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedRun:
+    """A run a driver on this machine registered: its directory, the working directory
+    it works in, the account it spends (the capacity board's key; None when it shares
+    no capacity), the machine, and when it was registered."""
+
+    run_id: str
+    directory: Path
+    cwd: Path
+    account: str | None
+    host: str
+    registered_at: datetime
+
+    @property
+    def key(self) -> str:
+        """The run's name in the index: its id and a hash of where it is (two working
+        directories may hold runs of the same id)."""
+        import hashlib
+
+        digest = hashlib.sha256(str(self.directory).encode()).hexdigest()[:10]
+        return f"{self.run_id}.{digest}"
+
+
+class RunIndex(Protocol):
+    """The runs started on this machine, each registered once by its driver: one entry
+    per run, so runs registering at once never meet."""
+
+    def register(self, run: IndexedRun) -> None:
+        """Add (or refresh) the run's entry; OSError when it cannot be written."""
+        ...
+
+    def runs(self) -> list[IndexedRun]:
+        """Every entry, newest first; an entry that cannot be read is left out."""
+        ...
+
+    def present(self, run: IndexedRun) -> bool:
+        """Whether the run's directory is still there (a run removed since is gone)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class AccountSighting:
+    """An account's last sighting on this machine's capacity board (None: its record
+    cannot be read)."""
+
+    account: str
+    sighting: Sighting | None
+
+
+class AccountBoards(Protocol):
+    """The capacity boards of this machine's accounts, as the dashboard shows them."""
+
+    def sightings(self) -> list[AccountSighting]:
+        """Each account with a record, by name."""
+        ...
 
 
 # What `claudeloop doctor` checks on this machine -------------------------------------

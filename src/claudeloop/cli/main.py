@@ -455,14 +455,28 @@ def logs(
 Examples:
   claudeloop runs
   claudeloop runs --json
+  claudeloop runs --all          every run started on this machine
 """
 )
 @PROJECT_OPTION
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every run started on this machine, of every working directory.",
+)
 @JSON_OPTION
-def runs(cwd: Path | None, as_json: bool) -> None:
+def runs(cwd: Path | None, every: bool, as_json: bool) -> None:
     """claudeloop runs of the working directory, newest first, with their outcome."""
     from claudeloop.cli import inspect
 
+    if every:
+        if cwd is not None:
+            from claudeloop.application.errors import UsageError
+
+            raise UsageError("--all lists the runs of every directory; drop --cwd")
+        inspect.machine_runs(as_json=as_json)
+        return
     inspect.runs(cwd=cwd, as_json=as_json)
 
 
@@ -546,6 +560,47 @@ def merge(run_id: str | None, cwd: Path | None, resolve: bool, as_json: bool) ->
     from claudeloop.cli import branch
 
     branch.merge(cwd=cwd, run_id=run_id, as_json=as_json, resolve=resolve, seat=fleet_seat())
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop dashboard                  this machine's runs, on 127.0.0.1
+  claudeloop dashboard --port 8420
+  claudeloop dashboard --engine         the fleet's runs too
+  claudeloop dashboard --host 0.0.0.0   reachable by others (it warns)
+"""
+)
+@click.option(
+    "--engine",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[URL]",
+    help="Show this fleet's runs too (no URL: CLAUDELOOP_ENGINE, else the local one).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="The port to listen on (0: a free one).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on; another than 127.0.0.1 exposes the runs.",
+)
+def dashboard(engine: str | None, port: int, host: str) -> None:
+    """A live web page of every run of this machine: phase, waits, plan, spend,
+    timeline, events, the accounts' capacity, and stop and wind-down buttons.
+
+    It prints its URL, with a token every request needs; Ctrl-C stops it.
+    """
+    from claudeloop.cli.dashboard import serve
+
+    serve(engine=engine, host=host, port=port)
 
 
 @cli.command(
