@@ -234,6 +234,9 @@ class GitCheckpoints:
         self._stale_locks = own  # looked for once: only a killed process leaves them
         self._branch: str | None = None
         self._tree: WorkTree | None = None
+        # The turn of this process's own last commit: the branch moves by no one else's
+        # commit of this run, so it is asked of git only until then (after a resume).
+        self._committed_turn: int | None = None
 
     @property
     def branch(self) -> str:
@@ -243,6 +246,8 @@ class GitCheckpoints:
         return self._branch
 
     def last_turn(self) -> int:
+        if self._committed_turn is not None:
+            return self._committed_turn
         pattern = f"^{RUN_TRAILER}: {re.escape(self._run_id)}$"
         done = git(
             self._directory,
@@ -261,9 +266,14 @@ class GitCheckpoints:
         if self._stale_locks:
             self._tree.remove_stale_locks(self.branch)
             self._stale_locks = False
-        return commit_all(
+        done = commit_all(
             self._directory, message, holds_secret=self._holds_secret, tree=self._tree
         )
+        if done.sha is not None:
+            said = [line for line in message.splitlines() if line.startswith(f"{TURN_TRAILER}:")]
+            if said:
+                self._committed_turn = turn_of(said[-1].split(":", 1)[1])
+        return done
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,8 +358,8 @@ def commit_all(
     head = git(directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
     parent = head.stdout.decode().strip() if head.returncode == 0 else None
     # A merge in progress (a run resolving another's conflicts): its commit has both.
-    merging = git(directory, "rev-parse", "--verify", "--quiet", "MERGE_HEAD", check=False)
-    other = merging.stdout.decode().strip() if merging.returncode == 0 else None
+    merge_head = tree.git_dir / "MERGE_HEAD"
+    other = merge_head.read_text().split()[0] if merge_head.is_file() else None
     sha = (
         git(
             directory,
