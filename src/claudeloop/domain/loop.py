@@ -215,6 +215,9 @@ class RunState:
     # The reset last announced per window, on any answer or refusal (domain.waiting):
     # a refusal that names its window but omits the reset waits for this one.
     announced_resets: tuple[AnnouncedReset, ...] = ()
+    # Notes a person left for the next turn (domain.steering): said with every prompt
+    # until a turn is answered, then let go of.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +317,8 @@ def decide_after_turn(
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
+    if answered and sent and state.notes:  # the model heard the notes
+        state = replace(state, notes=())
     if sent and is_paid_overage(capacity):
         state = replace(state, overage_turns=state.overage_turns + 1)
     if not answered:
