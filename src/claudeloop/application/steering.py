@@ -8,6 +8,7 @@ file, and its driver applies it at the next safe point (domain.steering).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import assert_never
@@ -61,23 +62,32 @@ def probe_now(runs: ProjectRuns, run_id: str | None) -> Sent:
     )
 
 
-def raise_cap(runs: ProjectRuns, run_id: str | None, cap: Cap, to: float, *, now: datetime) -> Sent:
-    """`raise`: set a cap of the live run; UsageError when lower than what it spent
-    (the run checks again as it applies it, against what it spent by then)."""
+def raise_caps(
+    runs: ProjectRuns, run_id: str | None, caps: Mapping[Cap, float], *, now: datetime
+) -> list[Sent]:
+    """`raise`: set caps of the live run; UsageError when one is lower than what it
+    spent, and then none is sent (the run checks again as it applies each, against what
+    it spent by then)."""
+    if not caps:
+        raise UsageError("give at least one of --max-turns, --max-dollars, --max-wait")
     chosen, pid = _live(runs, run_id, "raise a cap of")
     record = runs.record(chosen)
     state = record.state
-    refused = refusal(cap, to, state.ledger, waited_seconds=waited_now(state, now))
-    if refused is not None:
-        raise UsageError(f"run {chosen}: {refused}")
-    before = current_cap(cap, state.ledger, record.spec.wait_policy)
-    asked = RaiseCap(cap, to)
-    _send(runs, chosen, pid, asked)
-    will = (
-        f"{cap.value} {describe_cap(cap, before)} -> {describe_cap(cap, to)} at the next "
-        "safe point (kept by a resume)"
-    )
-    return Sent(chosen, pid, asked, will)
+    for cap, to in caps.items():
+        refused = refusal(cap, to, state.ledger, waited_seconds=waited_now(state, now))
+        if refused is not None:
+            raise UsageError(f"run {chosen}: {refused}")
+    sent: list[Sent] = []
+    for cap, to in caps.items():
+        before = current_cap(cap, state.ledger, record.spec.wait_policy)
+        asked = RaiseCap(cap, to)
+        _send(runs, chosen, pid, asked)
+        will = (
+            f"{cap.value} {describe_cap(cap, before)} -> {describe_cap(cap, to)} at the "
+            "next safe point (kept by a resume)"
+        )
+        sent.append(Sent(chosen, pid, asked, will))
+    return sent
 
 
 def add_note(runs: ProjectRuns, run_id: str | None, text: str) -> Sent:
@@ -130,4 +140,4 @@ def _send(runs: ProjectRuns, run_id: str, pid: int, asked: Steer) -> None:
         ) from None
 
 
-__all__ = ["Cap", "Sent", "add_note", "probe_now", "raise_cap", "steering_event"]
+__all__ = ["Cap", "Sent", "add_note", "probe_now", "raise_caps", "steering_event"]
