@@ -596,6 +596,36 @@ def note(words: tuple[str, ...], cwd: Path | None, as_json: bool) -> None:
     steer.note(cwd=cwd, run_id=run, text=text, as_json=as_json)
 
 
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop report                      the last 12 hours
+  claudeloop report --since 7d --json
+  claudeloop report --html night.html    one file, pictures inline
+""",
+)
+@click.option(
+    "--since",
+    type=DURATION,
+    default="12h",
+    show_default=True,
+    help="Runs that started or did something this long ago or since.",
+)
+@JSON_OPTION
+@click.option(
+    "--html",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the report as one HTML file with its pictures.",
+)
+@PROJECT_OPTION
+def report(since: timedelta, as_json: bool, html: Path | None, cwd: Path | None) -> None:
+    """What the runs did: outcome, turns, dollars, waits, checks, what is left."""
+    from claudeloop.cli import report as reporting
+
+    reporting.report(cwd=cwd, since=since, as_json=as_json, html=html)
+
+
 def _control(
     command: ControlCommand,
     *,
