@@ -118,3 +118,13 @@ def test_a_request_applied_before_a_crash_is_not_applied_again() -> None:
     assert NOTE_OPENING not in h.gateway.prompts[0]
     assert h.control.requests() == ()  # let go of all the same
     assert final.steered == 1
+
+
+def test_a_turn_cap_set_to_what_was_spent_sends_no_more_turns() -> None:
+    h = harness([verdict_turn(remaining=("b",)) for _ in range(3)])
+    h.gateway.on_turn = lambda number: (
+        h.control.ask(RaiseCap(Cap.TURNS, 2)) if number == 2 else None
+    )
+    final = drive(h, record(budget=Budget(max_turns=10)))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
+    assert len(h.gateway.prompts) == 2

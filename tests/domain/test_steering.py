@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from claudeloop.domain.budget import Budget, BudgetLedger
 from claudeloop.domain.capacity import Available, WindowExhausted
 from claudeloop.domain.completion import Continue
-from claudeloop.domain.loop import Phase, RunState, decide_after_turn
+from claudeloop.domain.loop import (
+    Finish,
+    Outcome,
+    Phase,
+    RunState,
+    budget_reached,
+    decide_after_turn,
+)
 from claudeloop.domain.steering import (
     MAX_NOTE_CHARS,
     MAX_NOTES,
@@ -240,3 +247,12 @@ def test_raising_a_cap_at_or_above_it_never_lowers_the_budget(
     after = current_cap(cap, steered.state.ledger, steered.wait_policy)
     assert after is not None
     assert was is None or after >= was
+
+
+def test_a_cap_set_to_what_was_spent_ends_the_run_before_the_next_turn() -> None:
+    state = steer(spent(), POLICY, RaiseCap(Cap.TURNS, 4), now=NOW).state
+    reached = budget_reached(state)
+    assert reached is not None
+    assert reached.state.outcome is Outcome.BUDGET_EXHAUSTED
+    assert reached.decision == Finish(Outcome.BUDGET_EXHAUSTED, "budget cap reached (max-turns)")
+    assert budget_reached(spent()) is None

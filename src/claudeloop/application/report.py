@@ -84,6 +84,13 @@ class Report:
         first = min(firsts, default=self.now - timedelta(hours=12))
         return max(first, self.since) if self.since else first
 
+    @property
+    def end(self) -> datetime:
+        """Where it ends: now while a run goes on, else the last thing a run did."""
+        if not self.runs or any(not run.ended for run in self.runs):
+            return self.now
+        return max(run.last_event_at or run.started_at for run in self.runs)
+
 
 def night_report(
     source: ReportSource, *, now: datetime, since: timedelta | None, mask: Mask

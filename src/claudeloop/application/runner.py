@@ -89,6 +89,7 @@ from claudeloop.domain.loop import (
     SendTurn,
     Transition,
     begin_probe,
+    budget_reached,
     decide_after_check,
     decide_after_probe,
     decide_after_review,
@@ -251,6 +252,8 @@ class Runner:
                 record, _ = self._steer(record)  # a probe now here has no wait to end
                 if (stopped := self._stop_if_asked(record)) is not None:
                     return stopped
+                if (reached := budget_reached(record.state)) is not None:
+                    return self._apply(record, reached)  # a cap set to what was spent
                 return await self._send_turn(record)
             case RunCheck(check=check):
                 record, _ = self._steer(record)  # a probe now here has no wait to end

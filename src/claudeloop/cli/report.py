@@ -102,7 +102,7 @@ td.n { text-align: right; }
 
 def html_page(made: Report) -> str:
     """The report as one HTML file that needs nothing else."""
-    start, end = made.start, made.now
+    start, end = made.start, made.end
     spend = spend_svg([run.spend for run in made.runs], start=start, end=end)
     timeline = timeline_svg([(run.run_id, run.spans) for run in made.runs], start=start, end=end)
     rows = []

@@ -524,6 +524,14 @@ def decide_on_control(state: RunState, command: ControlCommand) -> Transition:
             assert_never(command)
 
 
+def budget_reached(state: RunState) -> Transition | None:
+    """Before a turn: a cap changed since the turn was decided (`claudeloop raise` to
+    what was spent) may be reached already; then no turn goes out (None: go ahead)."""
+    if state.ledger.any_exhausted:
+        return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
+    return None
+
+
 def decide_on_failure(state: RunState, reason: str) -> Transition:
     """Something outside the rules broke (the CLI crashed, a disk filled)."""
     return _finish(state, Outcome.FAILED, reason)
