@@ -297,6 +297,7 @@ class MemoryFleet:
         self.records: dict[str, StoredRun] = {}
         self.lines: dict[str, list[bytes]] = {}
         self.asked: list[tuple[str, ControlCommand]] = []
+        self.steered: list[tuple[str, Steer]] = []
         self.sightings: list[AccountCapacity] = []
         # What each queued run was given: its arguments, repository and branch.
         self.given: dict[str, tuple[list[str], str | None, str | None]] = {}
@@ -350,6 +351,9 @@ class MemoryFleet:
 
     def ask(self, run_id: str, command: ControlCommand) -> None:
         self.asked.append((run_id, command))
+
+    def steer(self, run_id: str, asked: Steer) -> None:
+        self.steered.append((run_id, asked))
 
 
 @dataclass

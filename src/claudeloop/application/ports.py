@@ -394,6 +394,10 @@ class Fleet(Protocol):
         """Ask the run's worker to pass a stop or wind-down on to it."""
         ...
 
+    def steer(self, run_id: str, asked: Steer) -> None:
+        """Ask the run's worker to pass a request (domain.steering) on to it."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:

@@ -513,18 +513,20 @@ RUN_ARGUMENT = click.argument("run", required=False, metavar="[RUN]")
 Examples:
   claudeloop probe-now                       the run a live driver drives
   claudeloop probe-now 20261130-101500-a1b2c3
+  claudeloop probe-now nightly --engine      its worker passes it on
 \b
 Outside a wait it does nothing; the run says so in its events (probe.asked).
 """,
 )
 @RUN_ARGUMENT
 @PROJECT_OPTION
+@FLEET_SELECTION
 @JSON_OPTION
-def probe_now(run: str | None, cwd: Path | None, as_json: bool) -> None:
+def probe_now(run: str | None, cwd: Path | None, engine: str | None, as_json: bool) -> None:
     """End the live run's wait early and probe at once (capacity is back)."""
     from claudeloop.cli import steer
 
-    steer.probe(cwd=cwd, run_id=run, as_json=as_json)
+    steer.probe(cwd=cwd, run_id=run, engine=engine, as_json=as_json)
 
 
 @cli.command(
@@ -534,6 +536,7 @@ Examples:
   claudeloop raise --max-turns 80
   claudeloop raise 20261130-101500-a1b2c3 --max-dollars 25
   claudeloop raise --max-wait 12h --max-turns 120
+  claudeloop raise nightly --engine --max-dollars 40
 \b
 A cap lower than what the run spent is refused (exit 2). The run's record
 keeps the new cap, so a resume keeps it too.
@@ -546,6 +549,7 @@ keeps the new cap, so a resume keeps it too.
     "--max-wait", type=DURATION, default=None, help="The new longest wait (90m, 12h, 2d)."
 )
 @PROJECT_OPTION
+@FLEET_SELECTION
 @JSON_OPTION
 def raise_cap(
     *,
@@ -554,6 +558,7 @@ def raise_cap(
     max_dollars: float | None,
     max_wait: timedelta | None,
     cwd: Path | None,
+    engine: str | None,
     as_json: bool,
 ) -> None:
     """Change a cap of the live run without a restart, at its next safe point."""
@@ -566,7 +571,7 @@ def raise_cap(
         Cap.WAIT: max_wait.total_seconds() if max_wait is not None else None,
     }
     caps = {cap: value for cap, value in given.items() if value is not None}
-    steer.raise_caps(cwd=cwd, run_id=run, caps=caps, as_json=as_json)
+    steer.raise_caps(cwd=cwd, run_id=run, caps=caps, engine=engine, as_json=as_json)
 
 
 @cli.command(
@@ -574,6 +579,7 @@ def raise_cap(
 Examples:
   claudeloop note "the flaky test in test_io.py is known; leave it"
   claudeloop note 20261130-101500-a1b2c3 "use the staging database"
+  claudeloop note nightly --engine "use the staging database"
 \b
 The note is said with the next prompt, and with each one until a turn is
 answered; it is in the events (note.added), masked like everything else.
@@ -581,8 +587,9 @@ answered; it is in the events (note.added), masked like everything else.
 )
 @click.argument("words", nargs=-1, required=True, metavar="[RUN] TEXT")
 @PROJECT_OPTION
+@FLEET_SELECTION
 @JSON_OPTION
-def note(words: tuple[str, ...], cwd: Path | None, as_json: bool) -> None:
+def note(words: tuple[str, ...], cwd: Path | None, engine: str | None, as_json: bool) -> None:
     """Leave a note for the live run's next turn (added to its prompt)."""
     from claudeloop.application.errors import UsageError
     from claudeloop.cli import steer
@@ -593,7 +600,7 @@ def note(words: tuple[str, ...], cwd: Path | None, as_json: bool) -> None:
             'claudeloop note "the text"'
         )
     run, text = (words[0], words[1]) if len(words) == 2 else (None, words[0])
-    steer.note(cwd=cwd, run_id=run, text=text, as_json=as_json)
+    steer.note(cwd=cwd, run_id=run, text=text, engine=engine, as_json=as_json)
 
 
 @cli.command(

@@ -119,3 +119,17 @@ def let_go(path: Path, through: int) -> None:
         kept = tuple(request for request in current.requests if request.seq > through)
         if kept != current.requests:
             write_control(path, ControlFile(current.command, kept))
+
+
+def steer_to_json(asked: Steer) -> str:
+    """A request as the fleet's engine carries it to the run's worker."""
+    return json.dumps(CONTROL_CODEC.encode(asked), ensure_ascii=False)
+
+
+def steer_from_json(text: str) -> Steer | None:
+    """A request the engine carried; None for one this claudeloop cannot read (a newer
+    one's)."""
+    try:
+        return CONTROL_CODEC.decode(json.loads(text), Steer)  # type: ignore[no-any-return]
+    except (json.JSONDecodeError, DecodeError):
+        return None
