@@ -184,34 +184,35 @@ def test_listening_beyond_this_machine_says_what_it_exposes() -> None:
     assert exposure("box.example", 1) is not None
 
 
-def test_a_verb_with_fields_gets_them_from_its_form(monkeypatch: pytest.MonkeyPatch) -> None:
-    from claudeloop.application import dashboard
-    from claudeloop.application.dashboard import Verb
+def test_a_verb_with_fields_gets_them_from_its_form() -> None:
+    from claudeloop.domain.steering import AddNote, Cap, RaiseCap
 
-    heard: list[dict[str, str]] = []
-
-    def note(_runs: ProjectRuns, run_id: str, form: Any) -> str:
-        heard.append(dict(form))
-        return f"noted for {run_id}"
-
-    monkeypatch.setattr(
-        dashboard, "VERBS", (*dashboard.VERBS, Verb("note", "Note", note, ("text",)))
-    )
     runs, index = machine()
     runs.drivers["r1"] = 7
     client = client_of(runs, index)
     page = client.get(f"/run/{entry('r1').key}").text
     assert '<input type="text" name="text"' in page
+    assert '<input type="text" name="max_turns"' in page
     answer = client.post(
         f"/run/{entry('r1').key}/do/note",
         data={"text": "mind the tests"},
         headers={"Origin": "http://testserver"},
     )
-    assert "noted for r1" in answer.text
-    assert heard == [
-        {
-            "text": "mind the tests",
-        }
+    assert "the note is said with the next turn" in answer.text
+    refused = client.post(
+        f"/run/{entry('r1').key}/do/raise",
+        data={"max_turns": "many"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert "max-turns: &#x27;many&#x27; is not a positive number" in refused.text
+    client.post(
+        f"/run/{entry('r1').key}/do/raise",
+        data={"max_turns": "12"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert [asked for _, asked in runs.sent] == [
+        AddNote("mind the tests"),
+        RaiseCap(Cap.TURNS, 12.0),
     ]
 
 
