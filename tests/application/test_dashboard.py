@@ -303,3 +303,18 @@ def test_a_fleets_run_is_steered_through_its_worker_and_an_empty_note_is_refused
         ("r1", RaiseCap(Cap.TURNS, 9.0)),
         ("r1", AddNote("hi")),
     ]
+
+
+def test_the_machines_report_has_every_present_run_and_its_totals() -> None:
+    from claudeloop.application.dashboard import last_hours, machine_report
+
+    index, runs = machine()
+    runs.events["r1"] = line("turn.finished", 1, turn=1, cost_usd=0.42)
+    made = machine_report(index, _runs_of(runs), now=START, since=None, mask=_masked)
+    assert sorted(run.run_id for run in made.runs) == ["r1", "r2"]  # r3: its directory is gone
+    assert made.totals["runs"] == 2
+    assert made.totals["turns"] == 4
+    rows = machine_rows(index, _runs_of(runs), now=START, mask=_masked)
+    recent = last_hours(rows, now=START + timedelta(hours=13))
+    assert recent["runs"] == 0  # started more than 12 hours before
+    assert last_hours(rows, now=START)["outcomes"] == {"gone": 1, "waiting": 2}

@@ -232,3 +232,25 @@ def test_a_fleets_run_is_stopped_through_its_worker() -> None:
     )
     alone = client_of(*machine())
     assert "shows no fleet" in alone.post("/fleet/r1/do/stop", headers=origin).text
+
+
+def test_the_front_page_says_what_the_last_hours_did_and_links_the_morning_report() -> None:
+    runs, index = machine()
+    page = client_of(runs, index).get("/").text
+    assert "The last 12 h: 1 run(s) started (1 waiting), 2 turn(s), $0.42." in page
+    assert '<a href="/report">The morning report</a>' in page
+
+
+def test_the_report_page_is_the_morning_report_of_every_run_of_the_machine() -> None:
+    runs, index = machine()
+    runs.events["r1"] += line("turn.finished", 0.2, turn=1, cost_usd=0.42)
+    client = client_of(runs, index)
+    page = client.get("/report").text
+    assert "<h1>" in page
+    assert "r1" in page
+    assert "<svg" in page  # spend over time and the timeline, drawn by the server
+    weekly = client.get("/report", params={"since": "7d"})
+    assert weekly.status_code == 200
+    bad = client.get("/report", params={"since": "soon"})
+    assert bad.status_code == 400
+    assert "&#x27;soon&#x27; is not a duration" in bad.text

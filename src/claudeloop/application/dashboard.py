@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from claudeloop.application.fleet import control as fleet_control
 from claudeloop.application.fleet import steer as fleet_steer
 from claudeloop.application.inspection import Mask, control, takes_effect
 from claudeloop.application.ports import AccountBoards, Fleet, IndexedRun, ProjectRuns, RunIndex
+from claudeloop.application.records import RunRecord
+from claudeloop.application.report import Report, merged, night_report
 from claudeloop.application.steering import add_note, probe_now, raise_caps
 from claudeloop.application.summary import status_object
 from claudeloop.domain.loop import ControlCommand
@@ -289,6 +291,62 @@ class Span:
     end: datetime
     label: str
     ok: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexedSource:
+    """The runs of one working directory that the index names, as a report reads them."""
+
+    runs: ProjectRuns
+    run_ids_here: tuple[str, ...]
+
+    def run_ids(self) -> list[str]:
+        return list(self.run_ids_here)
+
+    def record(self, run_id: str) -> RunRecord:
+        return self.runs.record(run_id)
+
+    def event_lines(self, run_id: str, offset: int) -> tuple[list[bytes], int]:
+        return self.runs.event_lines(run_id, offset)
+
+
+def machine_report(
+    index: RunIndex, runs_of: RunsOf, *, now: datetime, since: timedelta | None, mask: MaskOf
+) -> Report:
+    """`claudeloop report` of every run this machine's index names (the dashboard's
+    report page), each working directory's runs masked by their own secrets. It reads
+    each run's events whole, as the report does: a page asked for, never a stream."""
+    by_cwd: dict[Path, list[str]] = {}
+    for entry in index.runs():
+        if index.present(entry):
+            by_cwd.setdefault(entry.cwd, []).append(entry.run_id)
+    reports = [
+        night_report(_IndexedSource(runs_of(cwd), tuple(ids)), now=now, since=since, mask=mask(cwd))
+        for cwd, ids in by_cwd.items()
+    ]
+    return merged(reports, now=now, since=since)
+
+
+def last_hours(rows: list[dict[str, Any]], *, now: datetime, hours: int = 12) -> dict[str, Any]:
+    """What the front page says of the last `hours`, from the rows alone (records, no
+    events): the runs started since, their outcomes, turns and spend."""
+    begins = now - timedelta(hours=hours)
+    recent = [
+        row
+        for row in rows
+        if row.get("started_at") and datetime.fromisoformat(str(row["started_at"])) >= begins
+    ]
+    outcomes: dict[str, int] = {}
+    for row in recent:
+        outcome = str(row.get("outcome") or row.get("phase") or "unknown")
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return {
+        "hours": hours,
+        "runs": len(recent),
+        "outcomes": dict(sorted(outcomes.items())),
+        "turns": sum(int(row.get("turns") or 0) for row in recent),
+        "dollars": round(sum(float(row.get("dollars") or 0.0) for row in recent), 6),
+    }
 
 
 def find_entry(index: RunIndex, key: str) -> IndexedRun:

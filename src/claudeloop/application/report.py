@@ -115,6 +115,15 @@ def night_report(
     return Report(now, begins, tuple(found), tuple(unreadable), _totals(found))
 
 
+def merged(reports: list[Report], *, now: datetime, since: timedelta | None) -> Report:
+    """One report of several sources' (each masked by its own run's secrets): the
+    runs oldest first, the totals over all of them."""
+    runs = sorted((run for each in reports for run in each.runs), key=lambda run: run.started_at)
+    unreadable = tuple(u for each in reports for u in each.unreadable)
+    begins = now - since if since is not None else None
+    return Report(now, begins, tuple(runs), unreadable, _totals(runs))
+
+
 def report_object(report: Report) -> dict[str, Any]:
     """The report as `--json` writes it."""
     return {

@@ -102,6 +102,16 @@ td.n { text-align: right; }
 
 def html_page(made: Report) -> str:
     """The report as one HTML file that needs nothing else."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>claudeloop report</title><style>{_STYLE}</style></head><body>"
+        f"{report_main(made)}</body></html>\n"
+    )
+
+
+def report_main(made: Report) -> str:
+    """The report's body: its heading, the runs' table, the pictures (the dashboard's
+    report page shows the same)."""
     start, end = made.start, made.end
     spend = spend_svg([run.spend for run in made.runs], start=start, end=end)
     timeline = timeline_svg([(run.run_id, run.spans) for run in made.runs], start=start, end=end)
@@ -124,8 +134,6 @@ def html_page(made: Report) -> str:
         f"<li>{escape(u.run_id)}: {escape(u.problem)}</li>" for u in made.unreadable
     )
     return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>claudeloop report</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(_heading(made))}</h1>"
         "<h2>Runs</h2><table><tr><th>run</th><th>outcome</th><th>turns</th>"
         "<th>refused</th><th>dollars</th><th>waited</th><th>waited on</th>"
@@ -133,5 +141,5 @@ def html_page(made: Report) -> str:
         f"{''.join(rows)}</table>"
         + (f"<h2>Unreadable</h2><ul>{unreadable}</ul>" if unreadable else "")
         + f"<h2>Spend over time</h2>{spend}<h2>Timeline</h2>{timeline}"
-        f"<p><small>made {made.now:%Y-%m-%d %H:%M:%S} UTC</small></p></body></html>\n"
+        f"<p><small>made {made.now:%Y-%m-%d %H:%M:%S} UTC</small></p>"
     )
