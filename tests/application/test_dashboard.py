@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import AccountSighting, IndexedRun, ProjectRuns, Sighting
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals, WindowUsage
+from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from tests.application.fakes import START, MemoryBoards, MemoryFleet, MemoryIndex, MemoryRuns
 from tests.application.test_fleet import fleet_of_two, waiting_record
 
@@ -43,6 +45,9 @@ def entry(run_id: str, minutes: int = 0, account: str | None = "acct") -> Indexe
         host="box",
         registered_at=START + timedelta(minutes=minutes),
     )
+
+
+ALL_VERBS = ["stop", "wind-down", "probe-now", "raise", "note"]
 
 
 def machine() -> tuple[MemoryIndex, MemoryRuns]:
@@ -156,7 +161,7 @@ def test_a_runs_page_reads_the_tail_draws_its_timeline_and_spend() -> None:
     assert view["plan"] == [{"text": "a", "done": True}, {"text": "b", "done": False}]
     assert len(view["events"]) == 8
     assert view["offset"] == len(runs.events["r1"])
-    assert [verb["name"] for verb in view["verbs"]] == ["stop", "wind-down"]
+    assert [verb["name"] for verb in view["verbs"]] == ALL_VERBS
 
 
 def test_a_gone_runs_page_says_so_and_reads_nothing() -> None:
@@ -191,7 +196,7 @@ def test_the_verbs_ask_a_live_run_and_say_when_it_takes_effect() -> None:
     assert "at once if waiting" in stop.ask(runs, "r1", {})
     assert runs.sent == [("r1", ControlCommand.STOP)]
     assert verb_named("nope") is None
-    assert {verb.name for verb in VERBS} == {"stop", "wind-down"}
+    assert [verb.name for verb in VERBS] == ALL_VERBS
 
 
 def test_accounts_show_their_windows_and_which_runs_wait_on_them() -> None:
@@ -230,7 +235,7 @@ def test_accounts_show_their_windows_and_which_runs_wait_on_them() -> None:
 def test_a_fleets_running_run_has_the_verbs_and_they_ask_its_worker() -> None:
     fleet = fleet_of_two()
     rows, _ = fleet_rows(fleet, mask=_masked)
-    assert [verb["name"] for verb in rows[0]["verbs"]] == ["stop", "wind-down"]
+    assert [verb["name"] for verb in rows[0]["verbs"]] == ALL_VERBS
     assert rows[1]["verbs"] == []  # queued: nothing to stop yet
     stop = verb_named("stop")
     assert stop is not None
@@ -239,3 +244,77 @@ def test_a_fleets_running_run_has_the_verbs_and_they_ask_its_worker() -> None:
     assert fleet.asked == [("r1", ControlCommand.STOP)]
     with pytest.raises(UsageError, match="queued, not running"):
         stop.ask_fleet(fleet, "r2", {})
+
+
+def asked_verb(name: str) -> Any:
+    verb = verb_named(name)
+    assert verb is not None
+    return verb
+
+
+def test_the_steering_buttons_ask_what_the_commands_ask() -> None:
+    _, runs = machine()
+    runs.drivers["r1"] = 7
+    said = asked_verb("probe-now").ask(runs, "r1", {})
+    assert "probe" in said
+    assert (
+        asked_verb("note")
+        .ask(runs, "r1", {"text": "use staging"})
+        .endswith("said with the next turn's prompt")
+    )
+    asked_verb("raise").ask(runs, "r1", {"max_turns": "40", "max_dollars": "", "max_wait": "30d"})
+    assert [asked for _, asked in runs.sent] == [
+        ProbeNow(),
+        AddNote("use staging"),
+        RaiseCap(Cap.TURNS, 40.0),
+        RaiseCap(Cap.WAIT, 30 * 86400.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("form", "said"),
+    [
+        ({}, "give at least one of max-turns, max-dollars, max-wait"),
+        ({"max_turns": "many"}, "max-turns: 'many' is not a positive number"),
+        ({"max_dollars": "nan"}, "max-dollars: 'nan' is not a positive number"),
+        ({"max_dollars": "-3"}, "max-dollars: '-3' is not a positive number"),
+        ({"max_wait": "soon"}, "max-wait: 'soon' is not a duration"),
+    ],
+)
+def test_a_raise_form_that_gives_no_cap_it_can_read_names_the_field(
+    form: dict[str, str], said: str
+) -> None:
+    _, runs = machine()
+    runs.drivers["r1"] = 7
+    with pytest.raises(UsageError, match=re.escape(said)):
+        asked_verb("raise").ask(runs, "r1", form)
+    assert runs.sent == []
+
+
+def test_a_fleets_run_is_steered_through_its_worker_and_an_empty_note_is_refused() -> None:
+    fleet = fleet_of_two()
+    assert "on w1" in asked_verb("probe-now").ask_fleet(fleet, "r1", {})
+    asked_verb("raise").ask_fleet(fleet, "r1", {"max_turns": "9"})
+    asked_verb("note").ask_fleet(fleet, "r1", {"text": "hi"})
+    with pytest.raises(UsageError, match="the note is empty"):
+        asked_verb("note").ask_fleet(fleet, "r1", {"text": "  "})
+    assert fleet.steered == [
+        ("r1", ProbeNow()),
+        ("r1", RaiseCap(Cap.TURNS, 9.0)),
+        ("r1", AddNote("hi")),
+    ]
+
+
+def test_the_machines_report_has_every_present_run_and_its_totals() -> None:
+    from claudeloop.application.dashboard import last_hours, machine_report
+
+    index, runs = machine()
+    runs.events["r1"] = line("turn.finished", 1, turn=1, cost_usd=0.42)
+    made = machine_report(index, _runs_of(runs), now=START, since=None, mask=_masked)
+    assert sorted(run.run_id for run in made.runs) == ["r1", "r2"]  # r3: its directory is gone
+    assert made.totals["runs"] == 2
+    assert made.totals["turns"] == 4
+    rows = machine_rows(index, _runs_of(runs), now=START, mask=_masked)
+    recent = last_hours(rows, now=START + timedelta(hours=13))
+    assert recent["runs"] == 0  # started more than 12 hours before
+    assert last_hours(rows, now=START)["outcomes"] == {"gone": 1, "waiting": 2}

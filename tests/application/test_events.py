@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from claudeloop.application import events
 from claudeloop.application.events import (
     EVENT_TYPES,
     BranchRewound,
@@ -109,6 +110,11 @@ EVERY_EVENT: list[Event] = [
     CommitRefused(turn=5, files=(".env",), reason="holds a secret"),
     BranchRewound(to_turn=2, sha="cd" * 20, undone=(3, 4), reason="wrong approach"),
     NotifyFailed(service="json://****", kind="done", reason="refused"),
+    events.ProbeAsked(applied=True, reason="the wait ends early; probing now"),
+    events.CapRaised(
+        cap="max-turns", before=10.0, after=20.0, applied=True, reason="10 turns -> 20 turns"
+    ),
+    events.NoteAdded(text="the flaky test is known; skip it", applied=True),
     RunFinished(outcome=Outcome.DONE, exit_code=0, reason="complete"),
 ]
 

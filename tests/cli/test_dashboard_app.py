@@ -184,34 +184,35 @@ def test_listening_beyond_this_machine_says_what_it_exposes() -> None:
     assert exposure("box.example", 1) is not None
 
 
-def test_a_verb_with_fields_gets_them_from_its_form(monkeypatch: pytest.MonkeyPatch) -> None:
-    from claudeloop.application import dashboard
-    from claudeloop.application.dashboard import Verb
+def test_a_verb_with_fields_gets_them_from_its_form() -> None:
+    from claudeloop.domain.steering import AddNote, Cap, RaiseCap
 
-    heard: list[dict[str, str]] = []
-
-    def note(_runs: ProjectRuns, run_id: str, form: Any) -> str:
-        heard.append(dict(form))
-        return f"noted for {run_id}"
-
-    monkeypatch.setattr(
-        dashboard, "VERBS", (*dashboard.VERBS, Verb("note", "Note", note, ("text",)))
-    )
     runs, index = machine()
     runs.drivers["r1"] = 7
     client = client_of(runs, index)
     page = client.get(f"/run/{entry('r1').key}").text
     assert '<input type="text" name="text"' in page
+    assert '<input type="text" name="max_turns"' in page
     answer = client.post(
         f"/run/{entry('r1').key}/do/note",
         data={"text": "mind the tests"},
         headers={"Origin": "http://testserver"},
     )
-    assert "noted for r1" in answer.text
-    assert heard == [
-        {
-            "text": "mind the tests",
-        }
+    assert "the note is said with the next turn" in answer.text
+    refused = client.post(
+        f"/run/{entry('r1').key}/do/raise",
+        data={"max_turns": "many"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert "max-turns: &#x27;many&#x27; is not a positive number" in refused.text
+    client.post(
+        f"/run/{entry('r1').key}/do/raise",
+        data={"max_turns": "12"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert [asked for _, asked in runs.sent] == [
+        AddNote("mind the tests"),
+        RaiseCap(Cap.TURNS, 12.0),
     ]
 
 
@@ -231,3 +232,25 @@ def test_a_fleets_run_is_stopped_through_its_worker() -> None:
     )
     alone = client_of(*machine())
     assert "shows no fleet" in alone.post("/fleet/r1/do/stop", headers=origin).text
+
+
+def test_the_front_page_says_what_the_last_hours_did_and_links_the_morning_report() -> None:
+    runs, index = machine()
+    page = client_of(runs, index).get("/").text
+    assert "The last 12 h: 1 run(s) started (1 waiting), 2 turn(s), $0.42." in page
+    assert '<a href="/report">The morning report</a>' in page
+
+
+def test_the_report_page_is_the_morning_report_of_every_run_of_the_machine() -> None:
+    runs, index = machine()
+    runs.events["r1"] += line("turn.finished", 0.2, turn=1, cost_usd=0.42)
+    client = client_of(runs, index)
+    page = client.get("/report").text
+    assert "<h1>" in page
+    assert "r1" in page
+    assert "<svg" in page  # spend over time and the timeline, drawn by the server
+    weekly = client.get("/report", params={"since": "7d"})
+    assert weekly.status_code == 200
+    bad = client.get("/report", params={"since": "soon"})
+    assert bad.status_code == 400
+    assert "&#x27;soon&#x27; is not a duration" in bad.text

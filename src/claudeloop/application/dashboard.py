@@ -10,18 +10,25 @@ after 100,000 events as after ten. Everything returned is masked by the `Mask` g
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
 from claudeloop.application.fleet import control as fleet_control
+from claudeloop.application.fleet import steer as fleet_steer
 from claudeloop.application.inspection import Mask, control, takes_effect
 from claudeloop.application.ports import AccountBoards, Fleet, IndexedRun, ProjectRuns, RunIndex
+from claudeloop.application.records import RunRecord
+from claudeloop.application.report import Report, merged, night_report
+from claudeloop.application.steering import add_note, probe_now, raise_caps
 from claudeloop.application.summary import status_object
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap, Steer
 
 # How many of a run's last events its page reads: its timeline, spend and event list.
 EVENT_TAIL = 400
@@ -68,6 +75,66 @@ def _fleet_controlled(command: ControlCommand) -> Callable[[Fleet, str, Mapping[
     return ask
 
 
+def _probe_now(runs: ProjectRuns, run_id: str, _form: Mapping[str, str]) -> str:
+    sent = probe_now(runs, run_id)
+    return f"asked run {sent.run_id} to probe now: {sent.will}"
+
+
+def _caps(form: Mapping[str, str]) -> dict[Cap, float]:
+    """The caps a raise form gives (empty fields left out); UsageError naming a field
+    whose value is no positive number, or no duration."""
+    caps: dict[Cap, float] = {}
+    for cap, field in ((Cap.TURNS, "max_turns"), (Cap.DOLLARS, "max_dollars")):
+        text = form.get(field, "").strip()
+        if not text:
+            continue
+        try:
+            value = float(int(text) if cap is Cap.TURNS else float(text))
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{cap.value}: {text!r} is not a positive number")
+        caps[cap] = value
+    wait = form.get("max_wait", "").strip()
+    if wait:
+        try:
+            caps[Cap.WAIT] = parse_duration(wait).total_seconds()
+        except ValueError as error:
+            raise UsageError(f"{Cap.WAIT.value}: {error}") from None
+    if not caps:
+        raise UsageError("give at least one of max-turns, max-dollars, max-wait")
+    return caps
+
+
+def _raise(runs: ProjectRuns, run_id: str, form: Mapping[str, str]) -> str:
+    sent = raise_caps(runs, run_id, _caps(form), now=datetime.now(UTC))
+    return "; ".join(f"asked run {each.run_id}: {each.will}" for each in sent)
+
+
+def _note(runs: ProjectRuns, run_id: str, form: Mapping[str, str]) -> str:
+    sent = add_note(runs, run_id, form.get("text", ""))
+    return f"asked run {sent.run_id}: the note is {sent.will}"
+
+
+def _fleet_steered(
+    asked: Callable[[Mapping[str, str]], list[Steer]],
+) -> Callable[[Fleet, str, Mapping[str, str]], str]:
+    def ask(fleet: Fleet, run_id: str, form: Mapping[str, str]) -> str:
+        found = fleet_steer(fleet, run_id, asked(form), now=datetime.now(UTC))
+        return (
+            f"asked run {run_id} (on {found.worker or 'its worker'}); it applies it at a safe point"
+        )
+
+    return ask
+
+
+def _fleet_note(form: Mapping[str, str]) -> list[Steer]:
+    text = form.get("text", "")
+    if not text.strip():
+        raise UsageError("the note is empty; give the text to say to the next turn")
+    return [AddNote(text)]
+
+
 VERBS: tuple[Verb, ...] = (
     Verb(
         "stop",
@@ -81,6 +148,20 @@ VERBS: tuple[Verb, ...] = (
         _controlled(ControlCommand.WIND_DOWN),
         ask_fleet=_fleet_controlled(ControlCommand.WIND_DOWN),
     ),
+    Verb(
+        "probe-now",
+        "Probe now",
+        _probe_now,
+        ask_fleet=_fleet_steered(lambda _form: [ProbeNow()]),
+    ),
+    Verb(
+        "raise",
+        "Raise caps",
+        _raise,
+        fields=("max_turns", "max_dollars", "max_wait"),
+        ask_fleet=_fleet_steered(lambda form: [RaiseCap(c, v) for c, v in _caps(form).items()]),
+    ),
+    Verb("note", "Add note", _note, fields=("text",), ask_fleet=_fleet_steered(_fleet_note)),
 )
 
 
@@ -210,6 +291,62 @@ class Span:
     end: datetime
     label: str
     ok: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexedSource:
+    """The runs of one working directory that the index names, as a report reads them."""
+
+    runs: ProjectRuns
+    run_ids_here: tuple[str, ...]
+
+    def run_ids(self) -> list[str]:
+        return list(self.run_ids_here)
+
+    def record(self, run_id: str) -> RunRecord:
+        return self.runs.record(run_id)
+
+    def event_lines(self, run_id: str, offset: int) -> tuple[list[bytes], int]:
+        return self.runs.event_lines(run_id, offset)
+
+
+def machine_report(
+    index: RunIndex, runs_of: RunsOf, *, now: datetime, since: timedelta | None, mask: MaskOf
+) -> Report:
+    """`claudeloop report` of every run this machine's index names (the dashboard's
+    report page), each working directory's runs masked by their own secrets. It reads
+    each run's events whole, as the report does: a page asked for, never a stream."""
+    by_cwd: dict[Path, list[str]] = {}
+    for entry in index.runs():
+        if index.present(entry):
+            by_cwd.setdefault(entry.cwd, []).append(entry.run_id)
+    reports = [
+        night_report(_IndexedSource(runs_of(cwd), tuple(ids)), now=now, since=since, mask=mask(cwd))
+        for cwd, ids in by_cwd.items()
+    ]
+    return merged(reports, now=now, since=since)
+
+
+def last_hours(rows: list[dict[str, Any]], *, now: datetime, hours: int = 12) -> dict[str, Any]:
+    """What the front page says of the last `hours`, from the rows alone (records, no
+    events): the runs started since, their outcomes, turns and spend."""
+    begins = now - timedelta(hours=hours)
+    recent = [
+        row
+        for row in rows
+        if row.get("started_at") and datetime.fromisoformat(str(row["started_at"])) >= begins
+    ]
+    outcomes: dict[str, int] = {}
+    for row in recent:
+        outcome = str(row.get("outcome") or row.get("phase") or "unknown")
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return {
+        "hours": hours,
+        "runs": len(recent),
+        "outcomes": dict(sorted(outcomes.items())),
+        "turns": sum(int(row.get("turns") or 0) for row in recent),
+        "dollars": round(sum(float(row.get("dollars") or 0.0) for row in recent), 6),
+    }
 
 
 def find_entry(index: RunIndex, key: str) -> IndexedRun:

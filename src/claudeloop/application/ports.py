@@ -15,6 +15,7 @@ from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.steering import Steer
 from claudeloop.domain.verification import CheckCommand, CheckResult
 from claudeloop.domain.waiting import AnnouncedReset
 
@@ -156,9 +157,27 @@ class RunStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request a person sent a live run (domain.steering), numbered in the order
+    sent: the run's record keeps the number of the last one applied (`steered`)."""
+
+    seq: int
+    asked: Steer
+
+
 class ControlInbox(Protocol):
     def pending(self) -> ControlCommand | None:
-        """The command a person sent to this run, if any, without consuming it."""
+        """The stop or wind-down a person sent to this run, if any, without consuming it."""
+        ...
+
+    def requests(self) -> tuple[Request, ...]:
+        """The requests sent to this run not yet let go of (`consumed`), in order; a
+        wait ends early while there is one (it is applied at once)."""
+        ...
+
+    def consumed(self, through: int) -> None:
+        """The requests numbered up to `through` are applied and saved: let go of them."""
         ...
 
     async def stop_asked(self) -> None:
@@ -405,6 +424,10 @@ class Fleet(Protocol):
         """Ask the run's worker to pass a stop or wind-down on to it."""
         ...
 
+    def steer(self, run_id: str, asked: Steer) -> None:
+        """Ask the run's worker to pass a request (domain.steering) on to it."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
@@ -473,8 +496,9 @@ class ProjectRuns(Protocol):
         """Where the run's driver reads what it is asked."""
         ...
 
-    def send(self, run_id: str, command: ControlCommand) -> None:
-        """The command into the run's control file; OSError when it cannot be written."""
+    def send(self, run_id: str, command: ControlCommand | Steer) -> None:
+        """The command, or the request (numbered after the last one the file or the
+        record knows), into the run's control file; OSError when it cannot be written."""
         ...
 
     def events_file(self, run_id: str) -> Path:

@@ -89,6 +89,10 @@ class RunRecord:
     # `session_id`: the next turn starts a new session with a handoff
     # (domain.lost_writes), after a crash too.
     lost_sessions: tuple[str, ...] = ()
+    # The number of the last request of the control file (a probe now, a cap raised, a
+    # note) this run applied: one the file still holds at or below it is not applied
+    # twice, after a crash either (application.steering).
+    steered: int = 0
     # A commit per answered turn (--worktree, --checkpoint): the last turn answered, and
     # the last one checkpointed (committed, or found with nothing to commit); the runner
     # reconciles the two with the branch after a crash (domain.checkpoints).

@@ -20,6 +20,7 @@ from claudeloop.application.events import Event, event_fields
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
 from claudeloop.domain.capacity import AVAILABLE
+from claudeloop.domain.text import first_line
 from claudeloop.domain.verification import how_it_ended
 
 
@@ -209,6 +210,13 @@ def event_line(event: Event) -> str | None:
             return f"rewound to turn {to_turn}: turns {undid} undone"
         case events.CommitRefused(turn=turn, files=files, reason=reason):
             return f"warning: turn {turn}: not committed: {', '.join(files)}: {reason}"
+        case events.ProbeAsked(applied=applied, reason=reason):
+            return f"probe now asked: {reason}" if applied else f"probe now ignored: {reason}"
+        case events.CapRaised(applied=applied, reason=reason):
+            return f"cap changed: {reason}" if applied else f"cap not changed: {reason}"
+        case events.NoteAdded(text=text, applied=applied):
+            said = first_line(text, longest=120, empty="")
+            return f"note for the next turn: {said}" if applied else "an empty note was ignored"
         case events.RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):
             return f"claudeloop: {outcome.value} (exit {exit_code}): {reason}"
         case events.NotifyFailed():

@@ -18,12 +18,14 @@ from claudeloop.adapters.fleet.engine import Engine
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.leases import StoredRun as StoredRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
+from claudeloop.adapters.run_directory.control import steer_to_json
 from claudeloop.application.ports import (
     AccountCapacity,
     QueuedRun,
     StoredRun,
 )
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import Steer
 
 
 class EngineFleet:
@@ -107,6 +109,10 @@ class EngineFleet:
     def ask(self, run_id: str, command: ControlCommand) -> None:
         with self._leases() as leases:
             leases.ask(run_id, command.value)
+
+    def steer(self, run_id: str, asked: Steer) -> None:
+        with self._leases() as leases:
+            leases.request(run_id, steer_to_json(asked))
 
 
 def _member(record: bytes, name: str) -> bytes | None:

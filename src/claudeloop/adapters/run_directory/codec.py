@@ -99,12 +99,14 @@ RECORD_CODEC = Codec(
     shapes={
         RunRecord: Shape(
             renamed={"plan": "plan_text"},
-            # Written once a run commits per turn: a record of before stays as it was.
-            sparse=frozenset({"answered_turn", "checkpointed_turn", "rewound"}),
+            # Written once a request steered the run, or a run commits per turn: a
+            # record of before stays as it was.
+            sparse=frozenset({"steered", "answered_turn", "checkpointed_turn", "rewound"}),
             added=_added(
                 "turn_in_flight",
                 "interrupted_at",
                 "lost_sessions",
+                "steered",
                 "answered_turn",
                 "checkpointed_turn",
                 "rewound",
@@ -130,7 +132,7 @@ RECORD_CODEC = Codec(
         RunState: Shape(
             flattened=frozenset({"ledger"}),
             # Written once a reset was heard: a record of before stays as it was.
-            sparse=frozenset({"announced_resets"}),
+            sparse=frozenset({"announced_resets", "notes"}),
             added=_added(
                 "errored_turns",
                 "overage_turns",
@@ -140,6 +142,7 @@ RECORD_CODEC = Codec(
                 "last_checks",
                 "stagnation",
                 "announced_resets",
+                "notes",
             ),
         ),
         # The budget is the spec's: the ledger's is the same, said once.

@@ -19,6 +19,7 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import ClaudeSession
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import Steer
 
 # How much of events.jsonl `event_tail` reads back from its end at a time.
 _TAIL_BLOCK = 64 * 1024
@@ -71,7 +72,7 @@ class ProjectRunDirectories:
     def control_file(self, run_id: str) -> Path:
         return find_run(self.where, run_id, None).control_path
 
-    def send(self, run_id: str, command: ControlCommand) -> None:
+    def send(self, run_id: str, command: ControlCommand | Steer) -> None:
         find_run(self.where, run_id, None).send(command)
 
     def events_file(self, run_id: str) -> Path:

@@ -38,13 +38,17 @@ from claudeloop.application.dashboard import (
     accounts_view,
     find_entry,
     fleet_rows,
+    last_hours,
+    machine_report,
     machine_rows,
     run_view,
     verb_named,
 )
+from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import AccountBoards, Fleet, RunIndex
 from claudeloop.cli.dashboard import pages
+from claudeloop.cli.report import report_main
 
 # How often a run's stream looks for new events, and the list's for changed rows.
 EVENT_POLL_SECONDS = 0.2
@@ -130,6 +134,7 @@ def dashboard_app(sources: Sources, token: str, *, port: int) -> ASGIApp:
         routes=[
             Route("/", pages_of.overview),
             Route("/accounts", pages_of.accounts),
+            Route("/report", pages_of.report),
             Route("/stream", pages_of.rows_stream),
             Route("/run/{key}", pages_of.run_page),
             Route("/run/{key}/stream", pages_of.run_stream),
@@ -160,7 +165,9 @@ class _Pages:
             else (None, None)
         )
         said = request.query_params.get("said")
-        main = pages.overview_main(self.rows(), fleet, problem, now=now, said=said)
+        rows = self.rows()
+        recent = last_hours(rows, now=now)
+        main = pages.overview_main(rows, fleet, problem, now=now, said=said, recent=recent)
         return _answer(request, "runs", "runs", main, stream="/stream")
 
     def run_page(self, request: Request) -> Response:
@@ -179,6 +186,22 @@ class _Pages:
         stream = f"/run/{quote(key)}/stream?offset={view['offset']}"
         main = pages.run_main(view, request.query_params.get("said"))
         return _answer(request, f"run {entry.run_id}", "", main, stream=stream)
+
+    def report(self, request: Request) -> Response:
+        """The morning report of every run of this machine: the last 12 hours, or
+        `?since=7d`."""
+        try:
+            since = parse_duration(request.query_params.get("since", "12h"))
+        except ValueError as error:
+            return HTMLResponse(pages.page("report", "report", _e(error), stream=None), 400)
+        made = machine_report(
+            self.sources.index,
+            self.sources.runs_of,
+            now=self.sources.now(),
+            since=since,
+            mask=self.sources.mask,
+        )
+        return _answer(request, "report", "report", report_main(made), stream=None)
 
     def accounts(self, request: Request) -> Response:
         main = pages.accounts_main(
@@ -282,7 +305,7 @@ def _e(error: Exception) -> str:
     return f"<h1>No such run</h1><p class=problem>{escape(str(error))}</p>"
 
 
-def _answer(request: Request, title: str, here: str, main: str, *, stream: str) -> Response:
+def _answer(request: Request, title: str, here: str, main: str, *, stream: str | None) -> Response:
     """The main part alone (what the page's script fetches again), else the page."""
     if request.query_params.get("part") == "main":
         return HTMLResponse(main, headers={"Cache-Control": "no-store"})

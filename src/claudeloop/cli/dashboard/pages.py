@@ -21,7 +21,7 @@ def page(title: str, here: str, main: str, *, stream: str | None) -> str:
     """A whole page: the header's links, `main`, and the stream its script follows."""
     links = "".join(
         f'<a href="{href}" class="{"here" if name == here else ""}">{name}</a>'
-        for name, href in (("runs", "/"), ("accounts", "/accounts"))
+        for name, href in (("runs", "/"), ("accounts", "/accounts"), ("report", "/report"))
     )
     follow = f' data-stream="{escape(stream)}"' if stream else ""
     return (
@@ -75,9 +75,19 @@ def overview_main(
     *,
     now: datetime,
     said: str | None = None,
+    recent: Mapping[str, Any] | None = None,
 ) -> str:
-    """Every run of this machine (and the fleet's, with an engine)."""
+    """Every run of this machine (and the fleet's, with an engine); `recent`: what the
+    last hours' runs did (application.dashboard.last_hours)."""
     body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {now:%H:%M:%S} UTC</p>"]
+    if recent is not None:
+        outcomes = ", ".join(f"{n} {outcome}" for outcome, n in recent["outcomes"].items())
+        body.append(
+            f'<p class="night">The last {recent["hours"]} h: {recent["runs"]} run(s) started'
+            + (f" ({_e(outcomes)})" if outcomes else "")
+            + f", {recent['turns']} turn(s), ${recent['dollars']:.2f}. "
+            '<a href="/report">The morning report</a></p>'
+        )
     if said:
         body.append(f'<p class="said">{_e(said)}</p>')
     if not rows:
