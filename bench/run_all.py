@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import fleet, overhead, startup, takeover, verify_memory, waiting
+from bench import fleet, fleet_cost, overhead, startup, takeover, verify_memory, waiting
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent.parent / "README.md"
@@ -179,6 +179,10 @@ def main() -> None:
     moved = takeover.run()
     print("a fleet: wake-ups, probes per account, a worker's memory...", flush=True)
     shared = fleet.run()
+    print(
+        "a fleet's cost on PostgreSQL (real workers and CLI, 1-4 runs, two workers)...", flush=True
+    )
+    cost_of_fleet = fleet_cost.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -231,6 +235,8 @@ def main() -> None:
         *takeover.table(moved),
         "",
         *fleet.section(shared),
+        "",
+        *fleet_cost.section(cost_of_fleet),
         "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]
