@@ -13,16 +13,19 @@ import json
 import tarfile
 from collections.abc import Iterator
 
-from claudeloop.adapters.fleet import queue
+from claudeloop.adapters.fleet import queue, travel
 from claudeloop.adapters.fleet.engine import Engine
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.leases import StoredRun as StoredRow
+from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
 from claudeloop.application.ports import (
     AccountCapacity,
     QueuedRun,
     StoredRun,
+    StoredSummary,
 )
+from claudeloop.application.summary import run_summary
 from claudeloop.domain.loop import ControlCommand
 
 
@@ -87,10 +90,10 @@ class EngineFleet:
             row = leases.stored(run_id)
         return None if row is None else _stored(row)
 
-    def every_stored(self) -> dict[str, StoredRun]:
+    def summaries(self) -> dict[str, StoredSummary]:
         with self._leases() as leases:
-            rows = leases.every_stored()
-        return {run_id: _stored(row) for run_id, row in rows.items()}
+            rows = leases.summaries()
+        return {run_id: _summed_up(row) for run_id, row in rows.items()}
 
     def event_lines(self, run_id: str) -> list[bytes]:
         with self._leases() as leases:
@@ -130,3 +133,16 @@ def _stored(row: StoredRow) -> StoredRun:
         return StoredRun(row.holder, row.phase, record_from_json(data))
     except (ValueError, CorruptRecordError):
         return StoredRun(row.holder, row.phase, None, readable=False)
+
+
+def _summed_up(row: SummaryRow) -> StoredSummary:
+    """A row's summary; a row stored before summaries were kept, summed up from its
+    record."""
+    if row.summary is not None:
+        summary = travel.summary_in(row.summary)
+        return StoredSummary(row.holder, row.phase, summary, readable=summary is not None)
+    if row.record is None:
+        return StoredSummary(row.holder, row.phase, None)
+    stored = _stored(StoredRow(0, row.holder, None, row.phase, row.record, None))
+    summary = run_summary(stored.record) if stored.record is not None else None
+    return StoredSummary(row.holder, row.phase, summary, readable=stored.readable)

@@ -62,9 +62,22 @@ class StoredRun:
     transcript: bytes | None
 
 
+@dataclass(frozen=True)
+class StoredSummary:
+    """A run's summary as the engine holds it (`record`: only for a row without one)."""
+
+    holder: str | None
+    phase: str | None
+    summary: str | None
+    record: bytes | None
+
+
 _ADD_LEASE = (
     f"ALTER TABLE claudeloop_workers ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT {DEFAULT_LEASE_MS}"
 )
+# A run's summary (its line in `status --engine`), kept beside its record; the rows of
+# before have none, and are summed up from their record.
+_ADD_SUMMARY = "ALTER TABLE claudeloop_runs ADD COLUMN summary TEXT"
 
 
 def _tables(kind: str) -> list[str]:
@@ -75,7 +88,7 @@ def _tables(kind: str) -> list[str]:
         f" lease_ms BIGINT NOT NULL DEFAULT {DEFAULT_LEASE_MS})",
         "CREATE TABLE IF NOT EXISTS claudeloop_runs ("
         " run_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, saved_by TEXT,"
-        f" phase TEXT, record {binary}, transcript {binary})",
+        f" phase TEXT, record {binary}, transcript {binary}, summary TEXT)",
         "CREATE TABLE IF NOT EXISTS claudeloop_controls ("
         " run_id TEXT PRIMARY KEY, command TEXT NOT NULL, asked_at BIGINT NOT NULL)",
     ]
@@ -126,32 +139,32 @@ class Leases:
             for statement in _tables(self.kind):
                 c.execute(self._sa.text(statement))
             if self.kind == "postgresql":
-                c.execute(self._sa.text(_ADD_LEASE.replace("COLUMN", "COLUMN IF NOT EXISTS")))
+                for added in (_ADD_LEASE, _ADD_SUMMARY):
+                    c.execute(self._sa.text(added.replace("COLUMN", "COLUMN IF NOT EXISTS")))
         if self.kind == "sqlite":
-            self._add_lease_column()
+            self._add_column("claudeloop_workers", "lease_ms", _ADD_LEASE)
+            self._add_column("claudeloop_runs", "summary", _ADD_SUMMARY)
 
     def set_up_already(self) -> bool:
         """Whether the fleet's tables are there (reading asks this, never makes them)."""
         return bool(self._sa.inspect(self._db).has_table("claudeloop_runs"))
 
-    def _add_lease_column(self) -> None:
-        """A table made before each worker's lease was kept gets the column (the rows
-        of workers of before count with the default lease). SQLite has no ADD COLUMN
-        IF NOT EXISTS: a set-up racing this one may add it between the look and the
-        change, which is then refused, and the column is there."""
-        if self._has_lease_column():
+    def _add_column(self, table: str, column: str, statement: str) -> None:
+        """A table made before the column was kept gets it (its rows of before take the
+        default). SQLite has no ADD COLUMN IF NOT EXISTS: a set-up racing this one may
+        add it between the look and the change, which is then refused, and the column
+        is there."""
+        if self._has_column(table, column):
             return
         try:
             with self._db.begin() as c:
-                c.exec_driver_sql(_ADD_LEASE)
+                c.exec_driver_sql(statement)
         except self._sa.exc.OperationalError:
-            if not self._has_lease_column():
+            if not self._has_column(table, column):
                 raise
 
-    def _has_lease_column(self) -> bool:
-        with self._db.connect() as c:
-            columns = c.exec_driver_sql("PRAGMA table_info(claudeloop_workers)").fetchall()
-        return any(column[1] == "lease_ms" for column in columns)
+    def _has_column(self, table: str, column: str) -> bool:
+        return column in {each["name"] for each in self._sa.inspect(self._db).get_columns(table)}
 
     def _write_ahead_logging(self) -> None:
         """SQLite in write-ahead logging: a reader never holds up a writer, so a worker
@@ -300,18 +313,20 @@ class Leases:
         phase: str | None,
         record: bytes,
         transcript: bytes | None,
+        summary: str | None = None,
     ) -> None:
-        """Keep the run's record and transcript; Fenced when `epoch` is stale."""
+        """Keep the run's record, transcript and summary; Fenced when `epoch` is stale."""
         changed = self._change(
             "UPDATE claudeloop_runs SET phase = :phase, record = :record,"
-            " transcript = COALESCE(:transcript, transcript), saved_by = :me"
-            " WHERE run_id = :r AND epoch = :e",
+            " transcript = COALESCE(:transcript, transcript), saved_by = :me,"
+            " summary = :summary WHERE run_id = :r AND epoch = :e",
             r=run_id,
             e=epoch,
             me=me,
             phase=phase,
             record=record,
             transcript=transcript,
+            summary=summary,
         )
         if changed != 1:
             raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
@@ -334,19 +349,25 @@ class Leases:
             bytes(row[5]) if row[5] is not None else None,
         )
 
-    def every_stored(self) -> dict[str, StoredRun]:
-        """Every run's stored row, by run id (the fleet's view)."""
-        rows = self._rows(
-            "SELECT run_id, epoch, holder, saved_by, phase, record FROM claudeloop_runs"
-        )
+    def summaries(self) -> dict[str, StoredSummary]:
+        """Every run's holder, phase and summary, by run id (the fleet's view), without
+        its record: only a row stored before summaries were kept (none in its column)
+        has its record read, to sum it up."""
+        if not self._has_column("claudeloop_runs", "summary"):  # a fleet of before
+            rows = self._rows(
+                "SELECT run_id, holder, phase, NULL, record FROM claudeloop_runs"
+            )
+        else:
+            rows = self._rows(
+                "SELECT run_id, holder, phase, summary, CASE WHEN summary IS NULL"
+                " THEN record END FROM claudeloop_runs"
+            )
         return {
-            str(row[0]): StoredRun(
-                int(row[1]),
+            str(row[0]): StoredSummary(
+                row[1],
                 row[2],
                 row[3],
-                row[4],
-                bytes(row[5]) if row[5] is not None else None,
-                None,
+                bytes(row[4]) if row[4] is not None else None,
             )
             for row in rows
         }

@@ -20,6 +20,10 @@ from pathlib import Path
 from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.adapters.claude_code.transcript import config_directory
 from claudeloop.adapters.private_file import make_private_directory
+from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
+from claudeloop.application.codec import Codec, DecodeError, Shape
+from claudeloop.application.ports import RunSummary
+from claudeloop.application.summary import run_summary
 from claudeloop.domain.budget import BudgetLedger
 
 RECORD_FILES = ("state.json", "events.jsonl")
@@ -76,6 +80,34 @@ def ledger_of(state: Mapping[str, object] | None) -> BudgetLedger | None:
         return BudgetLedger(turns=turns, attempts=attempts, dollars=float(dollars))
     except ValueError:  # negative counts
         return None
+
+
+# A run's summary in the engine (its line in `status --engine`): plan progress only
+# when the run has a plan, the next probe only while it waits.
+SUMMARY_CODEC = Codec(
+    shapes={RunSummary: Shape(sparse=frozenset({"next_probe_at", "plan_done", "plan_total"}))}
+)
+
+
+def summary_of(state: Mapping[str, object] | None) -> str | None:
+    """The summary of a run's state.json, as the engine keeps it (None: not a record
+    this claudeloop reads; the overview then says it is unreadable)."""
+    if not isinstance(state, dict):
+        return None
+    try:
+        record = record_from_json(state)
+    except (CorruptRecordError, ValueError):
+        return None
+    return json.dumps(SUMMARY_CODEC.encode(run_summary(record)), sort_keys=True)
+
+
+def summary_in(text: str) -> RunSummary | None:
+    """A summary the engine keeps, read (None: one this claudeloop cannot read)."""
+    try:
+        summary = SUMMARY_CODEC.decode(json.loads(text), RunSummary, "summary")
+    except (DecodeError, ValueError):
+        return None
+    return summary if isinstance(summary, RunSummary) else None
 
 
 def state_in(record: bytes) -> dict[str, object] | None:

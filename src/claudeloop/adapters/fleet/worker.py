@@ -497,6 +497,7 @@ class EngineCopy:
             phase=travel.phase_of(state),
             record=travel.pack_record(self._directory),
             transcript=travel.pack_transcript(transcript[0]) if transcript else None,
+            summary=travel.summary_of(state),
         )
         self._stored = now
 
