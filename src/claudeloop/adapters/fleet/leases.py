@@ -354,9 +354,7 @@ class Leases:
         its record: only a row stored before summaries were kept (none in its column)
         has its record read, to sum it up."""
         if not self._has_column("claudeloop_runs", "summary"):  # a fleet of before
-            rows = self._rows(
-                "SELECT run_id, holder, phase, NULL, record FROM claudeloop_runs"
-            )
+            rows = self._rows("SELECT run_id, holder, phase, NULL, record FROM claudeloop_runs")
         else:
             rows = self._rows(
                 "SELECT run_id, holder, phase, summary, CASE WHEN summary IS NULL"
