@@ -8,9 +8,7 @@ nothing is set up by reading. Only `set_up` and `enqueue` create the schema.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import tarfile
 from collections.abc import Iterator
 
 from claudeloop.adapters.fleet import queue, travel
@@ -112,14 +110,7 @@ class EngineFleet:
             leases.ask(run_id, command.value)
 
 
-def _member(record: bytes, name: str) -> bytes | None:
-    """One file of a packed record, read in memory; None when it has no such file."""
-    try:
-        with tarfile.open(fileobj=io.BytesIO(record), mode="r:gz") as archive:
-            content = archive.extractfile(name)
-            return content.read() if content is not None else None
-    except (OSError, KeyError, tarfile.TarError):
-        return None
+_member = travel.member_of
 
 
 def _stored(row: StoredRow) -> StoredRun:

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from claudeloop.adapters.fleet import travel
 from claudeloop.application.ports import AccountCapacity
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ _ADD_LEASE = (
 # A run's summary (its line in `status --engine`), kept beside its record; the rows of
 # before have none, and are summed up from their record.
 _ADD_SUMMARY = "ALTER TABLE claudeloop_runs ADD COLUMN summary TEXT"
+# A run's state.json stored on its own (compressed) since its record was stored whole.
+_ADD_STATE = "ALTER TABLE claudeloop_runs ADD COLUMN state {binary}"
+EVENTS, TRANSCRIPT = "events", "transcript"  # the append-only files, as chunks name them
 
 
 def _tables(kind: str) -> list[str]:
@@ -88,7 +92,13 @@ def _tables(kind: str) -> list[str]:
         f" lease_ms BIGINT NOT NULL DEFAULT {DEFAULT_LEASE_MS})",
         "CREATE TABLE IF NOT EXISTS claudeloop_runs ("
         " run_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, saved_by TEXT,"
-        f" phase TEXT, record {binary}, transcript {binary}, summary TEXT)",
+        f" phase TEXT, record {binary}, transcript {binary}, summary TEXT, state {binary})",
+        # What a run's append-only files (events.jsonl, its session's transcript) grew by
+        # since its record and transcript were last stored whole: `byte` is the byte of
+        # the file the chunk starts at.
+        "CREATE TABLE IF NOT EXISTS claudeloop_chunks ("
+        f" run_id TEXT NOT NULL, file TEXT NOT NULL, byte BIGINT NOT NULL, data {binary},"
+        " PRIMARY KEY (run_id, file, byte))",
         "CREATE TABLE IF NOT EXISTS claudeloop_controls ("
         " run_id TEXT PRIMARY KEY, command TEXT NOT NULL, asked_at BIGINT NOT NULL)",
     ]
@@ -104,6 +114,7 @@ class Leases:
 
         self._sa = sa
         self.kind = engine.kind
+        self._columns: set[tuple[str, str]] = set()
         url = engine.connect_url
         if engine.kind == "postgresql":
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
@@ -139,11 +150,12 @@ class Leases:
             for statement in _tables(self.kind):
                 c.execute(self._sa.text(statement))
             if self.kind == "postgresql":
-                for added in (_ADD_LEASE, _ADD_SUMMARY):
+                for added in (_ADD_LEASE, _ADD_SUMMARY, _ADD_STATE.format(binary="BYTEA")):
                     c.execute(self._sa.text(added.replace("COLUMN", "COLUMN IF NOT EXISTS")))
         if self.kind == "sqlite":
             self._add_column("claudeloop_workers", "lease_ms", _ADD_LEASE)
             self._add_column("claudeloop_runs", "summary", _ADD_SUMMARY)
+            self._add_column("claudeloop_runs", "state", _ADD_STATE.format(binary="BLOB"))
 
     def set_up_already(self) -> bool:
         """Whether the fleet's tables are there (reading asks this, never makes them)."""
@@ -164,7 +176,14 @@ class Leases:
                 raise
 
     def _has_column(self, table: str, column: str) -> bool:
-        return column in {each["name"] for each in self._sa.inspect(self._db).get_columns(table)}
+        """Whether the table has the column (a fleet set up by a claudeloop of before
+        may lack it; once there, it stays: the answer is kept)."""
+        if (table, column) in self._columns:
+            return True
+        names = {each["name"] for each in self._sa.inspect(self._db).get_columns(table)}
+        if column in names:
+            self._columns.add((table, column))
+        return column in names
 
     def _write_ahead_logging(self) -> None:
         """SQLite in write-ahead logging: a reader never holds up a writer, so a worker
@@ -315,39 +334,105 @@ class Leases:
         transcript: bytes | None,
         summary: str | None = None,
     ) -> None:
-        """Keep the run's record, transcript and summary; Fenced when `epoch` is stale."""
-        changed = self._change(
-            "UPDATE claudeloop_runs SET phase = :phase, record = :record,"
-            " transcript = COALESCE(:transcript, transcript), saved_by = :me,"
-            " summary = :summary WHERE run_id = :r AND epoch = :e",
-            r=run_id,
-            e=epoch,
-            me=me,
-            phase=phase,
-            record=record,
-            transcript=transcript,
-            summary=summary,
-        )
-        if changed != 1:
-            raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
+        """Keep the run's record, transcript and summary whole (a compaction: what was
+        appended since the last whole one is in them); Fenced when `epoch` is stale."""
+        with self._db.begin() as c:
+            changed = c.execute(
+                self._sql(
+                    "UPDATE claudeloop_runs SET phase = :phase, record = :record,"
+                    " transcript = COALESCE(:transcript, transcript), saved_by = :me,"
+                    " summary = :summary, state = NULL WHERE run_id = :r AND epoch = :e"
+                ),
+                {
+                    "r": run_id,
+                    "e": epoch,
+                    "me": me,
+                    "phase": phase,
+                    "record": record,
+                    "transcript": transcript,
+                    "summary": summary,
+                },
+            ).rowcount
+            if changed != 1:
+                raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
+            # The chunks are in the files just stored whole; the transcript's only when
+            # one was (without one, its chunks go on from the one stored before).
+            files = [EVENTS, TRANSCRIPT] if transcript is not None else [EVENTS]
+            for file in files:
+                c.execute(
+                    self._sa.text("DELETE FROM claudeloop_chunks WHERE run_id = :r AND file = :f"),
+                    {"r": run_id, "f": file},
+                )
+
+    def append(
+        self,
+        run_id: str,
+        epoch: int,
+        me: str,
+        *,
+        phase: str | None,
+        state: bytes,
+        summary: str | None,
+        chunks: list[tuple[str, int, bytes]],
+    ) -> None:
+        """Keep what changed since the last store: the run's state.json (compressed) on
+        its own, and each append-only file's new bytes as a chunk (file, the byte it
+        starts at, its bytes); Fenced when `epoch` is stale. A chunk stored again (a
+        store whose answer was lost) replaces the one at its byte."""
+        with self._db.begin() as c:
+            changed = c.execute(
+                self._sql(
+                    "UPDATE claudeloop_runs SET phase = :phase, state = :state, saved_by = :me,"
+                    " summary = :summary WHERE run_id = :r AND epoch = :e"
+                ),
+                {"r": run_id, "e": epoch, "me": me, "phase": phase, "state": state,
+                 "summary": summary},
+            ).rowcount  # fmt: skip
+            if changed != 1:
+                raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
+            for file, byte, data in chunks:
+                c.execute(
+                    self._sa.text(
+                        "INSERT INTO claudeloop_chunks (run_id, file, byte, data)"
+                        " VALUES (:r, :f, :b, :d) ON CONFLICT (run_id, file, byte)"
+                        " DO UPDATE SET data = excluded.data"
+                    ),
+                    {"r": run_id, "f": file, "b": byte, "d": data},
+                )
 
     def stored(self, run_id: str) -> StoredRun | None:
-        rows = self._rows(
-            "SELECT epoch, holder, saved_by, phase, record, transcript FROM claudeloop_runs"
-            " WHERE run_id = :r",
-            r=run_id,
-        )
-        if not rows:
-            return None
-        row = rows[0]
-        return StoredRun(
-            int(row[0]),
-            row[1],
-            row[2],
-            row[3],
-            bytes(row[4]) if row[4] is not None else None,
-            bytes(row[5]) if row[5] is not None else None,
-        )
+        """The run's record and transcript as the last store left them: the whole ones,
+        with the state stored since and the chunks appended since put in."""
+        appended = self._has_column("claudeloop_runs", "state")
+        with self._db.begin() as c:
+            row = c.execute(
+                self._sa.text(
+                    "SELECT epoch, holder, saved_by, phase, record, transcript"
+                    + (", state" if appended else ", NULL")
+                    + " FROM claudeloop_runs WHERE run_id = :r"
+                ),
+                {"r": run_id},
+            ).first()
+            if row is None:
+                return None
+            chunks: dict[str, list[tuple[int, bytes]]] = {EVENTS: [], TRANSCRIPT: []}
+            if appended:
+                for file, byte, data in c.execute(
+                    self._sa.text(
+                        "SELECT file, byte, data FROM claudeloop_chunks WHERE run_id = :r"
+                        " ORDER BY file, byte"
+                    ),
+                    {"r": run_id},
+                ):
+                    chunks.setdefault(str(file), []).append((int(byte), bytes(data)))
+        record = bytes(row[4]) if row[4] is not None else None
+        transcript = bytes(row[5]) if row[5] is not None else None
+        state = bytes(row[6]) if row[6] is not None else None
+        if state is not None or chunks[EVENTS]:
+            record = travel.grown_record(record, state, chunks[EVENTS])
+        if chunks[TRANSCRIPT]:
+            transcript = travel.grown_transcript(transcript, chunks[TRANSCRIPT])
+        return StoredRun(int(row[0]), row[1], row[2], row[3], record, transcript)
 
     def summaries(self) -> dict[str, StoredSummary]:
         """Every run's holder, phase and summary, by run id (the fleet's view), without

@@ -132,6 +132,66 @@ def pack_record(run_directory: Path) -> bytes:
     return buffer.getvalue()
 
 
+def pack_files(files: Mapping[str, bytes]) -> bytes:
+    """Record files given by name and content, as one compressed archive (what
+    `pack_record` makes of them on disk)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, content in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(content)
+            member.mode = 0o600
+            archive.addfile(member, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def member_of(record: bytes, name: str) -> bytes | None:
+    """One file of a packed record, read in memory; None when it has no such file."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(record), mode="r:gz") as archive:
+            content = archive.extractfile(name)
+            return content.read() if content is not None else None
+    except (OSError, KeyError, tarfile.TarError):
+        return None
+
+
+def grown(base: bytes, chunks: list[tuple[int, bytes]]) -> bytes:
+    """An append-only file: `base` (its first bytes) and the chunks appended since,
+    each (the byte it starts at, its bytes), in order. A chunk that overlaps what is
+    there adds only what lies past it; one past a gap ends it (nothing after a gap is
+    the file's)."""
+    data = bytearray(base)
+    for byte, chunk in sorted(chunks):
+        if byte > len(data):
+            break
+        data += chunk[len(data) - byte :]
+    return bytes(data)
+
+
+def grown_record(
+    record: bytes | None, state: bytes | None, events: list[tuple[int, bytes]]
+) -> bytes:
+    """The record as the last store left it: the one stored whole, its state.json
+    replaced by `state` (compressed, stored on its own since) and its events.jsonl
+    grown by the chunks appended since."""
+    files: dict[str, bytes] = {}
+    if record is not None:
+        for name in RECORD_FILES:
+            content = member_of(record, name)
+            if content is not None:
+                files[name] = content
+    if state is not None:
+        files["state.json"] = gzip.decompress(state)
+    files["events.jsonl"] = grown(files.get("events.jsonl", b""), events)
+    return pack_files(files)
+
+
+def grown_transcript(transcript: bytes | None, chunks: list[tuple[int, bytes]]) -> bytes:
+    """The transcript stored whole (compressed), grown by the chunks appended since."""
+    base = gzip.decompress(transcript) if transcript is not None else b""
+    return gzip.compress(grown(base, chunks))
+
+
 def unpack_record(data: bytes, run_directory: Path) -> None:
     """Write the record files of `data` into `run_directory`, replacing what is there
     (each file whole; only the names a record has, so an archive cannot write
