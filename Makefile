@@ -54,9 +54,10 @@ contracts: $(STAMP)
 
 # Two test processes: the end-to-end tests mostly wait on the CLI and the rehearsal
 # API, so two of them at a time halve the suite on a 2-core machine (621 s to 354 s).
+# The 30 slowest tests are listed, so a CI log says where the 20-minute budget goes.
 pytest: $(STAMP) $(LITELLM_STAMP)
 	$(VENV)/bin/pytest -n 2 --cov --cov-branch --cov-report=term-missing \
-		--cov-fail-under=0 tests
+		--cov-fail-under=0 --durations=30 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
 
 # A complete run against the built-in rehearsal API: no Claude account, no network.

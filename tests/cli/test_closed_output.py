@@ -18,6 +18,9 @@ from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, add, init_schema
 from tests.cli.test_run_directory_commands import waiting_run
 
+# Each test starts claudeloop in a process of its own, closing its output: seconds each.
+pytestmark = pytest.mark.slow
+
 OUTPUT_CLOSED = 141
 
 

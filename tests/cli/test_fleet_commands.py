@@ -222,6 +222,7 @@ def parse_run(arguments: list[str]) -> dict[str, object]:
     return dict(context.params)
 
 
+@pytest.mark.slow
 def test_nothing_on_the_path_of_run_imports_dbos_or_psycopg(tmp_path: Path) -> None:
     probe = (
         "import sys\n"

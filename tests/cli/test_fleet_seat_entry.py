@@ -66,6 +66,7 @@ def test_a_run_no_worker_started_watches_no_lease(
     assert lease_watchers() == []
 
 
+@pytest.mark.slow
 def test_a_workers_run_saves_through_its_seat_and_its_cli_never_sees_the_seat(
     fake_cli: Path, tmp_path: Path
 ) -> None:

@@ -143,6 +143,7 @@ def test_a_file_that_cannot_be_written_is_exit_1(claudeloop: Invoke, project: Pa
     assert list(project.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_init_then_config_show_in_a_fresh_process(tmp_path: Path, project: Path) -> None:
     (project / "pyproject.toml").write_text('[project]\nname = "app"\n')
     (project / "tests").mkdir()

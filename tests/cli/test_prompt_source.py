@@ -126,6 +126,7 @@ def _claudeloop_process(tmp_path: Path, *args: str | Path, stdin: int | None = N
     return Invocation(done.returncode, done.stdout, done.stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", [(), ("--prompt-file",)], ids=["plan", "prompt-file"])
 def test_a_named_pipe_as_the_task_is_refused_without_waiting_for_a_writer(
     tmp_path: Path, option: tuple[str, ...]
@@ -137,6 +138,7 @@ def test_a_named_pipe_as_the_task_is_refused_without_waiting_for_a_writer(
     assert not (tmp_path / ".claudeloop").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", [(), ("--prompt-file",)], ids=["plan", "prompt-file"])
 def test_a_device_as_the_task_is_refused_rather_than_read_without_end(
     tmp_path: Path, option: tuple[str, ...]
@@ -145,6 +147,7 @@ def test_a_device_as_the_task_is_refused_rather_than_read_without_end(
     assert_one_line_error(result, "/dev/zero", "is not a regular file but a device")
 
 
+@pytest.mark.slow
 def test_endless_standard_input_is_cut_at_the_task_limit(tmp_path: Path) -> None:
     with open("/dev/zero", "rb") as endless:
         result = _claudeloop_process(tmp_path, "run", "--prompt", "-", stdin=endless.fileno())

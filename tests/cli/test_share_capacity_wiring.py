@@ -72,6 +72,7 @@ def test_a_run_a_fleet_worker_started_on_postgresql_shares_the_fleets_board(
     assert isinstance(detour._board, PostgresCapacityBoard)
 
 
+@pytest.mark.slow
 def test_a_run_of_one_machine_loads_no_database_driver(tmp_path: Path) -> None:
     probe = (
         "import sys\n"

@@ -22,3 +22,10 @@ class UsageError(ClaudeloopError):
     would be accepted (exit 2)."""
 
     exit_code = 2
+
+
+class NoCredentials(ClaudeloopError):
+    """Claude Code has no credentials at all: a run would be refused at its first turn,
+    so it does not start (exit 77, the code of refused credentials)."""
+
+    exit_code = 77

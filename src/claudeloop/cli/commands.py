@@ -1,63 +1,31 @@
-"""`run` and `resume`: their flags read, the use cases called, the end rendered."""
+"""`run` and `resume`: their flags read, the use case called, the end rendered."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from claudeloop.application.driving import drive_run
 from claudeloop.application.fleet_seat import FleetSeat
-from claudeloop.application.records import RunRecord
-from claudeloop.application.run_spec import (
-    new_spec,
-    profile_to_resume_with,
-    refuse_unwritable,
-    refuse_unwritable_run_files,
-    resumed_model,
-    resumed_record,
+from claudeloop.application.launching import (
+    AlreadyDone,
+    Driven,
+    NewRun,
+    RunToResume,
+    resume_run,
+    start_run,
 )
-from claudeloop.application.settings import MODEL, PROFILE
-from claudeloop.cli.bootstrap import (
-    Backend,
-    backend_for,
-    checked_run_id,
-    create_directory,
-    find_run,
-    load_record,
-    login_ends,
-    new_record,
-    refuse_beside_a_live_run,
-    take_lock,
-    tell_missing_end,
-    why_no_runs_root,
-    why_not_writable,
-    wire_run,
-    write_missing_summary,
-)
-from claudeloop.cli.bootstrap.configuration import (
-    backend_profile,
-    configuration,
-    detours,
-    notify_targets,
-    profile_check,
-    refuse_no_base_url,
-    shared_capacity_dir,
-)
-from claudeloop.cli.login import refuse_no_credentials
+from claudeloop.cli.bootstrap import checked_run_id
+from claudeloop.cli.bootstrap.launcher import Launcher
 from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
-from claudeloop.domain.login import login_standing, login_warning, run_could_end_by
-from claudeloop.domain.loop import Outcome
 
 if TYPE_CHECKING:
-    from claudeloop.cli.bootstrap import DriverLock, RunDirectory
-    from claudeloop.cli.bootstrap.configuration import Configuration, NotifyTargets
+    from claudeloop.cli.bootstrap import Backend
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +36,14 @@ class Output:
     as_json: bool = False
     verbose: int = 0
     quiet: bool = False
+
+
+def _launcher(output: Output, seat: FleetSeat) -> Launcher:
+    return Launcher(seat=seat, quiet=output.quiet or output.as_json, verbose=bool(output.verbose))
+
+
+def _warn(text: str) -> None:
+    click.echo(f"claudeloop: warning: {text}", err=True)
 
 
 def run(
@@ -87,34 +63,9 @@ def run(
         checked_run_id(run_id)
     cwd = working_directory(output.cwd)
     plan_path, task = task_from_options(plan, prompt, prompt_file, cwd=cwd)
-    if run_id is None:
-        refuse_beside_a_live_run(cwd)
-    config = configuration(cwd, flags)
-    chosen = backend or backend_for(backend_profile(config, config.get(MODEL)))
-    refuse_no_base_url(chosen)
-    spec = new_spec(
-        config,
-        cwd=cwd,
-        task=task,
-        plan_path=plan_path,
-        marker_fallback=chosen.marker_fallback,
-        check_profile=profile_check(cwd),
-    )
-    notify = notify_targets(config)
-    refuse_unwritable(spec, run_files=why_no_runs_root(cwd), why_not_writable=why_not_writable)
-    refuse_no_credentials(chosen, cwd)
-    record = new_record(spec, run_id)
-    directory = create_directory(record)
-    _drive(
-        directory,
-        record,
-        chosen,
-        config=config,
-        notify=notify,
-        output=output,
-        resumed=False,
-        seat=seat,
-    )
+    asked = NewRun(cwd=cwd, task=task, plan_path=plan_path, run_id=run_id, flags=flags)
+    ended = start_run(_launcher(output, seat), asked, warn=_warn, backend=backend)
+    finish(ended.record, as_json=output.as_json)
 
 
 def resume(
@@ -126,100 +77,12 @@ def resume(
     seat: FleetSeat,
     backend: Backend | None = None,
 ) -> None:
-    """Continue a run with the settings it started with; flags and CLAUDELOOP_*
-    variables change them (the files were read when it started). Its profile changes
-    only when --profile names the new one."""
+    """Continue a run (application/launching.py's `resume_run` says how)."""
     cwd = working_directory(output.cwd)
-    directory = find_run(cwd, run_id, session_id)
-    # The record is read with the lock held: a driver that ended while this resume
-    # started has saved its last turn by then, so no finished turn is sent again and the
-    # ledger never goes back.
-    refuse_unwritable_run_files(why_not_writable(directory.path))
-    lock = take_lock(directory)
-    try:
-        _resume(directory, lock, backend=backend, output=output, flags=flags, seat=seat)
-    except BaseException:
-        lock.release()
-        raise
-
-
-def _resume(
-    directory: RunDirectory,
-    lock: DriverLock,
-    *,
-    backend: Backend | None,
-    output: Output,
-    flags: Mapping[str, object],
-    seat: FleetSeat,
-) -> None:
-    cwd = working_directory(output.cwd)
-    record = load_record(directory)
-    write_missing_summary(directory, record, locked=True)
-    if record.state.outcome is Outcome.DONE:
-        tell_missing_end(directory, record)
-        click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
-        finish(record, as_json=output.as_json)
-    config = configuration(cwd, flags)
-    profile = profile_to_resume_with(record, config)
-    if profile is not None:
-        config = configuration(cwd, {**flags, PROFILE.key: profile})
-    chosen = backend or backend_for(backend_profile(config, resumed_model(record.spec, config)))
-    refuse_no_base_url(chosen)
-    notify = notify_targets(config)
-    record = resumed_record(
-        record, config, marker_fallback=chosen.marker_fallback, check_profile=profile_check(cwd)
-    )
-    refuse_unwritable(
-        record.spec, run_files=why_not_writable(directory.path), why_not_writable=why_not_writable
-    )
-    refuse_no_credentials(chosen, record.spec.cwd)
-    _drive(
-        directory,
-        record,
-        chosen,
-        config=config,
-        notify=notify,
-        output=output,
-        resumed=True,
-        lock=lock,
-        seat=seat,
-    )
-
-
-def _drive(
-    directory: RunDirectory,
-    record: RunRecord,
-    backend: Backend,
-    *,
-    config: Configuration,
-    notify: NotifyTargets | None,
-    output: Output,
-    resumed: bool,
-    seat: FleetSeat,
-    lock: DriverLock | None = None,
-) -> None:
-    as_json = output.as_json
-    # Warned before the first turn when the login ends before the run could.
-    login_ends_at, now = login_ends(backend), datetime.now(UTC)
-    could_end_by = run_could_end_by(now, record.spec.wait_policy.max_wait)
-    warning = login_warning(login_standing(login_ends_at, now=now, could_end_by=could_end_by))
-    if warning is not None:
-        click.echo(f"claudeloop: warning: {warning}", err=True)
-    ended = drive_run(
-        wire_run(
-            directory,
-            record,
-            backend=backend,
-            quiet=output.quiet or as_json,
-            verbose=bool(output.verbose),
-            notify=notify,
-            detours=detours(record.spec.cwd),
-            capacity_dir=shared_capacity_dir(config),
-            lock=lock,
-            login_ends_at=login_ends_at,
-            seat=seat,
-        ),
-        record,
-        resumed=resumed,
-    )
-    finish(ended, as_json=as_json)
+    asked = RunToResume(cwd=cwd, run_id=run_id, session_id=session_id, flags=flags)
+    match resume_run(_launcher(output, seat), asked, warn=_warn, backend=backend):
+        case AlreadyDone(record):
+            click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
+            finish(record, as_json=output.as_json)
+        case Driven(record):
+            finish(record, as_json=output.as_json)

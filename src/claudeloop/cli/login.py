@@ -1,6 +1,5 @@
 """`claudeloop login` and `claudeloop claude ARGS`: the Claude Code CLI bundled in the
-SDK's wheel, run on the user's terminal with the environment a run would give it; and
-the check, before a run's first turn, that it has any credentials at all."""
+SDK's wheel, run on the user's terminal with the environment a run would give it."""
 
 from __future__ import annotations
 
@@ -12,31 +11,11 @@ from pathlib import Path
 from claudeloop.application.errors import UsageError
 from claudeloop.application.settings import MODEL
 from claudeloop.cli.bootstrap import (
-    CREDENTIAL_VARIABLES,
-    PROVIDER_VARIABLES,
     Backend,
     backend_for,
     claude_cli,
 )
-from claudeloop.cli.bootstrap.configuration import backend_profile, configuration, no_credentials
-from claudeloop.cli.errors import NoCredentials
-
-
-def refuse_no_credentials(backend: Backend, cwd: Path) -> None:
-    """Exit 77 before any turn when Claude Code would find no credentials: it would only
-    answer "Not logged in" to the first turn, which no login could have refused. Any
-    doubt lets the run start (a false "no credentials" is worse than none)."""
-    if backend.local:
-        return  # a local server gets the profile's token or a dummy: no Claude login
-    env = claude_cli.environment(backend.env, os.environ)
-    if any(env.get(name) for name in (*CREDENTIAL_VARIABLES, *PROVIDER_VARIABLES)):
-        return  # the common case, told without starting the CLI
-    cli = claude_cli.executable(backend.cli_path)
-    if cli is None:
-        return  # the run says there is no CLI, in its own words
-    status = claude_cli.login_status(cli, env, cwd)
-    if status.known and not status.logged_in:
-        raise NoCredentials(no_credentials(status.config_directory))
+from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
 
 
 def login(*, cwd: Path | None, profile: str | None, args: Sequence[str]) -> None:

@@ -78,6 +78,7 @@ from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import UsageError
 from claudeloop.application.fleet import QueueSupport
 from claudeloop.application.fleet_seat import FleetSeat
+from claudeloop.application.launching import RunLock
 from claudeloop.application.ports import (
     ControlInbox,
     DoctorChecks,
@@ -258,7 +259,7 @@ def wire_run(
     notify: NotifyTargets | None = None,
     detours: Callable[[str], Backend] | None = None,
     capacity_dir: Path | None = None,
-    lock: DriverLock | None = None,
+    lock: RunLock | None = None,
     login_ends_at: datetime | None = None,
     seat: FleetSeat,
 ) -> WiredRun:
@@ -269,7 +270,7 @@ def wire_run(
     stored claude.ai login ends (see `login_ends`). `seat`: the run's seat in a fleet,
     taken from the environment at the process's entry (`take_fleet_seat`): a worker's
     run saves while its lease holds and shares the fleet's board."""
-    lock = lock or take_lock(directory)
+    held: RunLock = lock or take_lock(directory)
     clock = SystemClock()
     directory.clear_control()
     remove_temporaries(directory, record)
@@ -280,7 +281,7 @@ def wire_run(
     try:
         log = EventLog(directory, clock, redactor)
     except OSError as error:
-        lock.release()
+        held.release()
         raise UsageError(
             f"{directory.events_path}: cannot be written ({error.strerror or error}); "
             "claudeloop writes only a regular file of its own there"
@@ -339,7 +340,7 @@ def wire_run(
             log.close()
             directory.clear_control()
         finally:
-            lock.release()
+            held.release()
 
     return WiredRun(
         runner=runner,

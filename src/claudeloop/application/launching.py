@@ -1,0 +1,262 @@
+"""`run` and `resume` between parsing and rendering: in which order a run is refused,
+made or found, and driven, on the `Launching` port the composition root fills.
+
+Every refusal comes before the first turn, and before a new run's directory exists:
+a run that could not save what it does, or whose backend has no credentials, leaves
+nothing behind. A resume reads the record with the run's lock held, so a driver that
+ended while the resume started has saved its last turn by then: no finished turn is
+sent again and the ledger never goes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.run_spec import (
+    ProfileCheck,
+    Settings,
+    new_spec,
+    profile_to_resume_with,
+    refuse_unwritable,
+    refuse_unwritable_run_files,
+    resumed_model,
+    resumed_record,
+)
+from claudeloop.application.settings import MODEL, PROFILE
+from claudeloop.domain.login import login_standing, login_warning, run_could_end_by
+from claudeloop.domain.loop import Outcome
+
+
+class ChosenBackend(Protocol):
+    """What the order of a start needs to know of the backend its turns go to."""
+
+    @property
+    def marker_fallback(self) -> bool: ...
+
+
+class RunLock(Protocol):
+    def release(self) -> None: ...
+
+
+class OpenRun(Protocol):
+    """A run's directory: where its files are."""
+
+    @property
+    def path(self) -> Path: ...
+
+
+B = TypeVar("B", bound=ChosenBackend)
+C = TypeVar("C", bound=Settings)
+D = TypeVar("D", bound=OpenRun)
+
+
+class Launching(Protocol[C, B, D]):
+    """What starting or resuming a run asks of the world. `C`: the settings read from
+    every source; `B`: the backend chosen; `D`: the run's directory."""
+
+    def settings(self, cwd: Path, flags: Mapping[str, object]) -> C:
+        """The settings: flags over CLAUDELOOP_* variables over the TOML files."""
+        ...
+
+    def backend(self, settings: C, model: str | None) -> B:
+        """The backend the settings' profile names, for `model`; refuses one that
+        cannot be used (no base URL)."""
+        ...
+
+    def check_profile(self, cwd: Path) -> ProfileCheck: ...
+
+    def refuse_unusable(self, settings: C) -> None:
+        """Refuses settings that name what cannot be used: a notification URL no
+        service serves."""
+        ...
+
+    def refuse_beside_a_live_run(self, cwd: Path) -> None:
+        """Refuses a new run in a working directory a live run drives."""
+        ...
+
+    def refuse_no_credentials(self, backend: B, cwd: Path) -> None: ...
+
+    def why_no_runs_root(self, cwd: Path) -> str | None: ...
+
+    def why_not_writable(self, path: Path) -> str | None: ...
+
+    def login_ends(self, backend: B) -> datetime | None:
+        """When the stored claude.ai login ends; None when unknown or not one."""
+        ...
+
+    def now(self) -> datetime: ...
+
+    def new_record(self, spec: RunSpec, run_id: str | None) -> RunRecord:
+        """The new run's first record: its id (`run_id`, or one made from the time)."""
+        ...
+
+    def create(self, record: RunRecord) -> D:
+        """The new run's directory, with its record saved in it at once: a run killed
+        during the slow start of the CLI is one `resume` can continue."""
+        ...
+
+    def find(self, cwd: Path, run_id: str | None, session_id: str | None) -> D: ...
+
+    def lock(self, directory: D) -> RunLock: ...
+
+    def load(self, directory: D) -> RunRecord: ...
+
+    def write_missing_summary(self, directory: D, record: RunRecord) -> None:
+        """summary.md of a run that ended without one, written now (the lock is held)."""
+        ...
+
+    def tell_missing_end(self, directory: D, record: RunRecord) -> None:
+        """run.finished of a run that ended without saying so, said now."""
+        ...
+
+    def drive(
+        self,
+        directory: D,
+        record: RunRecord,
+        backend: B,
+        settings: C,
+        *,
+        resumed: bool,
+        lock: RunLock | None,
+        login_ends_at: datetime | None,
+    ) -> RunRecord:
+        """The run driven to its end (application/driving.py), its record returned."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """What `run` was asked: where, the task and its plan file, the run id if chosen."""
+
+    cwd: Path
+    task: str
+    plan_path: Path | None
+    run_id: str | None
+    flags: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class RunToResume:
+    """What `resume` was asked: where, which run (the latest when both are None)."""
+
+    cwd: Path
+    run_id: str | None
+    session_id: str | None
+    flags: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class Driven:
+    """The run was driven until it ended; `record` is where it ended."""
+
+    record: RunRecord
+
+
+@dataclass(frozen=True, slots=True)
+class AlreadyDone:
+    """The run to resume had already ended done: nothing was sent."""
+
+    record: RunRecord
+
+
+Launched = Driven | AlreadyDone
+
+# Where a warning before the first turn is said (the terminal's stderr).
+Warn = Callable[[str], None]
+
+
+def start_run(
+    world: Launching[C, B, D], asked: NewRun, *, warn: Warn, backend: B | None = None
+) -> Driven:
+    """`run`: every refusal before the run's directory exists, then the run driven.
+    `backend`: the one to use instead of the one the settings name (the rehearsal's)."""
+    if asked.run_id is None:
+        world.refuse_beside_a_live_run(asked.cwd)
+    settings = world.settings(asked.cwd, asked.flags)
+    chosen = backend or world.backend(settings, settings.of(MODEL).value)
+    spec = new_spec(
+        settings,
+        cwd=asked.cwd,
+        task=asked.task,
+        plan_path=asked.plan_path,
+        marker_fallback=chosen.marker_fallback,
+        check_profile=world.check_profile(asked.cwd),
+    )
+    world.refuse_unusable(settings)
+    refuse_unwritable(
+        spec, run_files=world.why_no_runs_root(asked.cwd), why_not_writable=world.why_not_writable
+    )
+    world.refuse_no_credentials(chosen, asked.cwd)
+    record = world.new_record(spec, asked.run_id)
+    directory = world.create(record)
+    return Driven(_drive(world, directory, record, chosen, settings, warn=warn, resumed=False))
+
+
+def resume_run(
+    world: Launching[C, B, D], asked: RunToResume, *, warn: Warn, backend: B | None = None
+) -> Launched:
+    """`resume`: the run continued with the settings it started with; flags and
+    CLAUDELOOP_* variables change them (the files were read when it started). Its
+    profile changes only when --profile names the new one. A run already done is
+    only told (its missing summary or end written), never sent a turn."""
+    directory = world.find(asked.cwd, asked.run_id, asked.session_id)
+    refuse_unwritable_run_files(world.why_not_writable(directory.path))
+    lock = world.lock(directory)
+    try:
+        record = world.load(directory)
+        world.write_missing_summary(directory, record)
+        if record.state.outcome is Outcome.DONE:
+            world.tell_missing_end(directory, record)
+            lock.release()
+            return AlreadyDone(record)
+        settings = world.settings(asked.cwd, asked.flags)
+        profile = profile_to_resume_with(record, settings)
+        if profile is not None:
+            settings = world.settings(asked.cwd, {**asked.flags, PROFILE.key: profile})
+        chosen = backend or world.backend(settings, resumed_model(record.spec, settings))
+        world.refuse_unusable(settings)
+        record = resumed_record(
+            record,
+            settings,
+            marker_fallback=chosen.marker_fallback,
+            check_profile=world.check_profile(asked.cwd),
+        )
+        refuse_unwritable(
+            record.spec,
+            run_files=world.why_not_writable(directory.path),
+            why_not_writable=world.why_not_writable,
+        )
+        world.refuse_no_credentials(chosen, record.spec.cwd)
+        return Driven(
+            _drive(world, directory, record, chosen, settings, warn=warn, resumed=True, lock=lock)
+        )
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _drive(
+    world: Launching[C, B, D],
+    directory: D,
+    record: RunRecord,
+    backend: B,
+    settings: C,
+    *,
+    warn: Warn,
+    resumed: bool,
+    lock: RunLock | None = None,
+) -> RunRecord:
+    # Warned before the first turn when the login ends before the run could.
+    ends_at, now = world.login_ends(backend), world.now()
+    could_end_by = run_could_end_by(now, record.spec.wait_policy.max_wait)
+    warning = login_warning(login_standing(ends_at, now=now, could_end_by=could_end_by))
+    if warning is not None:
+        warn(warning)
+    return world.drive(
+        directory, record, backend, settings, resumed=resumed, lock=lock, login_ends_at=ends_at
+    )

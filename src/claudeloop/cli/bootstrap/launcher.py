@@ -1,0 +1,156 @@
+"""The real side of the `Launching` port (application/launching.py): the settings read
+from their files, the backend they name, the run's directory on disk, the Claude Code
+CLI asked whether it has credentials, and the run wired and driven."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from claudeloop.application.driving import drive_run
+from claudeloop.application.errors import NoCredentials
+from claudeloop.application.fleet_seat import FleetSeat
+from claudeloop.application.launching import RunLock
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.run_spec import ProfileCheck
+from claudeloop.cli.bootstrap import (
+    CREDENTIAL_VARIABLES,
+    PROVIDER_VARIABLES,
+    Backend,
+    DriverLock,
+    RunDirectory,
+    backend_for,
+    claude_cli,
+    create_directory,
+    find_run,
+    load_record,
+    login_ends,
+    new_record,
+    refuse_beside_a_live_run,
+    take_lock,
+    tell_missing_end,
+    why_no_runs_root,
+    why_not_writable,
+    wire_run,
+    write_missing_summary,
+)
+from claudeloop.cli.bootstrap.configuration import (
+    Configuration,
+    backend_profile,
+    configuration,
+    detours,
+    no_credentials,
+    notify_targets,
+    profile_check,
+    refuse_no_base_url,
+    shared_capacity_dir,
+)
+
+
+def refuse_no_credentials(backend: Backend, cwd: Path) -> None:
+    """Exit 77 before any turn when Claude Code would find no credentials: it would only
+    answer "Not logged in" to the first turn, which no login could have refused. Any
+    doubt lets the run start (a false "no credentials" is worse than none)."""
+    if backend.local:
+        return  # a local server gets the profile's token or a dummy: no Claude login
+    env = claude_cli.environment(backend.env, os.environ)
+    if any(env.get(name) for name in (*CREDENTIAL_VARIABLES, *PROVIDER_VARIABLES)):
+        return  # the common case, told without starting the CLI
+    cli = claude_cli.executable(backend.cli_path)
+    if cli is None:
+        return  # the run says there is no CLI, in its own words
+    status = claude_cli.login_status(cli, env, cwd)
+    if status.known and not status.logged_in:
+        raise NoCredentials(no_credentials(status.config_directory))
+
+
+@dataclass(frozen=True, slots=True)
+class Launcher:
+    """Starts and resumes runs on this machine. `quiet`/`verbose`: what the terminal
+    shows of the run; `seat`: the run's seat in a fleet, read once at the entry point."""
+
+    seat: FleetSeat
+    quiet: bool = False
+    verbose: bool = False
+
+    def settings(self, cwd: Path, flags: Mapping[str, object]) -> Configuration:
+        return configuration(cwd, flags)
+
+    def backend(self, settings: Configuration, model: str | None) -> Backend:
+        chosen = backend_for(backend_profile(settings, model))
+        refuse_no_base_url(chosen)
+        return chosen
+
+    def check_profile(self, cwd: Path) -> ProfileCheck:
+        return profile_check(cwd)
+
+    def refuse_unusable(self, settings: Configuration) -> None:
+        notify_targets(settings)
+
+    def refuse_beside_a_live_run(self, cwd: Path) -> None:
+        refuse_beside_a_live_run(cwd)
+
+    def refuse_no_credentials(self, backend: Backend, cwd: Path) -> None:
+        refuse_no_credentials(backend, cwd)
+
+    def why_no_runs_root(self, cwd: Path) -> str | None:
+        return why_no_runs_root(cwd)
+
+    def why_not_writable(self, path: Path) -> str | None:
+        return why_not_writable(path)
+
+    def login_ends(self, backend: Backend) -> datetime | None:
+        return login_ends(backend)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def new_record(self, spec: RunSpec, run_id: str | None) -> RunRecord:
+        return new_record(spec, run_id)
+
+    def create(self, record: RunRecord) -> RunDirectory:
+        return create_directory(record)
+
+    def find(self, cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
+        return find_run(cwd, run_id, session_id)
+
+    def lock(self, directory: RunDirectory) -> DriverLock:
+        return take_lock(directory)
+
+    def load(self, directory: RunDirectory) -> RunRecord:
+        return load_record(directory)
+
+    def write_missing_summary(self, directory: RunDirectory, record: RunRecord) -> None:
+        write_missing_summary(directory, record, locked=True)
+
+    def tell_missing_end(self, directory: RunDirectory, record: RunRecord) -> None:
+        tell_missing_end(directory, record)
+
+    def drive(
+        self,
+        directory: RunDirectory,
+        record: RunRecord,
+        backend: Backend,
+        settings: Configuration,
+        *,
+        resumed: bool,
+        lock: RunLock | None,
+        login_ends_at: datetime | None,
+    ) -> RunRecord:
+        wired = wire_run(
+            directory,
+            record,
+            backend=backend,
+            quiet=self.quiet,
+            verbose=self.verbose,
+            notify=notify_targets(settings),
+            detours=detours(record.spec.cwd),
+            capacity_dir=shared_capacity_dir(settings),
+            lock=lock,
+            login_ends_at=login_ends_at,
+            seat=self.seat,
+        )
+        return drive_run(wired, record, resumed=resumed)

@@ -1,0 +1,276 @@
+"""`run` and `resume` as use cases: what is refused before anything is made, what a
+resume does with its lock and with a run already done, on a world that behaves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from claudeloop.application.errors import NoCredentials, UsageError
+from claudeloop.application.launching import (
+    AlreadyDone,
+    Driven,
+    NewRun,
+    RunLock,
+    RunToResume,
+    resume_run,
+    start_run,
+)
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.run_spec import ProfileCheck
+from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.loop import Outcome, Phase, RunState
+from tests.application.fakes import START
+from tests.application.test_run_spec import Settings, no_check, settings
+
+CWD = Path("/work/app")
+
+
+@dataclass(frozen=True)
+class FakeBackend:
+    marker_fallback: bool = True
+    logged_in: bool = True
+
+
+@dataclass(frozen=True)
+class FakeDirectory:
+    path: Path
+
+
+@dataclass
+class FakeLock:
+    released: int = 0
+
+    def release(self) -> None:
+        self.released += 1
+
+
+@dataclass
+class World:
+    """Runs kept in memory; `said` is every step the world was asked, in order."""
+
+    given: Mapping[str, Settings] = field(default_factory=dict)
+    backend_of: FakeBackend = field(default_factory=FakeBackend)
+    records: dict[str, RunRecord] = field(default_factory=dict)
+    unwritable: set[Path] = field(default_factory=set)
+    login_ends_at: datetime | None = None
+    locks: list[FakeLock] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    ends_as: Outcome = Outcome.DONE
+
+    def settings(self, cwd: Path, flags: Mapping[str, object]) -> Settings:
+        profile = str(flags.get("profile", "default"))
+        self.said.append(f"settings {profile}")
+        return self.given.get(profile, settings())
+
+    def backend(self, settings: Settings, model: str | None) -> FakeBackend:
+        self.said.append(f"backend {model}")
+        return self.backend_of
+
+    def check_profile(self, cwd: Path) -> ProfileCheck:
+        return no_check
+
+    def refuse_unusable(self, settings: Settings) -> None:
+        self.said.append("checked the settings")
+
+    def refuse_beside_a_live_run(self, cwd: Path) -> None:
+        if any(not record.state.phase.terminal for record in self.records.values()):
+            raise UsageError(f"{cwd}: a live run drives it")
+
+    def refuse_no_credentials(self, backend: FakeBackend, cwd: Path) -> None:
+        if not backend.logged_in:
+            raise NoCredentials("no credentials")
+
+    def why_no_runs_root(self, cwd: Path) -> str | None:
+        return self.why_not_writable(cwd / ".claudeloop")
+
+    def why_not_writable(self, path: Path) -> str | None:
+        return "read-only" if path in self.unwritable else None
+
+    def login_ends(self, backend: FakeBackend) -> datetime | None:
+        return self.login_ends_at
+
+    def now(self) -> datetime:
+        return START
+
+    def new_record(self, spec: RunSpec, run_id: str | None) -> RunRecord:
+        state = RunState(ledger=BudgetLedger(budget=spec.budget))
+        return RunRecord(run_id=run_id or "r1", spec=spec, state=state, started_at=START)
+
+    def create(self, record: RunRecord) -> FakeDirectory:
+        self.said.append(f"create {record.run_id}")
+        self.records[record.run_id] = record
+        return FakeDirectory(CWD / ".claudeloop" / "runs" / record.run_id)
+
+    def find(self, cwd: Path, run_id: str | None, session_id: str | None) -> FakeDirectory:
+        chosen = run_id or next(iter(self.records))
+        if chosen not in self.records:
+            raise UsageError(f"no run {chosen!r}")
+        return FakeDirectory(cwd / ".claudeloop" / "runs" / chosen)
+
+    def lock(self, directory: FakeDirectory) -> FakeLock:
+        self.said.append("lock")
+        self.locks.append(FakeLock())
+        return self.locks[-1]
+
+    def load(self, directory: FakeDirectory) -> RunRecord:
+        self.said.append("load")
+        return self.records[directory.path.name]
+
+    def write_missing_summary(self, directory: FakeDirectory, record: RunRecord) -> None:
+        self.said.append("summary")
+
+    def tell_missing_end(self, directory: FakeDirectory, record: RunRecord) -> None:
+        self.said.append("end told")
+
+    def drive(
+        self,
+        directory: FakeDirectory,
+        record: RunRecord,
+        backend: FakeBackend,
+        settings: Settings,
+        *,
+        resumed: bool,
+        lock: RunLock | None,
+        login_ends_at: datetime | None,
+    ) -> RunRecord:
+        self.said.append(f"drive resumed={resumed} locked={lock is not None}")
+        ended = replace(
+            record, state=replace(record.state, phase=Phase.COMPLETE, outcome=self.ends_as)
+        )
+        self.records[record.run_id] = ended
+        return ended
+
+
+def asked_to_run(run_id: str | None = None) -> NewRun:
+    return NewRun(cwd=CWD, task="Build it.", plan_path=None, run_id=run_id, flags={})
+
+
+def asked_to_resume(**flags: object) -> RunToResume:
+    return RunToResume(cwd=CWD, run_id=None, session_id=None, flags=flags)
+
+
+def stopped(world: World) -> RunRecord:
+    """A run of `world` that was stopped: one a resume continues."""
+    start_run(world, asked_to_run(), warn=print)
+    record = world.records["r1"]
+    state = replace(record.state, phase=Phase.COMPLETE, outcome=Outcome.STOPPED)
+    world.records["r1"] = replace(record, state=state)
+    world.said.clear()
+    return world.records["r1"]
+
+
+def test_a_run_is_made_then_driven_and_ends_where_the_drive_ended() -> None:
+    world = World()
+    ended = start_run(world, asked_to_run(), warn=print)
+    assert isinstance(ended, Driven)
+    assert ended.record.state.outcome is Outcome.DONE
+    assert world.said == [
+        "settings default",
+        "backend None",
+        "checked the settings",
+        "create r1",
+        "drive resumed=False locked=False",
+    ]
+
+
+def test_a_run_refused_for_its_credentials_leaves_no_run_directory() -> None:
+    world = World(backend_of=FakeBackend(logged_in=False))
+    with pytest.raises(NoCredentials):
+        start_run(world, asked_to_run(), warn=print)
+    assert world.records == {}
+
+
+def test_a_run_whose_files_cannot_be_written_is_refused_before_it_is_made() -> None:
+    world = World(unwritable={CWD / ".claudeloop"})
+    with pytest.raises(UsageError, match="cannot write the run's files: read-only"):
+        start_run(world, asked_to_run(), warn=print)
+    assert world.records == {}
+
+
+def test_a_second_run_beside_a_live_one_is_refused_unless_it_names_its_own_id() -> None:
+    world = World(ends_as=Outcome.DONE)
+    stopped(world)
+    live = world.records["r1"]
+    world.records["r1"] = replace(live, state=replace(live.state, phase=Phase.RUNNING))
+    with pytest.raises(UsageError, match="a live run drives it"):
+        start_run(world, asked_to_run(), warn=print)
+    assert isinstance(start_run(world, asked_to_run("r2"), warn=print), Driven)
+
+
+def test_a_login_ending_before_the_run_could_is_warned_of_before_the_first_turn() -> None:
+    world = World(login_ends_at=START + timedelta(minutes=30))
+    warned: list[str] = []
+
+    def warn(text: str) -> None:
+        warned.append(text)
+        world.said.append("warned")
+
+    start_run(world, asked_to_run(), warn=warn)
+    assert len(warned) == 1
+    assert world.said[-2:] == ["warned", "drive resumed=False locked=False"]
+
+
+def test_no_warning_when_the_login_outlasts_the_run() -> None:
+    world = World(login_ends_at=START + timedelta(days=400))
+    warned: list[str] = []
+    start_run(world, asked_to_run(), warn=warned.append)
+    assert warned == []
+
+
+def test_a_resume_reads_the_record_with_the_lock_held_and_hands_the_lock_to_the_drive() -> None:
+    world = World()
+    stopped(world)
+    ended = resume_run(world, asked_to_resume(), warn=print)
+    assert isinstance(ended, Driven)
+    assert world.said[:3] == ["lock", "load", "summary"]
+    assert world.said[-1] == "drive resumed=True locked=True"
+    assert world.locks[0].released == 0  # the drive releases it as the run ends
+
+
+def test_a_run_already_done_is_told_never_driven_and_its_lock_released() -> None:
+    world = World()
+    start_run(world, asked_to_run(), warn=print)
+    world.said.clear()
+    answer = resume_run(world, asked_to_resume(), warn=print)
+    assert isinstance(answer, AlreadyDone)
+    assert world.said == ["lock", "load", "summary", "end told"]
+    assert world.locks[0].released == 1
+
+
+def test_a_resume_refused_after_the_lock_was_taken_releases_it() -> None:
+    world = World()
+    stopped(world)
+    world.backend_of = FakeBackend(logged_in=False)
+    with pytest.raises(NoCredentials):
+        resume_run(world, asked_to_resume(), warn=print)
+    assert world.locks[0].released == 1
+    assert world.records["r1"].state.outcome is Outcome.STOPPED
+
+
+def test_a_resume_of_a_run_whose_directory_became_read_only_is_refused_before_the_lock() -> None:
+    world = World()
+    stopped(world)
+    world.unwritable = {CWD / ".claudeloop" / "runs" / "r1"}
+    with pytest.raises(UsageError, match="cannot write the run's files"):
+        resume_run(world, asked_to_resume(), warn=print)
+    assert world.locks == []
+
+
+def test_a_resume_reads_the_settings_of_the_runs_own_profile_again() -> None:
+    world = World(given={"default": settings(("box",)), "box": settings(("box",))})
+    start_run(world, asked_to_run(), warn=print)
+    record = world.records["r1"]
+    spec = replace(record.spec, profile="box")
+    state = replace(record.state, phase=Phase.COMPLETE, outcome=Outcome.STOPPED)
+    world.records["r1"] = replace(record, spec=spec, state=state)
+    world.said.clear()
+    resume_run(world, asked_to_resume(), warn=print)
+    assert [step for step in world.said if step.startswith("settings")] == [
+        "settings default",
+        "settings box",
+    ]
