@@ -48,10 +48,21 @@ WAIT_SECONDS = 12.0  # sampled while every run waits
 IDLE_SECONDS = 6.0  # sampled while the workers wait for runs
 SAMPLE_SECONDS = 1.0
 EARLY = (2, 7)  # turns answered, early in a run
+# This benchmark's own figures for the code before issue 27's changes (main at 2836d6d,
+# this machine, 2026-12-02): per worker and per run, fitted as below; the old path
+# cannot run beside the new one, so they are kept here.
+BEFORE_MEASURED = {
+    "connections, turns": (7.21, 1.90),
+    "connections, waits": (7.50, 3.07),
+    "commits/s, turns": (37.43, 2.73),
+    "commits/s, waits": (20.15, 6.47),
+}
+BEFORE_WAL_PER_TURN_KIB = {1: 142.0, 2: 208.0, 4: 232.0}
+BEFORE_AGE_KIB = (155.0, 242.0)  # a turn's WAL after 2-7 answered turns, after 44-49
 # Issue 27's figures for the path before (PostgreSQL 15, the same way of measuring).
 BEFORE_CONNECTIONS = "8 per worker + 1 per running run (2 per waiting)"
 BEFORE_COMMITS = (20.2, 6.0)  # per worker (0.2 + 20), per run, per second
-BEFORE_CONNECTION_FIT = (8.0, 1.0)
+BEFORE_CONNECTION_FIT = (8.0, 2.0)  # while the runs wait
 BEFORE_WAL_KIB = {1: 98.0, 4: 669.0}  # KiB/s while 1 (4) runs take turns
 BEFORE_SCALE_WAL = "175 MB/s at 1,000 runs of ~20 turns, ~1 GB/s of ~120"
 BEFORE_SCALE_COMMITS = 7000.0
@@ -323,7 +334,9 @@ class Age:
 
     @property
     def ratio(self) -> float:
-        return self.late / self.early
+        """Late over early, per turn answered: a turn's WAL whatever the machine's pace
+        (per second, a loaded machine's slower turns look cheaper)."""
+        return self.late_per_turn / self.early_per_turn
 
 
 def age(setting: Setting, turns: int) -> Age:
@@ -541,10 +554,12 @@ def section(figures: Figures) -> list[str]:
     lines += [
         "",
         "Fitted through the one-worker settings (a worker: the intercept; a run: the "
-        f"slope), extrapolated to {FLEET_WORKERS} workers x {FLEET_RUNS:,} runs:",
+        f"slope), extrapolated to {FLEET_WORKERS} workers x {FLEET_RUNS:,} runs, beside "
+        "the same fit of this benchmark on the code before issue 27's changes:",
         "",
-        "| cost | per worker | per run | 50 x 1,000 | two workers, measured / fitted |",
-        "|---|---|---|---|---|",
+        "| cost | per worker | per run | 50 x 1,000 | two workers, measured / fitted "
+        "| before: per worker, per run, 50 x 1,000 | now / before at 50 x 1,000 |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, (worker, per_run), _ in rows:
         scale = FLEET_WORKERS * worker + FLEET_RUNS * per_run
@@ -561,7 +576,16 @@ def section(figures: Figures) -> list[str]:
             }[name]
             predicted = 2 * worker + s.runs * per_run
             check = f"{measured:.1f} / {predicted:.1f}"
-        lines.append(f"| {name} | {worker:.2f} | {per_run:.2f} | {scale:,.0f} | {check} |")
+        fitted_before = BEFORE_MEASURED.get(name)
+        then = ""
+        ratio = ""
+        if fitted_before is not None:
+            at_scale = FLEET_WORKERS * fitted_before[0] + FLEET_RUNS * fitted_before[1]
+            then = f"{fitted_before[0]:.2f}, {fitted_before[1]:.2f}, {at_scale:,.0f}"
+            ratio = f"{scale / at_scale:.2f}"
+        lines.append(
+            f"| {name} | {worker:.2f} | {per_run:.2f} | {scale:,.0f} | {check} | {then} | {ratio} |"
+        )
     conn_w, conn_r = fitted(lambda s: max(s.turns.connections, s.waits.connections))
     commit_w, commit_r = fitted(lambda s: max(s.turns.commits, s.waits.commits))
     scale_conn = FLEET_WORKERS * conn_w + FLEET_RUNS * conn_r
@@ -586,6 +610,14 @@ def section(figures: Figures) -> list[str]:
                 f"| WAL while {runs} run(s) take turns | {before:.0f} KiB/s | {now:.1f} KiB/s "
                 f"| {now / before:.2f} |"
             )
+    for runs, before in BEFORE_WAL_PER_TURN_KIB.items():
+        match = [s for s in one if s.runs == runs]
+        if match:
+            now = match[0].turns.wal_per_turn / 1024
+            lines.append(
+                f"| WAL per turn, {runs} run(s) (this benchmark before) | {before:.0f} KiB | "
+                f"{now:.1f} KiB | {now / before:.2f} |"
+            )
     if figures.status is not None:
         t = figures.status
         lines += [
@@ -603,9 +635,11 @@ def section(figures: Figures) -> list[str]:
             "",
             f"One run of {LONG_TURNS} turns: WAL per second after {a.early_turns[0]}-"
             f"{a.early_turns[1]} answered turns {_kib(a.early)}, after {a.late_turns[0]}-"
-            f"{a.late_turns[1]} {_kib(a.late)}: late / early {a.ratio:.2f} "
-            f"(flat is 1); per turn answered {a.early_per_turn / 1024:.0f} KiB, then "
-            f"{a.late_per_turn / 1024:.0f} KiB.",
+            f"{a.late_turns[1]} {_kib(a.late)}; per turn answered "
+            f"{a.early_per_turn / 1024:.0f} KiB, then "
+            f"{a.late_per_turn / 1024:.0f} KiB: late / early per turn {a.ratio:.2f} "
+            f"(before: {BEFORE_AGE_KIB[0]:.0f} KiB, then {BEFORE_AGE_KIB[1]:.0f} KiB, "
+            f"{BEFORE_AGE_KIB[1] / BEFORE_AGE_KIB[0]:.2f}).",
         ]
     return lines
 
