@@ -251,6 +251,12 @@ def test_a_runs_copy_sends_what_grew_and_is_stored_whole_when_its_child_ends(
         assert copy.compact()
         assert chunks() == 0
         assert engine_holds() == files
+        # A file rewritten rather than grown (a takeover's paths made this machine's)
+        # no longer ends where the engine's copy does: it is stored whole.
+        transcript.write_bytes(files[2].replace(b"message", b"MESSAGE") + b'{"message": 3}\n')
+        assert copy.stored()
+        assert chunks() == 0
+        assert engine_holds()[2] == transcript.read_bytes()
     finally:
         child.kill()
         child.wait()

@@ -85,6 +85,7 @@ _CANCEL_POLL_SECONDS = 0.5
 # Within a turn (its transcript growing) a run's copy in the engine is stored at most
 # this often; each save of the run's record is stored at once.
 _STORE_EVERY_SECONDS = 5.0
+_TAIL_BYTES = 64
 # The heartbeat's statements end after this (or a sixth of the lease, if longer): a beat
 # held up is a beat missed, and the next one comes soon.
 _HEART_ANSWER_SECONDS = 2.0
@@ -483,6 +484,9 @@ class EngineCopy:
         self._stored_at = -_STORE_EVERY_SECONDS  # monotonic
         # The bytes of each append-only file the engine holds (None: store them whole).
         self._sent: dict[str, int] | None = None
+        # The last bytes stored of each: a file rewritten rather than grown (the same
+        # size or more, other bytes) no longer ends there, and is stored whole.
+        self._tails: dict[str, bytes] = {}
         self._session: str | None = None
 
     def _fingerprint(self) -> tuple[object, ...]:
@@ -515,8 +519,12 @@ class EngineCopy:
         events = paths[1]
         sent = self._sent
         if sent is not None and session == self._session:
-            grew = _grown_since(events, sent[EVENTS]), _grown_since(transcript, sent[TRANSCRIPT])
-            if grew[0] is not None and grew[1] is not None:
+            events_grew = _grown_since(events, sent[EVENTS], self._tails.get(EVENTS, b""))
+            transcript_grew = _grown_since(
+                transcript, sent[TRANSCRIPT], self._tails.get(TRANSCRIPT, b"")
+            )
+            if events_grew is not None and transcript_grew is not None:
+                grew = (events_grew, transcript_grew)
                 chunks = [
                     (file, sent[file], data)
                     for file, data in zip((EVENTS, TRANSCRIPT), grew, strict=True)
@@ -535,6 +543,8 @@ class EngineCopy:
                     EVENTS: sent[EVENTS] + len(grew[0]),
                     TRANSCRIPT: sent[TRANSCRIPT] + len(grew[1]),
                 }
+                for file, data in zip((EVENTS, TRANSCRIPT), grew, strict=True):
+                    self._tails[file] = (self._tails.get(file, b"") + data)[-_TAIL_BYTES:]
                 self._stored, self._stored_at = now, time.monotonic()
                 return
         events_bytes = _read(events) or b""
@@ -553,6 +563,10 @@ class EngineCopy:
         self._sent = (
             {EVENTS: len(events_bytes), TRANSCRIPT: len(transcript_bytes or b"")} if whole else None
         )
+        self._tails = {
+            EVENTS: events_bytes[-_TAIL_BYTES:],
+            TRANSCRIPT: (transcript_bytes or b"")[-_TAIL_BYTES:],
+        }
         self._session = session
         self._stored, self._stored_at = now, time.monotonic()
 
@@ -635,9 +649,10 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _grown_since(path: Path | None, byte: int) -> bytes | None:
-    """What an append-only file holds past `byte` (b"": nothing yet, or no such file
-    while none was stored); None when it shrank, or went: it is stored whole."""
+def _grown_since(path: Path | None, byte: int, tail: bytes) -> bytes | None:
+    """What an append-only file holds past `byte`, where it ends with `tail` (b"":
+    nothing yet, or no such file while none was stored); None when it shrank, went, or
+    no longer holds `tail` just before `byte` (rewritten): it is stored whole."""
     if path is None:
         return b"" if byte == 0 else None
     try:
@@ -645,7 +660,9 @@ def _grown_since(path: Path | None, byte: int) -> bytes | None:
             size = os.fstat(file.fileno()).st_size
             if size < byte:
                 return None
-            file.seek(byte)
+            file.seek(byte - len(tail))
+            if file.read(len(tail)) != tail:
+                return None
             return file.read()
     except FileNotFoundError:
         return b"" if byte == 0 else None
