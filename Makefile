@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test check gates lint typecheck contracts pytest install litellm bench crash-fuzz rehearse docs clean
+.PHONY: test check gates lint typecheck contracts pytest install browser litellm bench crash-fuzz rehearse docs clean
 
 # Two jobs: the LiteLLM proxy's venv (about 5 minutes, mostly downloads) installs beside
 # the project's venv and the lint and type checks, so a fresh clone does not wait for it.
@@ -27,7 +27,22 @@ $(STAMP): $(VENV)/bin/python pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) browser
+
+# Debian's chromium and its driver, which the dashboard's browser tests drive through
+# selenium (tests/e2e/test_dashboard.py): installed when apt-get is here and we are
+# root; else those tests skip, saying why (with CI=true they fail instead).
+BROWSER_PACKAGES := chromium chromium-driver
+
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y --no-install-recommends $(BROWSER_PACKAGES) \
+		|| { apt-get update && apt-get install -y --no-install-recommends $(BROWSER_PACKAGES); }; \
+	else \
+		echo "make browser: no apt-get, or not root: install $(BROWSER_PACKAGES) yourself," \
+			"or the dashboard's browser tests skip"; \
+	fi
 
 # A real LiteLLM proxy for tests/e2e/test_litellm_proxy.py, in a venv of its own: its
 # proxy extra (~120 packages) pins rich below ours. The range is in the requirements file.
@@ -55,7 +70,7 @@ contracts: $(STAMP)
 # Two test processes: the end-to-end tests mostly wait on the CLI and the rehearsal
 # API, so two of them at a time halve the suite on a 2-core machine (621 s to 354 s).
 # The 30 slowest tests are listed, so a CI log says where the 20-minute budget goes.
-pytest: $(STAMP) $(LITELLM_STAMP)
+pytest: $(STAMP) $(LITELLM_STAMP) browser
 	$(VENV)/bin/pytest -n 2 --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 --durations=30 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100

@@ -40,6 +40,7 @@ from claudeloop.application.ports import (
     ControlInbox,
     Gateway,
     ProbeOutcome,
+    Request,
     Sleeper,
     TurnOutcome,
 )
@@ -80,6 +81,12 @@ class NoControl:
 
     async def stop_asked(self) -> None:
         await anyio.sleep_forever()
+
+    def requests(self) -> tuple[Request, ...]:
+        return ()
+
+    def consumed(self, through: int) -> None:
+        pass
 
 
 class Scripted:

@@ -13,7 +13,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import fleet, fleet_cost, overhead, startup, takeover, verify_memory, waiting
+from bench import (
+    dashboard,
+    fleet,
+    fleet_cost,
+    overhead,
+    startup,
+    takeover,
+    verify_memory,
+    waiting,
+)
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent.parent / "README.md"
@@ -183,6 +192,8 @@ def main() -> None:
         "a fleet's cost on PostgreSQL (real workers and CLI, 1-4 runs, two workers)...", flush=True
     )
     cost_of_fleet = fleet_cost.run()
+    print("the dashboard: 1,000 runs, an event's way to the page, its memory...", flush=True)
+    board = dashboard.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -237,6 +248,8 @@ def main() -> None:
         *fleet.section(shared),
         "",
         *fleet_cost.section(cost_of_fleet),
+        "",
+        *dashboard.section(board),
         "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]

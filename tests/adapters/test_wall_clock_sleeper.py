@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 import anyio
 
 from claudeloop.adapters.system_clock import WallClockSleeper
+from claudeloop.application.ports import Request
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import AddNote
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -35,12 +37,19 @@ class JumpingClock:
 class Inbox:
     command: ControlCommand | None = None
     checks: list[int] = field(default_factory=list)
+    asked: tuple[Request, ...] = ()
 
     def pending(self) -> ControlCommand | None:
         return self.command
 
     async def stop_asked(self) -> None:
         raise AssertionError("a sleeper never waits for a stop")
+
+    def requests(self) -> tuple[Request, ...]:
+        return self.asked
+
+    def consumed(self, through: int) -> None:
+        raise AssertionError("a sleeper lets no request go")
 
 
 def sleep_until(sleeper: WallClockSleeper, instant: datetime) -> bool:
@@ -70,6 +79,13 @@ def test_a_control_command_wakes_the_wait_early() -> None:
     sleeper = WallClockSleeper(
         Inbox(command=ControlCommand.STOP), JumpingClock(), slice_seconds=0.01
     )
+    assert sleep_until(sleeper, START + timedelta(days=2)) is False
+
+
+def test_a_request_sent_wakes_the_wait_early_to_be_applied() -> None:
+    # A note or a probe now is applied at once: the runner goes back to sleep after.
+    inbox = Inbox(asked=(Request(1, AddNote("look at the flaky test")),))
+    sleeper = WallClockSleeper(inbox, JumpingClock(), slice_seconds=0.01)
     assert sleep_until(sleeper, START + timedelta(days=2)) is False
 
 

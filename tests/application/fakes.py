@@ -15,9 +15,12 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import (
     AccountCapacity,
+    AccountSighting,
     ClaudeSession,
+    IndexedRun,
     ProbeOutcome,
     QueuedRun,
+    Request,
     RunIdTaken,
     StoredRun,
     StoredSummary,
@@ -30,6 +33,7 @@ from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.steering import Steer
 from claudeloop.domain.verification import CheckCommand, CheckResult
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -55,6 +59,8 @@ class FakeSleeper:
     slept_until: list[datetime] = field(default_factory=list)
     # A command to deliver while sleeping number N (0-based).
     interrupt_at_sleep: dict[int, ControlCommand] = field(default_factory=dict)
+    # A request a person sends while sleeping number N (0-based): it wakes the wait.
+    steer_at_sleep: dict[int, Steer] = field(default_factory=dict)
 
     async def sleep_until(
         self, instant: datetime, *, progress: Callable[[float], None] | None = None
@@ -63,6 +69,9 @@ class FakeSleeper:
         self.slept_until.append(instant)
         if index in self.interrupt_at_sleep:
             self.control.command = self.interrupt_at_sleep[index]
+            return False
+        if index in self.steer_at_sleep:
+            self.control.ask(self.steer_at_sleep[index])
             return False
         waited = max((instant - self.clock.current).total_seconds(), 0.0)
         self.clock.current = max(self.clock.current, instant)
@@ -74,9 +83,23 @@ class FakeSleeper:
 @dataclass
 class FakeControl:
     command: ControlCommand | None = None
+    # The requests sent and not let go of yet, and how many were ever sent.
+    pending_requests: list[Request] = field(default_factory=list)
+    numbered: int = 0
 
     def pending(self) -> ControlCommand | None:
         return self.command
+
+    def ask(self, asked: Steer) -> None:
+        """A person sends `asked` (numbered as the control file numbers it)."""
+        self.numbered += 1
+        self.pending_requests.append(Request(self.numbered, asked))
+
+    def requests(self) -> tuple[Request, ...]:
+        return tuple(self.pending_requests)
+
+    def consumed(self, through: int) -> None:
+        self.pending_requests = [r for r in self.pending_requests if r.seq > through]
 
     async def stop_asked(self) -> None:
         # Looks again at each turn of the event loop: a fake check that blocks is ended
@@ -278,6 +301,7 @@ class MemoryFleet:
         self.records: dict[str, StoredRun] = {}
         self.lines: dict[str, list[bytes]] = {}
         self.asked: list[tuple[str, ControlCommand]] = []
+        self.steered: list[tuple[str, Steer]] = []
         self.sightings: list[AccountCapacity] = []
         # What each queued run was given: its arguments, repository and branch.
         self.given: dict[str, tuple[list[str], str | None, str | None]] = {}
@@ -340,6 +364,9 @@ class MemoryFleet:
     def ask(self, run_id: str, command: ControlCommand) -> None:
         self.asked.append((run_id, command))
 
+    def steer(self, run_id: str, asked: Steer) -> None:
+        self.steered.append((run_id, asked))
+
 
 @dataclass
 class FakeWorkerHost:
@@ -375,7 +402,7 @@ class MemoryRuns:
         self.drivers: dict[str, int] = {}
         self.unreadable: set[str] = set()
         self.summaries: list[str] = []
-        self.sent: list[tuple[str, ControlCommand]] = []
+        self.sent: list[tuple[str, ControlCommand | Steer]] = []
         self.refuse_writes = False
         # Each run's events.jsonl, as bytes; `on_read` runs after each read (a run
         # that goes on writing, or ends, while `logs -f` follows it).
@@ -411,7 +438,7 @@ class MemoryRuns:
     def control_file(self, run_id: str) -> Path:
         return self.where / ".claudeloop" / "runs" / run_id / "control"
 
-    def send(self, run_id: str, command: ControlCommand) -> None:
+    def send(self, run_id: str, command: ControlCommand | Steer) -> None:
         if self.refuse_writes:
             raise PermissionError(13, "Permission denied")
         self.sent.append((run_id, command))
@@ -429,5 +456,41 @@ class MemoryRuns:
     def ended(self, run_id: str) -> bool:
         return run_id not in self.unreadable and self.records[run_id].state.phase.terminal
 
+    def event_tail(self, run_id: str, count: int) -> tuple[list[bytes], int]:
+        written = self.events.get(run_id, b"")
+        whole = written[: written.rfind(b"\n") + 1] if b"\n" in written else b""
+        return whole.splitlines(keepends=True)[-count:] if count else [], len(whole)
+
     def claude_sessions(self, limit: int) -> list[ClaudeSession]:
         return self.sessions[:limit]
+
+
+class MemoryIndex:
+    """The machine's index of runs in memory, newest first by registration; `refuse`
+    makes a registration fail as a full disk would."""
+
+    def __init__(self, *entries: IndexedRun) -> None:
+        self.entries: dict[str, IndexedRun] = {entry.key: entry for entry in entries}
+        self.refuse = False
+        self.gone: set[str] = set()
+
+    def register(self, run: IndexedRun) -> None:
+        if self.refuse:
+            raise OSError(28, "No space left on device")
+        self.entries[run.key] = run
+
+    def runs(self) -> list[IndexedRun]:
+        return sorted(self.entries.values(), key=lambda run: run.registered_at, reverse=True)
+
+    def present(self, run: IndexedRun) -> bool:
+        return run.key not in self.gone
+
+
+@dataclass
+class MemoryBoards:
+    """The machine's capacity boards in memory."""
+
+    accounts: list[AccountSighting] = field(default_factory=list)
+
+    def sightings(self) -> list[AccountSighting]:
+        return list(self.accounts)

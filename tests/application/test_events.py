@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from claudeloop.application import events
 from claudeloop.application.events import (
     EVENT_TYPES,
     CostGuessed,
@@ -103,6 +104,11 @@ EVERY_EVENT: list[Event] = [
     ),
     NoProgress(turn=5, turns_without_progress=1, stall_turns=3),
     NotifyFailed(service="json://****", kind="done", reason="refused"),
+    events.ProbeAsked(applied=True, reason="the wait ends early; probing now"),
+    events.CapRaised(
+        cap="max-turns", before=10.0, after=20.0, applied=True, reason="10 turns -> 20 turns"
+    ),
+    events.NoteAdded(text="the flaky test is known; skip it", applied=True),
     RunFinished(outcome=Outcome.DONE, exit_code=0, reason="complete"),
 ]
 

@@ -27,6 +27,7 @@ from claudeloop.application.fleet import (
     queue_run,
     serve_worker,
     status_view,
+    steer,
 )
 from claudeloop.application.ports import AccountCapacity, StoredRun, WorkerOptions
 from claudeloop.application.records import RunRecord, RunSpec
@@ -34,6 +35,7 @@ from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import WindowExhausted
 from claudeloop.domain.loop import ControlCommand, Phase, RunState
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap, Steer
 from tests.application.fakes import START, FakeWorkerHost, MemoryFleet
 
 
@@ -320,3 +322,19 @@ def test_a_worker_refuses_what_it_cannot_serve_with_before_it_starts(
     with pytest.raises(UsageError, match=re.escape(refusal)):
         _serve(host, **given)
     assert host.served == []
+
+
+def test_requests_reach_only_a_running_run_and_a_cap_below_its_spend_none() -> None:
+    fleet = fleet_of_two()
+    now = START + timedelta(minutes=10)
+    asked: list[Steer] = [RaiseCap(Cap.TURNS, 40), AddNote("use the staging db")]
+    assert steer(fleet, "r1", asked, now=now).worker == "w1"
+    assert fleet.steered == [("r1", RaiseCap(Cap.TURNS, 40)), ("r1", AddNote("use the staging db"))]
+    with pytest.raises(UsageError, match=r"run r2 is queued, not running; nothing to probe-now"):
+        steer(fleet, "r2", [ProbeNow()], now=now)
+    # r1's stored record says 2 turns were answered: 1 is below that, and nothing is asked.
+    with pytest.raises(UsageError, match=r"run r1: --max-turns 1 turns is lower than"):
+        steer(fleet, "r1", [RaiseCap(Cap.DOLLARS, 5), RaiseCap(Cap.TURNS, 1)], now=now)
+    with pytest.raises(UsageError, match=r"give at least one of --max-turns"):
+        steer(fleet, "r1", [], now=now)
+    assert len(fleet.steered) == 2

@@ -1,5 +1,5 @@
 """`claudeloop completion SHELL` prints click's own completion script, and the script
-completes: bash, given `claudeloop re<Tab>`, offers rehearse and resume."""
+completes: bash, given `claudeloop re<Tab>`, offers rehearse, report and resume."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_claudeloop_answers_what_completes_a_subcommand() -> None:
         }
     )
     assert answered.returncode == 0, answered.stderr
-    assert answered.stdout.split() == ["plain,rehearse", "plain,resume"]
+    assert answered.stdout.split() == ["plain,rehearse", "plain,report", "plain,resume"]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
@@ -98,7 +98,7 @@ def test_bash_completes_with_the_printed_script(tmp_path: Path) -> None:
     lines = shell.stdout.splitlines()
     assert lines[0].startswith("complete ")
     assert lines[0].endswith(" claudeloop")
-    assert "subcommands: rehearse resume" in lines
+    assert "subcommands: rehearse report resume" in lines
     assert "shells: bash zsh fish" in lines
 
 

@@ -320,6 +320,9 @@ def test_asking_about_a_fleet_never_made_does_not_make_one(
         ("status", "--engine", engine, "--run-id", "nope"),
         ("logs", "--engine", engine, "--run-id", "nope"),
         ("stop", "--engine", engine, "--run-id", "nope"),
+        ("probe-now", "nope", "--engine", engine),
+        ("raise", "nope", "--max-turns", "9", "--engine", engine),
+        ("note", "nope", "use the staging db", "--engine", engine),
     ):
         args = [*asked, "--engine", engine] if asked[0] == "queue" else list(asked)
         assert_one_line_error(claudeloop(*args), "no fleet at", "claudeloop fleet init")
@@ -360,3 +363,10 @@ def test_reading_a_postgresql_fleet_never_set_up_creates_no_table(
             "SELECT nspname FROM pg_namespace WHERE nspname = 'dbos'"
         ).fetchall()
     assert (tables, schemas) == ([], [])
+
+
+def test_a_request_through_the_engine_names_its_run(claudeloop: Invoke, engine: str) -> None:
+    assert_one_line_error(
+        claudeloop("note", "use the staging db", "--engine", engine),
+        "--engine needs the run's id: claudeloop note RUN --engine",
+    )

@@ -15,9 +15,11 @@ from tests.docs.test_skills import ROOT, span_problem, spans
 
 GUIDE = ROOT / "AGENTS.md"
 # Where events are said: the runner, the notifier for its own failures, and the Claude
-# Code gateway for the CLI's own retries in the middle of a turn.
+# Code gateway for the CLI's own retries in the middle of a turn; the runner says a
+# request a person sent as the event application/steering.py builds of it.
 SPEAKERS = (
     ROOT / "src" / "claudeloop" / "application" / "runner.py",
+    ROOT / "src" / "claudeloop" / "application" / "steering.py",
     ROOT / "src" / "claudeloop" / "adapters" / "notify" / "sender.py",
     ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "sdk_gateway.py",
 )

@@ -305,6 +305,10 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
     # Waiting for the window, between probes or in one (a probe may be out as it looks).
     assert (shown["phase"], shown["state"]) in {("waiting", "running"), ("probing", "running")}
     assert shown["worker"] == fleet.runs()[stopped_id]["worker"]
+    # A note first, through the engine: its worker passes it on, the waiting run takes it.
+    noted = fleet.claudeloop_on(other, elsewhere, "note", stopped_id, "look at step 2")
+    assert noted.returncode == 0, noted.stderr
+    wait_for(lambda: "note.added" in kinds_of(stopped, stopped_id), "the note to reach the run", 60)
     asked = fleet.claudeloop_on(other, elsewhere, "stop", "--run-id", stopped_id)
     assert asked.returncode == 0, asked.stderr
     wait_for(lambda: finished(cancelled, cancelled_id), "the cancelled run to stop")

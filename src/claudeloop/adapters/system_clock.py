@@ -49,7 +49,7 @@ class WallClockSleeper:
         left = 0.0
         reported = 0.0
         while True:
-            if self._control.pending() is not None:
+            if self._control.pending() is not None or self._control.requests():
                 return False
             now, ticks = self._clock.now(), self._monotonic()
             if started is None:

@@ -252,6 +252,39 @@ class NoProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeAsked:
+    """A person asked the run to end its wait and probe now (`claudeloop probe-now`);
+    `applied` False: it was not waiting, nothing was done."""
+
+    type: ClassVar[str] = "probe.asked"
+    applied: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CapRaised:
+    """A person changed a cap of the live run (`claudeloop raise`): `cap` is its flag's
+    name, `before` and `after` its values (turns, dollars, seconds; None: no cap);
+    `applied` False: refused (lower than what was spent by then), `reason` says why."""
+
+    type: ClassVar[str] = "cap.raised"
+    cap: str
+    before: float | None
+    after: float
+    applied: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoteAdded:
+    """A person left a note for the next turn (`claudeloop note`): said with its prompt."""
+
+    type: ClassVar[str] = "note.added"
+    text: str
+    applied: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     type: ClassVar[str] = "run.finished"
     outcome: Outcome
@@ -285,6 +318,9 @@ Event = (
     | ReviewFinished
     | NoProgress
     | NotifyFailed
+    | ProbeAsked
+    | CapRaised
+    | NoteAdded
     | RunFinished
 )
 

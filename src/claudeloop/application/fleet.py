@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,6 +29,7 @@ from claudeloop.application.ports import (
 )
 from claudeloop.application.summary import status_object, summary_object
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import AddNote, ProbeNow, RaiseCap, Steer, refusal, waited_now
 
 # What `status` shows of a view: masks what must not be shown (the run's secrets).
 Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
@@ -147,17 +148,45 @@ def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
 def control(fleet: Fleet, run_id: str, command: ControlCommand) -> FleetRun:
     """`stop` or `wind-down --engine`: asked of the run's worker, which writes it into
     the run's control file. A run that is not running is the user's mistake."""
-    require(fleet, f"{command.value} --engine")
+    found = _running(fleet, run_id, command.value)
+    fleet.ask(run_id, command)
+    return found
+
+
+def steer(fleet: Fleet, run_id: str, asked: Sequence[Steer], *, now: datetime) -> FleetRun:
+    """`probe-now`, `raise` or `note --engine`: the requests asked of the run's worker,
+    which writes them into the run's control file; a cap below what the run's stored
+    record says it spent is refused before any is asked."""
+    if not asked:
+        raise UsageError("give at least one of --max-turns, --max-dollars, --max-wait")
+    found = _running(fleet, run_id, _VERB[type(asked[0])])
+    record = found.stored.record if found.stored is not None else None
+    for each in asked:
+        if isinstance(each, RaiseCap) and record is not None:
+            state = record.state
+            waited = waited_now(state, now)
+            refused = refusal(each.cap, each.to, state.ledger, waited_seconds=waited)
+            if refused is not None:
+                raise UsageError(f"run {run_id}: {refused}")
+    for each in asked:
+        fleet.steer(run_id, each)
+    return found
+
+
+_VERB: dict[type, str] = {ProbeNow: "probe-now", RaiseCap: "raise", AddNote: "note"}
+
+
+def _running(fleet: Fleet, run_id: str, verb: str) -> FleetRun:
+    require(fleet, f"{verb} --engine")
     found = look_up(fleet, run_id)
     if found.state == "queued":
         raise UsageError(
-            f"run {run_id} is queued, not running; nothing to {command.value} "
+            f"run {run_id} is queued, not running; nothing to {verb} "
             f"(`claudeloop queue cancel {run_id}` keeps it from starting)"
         )
     if found.state != "running" or found.phase in _ENDED_PHASES:
         ended = found.state if found.state != "running" else found.phase
-        raise UsageError(f"run {run_id} has ended ({ended}); nothing to {command.value}")
-    fleet.ask(run_id, command)
+        raise UsageError(f"run {run_id} has ended ({ended}); nothing to {verb}")
     return found
 
 

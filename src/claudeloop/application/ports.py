@@ -15,6 +15,7 @@ from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.steering import Steer
 from claudeloop.domain.verification import CheckCommand, CheckResult
 from claudeloop.domain.waiting import AnnouncedReset
 
@@ -156,9 +157,27 @@ class RunStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request a person sent a live run (domain.steering), numbered in the order
+    sent: the run's record keeps the number of the last one applied (`steered`)."""
+
+    seq: int
+    asked: Steer
+
+
 class ControlInbox(Protocol):
     def pending(self) -> ControlCommand | None:
-        """The command a person sent to this run, if any, without consuming it."""
+        """The stop or wind-down a person sent to this run, if any, without consuming it."""
+        ...
+
+    def requests(self) -> tuple[Request, ...]:
+        """The requests sent to this run not yet let go of (`consumed`), in order; a
+        wait ends early while there is one (it is applied at once)."""
+        ...
+
+    def consumed(self, through: int) -> None:
+        """The requests numbered up to `through` are applied and saved: let go of them."""
         ...
 
     async def stop_asked(self) -> None:
@@ -403,6 +422,10 @@ class Fleet(Protocol):
         """Ask the run's worker to pass a stop or wind-down on to it."""
         ...
 
+    def steer(self, run_id: str, asked: Steer) -> None:
+        """Ask the run's worker to pass a request (domain.steering) on to it."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
@@ -471,8 +494,9 @@ class ProjectRuns(Protocol):
         """Where the run's driver reads what it is asked."""
         ...
 
-    def send(self, run_id: str, command: ControlCommand) -> None:
-        """The command into the run's control file; OSError when it cannot be written."""
+    def send(self, run_id: str, command: ControlCommand | Steer) -> None:
+        """The command, or the request (numbered after the last one the file or the
+        record knows), into the run's control file; OSError when it cannot be written."""
         ...
 
     def events_file(self, run_id: str) -> Path:
@@ -487,6 +511,11 @@ class ProjectRuns(Protocol):
 
     def ended(self, run_id: str) -> bool:
         """The run's record says it ended (False while it cannot be read)."""
+        ...
+
+    def event_tail(self, run_id: str, count: int) -> tuple[list[bytes], int]:
+        """The last `count` whole lines of the run's events and the offset after them,
+        read from the file's end: as cheap after 100,000 events as after ten."""
         ...
 
     def claude_sessions(self, limit: int) -> list[ClaudeSession]:
@@ -508,6 +537,66 @@ class ClaudeSession:
             "summary": self.summary,
             "last_modified": self.last_modified.isoformat(),
         }
+
+
+# Every run of this machine, as `runs --all` and the dashboard find them ------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedRun:
+    """A run a driver on this machine registered: its directory, the working directory
+    it works in, the account it spends (the capacity board's key; None when it shares
+    no capacity), the machine, and when it was registered."""
+
+    run_id: str
+    directory: Path
+    cwd: Path
+    account: str | None
+    host: str
+    registered_at: datetime
+
+    @property
+    def key(self) -> str:
+        """The run's name in the index: its id and a hash of where it is (two working
+        directories may hold runs of the same id)."""
+        import hashlib
+
+        digest = hashlib.sha256(str(self.directory).encode()).hexdigest()[:10]
+        return f"{self.run_id}.{digest}"
+
+
+class RunIndex(Protocol):
+    """The runs started on this machine, each registered once by its driver: one entry
+    per run, so runs registering at once never meet."""
+
+    def register(self, run: IndexedRun) -> None:
+        """Add (or refresh) the run's entry; OSError when it cannot be written."""
+        ...
+
+    def runs(self) -> list[IndexedRun]:
+        """Every entry, newest first; an entry that cannot be read is left out."""
+        ...
+
+    def present(self, run: IndexedRun) -> bool:
+        """Whether the run's directory is still there (a run removed since is gone)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class AccountSighting:
+    """An account's last sighting on this machine's capacity board (None: its record
+    cannot be read)."""
+
+    account: str
+    sighting: Sighting | None
+
+
+class AccountBoards(Protocol):
+    """The capacity boards of this machine's accounts, as the dashboard shows them."""
+
+    def sightings(self) -> list[AccountSighting]:
+        """Each account with a record, by name."""
+        ...
 
 
 # What `claudeloop doctor` checks on this machine -------------------------------------

@@ -162,3 +162,16 @@ def _marker_instruction(marker: str) -> str:
         "When, and only when, the whole task is complete, end your final answer with this "
         f"line on its own: {marker}"
     )
+
+
+# How a person's note opens in a prompt (the rehearsal's ledger and the tests find it).
+NOTE_OPENING = "A note from the person running this loop, for this turn:"
+
+
+def with_notes(prompt: str, notes: tuple[str, ...]) -> str:
+    """`prompt` with the notes a person left for the next turn (`claudeloop note`),
+    after what the turn is asked: they come last, so they are read."""
+    if not notes:
+        return prompt
+    said = "\n".join(f"- {note}" for note in notes)
+    return f"{prompt}\n\n{NOTE_OPENING}\n{said}"

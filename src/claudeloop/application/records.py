@@ -76,6 +76,10 @@ class RunRecord:
     # `session_id`: the next turn starts a new session with a handoff
     # (domain.lost_writes), after a crash too.
     lost_sessions: tuple[str, ...] = ()
+    # The number of the last request of the control file (a probe now, a cap raised, a
+    # note) this run applied: one the file still holds at or below it is not applied
+    # twice, after a crash either (application.steering).
+    steered: int = 0
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

@@ -61,8 +61,10 @@ from claudeloop.application.prompts import (
     handoff_prompt,
     rejection_prompt,
     review_prompt,
+    with_notes,
 )
 from claudeloop.application.records import RunRecord
+from claudeloop.application.steering import steering_event
 from claudeloop.domain.budget import in_flight_estimate
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
@@ -87,6 +89,7 @@ from claudeloop.domain.loop import (
     SendTurn,
     Transition,
     begin_probe,
+    budget_reached,
     decide_after_check,
     decide_after_probe,
     decide_after_review,
@@ -112,6 +115,7 @@ from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.progress import plan_after_verdict
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.stagnation import Answered, Stagnation
+from claudeloop.domain.steering import steer
 from claudeloop.domain.text import first_line
 from claudeloop.domain.turn_end import is_error_turn
 from claudeloop.domain.verification import (
@@ -245,14 +249,19 @@ class Runner:
     ) -> tuple[RunRecord, Decision | None]:
         match decision:
             case SendTurn():
+                record, _ = self._steer(record)  # a probe now here has no wait to end
                 if (stopped := self._stop_if_asked(record)) is not None:
                     return stopped
+                if (reached := budget_reached(record.state)) is not None:
+                    return self._apply(record, reached)  # a cap set to what was spent
                 return await self._send_turn(record)
             case RunCheck(check=check):
+                record, _ = self._steer(record)  # a probe now here has no wait to end
                 if (stopped := self._stop_if_asked(record)) is not None:
                     return stopped
                 return await self._run_check(record, check)
             case AskReview():
+                record, _ = self._steer(record)  # a probe now here has no wait to end
                 if (stopped := self._stop_if_asked(record)) is not None:
                     return stopped
                 return await self._review(record)
@@ -267,12 +276,15 @@ class Runner:
                     record = self._waited(record, at_least=before + seconds)
                     self.store.save(record)
 
-                woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
-                record = self._waited(record)
-                if (stopped := self._stop_if_asked(record)) is not None:
-                    return stopped
-                if not woke_on_time:
-                    return record, decision
+                while True:
+                    woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
+                    record = self._waited(record)
+                    record, probe_now = self._steer(record)
+                    if (stopped := self._stop_if_asked(record)) is not None:
+                        return stopped
+                    if probe_now or woke_on_time:
+                        break
+                    # Woken by a request, applied: the same wait goes on, unsaid.
                 return self._apply(record, begin_probe(record.state))
             case RunProbe():
                 probe = await self.gateway.probe()
@@ -360,6 +372,7 @@ class Runner:
             )
             if rejection is not None:
                 prompt = f"{rejection_prompt(rejection)}\n\n{prompt}"
+        prompt = with_notes(prompt, record.state.notes)
         number = record.state.ledger.attempts + 1
         # A turn sent again after a crash keeps the instant the cut-off one began, so a
         # second crash still finds everything unbilled since then.
@@ -774,6 +787,33 @@ class Runner:
         if command is None:
             return None
         return self._apply(record, decide_on_control(record.state, command), announce=announce)
+
+    def _steer(self, record: RunRecord) -> tuple[RunRecord, bool]:
+        """The requests of the control file this run has not applied yet, applied in
+        the order sent (domain.steering), saved, then said; and whether one of them
+        ended the wait going on (probe now). A request applied before a crash is not
+        applied again: the record keeps the number of the last one (`steered`)."""
+        requests = self.control.requests()
+        fresh = [request for request in requests if request.seq > record.steered]
+        if not fresh:
+            if requests:  # applied and saved before, not let go of yet
+                self.control.consumed(record.steered)
+            return record, False
+        state, policy = record.state, record.spec.wait_policy
+        said: list[Event] = []
+        probe_now = False
+        for request in fresh:
+            steered = steer(state, policy, request.asked, now=self.clock.now())
+            state, policy = steered.state, steered.wait_policy
+            probe_now = probe_now or steered.probe
+            said.append(steering_event(request.asked, steered))
+        spec = replace(record.spec, budget=state.ledger.budget, wait_policy=policy)
+        record = replace(record, spec=spec, state=state, steered=fresh[-1].seq)
+        self.store.save(record)
+        self.control.consumed(record.steered)
+        for event in said:
+            self.events.emit(event)
+        return record, probe_now
 
     def _apply(
         self,

@@ -20,6 +20,7 @@ from claudeloop.application.events import Event, event_fields
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
 from claudeloop.domain.capacity import AVAILABLE
+from claudeloop.domain.text import first_line
 from claudeloop.domain.verification import how_it_ended
 
 
@@ -201,6 +202,13 @@ def event_line(event: Event) -> str | None:
             if not limit:
                 return None
             return f"no evidence of progress: {count} of {limit} turns in a row"
+        case events.ProbeAsked(applied=applied, reason=reason):
+            return f"probe now asked: {reason}" if applied else f"probe now ignored: {reason}"
+        case events.CapRaised(applied=applied, reason=reason):
+            return f"cap changed: {reason}" if applied else f"cap not changed: {reason}"
+        case events.NoteAdded(text=text, applied=applied):
+            said = first_line(text, longest=120, empty="")
+            return f"note for the next turn: {said}" if applied else "an empty note was ignored"
         case events.RunFinished(outcome=outcome, exit_code=exit_code, reason=reason):
             return f"claudeloop: {outcome.value} (exit {exit_code}): {reason}"
         case events.NotifyFailed():

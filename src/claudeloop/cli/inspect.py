@@ -147,6 +147,27 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
         )
 
 
+def machine_runs(*, as_json: bool) -> None:
+    from claudeloop.application.dashboard import machine_rows
+    from claudeloop.cli.bootstrap import project_runs, run_index, run_masks
+
+    rows = machine_rows(run_index(), project_runs, now=datetime.now(UTC), mask=run_masks())
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        click.echo("no claudeloop runs started on this machine")
+        return
+    for row in rows:
+        live = " (live)" if row.get("driver_alive") else ""
+        outcome = row.get("outcome") or row["phase"]
+        spent = money(row["dollars"]) if "dollars" in row else "-"
+        click.echo(
+            f"{row['run_id']}  {outcome:<22} turns {row.get('turns', '-'):<4} "
+            f"{spent}{live}  {row['cwd']}"
+        )
+
+
 def control(
     *, cwd: Path | None, run_id: str | None, command: ControlCommand, as_json: bool = False
 ) -> None:

@@ -28,6 +28,8 @@ from claudeloop.cli.params import (
 )
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from claudeloop.domain.loop import ControlCommand
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -455,15 +457,70 @@ def logs(
 Examples:
   claudeloop runs
   claudeloop runs --json
+  claudeloop runs --all          every run started on this machine
 """
 )
 @PROJECT_OPTION
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every run started on this machine, of every working directory.",
+)
 @JSON_OPTION
-def runs(cwd: Path | None, as_json: bool) -> None:
+def runs(cwd: Path | None, every: bool, as_json: bool) -> None:
     """claudeloop runs of the working directory, newest first, with their outcome."""
     from claudeloop.cli import inspect
 
+    if every:
+        if cwd is not None:
+            from claudeloop.application.errors import UsageError
+
+            raise UsageError("--all lists the runs of every directory; drop --cwd")
+        inspect.machine_runs(as_json=as_json)
+        return
     inspect.runs(cwd=cwd, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop dashboard                  this machine's runs, on 127.0.0.1
+  claudeloop dashboard --port 8420
+  claudeloop dashboard --engine         the fleet's runs too
+  claudeloop dashboard --host 0.0.0.0   reachable by others (it warns)
+"""
+)
+@click.option(
+    "--engine",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[URL]",
+    help="Show this fleet's runs too (no URL: CLAUDELOOP_ENGINE, else the local one).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="The port to listen on (0: a free one).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on; another than 127.0.0.1 exposes the runs.",
+)
+def dashboard(engine: str | None, port: int, host: str) -> None:
+    """A live web page of every run of this machine: phase, waits, plan, spend,
+    timeline, events, the accounts' capacity, and stop and wind-down buttons.
+
+    It prints its URL, with a token every request needs; Ctrl-C stops it.
+    """
+    from claudeloop.cli.dashboard import serve
+
+    serve(engine=engine, host=host, port=port)
 
 
 @cli.command(
@@ -500,6 +557,135 @@ def wind_down(cwd: Path | None, run_id: str | None, engine: str | None, as_json:
     from claudeloop.domain.loop import ControlCommand
 
     _control(ControlCommand.WIND_DOWN, cwd=cwd, run_id=run_id, engine=engine, as_json=as_json)
+
+
+RUN_ARGUMENT = click.argument("run", required=False, metavar="[RUN]")
+
+
+@cli.command(
+    "probe-now",
+    epilog="""\b
+Examples:
+  claudeloop probe-now                       the run a live driver drives
+  claudeloop probe-now 20261130-101500-a1b2c3
+  claudeloop probe-now nightly --engine      its worker passes it on
+\b
+Outside a wait it does nothing; the run says so in its events (probe.asked).
+""",
+)
+@RUN_ARGUMENT
+@PROJECT_OPTION
+@FLEET_SELECTION
+@JSON_OPTION
+def probe_now(run: str | None, cwd: Path | None, engine: str | None, as_json: bool) -> None:
+    """End the live run's wait early and probe at once (capacity is back)."""
+    from claudeloop.cli import steer
+
+    steer.probe(cwd=cwd, run_id=run, engine=engine, as_json=as_json)
+
+
+@cli.command(
+    "raise",
+    epilog="""\b
+Examples:
+  claudeloop raise --max-turns 80
+  claudeloop raise 20261130-101500-a1b2c3 --max-dollars 25
+  claudeloop raise --max-wait 12h --max-turns 120
+  claudeloop raise nightly --engine --max-dollars 40
+\b
+A cap lower than what the run spent is refused (exit 2). The run's record
+keeps the new cap, so a resume keeps it too.
+""",
+)
+@RUN_ARGUMENT
+@click.option("--max-turns", type=POSITIVE_INT, default=None, help="The new turn cap.")
+@click.option("--max-dollars", type=POSITIVE_FLOAT, default=None, help="The new dollar cap.")
+@click.option(
+    "--max-wait", type=DURATION, default=None, help="The new longest wait (90m, 12h, 2d)."
+)
+@PROJECT_OPTION
+@FLEET_SELECTION
+@JSON_OPTION
+def raise_cap(
+    *,
+    run: str | None,
+    max_turns: int | None,
+    max_dollars: float | None,
+    max_wait: timedelta | None,
+    cwd: Path | None,
+    engine: str | None,
+    as_json: bool,
+) -> None:
+    """Change a cap of the live run without a restart, at its next safe point."""
+    from claudeloop.cli import steer
+    from claudeloop.domain.steering import Cap
+
+    given = {
+        Cap.TURNS: float(max_turns) if max_turns is not None else None,
+        Cap.DOLLARS: max_dollars,
+        Cap.WAIT: max_wait.total_seconds() if max_wait is not None else None,
+    }
+    caps = {cap: value for cap, value in given.items() if value is not None}
+    steer.raise_caps(cwd=cwd, run_id=run, caps=caps, engine=engine, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop note "the flaky test in test_io.py is known; leave it"
+  claudeloop note 20261130-101500-a1b2c3 "use the staging database"
+  claudeloop note nightly --engine "use the staging database"
+\b
+The note is said with the next prompt, and with each one until a turn is
+answered; it is in the events (note.added), masked like everything else.
+""",
+)
+@click.argument("words", nargs=-1, required=True, metavar="[RUN] TEXT")
+@PROJECT_OPTION
+@FLEET_SELECTION
+@JSON_OPTION
+def note(words: tuple[str, ...], cwd: Path | None, engine: str | None, as_json: bool) -> None:
+    """Leave a note for the live run's next turn (added to its prompt)."""
+    from claudeloop.application.errors import UsageError
+    from claudeloop.cli import steer
+
+    if len(words) > 2:
+        raise UsageError(
+            f"note takes [RUN] TEXT, not {len(words)} words; quote the text: "
+            'claudeloop note "the text"'
+        )
+    run, text = (words[0], words[1]) if len(words) == 2 else (None, words[0])
+    steer.note(cwd=cwd, run_id=run, text=text, engine=engine, as_json=as_json)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  claudeloop report                      the last 12 hours
+  claudeloop report --since 7d --json
+  claudeloop report --html night.html    one file, pictures inline
+""",
+)
+@click.option(
+    "--since",
+    type=DURATION,
+    default="12h",
+    show_default=True,
+    help="Runs that started or did something this long ago or since.",
+)
+@JSON_OPTION
+@click.option(
+    "--html",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the report as one HTML file with its pictures.",
+)
+@PROJECT_OPTION
+def report(since: timedelta, as_json: bool, html: Path | None, cwd: Path | None) -> None:
+    """What the runs did: outcome, turns, dollars, waits, checks, what is left."""
+    from claudeloop.cli import report as reporting
+
+    reporting.report(cwd=cwd, since=since, as_json=as_json, html=html)
 
 
 def _control(

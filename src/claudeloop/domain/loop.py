@@ -215,6 +215,9 @@ class RunState:
     # The reset last announced per window, on any answer or refusal (domain.waiting):
     # a refusal that names its window but omits the reset waits for this one.
     announced_resets: tuple[AnnouncedReset, ...] = ()
+    # Notes a person left for the next turn (domain.steering): said with every prompt
+    # until a turn is answered, then let go of.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +317,8 @@ def decide_after_turn(
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
     state = replace(state, ledger=ledger)
+    if answered and sent and state.notes:  # the model heard the notes
+        state = replace(state, notes=())
     if sent and is_paid_overage(capacity):
         state = replace(state, overage_turns=state.overage_turns + 1)
     if not answered:
@@ -517,6 +522,14 @@ def decide_on_control(state: RunState, command: ControlCommand) -> Transition:
             return _finish(state, Outcome.WOUND_DOWN, "wound down by the user; handoff written")
         case _:
             assert_never(command)
+
+
+def budget_reached(state: RunState) -> Transition | None:
+    """Before a turn: a cap changed since the turn was decided (`claudeloop raise` to
+    what was spent) may be reached already; then no turn goes out (None: go ahead)."""
+    if state.ledger.any_exhausted:
+        return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
+    return None
 
 
 def decide_on_failure(state: RunState, reason: str) -> Transition:

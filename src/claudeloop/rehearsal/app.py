@@ -196,6 +196,7 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
         answered=delivered,
         verdict=delivered and reply.verdict,
         cwd=conversation.cwd,
+        prompt=conversation.prompt,
     )
     if isinstance(answer, HttpFailure):
         return _error(answer, request_id)

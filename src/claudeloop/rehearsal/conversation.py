@@ -47,6 +47,8 @@ class Conversation:
     # A turn of claudeloop's independent review (a fresh session): played from the
     # scenario's reviews, not its turns.
     review: bool = False
+    # The text of the turn's last prompt (what a test finds a note of claudeloop's in).
+    prompt: str | None = None
 
 
 def read_conversation(body: object, *, structured_output: bool = True) -> Conversation:
@@ -79,7 +81,24 @@ def read_conversation(body: object, *, structured_output: bool = True) -> Conver
         cwd=working_directory(body),
         verdict_keys=_verdict_keys(tools),
         review=_is_review(names),
+        prompt=last_prompt(messages),
     )
+
+
+# The ledger keeps this much of a prompt: enough to find what a test looks for.
+PROMPT_CHARS = 4000
+
+
+def last_prompt(messages: list[object]) -> str | None:
+    """The text of the last user message that is a prompt (see `turn_and_step`)."""
+    for message in reversed(messages):
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if _has_prompt_text(content):
+            texts = [_REMINDER.sub("", text).strip() for text in _texts(content)]
+            return "\n".join(text for text in texts if text)[-PROMPT_CHARS:]
+    return None
 
 
 def turn_and_step(messages: list[object]) -> tuple[int, int]:

@@ -37,6 +37,8 @@ class RequestRecord:
     request_id: str
     # The directory of the CLI that sent a turn, which tells concurrent loops apart.
     cwd: str | None = None
+    # The turn's last prompt, its end (rehearsal.conversation.last_prompt).
+    prompt: str | None = None
 
 
 class Ledger:
@@ -68,6 +70,7 @@ class Ledger:
         answered: bool = False,
         verdict: bool = False,
         cwd: str | None = None,
+        prompt: str | None = None,
     ) -> None:
         """Record a request by the instant it arrived (not when its answer ended)."""
         record = RequestRecord(
@@ -88,6 +91,7 @@ class Ledger:
             verdict=verdict,
             request_id=request_id,
             cwd=cwd,
+            prompt=prompt,
         )
         with self._lock:
             self._records.append(record)

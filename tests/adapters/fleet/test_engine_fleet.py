@@ -17,9 +17,12 @@ from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, add, init_schema
 from claudeloop.adapters.fleet.worker import Drivers, WorkerSettings
 from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.run_directory.control import steer_from_json, steer_to_json
 from claudeloop.application.errors import UsageError
 from claudeloop.application.fleet import look_up
+from claudeloop.application.ports import Request
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from tests.cli.test_run_directory_commands import waiting_run
 from tests.postgres_server import PostgresServer
 
@@ -226,3 +229,40 @@ def test_the_capacity_board_is_read_on_postgresql_and_is_none_on_sqlite(
     assert sighting.resets_at is not None
     assert abs(datetime.fromisoformat(sighting.resets_at) - resets) < timedelta(seconds=1)
     assert datetime.fromisoformat(sighting.at).utcoffset() == timedelta(0)
+
+
+def test_requests_asked_reach_the_worker_holding_the_run_in_order_each_once(
+    engine: Engine, leases: Leases
+) -> None:
+    for worker in ("w1", "w2"):
+        leases.start(worker)
+    leases.claim("r1", "w1")
+    fleet = EngineFleet(engine)
+    fleet.steer("r1", AddNote("use the staging db"))
+    fleet.steer("r1", RaiseCap(Cap.TURNS, 40))
+    assert leases.requests_of("w2") == []
+    asked = leases.requests_of("w1")
+    assert [steer_from_json(text) for _, _, text in asked] == [
+        AddNote("use the staging db"),
+        RaiseCap(Cap.TURNS, 40),
+    ]
+    leases.request_delivered(asked[0][0])
+    assert [run for _, run, _ in leases.requests_of("w1")] == ["r1"]
+
+
+def test_the_worker_writes_a_request_asked_into_the_control_file(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    said: list[str] = []
+    settings = WorkerSettings(engine, 1, 1, "w1", tmp_path)
+    drivers = Drivers(said.append, {}, settings, leases)
+    here = waiting_run(tmp_path / "app", "r1")
+    drivers.places["r1"] = here.path
+    delivered: list[int] = []
+    drivers.deliver_requests(
+        [(1, "r1", steer_to_json(ProbeNow())), (2, "r1", '{"kind": "newer"}'), (3, "r2", "{}")],
+        delivered.append,
+    )
+    assert RunDirectory(here.path).requests() == (Request(1, ProbeNow()),)
+    assert delivered == [1, 2]  # a newer claudeloop's request is let go; r2 is not here
+    assert said == ["run r1: passed a request on through the engine"]

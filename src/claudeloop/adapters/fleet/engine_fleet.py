@@ -17,6 +17,7 @@ from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.leases import StoredRun as StoredRow
 from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
+from claudeloop.adapters.run_directory.control import steer_to_json
 from claudeloop.application.ports import (
     AccountCapacity,
     QueuedRun,
@@ -25,6 +26,7 @@ from claudeloop.application.ports import (
 )
 from claudeloop.application.summary import run_summary
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import Steer
 
 
 class EngineFleet:
@@ -108,6 +110,10 @@ class EngineFleet:
     def ask(self, run_id: str, command: ControlCommand) -> None:
         with self._leases() as leases:
             leases.ask(run_id, command.value)
+
+    def steer(self, run_id: str, asked: Steer) -> None:
+        with self._leases() as leases:
+            leases.request(run_id, steer_to_json(asked))
 
 
 _member = travel.member_of

@@ -17,6 +17,9 @@ Two tables beside DBOS's, in the same database (a SQLite file or PostgreSQL):
 - `claudeloop_controls`: a `stop` or `wind-down` asked from any machine, one per run,
   until the worker holding the run writes it into the run's control file (a worker
   that takes the run over meanwhile delivers it instead).
+- `claudeloop_requests`: a probe now, a cap raised or a note asked from any machine
+  (domain.steering, as the control file's JSON writes it), each a row of its own in the
+  order asked, until the worker holding the run writes it into the control file.
 
 SQLAlchemy Core (a dependency of dbos) speaks both dialects; the fleet commands alone
 import this module.
@@ -101,7 +104,19 @@ def _tables(kind: str) -> list[str]:
         " PRIMARY KEY (run_id, file, byte))",
         "CREATE TABLE IF NOT EXISTS claudeloop_controls ("
         " run_id TEXT PRIMARY KEY, command TEXT NOT NULL, asked_at BIGINT NOT NULL)",
+        _REQUESTS_TABLE[kind],
     ]
+
+
+# Made by `fleet init`, and by the first request of a fleet made before it (IF NOT EXISTS).
+_REQUESTS_TABLE = {
+    kind: "CREATE TABLE IF NOT EXISTS claudeloop_requests ("
+    f" id {serial}, run_id TEXT NOT NULL, asked TEXT NOT NULL, asked_at BIGINT NOT NULL)"
+    for kind, serial in (
+        ("postgresql", "BIGSERIAL PRIMARY KEY"),
+        ("sqlite", "INTEGER PRIMARY KEY AUTOINCREMENT"),
+    )
+}
 
 
 class Leases:
@@ -466,6 +481,31 @@ class Leases:
             r=run_id,
             c=command,
         )
+
+    def request(self, run_id: str, asked: str) -> None:
+        """Ask the worker holding the run to pass the request `asked` (its JSON) on."""
+        self._change(_REQUESTS_TABLE[self.kind])
+        self._change(
+            "INSERT INTO claudeloop_requests (run_id, asked, asked_at) VALUES (:r, :a, :now)",
+            r=run_id,
+            a=asked,
+        )
+
+    def requests_of(self, worker: str) -> list[tuple[int, str, str]]:
+        """The requests asked of the runs `worker` holds, in the order asked: (id, run
+        id, request); none on a fleet whose table is not made yet."""
+        if not self._sa.inspect(self._db).has_table("claudeloop_requests"):
+            return []
+        rows = self._rows(
+            "SELECT q.id, q.run_id, q.asked FROM claudeloop_requests q"
+            " JOIN claudeloop_runs r ON r.run_id = q.run_id WHERE r.holder = :w"
+            " ORDER BY q.id",
+            w=worker,
+        )
+        return [(int(row[0]), str(row[1]), str(row[2])) for row in rows]
+
+    def request_delivered(self, request_id: int) -> None:
+        self._change("DELETE FROM claudeloop_requests WHERE id = :i", i=request_id)
 
     def asked_of(self, worker: str) -> list[tuple[str, str]]:
         """The commands asked of the runs `worker` holds: (run id, command)."""

@@ -66,6 +66,7 @@ from claudeloop.adapters.fleet.queue import (
 )
 from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.private_file import make_private_directory
+from claudeloop.adapters.run_directory.control import steer_from_json
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.application.fleet_seat import SEAT_VARIABLES, FleetSeat
@@ -433,6 +434,28 @@ class Drivers:
                 continue
             delivered(run_id, asked_for)
             self._say(f"run {run_id}: asked to {asked_for} through the engine")
+
+    def deliver_requests(
+        self, asked: list[tuple[int, str, str]], delivered: Callable[[int], None]
+    ) -> None:
+        """Write each request asked through the engine (`probe-now --engine`, `raise`,
+        `note`) into its run's control file, numbered as a local one is."""
+        for request_id, run_id, text in asked:
+            with self._lock:
+                place = self.places.get(run_id)
+            if place is None:
+                continue
+            steer = steer_from_json(text)
+            if steer is None:  # a request of a newer claudeloop: not this one's to say
+                delivered(request_id)
+                continue
+            try:
+                RunDirectory(place).send(steer)
+            except OSError as error:
+                self._say(f"run {run_id}: cannot pass a request on: {error.strerror}")
+                continue
+            delivered(request_id)
+            self._say(f"run {run_id}: passed a request on through the engine")
 
     def running(self) -> list[str]:
         with self._lock:
@@ -909,6 +932,8 @@ def _until_stopped(
                 drivers.cancel(status.workflow_id)
             with contextlib.suppress(Exception):  # the database away: ask again next time
                 drivers.deliver(leases.asked_of(settings.executor_id), leases.delivered)
+                asked = leases.requests_of(settings.executor_id)
+                drivers.deliver_requests(asked, leases.request_delivered)
     while drivers.running():  # each child stops at its safe point, a turn may be long
         if heart.fenced.is_set():  # the children kept their lease until then
             say(f"worker {settings.executor_id}: another worker took over its runs")

@@ -100,6 +100,10 @@ def notification_for(
             | events.ReviewFinished()
             | events.NoProgress()
             | events.NotifyFailed()
+            # A person's own request: they know they asked.
+            | events.ProbeAsked()
+            | events.CapRaised()
+            | events.NoteAdded()
         ):
             pass  # nothing a person needs to hear of
         case _:

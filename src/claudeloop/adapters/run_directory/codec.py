@@ -99,7 +99,9 @@ RECORD_CODEC = Codec(
     shapes={
         RunRecord: Shape(
             renamed={"plan": "plan_text"},
-            added=_added("turn_in_flight", "interrupted_at", "lost_sessions"),
+            # Written once a request steered the run: a record of before stays as it was.
+            sparse=frozenset({"steered"}),
+            added=_added("turn_in_flight", "interrupted_at", "lost_sessions", "steered"),
         ),
         RunSpec: Shape(
             added=_added("pause_at", "update_plan", "limits", "verify", "verify_timeout_seconds")
@@ -111,7 +113,7 @@ RECORD_CODEC = Codec(
         RunState: Shape(
             flattened=frozenset({"ledger"}),
             # Written once a reset was heard: a record of before stays as it was.
-            sparse=frozenset({"announced_resets"}),
+            sparse=frozenset({"announced_resets", "notes"}),
             added=_added(
                 "errored_turns",
                 "overage_turns",
@@ -121,6 +123,7 @@ RECORD_CODEC = Codec(
                 "last_checks",
                 "stagnation",
                 "announced_resets",
+                "notes",
             ),
         ),
         # The budget is the spec's: the ledger's is the same, said once.

@@ -24,12 +24,19 @@ from claudeloop.adapters.run_directory.codec import (
     record_from_json,
     record_to_json,
 )
+from claudeloop.adapters.run_directory.control import (
+    add_command,
+    add_request,
+    let_go,
+    read_control,
+)
 from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.application.events import Event, event_fields
-from claudeloop.application.ports import Clock
+from claudeloop.application.ports import Clock, Request
 from claudeloop.application.records import RunRecord
 from claudeloop.application.summary import summary_markdown
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.steering import Steer
 
 # Long text (a summary, a model's answer) is capped in events: the log is for reading.
 MAX_FIELD_CHARS = 2000
@@ -146,18 +153,27 @@ class RunDirectory:
 
     # control inbox
 
-    def send(self, command: ControlCommand) -> None:
-        write_atomically(self.control_path, command.value)
+    def send(self, command: ControlCommand | Steer) -> None:
+        """A stop or wind-down, or a request numbered after the last one the file or
+        the record knows, into the control file (adapters/run_directory/control.py)."""
+        if isinstance(command, ControlCommand):
+            add_command(self.control_path, command)
+            return
+        try:
+            after = self.load().steered
+        except (OSError, CorruptRecordError):
+            after = 0
+        add_request(self.control_path, command, after=after)
 
     def pending(self) -> ControlCommand | None:
-        try:
-            text = self.control_path.read_text(encoding="utf-8").strip()
-        except OSError:
-            return None
-        try:
-            return ControlCommand(text)
-        except ValueError:
-            return None
+        return read_control(self.control_path).command
+
+    def requests(self) -> tuple[Request, ...]:
+        return read_control(self.control_path).requests
+
+    def consumed(self, through: int) -> None:
+        with contextlib.suppress(OSError):  # applied and saved: the record knows
+            let_go(self.control_path, through)
 
     async def stop_asked(self) -> None:
         import anyio  # only a driver waits on it: `status` and `stop` stay fast
@@ -167,6 +183,7 @@ class RunDirectory:
 
     def clear_control(self) -> None:
         self.control_path.unlink(missing_ok=True)
+        self.control_path.with_name(f".{self.control_path.name}.lock").unlink(missing_ok=True)
 
     # events.jsonl
 

@@ -24,8 +24,8 @@ from claudeloop.domain.verification import Rejected, ReviewDisagreed
 
 
 def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
-    """`record` with its summary, remaining work, reason, blocker, plan text and the
-    service's details masked: the text a model may have copied a credential into."""
+    """`record` with its summary, remaining work, reason, blocker, notes, plan text and
+    the service's details masked: the text a model may have copied a credential into."""
     state = record.state
     detour = state.detour
     if detour is not None:
@@ -45,6 +45,7 @@ def redacted_record(record: RunRecord, redactor: Redactor) -> RunRecord:
         if state.verifying is not None
         else None,
         rejection=_rejection(state.rejection, redactor),
+        notes=tuple(redactor.text(note) for note in state.notes),
     )
     plan = record.plan
     if plan is not None:

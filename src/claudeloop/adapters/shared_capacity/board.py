@@ -34,7 +34,7 @@ from claudeloop.adapters.shared_capacity.record import (
     sighting_to_json,
     this_host,
 )
-from claudeloop.application.ports import CapacityBoard, Sighting, Source, Standing
+from claudeloop.application.ports import AccountSighting, CapacityBoard, Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals
 
 # The record's text and the writer's checks live in `record`, shared with the fleet's
@@ -46,6 +46,7 @@ __all__ = [
     "STATE_DIR_VARIABLE",
     "BoardBusy",
     "FileCapacityBoard",
+    "MachineBoards",
     "ProbeLock",
     "account_key",
     "board_for",
@@ -111,6 +112,22 @@ def account_key(environment: Mapping[str, str], model: str | None) -> str:
     ]
     digest = hashlib.sha256(b"claudeloop capacity\n" + "\n".join(parts).encode())
     return digest.hexdigest()[:16]
+
+
+class MachineBoards:
+    """The `AccountBoards` port: every account's record in this machine's directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def sightings(self) -> list[AccountSighting]:
+        try:
+            names = sorted(path.stem for path in self.directory.glob("*.json"))
+        except OSError:
+            return []
+        return [
+            AccountSighting(name, FileCapacityBoard(self.directory, name).read()) for name in names
+        ]
 
 
 class ProbeLock:

@@ -80,12 +80,15 @@ from claudeloop.application.fleet import QueueSupport
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
 from claudeloop.application.ports import (
+    AccountBoards,
     ControlInbox,
     DoctorChecks,
     EventSink,
     Fleet,
     Gateway,
+    IndexedRun,
     ProjectRuns,
+    RunIndex,
     WorkerHost,
 )
 from claudeloop.application.records import RunRecord, RunSpec
@@ -272,6 +275,7 @@ def wire_run(
     run saves while its lease holds and shares the fleet's board."""
     held: RunLock = lock or take_lock(directory)
     clock = SystemClock()
+    register_run(directory, record, backend, shares_capacity=capacity_dir is not None)
     directory.clear_control()
     remove_temporaries(directory, record)
     # The backend's credentials (a profile's token) are secrets; its URL and models not.
@@ -355,6 +359,31 @@ def wire_run(
     )
 
 
+def register_run(
+    directory: RunDirectory, record: RunRecord, backend: Backend, *, shares_capacity: bool
+) -> None:
+    """The run into the machine's index of runs (`runs --all`, the dashboard), with the
+    account whose capacity board it shares; an index that cannot be written costs the
+    run nothing."""
+    from claudeloop.adapters.run_index import RunIndexDirectory
+    from claudeloop.adapters.shared_capacity.board import account_key
+    from claudeloop.adapters.shared_capacity.record import this_host
+
+    account = (
+        account_key({**os.environ, **backend.env}, record.spec.model) if shares_capacity else None
+    )
+    entry = IndexedRun(
+        run_id=record.run_id,
+        directory=directory.path.absolute(),
+        cwd=record.spec.cwd.absolute(),
+        account=account,
+        host=this_host(),
+        registered_at=record.started_at,
+    )
+    with contextlib.suppress(OSError):
+        RunIndexDirectory.of_environment().register(entry)
+
+
 def take_lock(directory: RunDirectory) -> DriverLock:
     """The run's lock, or one line saying why not (a live driver, a planted link)."""
     try:
@@ -415,6 +444,35 @@ def project_runs(cwd: Path) -> ProjectRuns:
     return ProjectRunDirectories(cwd)
 
 
+def every_project_runs() -> Callable[[Path], ProjectRuns]:
+    """The runs of each working directory, each kept once: what the dashboard reads
+    again and again decodes a record only when it was saved since."""
+    from claudeloop.adapters.run_directory.project_runs import ProjectRunDirectories
+
+    kept: dict[Path, ProjectRuns] = {}
+
+    def runs_of(cwd: Path) -> ProjectRuns:
+        if cwd not in kept:
+            kept[cwd] = ProjectRunDirectories(cwd)
+        return kept[cwd]
+
+    return runs_of
+
+
+def run_index() -> RunIndex:
+    """Every run started on this machine, as `runs --all` and the dashboard list them."""
+    from claudeloop.adapters.run_index import RunIndexDirectory
+
+    return RunIndexDirectory.of_environment()
+
+
+def account_boards() -> AccountBoards:
+    """The capacity boards of this machine's accounts."""
+    from claudeloop.adapters.shared_capacity.board import MachineBoards, capacity_directory
+
+    return MachineBoards(capacity_directory(os.environ))
+
+
 def engine_of(option: str | None) -> Engine:
     """The engine --engine names, else CLAUDELOOP_ENGINE, else the SQLite file in the
     user state directory; DBOS (the `fleet` extra) must be installed."""
@@ -463,6 +521,34 @@ def worker_host(option: str | None) -> WorkerHost:
     from claudeloop.adapters.fleet.worker_host import MachineWorkerHost
 
     return MachineWorkerHost(engine_of(option))
+
+
+def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:
+    """What a view of a run of a working directory masks: the secrets its run knows
+    (this environment's, its profile's credentials, its notification URLs), resolved
+    once per directory; a directory whose configuration cannot be read masks this
+    environment's."""
+    from claudeloop.cli.bootstrap.configuration import (
+        backend_profile,
+        configuration,
+        notify_targets,
+    )
+
+    masks: dict[Path, Callable[[dict[str, Any]], Mapping[str, Any]]] = {}
+
+    def mask_of(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+        if cwd not in masks:
+            try:
+                config = configuration(cwd, {})
+                backend = backend_for(backend_profile(config, None))
+                spec = RunSpec(cwd=cwd, task="")
+                redactor = run_redactor(spec, backend, notify_targets(config), None)
+            except (UsageError, OSError):
+                redactor = Redactor.from_environment()
+            masks[cwd] = redactor.data
+        return masks[cwd]
+
+    return mask_of
 
 
 def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:

@@ -1,0 +1,151 @@
+"""Pictures of runs drawn by the server as inline SVG: spend over time and a timeline of
+turns, waits, probes, checks and reviews. Plain text in, one `<svg>` element out, no
+script and nothing fetched: the morning report's HTML and the dashboard both embed them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+
+from claudeloop.domain.budget import money
+
+# What each kind of span is drawn in (colour-blind safe, readable on white).
+COLOURS = {
+    "turn": "#0072b2",
+    "wait": "#e69f00",
+    "probe": "#cc79a7",
+    "check": "#009e73",
+    "check_failed": "#d55e00",
+    "review": "#56b4e9",
+}
+_LINES = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+_FONT = 'font-family="sans-serif" font-size="11"'
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Something a run did from `start` to `end`: `kind` one of COLOURS' keys."""
+
+    kind: str
+    start: datetime
+    end: datetime
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """A run's spend so far at each instant it changed."""
+
+    name: str
+    points: tuple[tuple[datetime, float], ...]
+
+
+def spend_svg(
+    series: Sequence[Series], *, start: datetime, end: datetime, width: int = 720, height: int = 220
+) -> str:
+    """Each run's dollars spent so far over time, one line each, on one time axis."""
+    left, right, top, bottom = 60, 10, 10, 30
+    plot_w, plot_h = width - left - right, height - top - bottom
+    most = max((p[1] for s in series for p in s.points), default=0.0) or 1.0
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x(at: datetime) -> float:
+        return left + plot_w * min(max((at - start).total_seconds() / span, 0.0), 1.0)
+
+    def y(dollars: float) -> float:
+        return top + plot_h * (1 - dollars / most)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="spend over time">',
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+        'stroke="#999"/>',
+        f'<text x="{left - 4}" y="{top + 10}" text-anchor="end" {_FONT}>{money(most)}</text>',
+        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" {_FONT}>$0</text>',
+        *_time_labels(start, end, left, plot_w, top + plot_h + 14),
+    ]
+    for number, each in enumerate(series):
+        if not each.points:
+            continue
+        colour = _LINES[number % len(_LINES)]
+        # A step line: spend moves when a turn or a probe is billed, and stays till then.
+        coords: list[str] = [f"{x(each.points[0][0]):.1f},{y(0):.1f}"]
+        level = 0.0
+        for at, dollars in each.points:
+            coords.append(f"{x(at):.1f},{y(level):.1f}")
+            coords.append(f"{x(at):.1f},{y(dollars):.1f}")
+            level = dollars
+        coords.append(f"{x(end):.1f},{y(level):.1f}")
+        parts.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
+            f'points="{" ".join(coords)}"><title>{escape(each.name)}: {money(level)}'
+            "</title></polyline>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def timeline_svg(
+    rows: Sequence[tuple[str, Sequence[Span]]],
+    *,
+    start: datetime,
+    end: datetime,
+    width: int = 720,
+    row_height: int = 22,
+) -> str:
+    """One row per run: its turns, waits, probes, checks and reviews as bars in time,
+    each with its label as a tooltip, and a legend."""
+    left, right, top = 150, 10, 20
+    plot_w = width - left - right
+    height = top + row_height * max(len(rows), 1) + 40
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x(at: datetime) -> float:
+        return left + plot_w * min(max((at - start).total_seconds() / span, 0.0), 1.0)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="timeline">',
+        *_time_labels(start, end, left, plot_w, 12),
+    ]
+    for number, (name, spans) in enumerate(rows):
+        row_y = top + number * row_height
+        parts.append(
+            f'<text x="{left - 6}" y="{row_y + row_height * 0.65:.1f}" text-anchor="end" '
+            f"{_FONT}>{escape(name[-22:])}</text>"
+        )
+        parts.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{row_y + row_height / 2}" '
+            f'y2="{row_y + row_height / 2}" stroke="#ddd"/>'
+        )
+        for each in spans:
+            begin, finish = x(each.start), x(each.end)
+            colour = COLOURS.get(each.kind, "#777")
+            parts.append(
+                f'<rect x="{begin:.1f}" y="{row_y + 3}" width="{max(finish - begin, 1.5):.1f}" '
+                f'height="{row_height - 6}" fill="{colour}"><title>{escape(each.kind)}: '
+                f"{escape(each.label)} ({each.start:%H:%M:%S}-{each.end:%H:%M:%S} UTC)"
+                "</title></rect>"
+            )
+    legend_y = top + row_height * max(len(rows), 1) + 20
+    for number, (kind, colour) in enumerate(COLOURS.items()):
+        at = left + number * 90
+        parts.append(
+            f'<rect x="{at}" y="{legend_y - 9}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{at + 14}" y="{legend_y}" {_FONT}>{kind.replace("_", " ")}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _time_labels(start: datetime, end: datetime, left: int, plot_w: int, y: int) -> list[str]:
+    """The start, middle and end instants under a time axis, in UTC."""
+    middle = start + (end - start) / 2
+    return [
+        f'<text x="{left + plot_w * fraction:.1f}" y="{y}" text-anchor="{anchor}" {_FONT}>'
+        f"{at:%m-%d %H:%M:%S} UTC</text>"
+        for fraction, at, anchor in ((0, start, "start"), (0.5, middle, "middle"), (1, end, "end"))
+    ]

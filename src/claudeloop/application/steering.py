@@ -1,0 +1,143 @@
+"""What `probe-now`, `raise` and `note` do between parsing and rendering, on the
+`ProjectRuns` port, and the event each request is said as once the run applied it.
+
+Each use case is shaped like `inspection.control` (the runs, the run id, what is asked)
+so the dashboard calls the same functions: the request goes into the run's control
+file, and its driver applies it at the next safe point (domain.steering).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import assert_never
+
+from claudeloop.application.errors import UsageError
+from claudeloop.application.events import CapRaised, Event, NoteAdded, ProbeAsked
+from claudeloop.application.ports import ProjectRuns
+from claudeloop.domain.loop import Phase
+from claudeloop.domain.steering import (
+    AddNote,
+    Cap,
+    ProbeNow,
+    RaiseCap,
+    Steer,
+    Steered,
+    current_cap,
+    describe_cap,
+    refusal,
+    waited_now,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A request handed to a live run's driver, and what it will do, in words."""
+
+    run_id: str
+    pid: int
+    asked: Steer
+    will: str
+    # False: the run is in no state for it to do anything (a probe now outside a wait);
+    # it is sent all the same, and said as an event.
+    effective: bool = True
+
+
+def probe_now(runs: ProjectRuns, run_id: str | None) -> Sent:
+    """`probe-now`: end the wait going on and probe at once; outside a wait it does
+    nothing (the run says so in its events)."""
+    chosen, pid = _live(runs, run_id, "probe")
+    phase = runs.record(chosen).state.phase
+    waiting = phase is Phase.WAITING
+    _send(runs, chosen, pid, ProbeNow())
+    if waiting:
+        return Sent(chosen, pid, ProbeNow(), "the wait ends and the run probes within a second")
+    return Sent(
+        chosen,
+        pid,
+        ProbeNow(),
+        f"the run is {phase.value}, not waiting: a probe now does nothing",
+        effective=False,
+    )
+
+
+def raise_caps(
+    runs: ProjectRuns, run_id: str | None, caps: Mapping[Cap, float], *, now: datetime
+) -> list[Sent]:
+    """`raise`: set caps of the live run; UsageError when one is lower than what it
+    spent, and then none is sent (the run checks again as it applies each, against what
+    it spent by then)."""
+    if not caps:
+        raise UsageError("give at least one of --max-turns, --max-dollars, --max-wait")
+    chosen, pid = _live(runs, run_id, "raise a cap of")
+    record = runs.record(chosen)
+    state = record.state
+    for cap, to in caps.items():
+        refused = refusal(cap, to, state.ledger, waited_seconds=waited_now(state, now))
+        if refused is not None:
+            raise UsageError(f"run {chosen}: {refused}")
+    sent: list[Sent] = []
+    for cap, to in caps.items():
+        before = current_cap(cap, state.ledger, record.spec.wait_policy)
+        asked = RaiseCap(cap, to)
+        _send(runs, chosen, pid, asked)
+        will = (
+            f"{cap.value} {describe_cap(cap, before)} -> {describe_cap(cap, to)} at the "
+            "next safe point (kept by a resume)"
+        )
+        sent.append(Sent(chosen, pid, asked, will))
+    return sent
+
+
+def add_note(runs: ProjectRuns, run_id: str | None, text: str) -> Sent:
+    """`note`: text said to the model with the next turn's prompt."""
+    if not text.strip():
+        raise UsageError("the note is empty; give the text to say to the next turn")
+    chosen, pid = _live(runs, run_id, "leave a note for")
+    asked = AddNote(text)
+    _send(runs, chosen, pid, asked)
+    return Sent(chosen, pid, asked, "said with the next turn's prompt")
+
+
+def steering_event(asked: Steer, steered: Steered) -> Event:
+    """The event a request applied at a safe point is said as."""
+    match asked:
+        case ProbeNow():
+            return ProbeAsked(applied=steered.applied, reason=steered.reason)
+        case RaiseCap(cap=cap, to=to):
+            return CapRaised(
+                cap=cap.value,
+                before=steered.before,
+                after=to,
+                applied=steered.applied,
+                reason=steered.reason,
+            )
+        case AddNote(text=text):
+            return NoteAdded(text=text.strip(), applied=steered.applied)
+        case _:
+            assert_never(asked)
+
+
+def _live(runs: ProjectRuns, run_id: str | None, doing: str) -> tuple[str, int]:
+    chosen = runs.watched(run_id)
+    pid = runs.driver(chosen)
+    if pid is None:
+        raise UsageError(
+            f"run {chosen} has no live driver; nothing to {doing} (resume it with "
+            "`claudeloop resume`, whose flags change its caps)"
+        )
+    return chosen, pid
+
+
+def _send(runs: ProjectRuns, run_id: str, pid: int, asked: Steer) -> None:
+    try:
+        runs.send(run_id, asked)
+    except OSError as error:
+        raise UsageError(
+            f"{runs.control_file(run_id)}: cannot be written ({error.strerror}); "
+            f"the run (pid {pid}) cannot be asked"
+        ) from None
+
+
+__all__ = ["Cap", "Sent", "add_note", "probe_now", "raise_caps", "steering_event"]

@@ -1,0 +1,263 @@
+"""The dashboard's pages as HTML: every value escaped, every asset the dashboard's own
+(no script, style or font from anywhere else). Each page has its main part alone too,
+which the page's script fetches again when its event stream says something happened."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from claudeloop.cli.dashboard.svg import spend_svg, timeline_svg
+from claudeloop.domain.budget import money
+
+Row = Mapping[str, Any]
+
+
+def page(title: str, here: str, main: str, *, stream: str | None) -> str:
+    """A whole page: the header's links, `main`, and the stream its script follows."""
+    links = "".join(
+        f'<a href="{href}" class="{"here" if name == here else ""}">{name}</a>'
+        for name, href in (("runs", "/"), ("accounts", "/accounts"), ("report", "/report"))
+    )
+    follow = f' data-stream="{escape(stream)}"' if stream else ""
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)} · claudeloop</title>"
+        '<link rel="stylesheet" href="/static/dashboard.css"></head>'
+        f"<body{follow}><header><strong>claudeloop</strong>{links}"
+        '<span class="live" id="live">not live</span></header>'
+        f'<main id="main">{main}</main>'
+        '<script src="/static/dashboard.js"></script></body></html>'
+    )
+
+
+def _e(value: object) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _phase(row: Row) -> str:
+    word = row.get("outcome") or row.get("phase") or "?"
+    return f'<span class="phase {_e(row.get("phase"))}">{_e(word)}</span>'
+
+
+def _plan(row: Row) -> str:
+    plan = row.get("plan")
+    return f"{plan['done']}/{plan['total']}" if plan else "-"
+
+
+def _money(row: Row) -> str:
+    dollars = row.get("dollars")
+    return money(dollars) if isinstance(dollars, int | float) else "-"
+
+
+def _countdown(at: object) -> str:
+    if not at:
+        return ""
+    return f'<span class="countdown" data-until="{_e(at)}">at {_e(str(at)[11:19])} UTC</span>'
+
+
+def _waits(row: Row) -> str:
+    waiting = row.get("waiting_for")
+    if not waiting:
+        return "-"
+    return f"{_e(waiting)}<br>next probe {_countdown(row.get('next_probe_at'))}"
+
+
+def overview_main(
+    rows: Sequence[Row],
+    fleet: Sequence[Row] | None,
+    fleet_problem: str | None,
+    *,
+    now: datetime,
+    said: str | None = None,
+    recent: Mapping[str, Any] | None = None,
+) -> str:
+    """Every run of this machine (and the fleet's, with an engine); `recent`: what the
+    last hours' runs did (application.dashboard.last_hours)."""
+    body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {now:%H:%M:%S} UTC</p>"]
+    if recent is not None:
+        outcomes = ", ".join(f"{n} {outcome}" for outcome, n in recent["outcomes"].items())
+        body.append(
+            f'<p class="night">The last {recent["hours"]} h: {recent["runs"]} run(s) started'
+            + (f" ({_e(outcomes)})" if outcomes else "")
+            + f", {recent['turns']} turn(s), ${recent['dollars']:.2f}. "
+            '<a href="/report">The morning report</a></p>'
+        )
+    if said:
+        body.append(f'<p class="said">{_e(said)}</p>')
+    if not rows:
+        body.append(
+            "<p class=empty>No run started on this machine yet: "
+            "<code>claudeloop run PLAN.md</code> or <code>claudeloop rehearse</code>.</p>"
+        )
+    else:
+        body.append(
+            '<table class="runs"><tr><th>run</th><th>phase</th><th>waits for</th>'
+            "<th>plan</th><th>turns</th><th>spend</th><th>last verification</th>"
+            "<th>machine</th></tr>"
+        )
+        for row in rows:
+            problem = (
+                f'<div class="problem">{_e(row["problem"])}</div>' if row.get("problem") else ""
+            )
+            live = " <span class=muted>(live)</span>" if row.get("driver_alive") else ""
+            body.append(
+                f'<tr class="run" data-key="{_e(row["key"])}">'
+                f'<td><a href="/run/{quote(str(row["key"]))}">{_e(row["run_id"])}</a>{live}'
+                f'<div class="muted">{_e(row["cwd"])}</div>{problem}</td>'
+                f"<td>{_phase(row)}</td><td>{_waits(row)}</td>"
+                f'<td class="num">{_plan(row)}</td>'
+                f'<td class="num">{_e(row.get("turns", "-"))}</td>'
+                f'<td class="num">{_money(row)}</td>'
+                f"<td>{_e(row.get('last_verification') or '-')}</td>"
+                f"<td>{_e(row.get('host'))}</td></tr>"
+            )
+        body.append("</table>")
+    if fleet is not None or fleet_problem is not None:
+        body.append("<h2>The fleet</h2>")
+        if fleet_problem:
+            body.append(f'<p class="problem">{_e(fleet_problem)}</p>')
+        if fleet:
+            body.append(
+                "<table><tr><th>run</th><th>state</th><th>plan</th><th>turns</th>"
+                "<th>spend</th><th>next probe</th><th>account</th><th>machine</th><th></th></tr>"
+            )
+            for row in fleet:
+                action = f"/fleet/{quote(str(row['run_id']))}/do/"
+                body.append(
+                    f"<tr><td>{_e(row['run_id'])}<div class=muted>{_e(row['cwd'])}</div></td>"
+                    f"<td>{_phase(row)}</td><td class=num>{_plan(row)}</td>"
+                    f"<td class=num>{_e(row.get('turns') or '-')}</td>"
+                    f"<td class=num>{_money(row)}</td>"
+                    f"<td>{_countdown(row.get('next_probe_at')) or '-'}</td>"
+                    f"<td>{_e(row['account'])}</td><td>{_e(row.get('host'))}</td>"
+                    f"<td>{_buttons(action, row['verbs'])}"
+                    "</td></tr>"
+                )
+            body.append("</table>")
+        elif not fleet_problem:
+            body.append("<p class=empty>The fleet's queue is empty.</p>")
+    return "".join(body)
+
+
+def _buttons(action: str, verbs: Sequence[Mapping[str, Any]]) -> str:
+    """A form per verb, posting to `action` + its name, with the text fields it names."""
+    return "".join(
+        f'<form class="verb" method="post" action="{action}{quote(verb["name"])}">'
+        + "".join(
+            f'<input type="text" name="{_e(field)}" placeholder="{_e(field)}" required>'
+            for field in verb["fields"]
+        )
+        + f'<button type="submit" class="{_e(verb["name"])}">{_e(verb["label"])}</button>'
+        "</form>"
+        for verb in verbs
+    )
+
+
+def run_main(view: Mapping[str, Any], said: str | None) -> str:
+    """One run: where it stands, its buttons, plan, pictures, checks and events."""
+    row = view["row"]
+    key = quote(str(row["key"]))
+    body = [f"<h1>Run {_e(row['run_id'])} {_phase(row)}</h1>"]
+    if said:
+        body.append(f'<p class="said">{_e(said)}</p>')
+    if row.get("problem"):
+        body.append(f'<p class="problem">{_e(row["problem"])}</p>')
+    body.append(
+        f'<div class="card"><div class=muted>{_e(row["cwd"])} · {_e(row["host"])}</div>'
+        f"<div>turns {_e(row.get('turns', '-'))} answered of {_e(row.get('attempts', '-'))}"
+        f" sent · spend {_money(row)} · plan {_plan(row)}</div>"
+        f"<div>capacity: {_e(row.get('capacity', '-'))}</div>"
+        + (
+            f"<div>waiting; next probe {_countdown(row.get('next_probe_at'))}</div>"
+            if row.get("next_probe_at")
+            else ""
+        )
+        + (f"<div>{_e(row['reason'])}</div>" if row.get("reason") else "")
+        + "</div>"
+    )
+    if row.get("driver_alive"):
+        buttons = _buttons(f"/run/{key}/do/", view["verbs"])
+        body.append(f'<div class="verbs">{buttons}</div>')
+    if view["plan"]:
+        items = "".join(
+            f'<li class="{"done" if item["done"] else "open"}">'
+            f"{'☑' if item['done'] else '☐'} {_e(item['text'])}</li>"
+            for item in view["plan"]
+        )
+        body.append(f'<h2>Plan</h2><ul class="plan">{items}</ul>')
+    body.append(f"<h2>Timeline</h2>{timeline_svg(view['timeline'])}")
+    body.append(f"<h2>Spend over time</h2>{spend_svg(view['spend'])}")
+    if view["checks"]:
+        body.append("<h2>Last verification</h2>")
+        for check in view["checks"]:
+            verdict = "passed" if check["passed"] else "failed"
+            body.append(
+                f'<div class="card check {verdict}"><code>{_e(check["command"])}</code> '
+                f"{_e(check['ended'])} ({check['seconds']} s)"
+                f"<pre>{_e(check['tail']) or '(no output)'}</pre></div>"
+            )
+    events = view["events"]
+    body.append(f'<h2>Events</h2><ol class="events" data-count="{len(events)}">')
+    for event in reversed(events[-100:]):
+        fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
+        text = json.dumps(fields, ensure_ascii=False)
+        body.append(
+            f'<li data-type="{_e(event["type"])}" data-ts="{_e(event["ts"])}">'
+            f"<span class=muted>{_e(event['ts'][11:19])}"
+            f"</span> <strong>{_e(event['type'])}</strong> {_e(text[:300])}</li>"
+        )
+    body.append("</ol>")
+    return "".join(body)
+
+
+def accounts_main(accounts: Sequence[Row]) -> str:
+    """Each account of this machine's capacity board."""
+    body = ["<h1>Accounts</h1>"]
+    if not accounts:
+        body.append(
+            "<p class=empty>No account has a record on this machine's capacity board yet "
+            "(runs share one with <code>share_capacity</code> on, the default).</p>"
+        )
+    for account in accounts:
+        body.append(f'<div class="card account"><h2>account {_e(account["account"])}</h2>')
+        if not account["readable"]:
+            body.append('<p class="problem">Its record cannot be read.</p></div>')
+            continue
+        overage = "paid overage in use" if account["overage_in_use"] else "no paid overage"
+        body.append(
+            f"<p>{_e(account['standing'])} as last seen {_e(account['at'][:19])} UTC "
+            f"({_e(account['age_seconds'])} s ago, by a {_e(account['source'])} of run "
+            f"{_e(account['run_id'] or '?')} on {_e(account['host'] or '?')}) · {overage}</p>"
+        )
+        windows = list(account["windows"])
+        if account["window"] and not any(w["window"] == account["window"] for w in windows):
+            windows.insert(
+                0,
+                {
+                    "window": account["window"],
+                    "utilization": account["utilization"],
+                    "resets_at": account["resets_at"],
+                    "status": account["status"],
+                },
+            )
+        if windows:
+            body.append("<table><tr><th>window</th><th>status</th><th>use</th><th>resets</th></tr>")
+            for window in windows:
+                use = window["utilization"]
+                shown = f"{use * 100:.0f}%" if isinstance(use, int | float) else "-"
+                body.append(
+                    f"<tr><td>{_e(window['window'])}</td><td>{_e(window['status'] or '-')}</td>"
+                    f'<td class="num">{shown}</td>'
+                    f"<td>{_countdown(window['resets_at']) or '-'}</td></tr>"
+                )
+            body.append("</table>")
+        waiting = ", ".join(account["waiting"]) or "none"
+        probe = _countdown(account["next_probe_at"]) or "-"
+        body.append(f"<p>runs waiting on it: {_e(waiting)} · next probe {probe}</p></div>")
+    return "".join(body)

@@ -1,0 +1,39 @@
+// The dashboard's one script: follows the page's event stream (server-sent events) and
+// redraws the page's main part when something happened, and counts down to each probe.
+(function () {
+  "use strict";
+  const main = document.getElementById("main");
+  const stream = document.body.dataset.stream;
+  let pending = null;
+  function redraw() {
+    if (pending !== null) return;
+    pending = setTimeout(async function () {
+      pending = null;
+      const url = location.pathname + "?part=main";
+      const answer = await fetch(url, { credentials: "same-origin" });
+      if (answer.ok) {
+        main.innerHTML = await answer.text();
+        tick();
+      }
+    }, 100);
+  }
+  function tick() {
+    const now = Date.now();
+    for (const element of document.querySelectorAll("[data-until]")) {
+      const left = Math.max(0, Math.round((Date.parse(element.dataset.until) - now) / 1000));
+      const minutes = Math.floor(left / 60);
+      const seconds = String(left % 60).padStart(2, "0");
+      element.textContent = "in " + minutes + "m" + seconds + "s";
+    }
+  }
+  if (stream) {
+    const source = new EventSource(stream);
+    const live = document.getElementById("live");
+    source.addEventListener("event", redraw);
+    source.addEventListener("refresh", redraw);
+    source.onopen = function () { if (live) live.textContent = "live"; };
+    source.onerror = function () { if (live) live.textContent = "reconnecting..."; };
+  }
+  tick();
+  setInterval(tick, 1000);
+})();

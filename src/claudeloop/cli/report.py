@@ -1,0 +1,145 @@
+"""`claudeloop report`: the report of application/report.py as lines, JSON, or one
+self-contained HTML file (inline SVG, inline CSS, nothing fetched)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from html import escape
+from pathlib import Path
+
+import click
+
+from claudeloop.application.durations import format_duration
+from claudeloop.application.errors import UsageError
+from claudeloop.application.pictures import spend_svg, timeline_svg
+from claudeloop.application.report import Report, RunReport, night_report, report_object
+from claudeloop.cli.output import print_json
+from claudeloop.cli.params import working_directory
+from claudeloop.domain.budget import money
+from claudeloop.domain.text import count
+
+
+def report(*, cwd: Path | None, since: timedelta | None, as_json: bool, html: Path | None) -> None:
+    from claudeloop.cli.bootstrap import project_runs, shown_masked
+
+    made = night_report(
+        project_runs(working_directory(cwd)),
+        now=datetime.now(UTC),
+        since=since,
+        mask=shown_masked(),
+    )
+    if html is not None:
+        try:
+            html.write_text(html_page(made), encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"--html {html}: cannot be written ({error.strerror})") from None
+        if not as_json:
+            click.echo(f"claudeloop: the report of {count(len(made.runs), 'run')} is in {html}")
+    if as_json:
+        print_json(report_object(made))
+    elif html is None:
+        for line in text_lines(made):
+            click.echo(line)
+
+
+def _waited(seconds: float) -> str:
+    return format_duration(timedelta(seconds=round(seconds)))
+
+
+def _run_lines(run: RunReport) -> list[str]:
+    plan = f", plan {run.plan[0]}/{run.plan[1]}" if run.plan else ""
+    lines = [
+        f"{run.run_id}  {run.outcome}: {count(run.turns, 'turn')} "
+        f"({run.turns_refused} refused), {money(run.dollars)}, waited "
+        f"{_waited(run.waited_seconds)}{plan}"
+    ]
+    if run.waited_on:
+        on = ", ".join(f"{what} {_waited(s)}" for what, s in run.waited_on.items())
+        lines.append(f"  waited on: {on}")
+    if run.checks_passed or run.checks_failed or run.reviews_passed or run.reviews_failed:
+        lines.append(
+            f"  checks {run.checks_passed} passed, {run.checks_failed} failed; reviews "
+            f"{run.reviews_passed} passed, {run.reviews_failed} failed"
+        )
+    if run.reason:
+        lines.append(f"  {run.reason}")
+    if run.left:
+        lines.append(f"  left: {'; '.join(run.left[:5])}" + (" ..." if len(run.left) > 5 else ""))
+    return lines
+
+
+def _heading(made: Report) -> str:
+    since = f"since {made.since:%Y-%m-%d %H:%M} UTC" if made.since else "of every run"
+    totals = made.totals
+    return (
+        f"claudeloop report {since}: {count(totals['runs'], 'run')}, "
+        f"{count(totals['turns'], 'turn')} ({totals['turns_refused']} refused), "
+        f"{money(totals['dollars'])}, waited {_waited(totals['waited_seconds'])}"
+    )
+
+
+def text_lines(made: Report) -> list[str]:
+    lines = [_heading(made)]
+    outcomes = ", ".join(f"{n} {what}" for what, n in made.totals["outcomes"].items())
+    if outcomes:
+        lines.append(f"  {outcomes}")
+    for run in made.runs:
+        lines.extend(_run_lines(run))
+    lines.extend(f"{u.run_id}  unreadable: {u.problem}" for u in made.unreadable)
+    return lines
+
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.3em; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+td.n { text-align: right; }
+.done { color: #007a4d; } .failed, .blocked { color: #b00020; }
+"""
+
+
+def html_page(made: Report) -> str:
+    """The report as one HTML file that needs nothing else."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>claudeloop report</title><style>{_STYLE}</style></head><body>"
+        f"{report_main(made)}</body></html>\n"
+    )
+
+
+def report_main(made: Report) -> str:
+    """The report's body: its heading, the runs' table, the pictures (the dashboard's
+    report page shows the same)."""
+    start, end = made.start, made.end
+    spend = spend_svg([run.spend for run in made.runs], start=start, end=end)
+    timeline = timeline_svg([(run.run_id, run.spans) for run in made.runs], start=start, end=end)
+    rows = []
+    for run in made.runs:
+        waited = "<br>".join(f"{escape(what)}: {_waited(s)}" for what, s in run.waited_on.items())
+        left = "<br>".join(escape(item) for item in run.left[:10])
+        rows.append(
+            f"<tr><td>{escape(run.run_id)}<br><small>{escape(run.cwd)}</small></td>"
+            f'<td class="{escape(run.outcome)}">{escape(run.outcome)}<br>'
+            f"<small>{escape(run.reason)}</small></td>"
+            f'<td class="n">{run.turns}</td><td class="n">{run.turns_refused}</td>'
+            f'<td class="n">{money(run.dollars)}</td>'
+            f'<td class="n">{_waited(run.waited_seconds)}</td><td>{waited}</td>'
+            f'<td class="n">{run.checks_passed} / {run.checks_failed}</td>'
+            f'<td class="n">{run.reviews_passed} / {run.reviews_failed}</td>'
+            f"<td>{left}</td></tr>"
+        )
+    unreadable = "".join(
+        f"<li>{escape(u.run_id)}: {escape(u.problem)}</li>" for u in made.unreadable
+    )
+    return (
+        f"<h1>{escape(_heading(made))}</h1>"
+        "<h2>Runs</h2><table><tr><th>run</th><th>outcome</th><th>turns</th>"
+        "<th>refused</th><th>dollars</th><th>waited</th><th>waited on</th>"
+        "<th>checks passed / failed</th><th>reviews passed / failed</th><th>left</th></tr>"
+        f"{''.join(rows)}</table>"
+        + (f"<h2>Unreadable</h2><ul>{unreadable}</ul>" if unreadable else "")
+        + f"<h2>Spend over time</h2>{spend}<h2>Timeline</h2>{timeline}"
+        f"<p><small>made {made.now:%Y-%m-%d %H:%M:%S} UTC</small></p>"
+    )

@@ -1,0 +1,92 @@
+"""probe-now, raise and note on a project's runs in memory: only a live run is asked,
+a cap below what was spent is refused before anything is sent."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from claudeloop.application.errors import UsageError
+from claudeloop.application.steering import add_note, probe_now, raise_caps
+from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
+from tests.application.fakes import START
+from tests.application.test_inspection import two_runs
+
+NOW = START + timedelta(minutes=10)  # r2 has waited ten minutes
+
+
+def test_a_probe_now_of_a_waiting_run_is_sent_and_says_it_will_end_the_wait() -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 99
+    sent = probe_now(runs, None)
+    assert runs.sent == [("r2", ProbeNow())]
+    assert sent.effective
+    assert sent.will == "the wait ends and the run probes within a second"
+
+
+def test_a_probe_now_of_a_run_not_waiting_is_sent_but_said_to_do_nothing() -> None:
+    runs = two_runs()
+    runs.drivers["r1"] = 7  # r1's record says it is complete
+    sent = probe_now(runs, "r1")
+    assert not sent.effective
+    assert sent.will == "the run is complete, not waiting: a probe now does nothing"
+    assert runs.sent == [("r1", ProbeNow())]
+
+
+def test_no_request_reaches_a_run_without_a_live_driver() -> None:
+    runs = two_runs()
+    with pytest.raises(UsageError, match=r"run r2 has no live driver; nothing to probe"):
+        probe_now(runs, None)
+    with pytest.raises(UsageError, match=r"nothing to leave a note for"):
+        add_note(runs, None, "hello")
+    assert runs.sent == []
+
+
+def test_caps_are_raised_each_as_a_request() -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 99
+    sent = raise_caps(runs, None, {Cap.TURNS: 50, Cap.WAIT: 3600}, now=NOW)
+    assert runs.sent == [("r2", RaiseCap(Cap.TURNS, 50)), ("r2", RaiseCap(Cap.WAIT, 3600))]
+    assert sent[0].will == "max-turns none -> 50 turns at the next safe point (kept by a resume)"
+
+
+@pytest.mark.parametrize(
+    ("caps", "said"),
+    [
+        ({Cap.TURNS: 1}, "run r2: --max-turns 1 turns is lower than what the run has spent"),
+        ({Cap.WAIT: 60}, "run r2: --max-wait 60 s is lower than what the run has spent (600 s)"),
+        ({Cap.TURNS: 50, Cap.DOLLARS: 0.1}, "run r2: --max-dollars $0.10 is lower"),
+    ],
+)
+def test_a_cap_below_what_was_spent_is_refused_and_none_is_sent(
+    caps: dict[Cap, float], said: str
+) -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 99
+    with pytest.raises(UsageError) as refused:
+        raise_caps(runs, None, caps, now=NOW)
+    assert said in str(refused.value)
+    assert runs.sent == []
+
+
+def test_raise_without_a_cap_is_refused() -> None:
+    with pytest.raises(UsageError, match="give at least one of --max-turns"):
+        raise_caps(two_runs(), None, {}, now=NOW)
+
+
+def test_a_note_is_sent_and_an_empty_one_refused() -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 99
+    assert add_note(runs, "r2", "use the staging db").will == "said with the next turn's prompt"
+    assert runs.sent == [("r2", AddNote("use the staging db"))]
+    with pytest.raises(UsageError, match="the note is empty"):
+        add_note(runs, "r2", "  ")
+
+
+def test_a_control_file_that_cannot_be_written_is_named() -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 99
+    runs.refuse_writes = True
+    with pytest.raises(UsageError, match=r"runs/r2/control: cannot be written \(Permission"):
+        add_note(runs, "r2", "x")

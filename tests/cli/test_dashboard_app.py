@@ -1,0 +1,256 @@
+"""The dashboard's web application on runs in memory: the token, the origin, the pages,
+a damaged run and an engine away, the buttons, the live stream."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from claudeloop.application.ports import ProjectRuns
+from claudeloop.cli.dashboard import exposure
+from claudeloop.cli.dashboard.app import Sources, cookie_name, dashboard_app
+from claudeloop.domain.loop import ControlCommand
+from tests.application.fakes import START, MemoryBoards, MemoryFleet, MemoryIndex, MemoryRuns
+from tests.application.test_dashboard import APP, entry, line
+from tests.application.test_fleet import fleet_of_two, waiting_record
+
+TOKEN = "t0ken-of-the-test"
+
+
+def _mask(_cwd: Path) -> Any:
+    return lambda view: {k: "***" if v == "s3cret" else v for k, v in view.items()}
+
+
+def client_of(
+    runs: MemoryRuns, index: MemoryIndex, *, fleet: Any = None, signed_in: bool = True
+) -> TestClient:
+    def runs_of(cwd: Path) -> ProjectRuns:
+        assert cwd == APP
+        return runs
+
+    sources = Sources(
+        index=index,
+        runs_of=runs_of,
+        boards=MemoryBoards(),
+        mask=_mask,
+        fleet=fleet,
+        now=lambda: START + timedelta(minutes=1),
+    )
+    client = TestClient(dashboard_app(sources, TOKEN, port=8420))
+    if signed_in:
+        client.cookies.set(cookie_name(8420), TOKEN)
+    return client
+
+
+def machine() -> tuple[MemoryRuns, MemoryIndex]:
+    runs = MemoryRuns(waiting_record("r1"))
+    runs.events["r1"] = line("run.started", 0) + line("wait.started", 0.5, capacity="window")
+    return runs, MemoryIndex(entry("r1"))
+
+
+@pytest.mark.parametrize("path", ["/", "/accounts", "/stream", "/static/dashboard.js"])
+def test_a_request_without_the_token_gets_403(path: str) -> None:
+    client = client_of(*machine(), signed_in=False)
+    answer = client.get(path)
+    assert answer.status_code == 403
+    assert "token" in answer.text
+    client.cookies.set(cookie_name(8420), "wrong")
+    assert client.get(path).status_code == 403
+    assert client.get(path, params={"token": "wrong"}).status_code == 403
+
+
+def test_the_token_in_the_url_becomes_a_cookie_and_leaves_the_url() -> None:
+    client = client_of(*machine(), signed_in=False)
+    answer = client.get(
+        "/accounts", params={"token": TOKEN, "part": "main"}, follow_redirects=False
+    )
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/accounts?part=main"
+    cookie = answer.headers["set-cookie"]
+    assert f"{cookie_name(8420)}={TOKEN}" in cookie
+    assert "HttpOnly" in cookie
+    assert "samesite=strict" in cookie.lower()
+    assert client.get("/").status_code == 200
+
+
+def test_a_change_needs_the_same_origin() -> None:
+    runs, index = machine()
+    runs.drivers["r1"] = 7
+    client = client_of(runs, index)
+    where = f"/run/{entry('r1').key}/do/stop"
+    assert client.post(where).status_code == 403
+    assert client.post(where, headers={"Origin": "http://evil.example"}).status_code == 403
+    assert runs.sent == []
+    answer = client.post(where, headers={"Origin": "http://testserver"}, follow_redirects=False)
+    assert answer.status_code == 303
+    assert runs.sent == [("r1", ControlCommand.STOP)]
+    shown = client.get(answer.headers["location"]).text
+    assert "asked run r1 to stop" in shown
+
+
+def test_a_verb_on_a_run_without_a_driver_or_unknown_says_so() -> None:
+    client = client_of(*machine())
+    origin = {"Origin": "http://testserver"}
+    key = entry("r1").key
+    assert "has no live driver" in client.post(f"/run/{key}/do/wind-down", headers=origin).text
+    assert "no verb" in client.post(f"/run/{key}/do/dance", headers=origin).text
+
+
+def test_the_list_the_run_and_its_main_part() -> None:
+    runs, index = machine()
+    runs.drivers["r1"] = 7
+    client = client_of(runs, index)
+    listing = client.get("/").text
+    assert 'href="/static/dashboard.css"' in listing
+    assert "http" not in listing.replace("http-equiv", "")  # nothing from elsewhere
+    assert f'data-key="{entry("r1").key}"' in listing
+    page = client.get(f"/run/{entry('r1').key}").text
+    assert '<svg class="timeline"' in page
+    assert 'class="stop"' in page  # a live run has its buttons
+    assert f"/run/{entry('r1').key}/stream?offset={len(runs.events['r1'])}" in page
+    main = client.get(f"/run/{entry('r1').key}", params={"part": "main"}).text
+    assert main.startswith("<h1>Run r1")
+    assert client.get("/run/nope").status_code == 404
+    assert client.get("/static/other.js").status_code == 404
+    assert "function" in client.get("/static/dashboard.js").text
+
+
+def test_a_damaged_run_and_an_engine_away_show_as_such() -> None:
+    runs, index = machine()
+    runs.unreadable.add("r1")
+
+    class Away(MemoryFleet):
+        def queue(self) -> Any:
+            raise ConnectionError("connection refused")
+
+    client = client_of(runs, index, fleet=Away())
+    listing = client.get("/").text
+    assert "unreadable (not JSON)" in listing
+    assert "unreachable (ConnectionError: connection refused)" in listing
+    assert "unreadable" in client.get(f"/run/{entry('r1').key}").text
+
+
+def test_a_runs_stream_sends_each_new_event_masked() -> None:
+    runs, index = machine()
+    runs.events["r1"] += line("probe.finished", 1, capacity="s3cret")
+    client = client_of(runs, index)
+    offset = len(line("run.started", 0))
+    with client.stream("GET", f"/run/{entry('r1').key}/stream?offset={offset}") as stream:
+        seen: list[str] = []
+        for text in stream.iter_lines():
+            seen.append(text)
+            if text.startswith("data:") and "probe.finished" in text:
+                break
+    data = [text for text in seen if text.startswith("data:")]
+    assert '"type": "wait.started"' in data[0]
+    assert '"capacity": "***"' in data[1]
+
+
+def test_the_lists_stream_says_refresh_once_a_run_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dataclasses import replace
+
+    from claudeloop.cli.dashboard import app
+    from claudeloop.domain.loop import Outcome, Phase
+
+    monkeypatch.setattr(app, "ROWS_POLL_SECONDS", 0.05)
+
+    runs, index = machine()
+    client = client_of(runs, index)
+    ended = waiting_record("r1")
+    with client.stream("GET", "/stream") as stream:
+        for text in stream.iter_lines():
+            if text.startswith("retry:"):
+                state = replace(ended.state, phase=Phase.COMPLETE, outcome=Outcome.DONE)
+                runs.records["r1"] = replace(ended, state=state)
+            if text == "event: refresh":
+                break
+    assert "done" in client.get("/", params={"part": "main"}).text
+
+
+def test_listening_beyond_this_machine_says_what_it_exposes() -> None:
+    assert exposure("127.0.0.1", 1) is None
+    assert exposure("::1", 1) is None
+    assert exposure("localhost", 1) is None
+    warning = exposure("0.0.0.0", 8420)
+    assert warning is not None
+    assert "0.0.0.0:8420" in warning
+    assert "token" in warning
+    assert exposure("box.example", 1) is not None
+
+
+def test_a_verb_with_fields_gets_them_from_its_form() -> None:
+    from claudeloop.domain.steering import AddNote, Cap, RaiseCap
+
+    runs, index = machine()
+    runs.drivers["r1"] = 7
+    client = client_of(runs, index)
+    page = client.get(f"/run/{entry('r1').key}").text
+    assert '<input type="text" name="text"' in page
+    assert '<input type="text" name="max_turns"' in page
+    answer = client.post(
+        f"/run/{entry('r1').key}/do/note",
+        data={"text": "mind the tests"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert "the note is said with the next turn" in answer.text
+    refused = client.post(
+        f"/run/{entry('r1').key}/do/raise",
+        data={"max_turns": "many"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert "max-turns: &#x27;many&#x27; is not a positive number" in refused.text
+    client.post(
+        f"/run/{entry('r1').key}/do/raise",
+        data={"max_turns": "12"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert [asked for _, asked in runs.sent] == [
+        AddNote("mind the tests"),
+        RaiseCap(Cap.TURNS, 12.0),
+    ]
+
+
+def test_a_fleets_run_is_stopped_through_its_worker() -> None:
+    fleet = fleet_of_two()
+    origin = {"Origin": "http://testserver"}
+    client = client_of(*machine(), fleet=fleet)
+    listing = client.get("/").text
+    assert 'action="/fleet/r1/do/stop"' in listing
+    assert 'action="/fleet/r2/do/stop"' not in listing
+    said = client.post("/fleet/r1/do/stop", headers=origin).text
+    assert "asked run r1 (on w1) to stop" in said
+    assert fleet.asked == [("r1", ControlCommand.STOP)]
+    assert (
+        "no verb &#x27;dance&#x27; for a fleet"
+        in client.post("/fleet/r1/do/dance", headers=origin).text
+    )
+    alone = client_of(*machine())
+    assert "shows no fleet" in alone.post("/fleet/r1/do/stop", headers=origin).text
+
+
+def test_the_front_page_says_what_the_last_hours_did_and_links_the_morning_report() -> None:
+    runs, index = machine()
+    page = client_of(runs, index).get("/").text
+    assert "The last 12 h: 1 run(s) started (1 waiting), 2 turn(s), $0.42." in page
+    assert '<a href="/report">The morning report</a>' in page
+
+
+def test_the_report_page_is_the_morning_report_of_every_run_of_the_machine() -> None:
+    runs, index = machine()
+    runs.events["r1"] += line("turn.finished", 0.2, turn=1, cost_usd=0.42)
+    client = client_of(runs, index)
+    page = client.get("/report").text
+    assert "<h1>" in page
+    assert "r1" in page
+    assert "<svg" in page  # spend over time and the timeline, drawn by the server
+    weekly = client.get("/report", params={"since": "7d"})
+    assert weekly.status_code == 200
+    bad = client.get("/report", params={"since": "soon"})
+    assert bad.status_code == 400
+    assert "&#x27;soon&#x27; is not a duration" in bad.text

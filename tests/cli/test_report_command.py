@@ -1,0 +1,58 @@
+"""`claudeloop report` of a project's runs: lines, JSON, one self-contained HTML file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.cli.conftest import Invocation
+from tests.cli.test_run_directory_commands import waiting_run
+
+Invoke = Callable[..., Invocation]
+RUN = "20261130-090000-aaaaaa"
+
+
+def test_the_report_as_lines(claudeloop: Invoke, tmp_path: Path) -> None:
+    waiting_run(tmp_path)
+    result = claudeloop("report", "--cwd", tmp_path)
+    assert result.exit_code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].startswith("claudeloop report since ")
+    assert "1 run, 2 turns (1 refused), $0.42" in lines[0]
+    assert any(line.startswith(f"{RUN}  waiting: 2 turns") for line in lines)
+    assert "  waited on: 5-hour window closed " in result.out
+    assert "  left: b" in result.out
+
+
+def test_the_report_as_json_and_html(claudeloop: Invoke, tmp_path: Path) -> None:
+    waiting_run(tmp_path)
+    page = tmp_path / "night.html"
+    result = claudeloop("report", "--cwd", tmp_path, "--since", "7d", "--json", "--html", page)
+    assert result.exit_code == 0, result.err
+    data = json.loads(result.out)
+    assert [run["run_id"] for run in data["runs"]] == [RUN]
+    assert data["totals"]["turns"] == 2
+    html = page.read_text()
+    assert html.startswith("<!doctype html>")
+    assert html.count("<svg") == 2
+    # Self-contained: nothing is fetched.
+    assert "src=" not in html
+    assert "href=" not in html
+
+
+def test_an_html_file_that_cannot_be_written_is_one_line(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    waiting_run(tmp_path)
+    result = claudeloop("report", "--cwd", tmp_path, "--html", tmp_path / "no" / "x.html")
+    assert result.exit_code == 2
+    assert "--html" in result.err
+    assert "cannot be written" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_a_bad_since_is_refused(claudeloop: Invoke, tmp_path: Path) -> None:
+    result = claudeloop("report", "--cwd", tmp_path, "--since", "yesterday")
+    assert result.exit_code == 2
+    assert "is not a duration" in result.err

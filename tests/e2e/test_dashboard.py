@@ -1,0 +1,224 @@
+"""The dashboard in a real browser (Debian's chromium, headless, through selenium and
+chromium-driver) beside a real run against the rehearsal API: the list shows the run,
+its page follows its events live, its stop button ends it, and a request without the
+token is refused.
+
+Where chromium or its driver is missing the tests skip, saying how to install them
+(`make browser`); with CI=true a missing browser fails them instead. With
+DASHBOARD_SCREENSHOTS=DIR each page's screenshot is also saved into DIR (the guide's
+pictures: `DASHBOARD_SCREENSHOTS=docs/guides/images pytest tests/e2e/test_dashboard.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = ("chromium", "chromium-browser")
+DRIVER = "chromedriver"
+
+
+def _missing(why: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI runs the browser tests: {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """Headless chromium, driven by Debian's chromium-driver (never a downloaded one)."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _missing("selenium is not installed (the dev extra: pip install -e '.[dev]')")
+    chromium = next((found for name in CHROMIUM if (found := shutil.which(name))), None)
+    driver = shutil.which(DRIVER)
+    if chromium is None or driver is None:
+        _missing(
+            "chromium and chromium-driver are not installed: `make browser` installs them "
+            "as root with apt-get (apt-get install -y chromium chromium-driver)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(chromium)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ):
+        options.add_argument(argument)
+    session = webdriver.Chrome(service=Service(executable_path=str(driver)), options=options)
+    try:
+        yield session
+    finally:
+        session.quit()
+
+
+class Dashboard:
+    """`claudeloop dashboard` in the background, and the URL it printed."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "claudeloop", "dashboard", "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        assert first.startswith("claudeloop dashboard: http://127.0.0.1:"), (
+            first + self.process.stderr.read()
+            if self.process.poll() is not None and self.process.stderr
+            else first
+        )
+        self.url = first.split(": ", 1)[1].strip()
+        self.base = self.url.split("/?", 1)[0]
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def dashboard(rehearsal: Rehearsal) -> Iterator[Dashboard]:
+    shown = Dashboard(rehearsal.env)
+    try:
+        yield shown
+    finally:
+        shown.close()
+
+
+def _state(project: Path) -> dict[str, Any] | None:
+    runs = project / ".claudeloop" / "runs"
+    for run in runs.iterdir() if runs.is_dir() else ():
+        try:
+            return dict(json.loads((run / "state.json").read_text()))
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def _events(project: Path) -> list[dict[str, Any]]:
+    (run,) = list((project / ".claudeloop" / "runs").iterdir())
+    lines = (run / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _settled(browser: Any, condition: Any, message: str = "", timeout: float = 10) -> Any:
+    """`condition(browser)` once it holds; the page redraws its main part as events
+    come, so an element found a moment ago may be gone: looked up again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, timeout, ignored_exceptions=[StaleElementReferenceException])
+    return wait.until(condition, message)
+
+
+def _screenshot(browser: Any, name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"dashboard-{name}.png"
+    browser.save_screenshot(str(path))
+    keep = os.environ.get("DASHBOARD_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(keep) / path.name)
+
+
+@pytest.mark.scenario("window_until_lift_at_2")
+def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
+    rehearsal: Rehearsal, dashboard: Dashboard, browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    plan = write_plan(rehearsal.project)
+    # Probes every 3 s while the window stays closed: the next event is never far off.
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    try:
+        wait_for(
+            lambda: (_state(rehearsal.project) or {}).get("state", {}).get("phase") == "waiting",
+            "the run to wait",
+        )
+        run_id = str((_state(rehearsal.project) or {})["run_id"])
+
+        browser.get(dashboard.url)  # the token, then the cookie
+        row = _settled(
+            browser,
+            lambda page: (
+                "5-hour window closed"
+                in (text := page.find_element(By.CSS_SELECTOR, "tr.run").text)
+                and text
+            ),
+        )
+        assert run_id in row
+        assert "waiting" in row
+        assert "token" not in browser.current_url  # the token left the address bar
+        _screenshot(browser, "runs", tmp_path)
+
+        _settled(browser, lambda page: page.find_element(By.LINK_TEXT, run_id).click() or True)
+        _settled(browser, lambda page: page.find_element(By.ID, "live").text == "live")
+        shown = len(_events(rehearsal.project))
+        # The next event the run writes reaches the open page, without a reload.
+        wait_for(lambda: len(_events(rehearsal.project)) > shown, "the run's next event")
+        following = _events(rehearsal.project)[shown]
+        _settled(
+            browser,
+            lambda page: any(
+                item.get_attribute("data-ts") == following["ts"]
+                for item in page.find_elements(By.CSS_SELECTOR, "ol.events li")
+            ),
+            f"{following['type']} at {following['ts']} on the page within 2 s",
+            timeout=2,
+        )
+        assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.wait")
+        _screenshot(browser, "run", tmp_path)
+
+        browser.get(dashboard.base + "/accounts")
+        _settled(
+            browser, lambda page: "runs waiting on it" in page.find_element(By.ID, "main").text
+        )
+        assert run_id in browser.find_element(By.ID, "main").text
+        _screenshot(browser, "accounts", tmp_path)
+
+        browser.back()
+        _settled(
+            browser, lambda page: page.find_element(By.CSS_SELECTOR, "button.stop").click() or True
+        )
+        _settled(browser, lambda page: "asked run" in page.find_element(By.ID, "main").text)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+
+
+@pytest.mark.scenario("one_step")
+def test_a_request_without_the_token_gets_403(dashboard: Dashboard) -> None:
+    direct = urllib.request.ProxyHandler({})  # 127.0.0.1 itself, whatever the proxy
+    for path in ("/", "/accounts", "/stream", "/static/dashboard.js", "/?token=wrong"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.build_opener(direct).open(dashboard.base + path, timeout=10)
+        assert refused.value.code == 403, path
+    # The printed URL sets the cookie, and the page it sends on to is let through.
+    opener = urllib.request.build_opener(direct, urllib.request.HTTPCookieProcessor())
+    with opener.open(dashboard.url, timeout=10) as answer:
+        assert answer.status == 200
+        assert answer.url == dashboard.base + "/"
