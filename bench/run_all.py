@@ -17,6 +17,7 @@ from bench import (
     checkpoint,
     dashboard,
     fleet,
+    fleet_cost,
     overhead,
     startup,
     takeover,
@@ -188,6 +189,10 @@ def main() -> None:
     moved = takeover.run()
     print("a fleet: wake-ups, probes per account, a worker's memory...", flush=True)
     shared = fleet.run()
+    print(
+        "a fleet's cost on PostgreSQL (real workers and CLI, 1-4 runs, two workers)...", flush=True
+    )
+    cost_of_fleet = fleet_cost.run()
     print("the dashboard: 1,000 runs, an event's way to the page, its memory...", flush=True)
     board = dashboard.run()
     print("a commit per turn on a repository of 10,000 files...", flush=True)
@@ -244,6 +249,8 @@ def main() -> None:
         *takeover.table(moved),
         "",
         *fleet.section(shared),
+        "",
+        *fleet_cost.section(cost_of_fleet),
         "",
         *dashboard.section(board),
         "",

@@ -24,10 +24,12 @@ from claudeloop.application.ports import (
     Request,
     RunIdTaken,
     StoredRun,
+    StoredSummary,
     TurnOutcome,
     WorkerOptions,
 )
 from claudeloop.application.records import RunRecord
+from claudeloop.application.summary import run_summary
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
@@ -383,8 +385,16 @@ class MemoryFleet:
     def stored(self, run_id: str) -> StoredRun | None:
         return self.records.get(run_id)
 
-    def every_stored(self) -> dict[str, StoredRun]:
-        return dict(self.records)
+    def summaries(self) -> dict[str, StoredSummary]:
+        return {
+            run_id: StoredSummary(
+                stored.holder,
+                stored.phase,
+                run_summary(stored.record) if stored.record is not None else None,
+                stored.readable,
+            )
+            for run_id, stored in self.records.items()
+        }
 
     def event_lines(self, run_id: str) -> list[bytes]:
         return list(self.lines.get(run_id, []))

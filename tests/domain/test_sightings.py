@@ -4,12 +4,14 @@ learned itself, and is checked with one probe at once otherwise."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.domain.sightings import Regard, regard
+from claudeloop.domain.sightings import Regard, is_news, regard
+from claudeloop.domain.signals import TurnSignals, WindowUsage
 
 SEEN = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
@@ -100,3 +102,77 @@ def test_a_gone_writers_sighting_is_never_trusted(seen: datetime, known: datetim
     assert regard(by_this_run=False, writer_alive=False, seen_at=seen, known_at=known) is (
         Regard.CHECK
     )
+
+
+# What is worth writing on the board: what the capacity says, not each answer.
+
+RESET = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+OPEN = TurnSignals(
+    rate_limit_status="allowed",
+    rate_limit_type="five_hour",
+    resets_at=RESET,
+    windows=(WindowUsage("five_hour", 0.2, RESET), WindowUsage("seven_day", 0.1, None)),
+    result_text="Wrote step1.txt.",
+)
+CLOSED = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="five_hour",
+    resets_at=RESET,
+    api_error_status=429,
+    is_error=True,
+    result_text="API Error: 429 you have hit your limit",
+)
+
+
+def test_a_first_record_is_news() -> None:
+    assert is_news(None, OPEN)
+
+
+def test_an_open_answer_that_says_what_the_record_says_is_not_written_again() -> None:
+    later = replace(
+        OPEN,
+        result_text="Wrote step2.txt.",
+        windows=(WindowUsage("five_hour", 0.5, RESET), WindowUsage("seven_day", 0.3, None)),
+    )
+    assert not is_news(OPEN, later)
+
+
+def test_a_refusal_is_always_told_even_one_the_record_holds() -> None:
+    assert is_news(OPEN, CLOSED)
+    assert is_news(CLOSED, CLOSED)
+
+
+def test_a_window_that_opened_again_is_news() -> None:
+    assert is_news(CLOSED, OPEN)
+
+
+def test_a_reset_that_moved_or_a_window_announced_anew_is_news() -> None:
+    moved = RESET + timedelta(hours=5)
+    assert is_news(OPEN, replace(OPEN, resets_at=moved))
+    announced = replace(OPEN, windows=(*OPEN.windows, WindowUsage("seven_day_opus", 0.1, moved)))
+    assert is_news(OPEN, announced)
+
+
+def test_a_warning_or_paid_overage_within_the_open_is_news() -> None:
+    assert is_news(OPEN, replace(OPEN, rate_limit_status="allowed_warning"))
+    assert is_news(OPEN, replace(OPEN, overage_in_use=True, overage_status="allowed"))
+
+
+@given(
+    text=st.text(max_size=20),
+    utilization=st.floats(min_value=0, max_value=1),
+    reset=instants,
+    status=st.sampled_from(["allowed", "allowed_warning"]),
+)
+def test_an_open_answer_is_never_news_to_a_record_of_the_same_capacity(
+    text: str, utilization: float, reset: datetime, status: str
+) -> None:
+    board = replace(
+        OPEN,
+        rate_limit_status=status,
+        resets_at=reset,
+        windows=(WindowUsage("five_hour", 0.1, reset),),
+    )
+    seen = replace(board, result_text=text, windows=(WindowUsage("five_hour", utilization, reset),))
+    assert not is_news(board, seen)
+    assert is_news(board, replace(seen, resets_at=reset + timedelta(minutes=1)))

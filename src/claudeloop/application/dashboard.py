@@ -245,24 +245,27 @@ def fleet_rows(fleet: Fleet, *, mask: MaskOf) -> tuple[list[dict[str, Any]], str
         if not fleet.exists():
             return [], f"{fleet.shown}: no fleet there yet (`claudeloop fleet init` makes one)"
         queue = fleet.queue()
-        stored = fleet.every_stored()
+        # Each run's summary row, never its record (issue 27).
+        stored = fleet.summaries()
     except Exception as error:  # a driver's own errors: the engine is away, or refuses
         return [], f"{fleet.shown}: unreachable ({type(error).__name__}: {error})"
     rows: list[dict[str, Any]] = []
     for queued in queue:
         held = stored.get(queued.run_id)
-        record = held.record if held is not None else None
-        state = record.state if record is not None else None
-        progress = record.plan_progress if record is not None else None
+        summary = held.summary if held is not None else None
+        done = summary.plan_done if summary else None
+        total = summary.plan_total if summary else None
         rows.append(
             {
                 **mask(Path(queued.cwd))(queued.to_json()),
                 "phase": (held.phase if held is not None else None) or queued.state,
-                "turns": state.ledger.turns if state else None,
-                "dollars": round(state.ledger.dollars, 6) if state else None,
-                "plan": {"done": progress[0], "total": progress[1]} if progress else None,
-                "next_probe_at": state.next_probe_at.isoformat()
-                if state and state.next_probe_at
+                "turns": summary.turns if summary else None,
+                "dollars": summary.dollars if summary else None,
+                "plan": {"done": done, "total": total}
+                if done is not None and total is not None
+                else None,
+                "next_probe_at": summary.next_probe_at.isoformat()
+                if summary and summary.next_probe_at
                 else None,
                 "host": held.holder if held is not None else queued.worker,
                 "verbs": [

@@ -27,7 +27,7 @@ from claudeloop.application.ports import (
     WorkerHost,
     WorkerOptions,
 )
-from claudeloop.application.summary import status_object
+from claudeloop.application.summary import status_object, summary_object
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.steering import AddNote, ProbeNow, RaiseCap, Steer, refusal, waited_now
 
@@ -119,18 +119,20 @@ def status_view(found: FleetRun, *, now: datetime, mask: Mask) -> dict[str, Any]
 def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
     """`status --engine` without a run id."""
     require(fleet, "status --engine")
-    stored = fleet.every_stored()
+    summaries = fleet.summaries()
     rows = []
     for queued in reversed(fleet.queue()):
-        found = FleetRun(queued.run_id, queued, stored.get(queued.run_id))
-        readable = found.stored is None or found.stored.readable
-        data = (status_view(found, now=now, mask=mask) or {}) if readable else {}
+        stored = summaries.get(queued.run_id)
+        readable = stored is None or stored.readable
+        summary = stored.summary if stored is not None else None
+        data = dict(mask(summary_object(summary, now=now))) if summary is not None else {}
+        holder = stored.holder if stored is not None else None
         rows.append(
             {
-                "run_id": found.run_id,
-                "state": found.state,
+                "run_id": queued.run_id,
+                "state": queued.state,
                 "phase": data.get("phase") if readable else "unreadable",
-                "worker": found.worker,
+                "worker": holder if holder is not None else queued.worker,
                 "next_probe_at": data.get("next_probe_at"),
                 "next_probe_in_seconds": data.get("next_probe_in_seconds"),
                 "plan": data.get("plan"),

@@ -354,6 +354,31 @@ class StoredRun:
 
 
 @dataclass(frozen=True)
+class RunSummary:
+    """A run's line in the fleet's overview (`status --engine`), which its worker keeps
+    beside the run's record at each store: the overview reads these, never a record."""
+
+    phase: str
+    turns: int
+    dollars: float
+    next_probe_at: datetime | None = None
+    plan_done: int | None = None
+    plan_total: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredSummary:
+    """A run's summary as the engine holds it: who holds the run, its phase, and its
+    summary (None before its first store; `readable` False when this claudeloop cannot
+    read the one stored)."""
+
+    holder: str | None
+    phase: str | None
+    summary: RunSummary | None
+    readable: bool = True
+
+
+@dataclass(frozen=True)
 class AccountCapacity:
     """An account's row of the fleet's capacity board, as `status --engine` shows it."""
 
@@ -412,7 +437,10 @@ class Fleet(Protocol):
 
     def stored(self, run_id: str) -> StoredRun | None: ...
 
-    def every_stored(self) -> dict[str, StoredRun]: ...
+    def summaries(self) -> dict[str, StoredSummary]:
+        """Every run's summary, by run id: no record is read (a row stored before
+        summaries were kept is summed up from its record)."""
+        ...
 
     def event_lines(self, run_id: str) -> list[bytes]:
         """The whole lines of the run's events.jsonl as its worker stored it last."""

@@ -7,6 +7,7 @@ import shlex
 from datetime import datetime
 from typing import Any
 
+from claudeloop.application.ports import RunSummary
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.budget import BudgetLedger, money
 from claudeloop.domain.capacity import describe
@@ -157,6 +158,34 @@ def _branch_lines(record: RunRecord) -> list[str]:
             else ""
         ),
     ]
+
+
+def run_summary(record: RunRecord) -> RunSummary:
+    """The run's line in the fleet's overview, as its worker stores it."""
+    state = record.state
+    progress = record.plan_progress
+    return RunSummary(
+        phase=state.phase.value,
+        turns=state.ledger.turns,
+        dollars=round(state.ledger.dollars, 6),
+        next_probe_at=state.next_probe_at,
+        plan_done=progress[0] if progress else None,
+        plan_total=progress[1] if progress else None,
+    )
+
+
+def summary_object(summary: RunSummary, *, now: datetime) -> dict[str, Any]:
+    """What the fleet's overview says of a run from its summary: the same keys, and
+    values, that `status --json` gives them."""
+    done, total = summary.plan_done, summary.plan_total
+    return {
+        "phase": summary.phase,
+        "next_probe_at": summary.next_probe_at.isoformat() if summary.next_probe_at else None,
+        "next_probe_in_seconds": _seconds_until(summary.next_probe_at, now),
+        "plan": {"done": done, "total": total} if done is not None and total is not None else None,
+        "turns": summary.turns,
+        "dollars": summary.dollars,
+    }
 
 
 def _seconds_until(instant: datetime | None, now: datetime) -> float | None:

@@ -14,6 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 from enum import Enum
 
+from claudeloop.domain.capacity import CreditsExhausted, WindowExhausted
+from claudeloop.domain.classify import classify
+from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.waiting import announced_in
+
 
 class Regard(Enum):
     """What a run makes of the board's record."""
@@ -45,3 +50,41 @@ def regard(
     if known_at is not None and seen_at < known_at:
         return Regard.CHECK
     return Regard.TRUST
+
+
+def is_news(board: TurnSignals | None, seen: TurnSignals) -> bool:
+    """Whether an answered turn's signals are worth writing on the account's board,
+    whose record holds `board` (None: no record yet). The record is one row that every
+    run of the account would otherwise rewrite at every turn; it changes only when the
+    capacity it tells does:
+
+    - a refusal (a window or the credits closed) is always told: it is rare, and the
+      other loops time their wait by its instant;
+    - an answer that classifies otherwise than the record (a window opened, or closed
+      in the record and open now);
+    - a reset announced that moved, or a window announced or no longer announced;
+    - a change of standing within the open: a warning, paid overage, a grace period,
+      the daily cap.
+
+    What stays out: the answer's text, its cost, each window's utilization."""
+    if board is None:
+        return True
+    now = classify(seen)
+    if isinstance(now, WindowExhausted | CreditsExhausted):
+        return True
+    if now != classify(board):
+        return True
+    if set(announced_in(board)) != set(announced_in(seen)):
+        return True
+    return _standing_within(board) != _standing_within(seen)
+
+
+def _standing_within(signals: TurnSignals) -> tuple[object, ...]:
+    return (
+        signals.rate_limit_status,
+        signals.rate_limit_type,
+        signals.overage_status,
+        signals.overage_in_use,
+        signals.grace_active,
+        signals.daily_cap_paused,
+    )

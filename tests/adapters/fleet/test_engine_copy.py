@@ -5,6 +5,7 @@ copy from before it."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from claudeloop.adapters.fleet import worker
+from claudeloop.adapters.fleet import travel, worker
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, write_lease
 from claudeloop.adapters.fleet.leases import Leases
@@ -190,3 +191,72 @@ def test_a_run_whose_worker_is_gone_stops_at_its_next_save(tmp_path: Path) -> No
     )
     assert ended.returncode == FENCED_EXIT, ended.stderr
     assert "its worker is gone or no longer holds this run" in ended.stderr
+
+
+def test_a_runs_copy_sends_what_grew_and_is_stored_whole_when_its_child_ends(
+    engine_url: str, leases: Leases, tmp_path: Path
+) -> None:
+    """Each store sends the bytes events.jsonl and the transcript grew by, the state on
+    its own; the engine's copy reads as the files do, and the last store compacts it."""
+    cwd = tmp_path / "project"
+    run = cwd / ".claudeloop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    environ = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    record = {"spec": {"cwd": str(cwd)}, "session_id": "s1", "state": {"turns": 0}}
+    (run / "state.json").write_text(json.dumps(record))
+    (run / "events.jsonl").write_bytes(b'{"type": "run.started"}\n')
+    transcript = travel.transcript_path(environ, cwd, "s1")
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(b'{"message": 1}\n')
+    leases.start("w1")
+    epoch = leases.claim("r1", "w1")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        copy = worker.EngineCopy(
+            leases, "w1", environ, print, run_id="r1", cwd=cwd, epoch=epoch, child=child
+        )
+
+        def chunks() -> int:
+            with leases._db.begin() as c:
+                return int(c.exec_driver_sql("SELECT count(*) FROM claudeloop_chunks").scalar_one())
+
+        def engine_holds() -> tuple[bytes | None, bytes, bytes]:
+            stored = leases.stored("r1")
+            assert stored is not None
+            assert stored.record is not None
+            assert stored.transcript is not None
+            return (
+                travel.member_of(stored.record, "state.json"),
+                travel.member_of(stored.record, "events.jsonl") or b"",
+                gzip.decompress(stored.transcript),
+            )
+
+        assert copy.stored()  # the first store of a drive: whole
+        assert chunks() == 0
+        for turn in (1, 2):
+            record["state"] = {"turns": turn}
+            (run / "state.json").write_text(json.dumps(record))
+            with (run / "events.jsonl").open("ab") as events:
+                events.write(b'{"type": "turn.finished"}\n')
+            with transcript.open("ab") as growing:
+                growing.write(b'{"message": 2}\n')
+            assert copy.stored()
+        assert chunks() == 4  # each store: what each file grew by
+        files = (
+            (run / "state.json").read_bytes(),
+            (run / "events.jsonl").read_bytes(),
+            transcript.read_bytes(),
+        )
+        assert engine_holds() == files
+        assert copy.compact()
+        assert chunks() == 0
+        assert engine_holds() == files
+        # A file rewritten rather than grown (a takeover's paths made this machine's)
+        # no longer ends where the engine's copy does: it is stored whole.
+        transcript.write_bytes(files[2].replace(b"message", b"MESSAGE") + b'{"message": 3}\n')
+        assert copy.stored()
+        assert chunks() == 0
+        assert engine_holds()[2] == transcript.read_bytes()
+    finally:
+        child.kill()
+        child.wait()

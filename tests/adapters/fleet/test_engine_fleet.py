@@ -81,7 +81,53 @@ def test_a_run_is_found_by_id_with_its_record_and_worker_and_the_fleet_lists_it(
         look_up(fleet, "nope")
 
     assert [run.run_id for run in fleet.queue()] == ["r1", "r2"]  # oldest first
-    assert set(fleet.every_stored()) == {"r1"}
+    assert set(fleet.summaries()) == {"r1"}
+
+
+def test_the_overview_reads_the_summary_stored_with_the_record_and_sums_up_rows_of_before(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    directory = waiting_run(tmp_path / "machine-a", "r1")
+    state = travel.read_state(directory.path)
+    leases.start("w1")
+    record = travel.pack_record(directory.path)
+    for run_id in ("kept", "before"):
+        epoch = leases.claim(run_id, "w1")
+        summary = travel.summary_of(state) if run_id == "kept" else None
+        leases.store(
+            run_id, epoch, "w1", phase="waiting", record=record, transcript=None, summary=summary
+        )
+    summaries = EngineFleet(engine).summaries()
+    kept, before = summaries["kept"], summaries["before"]
+    assert kept == before  # a row stored before summaries were kept reads the same
+    assert kept.summary is not None
+    assert (kept.holder, kept.phase, kept.summary.phase) == ("w1", "waiting", "waiting")
+    assert kept.summary.next_probe_at is not None  # it waits
+
+
+def test_a_summary_this_claudeloop_cannot_read_is_said_unreadable(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    directory = waiting_run(tmp_path / "machine-a", "r1")
+    leases.start("w1")
+    epoch = leases.claim("r1", "w1")
+    record = travel.pack_record(directory.path)
+    leases.store(
+        "r1", epoch, "w1", phase="waiting", record=record, transcript=None, summary='{"x": 1}'
+    )
+    assert EngineFleet(engine).summaries()["r1"].readable is False
+    (directory.path / "state.json").write_text('{"version": "no"}')
+    assert travel.summary_of(travel.read_state(directory.path)) is None
+    leases.store(
+        "r1",
+        epoch,
+        "w1",
+        phase="waiting",
+        record=travel.pack_record(directory.path),
+        transcript=None,
+        summary=None,
+    )
+    assert EngineFleet(engine).summaries()["r1"].readable is False
 
 
 def test_a_record_this_claudeloop_cannot_read_is_said_unreadable_not_an_error(

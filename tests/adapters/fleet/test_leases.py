@@ -3,14 +3,16 @@ live worker takes a dead one's runs, and whatever the dead one still tries is re
 
 from __future__ import annotations
 
+import gzip
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.fleet import travel
 from claudeloop.adapters.fleet.engine import parse_engine
-from claudeloop.adapters.fleet.leases import Fenced, Leases
+from claudeloop.adapters.fleet.leases import EVENTS, TRANSCRIPT, Fenced, Leases
 
 LONG = 3_600_000  # a lease no heartbeat of a test outlives
 
@@ -191,3 +193,55 @@ def test_a_workers_table_of_before_gets_each_workers_lease_with_the_default(
         assert made.beat("new") is True
     finally:
         made.close()
+
+
+def test_what_grew_is_stored_as_chunks_read_back_whole_and_gone_once_stored_whole(
+    leases: Leases,
+) -> None:
+    leases.start("w1")
+    epoch = leases.claim("r1", "w1")
+    base = travel.pack_files({"state.json": b'{"turns": 0}', "events.jsonl": b"one\n"})
+    leases.store("r1", epoch, "w1", phase="running", record=base, transcript=gzip.compress(b"a"))
+    for chunks in ([(EVENTS, 4, b"two\n"), (TRANSCRIPT, 1, b"b")], [(TRANSCRIPT, 2, b"c")]):
+        leases.append(
+            "r1", epoch, "w1", phase="waiting", state=gzip.compress(b'{"turns": 1}'),
+            summary=None, chunks=chunks,
+        )  # fmt: skip
+    # A store whose answer was lost, made again with what grew meanwhile.
+    leases.append(
+        "r1", epoch, "w1", phase="waiting", state=gzip.compress(b'{"turns": 1}'),
+        summary=None, chunks=[(EVENTS, 4, b"two\nthree\n")],
+    )  # fmt: skip
+    stored = leases.stored("r1")
+    assert stored is not None
+    assert stored.record is not None
+    assert stored.transcript is not None
+    assert stored.phase == "waiting"
+    assert travel.member_of(stored.record, "state.json") == b'{"turns": 1}'
+    assert travel.member_of(stored.record, "events.jsonl") == b"one\ntwo\nthree\n"
+    assert gzip.decompress(stored.transcript) == b"abc"
+    leases.store("r1", epoch, "w1", phase="running", record=base, transcript=gzip.compress(b"x"))
+    again = leases.stored("r1")
+    assert again is not None
+    assert again.transcript is not None
+    assert (again.record, gzip.decompress(again.transcript)) == (base, b"x")
+    leases.let_go("w1")
+    leases.start("w2")
+    leases.take_over("w1", "w2", LONG)
+    with pytest.raises(Fenced):  # a worker taken over appends nothing
+        leases.append(
+            "r1", epoch, "w1", phase="waiting", state=b"", summary=None,
+            chunks=[(EVENTS, 4, b"stale\n")],
+        )  # fmt: skip
+    after = leases.stored("r1")
+    assert after is not None
+    assert after.record == base
+
+
+def test_an_append_only_file_grows_by_its_chunks_in_order_and_ends_at_a_gap() -> None:
+    assert travel.grown(b"ab", [(4, b"ef"), (2, b"cd")]) == b"abcdef"
+    assert travel.grown(b"abcd", [(2, b"cdef")]) == b"abcdef"  # overlaps what is there
+    assert travel.grown(b"ab", [(3, b"d"), (5, b"f")]) == b"ab"  # a gap: nothing past it
+    record = travel.grown_record(None, None, [(0, b"one\n")])
+    assert travel.member_of(record, "events.jsonl") == b"one\n"
+    assert travel.member_of(record, "state.json") is None

@@ -147,6 +147,20 @@ def test_a_turn_goes_through_and_its_success_is_published_as_open(tmp_path: Path
     assert inner.closed
 
 
+def test_turns_of_the_same_capacity_write_the_record_once_and_a_moved_reset_again(
+    tmp_path: Path,
+) -> None:
+    inner = FakeInner()
+    gateway = loop(tmp_path, inner, Clock())
+    for number in range(3):
+        inner.turn = replace(OPEN, result_text=f"turn {number}")
+        run(lambda: gateway.run_turn("go", session_id="s"))
+    assert published(tmp_path) == (1, "turn", "open")
+    inner.turn = replace(OPEN, rate_limit_type="five_hour", resets_at=datetime.now(UTC))
+    run(lambda: gateway.run_turn("go", session_id="s"))
+    assert published(tmp_path) == (2, "turn", "open")
+
+
 def test_a_refused_turn_is_published_as_closed(tmp_path: Path) -> None:
     gateway = loop(tmp_path, FakeInner(turn=SILENT), Clock())
     run(lambda: gateway.run_turn("go", session_id="s"))
@@ -563,7 +577,8 @@ def test_another_runs_record_whose_process_is_gone_is_checked_with_one_probe_at_
     if probe_finds is OPEN:
         assert inner.prompts == [("go", "b")]
         assert outcome.sent is True
-        assert published(tmp_path) == (3, "turn", "open")
+        # The turn's answer says what the probe's record says: not written again.
+        assert published(tmp_path) == (2, "probe", "open")
     else:
         assert inner.prompts == []
         assert outcome.sent is False

@@ -8,22 +8,23 @@ nothing is set up by reading. Only `set_up` and `enqueue` create the schema.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import tarfile
 from collections.abc import Iterator
 
-from claudeloop.adapters.fleet import queue
+from claudeloop.adapters.fleet import queue, travel
 from claudeloop.adapters.fleet.engine import Engine
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.leases import StoredRun as StoredRow
+from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
 from claudeloop.adapters.run_directory.control import steer_to_json
 from claudeloop.application.ports import (
     AccountCapacity,
     QueuedRun,
     StoredRun,
+    StoredSummary,
 )
+from claudeloop.application.summary import run_summary
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.steering import Steer
 
@@ -89,10 +90,10 @@ class EngineFleet:
             row = leases.stored(run_id)
         return None if row is None else _stored(row)
 
-    def every_stored(self) -> dict[str, StoredRun]:
+    def summaries(self) -> dict[str, StoredSummary]:
         with self._leases() as leases:
-            rows = leases.every_stored()
-        return {run_id: _stored(row) for run_id, row in rows.items()}
+            rows = leases.summaries()
+        return {run_id: _summed_up(row) for run_id, row in rows.items()}
 
     def event_lines(self, run_id: str) -> list[bytes]:
         with self._leases() as leases:
@@ -115,14 +116,7 @@ class EngineFleet:
             leases.request(run_id, steer_to_json(asked))
 
 
-def _member(record: bytes, name: str) -> bytes | None:
-    """One file of a packed record, read in memory; None when it has no such file."""
-    try:
-        with tarfile.open(fileobj=io.BytesIO(record), mode="r:gz") as archive:
-            content = archive.extractfile(name)
-            return content.read() if content is not None else None
-    except (OSError, KeyError, tarfile.TarError):
-        return None
+_member = travel.member_of
 
 
 def _stored(row: StoredRow) -> StoredRun:
@@ -136,3 +130,16 @@ def _stored(row: StoredRow) -> StoredRun:
         return StoredRun(row.holder, row.phase, record_from_json(data))
     except (ValueError, CorruptRecordError):
         return StoredRun(row.holder, row.phase, None, readable=False)
+
+
+def _summed_up(row: SummaryRow) -> StoredSummary:
+    """A row's summary; a row stored before summaries were kept, summed up from its
+    record."""
+    if row.summary is not None:
+        summary = travel.summary_in(row.summary)
+        return StoredSummary(row.holder, row.phase, summary, readable=summary is not None)
+    if row.record is None:
+        return StoredSummary(row.holder, row.phase, None)
+    stored = _stored(StoredRow(0, row.holder, None, row.phase, row.record, None))
+    summary = run_summary(stored.record) if stored.record is not None else None
+    return StoredSummary(row.holder, row.phase, summary, readable=stored.readable)

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from claudeloop.adapters.fleet import travel
 from claudeloop.application.ports import AccountCapacity
 
 if TYPE_CHECKING:
@@ -65,9 +66,25 @@ class StoredRun:
     transcript: bytes | None
 
 
+@dataclass(frozen=True)
+class StoredSummary:
+    """A run's summary as the engine holds it (`record`: only for a row without one)."""
+
+    holder: str | None
+    phase: str | None
+    summary: str | None
+    record: bytes | None
+
+
 _ADD_LEASE = (
     f"ALTER TABLE claudeloop_workers ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT {DEFAULT_LEASE_MS}"
 )
+# A run's summary (its line in `status --engine`), kept beside its record; the rows of
+# before have none, and are summed up from their record.
+_ADD_SUMMARY = "ALTER TABLE claudeloop_runs ADD COLUMN summary TEXT"
+# A run's state.json stored on its own (compressed) since its record was stored whole.
+_ADD_STATE = "ALTER TABLE claudeloop_runs ADD COLUMN state {binary}"
+EVENTS, TRANSCRIPT = "events", "transcript"  # the append-only files, as chunks name them
 
 
 def _tables(kind: str) -> list[str]:
@@ -78,7 +95,13 @@ def _tables(kind: str) -> list[str]:
         f" lease_ms BIGINT NOT NULL DEFAULT {DEFAULT_LEASE_MS})",
         "CREATE TABLE IF NOT EXISTS claudeloop_runs ("
         " run_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, saved_by TEXT,"
-        f" phase TEXT, record {binary}, transcript {binary})",
+        f" phase TEXT, record {binary}, transcript {binary}, summary TEXT, state {binary})",
+        # What a run's append-only files (events.jsonl, its session's transcript) grew by
+        # since its record and transcript were last stored whole: `byte` is the byte of
+        # the file the chunk starts at.
+        "CREATE TABLE IF NOT EXISTS claudeloop_chunks ("
+        f" run_id TEXT NOT NULL, file TEXT NOT NULL, byte BIGINT NOT NULL, data {binary},"
+        " PRIMARY KEY (run_id, file, byte))",
         "CREATE TABLE IF NOT EXISTS claudeloop_controls ("
         " run_id TEXT PRIMARY KEY, command TEXT NOT NULL, asked_at BIGINT NOT NULL)",
         _REQUESTS_TABLE[kind],
@@ -106,6 +129,7 @@ class Leases:
 
         self._sa = sa
         self.kind = engine.kind
+        self._columns: set[tuple[str, str]] = set()
         url = engine.connect_url
         if engine.kind == "postgresql":
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
@@ -141,32 +165,40 @@ class Leases:
             for statement in _tables(self.kind):
                 c.execute(self._sa.text(statement))
             if self.kind == "postgresql":
-                c.execute(self._sa.text(_ADD_LEASE.replace("COLUMN", "COLUMN IF NOT EXISTS")))
+                for added in (_ADD_LEASE, _ADD_SUMMARY, _ADD_STATE.format(binary="BYTEA")):
+                    c.execute(self._sa.text(added.replace("COLUMN", "COLUMN IF NOT EXISTS")))
         if self.kind == "sqlite":
-            self._add_lease_column()
+            self._add_column("claudeloop_workers", "lease_ms", _ADD_LEASE)
+            self._add_column("claudeloop_runs", "summary", _ADD_SUMMARY)
+            self._add_column("claudeloop_runs", "state", _ADD_STATE.format(binary="BLOB"))
 
     def set_up_already(self) -> bool:
         """Whether the fleet's tables are there (reading asks this, never makes them)."""
         return bool(self._sa.inspect(self._db).has_table("claudeloop_runs"))
 
-    def _add_lease_column(self) -> None:
-        """A table made before each worker's lease was kept gets the column (the rows
-        of workers of before count with the default lease). SQLite has no ADD COLUMN
-        IF NOT EXISTS: a set-up racing this one may add it between the look and the
-        change, which is then refused, and the column is there."""
-        if self._has_lease_column():
+    def _add_column(self, table: str, column: str, statement: str) -> None:
+        """A table made before the column was kept gets it (its rows of before take the
+        default). SQLite has no ADD COLUMN IF NOT EXISTS: a set-up racing this one may
+        add it between the look and the change, which is then refused, and the column
+        is there."""
+        if self._has_column(table, column):
             return
         try:
             with self._db.begin() as c:
-                c.exec_driver_sql(_ADD_LEASE)
+                c.exec_driver_sql(statement)
         except self._sa.exc.OperationalError:
-            if not self._has_lease_column():
+            if not self._has_column(table, column):
                 raise
 
-    def _has_lease_column(self) -> bool:
-        with self._db.connect() as c:
-            columns = c.exec_driver_sql("PRAGMA table_info(claudeloop_workers)").fetchall()
-        return any(column[1] == "lease_ms" for column in columns)
+    def _has_column(self, table: str, column: str) -> bool:
+        """Whether the table has the column (a fleet set up by a claudeloop of before
+        may lack it; once there, it stays: the answer is kept)."""
+        if (table, column) in self._columns:
+            return True
+        names = {each["name"] for each in self._sa.inspect(self._db).get_columns(table)}
+        if column in names:
+            self._columns.add((table, column))
+        return column in names
 
     def _write_ahead_logging(self) -> None:
         """SQLite in write-ahead logging: a reader never holds up a writer, so a worker
@@ -315,53 +347,125 @@ class Leases:
         phase: str | None,
         record: bytes,
         transcript: bytes | None,
+        summary: str | None = None,
     ) -> None:
-        """Keep the run's record and transcript; Fenced when `epoch` is stale."""
-        changed = self._change(
-            "UPDATE claudeloop_runs SET phase = :phase, record = :record,"
-            " transcript = COALESCE(:transcript, transcript), saved_by = :me"
-            " WHERE run_id = :r AND epoch = :e",
-            r=run_id,
-            e=epoch,
-            me=me,
-            phase=phase,
-            record=record,
-            transcript=transcript,
-        )
-        if changed != 1:
-            raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
+        """Keep the run's record, transcript and summary whole (a compaction: what was
+        appended since the last whole one is in them); Fenced when `epoch` is stale."""
+        with self._db.begin() as c:
+            changed = c.execute(
+                self._sql(
+                    "UPDATE claudeloop_runs SET phase = :phase, record = :record,"
+                    " transcript = COALESCE(:transcript, transcript), saved_by = :me,"
+                    " summary = :summary, state = NULL WHERE run_id = :r AND epoch = :e"
+                ),
+                {
+                    "r": run_id,
+                    "e": epoch,
+                    "me": me,
+                    "phase": phase,
+                    "record": record,
+                    "transcript": transcript,
+                    "summary": summary,
+                },
+            ).rowcount
+            if changed != 1:
+                raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
+            # The chunks are in the files just stored whole; the transcript's only when
+            # one was (without one, its chunks go on from the one stored before).
+            files = [EVENTS, TRANSCRIPT] if transcript is not None else [EVENTS]
+            for file in files:
+                c.execute(
+                    self._sa.text("DELETE FROM claudeloop_chunks WHERE run_id = :r AND file = :f"),
+                    {"r": run_id, "f": file},
+                )
+
+    def append(
+        self,
+        run_id: str,
+        epoch: int,
+        me: str,
+        *,
+        phase: str | None,
+        state: bytes,
+        summary: str | None,
+        chunks: list[tuple[str, int, bytes]],
+    ) -> None:
+        """Keep what changed since the last store: the run's state.json (compressed) on
+        its own, and each append-only file's new bytes as a chunk (file, the byte it
+        starts at, its bytes); Fenced when `epoch` is stale. A chunk stored again (a
+        store whose answer was lost) replaces the one at its byte."""
+        with self._db.begin() as c:
+            changed = c.execute(
+                self._sql(
+                    "UPDATE claudeloop_runs SET phase = :phase, state = :state, saved_by = :me,"
+                    " summary = :summary WHERE run_id = :r AND epoch = :e"
+                ),
+                {"r": run_id, "e": epoch, "me": me, "phase": phase, "state": state,
+                 "summary": summary},
+            ).rowcount  # fmt: skip
+            if changed != 1:
+                raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
+            for file, byte, data in chunks:
+                c.execute(
+                    self._sa.text(
+                        "INSERT INTO claudeloop_chunks (run_id, file, byte, data)"
+                        " VALUES (:r, :f, :b, :d) ON CONFLICT (run_id, file, byte)"
+                        " DO UPDATE SET data = excluded.data"
+                    ),
+                    {"r": run_id, "f": file, "b": byte, "d": data},
+                )
 
     def stored(self, run_id: str) -> StoredRun | None:
-        rows = self._rows(
-            "SELECT epoch, holder, saved_by, phase, record, transcript FROM claudeloop_runs"
-            " WHERE run_id = :r",
-            r=run_id,
-        )
-        if not rows:
-            return None
-        row = rows[0]
-        return StoredRun(
-            int(row[0]),
-            row[1],
-            row[2],
-            row[3],
-            bytes(row[4]) if row[4] is not None else None,
-            bytes(row[5]) if row[5] is not None else None,
-        )
+        """The run's record and transcript as the last store left them: the whole ones,
+        with the state stored since and the chunks appended since put in."""
+        appended = self._has_column("claudeloop_runs", "state")
+        with self._db.begin() as c:
+            row = c.execute(
+                self._sa.text(
+                    "SELECT epoch, holder, saved_by, phase, record, transcript"
+                    + (", state" if appended else ", NULL")
+                    + " FROM claudeloop_runs WHERE run_id = :r"
+                ),
+                {"r": run_id},
+            ).first()
+            if row is None:
+                return None
+            chunks: dict[str, list[tuple[int, bytes]]] = {EVENTS: [], TRANSCRIPT: []}
+            if appended:
+                for file, byte, data in c.execute(
+                    self._sa.text(
+                        "SELECT file, byte, data FROM claudeloop_chunks WHERE run_id = :r"
+                        " ORDER BY file, byte"
+                    ),
+                    {"r": run_id},
+                ):
+                    chunks.setdefault(str(file), []).append((int(byte), bytes(data)))
+        record = bytes(row[4]) if row[4] is not None else None
+        transcript = bytes(row[5]) if row[5] is not None else None
+        state = bytes(row[6]) if row[6] is not None else None
+        if state is not None or chunks[EVENTS]:
+            record = travel.grown_record(record, state, chunks[EVENTS])
+        if chunks[TRANSCRIPT]:
+            transcript = travel.grown_transcript(transcript, chunks[TRANSCRIPT])
+        return StoredRun(int(row[0]), row[1], row[2], row[3], record, transcript)
 
-    def every_stored(self) -> dict[str, StoredRun]:
-        """Every run's stored row, by run id (the fleet's view)."""
-        rows = self._rows(
-            "SELECT run_id, epoch, holder, saved_by, phase, record FROM claudeloop_runs"
-        )
+    def summaries(self) -> dict[str, StoredSummary]:
+        """Every run's holder, phase and summary, by run id (the fleet's view), without
+        its record: only a row stored before summaries were kept (none in its column)
+        has its record read, to sum it up."""
+        if not self._has_column("claudeloop_runs", "summary"):  # a fleet of before
+            rows = self._rows("SELECT run_id, holder, phase, NULL, record FROM claudeloop_runs")
+        else:
+            rows = self._rows(
+                "SELECT run_id, holder, phase, summary, CASE WHEN summary IS NULL"
+                " THEN record END FROM claudeloop_runs"
+            )
         return {
-            str(row[0]): StoredRun(
-                int(row[1]),
+            str(row[0]): StoredSummary(
+                row[1],
                 row[2],
                 row[3],
-                row[4],
-                bytes(row[5]) if row[5] is not None else None,
-                None,
+                bytes(row[4]) if row[4] is not None else None,
             )
             for row in rows
         }

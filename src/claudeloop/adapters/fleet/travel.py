@@ -20,6 +20,10 @@ from pathlib import Path
 from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.adapters.claude_code.transcript import config_directory
 from claudeloop.adapters.private_file import make_private_directory
+from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
+from claudeloop.application.codec import Codec, DecodeError, Shape
+from claudeloop.application.ports import RunSummary
+from claudeloop.application.summary import run_summary
 from claudeloop.domain.budget import BudgetLedger
 
 RECORD_FILES = ("state.json", "events.jsonl")
@@ -78,6 +82,34 @@ def ledger_of(state: Mapping[str, object] | None) -> BudgetLedger | None:
         return None
 
 
+# A run's summary in the engine (its line in `status --engine`): plan progress only
+# when the run has a plan, the next probe only while it waits.
+SUMMARY_CODEC = Codec(
+    shapes={RunSummary: Shape(sparse=frozenset({"next_probe_at", "plan_done", "plan_total"}))}
+)
+
+
+def summary_of(state: Mapping[str, object] | None) -> str | None:
+    """The summary of a run's state.json, as the engine keeps it (None: not a record
+    this claudeloop reads; the overview then says it is unreadable)."""
+    if not isinstance(state, dict):
+        return None
+    try:
+        record = record_from_json(state)
+    except (CorruptRecordError, ValueError):
+        return None
+    return json.dumps(SUMMARY_CODEC.encode(run_summary(record)), sort_keys=True)
+
+
+def summary_in(text: str) -> RunSummary | None:
+    """A summary the engine keeps, read (None: one this claudeloop cannot read)."""
+    try:
+        summary = SUMMARY_CODEC.decode(json.loads(text), RunSummary, "summary")
+    except (DecodeError, ValueError):
+        return None
+    return summary if isinstance(summary, RunSummary) else None
+
+
 def state_in(record: bytes) -> dict[str, object] | None:
     """The state.json of a packed record, read without writing it anywhere."""
     try:
@@ -98,6 +130,66 @@ def pack_record(run_directory: Path) -> bytes:
             if path.is_file():
                 archive.add(path, arcname=name)
     return buffer.getvalue()
+
+
+def pack_files(files: Mapping[str, bytes]) -> bytes:
+    """Record files given by name and content, as one compressed archive (what
+    `pack_record` makes of them on disk)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, content in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(content)
+            member.mode = 0o600
+            archive.addfile(member, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def member_of(record: bytes, name: str) -> bytes | None:
+    """One file of a packed record, read in memory; None when it has no such file."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(record), mode="r:gz") as archive:
+            content = archive.extractfile(name)
+            return content.read() if content is not None else None
+    except (OSError, KeyError, tarfile.TarError):
+        return None
+
+
+def grown(base: bytes, chunks: list[tuple[int, bytes]]) -> bytes:
+    """An append-only file: `base` (its first bytes) and the chunks appended since,
+    each (the byte it starts at, its bytes), in order. A chunk that overlaps what is
+    there adds only what lies past it; one past a gap ends it (nothing after a gap is
+    the file's)."""
+    data = bytearray(base)
+    for byte, chunk in sorted(chunks):
+        if byte > len(data):
+            break
+        data += chunk[len(data) - byte :]
+    return bytes(data)
+
+
+def grown_record(
+    record: bytes | None, state: bytes | None, events: list[tuple[int, bytes]]
+) -> bytes:
+    """The record as the last store left it: the one stored whole, its state.json
+    replaced by `state` (compressed, stored on its own since) and its events.jsonl
+    grown by the chunks appended since."""
+    files: dict[str, bytes] = {}
+    if record is not None:
+        for name in RECORD_FILES:
+            content = member_of(record, name)
+            if content is not None:
+                files[name] = content
+    if state is not None:
+        files["state.json"] = gzip.decompress(state)
+    files["events.jsonl"] = grown(files.get("events.jsonl", b""), events)
+    return pack_files(files)
+
+
+def grown_transcript(transcript: bytes | None, chunks: list[tuple[int, bytes]]) -> bytes:
+    """The transcript stored whole (compressed), grown by the chunks appended since."""
+    base = gzip.decompress(transcript) if transcript is not None else b""
+    return gzip.compress(grown(base, chunks))
 
 
 def unpack_record(data: bytes, run_directory: Path) -> None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gzip
+import json
 import os
 import signal
 import socket
@@ -50,7 +52,7 @@ from claudeloop.adapters.fleet.lease_file import (
     lease_holds,
     write_lease,
 )
-from claudeloop.adapters.fleet.leases import Fenced, Leases
+from claudeloop.adapters.fleet.leases import EVENTS, TRANSCRIPT, Fenced, Leases
 from claudeloop.adapters.fleet.queue import (
     APPLICATION,
     APPLICATION_VERSION,
@@ -81,6 +83,10 @@ DEFAULT_LEASE_SECONDS = 30.0
 _CHILD_SHARE = 0.9
 _BEATS_PER_LEASE = 6
 _CANCEL_POLL_SECONDS = 0.5
+# Within a turn (its transcript growing) a run's copy in the engine is stored at most
+# this often; each save of the run's record is stored at once.
+_STORE_EVERY_SECONDS = 5.0
+_TAIL_BYTES = 64
 # The heartbeat's statements end after this (or a sixth of the lease, if longer): a beat
 # held up is a beat missed, and the next one comes soon.
 _HEART_ANSWER_SECONDS = 2.0
@@ -312,7 +318,7 @@ class Drivers:
                     self._hold()
                 if order.repo is not None and self._progress(cwd, run_id) != pushed:
                     pushed = self._push(run_id, cwd)
-        if not copy.sync():
+        if not copy.compact():
             self._hold()
         if order.repo is not None and code != FENCED_EXIT:
             self._push(run_id, cwd)
@@ -479,11 +485,17 @@ class Drivers:
 
 class EngineCopy:
     """The engine's copy of one run's record and transcript, kept by the worker that
-    drives the run: stored each time they change (looked at every half second, as the
-    transcript grows through a turn), and at once each time the child saves its record,
-    the child waiting for the answer before that save counts (lease_file.py). A
-    successor starts from this copy, so whenever the worker dies the copy holds every
-    turn the runner said finished."""
+    drives the run: stored at once each time the child saves its record, the child
+    waiting for the answer before that save counts (lease_file.py), and within a turn,
+    as the transcript grows, at most every few seconds. A successor starts from this
+    copy, so whenever the worker dies the copy holds every turn the runner said
+    finished.
+
+    What changed travels, not everything again: events.jsonl and the transcript only
+    grow, so a store sends the bytes they grew by (chunks) and the state.json on its
+    own. The first store of a drive (a takeover's, a restart's), one after the session
+    changed or a file shrank, and the last, when the child ends, store them whole (a
+    compaction: the chunks go)."""
 
     def __init__(
         self,
@@ -509,6 +521,13 @@ class EngineCopy:
         # One store at a time: a copy read before a newer one must not land after it.
         self._lock = threading.Lock()
         self._stored: tuple[object, ...] = ()
+        self._stored_at = -_STORE_EVERY_SECONDS  # monotonic
+        # The bytes of each append-only file the engine holds (None: store them whole).
+        self._sent: dict[str, int] | None = None
+        # The last bytes stored of each: a file rewritten rather than grown (the same
+        # size or more, other bytes) no longer ends there, and is stored whole.
+        self._tails: dict[str, bytes] = {}
+        self._session: str | None = None
 
     def _fingerprint(self) -> tuple[object, ...]:
         return travel.fingerprint([*self._paths(travel.read_state(self._directory))])
@@ -521,30 +540,84 @@ class EngineCopy:
         return paths
 
     def _store(self) -> None:
-        """Under the lock: the files as they are now into the engine (Fenced when the
-        epoch is stale; the engine's errors as they come)."""
-        state = travel.read_state(self._directory)
-        if state is None:
+        """Under the lock: the files as they are now into the engine, what they grew by
+        or whole (Fenced when the epoch is stale; the engine's errors as they come)."""
+        try:
+            state_bytes = (self._directory / "state.json").read_bytes()
+            state = json.loads(state_bytes)
+        except (OSError, ValueError):
+            return
+        if not isinstance(state, dict):
             return
         paths = self._paths(state)
         # Marked before it is read: a write in between is stored again next time.
         now = travel.fingerprint(paths)
-        transcript = paths[len(travel.RECORD_FILES) :]
+        session = travel.session_of(state)
+        transcript = (
+            paths[len(travel.RECORD_FILES)] if len(paths) > len(travel.RECORD_FILES) else None
+        )
+        events = paths[1]
+        sent = self._sent
+        if sent is not None and session == self._session:
+            events_grew = _grown_since(events, sent[EVENTS], self._tails.get(EVENTS, b""))
+            transcript_grew = _grown_since(
+                transcript, sent[TRANSCRIPT], self._tails.get(TRANSCRIPT, b"")
+            )
+            if events_grew is not None and transcript_grew is not None:
+                grew = (events_grew, transcript_grew)
+                chunks = [
+                    (file, sent[file], data)
+                    for file, data in zip((EVENTS, TRANSCRIPT), grew, strict=True)
+                    if data
+                ]
+                self._leases.append(
+                    self._run_id,
+                    self._epoch,
+                    self._executor_id,
+                    phase=travel.phase_of(state),
+                    state=gzip.compress(state_bytes),
+                    summary=travel.summary_of(state),
+                    chunks=chunks,
+                )
+                self._sent = {
+                    EVENTS: sent[EVENTS] + len(grew[0]),
+                    TRANSCRIPT: sent[TRANSCRIPT] + len(grew[1]),
+                }
+                for file, data in zip((EVENTS, TRANSCRIPT), grew, strict=True):
+                    self._tails[file] = (self._tails.get(file, b"") + data)[-_TAIL_BYTES:]
+                self._stored, self._stored_at = now, time.monotonic()
+                return
+        events_bytes = _read(events) or b""
+        transcript_bytes = _read(transcript) if transcript is not None else None
         self._leases.store(
             self._run_id,
             self._epoch,
             self._executor_id,
             phase=travel.phase_of(state),
-            record=travel.pack_record(self._directory),
-            transcript=travel.pack_transcript(transcript[0]) if transcript else None,
+            record=travel.pack_files({"state.json": state_bytes, "events.jsonl": events_bytes}),
+            transcript=gzip.compress(transcript_bytes) if transcript_bytes is not None else None,
+            summary=travel.summary_of(state),
         )
-        self._stored = now
+        # Without a transcript file the engine's stays as it was: whole next time.
+        whole = transcript_bytes is not None or transcript is None
+        self._sent = (
+            {EVENTS: len(events_bytes), TRANSCRIPT: len(transcript_bytes or b"")} if whole else None
+        )
+        self._tails = {
+            EVENTS: events_bytes[-_TAIL_BYTES:],
+            TRANSCRIPT: (transcript_bytes or b"")[-_TAIL_BYTES:],
+        }
+        self._session = session
+        self._stored, self._stored_at = now, time.monotonic()
 
     def sync(self) -> bool:
-        """Store what changed since the last store (the engine away: next time); False
-        when the epoch is stale: the child is stopped and the caller holds."""
+        """Store what changed since the last store, unless the last was a moment ago
+        (the engine away: next time); False when the epoch is stale: the child is
+        stopped and the caller holds."""
         with self._lock:
             if self._fingerprint() == self._stored:
+                return True
+            if time.monotonic() - self._stored_at < _STORE_EVERY_SECONDS:
                 return True
             try:
                 self._store()
@@ -552,6 +625,20 @@ class EngineCopy:
                 self._fenced()
                 return False
             except Exception:  # the database away for a moment: store it next time
+                return True
+        return True
+
+    def compact(self) -> bool:
+        """The child ended: its files stored whole, the chunks gone (the engine away:
+        the chunks stay, and read the same); False when the epoch is stale."""
+        with self._lock:
+            self._sent = None
+            try:
+                self._store()
+            except Fenced:
+                self._fenced()
+                return False
+            except Exception:  # the database away: what was stored reads the same
                 return True
         return True
 
@@ -593,6 +680,34 @@ class EngineCopy:
                     link.sendall(STORED if self.stored() else REFUSED)
                 except OSError:
                     return
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _grown_since(path: Path | None, byte: int, tail: bytes) -> bytes | None:
+    """What an append-only file holds past `byte`, where it ends with `tail` (b"":
+    nothing yet, or no such file while none was stored); None when it shrank, went, or
+    no longer holds `tail` just before `byte` (rewritten): it is stored whole."""
+    if path is None:
+        return b"" if byte == 0 else None
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size < byte:
+                return None
+            file.seek(byte - len(tail))
+            if file.read(len(tail)) != tail:
+                return None
+            return file.read()
+    except FileNotFoundError:
+        return b"" if byte == 0 else None
+    except OSError:
+        return None
 
 
 def _terminal_sent_it_to_all() -> bool:
@@ -643,6 +758,7 @@ class Heart:
         self._next_beat = 0.0
         self._up_since: float | None = None  # the first beat since the engine was last away
         self._last_beat: float | None = None  # the last beat that reached the engine
+        self._next_look = 0.0  # when to look for dead workers next
         self.fenced = threading.Event()  # another worker took this one over
 
     @property
@@ -708,11 +824,17 @@ class Heart:
                 self.fenced.set()
 
     def take_over(self, recover: Callable[[list[str]], int]) -> None:
-        """Take the runs of each worker whose lease ran out, when this worker wins it."""
+        """Take the runs of each worker whose lease ran out, when this worker wins it.
+        The engine is asked once a heartbeat interval, not at every tick: a lease runs
+        out a whole lease after a worker's last beat, and a sixth of it later is soon."""
         me = self._settings.executor_id
         up_for = self.up_for_ms()
         if up_for == 0 or self.fenced.is_set():
             return
+        now = self._clock()
+        if now < self._next_look:
+            return
+        self._next_look = now + self._interval
         try:
             for dead in self._leases.dead(me, up_for):
                 executors = self._leases.take_over(dead, me, up_for)
@@ -809,18 +931,22 @@ def _until_stopped(
         target=heart.keep_beating, args=(stop_beating,), name="fleet-heart", daemon=True
     ).start()
     tick = heart.tick
+    # What the engine is asked each tick is one query per kind for all the runs, never
+    # one per run: which are cancelled, and what stops and wind-downs were asked.
     while not drivers.stopping.wait(tick):
         if heart.fenced.is_set():
             _start_again(settings, drivers, say)
         heart.take_over(recover)
-        for run_id in drivers.running():
+        running = drivers.running()
+        if running:
             try:
-                status = DBOS.get_workflow_status(run_id)
+                cancelled = DBOS.list_workflows(
+                    workflow_ids=running, status="CANCELLED", load_input=False, load_output=False
+                )
             except Exception:  # the database away for a moment: ask again next time
-                continue
-            if status is not None and status.status == "CANCELLED":
-                drivers.cancel(run_id)
-        if drivers.running():
+                cancelled = []
+            for status in cancelled:
+                drivers.cancel(status.workflow_id)
             with contextlib.suppress(Exception):  # the database away: ask again next time
                 drivers.deliver(leases.asked_of(settings.executor_id), leases.delivered)
                 asked = leases.requests_of(settings.executor_id)

@@ -106,6 +106,7 @@ class PostgresCapacityBoard:
         self.account = account
         self._connection: psycopg.Connection[Any] | None = None
         self._listener: psycopg.Connection[Any] | None = None
+        self._read_seq = 0  # the newest record's number this board has read
 
     def read(self) -> Sighting | None:
         try:
@@ -117,7 +118,10 @@ class PostgresCapacityBoard:
         except (psycopg.Error, BoardUnavailable):
             self._drop()
             return None
-        return _sighting(row) if row is not None else None
+        sighting = _sighting(row) if row is not None else None
+        if sighting is not None:
+            self._read_seq = max(self._read_seq, sighting.seq)
+        return sighting
 
     def publish(
         self,
@@ -177,19 +181,27 @@ class PostgresCapacityBoard:
 
     def wait_for_news(self, after_seq: int, timeout: float) -> Sighting | None:
         """The first record newer than `after_seq`, as soon as one is published (from
-        any machine), or None after `timeout` seconds."""
+        any machine), or None after `timeout` seconds. The record is read when a
+        publication of this account is announced (and once as the LISTEN begins, for
+        one published before it), not at every call: a waiting loop asks the database
+        nothing while nothing happens."""
         deadline = time.monotonic() + timeout
         try:
+            # Read when the LISTEN begins, or when this board has read a record newer than
+            # the caller knows of (another call's news).
+            check = self._listener is None or self._listener.closed or self._read_seq > after_seq
             listener = self._listening()
             while True:
-                latest = self.read()
-                if latest is not None and latest.seq > after_seq:
-                    return latest
+                if check:
+                    latest = self.read()
+                    if latest is not None and latest.seq > after_seq:
+                        return latest
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
-                for _ in listener.notifies(timeout=remaining, stop_after=1):
-                    pass
+                check = False
+                for notice in listener.notifies(timeout=remaining, stop_after=1):
+                    check = _announces(notice.payload, self.account, after_seq)
         except (psycopg.Error, BoardUnavailable):
             self._drop()
             return None
@@ -298,6 +310,15 @@ def account_capacity(row: tuple[Any, ...]) -> AccountCapacity:
         str(writer),
         str(resets) if resets else None,
     )
+
+
+def _announces(payload: str, account: str, after_seq: int) -> bool:
+    """Whether a NOTIFY's payload (`account:seq`) tells of a record of `account` newer
+    than `after_seq` (one it cannot read: it may, the record is read to tell)."""
+    named, _, seq = payload.rpartition(":")
+    if not seq.isdigit():
+        return True
+    return named == account and int(seq) > after_seq
 
 
 def _connect(dsn: str, *, autocommit: bool) -> psycopg.Connection[Any]:

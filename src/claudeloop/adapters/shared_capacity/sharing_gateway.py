@@ -3,7 +3,9 @@
 It wraps the real gateway and keeps the runner none the wiser: the runner asks for a
 turn or a probe and reads the signals it gets back, as ever. Behind that:
 
-- After every real turn and probe the signals are published on the account's board.
+- After every real probe the signals are published on the account's board, and after
+  every real turn whose signals are news to the record (`domain.sightings.is_news`: a
+  window closed or opened, a reset moved), not after each turn of the same capacity.
 - A turn is not sent into a window another loop found closed: the loop gets that loop's
   signals back (a refused turn that cost nothing), so it classifies the same limit and
   waits for the same instant. Once an announced reset has passed, or a closed record
@@ -60,7 +62,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.classify import classify
-from claudeloop.domain.sightings import Regard, regard
+from claudeloop.domain.sightings import Regard, is_news, regard
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
 from claudeloop.domain.waiting import (
@@ -294,6 +296,9 @@ class SharedCapacityGateway:
         standing = standing_of(classify(signals))
         if standing == "other":
             return  # credentials or configuration: this loop's trouble, not the account's
+        current = self._read()
+        if current is not None and not is_news(current.signals, signals):
+            return  # the record says it already: one row every loop would rewrite
 
         def older_news(current: Sighting | None) -> bool:
             # A turn that began before another loop saw the window close says nothing
