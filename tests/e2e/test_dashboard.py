@@ -1,7 +1,7 @@
 """The dashboard in a real browser (Debian's chromium, headless, through selenium and
 chromium-driver) beside a real run against the rehearsal API: the list shows the run,
-its page follows its events live, its stop button ends it, and a request without the
-token is refused.
+its page follows its events live, its stop button ends it, its probe-now button ends a
+wait, and a request without the token is refused.
 
 Where chromium or its driver is missing the tests skip, saying how to install them
 (`make browser`); with CI=true a missing browser fails them instead. With
@@ -222,3 +222,42 @@ def test_a_request_without_the_token_gets_403(dashboard: Dashboard) -> None:
     with opener.open(dashboard.url, timeout=10) as answer:
         assert answer.status == 200
         assert answer.url == dashboard.base + "/"
+
+
+@pytest.mark.scenario("window_five_hours_at_2")
+def test_probe_now_on_the_runs_page_ends_a_five_hour_wait(
+    rehearsal: Rehearsal, dashboard: Dashboard, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    plan = write_plan(rehearsal.project)
+    # The next probe an hour away, the reset five: only the button can end this wait.
+    process = rehearsal.start(
+        "run", str(plan), *FAST_WAITS, "--window-probe-interval", "1h", "--max-wait", "10h"
+    )
+    try:
+        wait_for(
+            lambda: (_state(rehearsal.project) or {}).get("state", {}).get("phase") == "waiting",
+            "the run to wait",
+        )
+        run_id = str((_state(rehearsal.project) or {})["run_id"])
+        rehearsal.server.lift()  # capacity is back, and the person at the page knows it
+        browser.get(dashboard.url)
+        _settled(browser, lambda page: page.find_element(By.LINK_TEXT, run_id).click() or True)
+        _settled(
+            browser,
+            lambda page: page.find_element(By.CSS_SELECTOR, "button.probe-now").click() or True,
+        )
+        _settled(browser, lambda page: "probe now" in page.find_element(By.ID, "main").text)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.returncode == 0, err
+    assert json.loads(out)["outcome"] == "done"
+    types = [event["type"] for event in _events(rehearsal.project)]
+    assert types.count("wait.started") == 1
+    assert types.index("wait.started") < types.index("probe.asked") < types.index("probe.finished")
+    probes = [r for r in rehearsal.requests() if r["kind"] == "probe"]
+    assert len(probes) == 1  # the one the button asked for, not one at the reset

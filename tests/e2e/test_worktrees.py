@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -142,6 +143,61 @@ def test_kill_9_during_a_turn_then_resume_commits_each_answered_turn_once(
     assert state["checkpointed_turn"] == answered[-1]
     worktree = Path(state["spec"]["worktree"])
     assert git(worktree, "status", "--porcelain") == ""  # nothing left uncommitted
+
+
+def git_that_holds_the_second_ref_move(here: Path) -> Path:
+    """A `git` first on PATH that, at the second `update-ref` (turn 2's commit written,
+    the branch not yet moved to it), says so in `held` and sleeps: a kill -9 there is a
+    kill in the middle of a commit."""
+    real = shutil.which("git")
+    assert real is not None
+    wrapper = here / "bin"
+    wrapper.mkdir()
+    script = wrapper / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" update-ref "*)\n'
+        f'  n=$(cat "{here}/count" 2>/dev/null || echo 0); n=$((n + 1))\n'
+        f'  echo "$n" > "{here}/count"\n'
+        f'  if [ "$n" = 2 ]; then touch "{here}/held"; sleep 300; fi;;\n'
+        "esac\n"
+        f'exec "{real}" "$@"\n'
+    )
+    script.chmod(0o755)
+    return wrapper
+
+
+@pytest.mark.scenario("three_steps")
+def test_kill_9_in_the_middle_of_a_commit_then_resume_commits_each_answered_turn_once(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    project = rehearsal.project
+    plan = repository(project)
+    wrapper = git_that_holds_the_second_ref_move(tmp_path)
+    plain_path = rehearsal.env["PATH"]
+    rehearsal.env["PATH"] = f"{wrapper}{os.pathsep}{plain_path}"
+    try:
+        process = rehearsal.start("run", str(plan), *FAST_WAITS, "--worktree", "--run-id", "wt3")
+        wait_for((tmp_path / "held").exists, "turn 2's commit to be half made", 120)
+        kill_hard(process)
+    finally:
+        rehearsal.env["PATH"] = plain_path
+    # Turn 2's commit object may exist; the branch never moved to it.
+    assert [turn for _, _, turn in commits(project, "claudeloop/wt3")] == ["1"]
+    finished = rehearsal.claudeloop("resume", "--run-id", "wt3")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    answered = [
+        e["turn"]
+        for e in finished.events()
+        if e["type"] == "turn.finished" and e["verdict"] != "refused"
+    ]
+    assert answered == [1, 2, 3]  # turn 2 was answered before the kill: never sent again
+    made = commits(project, "claudeloop/wt3")
+    assert [int(turn) for _, _, turn in made] == answered, (made, finished.events())
+    state = json.loads((finished.run_directory() / "state.json").read_text())
+    assert state["checkpointed_turn"] == 3
+    assert git(Path(state["spec"]["worktree"]), "status", "--porcelain") == ""
 
 
 @pytest.mark.scenario("three_steps")

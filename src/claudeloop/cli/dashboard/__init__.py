@@ -47,6 +47,7 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
         raise UsageError(f"--host {host!r}: not a host name or address") from None
     import uvicorn  # after the port is ours: a mistake is told without loading it
 
+    from claudeloop.application.dashboard import machine_rows
     from claudeloop.cli.bootstrap import (
         account_boards,
         every_project_runs,
@@ -69,6 +70,9 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
         mask=run_masks(),
         fleet=fleet,
     )
+    # Every record decoded once before the URL is printed: the first page then costs
+    # what the next does (the run directories keep what they decoded).
+    machine_rows(sources.index, sources.runs_of, now=sources.now(), mask=sources.mask)
     bound = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
     warning = exposure(host, bound)

@@ -146,11 +146,14 @@ def overview_main(
 
 
 def _buttons(action: str, verbs: Sequence[Mapping[str, Any]]) -> str:
-    """A form per verb, posting to `action` + its name, with the text fields it names."""
+    """A form per verb, posting to `action` + its name, with the text fields it names:
+    the one field of a form is required (a note's text); of several, any may be left
+    empty (a raise names the caps it changes)."""
     return "".join(
         f'<form class="verb" method="post" action="{action}{quote(verb["name"])}">'
         + "".join(
-            f'<input type="text" name="{_e(field)}" placeholder="{_e(field)}" required>'
+            f'<input type="text" name="{_e(field)}" placeholder="{_e(field)}"'
+            + (" required>" if len(verb["fields"]) == 1 else ">")
             for field in verb["fields"]
         )
         + f'<button type="submit" class="{_e(verb["name"])}">{_e(verb["label"])}</button>'

@@ -9,7 +9,10 @@
     if (pending !== null) return;
     pending = setTimeout(async function () {
       pending = null;
-      const url = location.pathname + "?part=main";
+      // What a button was answered with stays said across the redraws that follow.
+      const said = new URLSearchParams(location.search).get("said");
+      const url = location.pathname + "?part=main" +
+        (said ? "&said=" + encodeURIComponent(said) : "");
       const answer = await fetch(url, { credentials: "same-origin" });
       if (answer.ok) {
         main.innerHTML = await answer.text();
