@@ -115,6 +115,26 @@ def test_worktree_outside_a_repository_is_one_line_exit_2(rehearsal: Rehearsal) 
     )
 
 
+def resumed_to_a_commit_per_answered_turn(rehearsal: Rehearsal, run_id: str) -> list[int]:
+    """Resume the killed run to its end: every answered turn that changed files is one
+    commit, none twice, the record says the last, nothing is left uncommitted. The
+    answered turns, in order."""
+    finished = rehearsal.claudeloop("resume", "--run-id", run_id)
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    answered = [
+        e["turn"]
+        for e in finished.events()
+        if e["type"] == "turn.finished" and e["verdict"] != "refused"
+    ]
+    made = commits(rehearsal.project, f"claudeloop/{run_id}")
+    assert [int(turn) for _, _, turn in made] == answered, (made, finished.events())
+    state = json.loads((finished.run_directory() / "state.json").read_text())
+    assert state["checkpointed_turn"] == answered[-1]
+    assert git(Path(state["spec"]["worktree"]), "status", "--porcelain") == ""
+    return answered
+
+
 @pytest.mark.scenario("stall_at_2")
 def test_kill_9_during_a_turn_then_resume_commits_each_answered_turn_once(
     rehearsal: Rehearsal,
@@ -126,23 +146,8 @@ def test_kill_9_during_a_turn_then_resume_commits_each_answered_turn_once(
     wait_for(lambda: in_flight_kept(rehearsal) == 1, "the transcript to keep the stalled send")
     kill_hard(process)
     assert [turn for _, _, turn in commits(project, "claudeloop/wt2")] == ["1"]
-    finished = rehearsal.claudeloop("resume", "--run-id", "wt2")
-    assert finished.exit_code == 0, finished.stderr
-    assert finished.result["outcome"] == "done"
-    answered = [
-        e["turn"]
-        for e in finished.events()
-        if e["type"] == "turn.finished" and e["verdict"] != "refused"
-    ]
-    # The killed turn was sent again under its number; every answered turn that
-    # changed files is one commit, none twice, and the record says the last.
-    assert answered == sorted(set(answered))
-    made = commits(project, "claudeloop/wt2")
-    assert [int(turn) for _, _, turn in made] == answered, (made, finished.events())
-    state = json.loads((finished.run_directory() / "state.json").read_text())
-    assert state["checkpointed_turn"] == answered[-1]
-    worktree = Path(state["spec"]["worktree"])
-    assert git(worktree, "status", "--porcelain") == ""  # nothing left uncommitted
+    answered = resumed_to_a_commit_per_answered_turn(rehearsal, "wt2")
+    assert answered == sorted(set(answered))  # the killed turn sent again under its number
 
 
 def git_that_holds_the_second_ref_move(here: Path) -> Path:
@@ -184,20 +189,8 @@ def test_kill_9_in_the_middle_of_a_commit_then_resume_commits_each_answered_turn
         rehearsal.env["PATH"] = plain_path
     # Turn 2's commit object may exist; the branch never moved to it.
     assert [turn for _, _, turn in commits(project, "claudeloop/wt3")] == ["1"]
-    finished = rehearsal.claudeloop("resume", "--run-id", "wt3")
-    assert finished.exit_code == 0, finished.stderr
-    assert finished.result["outcome"] == "done"
-    answered = [
-        e["turn"]
-        for e in finished.events()
-        if e["type"] == "turn.finished" and e["verdict"] != "refused"
-    ]
-    assert answered == [1, 2, 3]  # turn 2 was answered before the kill: never sent again
-    made = commits(project, "claudeloop/wt3")
-    assert [int(turn) for _, _, turn in made] == answered, (made, finished.events())
-    state = json.loads((finished.run_directory() / "state.json").read_text())
-    assert state["checkpointed_turn"] == 3
-    assert git(Path(state["spec"]["worktree"]), "status", "--porcelain") == ""
+    # Turn 2 was answered before the kill: never sent again.
+    assert resumed_to_a_commit_per_answered_turn(rehearsal, "wt3") == [1, 2, 3]
 
 
 @pytest.mark.scenario("three_steps")
