@@ -203,6 +203,27 @@ def test_update_plan_is_turned_on_by_a_flag_on_resume() -> None:
     assert resumed(run_of(spec), settings(update_plan=(True, "flag"))).spec.update_plan
 
 
+def test_a_resume_that_would_choose_another_branch_is_refused_naming_the_flag() -> None:
+    plain = run_of(spec_of(settings()))
+    with pytest.raises(UsageError, match=r"^--worktree: run run-1 has no worktree, chosen"):
+        resumed(plain, settings(worktree=(True, "flag")))
+    with pytest.raises(UsageError, match=r"^--checkpoint: run run-1 commits no turn"):
+        resumed(plain, settings(checkpoint=(True, "flag")))
+    inside = run_of(replace(spec_of(settings()), worktree=Path("/state/wt/run-1")))
+    with pytest.raises(UsageError, match=r"works in the worktree /state/wt/run-1"):
+        resumed(inside, settings(worktree=(False, "flag")))
+    with pytest.raises(UsageError, match=r"^--worktree-from: run run-1 works in"):
+        resumed(inside, settings(worktree_from=("working-tree", "flag")))
+
+
+def test_a_resume_saying_what_the_run_already_does_or_a_variable_goes_on() -> None:
+    inside = run_of(replace(spec_of(settings()), worktree=Path("/state/wt/run-1")))
+    again = resumed(inside, settings(worktree=(True, "flag"), checkpoint=(True, "flag")))
+    assert again.spec.worktree == Path("/state/wt/run-1")
+    plain = run_of(spec_of(settings()))
+    assert resumed(plain, settings(worktree=(True, "env"))).spec.worktree is None
+
+
 # the files a run writes ------------------------------------------------------------------
 
 

@@ -39,6 +39,8 @@ from claudeloop.application.settings import (
     VERIFY,
     VERIFY_TIMEOUT,
     WINDOW_PROBE_INTERVAL,
+    WORKTREE,
+    WORKTREE_FROM,
     OriginKind,
     Setting,
     Sourced,
@@ -195,6 +197,7 @@ def resumed_record(
     change of it (a budget raised, a profile switched), and a run that ended short of
     done reopened with its ledger kept and the new budget."""
     spec = record.spec
+    refuse_new_branch(record, set_by(settings, kinds=("flag",)))
     overrides = set_by(settings, kinds=RESUME_SOURCES)
     profile = settings.of(PROFILE).value
     switched = profile != spec.profile
@@ -224,6 +227,32 @@ def resumed_record(
     state = reopen(record.state) if record.state.phase.terminal else record.state
     state = replace(state, ledger=replace(state.ledger, budget=new_budget))
     return replace(record, spec=spec, state=state)
+
+
+def refuse_new_branch(record: RunRecord, flags: Given) -> None:
+    """Where a run commits (its worktree, its branch) is chosen when it starts: a flag
+    of a resume that would choose otherwise is refused rather than silently ignored.
+    (A variable is not refused: it may be set for every run of a shell.)"""
+    spec = record.spec
+    worktree, checkpoint = flags.set(WORKTREE), flags.set(CHECKPOINT)
+    has = f"works in the worktree {spec.worktree}" if spec.worktree else "has no worktree"
+    if worktree is not None and worktree.value != (spec.worktree is not None):
+        raise UsageError(
+            f"{worktree.origin.where}: run {record.run_id} {has}, chosen when it started; "
+            "resume it without the flag, or start a new run"
+        )
+    if WORKTREE_FROM in flags:
+        raise UsageError(
+            f"--worktree-from: run {record.run_id} {has}, chosen when it started; "
+            "resume it without the flag"
+        )
+    commits = spec.checkpoint or spec.worktree is not None
+    if checkpoint is not None and checkpoint.value != commits:
+        said = "commits each turn" if commits else "commits no turn"
+        raise UsageError(
+            f"{checkpoint.origin.where}: run {record.run_id} {said}, chosen when it "
+            "started; resume it without the flag, or start a new run"
+        )
 
 
 def pause_and_limits(
