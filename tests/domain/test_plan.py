@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claudeloop.domain.plan import PlanItem, WorkPlan, normalise
+from claudeloop.domain.plan import (
+    PlanItem,
+    PlanSaid,
+    RewoundTo,
+    WorkPlan,
+    normalise,
+    open_items_at,
+    plan_after_rewind,
+)
 from tests.examples import examples
 
 PLAN = """\
@@ -245,3 +253,58 @@ def test_marking_done_only_ever_checks_items_and_keeps_every_other_line(
     for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=True), start=1):
         if number not in item_lines:
             assert old == new
+
+
+# after a rewind ----------------------------------------------------------------------
+
+FOUR = WorkPlan.parse("- [x] one\n- [x] two\n- [x] three\n- [ ] four\n")
+
+
+def test_the_items_open_as_of_a_turn_are_what_its_last_plan_update_said() -> None:
+    history = (PlanSaid(1, ("two", "three", "four")), PlanSaid(3, ("four",)))
+    assert open_items_at(history, 2) == ("two", "three", "four")
+    assert open_items_at(history, 3) == ("four",)
+    assert open_items_at(history, 0) is None
+
+
+def test_what_the_turns_an_earlier_rewind_undid_said_no_longer_counts() -> None:
+    # Turns 2 and 3 were undone by a rewind to 1; turn 4 said nothing of the plan.
+    history = (
+        PlanSaid(1, ("two", "three", "four")),
+        PlanSaid(2, ("three", "four")),
+        PlanSaid(3, ("four",)),
+        RewoundTo(1),
+        PlanSaid(5, ("three", "four")),
+    )
+    assert open_items_at(history, 4) == ("two", "three", "four")
+    assert open_items_at(history, 5) == ("three", "four")
+
+
+def test_a_rewind_opens_again_what_was_open_then_and_checks_nothing() -> None:
+    again = plan_after_rewind(FOUR, open_then=("**Two**", "three", "four"), file_then=None)
+    assert [item.done for item in again.items] == [True, False, False, False]
+    assert again.render() == "- [x] one\n- [ ] two\n- [ ] three\n- [ ] four\n"
+    # An item open then but unknown now (renamed since) changes nothing.
+    assert plan_after_rewind(FOUR, open_then=("five",), file_then=None) == FOUR
+
+
+def test_with_no_plan_update_a_rewind_takes_the_checkmarks_of_the_reset_file() -> None:
+    file_then = WorkPlan.parse("- [x] one\n- [ ] two\n- [x] three\n- [ ] four\n")
+    again = plan_after_rewind(FOUR, open_then=None, file_then=file_then)
+    assert [item.done for item in again.items] == [True, False, True, False]
+    assert plan_after_rewind(FOUR, open_then=None, file_then=None) == FOUR
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=8), st.lists(st.booleans(), max_size=8))
+def test_a_rewind_never_checks_an_item(done: list[bool], open_mask: list[bool]) -> None:
+    plan = WorkPlan.parse(
+        "\n".join(f"- [{'x' if d else ' '}] item {n}" for n, d in enumerate(done)) + "\n"
+    )
+    open_then = tuple(f"item {n}" for n, is_open in enumerate(open_mask) if is_open)
+    again = plan_after_rewind(plan, open_then=open_then, file_then=None)
+    assert all(
+        not after.done or before.done for before, after in zip(plan.items, again.items, strict=True)
+    )
+    assert {i.key for i in again.open_items} >= {normalise(t) for t in open_then} & {
+        i.key for i in plan.items
+    }

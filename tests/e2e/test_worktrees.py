@@ -260,6 +260,12 @@ def test_three_runs_in_parallel_then_one_merges_cleanly_and_one_lists_its_confli
     assert git(project, "merge-base", "--is-ancestor", "claudeloop/p2", "main") == ""
 
 
+def checked_items(run_directory: Path) -> list[bool]:
+    """The checkmarks of the plan as the run's record holds it."""
+    state = json.loads((run_directory / "state.json").read_text())
+    return [line.startswith("- [x]") for line in state["plan_text"].splitlines() if "- [" in line]
+
+
 @pytest.mark.scenario("three_steps")
 def test_rewind_undoes_turns_and_the_next_turn_is_told(rehearsal: Rehearsal) -> None:
     project = rehearsal.project
@@ -268,6 +274,7 @@ def test_rewind_undoes_turns_and_the_next_turn_is_told(rehearsal: Rehearsal) -> 
         str(plan), *FAST_WAITS, "--worktree", "--run-id", "rw", "--max-turns", "2"
     )
     assert first.exit_code == 3, first.stderr
+    assert checked_items(first.run_directory()) == [True, True, False]
     diff = subprocess.run(
         rehearsal.command("diff", "rw", "--turn", "2"),
         env=rehearsal.env,
@@ -283,6 +290,8 @@ def test_rewind_undoes_turns_and_the_next_turn_is_told(rehearsal: Rehearsal) -> 
     state = json.loads((first.run_directory() / "state.json").read_text())
     worktree = Path(state["spec"]["worktree"])
     assert not (worktree / "step2.txt").exists()
+    # The plan's checkmark of the undone turn went with it.
+    assert checked_items(first.run_directory()) == [True, False, False]
     status = rehearsal.claudeloop("status", "--run-id", "rw")
     branch = json.loads(status.stdout)["branch"]
     assert [c["turn"] for c in branch["commits"]] == [1]

@@ -10,13 +10,14 @@ both through the one codec (application/codec.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, cast, get_args
 
 from claudeloop.application.codec import Codec, DecodeError
 from claudeloop.domain.loop import Outcome
+from claudeloop.domain.plan import PlanHistory, PlanSaid, RewoundTo
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,3 +385,21 @@ def event_from(line: Mapping[str, Any]) -> Event | None:
         return cast(Event, EVENT_CODEC.decode(dict(line), cls))
     except DecodeError:
         return None
+
+
+def plan_history(lines: Iterable[Mapping[str, Any]]) -> tuple[PlanHistory, ...]:
+    """What the turns said of the plan and the rewinds that undid them, in order, from
+    the lines of events.jsonl: each `plan.updated` belongs to the turn started last."""
+    history: list[PlanHistory] = []
+    turn = 0
+    for line in lines:
+        match event_from(line):
+            case TurnStarted(turn=number):
+                turn = number
+            case PlanUpdated(open=still_open):
+                history.append(PlanSaid(turn, still_open))
+            case BranchRewound(to_turn=to):
+                history.append(RewoundTo(to))
+            case _:
+                pass  # says nothing of the plan
+    return tuple(history)

@@ -9,12 +9,13 @@ from pathlib import Path
 import click
 
 from claudeloop.application.errors import ClaudeloopError, UsageError
-from claudeloop.application.events import BranchRewound
+from claudeloop.application.events import BranchRewound, plan_history
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.prompts import resolve_task, rewound_prompt
 from claudeloop.application.records import RunRecord
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
+from claudeloop.domain.plan import WorkPlan, open_items_at, plan_after_rewind
 
 
 def _committing_run(cwd: Path | None, run_id: str | None) -> tuple[object, RunRecord]:
@@ -65,7 +66,14 @@ def rewind(
         if undone:
             note = rewound_prompt(to_turn, tuple(undone), reason)
             settled = max(record.checkpointed_turn, record.answered_turn)
-            directory.save(replace(record, rewound=note, checkpointed_turn=settled))
+            plan = record.plan
+            if plan is not None:  # the checkmarks of the undone turns go too
+                plan = plan_after_rewind(
+                    plan,
+                    open_then=open_items_at(plan_history(directory.read_events()), to_turn),
+                    file_then=_plan_file(record),
+                )
+            directory.save(replace(record, rewound=note, checkpointed_turn=settled, plan=plan))
             tell_event(
                 directory,
                 BranchRewound(to_turn=to_turn, sha=sha, undone=tuple(undone), reason=reason),
@@ -83,6 +91,15 @@ def rewind(
         f"run {record.run_id}: rewound to turn {to_turn} ({sha[:12]}); undone: turns "
         f"{turns}. The next turn is told (claudeloop resume --run-id {record.run_id})."
     )
+
+
+def _plan_file(record: RunRecord) -> WorkPlan | None:
+    """The plan file as it is now (after a reset, the rewound turn's when it is in the
+    repository); None when there is none or it cannot be read."""
+    from claudeloop.cli.bootstrap import PlanFileOnDisk
+
+    path = record.spec.plan_path
+    return None if path is None else PlanFileOnDisk().read(path)
 
 
 def merge(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import assert_never
 
 _CHECKBOX = re.compile(r"^(?P<indent>[ \t]*)(?P<bullet>[-*+]) \[(?P<mark>[ xX])\] (?P<text>.*)$")
 _LEADING_LABEL = re.compile(r"^(?:(?:step|item|task)\s*\d+\s*[:.)-]|\d+\s*[.):-])\s*")
@@ -118,3 +119,64 @@ def normalise(text: str) -> str:
     folded = " ".join(folded.split())
     folded = _LEADING_LABEL.sub("", folded)
     return _TRAILING_PUNCTUATION.sub("", folded)
+
+
+# The plan after a rewind -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSaid:
+    """What a turn's `plan.updated` said: the items still open after it."""
+
+    turn: int
+    open: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RewoundTo:
+    """A rewind of the run's branch to `turn`: what later turns said is undone."""
+
+    turn: int
+
+
+PlanHistory = PlanSaid | RewoundTo
+
+
+def open_items_at(history: tuple[PlanHistory, ...], turn: int) -> tuple[str, ...] | None:
+    """The items open as of `turn`, by the last turn at or before it still on the branch
+    that said any (earlier rewinds undo what the turns they undid said); None when no
+    such turn said any."""
+    kept: list[PlanSaid] = []
+    for entry in history:
+        match entry:
+            case PlanSaid():
+                kept.append(entry)
+            case RewoundTo(turn=to):
+                kept = [said for said in kept if said.turn <= to]
+            case _:
+                assert_never(entry)
+    said = [entry for entry in kept if entry.turn <= turn]
+    return said[-1].open if said else None
+
+
+def plan_after_rewind(
+    plan: WorkPlan, *, open_then: tuple[str, ...] | None, file_then: WorkPlan | None
+) -> WorkPlan:
+    """`plan` with the items that were open as of the turn a rewind went back to open
+    again: those that turn's `plan.updated` listed, or, when no turn said any, those the
+    plan file as the reset left it does not check; with neither, `plan` as it is. No item
+    is checked by a rewind."""
+    if open_then is not None:
+        reopened = {normalise(text) for text in open_then}
+    elif file_then is not None:
+        done_then = {item.key for item in file_then.items if item.done}
+        reopened = {item.key for item in plan.items if item.key not in done_then}
+    else:
+        return plan
+    return replace(
+        plan,
+        items=tuple(
+            replace(item, done=False, mark=" ") if item.done and item.key in reopened else item
+            for item in plan.items
+        ),
+    )

@@ -44,7 +44,7 @@ from claudeloop.adapters.notify.urls import masked_url as masked_url
 from claudeloop.adapters.plan_file import TASK_LIMIT as TASK_LIMIT
 from claudeloop.adapters.plan_file import TASK_LIMIT_BYTES as TASK_LIMIT_BYTES
 from claudeloop.adapters.plan_file import NotATaskFile as NotATaskFile
-from claudeloop.adapters.plan_file import PlanFileOnDisk
+from claudeloop.adapters.plan_file import PlanFileOnDisk as PlanFileOnDisk
 from claudeloop.adapters.plan_file import TaskTooLarge as TaskTooLarge
 from claudeloop.adapters.plan_file import read_task_text as read_task_text
 from claudeloop.adapters.project_folder import ProjectFolder as ProjectFolder
