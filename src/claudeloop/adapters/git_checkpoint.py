@@ -10,6 +10,17 @@ its run directory. The branch is `claudeloop/RUN_ID`, made from HEAD.
 A commit never holds the run's own files (`.claudeloop/`) nor a file holding a secret
 the run knows (its `Redactor`'s values): such a file stays in the working tree,
 uncommitted, and the runner says so with a `commit.refused` event.
+
+A run's first commit looks at every file (`git add --all`) and starts a watch of the
+tree (adapters/tree_watch.py); each later one stages only the paths the watch saw
+change, makes the commit's tree from the last commit's (adapters/git_tree.py) and moves
+the branch through a `git update-ref --stdin` kept for the run (adapters/git_stream.py),
+so its cost follows what a turn changed, not the tree's size. Wherever that cannot be
+sure (the watch overflowed or could not be kept, more than `_MAX_CHANGED_PATHS` paths,
+a conflict in the index, git saying anything unforeseen), the commit looks at every
+file again. Not seen by the watch, and so committed at the next look at every file: a
+file the model staged itself without changing it in the turn, and a write through a
+shared memory map.
 """
 
 from __future__ import annotations
@@ -24,6 +35,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from claudeloop.adapters.git_stream import GitStream
+from claudeloop.adapters.git_tree import Entry, OldTrees, edited_tree
+from claudeloop.adapters.tree_watch import Changed, TreeWatch
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import Checkpoint
 from claudeloop.domain.checkpoints import RUN_TRAILER, TURN_TRAILER, turn_of
@@ -237,6 +251,16 @@ class GitCheckpoints:
         # The turn of this process's own last commit: the branch moves by no one else's
         # commit of this run, so it is asked of git only until then (after a resume).
         self._committed_turn: int | None = None
+        # What changed since the last commit (adapters/tree_watch.py); None: not watched
+        # yet, or the watch could not say, so the next commit looks at every file.
+        self._watch: TreeWatch | None = None
+        # HEAD as this process's last commit left it: not asked of git again while only
+        # this run commits here (a commit on it by anyone else fails the update of the
+        # branch, which is then tried again from HEAD as git says it).
+        self._head: _Head | None = None
+        # The paths in the index while the tree is watched (None: not watched).
+        self._tracked: set[str] | None = None
+        self._streams: _Streams | None = None
 
     @property
     def branch(self) -> str:
@@ -260,15 +284,67 @@ class GitCheckpoints:
         )
         return turn_of(done.stdout.decode(errors="replace")) if done.returncode == 0 else 0
 
+    def _commit_changed(
+        self, message: str, changed: Changed, tree: WorkTree, tracked: set[str]
+    ) -> tuple[Checkpoint, _Head | None] | None:
+        """The commit of what the watch saw change; None when every file must be looked
+        at instead."""
+        if not changed:
+            return Checkpoint(sha=None), self._head  # nothing changed since the last commit
+        for believed in (self._head, None) if self._head is not None else (None,):
+            head = believed or _head(self._directory)
+            if head is None:
+                return None  # no commit yet
+            try:
+                return _commit_changed(
+                    self._directory,
+                    message,
+                    changed,
+                    head,
+                    tracked=tracked,
+                    holds_secret=self._holds_secret,
+                    tree=tree,
+                    streams=self._streams_of(tree),
+                )
+            except GitFailed:
+                continue  # HEAD moved by a commit of someone else's: once more from git's
+        return None
+
+    def _streams_of(self, tree: WorkTree) -> _Streams:
+        if self._streams is None:
+            self._streams = _Streams(tree.top)
+        return self._streams
+
+    def close(self) -> None:
+        """Stop watching the tree and end the git processes kept for the next commit."""
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        if self._streams is not None:
+            self._streams.close()
+            self._streams = None
+
     def commit(self, message: str) -> Checkpoint:
         if self._tree is None:
             self._tree = WorkTree.of(self._directory)
         if self._stale_locks:
             self._tree.remove_stale_locks(self.branch)
             self._stale_locks = False
-        done = commit_all(
-            self._directory, message, holds_secret=self._holds_secret, tree=self._tree
-        )
+        changed = self._watch.changes() if self._watch is not None else None
+        quick = None
+        if changed is not None and self._tracked is not None:
+            quick = self._commit_changed(message, changed, self._tree, self._tracked)
+        if quick is None:
+            # Watched from before the look at every file: a change made meanwhile is seen
+            # by the look or by the watch, or by both.
+            if self._watch is not None:
+                self._watch.close()
+            self._watch = TreeWatch.start(self._tree.top)
+            quick = _commit(
+                self._directory, message, holds_secret=self._holds_secret, tree=self._tree
+            )
+            self._tracked = tracked_paths(self._tree.top) if self._watch is not None else None
+        done, self._head = quick
         if done.sha is not None:
             said = [line for line in message.splitlines() if line.startswith(f"{TURN_TRAILER}:")]
             if said:
@@ -325,25 +401,53 @@ def commit_all(
     untracked files too) but the run files and the files holding a secret. The commit
     is written with git's plumbing (write-tree, commit-tree, update-ref): no hook, no
     signing, and no second look at every file of a big tree as `git commit` takes."""
-    tree = tree or WorkTree.of(directory)
+    done, _ = _commit(
+        directory, message, holds_secret=holds_secret, tree=tree or WorkTree.of(directory)
+    )
+    return done
+
+
+def _commit(
+    directory: Path,
+    message: str,
+    *,
+    holds_secret: Callable[[str], bool] | None,
+    tree: WorkTree,
+) -> tuple[Checkpoint, _Head | None]:
+    """`commit_all`, and HEAD after it (None: not known)."""
     # The untracked cache: a directory unchanged since the last look is not read again.
     git(directory, "-c", "core.untrackedCache=true", "add", "--all", "--", ":/", *_RUN_FILES)
-    status = git(
-        directory,
-        "-c",
-        "core.quotePath=false",
-        "diff",
-        "--cached",
-        "--name-status",
-        "-z",
-        "--no-renames",
-    ).stdout.split(b"\0")
-    changes = [
-        (status[index].decode(), os.fsdecode(status[index + 1]))
-        for index in range(0, len(status) - 1, 2)
-    ]
+    changes = _name_status(
+        git(
+            directory,
+            "-c",
+            "core.quotePath=false",
+            "diff",
+            "--cached",
+            "--name-status",
+            "-z",
+            "--no-renames",
+        ).stdout
+    )
     if not changes:
-        return Checkpoint(sha=None)
+        return Checkpoint(sha=None), None
+    said = git(directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+    parent = said.stdout.decode().strip() if said.returncode == 0 else None
+    return _commit_staged(directory, message, changes, parent, holds_secret=holds_secret, tree=tree)
+
+
+def _commit_staged(
+    directory: Path,
+    message: str,
+    changes: list[tuple[str, str]],
+    parent: str | None,
+    *,
+    holds_secret: Callable[[str], bool] | None,
+    tree: WorkTree,
+    written: str | None = None,
+) -> tuple[Checkpoint, _Head | None]:
+    """The staged `changes` committed on `parent` (`written`: the index's tree, when it
+    is known), but the files holding a secret, which are unstaged; and HEAD after it."""
     refused: list[str] = []
     if holds_secret is not None:
         refused = [
@@ -351,12 +455,28 @@ def commit_all(
         ]
     if refused:
         _unstage(directory, refused)
+        written = None
     committed = tuple(name for _, name in changes if name not in refused)
     if not committed:
-        return Checkpoint(sha=None, refused=tuple(refused))
-    written = _out(directory, "write-tree")
-    head = git(directory, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
-    parent = head.stdout.decode().strip() if head.returncode == 0 else None
+        return Checkpoint(sha=None, refused=tuple(refused)), None
+    if written is None:
+        written = _out(directory, "write-tree")
+    sha = _write_commit(directory, message, written, parent, tree=tree)
+    return Checkpoint(sha=sha, files=committed, refused=tuple(refused)), _Head(sha, written)
+
+
+def _write_commit(
+    directory: Path,
+    message: str,
+    written: str,
+    parent: str | None,
+    *,
+    tree: WorkTree,
+    refs: GitStream | None = None,
+) -> str:
+    """A commit of the tree `written` on `parent`, HEAD moved to it only from `parent`
+    (another's commit meanwhile fails it: GitFailed); `refs`: a run's own
+    `git update-ref --stdin`, which moves it."""
     # A merge in progress (a run resolving another's conflicts): its commit has both.
     merge_head = tree.git_dir / "MERGE_HEAD"
     other = merge_head.read_text().split()[0] if merge_head.is_file() else None
@@ -376,11 +496,219 @@ def commit_all(
         .stdout.decode()
         .strip()
     )
-    subject = message.splitlines()[0] if message else "claudeloop"
-    git(directory, "update-ref", "-m", f"commit: {subject}", "HEAD", sha, parent or "")
+    if refs is not None and parent:
+        moved = refs.ask(
+            f"start\0update HEAD\0{sha}\0{parent}\0prepare\0commit\0".encode(), lines=3
+        )
+        if moved != [b"start: ok", b"prepare: ok", b"commit: ok"]:
+            raise GitFailed("git update-ref: HEAD is no longer the commit it was")
+    else:
+        subject = message.splitlines()[0] if message else "claudeloop"
+        git(directory, "update-ref", "-m", f"commit: {subject}", "HEAD", sha, parent or "")
     if other:
         git(directory, "merge", "--quit")  # concluded by the commit above
-    return Checkpoint(sha=sha, files=committed, refused=tuple(refused))
+    return sha
+
+
+class _Streams:
+    """The long-lived git processes of a run's quick commits (adapters/git_stream.py)."""
+
+    def __init__(self, top: Path) -> None:
+        self.trees = GitStream(top, "mktree", "-z", "--missing", "--batch")
+        # One reflog message for them all: a stream's is given once, at its start.
+        self.refs = GitStream(
+            top, "update-ref", "-z", "--stdin", "-m", "commit: a turn of claudeloop"
+        )
+
+    def close(self) -> None:
+        self.trees.close()
+        self.refs.close()
+
+
+# More paths than this changed: every file is looked at (the paths go on a command line).
+_MAX_CHANGED_PATHS = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    commit: str
+    tree: str
+
+
+def _head(directory: Path) -> _Head | None:
+    done = git(directory, "rev-parse", "HEAD", "HEAD^{tree}", check=False)
+    said = done.stdout.decode().split()
+    return _Head(commit=said[0], tree=said[1]) if done.returncode == 0 and len(said) == 2 else None
+
+
+def _name_status(out: bytes) -> list[tuple[str, str]]:
+    """`--name-status -z` as (kind, name) pairs."""
+    fields = out.split(b"\0")
+    return [
+        (fields[index].decode(), os.fsdecode(fields[index + 1]))
+        for index in range(0, len(fields) - 1, 2)
+    ]
+
+
+def _commit_changed(
+    directory: Path,
+    message: str,
+    changed: Changed,
+    head: _Head,
+    *,
+    tracked: set[str],
+    holds_secret: Callable[[str], bool] | None,
+    tree: WorkTree,
+    streams: _Streams,
+) -> tuple[Checkpoint, _Head | None] | None:
+    """`_commit` looking only at the paths a watch saw change; `tracked`: the paths in
+    the index, kept up to date here. None when it cannot be sure (too many paths for a
+    command line, or git said something unforeseen): every file is looked at instead.
+
+    The commit holds, of those paths, what `git add --all` stages; its tree is the last
+    commit's with those paths changed (adapters/git_tree.py), not the whole index's: a
+    file the model staged itself but did not change in the turn is committed at the next
+    look at every file."""
+    asked = set(changed.paths)
+    for gone in changed.gone:
+        asked.update(path for path in tracked if path.startswith(f"{gone}/"))
+    # A path made and removed within the turn is neither tracked nor there: given to
+    # `git add`, it would fail the whole command.
+    given = sorted(path for path in asked if path in tracked or os.path.lexists(tree.top / path))
+    # A path under what is a file or a link now: `git add` of that file or link removes
+    # it (and, for a link, refuses to be given it).
+    replaced = {path for path in given if _under_a_file(tree.top, path) in asked}
+    if any(_under_a_file(tree.top, path) for path in given if path not in replaced):
+        return None
+    if replaced:
+        given = [path for path in given if path not in replaced]
+        tracked.difference_update(replaced)
+    if len(given) > _MAX_CHANGED_PATHS:
+        return None
+    if not given:
+        return Checkpoint(sha=None), head
+    old = OldTrees(tree.top, head.tree, given)
+    try:
+        return _stage_and_commit(
+            directory,
+            message,
+            given=given,
+            head=head,
+            old=old,
+            tracked=tracked,
+            holds_secret=holds_secret,
+            tree=tree,
+            streams=streams,
+        )
+    finally:
+        old.close()
+
+
+def _stage_and_commit(
+    directory: Path,
+    message: str,
+    *,
+    given: list[str],
+    head: _Head,
+    old: OldTrees,
+    tracked: set[str],
+    holds_secret: Callable[[str], bool] | None,
+    tree: WorkTree,
+    streams: _Streams,
+) -> tuple[Checkpoint, _Head | None] | None:
+    literal = ("--literal-pathspecs", "-c", "core.quotePath=false")
+    done = git(
+        tree.top,
+        *literal,
+        "-c",
+        "advice.addIgnoredFile=false",
+        # A few paths: the threads that would look at them side by side cost more.
+        "-c",
+        "core.preloadIndex=false",
+        "add",
+        "--all",
+        "--pathspec-from-file=-",
+        "--pathspec-file-nul",
+        stdin=b"\0".join(os.fsencode(path) for path in given),
+        env={**os.environ, "LC_ALL": "C", "LANGUAGE": ""},
+        check=False,
+    )
+    # New files git ignores are left out, said on stderr, and the exit is 1.
+    if done.returncode != 0 and not (
+        done.returncode == 1 and done.stderr.startswith(_IGNORED_SAID)
+    ):
+        return None
+    staged = _staged(git(tree.top, *literal, "ls-files", "--stage", "-z", "--", *given).stdout)
+    if staged is None:
+        return None  # a conflict in the index: git's own way says what to commit
+    changes: dict[str, Entry | None] = {path: staged.get(path) for path in given}
+    edited = edited_tree(old, changes, trees_out=streams.trees)
+    if edited is None:
+        return None
+    refused = [
+        path
+        for path in edited.changed
+        if changes[path] is not None
+        and holds_secret is not None
+        and _holds(tree.top / path, holds_secret)
+    ]
+    if refused:
+        _unstage(directory, refused)
+        for path in refused:
+            del changes[path]
+        edited = edited_tree(old, changes, trees_out=streams.trees) if changes else None
+        if changes and edited is None:
+            return None
+    for path in given:
+        if staged.get(path) is not None:
+            tracked.add(path)
+        else:
+            tracked.discard(path)
+    if refused:  # unstaged: in the index again only where the last commit has them
+        tracked.difference_update(refused)
+        tracked.update(_names(tree.top, "--literal-pathspecs", "ls-files", "-z", "--", *refused))
+    if edited is None or not edited.changed:
+        return Checkpoint(sha=None, refused=tuple(refused)), head
+    sha = _write_commit(directory, message, edited.tree, head.commit, tree=tree, refs=streams.refs)
+    return Checkpoint(sha=sha, files=edited.changed, refused=tuple(refused)), _Head(
+        sha, edited.tree
+    )
+
+
+def _under_a_file(top: Path, path: str) -> str | None:
+    """The directory of `path` that is a file or a link now (None: none is)."""
+    parts = path.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        directory = "/".join(parts[:depth])
+        if not (top / directory).is_dir() or (top / directory).is_symlink():
+            return directory if os.path.lexists(top / directory) else None
+    return None
+
+
+def _staged(out: bytes) -> dict[str, Entry] | None:
+    """`ls-files --stage -z` as path -> entry; None when a path is in conflict."""
+    staged: dict[str, Entry] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        fields, _, path = record.partition(b"\t")
+        said = fields.decode(errors="replace").split()
+        if len(said) != 3:
+            return None
+        mode, sha, stage = said
+        if stage != "0":
+            return None
+        staged[os.fsdecode(path)] = Entry(mode, sha)
+    return staged
+
+
+_IGNORED_SAID = b"The following paths are ignored by one of your .gitignore files:"
+
+
+def tracked_paths(directory: Path) -> set[str]:
+    """The paths in the index of the repository `directory` is in, from its top."""
+    out = git(directory, "ls-files", "-z", "--full-name", "--", ":/").stdout
+    return {os.fsdecode(name) for name in out.split(b"\0") if name}
 
 
 def _names(directory: Path, *args: str) -> list[str]:

@@ -391,6 +391,17 @@ def wire_run(
     # A wait shared with the account's other loops ends when one of them finds it open.
     from claudeloop.adapters.shared_capacity.sharing_gateway import wakeable
 
+    # A commit per answered turn, on the worktree's branch or the current one.
+    checkpoints = (
+        GitCheckpoints(
+            record.spec.work_dir,
+            record.run_id,
+            holds_secret=redactor.knows_one_in,
+            own=worktree is not None,
+        )
+        if record.spec.checkpoint
+        else None
+    )
     runner = Runner(
         gateway=chosen_gateway,
         clock=clock,
@@ -419,19 +430,13 @@ def wire_run(
         else None,
         tree=WorkingTreeOnDisk(record.spec.work_dir),
         login_ends_at=login_ends_at,
-        # A commit per answered turn, on the worktree's branch or the current one.
-        checkpoints=GitCheckpoints(
-            record.spec.work_dir,
-            record.run_id,
-            holds_secret=redactor.knows_one_in,
-            own=worktree is not None,
-        )
-        if record.spec.checkpoint
-        else None,
+        checkpoints=checkpoints,
     )
 
     def close() -> None:
         try:
+            if checkpoints is not None:
+                checkpoints.close()
             view.close()
             if notifier is not None:
                 notifier.close()
