@@ -349,19 +349,20 @@ class Fleet:
 
 
 def run() -> Fleet:
+    from tests.fleet_boards import FleetBoards
     from tests.postgres_server import throwaway_postgres
 
     work = Path(tempfile.mkdtemp(prefix="claudeloop-bench-fleet-"))
     try:
         with throwaway_postgres() as server:
-            from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
-
+            # Each loop a run of a worker of its own, reaching the board through it.
+            workers = FleetBoards(server.dsn)
             spreads: list[Spread] = []
             rates: list[ProbeRate] = []
             for number, waiters in enumerate((4, 16)):
 
                 def postgresql(account: str = f"spread-{number}") -> CapacityBoard:
-                    return PostgresCapacityBoard(server.dsn, account)
+                    return workers.board(account)
 
                 def file(directory: Path = work / f"capacity-{number}") -> CapacityBoard:
                     return FileCapacityBoard(directory, "acct")
@@ -371,11 +372,10 @@ def run() -> Fleet:
                 spreads.append(anyio.run(_polling_spread, waiters, BASELINE_INTERVAL))
             for loops in (1, 4, 16):
                 account = f"probes-{loops}"
-                shared = anyio.run(
-                    _probes, loops, lambda a=account: PostgresCapacityBoard(server.dsn, a)
-                )
+                shared = anyio.run(_probes, loops, lambda a=account: workers.board(a))
                 alone = anyio.run(_probes, loops, None)
                 rates.append(ProbeRate(loops, _per_hour(shared), _per_hour(alone)))
+            workers.close()
         memory = _worker_memory(work)
         return Fleet(spreads, rates, memory)
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.fleet_boards import FleetBoards
 from tests.postgres_server import PostgresServer, postgres_or_skip
 
 # Locally every run explores new examples (and keeps the failing ones in .hypothesis/);
@@ -57,3 +58,11 @@ def postgres_dsn(postgres_server: PostgresServer) -> str:
     with psycopg.connect(postgres_server.dsn, autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {schema}")
     return f"{postgres_server.dsn}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def fleet_boards(postgres_dsn: str) -> Iterator[FleetBoards]:
+    """Workers serving their runs the fleet's capacity board, on this test's schema."""
+    boards = FleetBoards(postgres_dsn)
+    yield boards
+    boards.close()

@@ -24,7 +24,6 @@ from claudeloop.application.fleet_seat import SEAT_VARIABLES, FleetSeat
 from tests.cli.conftest import Invocation
 
 Invoke = Callable[..., Invocation]
-URL = "postgresql://fleet:seat-pass-4417@127.0.0.1:9/claudeloop"
 
 
 @pytest.fixture
@@ -48,7 +47,7 @@ def lease_watchers() -> list[str]:
 def test_the_entry_point_takes_the_seat_out_of_the_environment_before_any_command(
     claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seat = FleetSeat(lease=tmp_path / "w1.lease", sync=9, board=URL)
+    seat = FleetSeat(lease=tmp_path / "w1.lease", sync=9, board=12)
     for name, value in seat.environment().items():
         monkeypatch.setenv(name, value)
     result = claudeloop("runs", "--cwd", tmp_path)
@@ -81,7 +80,7 @@ def test_a_workers_run_saves_through_its_seat_and_its_cli_never_sees_the_seat(
             saves.append(asked)
             ours.sendall(STORED)
 
-    seat = FleetSeat(lease=tmp_path / "w1.lease", sync=theirs.fileno(), board=URL)
+    seat = FleetSeat(lease=tmp_path / "w1.lease", sync=theirs.fileno(), board=12)
     command = ["run", "--prompt", "hi", "--cwd", str(tmp_path), "--quiet", "--no-share-capacity"]
     with ours, theirs:
         answering = threading.Thread(target=answer, daemon=True)
@@ -104,4 +103,3 @@ def test_a_workers_run_saves_through_its_seat_and_its_cli_never_sees_the_seat(
     assert "PATH=" in seen  # the CLI was started, and wrote what it was given
     for name in SEAT_VARIABLES:
         assert name not in seen
-    assert "seat-pass-4417" not in seen

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -210,15 +212,16 @@ def test_status_of_a_fleet_on_postgresql_shows_each_accounts_capacity(
     from datetime import UTC, datetime, timedelta
 
     from claudeloop.adapters.fleet.queue import init_schema
-    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
     from claudeloop.domain.signals import TurnSignals
+    from tests.fleet_boards import FleetBoards
 
     # A database of its own: DBOS's tables are in a schema of its own name.
     postgres_dsn = f"{postgres_server.dsn.rsplit('/', 1)[0]}/fleet_{uuid.uuid4().hex[:12]}"
     chosen = parse_engine(postgres_dsn, "test")
     init_schema(chosen)
     add(chosen, "r1", Order(str(tmp_path), ["PLAN.md"], account="0123456789abcdef"))
-    board = PostgresCapacityBoard(postgres_dsn, "0123456789abcdef")
+    workers = FleetBoards(postgres_dsn)
+    board = workers.board("0123456789abcdef")
     try:
         board.publish(
             signals=TurnSignals(
@@ -231,7 +234,7 @@ def test_status_of_a_fleet_on_postgresql_shows_each_accounts_capacity(
             now=datetime.now(UTC) - timedelta(hours=1),
         )
     finally:
-        board.close()
+        workers.close()
     shown = claudeloop("status", "--engine", postgres_dsn)
     assert shown.exit_code == 0, shown.err
     lines = shown.out.splitlines()
@@ -244,3 +247,26 @@ def test_status_of_a_fleet_on_postgresql_shows_each_accounts_capacity(
     listed = json.loads(claudeloop("status", "--engine", postgres_dsn, "--json").out)
     (account,) = listed["capacity"]
     assert (account["standing"], account["source"]) == ("closed", "probe")
+
+
+@pytest.mark.slow
+def test_looking_at_the_fleet_imports_no_dbos(engine: str) -> None:
+    # DBOS costs every call half a second of importing: what only reads the fleet
+    # (`status --engine`, a run's status, `queue ls`) reads its tables without it.
+    probe = (
+        "import sys\n"
+        "from claudeloop.cli.main import main\n"
+        "url = sys.argv[1]\n"
+        "for argv in (['status', '--engine', url, '--json'], ['queue', 'ls', '--engine', url],\n"
+        f"             ['status', '--engine', url, '--run-id', '{RUN_ID}']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as ended:\n"
+        "        assert not ended.code, argv\n"
+        "print('dbos' in {m.split('.')[0] for m in sys.modules})\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe, engine], capture_output=True, text=True, check=True
+    )
+    assert RUN_ID in shown.stdout
+    assert shown.stdout.strip().splitlines()[-1] == "False"

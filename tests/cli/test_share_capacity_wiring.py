@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
 from claudeloop.adapters.shared_capacity.board import account_key
+from claudeloop.adapters.shared_capacity.board_link import LinkedCapacityBoard
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap import Backend, make_gateway
@@ -52,41 +54,47 @@ def test_the_directory_follows_the_setting(tmp_path: Path, monkeypatch: pytest.M
 def test_a_run_a_fleet_worker_started_on_postgresql_shares_the_fleets_board(
     tmp_path: Path,
 ) -> None:
-    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
-
-    seat = FleetSeat(board="postgresql://fleet:s3cret@127.0.0.1:9/claudeloop")
+    ours, theirs = socket.socketpair()
+    seat = FleetSeat(board=theirs.detach())
     directory = RunDirectory.create(tmp_path, "run-1")
     backend = Backend(env={"ANTHROPIC_API_KEY": "profile-key"})
     gateway = make_gateway(directory, spec(tmp_path), backend, tmp_path / "capacity", seat=seat)
     assert isinstance(gateway, SharedCapacityGateway)
     board = gateway._board
-    assert isinstance(board, PostgresCapacityBoard)
+    assert isinstance(board, LinkedCapacityBoard)
     expected = account_key({**os.environ, "ANTHROPIC_API_KEY": "profile-key"}, "claude-sonnet-4-5")
     assert board.account == expected  # a fingerprint, never the key
-    # A profile a limit policy switches to later shares the fleet's board too: the seat
-    # is handed to each gateway the run makes.
+    # A profile a limit policy switches to later shares the fleet's board too, through
+    # the same link to the worker: the seat is handed to each gateway the run makes.
     detour = make_gateway(
         directory, spec(tmp_path), Backend(env={}), tmp_path / "capacity", seat=seat
     )
     assert isinstance(detour, SharedCapacityGateway)
-    assert isinstance(detour._board, PostgresCapacityBoard)
+    assert isinstance(detour._board, LinkedCapacityBoard)
+    assert detour._board._link is board._link
+    ours.close()
+    assert board.read() is None  # the worker gone: no record, and no error
 
 
 @pytest.mark.slow
-def test_a_run_of_one_machine_loads_no_database_driver(tmp_path: Path) -> None:
+def test_a_run_loads_no_database_driver_alone_or_in_a_fleet(tmp_path: Path) -> None:
+    # A fleet's run reaches the board through its worker: no driver, no connection.
     probe = (
-        "import sys\n"
+        "import socket, sys\n"
         "from pathlib import Path\n"
         "from claudeloop.adapters.run_directory import RunDirectory\n"
         "from claudeloop.application.records import RunSpec\n"
-        "from claudeloop.application.fleet_seat import NO_SEAT\n"
+        "from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat\n"
         "from claudeloop.cli.bootstrap import Backend, make_gateway\n"
         "cwd = Path(sys.argv[1])\n"
         "spec = RunSpec(cwd=cwd, task='t', plan_path=None)\n"
         "directory = RunDirectory.create(cwd, 'run-1')\n"
-        "gateway = make_gateway(directory, spec, Backend(env={}), cwd / 'capacity', seat=NO_SEAT)\n"
-        "print(type(gateway._board).__name__)\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dbos', 'psycopg'}))\n"
+        "ours, theirs = socket.socketpair()\n"
+        "for seat in (NO_SEAT, FleetSeat(board=theirs.detach())):\n"
+        "    made = make_gateway(directory, spec, Backend(env={}), cwd / 'capacity', seat=seat)\n"
+        "    print(type(made._board).__name__)\n"
+        "drivers = {'dbos', 'psycopg', 'sqlalchemy'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & drivers))\n"
     )
     environ = {k: v for k, v in os.environ.items() if k != "CLAUDELOOP_FLEET_BOARD"}
     shown = subprocess.run(
@@ -96,4 +104,4 @@ def test_a_run_of_one_machine_loads_no_database_driver(tmp_path: Path) -> None:
         check=True,
         env=environ,
     )
-    assert shown.stdout.split() == ["FileCapacityBoard", "[]"]
+    assert shown.stdout.split() == ["FileCapacityBoard", "LinkedCapacityBoard", "[]"]

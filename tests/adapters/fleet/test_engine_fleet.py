@@ -205,10 +205,11 @@ def test_the_capacity_board_is_read_on_postgresql_and_is_none_on_sqlite(
         return
     from datetime import UTC, datetime, timedelta
 
-    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
     from claudeloop.domain.signals import TurnSignals
+    from tests.fleet_boards import FleetBoards
 
-    board = PostgresCapacityBoard(engine.url, "0123456789abcdef")
+    workers = FleetBoards(engine.url)
+    board = workers.board("0123456789abcdef")
     resets = datetime.now(UTC) + timedelta(hours=1)
     try:
         board.publish(
@@ -219,7 +220,7 @@ def test_the_capacity_board_is_read_on_postgresql_and_is_none_on_sqlite(
             now=datetime.now(UTC),
         )
     finally:
-        board.close()
+        workers.close()
     (sighting,) = EngineFleet(engine).capacity()
     assert (sighting.account, sighting.standing, sighting.source) == (
         "0123456789abcdef",

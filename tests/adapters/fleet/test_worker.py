@@ -131,14 +131,15 @@ def test_a_run_gets_the_workers_environment_but_not_the_engine_and_its_password(
     }
 
 
-def test_on_postgresql_a_run_is_told_the_fleets_capacity_board() -> None:
-    url = "postgresql://fleet:s3cret@db/claudeloop"
-    environ = {"CLAUDELOOP_ENGINE": url, "CLAUDELOOP_FLEET_BOARD": "postgresql://old@db/x"}
-    on_postgres = child_environment(environ, parse_engine(url, "--engine"))
-    assert on_postgres == {"CLAUDELOOP_FLEET_BOARD": url}
-    # On SQLite (one machine) the runs share the machine's file record, as ever.
-    on_sqlite = child_environment(environ, parse_engine("sqlite:////tmp/f.sqlite", "--engine"))
-    assert on_sqlite == {}
+def test_a_seat_the_workers_own_environment_tells_is_no_childs() -> None:
+    # A worker started by a run of a fleet (or an older worker's board URL) passes none
+    # of that seat on: each child is told its own, and never the engine's URL.
+    environ = {
+        "CLAUDELOOP_ENGINE": "postgresql://fleet:s3cret@db/claudeloop",
+        "CLAUDELOOP_FLEET_BOARD": "postgresql://old@db/x",
+        "CLAUDELOOP_FLEET_SYNC": "5",
+    }
+    assert child_environment(environ) == {}
 
 
 class Outage(Leases):

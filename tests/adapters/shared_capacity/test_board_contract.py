@@ -1,5 +1,6 @@
 """One contract for every capacity board: the file board of one machine and the
-PostgreSQL board of a fleet behave alike wherever the loops can tell."""
+PostgreSQL board of a fleet (as a run reaches it, through its worker) behave alike
+wherever the loops can tell."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from claudeloop.adapters.shared_capacity.board import FileCapacityBoard, account_key
 from claudeloop.application.ports import CapacityBoard
 from claudeloop.domain.signals import TurnSignals, WindowUsage
+from tests.fleet_boards import FleetBoards
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 TOKEN = "sk-ant-oat01-very-secret-token-value"
@@ -39,20 +41,30 @@ Location = tuple[str, str]
 T = TypeVar("T")
 
 
+# The workers serving the runs' boards made in this process, by connection string:
+# closed when the test ends (a forked process's end with it).
+_WORKERS: dict[tuple[int, str], FleetBoards] = {}
+
+
 def open_board(location: Location, account: str = "acct") -> CapacityBoard:
+    """A board of `location`; on PostgreSQL, a run's on a worker of its own."""
     kind, where = location
     if kind == "file":
         return FileCapacityBoard(Path(where), account)
-    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
-
-    return PostgresCapacityBoard(where, account)
+    workers = _WORKERS.setdefault((os.getpid(), where), FleetBoards(where))
+    return workers.board(account)
 
 
 @pytest.fixture(params=["file", "postgresql"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
     if request.param == "file":
-        return ("file", str(tmp_path / "capacity"))
-    return ("postgresql", str(request.getfixturevalue("postgres_dsn")))
+        yield ("file", str(tmp_path / "capacity"))
+        return
+    dsn = str(request.getfixturevalue("postgres_dsn"))
+    yield ("postgresql", dsn)
+    workers = _WORKERS.pop((os.getpid(), dsn), None)
+    if workers is not None:
+        workers.close()
 
 
 @pytest.fixture
@@ -220,13 +232,15 @@ def test_two_processes_publishing_at_once_lose_no_update(location: Location) -> 
     assert final.seq == 2 * count
 
 
-def test_a_writer_gives_up_on_a_record_another_writer_keeps_locked(postgres_dsn: str) -> None:
+def test_a_writer_gives_up_on_a_record_another_writer_keeps_locked(
+    postgres_dsn: str, fleet_boards: FleetBoards
+) -> None:
     # The file board's side of this is in test_board.py (a process holding its flock).
     import psycopg
 
     from claudeloop.adapters.shared_capacity.board import BoardBusy
 
-    board = open_board(("postgresql", postgres_dsn))
+    board = fleet_boards.board()
     publish(board)
     with psycopg.connect(postgres_dsn) as holder, holder.transaction():
         holder.execute("SELECT 1 FROM claudeloop_capacity WHERE account = 'acct' FOR UPDATE")
@@ -321,7 +335,9 @@ def test_of_a_process_on_another_machine_nothing_is_known(location: Location) ->
     assert board.writer_alive(elsewhere) is None
 
 
-def test_a_table_an_older_version_made_gains_who_wrote_a_record(postgres_dsn: str) -> None:
+def test_a_table_an_older_version_made_gains_who_wrote_a_record(
+    postgres_dsn: str, fleet_boards: FleetBoards
+) -> None:
     import psycopg
 
     with psycopg.connect(postgres_dsn, autocommit=True) as older:
@@ -334,7 +350,7 @@ def test_a_table_an_older_version_made_gains_who_wrote_a_record(postgres_dsn: st
             "INSERT INTO claudeloop_capacity VALUES ('acct', 7, now(), 4242, '4242:ab',"
             " 'turn', 'closed', '{}')"
         )
-    board = open_board(("postgresql", postgres_dsn))
+    board = fleet_boards.board()
     before = board.read()
     assert before is not None
     # A record of old names no run and no machine: nothing is known of its process.

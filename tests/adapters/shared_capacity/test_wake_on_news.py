@@ -27,6 +27,7 @@ from tests.adapters.shared_capacity.test_sharing_gateway import (
     FakeInner,
 )
 from tests.application.fakes import FakeControl
+from tests.fleet_boards import FleetBoards
 
 HOUR = timedelta(hours=1)
 
@@ -177,21 +178,21 @@ def test_a_run_of_one_machine_without_sharing_sleeps_as_ever() -> None:
     assert wakeable(FakeInner(), endless) is endless
 
 
-def test_waiters_on_other_connections_wake_on_a_probe_published_in_postgresql(
-    postgres_dsn: str,
+def test_runs_of_one_worker_wake_on_a_probe_another_worker_published_in_postgresql(
+    fleet_boards: FleetBoards,
 ) -> None:
-    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
-
     # The database stamps records with its own clock: the loops read the real one.
     def now() -> datetime:
         return datetime.now(UTC)
 
+    # Two runs of one worker (its one LISTEN wakes both), a prober on another worker.
     waiters_inner = [FakeInner(turn=SILENT), FakeInner()]
+    run_of_the_worker = fleet_boards.worker()
     waiters = [
-        SharedCapacityGateway(inner, PostgresCapacityBoard(postgres_dsn, "acct"), policy=POLICY)
+        SharedCapacityGateway(inner, run_of_the_worker("acct"), policy=POLICY)
         for inner in waiters_inner
     ]
-    prober = PostgresCapacityBoard(postgres_dsn, "acct")
+    prober = fleet_boards.board("acct")
     woke: list[bool] = []
 
     async def main() -> None:
@@ -227,14 +228,7 @@ def test_waiters_on_other_connections_wake_on_a_probe_published_in_postgresql(
             probe = await waiter.probe()
             assert classify(probe.signals) == Available()
 
-    try:
-        anyio.run(main)
-    finally:
-        prober.close()
-        for waiter in waiters:
-            board = waiter._board
-            assert isinstance(board, PostgresCapacityBoard)
-            board.close()
+    anyio.run(main)
     # Woken by the NOTIFY (a look lasts 30 s, the wait an hour), neither probed.
     assert woke == [True, True]
     assert [inner.probes for inner in waiters_inner] == [0, 0]

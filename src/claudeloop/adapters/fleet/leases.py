@@ -232,6 +232,11 @@ class Leases:
         with self._db.begin() as c:
             return list(c.execute(self._sql(statement), values).fetchall())
 
+    def read(self, statement: str, **values: Any) -> list[Any]:
+        """The rows a query of another table of this database returns (DBOS's table of
+        workflows, which adapters/fleet/queue.py reads without importing DBOS)."""
+        return self._rows(statement, **values)
+
     # Workers
 
     def start(self, worker: str, lease_ms: int = DEFAULT_LEASE_MS) -> None:

@@ -7,9 +7,13 @@ is imported here, never on the path of `claudeloop run`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
+import json
 import logging
 import os
+import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -172,16 +176,84 @@ def add(engine: Engine, run_id: str, order: Order) -> str:
 
 def runs(engine: Engine) -> list[QueuedRun]:
     """Every run of the queue, oldest first (the schema exists)."""
-    with _client(engine) as client:
-        statuses = client.list_workflows(name=WORKFLOW, load_output=True)
-        return [_queued_run(status) for status in statuses]
+    return [_queued_row(row) for row in _workflows(engine)]
 
 
 def find(engine: Engine, run_id: str) -> QueuedRun | None:
     """The run of the queue with this id; None when there is none (the schema exists)."""
-    with _client(engine) as client:
-        found = client.list_workflows(workflow_ids=[run_id], name=WORKFLOW, load_output=True)
-        return _queued_run(found[0]) if found else None
+    found = _workflows(engine, run_id)
+    return _queued_row(found[0]) if found else None
+
+
+# What `DBOSClient.list_workflows(name=WORKFLOW)` reads, read here without DBOS: the
+# commands that only look (`status --engine`, `queue ls`, the dashboard) skip importing
+# it and making a client, half a second of each call. An input or output moved to its
+# own table (DBOS 3 keeps them there) is read from it, else from the status row.
+_WORKFLOWS = """
+SELECT s.workflow_uuid, s.status, s.executor_id, COALESCE(i.inputs, s.inputs),
+       COALESCE(o.output, s.output), s.serialization
+FROM {schema}workflow_status s
+LEFT JOIN {schema}workflow_input i ON i.workflow_uuid = s.workflow_uuid
+LEFT JOIN {schema}workflow_output o ON o.workflow_uuid = s.workflow_uuid
+WHERE s.name = :name AND (s.application_name = :application OR s.application_name IS NULL)
+"""
+
+
+def _workflows(engine: Engine, run_id: str | None = None) -> list[Any]:
+    from claudeloop.adapters.fleet.leases import Leases
+
+    # DBOS's tables are in the schema `dbos` on PostgreSQL, unqualified in SQLite.
+    statement = _WORKFLOWS.format(schema="dbos." if engine.kind == "postgresql" else "")
+    statement += " AND s.workflow_uuid = :run_id" if run_id is not None else ""
+    leases = Leases(engine)
+    try:
+        return leases.read(
+            statement + " ORDER BY s.created_at, s.workflow_uuid",
+            name=WORKFLOW,
+            application=APPLICATION,
+            run_id=run_id,
+        )
+    except Exception as error:  # SQLAlchemy's errors, of either driver
+        raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
+    finally:
+        leases.close()
+
+
+def _queued_row(row: Any) -> QueuedRun:
+    run_id, status, executor, inputs, output, serialization = row
+    arguments = _decoded(inputs, serialization)
+    if isinstance(arguments, dict) and "positionalArgs" in arguments:  # portable JSON
+        arguments = {"args": arguments["positionalArgs"]}
+    order = _order_in(arguments)
+    return QueuedRun(
+        run_id=str(run_id),
+        state=state_of(str(status), _decoded(output, serialization)),
+        cwd=order.cwd if order else "?",
+        account=order.account if order else "?",
+        worker=executor if status != "ENQUEUED" else None,
+    )
+
+
+class _PlainValues(pickle.Unpickler):
+    """DBOS's default serialization is a pickle: of an order (a dict of lists and
+    strings) and an exit code, which name no class. One that names a class is not
+    ours and is not loaded (loading it could run any code)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name} is not a plain value")
+
+
+def _decoded(text: str | None, serialization: str | None) -> Any:
+    """A value as DBOS serialized it ("portable_json", else a base64 pickle); None for
+    one that cannot be read."""
+    if text is None:
+        return None
+    try:
+        if serialization == "portable_json":
+            return json.loads(text)
+        return _PlainValues(io.BytesIO(base64.b64decode(text))).load()
+    except (ValueError, pickle.UnpicklingError, EOFError, TypeError):
+        return None
 
 
 def cancel(engine: Engine, run_id: str) -> QueuedRun | None:
@@ -199,7 +271,8 @@ def cancel(engine: Engine, run_id: str) -> QueuedRun | None:
 
 
 def _queued_run(status: Any) -> QueuedRun:
-    order = _order_of(status)
+    """A run as DBOS's client lists it."""
+    order = _order_in(status.input)
     return QueuedRun(
         run_id=str(status.workflow_id),
         state=state_of(str(status.status), status.output),
@@ -209,9 +282,10 @@ def _queued_run(status: Any) -> QueuedRun:
     )
 
 
-def _order_of(status: Any) -> Order | None:
+def _order_in(arguments: Any) -> Order | None:
+    """The order of a run's workflow arguments (`{"args": [order]}`)."""
     try:
-        return Order.from_json(status.input["args"][0])
+        return Order.from_json(arguments["args"][0])
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
 

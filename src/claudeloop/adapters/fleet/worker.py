@@ -69,6 +69,7 @@ from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.adapters.run_directory.control import steer_from_json
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.adapters.shared_capacity.board_link import BoardRelay
 from claudeloop.application.fleet_seat import SEAT_VARIABLES, FleetSeat
 from claudeloop.domain.loop import ControlCommand
 
@@ -192,16 +193,13 @@ def _set_aside_unstarted(cwd: Path, run_id: str) -> None:
     directory.path.rename(aside / f"{run_id}-{number}")
 
 
-def child_environment(environ: Mapping[str, str], engine: Engine | None = None) -> dict[str, str]:
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The worker's environment without the engine URL: its password must not reach the
-    agent (whose shell could print it into a transcript). On PostgreSQL the runs share
-    capacity through the engine's board: the run's seat names it (application/
-    fleet_seat.py), and the run takes it out of its environment as it starts, before
-    anything starts the CLI. A seat the worker's own environment told is no child's."""
+    agent (whose shell could print it into a transcript), and a run never connects to
+    the engine (on PostgreSQL its capacity board is reached through its worker, the
+    link its seat names). A seat the worker's own environment told is no child's."""
     hidden = (ENGINE_VARIABLE, *SEAT_VARIABLES)
-    child = {name: value for name, value in environ.items() if name not in hidden}
-    board = engine.url if engine is not None and engine.kind == "postgresql" else None
-    return {**child, **FleetSeat(board=board).environment()}
+    return {name: value for name, value in environ.items() if name not in hidden}
 
 
 class Drivers:
@@ -213,10 +211,14 @@ class Drivers:
         environ: Mapping[str, str],
         settings: WorkerSettings,
         leases: Leases,
+        boards: BoardRelay | None = None,
     ) -> None:
+        """`boards`: the fleet's capacity board this worker serves its runs on
+        PostgreSQL (None: each run shares its machine's file)."""
         self._say = say
         self._settings = settings
         self._leases = leases
+        self._boards = boards
         self._child_env = {**environ, **FleetSeat(lease=settings.lease_file).environment()}
         self._lock = threading.Lock()
         self.children: dict[str, subprocess.Popen[bytes]] = {}
@@ -271,10 +273,16 @@ class Drivers:
 
     def _drive_child(self, run_id: str, order: Order, cwd: Path, epoch: int) -> int:
         command = child_command(run_id, order, cwd)
-        # The link the child's saves are stored in the engine through (lease_file.py).
+        # The link the child's saves are stored in the engine through (lease_file.py),
+        # and on PostgreSQL the one its capacity board is reached through (board_link.py).
         ours, theirs = socket.socketpair()
-        env = {**self._child_env, **FleetSeat(sync=theirs.fileno()).environment()}
-        with self._lock, theirs:
+        board_ours, board_theirs = socket.socketpair() if self._boards else (None, None)
+        seat = FleetSeat(
+            sync=theirs.fileno(), board=board_theirs.fileno() if board_theirs else None
+        )
+        passed = tuple(end.fileno() for end in (theirs, board_theirs) if end is not None)
+        env = {**self._child_env, **seat.environment()}
+        with self._lock, theirs, board_theirs or contextlib.nullcontext():
             child = None
             if not self.stopping.is_set():
                 try:
@@ -283,17 +291,19 @@ class Drivers:
                         cwd=cwd,
                         env=env,
                         stdin=subprocess.DEVNULL,
-                        pass_fds=(theirs.fileno(),),
+                        pass_fds=passed,
                     )
                 except OSError as error:  # its directory is gone, or not on this machine
-                    ours.close()
+                    _close(ours, board_ours)
                     self._say(f"run {run_id}: cannot start in {cwd}: {error.strerror}")
                     return USAGE_EXIT
                 self.children[run_id] = child
                 self.places[run_id] = runs_root(cwd) / run_id
         if child is None:
-            ours.close()
+            _close(ours, board_ours)
             self._hold()
+        if self._boards is not None and board_ours is not None:
+            self._boards.serve(board_ours, run_id)
         self._say(f"run {run_id}: {command[3]} in {cwd} (pid {child.pid})")
         copy = EngineCopy(
             self._leases,
@@ -481,6 +491,12 @@ class Drivers:
     def running_children(self) -> list[int]:
         with self._lock:
             return [child.pid for child in self.children.values()]
+
+
+def _close(*ends: socket.socket | None) -> None:
+    for end in ends:
+        if end is not None:
+            end.close()
 
 
 class EngineCopy:
@@ -858,7 +874,9 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         heart.start()  # before DBOS recovers this worker's own runs: they claim under it
     except Exception as error:
         raise FleetUnavailable(f"engine {settings.engine.shown}: {engine_error(error)}") from None
-    drivers = Drivers(say, child_environment(os.environ, settings.engine), settings, leases)
+    drivers = Drivers(
+        say, child_environment(os.environ), settings, leases, _board_relay(settings.engine)
+    )
     config: DBOSConfig = {
         "name": APPLICATION,
         "system_database_url": settings.engine.connect_url,
@@ -910,6 +928,16 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     )
 
     return _until_stopped(settings, drivers, heart, leases, say)
+
+
+def _board_relay(engine: Engine) -> BoardRelay | None:
+    """On PostgreSQL, the fleet's capacity board this worker serves its runs: its two
+    connections (a session, a LISTEN) instead of one or two of each run's."""
+    if engine.kind != "postgresql":
+        return None
+    from claudeloop.adapters.shared_capacity.postgres_board import PostgresBoards
+
+    return BoardRelay(PostgresBoards(engine.connect_url))
 
 
 def _until_stopped(

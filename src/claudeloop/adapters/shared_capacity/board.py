@@ -78,16 +78,15 @@ def capacity_directory(environ: Mapping[str, str]) -> Path:
     return Path(platformdirs.user_state_dir("claudeloop")) / "capacity"
 
 
-def board_for(directory: Path, account: str, fleet_board: str | None) -> CapacityBoard:
-    """The account's board: the fleet's in PostgreSQL when a worker on PostgreSQL started
-    this run (`fleet_board`, the engine's URL its seat names), else the file record in
-    `directory`, shared by the machine's loops."""
+def board_for(directory: Path, account: str, fleet_board: int | None) -> CapacityBoard:
+    """The account's board: the fleet's, through the link to the worker that started
+    this run on PostgreSQL (`fleet_board`, the descriptor its seat names), else the file
+    record in `directory`, shared by the machine's loops."""
     if fleet_board is None:
         return FileCapacityBoard(directory, account)
-    # psycopg (the `fleet` extra) is loaded only here, never by a run of one machine.
-    from claudeloop.adapters.shared_capacity.postgres_board import PostgresCapacityBoard
+    from claudeloop.adapters.shared_capacity.board_link import linked_board
 
-    return PostgresCapacityBoard(fleet_board, account)
+    return linked_board(fleet_board, account)
 
 
 def account_key(environment: Mapping[str, str], model: str | None) -> str:

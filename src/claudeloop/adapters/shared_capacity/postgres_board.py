@@ -1,27 +1,26 @@
 """The capacity board of a fleet: one row per account in PostgreSQL, shared by every
-machine that runs loops on the account.
+machine that runs loops on the account, held by each worker for all its runs.
 
-The same port as the file board (`application.ports.CapacityBoard`), with the
-database doing what the file board does with `flock`:
+What the file board does with `flock`, the database does:
 
 - a publication reads and replaces the account's row under a row lock (`SELECT ... FOR
   UPDATE`), so no sequence number is taken twice and none is lost;
 - the row is stamped with the database's clock, one clock for every machine;
-- the probe right is a session advisory lock held on a connection of its own: the
-  server drops it when the holder's connection ends, so a dead prober is taken over;
-- every publication is announced with NOTIFY, and `wait_for_news` LISTENs, so a loop
-  waiting on another machine hears of a probe's result at once instead of polling.
+- the probe right is a session advisory lock: the server drops it when the session
+  ends, so a dead worker's prober is taken over;
+- every publication is announced with NOTIFY, and each worker LISTENs once for all its
+  runs, so a loop waiting on another machine hears of a probe's result at once.
 
-Imported only by the fleet (psycopg is the `fleet` extra). Like the file board it is
-never fatal: a read that fails reads as no record, a failed write raises OSError.
+A run reaches it through its worker (adapters/shared_capacity/board_link.py): two
+connections per worker, none per run. Imported only by the fleet's worker (psycopg is
+the `fleet` extra).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import time
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -30,12 +29,9 @@ import psycopg
 import psycopg.errors
 
 from claudeloop.adapters.shared_capacity.record import (
-    LOCK_PATIENCE_SECONDS,
     BoardBusy,
-    process_alive,
     signals_from_dict,
     signals_to_dict,
-    this_host,
 )
 from claudeloop.application.ports import AccountCapacity, Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals
@@ -84,167 +80,162 @@ def ensure_schema(dsn: str) -> None:
         raise BoardUnavailable(f"capacity board: {_said(error)}") from None
 
 
-class PostgresProbeLock:
-    """The probe right: an advisory lock held by a connection of its own."""
+class PostgresBoards:
+    """The fleet's board as a worker holds it for every run it drives, of every
+    account: one session for the reads, the publications and the probe locks, and one
+    LISTEN for the news (adapters/shared_capacity/board_link.py carries them to the
+    runs, which hold no connection of their own). Safe to share between threads.
 
-    def __init__(self, connection: psycopg.Connection[Any]) -> None:
-        self._connection: psycopg.Connection[Any] | None = connection
+    The probe right of an account is a session advisory lock, which PostgreSQL lets one
+    session take again: which of this worker's runs holds it is kept here, so a second
+    run of the worker is refused as another worker's would be. The session ending (the
+    worker dead, the database away) frees every lock it held, as a run's own
+    connection did; the holders of then are forgotten with it."""
 
-    def release(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            # Closing the session releases its advisory locks; no unlock round trip.
-            with contextlib.suppress(psycopg.Error):
-                connection.close()
-
-
-class PostgresCapacityBoard:
-    """The record of one account (`account`: `account_key`, never a credential)."""
-
-    def __init__(self, dsn: str, account: str) -> None:
+    def __init__(self, dsn: str) -> None:
         self._dsn = dsn
-        self.account = account
+        self._lock = threading.Lock()
         self._connection: psycopg.Connection[Any] | None = None
         self._listener: psycopg.Connection[Any] | None = None
-        self._read_seq = 0  # the newest record's number this board has read
+        self._probers: dict[str, object] = {}  # account: the holder of its probe lock
 
-    def read(self) -> Sighting | None:
-        try:
-            row = (
-                self._session()
-                .execute(f"SELECT {_COLUMNS} FROM {TABLE} WHERE account = %s", (self.account,))
-                .fetchone()
-            )
-        except (psycopg.Error, BoardUnavailable):
-            self._drop()
-            return None
-        sighting = _sighting(row) if row is not None else None
-        if sighting is not None:
-            self._read_seq = max(self._read_seq, sighting.seq)
-        return sighting
+    def read(self, account: str) -> Sighting | None:
+        """The account's record; BoardUnavailable when the database cannot tell."""
+        with self._lock:
+            try:
+                row = (
+                    self._session()
+                    .execute(f"SELECT {_COLUMNS} FROM {TABLE} WHERE account = %s", (account,))
+                    .fetchone()
+                )
+            except psycopg.Error as error:
+                self._drop()
+                raise BoardUnavailable(f"capacity board: {_said(error)}") from None
+        return _sighting(row) if row is not None else None
 
     def publish(
         self,
+        account: str,
         *,
         signals: TurnSignals,
         standing: Standing,
         source: Source,
         writer: str,
-        now: datetime,  # noqa: ARG002 (the database's clock stamps the record)
-        run_id: str | None = None,
-        unless: Callable[[Sighting | None], bool] = lambda _current: False,
-        patience: float = LOCK_PATIENCE_SECONDS,
+        run_id: str | None,
+        pid: int,
+        host: str,
+        unless: Callable[[Sighting | None], bool],
+        patience: float,
     ) -> Sighting | None:
-        try:
-            return self._publish(
-                signals,
-                standing,
-                source,
-                writer=writer,
-                run_id=run_id,
-                unless=unless,
-                patience=patience,
-            )
-        except psycopg.errors.LockNotAvailable:
-            self._drop()
-            raise BoardBusy(
-                f"capacity board: the record of {self.account} was locked by another "
-                f"writer for over {patience:g}s"
-            ) from None
-        except psycopg.Error as error:
-            self._drop()
-            raise BoardUnavailable(f"capacity board: {_said(error)}") from None
+        """The next record of the account, stamped with its writer's process and machine
+        (a run's, not this worker's), unless `unless(current)`; BoardBusy after
+        `patience` seconds of another writer's lock, BoardUnavailable on failure."""
+        with self._lock:
+            try:
+                return self._publish(
+                    account,
+                    values=(pid, writer, source, standing, signals, run_id, host),
+                    unless=unless,
+                    patience=patience,
+                )
+            except psycopg.errors.LockNotAvailable:
+                self._drop()
+                raise BoardBusy(
+                    f"capacity board: the record of {account} was locked by another "
+                    f"writer for over {patience:g}s"
+                ) from None
+            except psycopg.Error as error:
+                self._drop()
+                raise BoardUnavailable(f"capacity board: {_said(error)}") from None
 
-    def writer_alive(self, sighting: Sighting) -> bool | None:
-        """Whether its writer still runs, told only of a process of this machine: of
-        another machine's (or a record of old, that names none) nothing is known here."""
-        if sighting.host is None or sighting.host != this_host():
-            return None
-        return process_alive(sighting.pid)
+    def try_probe_lock(self, account: str, holder: object) -> bool:
+        """The account's probe right for `holder` when no one holds it (on this worker
+        or any, `holder` itself too); never blocks."""
+        with self._lock:
+            if account in self._probers:
+                return False  # one of this worker's runs holds it (or asks twice)
+            try:
+                row = (
+                    self._session()
+                    .execute(
+                        "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                        (f"probe:{account}",),
+                    )
+                    .fetchone()
+                )
+            except psycopg.Error as error:
+                self._drop()
+                raise BoardUnavailable(f"capacity board: {_said(error)}") from None
+            if row is None or not row[0]:
+                return False
+            self._probers[account] = holder
+            return True
 
-    def try_probe_lock(self) -> PostgresProbeLock | None:
-        try:
-            connection = _connect(self._dsn, autocommit=True)
-        except psycopg.Error as error:
-            raise BoardUnavailable(f"capacity board: {_said(error)}") from None
-        try:
-            row = connection.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (f"probe:{self.account}",)
-            ).fetchone()
-        except psycopg.Error as error:
-            connection.close()
-            raise BoardUnavailable(f"capacity board: {_said(error)}") from None
-        if row is None or not row[0]:
-            connection.close()
-            return None
-        return PostgresProbeLock(connection)
+    def release_probe_locks(self, holder: object, account: str | None = None) -> None:
+        """Give up the probe right `holder` holds, of `account` or of every account (a
+        run that ended). Never fails: a session gone has freed them already."""
+        with self._lock:
+            for each in [a for a, h in self._probers.items() if h is holder]:
+                if account is not None and each != account:
+                    continue
+                del self._probers[each]
+                if self._connection is not None and not self._connection.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        self._connection.execute(
+                            "SELECT pg_advisory_unlock(hashtextextended(%s, 0))",
+                            (f"probe:{each}",),
+                        )
 
-    def wait_for_news(self, after_seq: int, timeout: float) -> Sighting | None:
-        """The first record newer than `after_seq`, as soon as one is published (from
-        any machine), or None after `timeout` seconds. The record is read when a
-        publication of this account is announced (and once as the LISTEN begins, for
-        one published before it), not at every call: a waiting loop asks the database
-        nothing while nothing happens."""
-        deadline = time.monotonic() + timeout
+    def news(self, timeout: float) -> list[tuple[str, int | None]]:
+        """The publications announced within `timeout` seconds, as (account, seq; None:
+        a payload this claudeloop cannot read), at most a few at a time: the listener
+        is read by one thread only. BoardUnavailable when it cannot listen."""
         try:
-            # Read when the LISTEN begins, or when this board has read a record newer than
-            # the caller knows of (another call's news).
-            check = self._listener is None or self._listener.closed or self._read_seq > after_seq
-            listener = self._listening()
-            while True:
-                if check:
-                    latest = self.read()
-                    if latest is not None and latest.seq > after_seq:
-                        return latest
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                check = False
-                for notice in listener.notifies(timeout=remaining, stop_after=1):
-                    check = _announces(notice.payload, self.account, after_seq)
-        except (psycopg.Error, BoardUnavailable):
-            self._drop()
-            return None
+            if self._listener is None or self._listener.closed:
+                self._listener = _connect(self._dsn, autocommit=True)
+                self._listener.execute(f"LISTEN {CHANNEL}")
+            return [
+                _announced(notice.payload)
+                for notice in self._listener.notifies(timeout=timeout, stop_after=1)
+            ]
+        except psycopg.Error as error:
+            with contextlib.suppress(psycopg.Error):
+                if self._listener is not None:
+                    self._listener.close()
+            self._listener = None
+            raise BoardUnavailable(f"capacity board: {_said(error)}") from None
 
     def close(self) -> None:
-        self._drop()
+        with self._lock:
+            self._drop()
+        if self._listener is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._listener.close()
+            self._listener = None
 
     def _publish(
         self,
-        signals: TurnSignals,
-        standing: Standing,
-        source: Source,
+        account: str,
         *,
-        writer: str,
-        run_id: str | None,
+        values: tuple[int, str, Source, Standing, TurnSignals, str | None, str],
         unless: Callable[[Sighting | None], bool],
         patience: float,
     ) -> Sighting | None:
         connection = self._session()
+        pid, writer, source, standing, signals, run_id, host = values
         payload = json.dumps(signals_to_dict(signals), sort_keys=True)
         # 0 means "wait forever" to PostgreSQL; one attempt is a millisecond here.
         wait_ms = max(1, round(patience * 1000))
+        row_values = (pid, writer, source, standing, payload, run_id, host, account)
         while True:
             with connection.transaction():
                 connection.execute(f"SET LOCAL lock_timeout = {wait_ms}")
                 row = connection.execute(
-                    f"SELECT {_COLUMNS} FROM {TABLE} WHERE account = %s FOR UPDATE",
-                    (self.account,),
+                    f"SELECT {_COLUMNS} FROM {TABLE} WHERE account = %s FOR UPDATE", (account,)
                 ).fetchone()
-                current = _sighting(row) if row is not None else None
-                if unless(current):
+                if unless(_sighting(row) if row is not None else None):
                     return None
-                values = (
-                    os.getpid(),
-                    writer,
-                    source,
-                    standing,
-                    payload,
-                    run_id,
-                    this_host(),
-                    self.account,
-                )
-                if current is None:
+                if row is None:
                     # Two first publications race to insert: the loser goes round again
                     # and finds the winner's row to lock.
                     written = connection.execute(
@@ -252,24 +243,23 @@ class PostgresCapacityBoard:
                         "signals, run_id, host, account) VALUES (1, clock_timestamp(), %s, "
                         f"%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (account) DO NOTHING "
                         f"RETURNING {_COLUMNS}",
-                        values,
+                        row_values,
                     ).fetchone()
                 else:
                     written = connection.execute(
                         f"UPDATE {TABLE} SET seq = seq + 1, at = clock_timestamp(), pid = %s,"
                         " writer = %s, source = %s, standing = %s, signals = %s, run_id = %s,"
                         f" host = %s WHERE account = %s RETURNING {_COLUMNS}",
-                        values,
+                        row_values,
                     ).fetchone()
                 if written is None:
                     continue
-                connection.execute(
-                    "SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.account}:{written[0]}")
-                )
+                connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{account}:{written[0]}"))
                 return _sighting(written)
 
     def _session(self) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:
+            self._probers.clear()  # a session of before held them; it freed them ending
             ensure_schema(self._dsn)
             try:
                 self._connection = _connect(self._dsn, autocommit=True)
@@ -277,18 +267,12 @@ class PostgresCapacityBoard:
                 raise BoardUnavailable(f"capacity board: {_said(error)}") from None
         return self._connection
 
-    def _listening(self) -> psycopg.Connection[Any]:
-        if self._listener is None or self._listener.closed:
-            self._listener = _connect(self._dsn, autocommit=True)
-            self._listener.execute(f"LISTEN {CHANNEL}")
-        return self._listener
-
     def _drop(self) -> None:
-        for connection in (self._connection, self._listener):
-            if connection is not None:
-                with contextlib.suppress(psycopg.Error):
-                    connection.close()
-        self._connection = self._listener = None
+        if self._connection is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._connection.close()
+        self._connection = None
+        self._probers.clear()
 
 
 # Each account's last sighting, as `status --engine` shows the fleet's accounts (read by
@@ -312,13 +296,11 @@ def account_capacity(row: tuple[Any, ...]) -> AccountCapacity:
     )
 
 
-def _announces(payload: str, account: str, after_seq: int) -> bool:
-    """Whether a NOTIFY's payload (`account:seq`) tells of a record of `account` newer
-    than `after_seq` (one it cannot read: it may, the record is read to tell)."""
+def _announced(payload: str) -> tuple[str, int | None]:
+    """A NOTIFY's payload (`account:seq`) as (account, seq); seq None when it is not a
+    number (the record is read to tell)."""
     named, _, seq = payload.rpartition(":")
-    if not seq.isdigit():
-        return True
-    return named == account and int(seq) > after_seq
+    return (named, int(seq)) if seq.isdigit() else (named, None)
 
 
 def _connect(dsn: str, *, autocommit: bool) -> psycopg.Connection[Any]:

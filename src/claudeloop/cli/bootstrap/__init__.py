@@ -288,14 +288,15 @@ def _sharing(
     capacity_dir: Path,
     *,
     known_at: datetime | None,
-    board: str | None,
+    board: int | None,
 ) -> Gateway:
     """`inner`, sharing what it learns about capacity with the loops on the same account
     (the CLI's environment is ours with the backend's over it) and model."""
     from claudeloop.adapters.claude_code.stderr_log import StderrLog
     from claudeloop.adapters.shared_capacity import SharedCapacityGateway, account_key, board_for
 
-    # A fleet's worker on PostgreSQL names the fleet's board; else the machine's file.
+    # A fleet's worker on PostgreSQL links the run to the fleet's board; else the
+    # machine's file.
     account = account_key({**os.environ, **backend.env}, spec.model)
     debug_log = StderrLog(directory.debug_log_path, redactor=directory.redactor)
     # The run id tells this run's own earlier records (a driver stopped or crashed) from

@@ -1,0 +1,104 @@
+"""The fleet's queue, read from DBOS's tables without DBOS (`status --engine`, `queue
+ls` and the dashboard skip importing it), is what DBOS's own client lists: pinned for
+the DBOS range we allow, on SQLite and PostgreSQL, with a run in every state a real
+DBOS executor leaves it in (queued, running, done, exit N, failed, cancelled)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from claudeloop.adapters.fleet import queue
+from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.adapters.fleet.queue import Order, add
+from tests.adapters.fleet.test_engine_fleet import engine
+
+__all__ = ["engine"]  # the fixture, on both databases
+
+# A worker's workflow of the same name, application and version, whose outcome the
+# order's cwd says; the one that hangs is left running (PENDING under the executor)
+# when the executor dies, as a worker killed mid-run leaves it.
+EXECUTOR = """
+import os, sys, time
+from dbos import DBOS
+
+DBOS(config={"name": "claudeloop", "system_database_url": sys.argv[1],
+              "executor_id": "pin-worker", "application_version": "fleet-1",
+              "log_level": "ERROR"})
+
+@DBOS.workflow(name="claudeloop.run", max_recovery_attempts=None)
+def run(order):
+    if order["cwd"] == "/hangs":
+        time.sleep(120)
+    if order["cwd"] == "/fails":
+        raise RuntimeError("the child could not start")
+    return int(order["cwd"].removeprefix("/exit"))
+
+DBOS.launch()
+DBOS.register_queue("claudeloop-runs", worker_concurrency=8, on_conflict="always_update")
+for _ in range(600):
+    left = DBOS.list_workflows(status=["ENQUEUED", "PENDING"], load_input=False)
+    if [w.workflow_id for w in left] == ["hangs"]:
+        os._exit(0)
+    time.sleep(0.1)
+os._exit(1)
+"""
+
+
+def _order(cwd: str) -> Order:
+    return Order(cwd, ["PLAN.md", "--max-turns", "3"], account="0123456789abcdef")
+
+
+@pytest.mark.slow
+def test_the_queue_read_without_dbos_is_what_dbos_lists(engine: Engine, tmp_path: Path) -> None:
+    for run_id, cwd in [("done", "/exit0"), ("exit3", "/exit3"), ("fails", "/fails")]:
+        add(engine, run_id, _order(cwd))
+    add(engine, "hangs", _order("/hangs"))
+    script = tmp_path / "executor.py"
+    script.write_text(EXECUTOR)
+    ran = subprocess.run(
+        [sys.executable, str(script), engine.connect_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    add(engine, "queued", _order("/exit0"))
+    add(engine, "cancelled", _order("/exit0"))
+    queue.cancel(engine, "cancelled")
+
+    read = queue.runs(engine)
+
+    with queue._client(engine) as client:
+        listed = [queue._queued_run(s) for s in client.list_workflows(name=queue.WORKFLOW)]
+    # Oldest first; two made in the same millisecond are in either order, in both.
+    assert sorted(read, key=str) == sorted(listed, key=str)
+    assert [run.run_id for run in read][:4] == ["done", "exit3", "fails", "hangs"]
+    assert {run.run_id: run.state for run in read} == {
+        "done": "done",
+        "exit3": "exit 3",
+        "fails": "failed",
+        "hangs": "running",
+        "queued": "queued",
+        "cancelled": "cancelled",
+    }
+    assert {run.run_id: run.worker for run in read}["hangs"] == "pin-worker"
+    assert {run.cwd for run in read} >= {"/exit0", "/exit3", "/fails", "/hangs"}
+    assert queue.find(engine, "exit3") == read[1]
+    assert queue.find(engine, "nothing") is None
+
+
+def test_a_value_that_names_a_class_is_not_loaded_but_read_as_none() -> None:
+    import base64
+    import pickle
+
+    plain = base64.b64encode(pickle.dumps({"args": [{"cwd": "/x"}]})).decode()
+    names_a_class = base64.b64encode(pickle.dumps(Path("/etc"))).decode()
+    assert queue._decoded(plain, "py_pickle") == {"args": [{"cwd": "/x"}]}
+    assert queue._decoded(names_a_class, "py_pickle") is None
+    assert queue._decoded("not base64 at all!", None) is None
+    assert queue._decoded('{"positionalArgs": [1]}', "portable_json") == {"positionalArgs": [1]}

@@ -1,0 +1,144 @@
+"""A fleet's runs reach the capacity board through their worker, on a real PostgreSQL:
+the worker's two connections serve all its runs, a probe right held by a run is its
+alone and ends with it, calls of several threads share a run's link, and a worker or
+database gone is no run's failure (the contract every board keeps is in
+test_board_contract.py)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+
+from claudeloop.adapters.shared_capacity.board_link import (
+    BoardLink,
+    BoardRelay,
+    LinkedCapacityBoard,
+)
+from claudeloop.adapters.shared_capacity.postgres_board import PostgresBoards
+from claudeloop.domain.signals import TurnSignals
+from tests.fleet_boards import FleetBoards
+
+NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
+
+
+def _connections(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as looking:
+        row = looking.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            " AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _publish(board: LinkedCapacityBoard, writer: str = "w") -> int:
+    written = board.publish(
+        signals=TurnSignals(), standing="open", source="turn", writer=writer, now=NOW
+    )
+    assert written is not None
+    return written.seq
+
+
+def test_the_runs_of_a_worker_share_its_two_connections(
+    postgres_dsn: str, fleet_boards: FleetBoards
+) -> None:
+    before = _connections(postgres_dsn)
+    run = fleet_boards.worker()
+    runs = [run("acct") for _ in range(6)]
+    _publish(runs[0])
+    assert all(each.read() is not None for each in runs)
+    lock = runs[1].try_probe_lock()
+    assert lock is not None
+    waiting = [threading.Thread(target=each.wait_for_news, args=(99, 2.0)) for each in runs[2:]]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.5)  # the waits are in the worker's hands: its LISTEN is open
+    assert _connections(postgres_dsn) - before == 2  # a session and a LISTEN, no run's
+    for thread in waiting:
+        thread.join(10)
+    lock.release()
+
+
+def test_a_runs_probe_right_is_refused_to_the_workers_other_runs_and_ends_with_the_run(
+    fleet_boards: FleetBoards,
+) -> None:
+    run = fleet_boards.worker()
+    holder, other = run("acct"), run("acct")
+    elsewhere = fleet_boards.board("acct")  # a run of another worker
+    held = holder.try_probe_lock()
+    assert held is not None
+    assert other.try_probe_lock() is None
+    assert holder.try_probe_lock() is None  # not twice, by the holder either
+    assert elsewhere.try_probe_lock() is None
+    assert run("other-account").try_probe_lock() is not None  # accounts keep apart
+    # The holding run ends however it ends (its end of the link closes): the worker
+    # lives on and gives up what it held for it.
+    holder._link._socket.shutdown(socket.SHUT_RDWR)
+    deadline = time.monotonic() + 10
+    taken = None
+    while taken is None and time.monotonic() < deadline:
+        taken = other.try_probe_lock()
+        time.sleep(0.05)
+    assert taken is not None
+    assert elsewhere.try_probe_lock() is None
+    taken.release()
+    again = elsewhere.try_probe_lock()
+    assert again is not None
+    again.release()
+
+
+def test_calls_of_several_threads_share_a_runs_link(fleet_boards: FleetBoards) -> None:
+    board = fleet_boards.board("acct")
+    publisher = fleet_boards.board("acct")
+    _publish(publisher)
+    heard: dict[str, int | None] = {}
+
+    def wait(name: str, timeout: float) -> None:
+        news = board.wait_for_news(1, timeout)
+        heard[name] = news.seq if news is not None else None
+
+    # A long wait and a short one of the same run, and its reads meanwhile.
+    long, short = (threading.Thread(target=wait, args=a) for a in (("long", 30), ("short", 0.3)))
+    long.start()
+    short.start()
+    short.join(15)
+    assert heard == {"short": None}
+    latest = board.read()
+    assert latest is not None
+    assert latest.seq == 1
+    assert _publish(publisher, "prober") == 2
+    long.join(15)
+    assert heard == {"short": None, "long": 2}
+
+
+def test_a_run_whose_worker_is_gone_goes_on_alone() -> None:
+    ours, theirs = socket.socketpair()
+    board = LinkedCapacityBoard(BoardLink(theirs.detach()), "acct")
+    ours.close()
+    assert board.read() is None
+    assert board.wait_for_news(0, 30) is None  # at once: no one is there to answer
+    with pytest.raises(OSError, match="worker does not answer"):
+        _publish(board)
+    with pytest.raises(OSError, match="worker does not answer"):
+        board.try_probe_lock()
+
+
+def test_a_worker_whose_database_is_away_answers_no_record_and_refuses_writes() -> None:
+    relay = BoardRelay(PostgresBoards("postgresql://nobody@127.0.0.1:9/fleet?connect_timeout=2"))
+    ours, theirs = socket.socketpair()
+    relay.serve(ours, "run")
+    board = LinkedCapacityBoard(BoardLink(theirs.detach()), "acct")
+    try:
+        assert board.read() is None
+        with pytest.raises(OSError, match="capacity board"):
+            _publish(board)
+        with pytest.raises(OSError, match="capacity board"):
+            board.try_probe_lock()
+        assert board.wait_for_news(0, 0.5) is None
+    finally:
+        relay.close()
