@@ -34,6 +34,7 @@ class EngineFleet:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._made: Leases | None = None
 
     @property
     def shown(self) -> str:
@@ -41,18 +42,19 @@ class EngineFleet:
 
     @contextlib.contextmanager
     def _leases(self) -> Iterator[Leases]:
-        """The engine's leases and records; a failure of the database is FleetUnavailable."""
-        leases = Leases(self.engine)
+        """The engine's leases and records, one connection pool for the fleet's life (a
+        command asks several things of it; the dashboard, again and again); a failure
+        of the database is FleetUnavailable."""
         try:
-            yield leases
+            if self._made is None:
+                self._made = Leases(self.engine)
+            yield self._made
         except (queue.FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
             raise
         except Exception as error:  # SQLAlchemy's errors, of either driver
             raise queue.FleetUnavailable(
                 f"engine {self.shown}: {queue.engine_error(error)}"
             ) from None
-        finally:
-            leases.close()
 
     def exists(self) -> bool:
         path = self.engine.sqlite_file
@@ -77,10 +79,12 @@ class EngineFleet:
         queue.add(self.engine, run_id, queue.Order(cwd, arguments, account, repo, branch))
 
     def queue(self) -> list[QueuedRun]:
-        return queue.runs(self.engine)
+        with self._leases() as leases:
+            return queue.runs(self.engine, leases)
 
     def queued(self, run_id: str) -> QueuedRun | None:
-        return queue.find(self.engine, run_id)
+        with self._leases() as leases:
+            return queue.find(self.engine, run_id, leases)
 
     def cancel(self, run_id: str) -> QueuedRun | None:
         return queue.cancel(self.engine, run_id)

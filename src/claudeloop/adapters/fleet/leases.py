@@ -44,6 +44,7 @@ _SCHEMA_LOCK = 0x636C6F6F70_02  # pg_advisory_lock key of this set-up ("cloop", 
 _BUSY_SECONDS = 30  # SQLite: how long a writer waits for another's lock
 _RETRY_SECONDS = 0.05  # SQLite: between tries of what gets no busy wait
 _IDLE_IN_TRANSACTION_MS = 2000
+_POOL_SIZE = 2  # PostgreSQL connections of one Leases, at most
 DEFAULT_LEASE_MS = 30_000  # the lease of a worker of before leases were kept per worker
 # Dead: let go on purpose (its heartbeat set to 0), or silent past its own lease while
 # the judge (`:up_for` ms without a break on its side) could have seen it beat.
@@ -143,8 +144,13 @@ class Leases:
             parsed = sa.make_url(url)
             given = parsed.query.get("options")
             options = f"{given} {mine}" if isinstance(given, str) else mine
+            # At most this many connections, however many threads ask at once (a
+            # worker's runs each store their copy): they wait their turn instead.
             self._db = sa.create_engine(
-                parsed.update_query_dict({"options": options}), pool_pre_ping=True
+                parsed.update_query_dict({"options": options}),
+                pool_pre_ping=True,
+                pool_size=_POOL_SIZE,
+                max_overflow=0,
             )
             self._now = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
         else:

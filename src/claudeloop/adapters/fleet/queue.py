@@ -27,6 +27,8 @@ from claudeloop.application.ports import QueuedRun, RunIdTaken
 if TYPE_CHECKING:
     from dbos import DBOSClient
 
+    from claudeloop.adapters.fleet.leases import Leases
+
 APPLICATION = "claudeloop"
 WORKFLOW = "claudeloop.run"
 QUEUE = "claudeloop-runs"
@@ -174,14 +176,15 @@ def add(engine: Engine, run_id: str, order: Order) -> str:
     return run_id
 
 
-def runs(engine: Engine) -> list[QueuedRun]:
-    """Every run of the queue, oldest first (the schema exists)."""
-    return [_queued_row(row) for row in _workflows(engine)]
+def runs(engine: Engine, leases: Leases | None = None) -> list[QueuedRun]:
+    """Every run of the queue, oldest first (the schema exists); read through `leases`
+    when given (a fleet's own connection), else through a connection of its own."""
+    return [_queued_row(row) for row in _workflows(engine, leases)]
 
 
-def find(engine: Engine, run_id: str) -> QueuedRun | None:
+def find(engine: Engine, run_id: str, leases: Leases | None = None) -> QueuedRun | None:
     """The run of the queue with this id; None when there is none (the schema exists)."""
-    found = _workflows(engine, run_id)
+    found = _workflows(engine, leases, run_id)
     return _queued_row(found[0]) if found else None
 
 
@@ -199,15 +202,15 @@ WHERE s.name = :name AND (s.application_name = :application OR s.application_nam
 """
 
 
-def _workflows(engine: Engine, run_id: str | None = None) -> list[Any]:
+def _workflows(engine: Engine, leases: Leases | None, run_id: str | None = None) -> list[Any]:
     from claudeloop.adapters.fleet.leases import Leases
 
     # DBOS's tables are in the schema `dbos` on PostgreSQL, unqualified in SQLite.
     statement = _WORKFLOWS.format(schema="dbos." if engine.kind == "postgresql" else "")
     statement += " AND s.workflow_uuid = :run_id" if run_id is not None else ""
-    leases = Leases(engine)
+    reader = leases if leases is not None else Leases(engine)
     try:
-        return leases.read(
+        return reader.read(
             statement + " ORDER BY s.created_at, s.workflow_uuid",
             name=WORKFLOW,
             application=APPLICATION,
@@ -216,7 +219,8 @@ def _workflows(engine: Engine, run_id: str | None = None) -> list[Any]:
     except Exception as error:  # SQLAlchemy's errors, of either driver
         raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
     finally:
-        leases.close()
+        if leases is None:
+            reader.close()
 
 
 def _queued_row(row: Any) -> QueuedRun:

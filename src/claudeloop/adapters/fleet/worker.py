@@ -95,6 +95,7 @@ _HEART_ANSWER_SECONDS = 2.0
 # worker's own handler this long to say the worker is stopping, so the run is handed
 # back rather than recorded as stopped.
 _SIGNAL_GRACE_SECONDS = 1.0
+_DBOS_POOL_SIZE = 2
 
 
 class WorkerRunning(RuntimeError):
@@ -884,6 +885,13 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         "application_version": APPLICATION_VERSION,
         "log_level": "ERROR",
     }
+    if settings.engine.kind == "postgresql":
+        # The connections DBOS holds: a small pool (its queue and its workflows' steps
+        # take turns on it), and no LISTEN of its own. A worker waits on no DBOS event,
+        # notification or stream, so nothing polls in its stead. (The schema was made
+        # with DBOS's default, LISTEN/NOTIFY, by init_schema: its triggers notify no one.)
+        config["sys_db_pool_size"] = _DBOS_POOL_SIZE
+        config["use_listen_notify"] = False
     DBOS(config=config)
 
     @DBOS.step(name="claudeloop.drive")
