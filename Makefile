@@ -71,11 +71,13 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-# Two test processes: the end-to-end tests mostly wait on the CLI and the rehearsal
-# API, so two of them at a time halve the suite on a 2-core machine (621 s to 354 s).
-# The 30 slowest tests are listed, so a CI log says where the 20-minute budget goes.
+# Three test processes on a 2-core machine: the end-to-end tests mostly wait on the CLI,
+# the rehearsal API and the compressed windows (the suite used three quarters of two
+# cores with two processes), and each process steals work from the others once its own
+# runs out, so no long test starts last on an otherwise idle process. The 30 slowest
+# tests are listed, so a CI log says where the 20-minute budget goes.
 pytest: $(STAMP) $(LITELLM_STAMP) browser
-	$(VENV)/bin/pytest -n 2 --cov --cov-branch --cov-report=term-missing \
+	$(VENV)/bin/pytest -n 3 --dist worksteal --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 --durations=30 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
 

@@ -43,7 +43,7 @@ from claudeloop.rehearsal import RehearsalServer, parse_scenario
 
 TURNS = int(os.environ.get("FLEET_COST_TURNS", "20"))  # turns of each run before it waits
 LONG_TURNS = int(os.environ.get("FLEET_COST_LONG_TURNS", "50"))  # the one run's, for age
-RUNS = tuple(int(n) for n in os.environ.get("FLEET_COST_RUNS", "1,2,4").split(","))
+RUNS = tuple(int(n) for n in os.environ.get("FLEET_COST_RUNS", "1,2,4,8").split(","))
 WAIT_SECONDS = 12.0  # sampled while every run waits
 IDLE_SECONDS = 6.0  # sampled while the workers wait for runs
 SAMPLE_SECONDS = 1.0
