@@ -15,7 +15,8 @@ ends).
 Never fatal, like every board: a worker that is gone or does not answer reads as no
 record and no news, and a publication or a probe lock then raises OSError. This end
 (`LinkedCapacityBoard`) is the standard library's alone: `claudeloop run` must not
-load a database driver. The worker's end (`BoardRelay`) takes the boards it serves.
+load a database driver. The worker's end (`BoardRelay`) serves them from its
+`PostgresBoards`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters.shared_capacity.record import (
     LOCK_PATIENCE_SECONDS,
@@ -45,6 +46,9 @@ from claudeloop.adapters.shared_capacity.record import (
 )
 from claudeloop.application.ports import Sighting, Source, Standing
 from claudeloop.domain.signals import TurnSignals
+
+if TYPE_CHECKING:  # the worker's end only: a run never loads psycopg
+    from claudeloop.adapters.shared_capacity.postgres_board import PostgresBoards
 
 # How long a run waits for its worker's answer, beyond what the request itself waits
 # (a lock's patience, a wait for news): a worker that says nothing in that time is
@@ -261,35 +265,6 @@ def _messages(connection: socket.socket) -> Iterator[dict[str, Any]]:
 # The worker's end ---------------------------------------------------------------------
 
 
-class Boards(Protocol):
-    """The board a worker holds for its runs (postgres_board.PostgresBoards)."""
-
-    def read(self, account: str) -> Sighting | None: ...
-
-    def publish(
-        self,
-        account: str,
-        *,
-        signals: TurnSignals,
-        standing: Standing,
-        source: Source,
-        writer: str,
-        run_id: str | None,
-        pid: int,
-        host: str,
-        unless: Callable[[Sighting | None], bool],
-        patience: float,
-    ) -> Sighting | None: ...
-
-    def try_probe_lock(self, account: str, holder: object) -> bool: ...
-
-    def release_probe_locks(self, holder: object, account: str | None = None) -> None: ...
-
-    def news(self, timeout: float) -> list[tuple[str, int | None]]: ...
-
-    def close(self) -> None: ...
-
-
 class _Run:
     """The worker's end of one run's link."""
 
@@ -319,7 +294,7 @@ class BoardRelay:
     """The worker's end of its runs' links: each request answered from `boards`, and
     the runs' waits for news ended by the one LISTEN of the worker."""
 
-    def __init__(self, boards: Boards) -> None:
+    def __init__(self, boards: PostgresBoards) -> None:
         self._boards = boards
         self._lock = threading.Lock()
         self._waits: list[_Wait] = []
