@@ -8,12 +8,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from claudeloop.adapters.fleet import queue
 from claudeloop.adapters.fleet.engine import Engine
 from claudeloop.adapters.fleet.queue import Order, add
+from claudeloop.application.ports import QueuedRun
 from tests.adapters.fleet.test_engine_fleet import engine
 
 __all__ = ["engine"]  # the fixture, on both databases
@@ -48,6 +50,18 @@ os._exit(1)
 """
 
 
+def _as_listed(status: Any) -> QueuedRun:
+    """A run as DBOS's own client lists it: the oracle of the read without DBOS."""
+    order = Order.from_json(status.input["args"][0])
+    return QueuedRun(
+        run_id=str(status.workflow_id),
+        state=queue.state_of(str(status.status), status.output),
+        cwd=order.cwd,
+        account=order.account,
+        worker=status.executor_id if status.status != "ENQUEUED" else None,
+    )
+
+
 def _order(cwd: str) -> Order:
     return Order(cwd, ["PLAN.md", "--max-turns", "3"], account="0123456789abcdef")
 
@@ -74,7 +88,7 @@ def test_the_queue_read_without_dbos_is_what_dbos_lists(engine: Engine, tmp_path
     read = queue.runs(engine)
 
     with queue._client(engine) as client:
-        listed = [queue._queued_run(s) for s in client.list_workflows(name=queue.WORKFLOW)]
+        listed = [_as_listed(s) for s in client.list_workflows(name=queue.WORKFLOW)]
     # Oldest first; two made in the same millisecond are in either order, in both.
     assert sorted(read, key=str) == sorted(listed, key=str)
     assert [run.run_id for run in read][:4] == ["done", "exit3", "fails", "hangs"]

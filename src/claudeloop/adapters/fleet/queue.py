@@ -35,7 +35,6 @@ QUEUE = "claudeloop-runs"
 # Pinned, not DBOS's hash of the code: a worker of a newer claudeloop must still
 # recover the runs an older one left unfinished. Bump it when an order's shape changes.
 APPLICATION_VERSION = "fleet-1"
-_ENDED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 
 
 class FleetUnavailable(ClaudeloopError, OSError):
@@ -264,26 +263,11 @@ def cancel(engine: Engine, run_id: str) -> QueuedRun | None:
     """Cancel the run: queued, it never starts; running, its worker stops it at the next
     safe point. Returns the run as it was, None when there is no such run (the schema
     exists)."""
-    with _client(engine) as client:
-        found = client.list_workflows(workflow_ids=[run_id], name=WORKFLOW)
-        if not found:
-            return None
-        before = _queued_run(found[0])
-        if found[0].status not in _ENDED:
+    before = find(engine, run_id)
+    if before is not None and before.state in ("queued", "running"):
+        with _client(engine) as client:
             client.cancel_workflow(run_id)
-        return before
-
-
-def _queued_run(status: Any) -> QueuedRun:
-    """A run as DBOS's client lists it."""
-    order = _order_in(status.input)
-    return QueuedRun(
-        run_id=str(status.workflow_id),
-        state=state_of(str(status.status), status.output),
-        cwd=order.cwd if order else "?",
-        account=order.account if order else "?",
-        worker=status.executor_id if status.status != "ENQUEUED" else None,
-    )
+    return before
 
 
 def _order_in(arguments: Any) -> Order | None:
