@@ -18,7 +18,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from claudeloop.adapters.check_groups import note_group
+from claudeloop.adapters.check_groups import gated, note_group
 from claudeloop.adapters.redaction import MASK, Redactor
 from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.application.ports import Checks
@@ -298,6 +298,46 @@ def test_a_check_dies_with_its_driver_children_and_all(tmp_path: Path) -> None:
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
+
+
+@on_linux
+def test_a_check_that_kills_its_driver_the_moment_it_starts_still_dies_with_it(
+    tmp_path: Path,
+) -> None:
+    # The driver dies before it could start anything after the check: its watchdog must
+    # already be there (a crash or an OOM kill can come at any instant).
+    kills_its_driver = "sh -c 'kill -9 -$PPID; echo $$ > group; sleep 300 & sleep 300'"
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, kills_its_driver], cwd=tmp_path, start_new_session=True
+    )
+    driver.wait(timeout=60)
+    group_file = tmp_path / "group"
+    for _ in range(300):
+        if group_file.exists() and group_file.read_text().strip():
+            break
+        time.sleep(0.1)
+    group = int(group_file.read_text())
+    try:
+        assert until_gone(group) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def test_a_check_whose_driver_died_before_its_gate_opened_never_runs(tmp_path: Path) -> None:
+    gate = subprocess.Popen(
+        gated(["sh", "-c", "echo ran > ran"]), cwd=tmp_path, stdin=subprocess.PIPE
+    )
+    assert gate.stdin is not None
+    gate.stdin.close()  # as the kernel closes it when the driver dies
+    assert gate.wait(timeout=60) != 0
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_check_reads_an_empty_stdin(tmp_path: Path) -> None:
+    result = check(tmp_path, "sh -c 'cat > got; echo read'")
+    assert result.passed
+    assert (tmp_path / "got").read_text() == ""
 
 
 @on_linux

@@ -9,8 +9,12 @@ process group, the OOM killer. Two things end it then:
   watchdog kills the check's group. The kernel's parent-death signal would reach the
   check's first process only, not the children it left in its group.
 - a note of the group in the run directory, for what a watchdog cannot have ended (it
-  was killed too, or the driver died between starting the check and its watchdog): a
-  resumed run ends the group it names before it starts a check of its own.
+  was killed too): a resumed run ends the group it names before it starts a check of
+  its own.
+
+A check starts behind a gate, its group already made: only once its watchdog is there
+does the driver open the gate, so a driver that dies at any instant leaves either a gate
+that reads end of file and runs nothing, or a watched check.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -41,7 +46,49 @@ if told != "ended\\n":
         pass
 """
 _ENDED = b"ended\n"
+
+# Runs argv[1:] once the driver writes "go"; end of file instead: the driver is gone, and
+# nothing runs. The check's stdin is empty and its stderr its stdout. An exec that fails
+# is told on the gate's own stderr (closed by an exec that succeeds) in the words
+# subprocess would have raised.
+_GATE = """
+import os, sys
+if sys.stdin.readline() != "go\\n":
+    os._exit(1)
+told = os.dup(2)
+os.dup2(1, 2)
+empty = os.open(os.devnull, os.O_RDONLY)
+os.dup2(empty, 0)
+os.close(empty)
+try:
+    os.execvp(sys.argv[1], sys.argv[1:])
+except OSError as error:
+    os.write(told, f"{error}: {sys.argv[1]!r}".encode())
+    os._exit(127)
+"""
+_GO = b"go\n"
 _PROC = Path("/proc")
+
+
+def gated(argv: Sequence[str]) -> list[str]:
+    """What to start for `argv`, with stdin, stdout and stderr pipes, in a session of its
+    own; it waits at its gate for `open_gate`."""
+    return [sys.executable, "-I", "-S", "-c", _GATE, *argv]
+
+
+async def open_gate(process: Process) -> None:
+    """Let the gated check run. OSError when it could not start (the gate is reaped)."""
+    assert process.stdin is not None
+    assert process.stderr is not None
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await process.stdin.send(_GO)
+    await process.stdin.aclose()
+    told = bytearray()
+    async for chunk in process.stderr:  # end of file: the check's exec succeeded
+        told += chunk
+    if told:
+        await process.aclose()
+        raise OSError(told.decode(errors="replace"))
 
 
 async def start_watchdog(group: int) -> Process | None:

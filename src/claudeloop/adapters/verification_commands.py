@@ -19,7 +19,9 @@ from claudeloop.adapters.check_groups import (
     dismiss,
     end_leftover,
     forget_group,
+    gated,
     note_group,
+    open_gate,
     start_watchdog,
 )
 from claudeloop.adapters.private_file import make_private_directory
@@ -70,20 +72,24 @@ class VerificationCommands:
             end_leftover(self._note)  # never two copies of a check on one tree
         started = time.monotonic()
         with _Output(output, self._redact, self._tail_bytes) as sink:
+            watchdog = None
             try:
                 # Shielded: a stop that came now would leave a check no one ends.
                 with anyio.CancelScope(shield=True):
                     process = await anyio.open_process(
-                        list(check.argv),
+                        gated(check.argv),
                         cwd=self._cwd,
                         env=self._env,
-                        stdin=subprocess.DEVNULL,
+                        stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT,
+                        stderr=subprocess.PIPE,
                         start_new_session=True,
                     )
                     watchdog = await start_watchdog(process.pid)
+                    await open_gate(process)  # only now, watched, does the check run
             except OSError as error:
+                with anyio.CancelScope(shield=True):
+                    await dismiss(watchdog)
                 message = self._redact(str(error))
                 sink.write(message.encode() + b"\n")
                 sink.flush()
