@@ -12,7 +12,7 @@ from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.application.driving import drive_run
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.records import RunRecord
-from claudeloop.cli.bootstrap import Backend, wire_run
+from claudeloop.cli.bootstrap.runs import Backend, wire_run
 from claudeloop.domain.signals import TurnSignals
 from tests.application.fakes import FakeGateway, verdict_turn
 

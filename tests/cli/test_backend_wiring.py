@@ -19,7 +19,7 @@ from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap import backend_for, create_directory, new_record, wire_run
+from claudeloop.cli.bootstrap.runs import backend_for, create_directory, new_record, wire_run
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals

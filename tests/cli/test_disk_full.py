@@ -14,7 +14,7 @@ import pytest
 
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.application.records import RunRecord
-from claudeloop.cli import bootstrap
+from claudeloop.cli.bootstrap import runs as bootstrap
 from claudeloop.domain.loop import Phase
 from tests.application.fakes import FakeGateway, verdict_turn
 from tests.cli.conftest import Invocation

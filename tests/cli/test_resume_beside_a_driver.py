@@ -14,7 +14,7 @@ import pytest
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.lock import DriverLock, acquire
 from claudeloop.application.records import RunRecord, RunSpec
-from claudeloop.cli.bootstrap import create_directory, new_record
+from claudeloop.cli.bootstrap.runs import create_directory, new_record
 from claudeloop.domain.loop import Outcome, Phase
 
 from .conftest import Invocation
@@ -47,7 +47,7 @@ def _driver_finishes_while_the_resume_waits(
         directory.save(ended)
         return acquire(lock_path)
 
-    monkeypatch.setattr("claudeloop.cli.bootstrap.acquire", finished_then_taken)
+    monkeypatch.setattr("claudeloop.cli.bootstrap.runs.acquire", finished_then_taken)
 
 
 def test_a_resume_that_waited_for_the_lock_drives_nothing_of_a_run_that_ended_done(

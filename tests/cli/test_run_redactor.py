@@ -12,7 +12,7 @@ from claudeloop.adapters.run_directory.redacted import RedactedEvents
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import TurnFinished
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap import Backend, run_redactor
+from claudeloop.cli.bootstrap.runs import Backend, run_redactor
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from tests.application.fakes import MemoryEvents
 

@@ -17,8 +17,8 @@ from claudeloop.adapters.shared_capacity.board import account_key
 from claudeloop.adapters.shared_capacity.board_link import LinkedCapacityBoard
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap import Backend, make_gateway
 from claudeloop.cli.bootstrap.configuration import configuration, shared_capacity_dir
+from claudeloop.cli.bootstrap.runs import Backend, make_gateway
 
 
 def spec(tmp_path: Path) -> RunSpec:
@@ -85,7 +85,7 @@ def test_a_run_loads_no_database_driver_alone_or_in_a_fleet(tmp_path: Path) -> N
         "from claudeloop.adapters.run_directory import RunDirectory\n"
         "from claudeloop.application.records import RunSpec\n"
         "from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat\n"
-        "from claudeloop.cli.bootstrap import Backend, make_gateway\n"
+        "from claudeloop.cli.bootstrap.runs import Backend, make_gateway\n"
         "cwd = Path(sys.argv[1])\n"
         "spec = RunSpec(cwd=cwd, task='t', plan_path=None)\n"
         "directory = RunDirectory.create(cwd, 'run-1')\n"

@@ -19,7 +19,7 @@ from claudeloop.domain.plan import WorkPlan, open_items_at, plan_after_rewind
 
 
 def _committing_run(cwd: Path | None, run_id: str | None) -> tuple[object, RunRecord]:
-    from claudeloop.cli.bootstrap import find_run, load_record
+    from claudeloop.cli.bootstrap.runs import find_run, load_record
 
     directory = find_run(working_directory(cwd), run_id, None)
     record = load_record(directory)
@@ -32,7 +32,7 @@ def _committing_run(cwd: Path | None, run_id: str | None) -> tuple[object, RunRe
 
 
 def diff(*, cwd: Path | None, run_id: str | None, turn: int | None, stat: bool) -> None:
-    from claudeloop.cli.bootstrap import run_diff
+    from claudeloop.cli.bootstrap.runs import run_diff
 
     _, record = _committing_run(cwd, run_id)
     shown = run_diff(record.spec.work_dir, record.run_id, turn, stat=stat)
@@ -48,13 +48,13 @@ def diff(*, cwd: Path | None, run_id: str | None, turn: int | None, stat: bool) 
 def rewind(
     *, cwd: Path | None, run_id: str | None, to_turn: int, reason: str | None, as_json: bool
 ) -> None:
-    from claudeloop.cli.bootstrap import RunDirectory, rewind_to, take_lock, tell_event
+    from claudeloop.cli.bootstrap.runs import RunDirectory, rewind_to, take_lock, tell_event
 
     directory, record = _committing_run(cwd, run_id)
     assert isinstance(directory, RunDirectory)
     lock = take_lock(directory)  # no driver may be sending a turn meanwhile
     try:
-        from claudeloop.cli.bootstrap import load_record
+        from claudeloop.cli.bootstrap.runs import load_record
 
         record = load_record(directory)
         sha, undone = rewind_to(
@@ -96,7 +96,7 @@ def rewind(
 def _plan_file(record: RunRecord) -> WorkPlan | None:
     """The plan file as it is now (after a reset, the rewound turn's when it is in the
     repository); None when there is none or it cannot be read."""
-    from claudeloop.cli.bootstrap import PlanFileOnDisk
+    from claudeloop.cli.bootstrap.runs import PlanFileOnDisk
 
     path = record.spec.plan_path
     return None if path is None else PlanFileOnDisk().read(path)
@@ -110,7 +110,7 @@ def merge(
     resolve: bool = False,
     seat: FleetSeat | None = None,
 ) -> None:
-    from claudeloop.cli.bootstrap import merge_branch, repository_top
+    from claudeloop.cli.bootstrap.runs import merge_branch, repository_top
 
     _, record = _committing_run(cwd, run_id)
     base = record.spec.base_branch
@@ -191,7 +191,7 @@ def _resolve(
 
 
 def _free_run_id(cwd: Path, wanted: str) -> str:
-    from claudeloop.cli.bootstrap import run_id_used
+    from claudeloop.cli.bootstrap.runs import run_id_used
 
     chosen, number = wanted, 1
     while run_id_used(cwd, chosen):

@@ -25,7 +25,7 @@ from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
 
 if TYPE_CHECKING:
-    from claudeloop.cli.bootstrap import Backend
+    from claudeloop.cli.bootstrap.runs import Backend
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import click
 
 from claudeloop.application.doctor import diagnose
 from claudeloop.application.ports import DoctorCheck
-from claudeloop.cli.bootstrap import doctor_checks
+from claudeloop.cli.bootstrap.runs import doctor_checks
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 

@@ -14,8 +14,8 @@ import click
 
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.project_setup import PLAN_FILE, SetUp, set_up, toml_string
-from claudeloop.cli.bootstrap import ProjectFolder
 from claudeloop.cli.bootstrap.configuration import PROJECT_FILE, ConfigError, configuration
+from claudeloop.cli.bootstrap.runs import ProjectFolder
 from claudeloop.cli.params import working_directory
 
 

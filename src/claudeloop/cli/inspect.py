@@ -42,7 +42,7 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
 
 def _with_commits(data: dict[str, Any]) -> None:
     """The commits of a run that commits its turns, and their diffstat, from git."""
-    from claudeloop.cli.bootstrap import branch_facts
+    from claudeloop.cli.bootstrap.runs import branch_facts
 
     branch = data.get("branch")
     if not branch:
@@ -180,7 +180,8 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
 
 def machine_runs(*, as_json: bool) -> None:
     from claudeloop.application.dashboard import machine_rows
-    from claudeloop.cli.bootstrap import project_runs, run_index, run_masks
+    from claudeloop.cli.bootstrap import project_runs, run_index
+    from claudeloop.cli.bootstrap.runs import run_masks
 
     rows = machine_rows(run_index(), project_runs, now=datetime.now(UTC), mask=run_masks())
     if as_json:

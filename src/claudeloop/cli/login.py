@@ -10,12 +10,8 @@ from pathlib import Path
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.settings import MODEL
-from claudeloop.cli.bootstrap import (
-    Backend,
-    backend_for,
-    claude_cli,
-)
 from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
+from claudeloop.cli.bootstrap.runs import Backend, backend_for, claude_cli
 
 
 def login(*, cwd: Path | None, profile: str | None, args: Sequence[str]) -> None:

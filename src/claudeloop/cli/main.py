@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 import click
 
-from claudeloop import __version__
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat, take_fleet_seat
 from claudeloop.application.settings import SETTINGS, Setting
@@ -96,7 +95,7 @@ class _Commands(click.Group):
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
-@click.version_option(__version__, "-V", "--version", prog_name="claudeloop")
+@click.version_option(None, "-V", "--version", package_name="claudeloop", prog_name="claudeloop")
 def cli() -> None:
     """Run Claude Code unattended until a task is truly done.
 

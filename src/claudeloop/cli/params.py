@@ -82,7 +82,7 @@ class AppriseUrl(click.ParamType):  # type: ignore[type-arg]
     name = "URL"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from claudeloop.cli.bootstrap import looks_like_apprise_url, masked_url
+        from claudeloop.cli.bootstrap.runs import looks_like_apprise_url, masked_url
 
         text = str(value)
         if not looks_like_apprise_url(text):

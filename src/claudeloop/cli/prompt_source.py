@@ -18,7 +18,7 @@ import click
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.prompts import plan_task
-from claudeloop.cli.bootstrap import (
+from claudeloop.cli.bootstrap.runs import (
     TASK_LIMIT,
     TASK_LIMIT_BYTES,
     NotATaskFile,

@@ -25,7 +25,8 @@ from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
-from claudeloop.cli.bootstrap import (
+from claudeloop.cli.bootstrap.configuration import DUMMY_TOKEN, BackendProfile
+from claudeloop.cli.bootstrap.runs import (
     CREDENTIAL_VARIABLES,
     PROVIDER_VARIABLES,
     Backend,
@@ -34,7 +35,6 @@ from claudeloop.cli.bootstrap import (
     new_record,
     wire_run,
 )
-from claudeloop.cli.bootstrap.configuration import DUMMY_TOKEN, BackendProfile
 from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules

@@ -13,7 +13,6 @@ import click
 
 from claudeloop.application.durations import format_duration
 from claudeloop.application.settings import MODEL, SETTINGS, Setting
-from claudeloop.cli.bootstrap import Redactor, looks_secret, masked_url
 from claudeloop.cli.bootstrap.configuration import (
     BackendProfile,
     Configuration,
@@ -21,6 +20,7 @@ from claudeloop.cli.bootstrap.configuration import (
     config_files,
     configuration,
 )
+from claudeloop.cli.bootstrap.runs import Redactor, looks_secret, masked_url
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 

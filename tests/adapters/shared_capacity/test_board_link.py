@@ -1,5 +1,5 @@
 """A fleet's runs reach the capacity board through their worker, on a real PostgreSQL:
-the worker's two connections serve all its runs, a probe right held by a run is its
+the worker's one connection serves all its runs, a probe right held by a run is its
 alone and ends with it, calls of several threads share a run's link, and a worker or
 database gone is no run's failure (the contract every board keeps is in
 test_board_contract.py)."""
@@ -44,7 +44,7 @@ def _publish(board: LinkedCapacityBoard, writer: str = "w") -> int:
     return written.seq
 
 
-def test_the_runs_of_a_worker_share_its_two_connections(
+def test_the_runs_of_a_worker_share_its_one_connection(
     postgres_dsn: str, fleet_boards: FleetBoards
 ) -> None:
     before = _connections(postgres_dsn)
@@ -58,7 +58,7 @@ def test_the_runs_of_a_worker_share_its_two_connections(
     for thread in waiting:
         thread.start()
     time.sleep(0.5)  # the waits are in the worker's hands: its LISTEN is open
-    assert _connections(postgres_dsn) - before == 2  # a session and a LISTEN, no run's
+    assert _connections(postgres_dsn) - before == 1  # one session, which listens; no run's
     for thread in waiting:
         thread.join(10)
     lock.release()
@@ -142,3 +142,25 @@ def test_a_worker_whose_database_is_away_answers_no_record_and_refuses_writes() 
         assert board.wait_for_news(0, 0.5) is None
     finally:
         relay.close()
+
+
+def test_a_runs_wait_ends_at_a_publication_of_another_run_of_its_worker(
+    fleet_boards: FleetBoards,
+) -> None:
+    # The NOTIFY of a publication comes back to the worker's own session, the one that
+    # listens: the wait of its other run ends all the same.
+    run = fleet_boards.worker()
+    waiter, sibling = run("acct"), run("acct")
+    assert _publish(sibling) == 1
+    heard: list[int | None] = []
+
+    def wait() -> None:
+        news = waiter.wait_for_news(1, 30)
+        heard.append(news.seq if news is not None else None)
+
+    waiting = threading.Thread(target=wait)
+    waiting.start()
+    time.sleep(0.3)  # the wait is in the worker's hands
+    assert _publish(sibling, "prober") == 2
+    waiting.join(15)
+    assert heard == [2]

@@ -939,8 +939,8 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
 
 
 def _board_relay(engine: Engine) -> BoardRelay | None:
-    """On PostgreSQL, the fleet's capacity board this worker serves its runs: its two
-    connections (a session, a LISTEN) instead of one or two of each run's."""
+    """On PostgreSQL, the fleet's capacity board this worker serves its runs: one
+    connection (a session that also listens) instead of one or two of each run's."""
     if engine.kind != "postgresql":
         return None
     from claudeloop.adapters.shared_capacity.postgres_board import PostgresBoards

@@ -7,7 +7,7 @@ import contextlib
 from dataclasses import replace
 from pathlib import Path
 
-from claudeloop import __version__
+import claudeloop
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory.codec import (
     FORMAT_VERSION,
@@ -102,7 +102,7 @@ def load_record(directory: RunDirectory) -> RunRecord:
     except NewerRecordError as error:
         raise UsageError(
             f"{directory.state_path}: written by a newer claudeloop (record format "
-            f"{error.written}; this one, {__version__}, reads format {FORMAT_VERSION}); "
+            f"{error.written}; this one, {claudeloop.__version__}, reads format {FORMAT_VERSION}); "
             "upgrade claudeloop to go on with this run"
         ) from None
     except CorruptRecordError as error:

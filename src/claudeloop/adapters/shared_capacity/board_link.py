@@ -1,6 +1,6 @@
 """A fleet's capacity board as its runs reach it: through their worker, never the
 database. The worker holds the board for every run it drives (postgres_board.
-PostgresBoards: one session and one LISTEN) and hands each child one end of a socket
+PostgresBoards: one session, which also LISTENs) and hands each child one end of a socket
 pair (the seat's `board` names its descriptor, application/fleet_seat.py); the run
 holds no connection of its own and never sees the engine's URL or its password. Fifty
 runs of a worker cost the database what one does.
@@ -375,6 +375,9 @@ class BoardRelay:
             run.answer(number, moved=_text(found[-1] if found else None))
         else:
             run.answer(number, sighting=_text(written))
+            # This worker's other runs hear of it now: its NOTIFY comes back to the
+            # session that sent it, where the LISTEN may collect it only later.
+            self._heard(account, written)
 
     def _wait(self, wait: _Wait) -> None:
         with self._lock:
@@ -416,8 +419,11 @@ class BoardRelay:
             latest = self._boards.read(account)
         except OSError:
             return  # read again at the next news, or the wait ends at its deadline
-        if latest is None:
-            return
+        if latest is not None:
+            self._heard(account, latest)
+
+    def _heard(self, account: str, latest: Sighting) -> None:
+        """End each wait on `account` that `latest` is news to."""
         with self._lock:
             ended = [w for w in self._waits if w.account == account and latest.seq > w.after]
         for wait in ended:

@@ -11,8 +11,9 @@ What the file board does with `flock`, the database does:
 - every publication is announced with NOTIFY, and each worker LISTENs once for all its
   runs, so a loop waiting on another machine hears of a probe's result at once.
 
-A run reaches it through its worker (adapters/shared_capacity/board_link.py): two
-connections per worker, none per run. Imported only by the fleet's worker (psycopg is
+A run reaches it through its worker (adapters/shared_capacity/board_link.py): one
+connection per worker, which reads, publishes, holds the probe locks and listens; none
+per run. Imported only by the fleet's worker (psycopg is
 the `fleet` extra).
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -82,9 +84,10 @@ def ensure_schema(dsn: str) -> None:
 
 class PostgresBoards:
     """The fleet's board as a worker holds it for every run it drives, of every
-    account: one session for the reads, the publications and the probe locks, and one
+    account: one session for the reads, the publications, the probe locks and the
     LISTEN for the news (adapters/shared_capacity/board_link.py carries them to the
-    runs, which hold no connection of their own). Safe to share between threads.
+    runs, which hold no connection of their own). Safe to share between threads: they
+    take turns on the session, and the wait for news holds it only to collect them.
 
     The probe right of an account is a session advisory lock, which PostgreSQL lets one
     session take again: which of this worker's runs holds it is kept here, so a second
@@ -96,7 +99,7 @@ class PostgresBoards:
         self._dsn = dsn
         self._lock = threading.Lock()
         self._connection: psycopg.Connection[Any] | None = None
-        self._listener: psycopg.Connection[Any] | None = None
+        self._listening: psycopg.Connection[Any] | None = None  # the session that LISTENs
         self._probers: dict[str, object] = {}  # account: the holder of its probe lock
 
     def read(self, account: str) -> Sighting | None:
@@ -188,30 +191,41 @@ class PostgresBoards:
 
     def news(self, timeout: float) -> list[tuple[str, int | None]]:
         """The publications announced within `timeout` seconds, as (account, seq; None:
-        a payload this claudeloop cannot read), at most a few at a time: the listener
-        is read by one thread only. BoardUnavailable when it cannot listen."""
-        try:
-            if self._listener is None or self._listener.closed:
-                self._listener = _connect(self._dsn, autocommit=True)
-                self._listener.execute(f"LISTEN {CHANNEL}")
-            return [
-                _announced(notice.payload)
-                for notice in self._listener.notifies(timeout=timeout, stop_after=1)
-            ]
-        except psycopg.Error as error:
-            with contextlib.suppress(psycopg.Error):
-                if self._listener is not None:
-                    self._listener.close()
-            self._listener = None
-            raise BoardUnavailable(f"capacity board: {_said(error)}") from None
+        a payload this claudeloop cannot read): the listener is read by one thread only.
+        BoardUnavailable when it cannot listen, and once when it listens on a session
+        that is not the one it listened on (what came between was not heard)."""
+        with self._lock:
+            try:
+                connection = self._session()
+                if self._listening is not connection:
+                    connection.execute(f"LISTEN {CHANNEL}")
+                    again = self._listening is not None
+                    self._listening = connection
+                    if again:
+                        raise BoardUnavailable("capacity board: listening again")
+                announced = list(connection.notifies(timeout=0))  # heard by other calls
+            except psycopg.Error as error:
+                self._drop()
+                raise BoardUnavailable(f"capacity board: {_said(error)}") from None
+        if announced:
+            return [_announced(notice.payload) for notice in announced]
+        # Waited for without the session: the other threads' calls go on meanwhile, and
+        # what arrives while one of them holds it is kept for the next collection.
+        with contextlib.suppress(OSError, ValueError):
+            select.select([connection.fileno()], [], [], timeout)
+        with self._lock:
+            if connection is not self._connection:
+                return []  # dropped meanwhile: the next call says so
+            try:
+                announced = list(connection.notifies(timeout=0))
+            except psycopg.Error as error:
+                self._drop()
+                raise BoardUnavailable(f"capacity board: {_said(error)}") from None
+        return [_announced(notice.payload) for notice in announced]
 
     def close(self) -> None:
         with self._lock:
             self._drop()
-        if self._listener is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._listener.close()
-            self._listener = None
 
     def _publish(
         self,

@@ -27,7 +27,7 @@ from claudeloop.application.settings import (
     SHARE_CAPACITY,
     ValueKind,
 )
-from claudeloop.cli.bootstrap import Backend, backend_for
+from claudeloop.cli.bootstrap.runs import Backend, backend_for
 
 if TYPE_CHECKING:
     from claudeloop.adapters.notify.sender import NotifyTargets as NotifyTargets

@@ -16,7 +16,18 @@ from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import ProfileCheck
-from claudeloop.cli.bootstrap import (
+from claudeloop.cli.bootstrap.configuration import (
+    Configuration,
+    backend_profile,
+    configuration,
+    detours,
+    no_credentials,
+    notify_targets,
+    profile_check,
+    refuse_no_base_url,
+    shared_capacity_dir,
+)
+from claudeloop.cli.bootstrap.runs import (
     CREDENTIAL_VARIABLES,
     PROVIDER_VARIABLES,
     Backend,
@@ -38,17 +49,6 @@ from claudeloop.cli.bootstrap import (
     wire_run,
     with_worktree,
     write_missing_summary,
-)
-from claudeloop.cli.bootstrap.configuration import (
-    Configuration,
-    backend_profile,
-    configuration,
-    detours,
-    no_credentials,
-    notify_targets,
-    profile_check,
-    refuse_no_base_url,
-    shared_capacity_dir,
 )
 
 
