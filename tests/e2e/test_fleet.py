@@ -22,8 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from claudeloop.adapters.fleet.worker import WORKER_APPLICATION
 from claudeloop.adapters.shared_capacity import account_key
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, cli_env, wait_for, write_plan
 from tests.postgres_server import PostgresServer
@@ -391,6 +393,20 @@ def closed_probes(project: Path, run_id: str) -> int:
     return sum(1 for capacity in probe_results(project, run_id) if capacity != "available")
 
 
+def worker_connections(engine: str) -> int:
+    """The connections the workers of `engine`'s database hold now (PostgreSQL)."""
+    if not engine.startswith("postgresql"):
+        return 0
+    with psycopg.connect(engine, autocommit=True) as looking:
+        row = looking.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            (WORKER_APPLICATION,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 @pytest.mark.scenario("two_steps_window_until_lift_at_2")
 def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed_window(
     fleet: Fleet, engine: str
@@ -412,9 +428,17 @@ def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed
         limits = ["--slots", "1", "--per-account", "2"]
         shared = state if one_machine else None
         workers.append(fleet.worker(*limits, *named, machine=machine, state=shared))
+    connections: list[int] = []  # of the three workers, seen as the runs go
+
+    def seen(condition: bool) -> bool:
+        connections.append(worker_connections(engine))
+        return condition
+
     try:
         wait_for(
-            lambda: sum(1 for project, run_id in pairs if closed_probes(project, run_id)) >= 2,
+            lambda: seen(
+                sum(1 for project, run_id in pairs if closed_probes(project, run_id)) >= 2
+            ),
             "two runs to wait for the window",
             150,
         )
@@ -422,13 +446,16 @@ def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed
         assert sum(1 for project, run_id in pairs if kinds_of(project, run_id)) == 2
         fleet.rehearsal.server.lift()
         wait_for(
-            lambda: all(finished(project, run_id) for project, run_id in pairs),
+            lambda: seen(all(finished(project, run_id) for project, run_id in pairs)),
             "every run to finish",
             180,
         )
     finally:
         codes = [stop(worker) for worker in workers]
     assert codes == [130, 130, 130]
+    if not one_machine:
+        # At most 3 connections a worker, whatever its runs do; none of a run's own.
+        assert 0 < max(connections) <= 3 * len(workers), connections
     served = fleet.rehearsal.server.state()
     lifted = datetime.fromisoformat(served["lifted_at"])
     spans = []

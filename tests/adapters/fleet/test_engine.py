@@ -3,6 +3,7 @@ and a bad URL refused in one line that never shows its password."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,10 +95,16 @@ def test_every_connection_gives_up_on_a_silent_server_unless_the_url_says_otherw
     given = parse_engine("postgresql://a:s3cret@db/fleet?options=-csearch_path%3Dx", "test")
     assert given.connect_url == (
         "postgresql://a:s3cret@db/fleet?options=-csearch_path%3Dx"
-        "&connect_timeout=5&tcp_user_timeout=10000"
+        "&connect_timeout=5&tcp_user_timeout=10000&application_name=claudeloop"
     )
     assert given.shown == "postgresql://a:***@db/fleet?options=-csearch_path%3Dx"
-    own = parse_engine("postgresql://a@db/fleet?connect_timeout=30", "test")
-    assert own.connect_url == "postgresql://a@db/fleet?connect_timeout=30&tcp_user_timeout=10000"
+    own = parse_engine("postgresql://a@db/fleet?connect_timeout=30&application_name=x", "test")
+    assert own.connect_url == (
+        "postgresql://a@db/fleet?connect_timeout=30&application_name=x&tcp_user_timeout=10000"
+    )
+    worker = replace(own, application="claudeloop worker")
+    assert worker.connect_url.endswith("application_name=x&tcp_user_timeout=10000")
+    named = replace(given, application="claudeloop worker")
+    assert named.connect_url.endswith("&application_name=claudeloop%20worker")
     sqlite = parse_engine("sqlite:////tmp/fleet.sqlite", "test")
     assert sqlite.connect_url == sqlite.url

@@ -41,6 +41,8 @@ class BadEngine(UsageError, ValueError):
 class Engine:
     kind: Literal["sqlite", "postgresql"]
     url: str
+    # Who connects, as PostgreSQL's pg_stat_activity shows it (unless the URL says).
+    application: str = "claudeloop"
 
     @property
     def shown(self) -> str:
@@ -50,13 +52,14 @@ class Engine:
     @property
     def connect_url(self) -> str:
         """The URL every connection of the fleet uses: on PostgreSQL with a connect
-        timeout and a TCP timeout, unless the URL gives its own."""
+        timeout, a TCP timeout and who connects, unless the URL gives its own."""
         if self.kind != "postgresql":
             return self.url
         parts = urlsplit(self.url)
         query = parse_qsl(parts.query, keep_blank_values=True)
         given = {name for name, _ in query}
-        query += [(k, v) for k, v in _CONNECT_PARAMETERS.items() if k not in given]
+        ours = {**_CONNECT_PARAMETERS, "application_name": self.application}
+        query += [(k, v) for k, v in ours.items() if k not in given]
         return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
     @property

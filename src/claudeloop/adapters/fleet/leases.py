@@ -27,8 +27,10 @@ import this module.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +47,9 @@ _BUSY_SECONDS = 30  # SQLite: how long a writer waits for another's lock
 _RETRY_SECONDS = 0.05  # SQLite: between tries of what gets no busy wait
 _IDLE_IN_TRANSACTION_MS = 2000
 _POOL_SIZE = 2  # PostgreSQL connections of one Leases, at most
+# How long a thread waits for one of them before the call fails (the heartbeat says the
+# engine is away, a store is tried again): never for good.
+_POOL_WAIT_SECONDS = 10
 DEFAULT_LEASE_MS = 30_000  # the lease of a worker of before leases were kept per worker
 # Dead: let go on purpose (its heartbeat set to 0), or silent past its own lease while
 # the judge (`:up_for` ms without a break on its side) could have seen it beat.
@@ -123,14 +128,31 @@ _REQUESTS_TABLE = {
 class Leases:
     """The leases and run records of one engine's database."""
 
-    def __init__(self, engine: Engine, *, answer_within: float | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        answer_within: float | None = None,
+        sharing: Leases | None = None,
+    ) -> None:
         """`answer_within`: seconds a statement may take on PostgreSQL before the server
-        ends it (the heartbeat's own connection: a beat must not hang)."""
+        ends it (the heartbeat's: a beat must not hang). `sharing`: another Leases of
+        the engine whose connections these take turns on (one pool per worker)."""
         import sqlalchemy as sa
 
         self._sa = sa
         self.kind = engine.kind
         self._columns: set[tuple[str, str]] = set()
+        self._answer_ms: int | None = None
+        if engine.kind == "postgresql" and answer_within is not None:
+            self._answer_ms = int(answer_within * 1000)
+        self._owned = sharing is None
+        self._db: sa.Engine
+        self._now: str
+        if sharing is not None:
+            self._db = sharing._db
+            self._now = sharing._now
+            return
         url = engine.connect_url
         if engine.kind == "postgresql":
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
@@ -138,34 +160,52 @@ class Leases:
             # the takeover of that very worker would wait for it: the server ends such
             # a transaction instead. None of ours is ever idle on purpose.
             mine = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION_MS}"
-            if answer_within is not None:
-                waits = int(answer_within * 1000)
-                mine += f" -c statement_timeout={waits} -c lock_timeout={waits}"
             parsed = sa.make_url(url)
             given = parsed.query.get("options")
             options = f"{given} {mine}" if isinstance(given, str) else mine
             # At most this many connections, however many threads ask at once (a
-            # worker's runs each store their copy): they wait their turn instead.
+            # worker's runs each store their copy, DBOS runs its queue on them too):
+            # they wait their turn instead.
             self._db = sa.create_engine(
                 parsed.update_query_dict({"options": options}),
                 pool_pre_ping=True,
                 pool_size=_POOL_SIZE,
                 max_overflow=0,
+                pool_timeout=_POOL_WAIT_SECONDS,
             )
             self._now = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
         else:
             self._db = sa.create_engine(url, connect_args={"timeout": _BUSY_SECONDS})
             self._now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 
+    @property
+    def pool(self) -> sa.Engine:
+        """The connections, for DBOS to take turns on with these leases (PostgreSQL)."""
+        return self._db
+
     def close(self) -> None:
-        self._db.dispose()
+        if self._owned:
+            self._db.dispose()
+
+    @contextlib.contextmanager
+    def _begin(self) -> Iterator[sa.Connection]:
+        """A transaction; one of `answer_within` ends a statement or a lock wait that
+        takes longer (set for the transaction alone: the connection is shared)."""
+        with self._db.begin() as c:
+            if self._answer_ms is not None:
+                c.exec_driver_sql(
+                    "SELECT set_config('statement_timeout', %(ms)s, true), "
+                    "set_config('lock_timeout', %(ms)s, true)",
+                    {"ms": str(self._answer_ms)},
+                )
+            yield c
 
     def ensure_schema(self) -> None:
         """Create both tables; safe to repeat and to race (IF NOT EXISTS under the
         database's lock: SQLite's writer lock, an advisory lock on PostgreSQL)."""
         if self.kind == "sqlite":
             self._write_ahead_logging()
-        with self._db.begin() as c:
+        with self._begin() as c:
             if self.kind == "postgresql":
                 c.execute(self._sa.text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))
             for statement in _tables(self.kind):
@@ -190,7 +230,7 @@ class Leases:
         if self._has_column(table, column):
             return
         try:
-            with self._db.begin() as c:
+            with self._begin() as c:
                 c.exec_driver_sql(statement)
         except self._sa.exc.OperationalError:
             if not self._has_column(table, column):
@@ -231,11 +271,11 @@ class Leases:
 
     def _change(self, statement: str, **values: Any) -> int:
         """Rows the statement changed."""
-        with self._db.begin() as c:
+        with self._begin() as c:
             return int(c.execute(self._sql(statement), values).rowcount)
 
     def _rows(self, statement: str, **values: Any) -> list[Any]:
-        with self._db.begin() as c:
+        with self._begin() as c:
             return list(c.execute(self._sql(statement), values).fetchall())
 
     def read(self, statement: str, **values: Any) -> list[Any]:
@@ -290,7 +330,7 @@ class Leases:
         must recover: `dead`'s and those of the workers `dead` had taken over (it may
         have died before recovering them); every run they held has its epoch raised,
         fencing them. None: not won."""
-        with self._db.begin() as c:
+        with self._begin() as c:
             won = c.execute(
                 self._sql(
                     f"UPDATE claudeloop_workers SET taken_by = :me WHERE worker = :dead AND {_DEAD}"
@@ -321,7 +361,7 @@ class Leases:
     def claim(self, run_id: str, me: str) -> int:
         """This worker drives the run from now: a new epoch, unless this worker itself
         was taken over (Fenced)."""
-        with self._db.begin() as c:
+        with self._begin() as c:
             alive = c.execute(
                 self._sa.text(
                     "SELECT 1 FROM claudeloop_workers WHERE worker = :me AND taken_by IS NULL"
@@ -362,7 +402,7 @@ class Leases:
     ) -> None:
         """Keep the run's record, transcript and summary whole (a compaction: what was
         appended since the last whole one is in them); Fenced when `epoch` is stale."""
-        with self._db.begin() as c:
+        with self._begin() as c:
             changed = c.execute(
                 self._sql(
                     "UPDATE claudeloop_runs SET phase = :phase, record = :record,"
@@ -405,7 +445,7 @@ class Leases:
         its own, and each append-only file's new bytes as a chunk (file, the byte it
         starts at, its bytes); Fenced when `epoch` is stale. A chunk stored again (a
         store whose answer was lost) replaces the one at its byte."""
-        with self._db.begin() as c:
+        with self._begin() as c:
             changed = c.execute(
                 self._sql(
                     "UPDATE claudeloop_runs SET phase = :phase, state = :state, saved_by = :me,"
@@ -430,7 +470,7 @@ class Leases:
         """The run's record and transcript as the last store left them: the whole ones,
         with the state stored since and the chunks appended since put in."""
         appended = self._has_column("claudeloop_runs", "state")
-        with self._db.begin() as c:
+        with self._begin() as c:
             row = c.execute(
                 self._sa.text(
                     "SELECT epoch, holder, saved_by, phase, record, transcript"

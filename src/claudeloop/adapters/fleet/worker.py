@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TypeVar
@@ -78,6 +78,7 @@ STOPPED_EXIT = 130
 USAGE_EXIT = 2
 FAILED_EXIT = 1
 DEFAULT_LEASE_SECONDS = 30.0
+WORKER_APPLICATION = "claudeloop worker"
 # The child trusts its lease for less than the engine counts it, so it has stopped
 # before any other worker may take its run over; heartbeats come often enough that
 # one held up by the database (a busy SQLite file) does not end the children's lease.
@@ -95,7 +96,6 @@ _HEART_ANSWER_SECONDS = 2.0
 # worker's own handler this long to say the worker is stopping, so the run is handed
 # back rather than recorded as stopped.
 _SIGNAL_GRACE_SECONDS = 1.0
-_DBOS_POOL_SIZE = 2
 
 
 class WorkerRunning(RuntimeError):
@@ -867,10 +867,14 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     from dbos import DBOS, DBOSConfig
 
     WorkerLock(settings.state_directory, settings.executor_id).acquire()  # held to the end
+    # Its connections say whose they are (pg_stat_activity's application_name).
+    settings = replace(settings, engine=replace(settings.engine, application=WORKER_APPLICATION))
     init_schema(settings.engine)
     leases = Leases(settings.engine)
     heart_answer = max(_HEART_ANSWER_SECONDS, settings.lease_seconds / _BEATS_PER_LEASE)
-    heart = Heart(settings, Leases(settings.engine, answer_within=heart_answer), say)
+    heart = Heart(
+        settings, Leases(settings.engine, answer_within=heart_answer, sharing=leases), say
+    )
     try:
         heart.start()  # before DBOS recovers this worker's own runs: they claim under it
     except Exception as error:
@@ -886,11 +890,12 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         "log_level": "ERROR",
     }
     if settings.engine.kind == "postgresql":
-        # The connections DBOS holds: a small pool (its queue and its workflows' steps
-        # take turns on it), and no LISTEN of its own. A worker waits on no DBOS event,
-        # notification or stream, so nothing polls in its stead. (The schema was made
-        # with DBOS's default, LISTEN/NOTIFY, by init_schema: its triggers notify no one.)
-        config["sys_db_pool_size"] = _DBOS_POOL_SIZE
+        # DBOS holds no connection of its own: its queue and its workflows' steps take
+        # turns on the leases' pool with the stores and the heartbeat, and it has no
+        # LISTEN. A worker waits on no DBOS event, notification or stream, so nothing
+        # polls in its stead. (The schema was made with DBOS's default, LISTEN/NOTIFY,
+        # by init_schema: its triggers notify no one.)
+        config["system_database_engine"] = leases.pool
         config["use_listen_notify"] = False
     DBOS(config=config)
 

@@ -26,6 +26,7 @@ import itertools
 import json
 import os
 import queue
+import random
 import socket
 import threading
 import time
@@ -57,6 +58,7 @@ ANSWER_SECONDS = 10.0
 # A publication goes round again when the record moved between the run's look and the
 # worker's write; this many rounds, then it gives up as on a busy lock.
 _PUBLISH_ROUNDS = 20
+_BACK_OFF_SECONDS = 0.005  # a round's wait, at most, times the rounds lost so far
 # How long a release waits for the worker to say it is done: the lock is freed anyway
 # when the run's link ends.
 _RELEASE_SECONDS = 2.0
@@ -197,9 +199,13 @@ class LinkedCapacityBoard:
             "host": this_host(),
             "patience": patience,
         }
-        for _ in range(_PUBLISH_ROUNDS):
+        for round_ in range(_PUBLISH_ROUNDS):
             if unless(current):
                 return None
+            if round_:
+                # Out of step with the writer that got in first each time: a faster one
+                # would otherwise win every round.
+                time.sleep(random.uniform(0, _BACK_OFF_SECONDS * round_))
             expected = current.seq if current is not None else 0
             answer = self._link.ask({**request, "expect": expected}, patience + ANSWER_SECONDS)
             _raise_for(answer)
