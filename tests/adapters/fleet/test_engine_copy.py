@@ -218,7 +218,7 @@ def test_a_runs_copy_sends_what_grew_and_is_stored_whole_when_its_child_ends(
 
         def chunks() -> int:
             with leases._db.begin() as c:
-                return int(c.exec_driver_sql("SELECT count(*) FROM claudeloop_chunks").scalar_one())
+                return int(c.execute("SELECT count(*) FROM claudeloop_chunks").scalar_one())
 
         def engine_holds() -> tuple[bytes | None, bytes, bytes]:
             stored = leases.stored("r1")

@@ -168,7 +168,6 @@ def test_a_worker_taken_over_takes_no_one_over(leases: Leases) -> None:
 def test_a_workers_table_of_before_gets_each_workers_lease_with_the_default(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    import sqlalchemy as sa
 
     url = (
         f"sqlite:///{tmp_path / 'fleet.sqlite'}"
@@ -179,12 +178,10 @@ def test_a_workers_table_of_before_gets_each_workers_lease_with_the_default(
     made = Leases(engine)
     with made._db.begin() as c:  # the table as a claudeloop of before made it
         c.execute(
-            sa.text(
-                "CREATE TABLE claudeloop_workers ("
-                " worker TEXT PRIMARY KEY, beat_at BIGINT NOT NULL, taken_by TEXT)"
-            )
+            "CREATE TABLE claudeloop_workers ("
+            " worker TEXT PRIMARY KEY, beat_at BIGINT NOT NULL, taken_by TEXT)"
         )
-        c.execute(sa.text("INSERT INTO claudeloop_workers VALUES ('old', 1, NULL)"))
+        c.execute("INSERT INTO claudeloop_workers VALUES ('old', 1, NULL)")
     try:
         made.ensure_schema()
         made.ensure_schema()  # safe to repeat

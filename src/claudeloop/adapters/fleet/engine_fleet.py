@@ -42,16 +42,16 @@ class EngineFleet:
 
     @contextlib.contextmanager
     def _leases(self) -> Iterator[Leases]:
-        """The engine's leases and records, one connection pool for the fleet's life (a
-        command asks several things of it; the dashboard, again and again); a failure
-        of the database is FleetUnavailable."""
+        """The engine's leases and records, on one plain connection for the fleet's life
+        (a command asks several things of it; the dashboard, again and again); a
+        failure of the database is FleetUnavailable."""
         try:
             if self._made is None:
-                self._made = Leases(self.engine)
+                self._made = Leases(self.engine, pooled=False)  # no SQLAlchemy to import
             yield self._made
         except (queue.FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
             raise
-        except Exception as error:  # SQLAlchemy's errors, of either driver
+        except Exception as error:  # the driver's errors (sqlite3's, psycopg's)
             raise queue.FleetUnavailable(
                 f"engine {self.shown}: {queue.engine_error(error)}"
             ) from None

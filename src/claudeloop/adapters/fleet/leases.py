@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet.connections import Database, Pooled, Single, Transaction
 from claudeloop.application.ports import AccountCapacity
 
 if TYPE_CHECKING:
@@ -125,6 +126,46 @@ _REQUESTS_TABLE = {
 }
 
 
+_NOW = {
+    "postgresql": "(extract(epoch from clock_timestamp()) * 1000)::bigint",
+    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+}
+
+
+def _pool(engine: Engine) -> sa.Engine:
+    """A worker's pool of connections to the engine's database."""
+    import sqlalchemy
+
+    url = engine.connect_url
+    if engine.kind != "postgresql":
+        return sqlalchemy.create_engine(url, connect_args={"timeout": _BUSY_SECONDS})
+    url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    # A worker paused mid-transaction (SIGSTOP) would hold its row's lock, and the
+    # takeover of that very worker would wait for it: the server ends such a
+    # transaction instead. None of ours is ever idle on purpose.
+    mine = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION_MS}"
+    parsed = sqlalchemy.make_url(url)
+    given = parsed.query.get("options")
+    options = f"{given} {mine}" if isinstance(given, str) else mine
+    # At most this many connections, however many threads ask at once (a worker's runs
+    # each store their copy, DBOS runs its queue on them too): they wait their turn.
+    return sqlalchemy.create_engine(
+        parsed.update_query_dict({"options": options}),
+        pool_pre_ping=True,
+        pool_size=_POOL_SIZE,
+        max_overflow=0,
+        pool_timeout=_POOL_WAIT_SECONDS,
+    )
+
+
+def _sqlite_error(error: Exception) -> sqlite3.Error | None:
+    """SQLite's own error, raised as it is or wrapped by SQLAlchemy."""
+    for each in (error, getattr(error, "orig", None)):
+        if isinstance(each, sqlite3.Error):
+            return each
+    return None
+
+
 class Leases:
     """The leases and run records of one engine's database."""
 
@@ -134,68 +175,47 @@ class Leases:
         *,
         answer_within: float | None = None,
         sharing: Leases | None = None,
+        pooled: bool = True,
     ) -> None:
         """`answer_within`: seconds a statement may take on PostgreSQL before the server
         ends it (the heartbeat's: a beat must not hang). `sharing`: another Leases of
-        the engine whose connections these take turns on (one pool per worker)."""
-        import sqlalchemy as sa
-
-        self._sa = sa
+        the engine whose connections these take turns on (one pool per worker).
+        `pooled`: False for one plain connection, without SQLAlchemy (the commands
+        that look or ask, connections.Single)."""
         self.kind = engine.kind
         self._columns: set[tuple[str, str]] = set()
         self._answer_ms: int | None = None
         if engine.kind == "postgresql" and answer_within is not None:
             self._answer_ms = int(answer_within * 1000)
         self._owned = sharing is None
-        self._db: sa.Engine
-        self._now: str
+        self._now = _NOW[engine.kind]
+        self._db: Database
         if sharing is not None:
             self._db = sharing._db
-            self._now = sharing._now
-            return
-        url = engine.connect_url
-        if engine.kind == "postgresql":
-            url = "postgresql+psycopg://" + url.split("://", 1)[1]
-            # A worker paused mid-transaction (SIGSTOP) would hold its row's lock, and
-            # the takeover of that very worker would wait for it: the server ends such
-            # a transaction instead. None of ours is ever idle on purpose.
-            mine = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION_MS}"
-            parsed = sa.make_url(url)
-            given = parsed.query.get("options")
-            options = f"{given} {mine}" if isinstance(given, str) else mine
-            # At most this many connections, however many threads ask at once (a
-            # worker's runs each store their copy, DBOS runs its queue on them too):
-            # they wait their turn instead.
-            self._db = sa.create_engine(
-                parsed.update_query_dict({"options": options}),
-                pool_pre_ping=True,
-                pool_size=_POOL_SIZE,
-                max_overflow=0,
-                pool_timeout=_POOL_WAIT_SECONDS,
-            )
-            self._now = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+        elif not pooled:
+            self._db = Single(engine, busy_seconds=_BUSY_SECONDS)
         else:
-            self._db = sa.create_engine(url, connect_args={"timeout": _BUSY_SECONDS})
-            self._now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+            self._db = Pooled(engine.kind, _pool(engine))
 
     @property
     def pool(self) -> sa.Engine:
         """The connections, for DBOS to take turns on with these leases (PostgreSQL)."""
-        return self._db
+        assert isinstance(self._db, Pooled)
+        return self._db.engine
 
     def close(self) -> None:
         if self._owned:
-            self._db.dispose()
+            self._db.close()
 
     @contextlib.contextmanager
-    def _begin(self) -> Iterator[sa.Connection]:
+    def _begin(self) -> Iterator[Transaction]:
         """A transaction; one of `answer_within` ends a statement or a lock wait that
         takes longer (set for the transaction alone: the connection is shared)."""
         with self._db.begin() as c:
             if self._answer_ms is not None:
-                c.exec_driver_sql(
-                    "SELECT set_config('statement_timeout', %(ms)s, true), "
-                    "set_config('lock_timeout', %(ms)s, true)",
+                c.execute(
+                    "SELECT set_config('statement_timeout', :ms, true),"
+                    " set_config('lock_timeout', :ms, true)",
                     {"ms": str(self._answer_ms)},
                 )
             yield c
@@ -207,12 +227,12 @@ class Leases:
             self._write_ahead_logging()
         with self._begin() as c:
             if self.kind == "postgresql":
-                c.execute(self._sa.text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))
+                c.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
             for statement in _tables(self.kind):
-                c.execute(self._sa.text(statement))
+                c.execute(statement)
             if self.kind == "postgresql":
                 for added in (_ADD_LEASE, _ADD_SUMMARY, _ADD_STATE.format(binary="BYTEA")):
-                    c.execute(self._sa.text(added.replace("COLUMN", "COLUMN IF NOT EXISTS")))
+                    c.execute(added.replace("COLUMN", "COLUMN IF NOT EXISTS"))
         if self.kind == "sqlite":
             self._add_column("claudeloop_workers", "lease_ms", _ADD_LEASE)
             self._add_column("claudeloop_runs", "summary", _ADD_SUMMARY)
@@ -220,7 +240,7 @@ class Leases:
 
     def set_up_already(self) -> bool:
         """Whether the fleet's tables are there (reading asks this, never makes them)."""
-        return bool(self._sa.inspect(self._db).has_table("claudeloop_runs"))
+        return self._db.has_table("claudeloop_runs")
 
     def _add_column(self, table: str, column: str, statement: str) -> None:
         """A table made before the column was kept gets it (its rows of before take the
@@ -230,9 +250,10 @@ class Leases:
         if self._has_column(table, column):
             return
         try:
-            with self._begin() as c:
-                c.exec_driver_sql(statement)
-        except self._sa.exc.OperationalError:
+            self._db.run(statement)
+        except Exception as error:
+            if not isinstance(_sqlite_error(error), sqlite3.OperationalError):
+                raise
             if not self._has_column(table, column):
                 raise
 
@@ -241,7 +262,7 @@ class Leases:
         may lack it; once there, it stays: the answer is kept)."""
         if (table, column) in self._columns:
             return True
-        names = {each["name"] for each in self._sa.inspect(self._db).get_columns(table)}
+        names = self._db.columns(table)
         if column in names:
             self._columns.add((table, column))
         return column in names
@@ -257,17 +278,17 @@ class Leases:
         deadline = time.monotonic() + _BUSY_SECONDS
         while True:
             try:
-                with self._db.connect() as c:
-                    c.exec_driver_sql("PRAGMA journal_mode=WAL")
+                self._db.run("PRAGMA journal_mode=WAL")
                 return
-            except self._sa.exc.OperationalError as error:
-                busy = getattr(error.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+            except Exception as error:
+                said = _sqlite_error(error)
+                busy = getattr(said, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
                 if not busy or time.monotonic() > deadline:
                     raise
             time.sleep(_RETRY_SECONDS)
 
-    def _sql(self, statement: str) -> sa.TextClause:
-        return self._sa.text(statement.replace(":now", f"({self._now})"))
+    def _sql(self, statement: str) -> str:
+        return statement.replace(":now", f"({self._now})")
 
     def _change(self, statement: str, **values: Any) -> int:
         """Rows the statement changed."""
@@ -342,13 +363,13 @@ class Leases:
             if won.rowcount != 1:
                 return None
             taken = c.execute(
-                self._sa.text("SELECT worker FROM claudeloop_workers WHERE taken_by = :dead"),
+                ("SELECT worker FROM claudeloop_workers WHERE taken_by = :dead"),
                 {"dead": dead},
             )
             executors = [dead, *(str(row[0]) for row in taken)]
             for executor in executors:
                 c.execute(
-                    self._sa.text(
+                    (
                         "UPDATE claudeloop_runs SET epoch = epoch + 1, holder = NULL"
                         " WHERE holder = :x"
                     ),
@@ -363,15 +384,13 @@ class Leases:
         was taken over (Fenced)."""
         with self._begin() as c:
             alive = c.execute(
-                self._sa.text(
-                    "SELECT 1 FROM claudeloop_workers WHERE worker = :me AND taken_by IS NULL"
-                ),
+                ("SELECT 1 FROM claudeloop_workers WHERE worker = :me AND taken_by IS NULL"),
                 {"me": me},
             ).first()
             if alive is None:
                 raise Fenced(f"worker {me} was taken over")
             c.execute(
-                self._sa.text(
+                (
                     "INSERT INTO claudeloop_runs (run_id, epoch, holder) VALUES (:r, 1, :me)"
                     " ON CONFLICT (run_id) DO UPDATE"
                     " SET epoch = claudeloop_runs.epoch + 1, holder = :me"
@@ -379,7 +398,7 @@ class Leases:
                 {"r": run_id, "me": me},
             )
             epoch = c.execute(
-                self._sa.text("SELECT epoch FROM claudeloop_runs WHERE run_id = :r"), {"r": run_id}
+                ("SELECT epoch FROM claudeloop_runs WHERE run_id = :r"), {"r": run_id}
             ).scalar_one()
             return int(epoch)
 
@@ -426,7 +445,7 @@ class Leases:
             files = [EVENTS, TRANSCRIPT] if transcript is not None else [EVENTS]
             for file in files:
                 c.execute(
-                    self._sa.text("DELETE FROM claudeloop_chunks WHERE run_id = :r AND file = :f"),
+                    ("DELETE FROM claudeloop_chunks WHERE run_id = :r AND file = :f"),
                     {"r": run_id, "f": file},
                 )
 
@@ -458,7 +477,7 @@ class Leases:
                 raise Fenced(f"run {run_id}: epoch {epoch} is no longer this worker's")
             for file, byte, data in chunks:
                 c.execute(
-                    self._sa.text(
+                    (
                         "INSERT INTO claudeloop_chunks (run_id, file, byte, data)"
                         " VALUES (:r, :f, :b, :d) ON CONFLICT (run_id, file, byte)"
                         " DO UPDATE SET data = excluded.data"
@@ -472,7 +491,7 @@ class Leases:
         appended = self._has_column("claudeloop_runs", "state")
         with self._begin() as c:
             row = c.execute(
-                self._sa.text(
+                (
                     "SELECT epoch, holder, saved_by, phase, record, transcript"
                     + (", state" if appended else ", NULL")
                     + " FROM claudeloop_runs WHERE run_id = :r"
@@ -484,7 +503,7 @@ class Leases:
             chunks: dict[str, list[tuple[int, bytes]]] = {EVENTS: [], TRANSCRIPT: []}
             if appended:
                 for file, byte, data in c.execute(
-                    self._sa.text(
+                    (
                         "SELECT file, byte, data FROM claudeloop_chunks WHERE run_id = :r"
                         " ORDER BY file, byte"
                     ),
@@ -545,7 +564,7 @@ class Leases:
     def requests_of(self, worker: str) -> list[tuple[int, str, str]]:
         """The requests asked of the runs `worker` holds, in the order asked: (id, run
         id, request); none on a fleet whose table is not made yet."""
-        if not self._sa.inspect(self._db).has_table("claudeloop_requests"):
+        if not self._db.has_table("claudeloop_requests"):
             return []
         rows = self._rows(
             "SELECT q.id, q.run_id, q.asked FROM claudeloop_requests q"
