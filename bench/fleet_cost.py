@@ -343,10 +343,12 @@ def age(setting: Setting, turns: int) -> Age:
     late = (turns - 6, turns - 1)
 
     def rate(span: tuple[int, int]) -> tuple[float, float]:
+        # The samples a second apart that cover some of the span: a fast machine
+        # answers several turns between two of them.
         pairs = [
             (a, b)
             for a, b in itertools.pairwise(setting.samples)
-            if _in_turns(a, b) and span[0] <= a.turns[0] <= span[1]
+            if _in_turns(a, b) and a.turns[0] <= span[1] and b.turns[0] >= span[0]
         ]
         seconds = sum(b.at - a.at for a, b in pairs)
         wal = sum(b.wal - a.wal for a, b in pairs)

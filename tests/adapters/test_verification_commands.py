@@ -279,17 +279,22 @@ def leftover(tmp_path: Path) -> int:
     return shell.pid
 
 
+def noted_group(project: Path) -> int:
+    """The group the check wrote into `group` as it started, once it has."""
+    group_file = project / "group"
+    for _ in range(300):
+        if group_file.exists() and group_file.read_text().strip():
+            break
+        time.sleep(0.1)
+    return int(group_file.read_text())
+
+
 @on_linux
 def test_a_check_dies_with_its_driver_children_and_all(tmp_path: Path) -> None:
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, LEFT_RUNNING], cwd=tmp_path, start_new_session=True
     )
-    group_file = tmp_path / "group"
-    for _ in range(300):
-        if group_file.exists() and group_file.read_text().strip():
-            break
-        time.sleep(0.1)
-    group = int(group_file.read_text())
+    group = noted_group(tmp_path)
     try:
         assert len(once_running(group, 3)) == 3  # the shell and its two sleeps
         os.killpg(driver.pid, signal.SIGKILL)  # the driver's group: its watchdog is not in it
@@ -311,12 +316,7 @@ def test_a_check_that_kills_its_driver_the_moment_it_starts_still_dies_with_it(
         [sys.executable, "-c", DRIVER, kills_its_driver], cwd=tmp_path, start_new_session=True
     )
     driver.wait(timeout=60)
-    group_file = tmp_path / "group"
-    for _ in range(300):
-        if group_file.exists() and group_file.read_text().strip():
-            break
-        time.sleep(0.1)
-    group = int(group_file.read_text())
+    group = noted_group(tmp_path)
     try:
         assert until_gone(group) == []
     finally:
