@@ -1,13 +1,18 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# A real LiteLLM proxy for tests/e2e/test_litellm_proxy.py, in a venv of its own (below).
+# Set before the rules that name it: make expands a rule's prerequisites as it reads it.
+LITELLM_VENV := .venv-litellm
+LITELLM_REQUIREMENTS := tests/e2e/litellm-requirements.txt
+LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
 .PHONY: test check gates lint typecheck contracts pytest install browser litellm bench crash-fuzz rehearse docs clean
 
 # Three jobs: the LiteLLM proxy's venv (minutes, mostly downloads) installs beside the
 # project's venv, the lint and type checks and the tests themselves, so a fresh clone
 # waits for it nowhere: the proxy's tests come late in the run, and wait for its venv if
-# it is still being made (CLAUDELOOP_E2E_LITELLM_WAIT, tests/e2e/test_litellm_proxy.py).
+# it is still being made (E2E_LITELLM_WAIT_SECONDS, tests/e2e/test_litellm_proxy.py).
 test:
 	$(MAKE) -j3 gates
 
@@ -50,13 +55,9 @@ browser:
 			"or the dashboard's browser tests skip"; \
 	fi
 
-# A real LiteLLM proxy for tests/e2e/test_litellm_proxy.py, in a venv of its own: its
-# proxy extra (~120 packages) pins rich below ours. The range is in the requirements file.
-LITELLM_VENV := .venv-litellm
-LITELLM_REQUIREMENTS := tests/e2e/litellm-requirements.txt
-LITELLM_STAMP := $(LITELLM_VENV)/.installed
-
-# A failed install leaves .failed, so that tests waiting for the venv stop waiting.
+# The LiteLLM proxy's venv: its proxy extra (~120 packages) pins rich below ours, and the
+# range is in the requirements file. A failed install leaves .failed, so that the tests
+# waiting for the venv stop waiting.
 $(LITELLM_STAMP): $(LITELLM_REQUIREMENTS)
 	rm -f $(LITELLM_VENV)/.failed
 	python3 -m venv $(LITELLM_VENV) && \
@@ -82,7 +83,7 @@ contracts: $(STAMP)
 # runs out, so no long test starts last on an otherwise idle process. The 30 slowest
 # tests are listed, so a CI log says where the 20-minute budget goes.
 pytest: $(STAMP) browser
-	CLAUDELOOP_E2E_LITELLM_WAIT=900 $(VENV)/bin/pytest -n 3 --dist worksteal --cov --cov-branch --cov-report=term-missing \
+	E2E_LITELLM_WAIT_SECONDS=480 $(VENV)/bin/pytest -n 3 --dist worksteal --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 --durations=30 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
 

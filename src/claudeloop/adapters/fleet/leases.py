@@ -184,6 +184,7 @@ class Leases:
         that look or ask, connections.Single)."""
         self.kind = engine.kind
         self._columns: set[tuple[str, str]] = set()
+        self._requests_made = False  # claudeloop_requests, made by the first steer
         self._answer_ms: int | None = None
         if engine.kind == "postgresql" and answer_within is not None:
             self._answer_ms = int(answer_within * 1000)
@@ -564,8 +565,11 @@ class Leases:
     def requests_of(self, worker: str) -> list[tuple[int, str, str]]:
         """The requests asked of the runs `worker` holds, in the order asked: (id, run
         id, request); none on a fleet whose table is not made yet."""
-        if not self._db.has_table("claudeloop_requests"):
-            return []
+        if not self._requests_made:
+            # Asked once it is there (it stays): a worker asks this at every tick.
+            self._requests_made = self._db.has_table("claudeloop_requests")
+            if not self._requests_made:
+                return []
         rows = self._rows(
             "SELECT q.id, q.run_id, q.asked FROM claudeloop_requests q"
             " JOIN claudeloop_runs r ON r.run_id = q.run_id WHERE r.holder = :w"
