@@ -268,6 +268,11 @@ def test_a_repo_run_works_in_a_clone_and_pushes_its_branch_after_each_turn(
     try:
         # Turn 1 done, the run waiting for the window: its work is pushed already.
         wait_for(lambda: files() == ["PLAN.md", "step1.txt"], "turn 1's work on the branch", 90)
+        # A lift ends the window only once it closed: the push after turn 1 may come
+        # before turn 2 meets it, on a loaded machine.
+        wait_for(
+            lambda: any(r["gate"] for r in fleet.rehearsal.requests()), "turn 2 to be refused", 90
+        )
         fleet.rehearsal.server.lift()
         wait_for(lambda: fleet.states([run_id]) == ["done"], "the run to finish", 120)
     finally:

@@ -415,12 +415,12 @@ def test_a_server_that_refuses_the_key_exits_77_with_the_fix(
 
 
 # A model that takes seconds to load, for a real window of 503 "Loading model": the
-# verdict model with its feed-forward tensors (all zeros) grown to 3 GB, as
-# make_tiny_gguf.py's TINY_N_FF=4194304 makes it. Written here as a sparse file (the
+# verdict model with its feed-forward tensors (all zeros) grown to 6 GB (twice what
+# make_tiny_gguf.py's TINY_N_FF=4194304 makes). Written here as a sparse file (the
 # zeros are holes), it costs no disk and no second of writing, and needs no `gguf`
-# package; llama-server still maps and checks every byte of it (measured: 6 to 16 s on
-# two busy cores).
-SLOW_N_FF = 4_194_304
+# package; llama-server still maps and checks every byte of it. At 3 GB (6 to 16 s on
+# two busy cores) a loaded CI machine once started the run's CLI after the load ended.
+SLOW_N_FF = 8_388_608
 _GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q"}
 _GGUF_SCALARS |= {11: "q", 12: "d"}
 _GGUF_ALIGNMENT = 32
