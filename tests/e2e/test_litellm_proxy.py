@@ -2,10 +2,8 @@
 gives, each ending the way docs/guides/local-models.md's LiteLLM table says.
 
 `make test` installs the proxy into a venv of its own (`make litellm`: .venv-litellm/,
-the range in tests/e2e/litellm-requirements.txt; its proxy extra pins rich below ours)
-while the tests run, and these tests find it there, waiting for it to be complete up to
-E2E_LITELLM_WAIT_SECONDS seconds; CLAUDELOOP_E2E_LITELLM naming another executable
-wins.
+the range in tests/e2e/litellm-requirements.txt; its proxy extra pins rich below ours),
+and these tests find it there; CLAUDELOOP_E2E_LITELLM naming another executable wins.
 Without either they skip saying how to get it, except under CI, where a missing proxy
 fails: CI never skips them.
 
@@ -46,7 +44,6 @@ Record = Callable[[str, object], None]
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN_LITELLM = ROOT / ".venv-litellm" / "bin" / "litellm"
-OWN_STAMP = ROOT / ".venv-litellm" / ".installed"  # written once the venv is complete
 MASTER_KEY = "sk-e2e-litellm-master"
 ANSWER = """
 [[turns]]
@@ -64,13 +61,7 @@ def litellm_executable() -> str:
     named = os.environ.get("CLAUDELOOP_E2E_LITELLM")
     if named:
         return named
-    # `make test` makes the proxy's venv beside the tests: wait for it to be complete.
-    waits = float(os.environ.get("E2E_LITELLM_WAIT_SECONDS") or 0)
-    deadline = time.monotonic() + waits
-    failed = OWN_STAMP.with_name(".failed")
-    while not OWN_STAMP.is_file() and not failed.exists() and time.monotonic() < deadline:
-        time.sleep(2)
-    if OWN_STAMP.is_file() and OWN_LITELLM.is_file():
+    if OWN_LITELLM.is_file():
         return str(OWN_LITELLM)
     how = (
         "run `make litellm` (it installs LiteLLM into .venv-litellm/) or set "
@@ -385,8 +376,6 @@ def test_without_a_proxy_ci_fails_and_elsewhere_skips_saying_how_to_get_one(
 ) -> None:
     monkeypatch.delenv("CLAUDELOOP_E2E_LITELLM", raising=False)
     monkeypatch.setattr(sys.modules[__name__], "OWN_LITELLM", tmp_path / "no" / "litellm")
-    monkeypatch.setattr(sys.modules[__name__], "OWN_STAMP", tmp_path / "no" / ".installed")
-    monkeypatch.setenv("E2E_LITELLM_WAIT_SECONDS", "0")
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="run `make litellm`"):
         litellm_executable()
