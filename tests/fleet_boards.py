@@ -1,6 +1,6 @@
 """The fleet's capacity board as runs meet it: workers on a real PostgreSQL, each serving
 its runs the board through a link (adapters/shared_capacity/board_link.py), here in the
-test's own process. Each worker holds its own two connections, as a worker does; all
+test's own process. Each worker holds its own connection, as a worker does; all
 are closed when the test ends (the `fleet_boards` fixture)."""
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ Two tables beside DBOS's, in the same database (a SQLite file or PostgreSQL):
   (domain.steering, as the control file's JSON writes it), each a row of its own in the
   order asked, until the worker holding the run writes it into the control file.
 
-SQLAlchemy Core (a dependency of dbos) speaks both dialects; the fleet commands alone
-import this module.
+The statements are plain SQL for both dialects, run on a worker's SQLAlchemy pool or on
+one DB-API connection (adapters/fleet/connections.py); the fleet commands alone import
+this module.
 """
 
 from __future__ import annotations
