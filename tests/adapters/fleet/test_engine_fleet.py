@@ -167,17 +167,43 @@ def test_a_stop_asked_reaches_the_worker_holding_the_run_and_is_gone_once_delive
         leases.start(worker)
     leases.claim("r1", "w1")
     EngineFleet(engine).ask("r1", ControlCommand.STOP)
-    assert leases.asked_of("w2") == []
-    assert leases.asked_of("w1") == [("r1", "stop")]
+    assert leases.asked("w2", []).commands == []
+    assert leases.asked("w1", []).commands == [("r1", "stop")]
     EngineFleet(engine).ask("r1", ControlCommand.WIND_DOWN)  # the last asked counts
     leases.delivered("r1", "stop")  # one delivered before: the newer stays
-    assert leases.asked_of("w1") == [("r1", "wind-down")]
+    assert leases.asked("w1", []).commands == [("r1", "wind-down")]
     leases.let_go("w1")
     leases.take_over("w1", "w2", 3_600_000)
     leases.claim("r1", "w2")  # taken over before it was delivered: the new holder's
-    assert leases.asked_of("w2") == [("r1", "wind-down")]
+    assert leases.asked("w2", []).commands == [("r1", "wind-down")]
     leases.delivered("r1", "wind-down")
-    assert leases.asked_of("w2") == []
+    assert leases.asked("w2", []).commands == []
+
+
+def test_a_worker_hears_in_one_look_which_of_its_runs_were_cancelled_and_what_was_asked(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    from claudeloop.adapters.fleet import queue
+
+    for run_id in ("r1", "r2", "r3"):
+        queued(engine, run_id, tmp_path)
+    leases.start("w1")
+    for run_id in ("r1", "r2"):
+        leases.claim(run_id, "w1")
+    queue.cancel(engine, "r2")
+    queue.cancel(engine, "r3")  # cancelled, but not one this worker runs
+    fleet = EngineFleet(engine)
+    fleet.ask("r1", ControlCommand.STOP)
+    fleet.steer("r1", AddNote("first"))
+    fleet.steer("r2", AddNote("second"))
+    asked = leases.asked("w1", ["r1", "r2"])
+    assert asked.cancelled == ["r2"]
+    assert asked.commands == [("r1", "stop")]
+    assert [(run, steer_from_json(text)) for _, run, text in asked.requests] == [
+        ("r1", AddNote("first")),
+        ("r2", AddNote("second")),
+    ]
+    assert leases.asked("w1", ["r1"]).cancelled == []
 
 
 def test_the_worker_writes_a_command_asked_into_the_control_file_of_a_run_it_drives(
@@ -241,14 +267,14 @@ def test_requests_asked_reach_the_worker_holding_the_run_in_order_each_once(
     fleet = EngineFleet(engine)
     fleet.steer("r1", AddNote("use the staging db"))
     fleet.steer("r1", RaiseCap(Cap.TURNS, 40))
-    assert leases.requests_of("w2") == []
-    asked = leases.requests_of("w1")
+    assert leases.asked("w2", []).requests == []
+    asked = leases.asked("w1", []).requests
     assert [steer_from_json(text) for _, _, text in asked] == [
         AddNote("use the staging db"),
         RaiseCap(Cap.TURNS, 40),
     ]
     leases.request_delivered(asked[0][0])
-    assert [run for _, run, _ in leases.requests_of("w1")] == ["r1"]
+    assert [run for _, run, _ in leases.asked("w1", []).requests] == ["r1"]
 
 
 def test_the_worker_writes_a_request_asked_into_the_control_file(

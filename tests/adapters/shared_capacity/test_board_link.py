@@ -20,6 +20,7 @@ from claudeloop.adapters.shared_capacity.board_link import (
     LinkedCapacityBoard,
 )
 from claudeloop.adapters.shared_capacity.postgres_board import PostgresBoards
+from claudeloop.application.ports import Sighting
 from claudeloop.domain.signals import TurnSignals
 from tests.fleet_boards import FleetBoards
 
@@ -164,3 +165,87 @@ def test_a_runs_wait_ends_at_a_publication_of_another_run_of_its_worker(
     assert _publish(sibling, "prober") == 2
     waiting.join(15)
     assert heard == [2]
+
+
+class _CountedBoards(PostgresBoards):
+    """A worker's real board that counts what it reads from the database."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        self.reads = 0
+
+    def read(self, account: str) -> Sighting | None:
+        self.reads += 1
+        return super().read(account)
+
+
+def _run_of(relay: BoardRelay, account: str = "acct") -> LinkedCapacityBoard:
+    ours, theirs = socket.socketpair()
+    relay.serve(ours, "test")
+    return LinkedCapacityBoard(BoardLink(theirs.detach()), account)
+
+
+def _until_read(board: LinkedCapacityBoard, seq: int) -> Sighting | None:
+    deadline = time.monotonic() + 10
+    latest = board.read()
+    while (latest is None or latest.seq != seq) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        latest = board.read()
+    return latest
+
+
+def test_a_workers_runs_read_and_wait_on_the_record_its_listen_keeps(
+    postgres_dsn: str, fleet_boards: FleetBoards
+) -> None:
+    # The waiting runs of a worker each read the record and wait for news again and
+    # again: the database is read when a publication is announced, not at each look.
+    boards = _CountedBoards(postgres_dsn)
+    relay = BoardRelay(boards)
+    try:
+        runs = [_run_of(relay) for _ in range(5)]
+        assert _publish(runs[0]) == 1
+        for _ in range(3):
+            for run in runs:
+                latest = run.read()
+                assert latest is not None
+                assert latest.seq == 1
+                assert run.wait_for_news(1, 0.05) is None
+        # Thirty looks: read before the worker listened (the publication's own look),
+        # and once since, at most.
+        assert boards.reads <= 2
+        # Another worker's publication is what they read next, once it is announced.
+        elsewhere = fleet_boards.board("acct")
+        assert _publish(elsewhere, "other") == 2
+        news = runs[1].wait_for_news(1, 10)
+        assert news is not None
+        assert news.seq == 2
+        latest = _until_read(runs[2], 2)
+        assert latest is not None
+        assert (latest.seq, latest.writer) == (2, "other")
+        assert boards.reads <= 3
+    finally:
+        relay.close()
+
+
+def test_what_a_worker_kept_is_read_again_once_its_session_ended(
+    postgres_dsn: str, fleet_boards: FleetBoards
+) -> None:
+    # The session that listened ended (the server restarted, an administrator ended
+    # it): the publications of meanwhile were not heard, so the record is read again.
+    boards = _CountedBoards(postgres_dsn)
+    relay = BoardRelay(boards)
+    try:
+        run = _run_of(relay)
+        assert _publish(run) == 1
+        assert run.wait_for_news(1, 0.3) is None  # the worker listens
+        connection = boards._connection
+        assert connection is not None
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
+        elsewhere = fleet_boards.board("acct")
+        assert _publish(elsewhere, "other") == 2
+        latest = _until_read(run, 2)
+        assert latest is not None
+        assert (latest.seq, latest.writer) == (2, "other")
+    finally:
+        relay.close()

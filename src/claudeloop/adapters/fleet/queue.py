@@ -202,10 +202,9 @@ WHERE s.name = :name AND (s.application_name = :application OR s.application_nam
 
 
 def _workflows(engine: Engine, leases: Leases | None, run_id: str | None = None) -> list[Any]:
-    from claudeloop.adapters.fleet.leases import Leases
+    from claudeloop.adapters.fleet.leases import DBOS_SCHEMA, Leases
 
-    # DBOS's tables are in the schema `dbos` on PostgreSQL, unqualified in SQLite.
-    statement = _WORKFLOWS.format(schema="dbos." if engine.kind == "postgresql" else "")
+    statement = _WORKFLOWS.format(schema=DBOS_SCHEMA[engine.kind])
     statement += " AND s.workflow_uuid = :run_id" if run_id is not None else ""
     reader = leases if leases is not None else Leases(engine)
     try:

@@ -85,6 +85,9 @@ WORKER_APPLICATION = "claudeloop worker"
 _CHILD_SHARE = 0.9
 _BEATS_PER_LEASE = 6
 _CANCEL_POLL_SECONDS = 0.5
+# How often a worker asks the engine what was asked of its runs (cancelled, a stop, a
+# request): each ask is a commit on the server, and each waits for a safe point anyway.
+_ASK_SECONDS = 1.0
 # Within a turn (its transcript growing) a run's copy in the engine is stored at most
 # this often; each save of the run's record is stored at once.
 _STORE_EVERY_SECONDS = 5.0
@@ -972,26 +975,25 @@ def _until_stopped(
         target=heart.keep_beating, args=(stop_beating,), name="fleet-heart", daemon=True
     ).start()
     tick = heart.tick
-    # What the engine is asked each tick is one query per kind for all the runs, never
-    # one per run: which are cancelled, and what stops and wind-downs were asked.
+    next_ask = time.monotonic()
+    # What the engine is asked is one statement for all the runs, never one per run:
+    # which are cancelled, what stops and wind-downs and requests were asked.
     while not drivers.stopping.wait(tick):
         if heart.fenced.is_set():
             _start_again(settings, drivers, say)
         heart.take_over(recover)
         running = drivers.running()
-        if running:
+        if running and time.monotonic() >= next_ask:
+            next_ask = time.monotonic() + _ASK_SECONDS
             try:
-                cancelled = DBOS.list_workflows(
-                    workflow_ids=running, status="CANCELLED", load_input=False, load_output=False
-                )
+                asked = leases.asked(settings.executor_id, running)
             except Exception:  # the database away for a moment: ask again next time
-                cancelled = []
-            for status in cancelled:
-                drivers.cancel(status.workflow_id)
+                continue
+            for run_id in asked.cancelled:
+                drivers.cancel(run_id)
             with contextlib.suppress(Exception):  # the database away: ask again next time
-                drivers.deliver(leases.asked_of(settings.executor_id), leases.delivered)
-                asked = leases.requests_of(settings.executor_id)
-                drivers.deliver_requests(asked, leases.request_delivered)
+                drivers.deliver(asked.commands, leases.delivered)
+                drivers.deliver_requests(asked.requests, leases.request_delivered)
     while drivers.running():  # each child stops at its safe point, a turn may be long
         if heart.fenced.is_set():  # the children kept their lease until then
             say(f"worker {settings.executor_id}: another worker took over its runs")

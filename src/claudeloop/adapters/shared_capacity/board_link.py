@@ -306,6 +306,15 @@ class BoardRelay:
         self._waits: list[_Wait] = []
         self._listener: threading.Thread | None = None
         self._closed = threading.Event()
+        # Each account's record as the LISTEN keeps it known: read once, then told of
+        # each publication (its number), so the runs' reads and waits cost the database
+        # nothing until one is announced. Kept only while the LISTEN is known to hear
+        # (`_hearing`); `_era` changes whenever that changes, and a read begun in
+        # another era is not kept (it may predate what the LISTEN missed).
+        self._known: dict[str, Sighting | None] = {}
+        self._newest: dict[str, int] = {}  # account: the highest number told of
+        self._hearing = False
+        self._era = 0
 
     def serve(self, connection: socket.socket, name: str) -> None:
         """Answer the run at the other end of `connection` until it closes."""
@@ -335,7 +344,8 @@ class BoardRelay:
         try:
             match message.get("op"):
                 case "read":
-                    run.answer(number, sighting=_text(self._boards.read(account)))
+                    self._start_listening()
+                    run.answer(number, sighting=_text(self._record(account)))
                 case "publish":
                     self._publish(run, number, account, message)
                 case "probe_lock":
@@ -349,8 +359,10 @@ class BoardRelay:
                 case other:
                     run.answer(number, error=f"capacity board: no request {other!r} here")
         except BoardBusy as busy:
+            self._deaf()  # the session was ended, its LISTEN with it
             run.answer(number, busy=str(busy))
         except OSError as error:
+            self._deaf()
             run.answer(number, error=str(error))
         except (ValueError, TypeError, KeyError):  # a newer claudeloop's, or no request
             run.answer(number, error="capacity board: a request this worker cannot read")
@@ -380,6 +392,7 @@ class BoardRelay:
         if written is None:
             run.answer(number, moved=_text(found[-1] if found else None))
         else:
+            self._keep(account, written, self._era_now())
             run.answer(number, sighting=_text(written))
             # This worker's other runs hear of it now: its NOTIFY comes back to the
             # session that sent it, where the LISTEN may collect it only later.
@@ -388,12 +401,16 @@ class BoardRelay:
     def _wait(self, wait: _Wait) -> None:
         with self._lock:
             self._waits.append(wait)
+        self._start_listening()
+        self._look(wait.account)  # a record published before the wait began
+
+    def _start_listening(self) -> None:
+        with self._lock:
             if self._listener is None:
                 self._listener = threading.Thread(
                     target=self._listen, name="board-news", daemon=True
                 )
                 self._listener.start()
-        self._look(wait.account)  # a record published before the wait began
 
     def _listen(self) -> None:
         """Until closed: end each wait at news of its account or at its deadline. The
@@ -410,8 +427,13 @@ class BoardRelay:
                 news = self._boards.news(_LISTEN_SECONDS)
             except OSError:
                 missed = True
+                self._deaf()
                 self._closed.wait(_LISTEN_SECONDS)
                 continue
+            if missed:
+                self._hear()  # listening since before this call: what is read now holds
+            for account, seq in news:
+                self._told(account, seq)
             with self._lock:
                 waiting = {wait.account for wait in self._waits}
             told = waiting if missed else waiting & {account for account, _ in news}
@@ -420,13 +442,63 @@ class BoardRelay:
                 self._look(account)
 
     def _look(self, account: str) -> None:
-        """Read the account's record once, and end each of its waits it is news to."""
+        """The account's record, once, and end each of its waits it is news to."""
         try:
-            latest = self._boards.read(account)
+            latest = self._record(account)
         except OSError:
+            self._deaf()
             return  # read again at the next news, or the wait ends at its deadline
         if latest is not None:
             self._heard(account, latest)
+
+    def _record(self, account: str) -> Sighting | None:
+        """The account's record: as kept, or read (and kept while the LISTEN hears)."""
+        with self._lock:
+            if self._hearing and account in self._known:
+                return self._known[account]
+            era = self._era
+        latest = self._boards.read(account)
+        self._keep(account, latest, era)
+        return latest
+
+    def _era_now(self) -> int:
+        with self._lock:
+            return self._era
+
+    def _keep(self, account: str, sighting: Sighting | None, era: int) -> None:
+        """Keep `sighting` as the account's record, unless the LISTEN did not hear all
+        along since it was read (`era`) or a newer one was told of meanwhile."""
+        seq = sighting.seq if sighting is not None else 0
+        with self._lock:
+            if not self._hearing or era != self._era or seq < self._newest.get(account, 0):
+                return
+            self._known[account] = sighting
+            self._newest[account] = seq
+
+    def _told(self, account: str, seq: int | None) -> None:
+        """A publication announced: what is kept of the account is old unless it is that
+        one or newer (this worker's own publication comes back so)."""
+        with self._lock:
+            kept = self._known.get(account)
+            if seq is None:  # a payload this claudeloop cannot read: read again
+                self._known.pop(account, None)
+                self._era += 1
+            elif kept is None or kept.seq < seq:
+                self._known.pop(account, None)
+                self._newest[account] = max(seq, self._newest.get(account, 0))
+
+    def _hear(self) -> None:
+        with self._lock:
+            self._hearing = True
+            self._era += 1
+
+    def _deaf(self) -> None:
+        """The LISTEN may have missed announcements (its session ended, or it failed):
+        nothing kept holds until it listens again."""
+        with self._lock:
+            self._hearing = False
+            self._era += 1
+            self._known.clear()
 
     def _heard(self, account: str, latest: Sighting) -> None:
         """End each wait on `account` that `latest` is news to."""
