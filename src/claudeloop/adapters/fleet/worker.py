@@ -88,6 +88,10 @@ _CANCEL_POLL_SECONDS = 0.5
 # How often a worker asks the engine what was asked of its runs (cancelled, a stop, a
 # request): each ask is a commit on the server, and each waits for a safe point anyway.
 _ASK_SECONDS = 1.0
+# How often DBOS looks in the queue for a run to start (its default is each second):
+# each look is two or three commits (the queue's settings, its accounts, a dequeue), a
+# worker's largest cost while it waits, and a run queued starts this much later at most.
+_QUEUE_POLL_SECONDS = 2.0
 # Within a turn (its transcript growing) a run's copy in the engine is stored at most
 # this often; each save of the run's record is stored at once.
 _STORE_EVERY_SECONDS = 5.0
@@ -931,6 +935,7 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
                 QUEUE,
                 worker_concurrency=settings.slots,
                 partition_concurrency=settings.per_account,
+                polling_interval_sec=_QUEUE_POLL_SECONDS,
                 on_conflict="always_update",
             )
         except Exception as error:
