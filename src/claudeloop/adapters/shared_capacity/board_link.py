@@ -298,7 +298,9 @@ class _Wait:
 
 class BoardRelay:
     """The worker's end of its runs' links: each request answered from `boards`, and
-    the runs' waits for news ended by the one LISTEN of the worker."""
+    the runs' waits for news ended by the one LISTEN of the worker, which also keeps
+    what is read fresh: between two publications the runs' looks cost the database
+    nothing."""
 
     def __init__(self, boards: PostgresBoards) -> None:
         self._boards = boards
@@ -369,6 +371,7 @@ class BoardRelay:
 
     def _publish(self, run: _Run, number: object, account: str, message: dict[str, Any]) -> None:
         expected = int(message["expect"])
+        era = self._era_now()  # what is written is kept only if the LISTEN heard all along
         found: list[Sighting | None] = []
 
         def moved(current: Sighting | None) -> bool:
@@ -392,7 +395,7 @@ class BoardRelay:
         if written is None:
             run.answer(number, moved=_text(found[-1] if found else None))
         else:
-            self._keep(account, written, self._era_now())
+            self._keep(account, written, era)
             run.answer(number, sighting=_text(written))
             # This worker's other runs hear of it now: its NOTIFY comes back to the
             # session that sent it, where the LISTEN may collect it only later.
