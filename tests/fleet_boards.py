@@ -21,9 +21,10 @@ class FleetBoards:
         self._dsn = dsn
         self._relays: list[BoardRelay] = []
 
-    def worker(self) -> Callable[[str], LinkedCapacityBoard]:
-        """A worker of its own: what it returns makes a run of that worker's board."""
-        relay = BoardRelay(PostgresBoards(self._dsn))
+    def worker(self, boards: PostgresBoards | None = None) -> Callable[[str], LinkedCapacityBoard]:
+        """A worker of its own (serving from `boards`, else a board of its own): what it
+        returns makes a run of that worker's board."""
+        relay = BoardRelay(boards if boards is not None else PostgresBoards(self._dsn))
         self._relays.append(relay)
 
         def run(account: str = "acct") -> LinkedCapacityBoard:

@@ -584,8 +584,8 @@ class Leases:
         self._change("DELETE FROM claudeloop_requests WHERE id = :i", i=request_id)
 
     def asked(self, worker: str, running: list[str]) -> Asked:
-        """What was asked of the runs `worker` holds, in one statement (a worker asks at
-        every tick): which of `running` were cancelled (DBOS's table of workflows, a run
+        """What was asked of the runs `worker` holds, in one statement (a worker asks
+        once a second): which of `running` were cancelled (DBOS's table of workflows, a run
         being its workflow), the commands asked of its runs, and its runs' requests in
         the order asked (none on a fleet whose table of them is not made yet)."""
         if not self._requests_made:
@@ -610,13 +610,10 @@ class Leases:
                 " JOIN claudeloop_runs r ON r.run_id = q.run_id WHERE r.holder = :w"
             )
         rows = self._rows(" UNION ALL ".join(parts), **values)
-        by_kind: dict[str, list[Any]] = {"command": [], "cancelled": [], "request": []}
-        for row in rows:
-            by_kind[str(row[0])].append(row)
         return Asked(
-            cancelled=sorted(str(row[1]) for row in by_kind["cancelled"]),
-            commands=sorted((str(row[1]), str(row[3])) for row in by_kind["command"]),
-            requests=sorted((int(row[2]), str(row[1]), str(row[3])) for row in by_kind["request"]),
+            cancelled=sorted(str(r[1]) for r in rows if r[0] == "cancelled"),
+            commands=sorted((str(r[1]), str(r[3])) for r in rows if r[0] == "command"),
+            requests=sorted((int(r[2]), str(r[1]), str(r[3])) for r in rows if r[0] == "request"),
         )
 
     def delivered(self, run_id: str, command: str) -> None:

@@ -311,10 +311,9 @@ class BoardRelay:
         # Each account's record as the LISTEN keeps it known: read once, then told of
         # each publication (its number), so the runs' reads and waits cost the database
         # nothing until one is announced. Kept only while the LISTEN is known to hear
-        # (`_hearing`); `_era` changes whenever that changes, and a read begun in
-        # another era is not kept (it may predate what the LISTEN missed).
+        # (`_hearing`); `_era` changes with that and whenever a kept record is dropped,
+        # and a read begun in another era is not kept (it may predate what was told).
         self._known: dict[str, Sighting | None] = {}
-        self._newest: dict[str, int] = {}  # account: the highest number told of
         self._hearing = False
         self._era = 0
 
@@ -427,7 +426,9 @@ class BoardRelay:
             for wait in late:
                 self._end(wait, None)
             try:
-                news = self._boards.news(_LISTEN_SECONDS)
+                # Listening again, it waits for nothing: what the runs read holds from
+                # the moment it listens, not half a second later.
+                news = self._boards.news(0 if missed else _LISTEN_SECONDS)
             except OSError:
                 missed = True
                 self._deaf()
@@ -470,25 +471,20 @@ class BoardRelay:
 
     def _keep(self, account: str, sighting: Sighting | None, era: int) -> None:
         """Keep `sighting` as the account's record, unless the LISTEN did not hear all
-        along since it was read (`era`) or a newer one was told of meanwhile."""
-        seq = sighting.seq if sighting is not None else 0
+        along since it was read, or a publication was told of meanwhile (`era`)."""
         with self._lock:
-            if not self._hearing or era != self._era or seq < self._newest.get(account, 0):
-                return
-            self._known[account] = sighting
-            self._newest[account] = seq
+            if self._hearing and era == self._era:
+                self._known[account] = sighting
 
     def _told(self, account: str, seq: int | None) -> None:
-        """A publication announced: what is kept of the account is old unless it is that
-        one or newer (this worker's own publication comes back so)."""
+        """A publication announced (`seq` None: a payload this claudeloop cannot read):
+        what is kept of the account is old unless it is that one or newer (this
+        worker's own publication comes back so)."""
         with self._lock:
             kept = self._known.get(account)
-            if seq is None:  # a payload this claudeloop cannot read: read again
+            if seq is None or kept is None or kept.seq < seq:
                 self._known.pop(account, None)
                 self._era += 1
-            elif kept is None or kept.seq < seq:
-                self._known.pop(account, None)
-                self._newest[account] = max(seq, self._newest.get(account, 0))
 
     def _hear(self) -> None:
         with self._lock:
