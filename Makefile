@@ -1,13 +1,23 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Every venv is installed by uv from a lock committed here, never from whatever the
+# registry serves today (docs/architecture/decisions/0008-locked-installs.md): uv.lock for
+# the project, tests/e2e/litellm-requirements.txt for the LiteLLM proxy. uv itself comes
+# from requirements/uv.txt, by its hashes, into a venv of its own.
+UV_VENV := .venv-uv
+UV := $(UV_VENV)/bin/uv
+# The venvs use the python3 on PATH; uv downloads no interpreter of its own.
+export UV_PYTHON := python3
+export UV_PYTHON_DOWNLOADS := never
 # A real LiteLLM proxy for tests/e2e/test_litellm_proxy.py, in a venv of its own (below).
 # Set before the rules that name it: make expands a rule's prerequisites as it reads it.
 LITELLM_VENV := .venv-litellm
-LITELLM_REQUIREMENTS := tests/e2e/litellm-requirements.txt
+LITELLM_RANGE := tests/e2e/litellm-requirements.in
+LITELLM_LOCK := tests/e2e/litellm-requirements.txt
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: test check gates lint typecheck contracts pytest install browser litellm bench crash-fuzz rehearse docs clean
+.PHONY: test check gates lint typecheck contracts pytest install browser litellm bench crash-fuzz rehearse docs clean lock lock-upgrade canary
 
 # Two jobs: the LiteLLM proxy's venv (minutes, mostly downloads) installs beside the
 # project's venv and the lint and type checks. (Made beside the tests themselves, its
@@ -25,12 +35,15 @@ check: $(STAMP) lint typecheck contracts
 	HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 2 -q -m "not slow" \
 		--ignore=tests/e2e --ignore=tests/contract tests
 
-$(VENV)/bin/python:
-	python3 -m venv $(VENV)
+$(UV): requirements/uv.txt
+	python3 -m venv $(UV_VENV)
+	$(UV_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements/uv.txt
+	touch $(UV)
 
-$(STAMP): $(VENV)/bin/python pyproject.toml
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+# Exactly what uv.lock says (--locked: a pyproject.toml the lock no longer matches is an
+# error, not a new resolution), the project editable, with the dev extra.
+$(STAMP): $(UV) pyproject.toml uv.lock
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --quiet --locked --extra dev
 	@# The editable install leaves src/ uncompiled, and a machine that sets
 	@# PYTHONDONTWRITEBYTECODE (this one does) would compile it again in every process
 	@# the tests start: a fifth of a second of each `claudeloop` they run.
@@ -54,11 +67,11 @@ browser:
 			"or the dashboard's browser tests skip"; \
 	fi
 
-# The LiteLLM proxy's venv: its proxy extra (~120 packages) pins rich below ours, and the
-# range is in the requirements file.
-$(LITELLM_STAMP): $(LITELLM_REQUIREMENTS)
-	python3 -m venv $(LITELLM_VENV)
-	$(LITELLM_VENV)/bin/python -m pip install --quiet -r $(LITELLM_REQUIREMENTS)
+# The LiteLLM proxy's venv: its proxy extra (~120 packages) pins rich below ours. The
+# range is in the .in file, the versions and hashes installed in the .txt compiled from it.
+$(LITELLM_STAMP): $(UV) $(LITELLM_LOCK)
+	$(UV) venv --quiet --allow-existing $(LITELLM_VENV)
+	$(UV) pip sync --quiet --python $(LITELLM_VENV)/bin/python --require-hashes $(LITELLM_LOCK)
 	touch $(LITELLM_STAMP)
 
 litellm: $(LITELLM_STAMP)
@@ -89,9 +102,8 @@ pytest: $(STAMP) $(LITELLM_STAMP) browser
 USER_VENV := .venv-user
 USER_STAMP := $(USER_VENV)/.installed
 
-$(USER_STAMP): pyproject.toml
-	python3 -m venv $(USER_VENV)
-	$(USER_VENV)/bin/python -m pip install --quiet -e .
+$(USER_STAMP): $(UV) pyproject.toml uv.lock
+	UV_PROJECT_ENVIRONMENT=$(USER_VENV) $(UV) sync --quiet --locked
 	touch $(USER_STAMP)
 
 rehearse: $(USER_STAMP)
@@ -100,7 +112,7 @@ rehearse: $(USER_STAMP)
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e ".[dev,bench]"
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --quiet --locked --inexact --extra dev --extra bench
 	touch $(BENCH_STAMP)
 
 # Benchmarks print figures and ratios; they never fail the tests. Results: bench/results/.
@@ -115,5 +127,18 @@ crash-fuzz: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m claudeloop.cli.reference docs/reference/cli.md
 
+# The locks again after a change of pyproject.toml or of the LiteLLM range, keeping every
+# version they can; lock-upgrade takes the newest each range allows. Upgrading the CLI is
+# `make canary`, fixing what it shows, then `make lock-upgrade` (docs/guides/upgrading-claude-code.md).
+lock: $(UV)
+	$(UV) lock --quiet
+	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.11 \
+		$(LITELLM_RANGE) -o $(LITELLM_LOCK)
+
+lock-upgrade: $(UV)
+	$(UV) lock --quiet --upgrade
+	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.11 --upgrade \
+		$(LITELLM_RANGE) -o $(LITELLM_LOCK)
+
 clean:
-	rm -rf $(VENV) $(USER_VENV) $(LITELLM_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+	rm -rf $(VENV) $(USER_VENV) $(LITELLM_VENV) $(UV_VENV) .venv-canary .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov

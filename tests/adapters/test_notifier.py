@@ -212,9 +212,10 @@ def test_without_apprise_installed_the_check_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(__import__("sys").modules, "apprise", None)
-    # This checkout is an editable install: the hint installs its notify extra from here.
+    # This checkout is an editable install (made by uv or pip): the hint installs its
+    # notify extra from here.
     with pytest.raises(
-        NotifyUnavailable, match=r"the notify extra\): .* install -e '.*\[notify\]'"
+        NotifyUnavailable, match=r"the notify extra\): .*install .*-e '.*\[notify\]'"
     ):
         check_urls(["json://127.0.0.1:9/hook"])
 

@@ -48,7 +48,7 @@ def test_without_dbos_the_fleet_commands_say_how_to_add_the_fleet_extra(
     monkeypatch.setitem(sys.modules, "dbos", None)
     result = claudeloop("queue", "ls")
     # This checkout is an editable install: the hint installs its fleet extra from here.
-    assert_one_line_error(result, "need DBOS", "install -e '", "[fleet]'")
+    assert_one_line_error(result, "need DBOS", " -e '", "[fleet]'")
 
 
 def test_a_bad_engine_variable_is_named(

@@ -61,7 +61,7 @@ def test_without_apprise_a_configured_notify_says_how_to_install_it(
     result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
     # This checkout is an editable install: the hint installs its notify extra from here.
     assert_one_line_error(
-        result, f"notify (from {tmp_path / 'claudeloop.toml'})", "install -e '", "[notify]'"
+        result, f"notify (from {tmp_path / 'claudeloop.toml'})", " -e '", "[notify]'"
     )
 
 

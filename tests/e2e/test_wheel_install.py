@@ -3,8 +3,11 @@ checkout, installed into a fresh venv outside the repository, runs `claudeloop
 rehearse` from a folder of its own with nothing of the checkout on sys.path; and the
 hint for a missing extra is a command that works there, word for word.
 
-pip's own cache serves the dependencies `make install` already fetched, so the test
-downloads nothing a second time.
+The dependencies are the versions uv.lock names (`make test` installs the same), so a
+release on the registry today changes nothing here; uv installs them from the cache `make`
+filled, so the test downloads nothing a second time. The missing extra's hint names uv,
+the installer of that venv, and is run as the user would run it, held to the lock by
+UV_CONSTRAINT.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 REPOSITORY = Path(__file__).resolve().parents[2]
+# The uv `make` installs from requirements/uv.txt, the one that made this checkout's venvs.
+UV = REPOSITORY / ".venv-uv" / "bin" / "uv"
 
 
 def run(*command: str | Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -47,23 +52,38 @@ def test_the_wheel_installs_in_a_fresh_venv_and_rehearses_outside_the_repository
     }
     env["HOME"] = str(tmp_path / "home")
 
+    assert UV.exists(), f"{UV} is missing: `make test` installs it (requirements/uv.txt)"
+    # The user's caches (HOME as it is) serve what `make` already fetched.
+    cached = {**env, "HOME": os.environ.get("HOME", "/root")}
     built = run(
-        sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-        "--wheel-dir", tmp_path / "dist", REPOSITORY,
-        cwd=outside, env={**env, "HOME": os.environ.get("HOME", "/root")},
+        UV, "build", "--wheel", "--quiet", "--out-dir", tmp_path / "dist", REPOSITORY,
+        cwd=outside, env=cached,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("claudeloop-*-py3-none-any.whl")
+    locked = tmp_path / "constraints.txt"
+    exported = run(
+        UV, "export", "--frozen", "--all-extras", "--no-hashes", "--no-emit-project",
+        "--project", REPOSITORY, "--output-file", locked,
+        cwd=outside, env=cached,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
 
     venv = tmp_path / "venv"
     made = run(sys.executable, "-m", "venv", venv, cwd=outside, env=env)
     assert made.returncode == 0, made.stderr
-    # The user's pip cache (HOME as it is) serves what `make install` already fetched.
-    pip_env = {**env, "HOME": os.environ.get("HOME", "/root")}
     installed = run(
-        venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel, cwd=outside, env=pip_env
-    )
+        UV, "pip", "install", "--quiet", "--python", venv / "bin" / "python",
+        "--constraints", locked, wheel,
+        cwd=outside, env=cached,
+    )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
+    # The user has the uv that installed the venv on PATH, and keeps to the lock.
+    uv_env = {
+        **cached,
+        "PATH": f"{UV.parent}{os.pathsep}{env.get('PATH', '')}",
+        "UV_CONSTRAINT": str(locked),
+    }
 
     where = run(
         venv / "bin" / "python",
@@ -86,12 +106,12 @@ def test_the_wheel_installs_in_a_fresh_venv_and_rehearses_outside_the_repository
     )  # fmt: skip
     assert refused.returncode == 2, refused.stderr
     hint = refused.stderr.strip().rsplit("(the notify extra): ", 1)[1]
-    assert hint.startswith(f"{venv / 'bin' / 'python'} -m pip install 'apprise"), hint
+    assert hint.startswith(f"uv pip install --python {venv / 'bin' / 'python'} 'apprise"), hint
     added = subprocess.run(
         hint,
         shell=True,
         cwd=outside,
-        env=pip_env,
+        env=uv_env,
         capture_output=True,
         text=True,
         timeout=400,
