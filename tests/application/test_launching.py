@@ -151,8 +151,11 @@ class World:
         resumed: bool,
         lock: RunLock | None,
         login_ends_at: datetime | None,
+        new_session: bool = False,
     ) -> RunRecord:
         self.said.append(f"drive resumed={resumed} locked={lock is not None}")
+        if new_session:
+            self.said.append("new session")
         ended = replace(
             record, state=replace(record.state, phase=Phase.COMPLETE, outcome=self.ends_as)
         )

@@ -12,6 +12,7 @@ from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.domain.capacity import Available
 from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER, Done, evaluate
+from claudeloop.domain.startup import session_gone
 from claudeloop.rehearsal import RehearsalServer, load_scenario
 from tests.contract.conftest import SCENARIOS, gateway_for, run
 
@@ -119,9 +120,10 @@ def test_an_unknown_session_is_a_failure_not_a_new_session(tmp_path: Path) -> No
         (outcome,) = turns(gateway_for(server, tmp_path, "oauth"), unknown)
         state = server.state()
 
-    assert outcome.failure is not None
-    assert outcome.failure.startswith(f"Claude Code could not resume session {unknown}: ")
-    assert "No conversation found" in outcome.failure
+    # 2.1.332 said it in an error result, 2.1.337 refuses to start
+    # (resume_target_not_found): either way one line with the fix, and the session named.
+    assert outcome.failure == session_gone(unknown)
+    assert outcome.gone_session == unknown
     assert state["requests"] == []
     assert not (tmp_path / "project" / "first.txt").exists()
 

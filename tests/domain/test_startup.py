@@ -5,12 +5,25 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.domain.startup import STARTUP_FAILURE_REASONS, startup_refusal
+from claudeloop.domain.startup import STARTUP_FAILURE_REASONS, session_gone, startup_refusal
 
 
-def test_the_clis_twenty_five_reasons_are_all_known() -> None:
-    # Read from the CLI 2.1.332 binary (its zod enum of startup_failure_reason).
-    assert len(set(STARTUP_FAILURE_REASONS)) == 25
+def test_the_clis_twenty_nine_reasons_are_all_known() -> None:
+    # Read from the CLI 2.1.337 binary (its zod enum of startup_failure_reason: 2.1.332's
+    # 25, and resume_target_not_found, consumer_terms_review_in_terminal,
+    # consumer_terms_accept_on_web, org_signin_ended); `make canary` reads them anew.
+    assert len(set(STARTUP_FAILURE_REASONS)) == 29
+
+
+def test_a_session_claude_code_no_longer_has_names_the_way_to_go_on() -> None:
+    line = startup_refusal("resume_target_not_found", "No conversation found with session ID")
+    assert "cleanupPeriodDays" in line
+    assert session_gone("s-1").startswith("Claude Code cannot resume session s-1: it has no ")
+    assert session_gone("s-1").endswith(line.rsplit(": ", 1)[1])
+    assert line.endswith(
+        "`claudeloop resume --new-session` goes on in a new session with the run's plan, "
+        "ledger and branch, or resume where CLAUDE_CONFIG_DIR holds the session"
+    )
 
 
 def test_a_known_reason_says_what_it_means_and_the_fix() -> None:

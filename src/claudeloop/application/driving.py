@@ -60,7 +60,9 @@ class WiredRun:
     close: Callable[[], None]
 
 
-def drive_run(run: WiredRun, record: RunRecord, *, resumed: bool) -> RunRecord:
+def drive_run(
+    run: WiredRun, record: RunRecord, *, resumed: bool, new_session: bool = False
+) -> RunRecord:
     """Drive `record` to its end and return the final record, masked.
 
     The first interrupt stops the run at its next safe point (it is sent to the run like
@@ -73,7 +75,9 @@ def drive_run(run: WiredRun, record: RunRecord, *, resumed: bool) -> RunRecord:
         async with anyio.create_task_group() as group:
             group.start_soon(_listen, run, group.cancel_scope)
             try:
-                final.append(await run.runner.drive(record, resumed=resumed))
+                final.append(
+                    await run.runner.drive(record, resumed=resumed, new_session=new_session)
+                )
             except OSError as error:
                 final.append(_failed(run, record, error))
             finally:

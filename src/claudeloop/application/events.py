@@ -106,6 +106,17 @@ class SessionWritesLost:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionReplaced:
+    """The run goes on in a new session, told the task, what is done and what is left:
+    Claude Code no longer had `session_id` (a fleet's run taken over where its transcript
+    is not), or `claudeloop resume --new-session` asked for one; `reason` says which."""
+
+    type: ClassVar[str] = "session.replaced"
+    session_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolsDenied:
     type: ClassVar[str] = "tools.denied"
     tools: tuple[str, ...]
@@ -336,6 +347,7 @@ Event = (
     | TurnFailed
     | TurnInterrupted
     | SessionWritesLost
+    | SessionReplaced
     | ToolsDenied
     | CostGuessed
     | PauseIgnored

@@ -138,8 +138,10 @@ class Launching(Protocol[C, B, D]):
         resumed: bool,
         lock: RunLock | None,
         login_ends_at: datetime | None,
+        new_session: bool = False,
     ) -> RunRecord:
-        """The run driven to its end (application/driving.py), its record returned."""
+        """The run driven to its end (application/driving.py), its record returned.
+        `new_session`: its session let go of first (`resume --new-session`)."""
         ...
 
 
@@ -165,6 +167,10 @@ class RunToResume:
     run_id: str | None
     session_id: str | None
     flags: Mapping[str, object]
+    # `--new-session`: the run goes on in a new session, told the task, what is done and
+    # what is left, instead of resuming the one it was on (which Claude Code may no
+    # longer have).
+    new_session: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +271,17 @@ def resume_run(
         )
         world.refuse_no_credentials(chosen, record.spec.cwd)
         return Driven(
-            _drive(world, directory, record, chosen, settings, warn=warn, resumed=True, lock=lock)
+            _drive(
+                world,
+                directory,
+                record,
+                chosen,
+                settings,
+                warn=warn,
+                resumed=True,
+                lock=lock,
+                new_session=asked.new_session,
+            )
         )
     except BaseException:
         lock.release()
@@ -282,6 +298,7 @@ def _drive(
     warn: Warn,
     resumed: bool,
     lock: RunLock | None = None,
+    new_session: bool = False,
 ) -> RunRecord:
     # Warned before the first turn when the login ends before the run could.
     ends_at, now = world.login_ends(backend), world.now()
@@ -290,5 +307,12 @@ def _drive(
     if warning is not None:
         warn(warning)
     return world.drive(
-        directory, record, backend, settings, resumed=resumed, lock=lock, login_ends_at=ends_at
+        directory,
+        record,
+        backend,
+        settings,
+        resumed=resumed,
+        lock=lock,
+        login_ends_at=ends_at,
+        new_session=new_session,
     )

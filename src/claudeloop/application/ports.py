@@ -56,6 +56,10 @@ class TurnOutcome:
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
     failure: str | None = None
+    # The session this turn asked to resume, which Claude Code has no conversation of
+    # (its transcript removed after cleanupPeriodDays, or under another config directory
+    # or machine): `failure` says so with the fix, and the run may go on in a new session.
+    gone_session: str | None = None
     # A hook of the user's stopped Claude Code (`prevent_continuation`): its reason.
     stopped_by_hook: str | None = None
     # Sessions whose transcripts Claude Code said it could not save (a full disk or a

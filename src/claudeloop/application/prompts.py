@@ -49,15 +49,20 @@ def handoff_prompt(
     plan_name: str | None,
     remaining_work: tuple[str, ...],
     marker: str | None,
+    gone: bool = False,
 ) -> str:
     """The prompt of a new session that takes over from one whose transcript Claude Code
-    could not save (domain.lost_writes): the task said again, and that the earlier
-    conversation is gone but its work is in the files."""
+    could not save (domain.lost_writes), or no longer has (`gone`): the task said again,
+    and that the earlier conversation is gone but its work is in the files."""
+    why = (
+        "its conversation is no longer available"
+        if gone
+        else "Claude Code could not save its conversation (a full disk or a quota)"
+    )
     parts = [
-        "An earlier session worked on this task in this directory, but Claude Code could "
-        "not save its conversation (a full disk or a quota), so you do not remember it. "
-        "What it did is in the files: look at them before you go on, and do not redo "
-        "work that is already there.",
+        f"An earlier session worked on this task in this directory, but {why}, so you do "
+        "not remember it. What it did is in the files: look at them before you go on, and "
+        "do not redo work that is already there.",
         first_prompt(task, plan=plan, plan_name=plan_name, marker=None),
     ]
     if remaining_work:

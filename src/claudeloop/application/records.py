@@ -89,6 +89,11 @@ class RunRecord:
     # `session_id`: the next turn starts a new session with a handoff
     # (domain.lost_writes), after a crash too.
     lost_sessions: tuple[str, ...] = ()
+    # Sessions of this run Claude Code no longer had when the run went on (a transcript
+    # removed after cleanupPeriodDays, or under another config directory or machine), or
+    # that `claudeloop resume --new-session` let go of: the run went on in a new session,
+    # told the task, what is done and what is left (a handoff).
+    gone_sessions: tuple[str, ...] = ()
     # The number of the last request of the control file (a probe now, a cap raised, a
     # note) this run applied: one the file still holds at or below it is not applied
     # twice, after a crash either (application.steering).

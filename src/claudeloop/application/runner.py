@@ -33,6 +33,7 @@ from claudeloop.application.events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    SessionReplaced,
     SessionWritesLost,
     ToolsDenied,
     TurnCommitted,
@@ -162,6 +163,12 @@ class Runner:
     login_ends_at: datetime | None = None
     # The run's branch, for a commit per answered turn (None: no commits).
     checkpoints: Checkpoints | None = None
+    # A run with nobody at hand to answer (a fleet's): a session Claude Code has no
+    # conversation of (its transcript did not come to this machine, or was removed) is
+    # let go of and the run goes on in a new one; else the run fails saying how to
+    # (`claudeloop resume --new-session`), since a person may rather mend the config
+    # directory and keep the conversation.
+    new_session_if_gone: bool = False
     # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set, init=False)
@@ -184,8 +191,11 @@ class Runner:
         default_factory=dict, init=False
     )
 
-    async def drive(self, record: RunRecord, *, resumed: bool = False) -> RunRecord:
-        """Run until the domain says Finish; returns the final record."""
+    async def drive(
+        self, record: RunRecord, *, resumed: bool = False, new_session: bool = False
+    ) -> RunRecord:
+        """Run until the domain says Finish; returns the final record. `new_session`: the
+        session the record names is let go of first (`claudeloop resume --new-session`)."""
         if resumed:
             self.events.emit(
                 RunResumed(
@@ -206,6 +216,8 @@ class Runner:
                 )
             )
         announce: list[Event] = []
+        if new_session:
+            record = _replace_session(record, "claudeloop resume --new-session", announce)
         if resumed and record.turn_in_flight is not None:
             # Killed mid-turn: its result never reached the record, so it is sent again
             # under the same number (see RunRecord.turn_in_flight).
@@ -363,9 +375,11 @@ class Runner:
         marker = spec.done_marker if spec.marker_fallback else None
         # A session whose transcript Claude Code could not save is never resumed: a new
         # one takes over, told the task again and what the lost one left to do.
-        if record.session_id is None and record.lost_sessions and record.state.ledger.attempts:
+        handed = record.lost_sessions or record.gone_sessions
+        if record.session_id is None and handed and record.state.ledger.attempts:
             prompt = handoff_prompt(
                 spec.task,
+                gone=bool(record.gone_sessions),
                 plan=plan,
                 plan_name=spec.plan_path.name if spec.plan_path else None,
                 remaining_work=record.state.remaining_work,
@@ -422,6 +436,16 @@ class Runner:
         )
         if outcome.sent and outcome.failure is None and not outcome.cut_off_owed:
             record = replace(record, interrupted_at=None)  # billed with this turn
+        gone = outcome.gone_session
+        if gone is not None and gone == record.session_id and self.new_session_if_gone:
+            replaced: list[Event] = []
+            record = _replace_session(
+                record, "Claude Code has no conversation of it here", replaced
+            )
+            self.store.save(record)
+            for event in replaced:
+                self.events.emit(event)
+            return record, SendTurn()  # nothing was sent: the same turn, on a new session
         if outcome.failure is not None:
             failed: list[Event] = [TurnFailed(turn=number, reason=outcome.failure)]
             record, _ = self._writes_lost(record, outcome.writes_lost, failed, ending=True)
@@ -961,3 +985,14 @@ def _with_session(record: RunRecord, outcome: TurnOutcome) -> tuple[RunRecord, f
     if outcome.session_id and outcome.session_id != record.session_id:
         record = replace(record, session_id=outcome.session_id)
     return record, outcome.cost_usd if outcome.billed else 0.0
+
+
+def _replace_session(record: RunRecord, reason: str, announce: list[Event]) -> RunRecord:
+    """The record with its session let go of (kept in `gone_sessions`): the next turn
+    starts a new one, with a handoff once a turn was answered."""
+    if record.session_id is None:
+        return record
+    announce.append(SessionReplaced(session_id=record.session_id, reason=reason))
+    return replace(
+        record, session_id=None, gone_sessions=(*record.gone_sessions, record.session_id)
+    )

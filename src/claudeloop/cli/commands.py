@@ -76,10 +76,13 @@ def resume(
     flags: Mapping[str, object],
     seat: FleetSeat,
     backend: Backend | None = None,
+    new_session: bool = False,
 ) -> None:
     """Continue a run (application/launching.py's `resume_run` says how)."""
     cwd = working_directory(output.cwd)
-    asked = RunToResume(cwd=cwd, run_id=run_id, session_id=session_id, flags=flags)
+    asked = RunToResume(
+        cwd=cwd, run_id=run_id, session_id=session_id, flags=flags, new_session=new_session
+    )
     match resume_run(_launcher(output, seat), asked, warn=_warn, backend=backend):
         case AlreadyDone(record):
             click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)

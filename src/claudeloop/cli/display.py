@@ -112,6 +112,22 @@ class _Status:
         return line
 
 
+def _session_line(event: events.SessionWritesLost | events.SessionReplaced) -> str:
+    """A session the run lets go of: its transcript cut, or gone, or a new one asked for."""
+    if isinstance(event, events.SessionReplaced):
+        return (
+            f"session {event.session_id} is let go of ({event.reason}): the run goes on in "
+            "a new session, told what is done and what is left"
+        )
+    lost = (
+        f"Claude Code could not save the transcript of session {event.session_id} "
+        "(a full disk or quota)"
+    )
+    if event.action == "stop":
+        return f"{lost}, again: the run ends"
+    return f"{lost}: it is not resumed; the next turn starts a new session"
+
+
 def event_line(event: Event) -> str | None:
     """The line a person sees for an event; None for one only -v shows."""
     match event:
@@ -142,14 +158,8 @@ def event_line(event: Event) -> str | None:
             )
         case events.TurnInterrupted(turn=turn):
             return f"turn {turn}: interrupted by a crash; sent again"
-        case events.SessionWritesLost(session_id=session_id, action=action):
-            lost = (
-                f"Claude Code could not save the transcript of session {session_id} "
-                "(a full disk or quota)"
-            )
-            if action == "stop":
-                return f"{lost}, again: the run ends"
-            return f"{lost}: it is not resumed; the next turn starts a new session"
+        case events.SessionWritesLost() | events.SessionReplaced():
+            return _session_line(event)
         case events.CostGuessed(models=models):
             return f"cost of {', '.join(models)} not counted: Claude Code only guesses its price"
         case events.ToolsDenied(tools=tools):

@@ -234,15 +234,23 @@ Examples:
   claudeloop resume
   claudeloop resume --run-id 20261130-101500-a1b2c3
   claudeloop resume --session-id 0f6c...  --max-turns 5
+  claudeloop resume --new-session    # Claude Code no longer has the session
 """
 )
 @click.option("--run-id", default=None, help="The run to continue (default: the most recent).")
 @click.option("--session-id", default=None, help="Continue the run of this Claude session.")
+@click.option(
+    "--new-session",
+    is_flag=True,
+    help="Go on in a new Claude session, told the task, what is done and what is left, "
+    "keeping the run's plan, ledger and branch (for a session Claude Code no longer has).",
+)
 @loop_options
 def resume(
     *,
     run_id: str | None,
     session_id: str | None,
+    new_session: bool,
     cwd: Path | None,
     as_json: bool,
     verbose: int,
@@ -255,6 +263,7 @@ def resume(
     commands.resume(
         run_id=run_id,
         session_id=session_id,
+        new_session=new_session,
         output=commands.Output(cwd=cwd, as_json=as_json, verbose=verbose, quiet=quiet),
         flags=settings,
         seat=fleet_seat(),

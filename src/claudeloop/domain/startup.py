@@ -1,6 +1,6 @@
 """Why Claude Code refused to start (`startup_failure_reason`), said in one line with the fix.
 
-The CLI (2.1.332) names 25 reasons, on the result it writes before it exits 1 (where the
+The CLI (2.1.337) names 29 reasons, on the result it writes before it exits 1 (where the
 host sets CLAUDE_CODE_STARTUP_FAILURE_RESULTS, as claudeloop does). No turn was sent, and
 none will be until a person acts: the run fails (exit 1) with this line, and `claudeloop
 resume` goes on once it is mended. A reason a later CLI adds is said with the CLI's own
@@ -39,11 +39,25 @@ StartupFailureReason = Literal[
     "managed_settings_not_delivered",
     "initialize_fields_not_delivered",
     "sideload_flags_disabled",
+    # Since 2.1.337 (2.1.332 ended the turn with an error result, "No conversation found").
+    "resume_target_not_found",
+    "consumer_terms_review_in_terminal",
+    "consumer_terms_accept_on_web",
+    "org_signin_ended",
 ]
 STARTUP_FAILURE_REASONS: tuple[StartupFailureReason, ...] = get_args(StartupFailureReason)
 
 _LOGIN = "log in again (`claudeloop login`), or use the credentials the organization pins"
 _RETRY = "it may pass on its own: `claudeloop resume` in a while (check the network or proxy)"
+# A session Claude Code no longer has: why that happens, and how the run goes on.
+_GONE_WHY = (
+    "has no transcript where Claude Code looks (removed after cleanupPeriodDays, or kept "
+    "under another CLAUDE_CONFIG_DIR or on another machine)"
+)
+_GONE_FIX = (
+    "`claudeloop resume --new-session` goes on in a new session with the run's plan, "
+    "ledger and branch, or resume where CLAUDE_CONFIG_DIR holds the session"
+)
 _HOST = "claudeloop's launch of Claude Code was refused: upgrade claude-agent-sdk and claudeloop"
 # The meaning and the fix of each reason (the CLI's own description, shortened).
 _SAID: dict[StartupFailureReason, tuple[str, str]] = {
@@ -129,6 +143,17 @@ _SAID: dict[StartupFailureReason, tuple[str, str]] = {
         "managed settings forbid the plugins, agents or MCP servers the launch names",
         "remove them from the settings claudeloop passes on, or ask an admin",
     ),
+    "resume_target_not_found": (f"the session to resume {_GONE_WHY}", _GONE_FIX),
+    "consumer_terms_review_in_terminal": (
+        "the account has not answered Anthropic's updated Consumer Terms, and a start "
+        "without a terminal cannot ask",
+        "run `claudeloop claude` in a terminal once to review them, then `claudeloop resume`",
+    ),
+    "consumer_terms_accept_on_web": (
+        "the account has not accepted Anthropic's updated Consumer Terms",
+        "accept them on claude.ai, then `claudeloop resume`",
+    ),
+    "org_signin_ended": ("the organization's sign-in has ended and Claude Code removed it", _LOGIN),
 }
 
 
@@ -142,3 +167,10 @@ def startup_refusal(reason: str, said: str = "") -> str:
             return f"Claude Code refused to start ({reason}): {meaning}: {fix}"
     detail = f": {words}" if words else ""
     return f"Claude Code refused to start ({reason}){detail}"
+
+
+def session_gone(session_id: str) -> str:
+    """One line for a session Claude Code has no conversation of, and how the run goes
+    on: whichever way the CLI said it (`resume_target_not_found`, or "No conversation
+    found" in an error result before 2.1.337)."""
+    return f"Claude Code cannot resume session {session_id}: it {_GONE_WHY}: {_GONE_FIX}"

@@ -30,6 +30,7 @@ from claudeloop.adapters.claude_code import sdk_gateway as gateway_module
 from claudeloop.adapters.claude_code.startup_watch import StartupWatch
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.startup import session_gone
 from tests.application.fakes import FakeControl, MemoryEvents
 
 SESSION = "8f2ba0f9-e66a-4382-9199-b6e286b32481"
@@ -324,20 +325,42 @@ def test_an_exit_after_the_result_keeps_the_result(
     assert outcome.signals.api_error_status == 529
 
 
-def test_a_session_that_cannot_be_resumed_is_a_failure(
+def test_a_session_claude_code_has_no_conversation_of_is_gone_with_the_way_on(
     monkeypatch: pytest.MonkeyPatch, debug_log: Path
 ) -> None:
+    # CLI 2.1.332: an error result.
     cli = FakeCli()
     cli.connect_error = ResultError(
         "Claude Code returned an error result",
         data={"is_error": True, "result": f"No conversation found with session ID: {SESSION}"},
     )
     (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), SESSION)
+    assert outcome.failure == session_gone(SESSION)
+    assert outcome.gone_session == SESSION
 
-    assert outcome.failure == (
-        f"Claude Code could not resume session {SESSION}: "
-        f"No conversation found with session ID: {SESSION}"
+    # CLI 2.1.337: a start-up refusal, resume_target_not_found.
+    cli = FakeCli()
+    cli.connect_error = Exception("Command failed with exit code 1 (exit code: 1)")
+    cli.refusal = ("resume_target_not_found", f"No conversation found with session ID: {SESSION}")
+    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), SESSION)
+    assert outcome.failure == session_gone(SESSION)
+    assert outcome.gone_session == SESSION
+    assert session_gone(SESSION) in debug_log.read_text()
+
+
+def test_a_session_that_cannot_be_resumed_for_another_reason_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = FakeCli()
+    cli.connect_error = ResultError(
+        "Claude Code returned an error result",
+        data={"is_error": True, "result": "the session's file is damaged"},
     )
+    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), SESSION)
+    assert outcome.failure == (
+        f"Claude Code could not resume session {SESSION}: the session's file is damaged"
+    )
+    assert outcome.gone_session is None
 
 
 def test_a_cli_that_refused_to_start_is_a_failure_that_says_why_and_the_fix(

@@ -137,9 +137,32 @@ def test_requests_in_flight_on_two_threads_count_apart(tmp_path: Path) -> None:
 def test_a_session_never_written_has_no_transcript(tmp_path: Path) -> None:
     assert not session_written(tmp_path, SESSION)
     assert cut_off_turn(tmp_path, SESSION, CUT_OFF) == CutOff()
-    transcript(tmp_path, sent("2026-12-01T12:03:33.100Z", "r1"))
+    transcript(tmp_path, prompt("2026-12-01T12:03:33.000Z"), sent("2026-12-01T12:03:33.100Z", "r1"))
     assert session_written(tmp_path, SESSION)
     assert not session_written(tmp_path, "../escape")
+
+
+def prompt(at: str) -> dict[str, Any]:
+    return {"type": "user", "timestamp": at, "message": {"role": "user", "content": "go"}}
+
+
+def test_a_transcript_of_bookkeeping_alone_is_no_session_a_cli_can_resume(
+    tmp_path: Path,
+) -> None:
+    # CLI 2.1.337 begins a transcript with lines of its own before the prompt (measured:
+    # a first line of 129 bytes, then the queue's); killed then, `--resume` of the id
+    # says "No conversation found" (resume_target_not_found), so it is not written.
+    transcript(
+        tmp_path,
+        {"type": "api-request-route", "provider": "customEndpoint", "credential": "login",
+         "sessionId": SESSION},
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": SESSION,
+         "timestamp": "2026-12-06T06:19:24.307Z", "content": "go"},
+        {"type": "queue-operation", "operation": "dequeue", "sessionId": SESSION,
+         "timestamp": "2026-12-06T06:19:24.321Z"},
+        torn=True,
+    )  # fmt: skip
+    assert not session_written(tmp_path, SESSION)
 
 
 def said(at: str, *, result: bool = False, ends_turn: bool = False) -> dict[str, Any]:

@@ -64,13 +64,18 @@ from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, 
 from claudeloop.domain.budget import in_flight_estimate
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals
-from claudeloop.domain.startup import startup_refusal
+from claudeloop.domain.startup import session_gone, startup_refusal
 from claudeloop.domain.text import first_line
 
 # How often a turn stuck in the CLI's retries looks for a stop (the sleeper's slice).
 STOP_POLL_SECONDS = 0.5
 # A turn no crash cut off.
 _NOTHING_LOST = CutOff()
+# What the CLI says of a session it has no conversation of: its start-up refusal since
+# 2.1.337, and the words of the error result 2.1.332 ended the turn with instead.
+SESSION_GONE_REASON = "resume_target_not_found"
+_NO_CONVERSATION = "No conversation found"
+
 # How long an ended process is heard out for its last words (a lost transcript's): the
 # CLI exits within a second of its input closing.
 LAST_WORDS_SECONDS = 15.0
@@ -187,6 +192,8 @@ class ClaudeCodeGateway:
         except Exception as caught:
             await self._drop()
             refused = self._refused_to_start()
+            if session_id is not None and self._gone(caught):
+                return self._session_gone(session_id)
             if refused is not None:
                 self._stderr.note(refused)
                 return self._unanswered(refused)
@@ -437,6 +444,20 @@ class ClaudeCodeGateway:
             stopped_by_hook=reading.stopped_by_hook,
             refused_by_model=reading.refused_by_model,
         )
+
+    def _gone(self, caught: Exception) -> bool:
+        """Whether the CLI refused to resume because it has no conversation of the session:
+        `resume_target_not_found` since 2.1.337, an error result saying "No conversation
+        found" before."""
+        refusal = self._starting.refusal if self._starting is not None else None
+        if refusal is not None:
+            return refusal[0] == SESSION_GONE_REASON
+        return _NO_CONVERSATION in self._say(caught)
+
+    def _session_gone(self, session_id: str) -> TurnOutcome:
+        line = session_gone(session_id)
+        self._stderr.note(line)
+        return replace(self._unanswered(line), gone_session=session_id)
 
     def _refused_to_start(self) -> str | None:
         """The line for a CLI that refused to start and said why (startup_watch.py)."""

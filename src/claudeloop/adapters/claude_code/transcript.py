@@ -146,10 +146,17 @@ def _thread(entry: Mapping[str, Any]) -> str:
 
 
 def session_written(config_dir: Path, session_id: str) -> bool:
-    """Whether Claude Code wrote anything of `session_id`. It names a new session (its
-    `init` message) a moment before it writes the transcript: a driver killed in between
-    leaves a session id no CLI can resume, on which nothing was served."""
-    return any(_transcripts(config_dir, session_id))
+    """Whether Claude Code wrote any of `session_id`'s conversation, so that a CLI can
+    resume it. It names a new session (its `init` message) a moment before it writes the
+    first prompt: a driver killed in between leaves a session id no CLI can resume ("No
+    conversation found"), on which nothing was served. Since 2.1.337 the transcript
+    begins with lines of its own before that prompt (the request's route, its queue), so
+    a transcript that holds no prompt or answer is no conversation either."""
+    return any(entry.get("type") in _CONVERSATION for entry in _entries(config_dir, session_id))
+
+
+# The entries of a conversation a resume reads; everything else is the CLI's bookkeeping.
+_CONVERSATION = ("user", "assistant")
 
 
 def _transcripts(config_dir: Path, session_id: str) -> Iterator[Path]:

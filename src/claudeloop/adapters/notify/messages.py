@@ -87,6 +87,7 @@ def notification_for(
             | events.TurnFailed()
             | events.TurnInterrupted()
             | events.SessionWritesLost()
+            | events.SessionReplaced()
             | events.ToolsDenied()
             | events.CostGuessed()
             | events.PauseIgnored()

@@ -101,7 +101,9 @@ RECORD_CODEC = Codec(
             renamed={"plan": "plan_text"},
             # Written once a request steered the run, or a run commits per turn: a
             # record of before stays as it was.
-            sparse=frozenset({"steered", "answered_turn", "checkpointed_turn", "rewound"}),
+            sparse=frozenset(
+                {"steered", "answered_turn", "checkpointed_turn", "rewound", "gone_sessions"}
+            ),
             added=_added(
                 "turn_in_flight",
                 "interrupted_at",
@@ -110,6 +112,7 @@ RECORD_CODEC = Codec(
                 "answered_turn",
                 "checkpointed_turn",
                 "rewound",
+                "gone_sessions",
             ),
         ),
         RunSpec: Shape(

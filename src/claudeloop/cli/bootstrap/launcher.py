@@ -149,6 +149,7 @@ class Launcher:
         resumed: bool,
         lock: RunLock | None,
         login_ends_at: datetime | None,
+        new_session: bool = False,
     ) -> RunRecord:
         wired = wire_run(
             directory,
@@ -163,4 +164,4 @@ class Launcher:
             login_ends_at=login_ends_at,
             seat=self.seat,
         )
-        return drive_run(wired, record, resumed=resumed)
+        return drive_run(wired, record, resumed=resumed, new_session=new_session)

@@ -424,6 +424,9 @@ def wire_run(
         tree=WorkingTreeOnDisk(record.spec.work_dir),
         login_ends_at=login_ends_at,
         checkpoints=checkpoints,
+        # A worker's run has nobody at hand: taken over where its transcript is not, it
+        # goes on in a new session.
+        new_session_if_gone=seat.lease is not None,
     )
 
     def close() -> None:
