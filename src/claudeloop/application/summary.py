@@ -13,6 +13,7 @@ from claudeloop.domain.budget import BudgetLedger, money
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.overage import is_paid_overage
+from claudeloop.domain.startup import session_gone
 from claudeloop.domain.text import count
 from claudeloop.domain.verification import CheckResult
 
@@ -23,6 +24,9 @@ def continue_command(record: RunRecord) -> str:
     words = ["claudeloop", "resume", "--run-id", record.run_id, "--cwd", str(record.spec.cwd)]
     if record.state.outcome is Outcome.BUDGET_EXHAUSTED:
         words += _raised_caps(record.state.ledger)
+    session = record.session_id
+    if session is not None and record.state.reason == session_gone(session):
+        words.append("--new-session")  # a plain resume would meet the same refusal
     return shlex.join(words)
 
 
@@ -64,6 +68,8 @@ def _spent(record: RunRecord) -> dict[str, Any]:
         "turns_without_progress": state.stagnation.turns_without_progress,
         # Sessions whose transcripts Claude Code could not save: never resumed.
         "lost_sessions": list(record.lost_sessions),
+        # Sessions Claude Code no longer had, or `resume --new-session` let go of.
+        "gone_sessions": list(record.gone_sessions),
     }
 
 
@@ -215,6 +221,8 @@ def summary_markdown(record: RunRecord) -> str:
         )
     if record.lost_sessions:
         lines.append(f"- {lost_sessions_line(record.lost_sessions)}")
+    if record.gone_sessions:
+        lines.append(f"- {gone_sessions_line(record.gone_sessions)}")
     lines += _branch_lines(record)
     progress = record.plan_progress
     if progress is not None:
@@ -229,6 +237,14 @@ def summary_markdown(record: RunRecord) -> str:
     if outcome is not Outcome.DONE:
         lines += ["", "## To continue", "", "```sh", continue_command(record), "```"]
     return "\n".join(lines) + "\n"
+
+
+def gone_sessions_line(sessions: tuple[str, ...] | list[str]) -> str:
+    """The sessions the run let go of and went on without, in one line."""
+    return (
+        f"Sessions let go of: {', '.join(sessions)} (Claude Code no longer had them, or "
+        "`resume --new-session` asked); the run went on in a new session"
+    )
 
 
 def lost_sessions_line(sessions: tuple[str, ...] | list[str]) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from claudeloop.application.events import event_from
-from claudeloop.application.summary import lost_sessions_line
+from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
 from claudeloop.cli.display import event_line
 from claudeloop.cli.instants import local_instant
 from claudeloop.cli.output import print_json
@@ -75,6 +75,8 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         )
     if data.get("lost_sessions"):
         lines.append(lost_sessions_line(data["lost_sessions"]))
+    if data.get("gone_sessions"):
+        lines.append(gone_sessions_line(data["gone_sessions"]))
     if data["next_probe_in_seconds"] is not None:
         seconds = int(data["next_probe_in_seconds"])
         at = local_instant(datetime.fromisoformat(data["next_probe_at"]), now=datetime.now(UTC))
