@@ -350,3 +350,46 @@ def test_resume_changes_only_the_verification_settings_a_flag_or_variable_gives(
     assert rules.review is True  # kept
     assert (rules.stagnation.stall_turns, rules.stagnation.same_failure) == (0, 2)
     assert timeout == 30.0
+
+
+def test_doctor_says_whether_the_cli_is_the_tested_one(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from claudeloop.domain.tested_cli import TESTED_CLAUDE_CODE, TESTED_SDK
+
+    # The bundled CLI of this venv is the locked one (tests/test_lock.py).
+    result = claudeloop("doctor", "--cwd", tmp_path, "--no-probe", "--json")
+    (cli,) = [check for check in json.loads(result.out)["checks"] if check["name"] == "cli"]
+    assert cli["status"] == "ok"
+    assert cli["detail"].startswith(f"Claude Code {TESTED_CLAUDE_CODE} at ")
+    assert cli["detail"].endswith(": the version this claudeloop was tested with")
+
+    # Another one, newer: a note with the way back, not a failure.
+    script = tmp_path / "claude"
+    script.write_text("#!/bin/sh\necho '2.1.999 (Claude Code)'\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("CLAUDELOOP_CLI_PATH", str(script))
+    result = claudeloop("doctor", "--cwd", tmp_path, "--no-probe", "--json")
+    (cli,) = [check for check in json.loads(result.out)["checks"] if check["name"] == "cli"]
+    assert cli["status"] == "warn"
+    assert cli["detail"].endswith(
+        f": newer than {TESTED_CLAUDE_CODE}, the version this claudeloop was tested with"
+    )
+    assert f"pip install claude-agent-sdk=={TESTED_SDK}" in cli["fix"]
+    text = claudeloop("doctor", "--cwd", tmp_path, "--no-probe")
+    assert any(line.startswith("warn  cli ") for line in text.out.splitlines())
+
+
+def test_version_names_the_bundled_cli_and_whether_it_is_the_tested_one(
+    claudeloop: Invoke,
+) -> None:
+    from claudeloop.domain.tested_cli import TESTED_CLAUDE_CODE
+
+    result = claudeloop("--version")
+    assert result.exit_code == 0
+    first, second = result.out.splitlines()
+    assert first.startswith("claudeloop ")
+    assert second == (
+        f"Claude Code {TESTED_CLAUDE_CODE} (bundled with claude-agent-sdk): the version this "
+        "claudeloop was tested with"
+    )

@@ -299,3 +299,50 @@ async def test_the_server_also_runs_as_an_async_context_manager() -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+ENVIRONMENT_TEXT = str(ENVIRONMENT["content"])
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "system prompt",  # older CLIs
+        "system message",  # 2.1.332 and 2.1.337, as measured here
+        "first user message",  # 2.1.337 as the issue saw it: a reminder before the prompt
+    ],
+)
+def test_the_working_directory_is_found_wherever_the_cli_puts_its_environment(
+    http: httpx.Client, where: str
+) -> None:
+    request = body([prompt("do the plan")])
+    if where == "system prompt":
+        request["system"] = [*request["system"], {"type": "text", "text": ENVIRONMENT_TEXT}]
+    elif where == "system message":
+        request["messages"] = [*request["messages"], ENVIRONMENT]
+    else:
+        wrapped = f"<system-reminder>\n{ENVIRONMENT_TEXT}</system-reminder>"
+        request["messages"] = [
+            {"role": "user", "content": [{"type": "text", "text": wrapped}]},
+            *request["messages"],
+        ]
+    with RehearsalServer(builtin_scenario("happy")) as server:
+        response = post(http, server, request)
+        [record] = server.state()["requests"]
+    assert (record["turn"], record["step"]) == (1, 0)
+    write = assembled(response.text)[-1]
+    assert write["input"]["file_path"].startswith(f"{CWD}/")
+
+
+def test_a_system_reminder_after_the_last_tool_result_is_no_prompt(http: httpx.Client) -> None:
+    # CLI 2.1.337 may end a request with a system message after the last tool result.
+    nudge = {
+        "role": "system",
+        "content": [{"type": "text", "text": "The user hasn't heard from you in a while."}],
+    }
+    conversation = [prompt("do the plan"), tool_call(), tool_result(), nudge, ENVIRONMENT]
+    with RehearsalServer(builtin_scenario("happy")) as server:
+        post(http, server, body(conversation))
+        [record] = server.state()["requests"]
+    assert (record["turn"], record["step"]) == (1, 1)
+    assert record["prompt"] == "do the plan"

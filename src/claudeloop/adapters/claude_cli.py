@@ -50,6 +50,19 @@ def bundled_executable() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+def bundled_version() -> str | None:
+    """The bundled CLI's version, as the wheel writes it beside the executable
+    ("2.1.332 (Claude Code)"), read without starting the 400 MB binary."""
+    found = bundled_executable()
+    if found is None:
+        return None
+    try:
+        said = found.with_name("claude.version").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return said.removesuffix("(Claude Code)").strip() or None
+
+
 def executable(configured: Path | None) -> Path | None:
     """The CLI a run starts: `configured` (CLAUDELOOP_CLI_PATH), else the bundled one,
     else a `claude` on PATH (the SDK's order); None when there is none."""

@@ -34,6 +34,12 @@ from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.application.ports import DoctorCheck as Check
 from claudeloop.application.ports import Gateway, ProbeOutcome
 from claudeloop.application.settings import MAX_WAIT, MODEL, PERMISSION_MODE
+from claudeloop.domain.tested_cli import (
+    TESTED_CLAUDE_CODE,
+    TESTED_SDK,
+    cli_standing,
+    standing_note,
+)
 from claudeloop.domain.text import first_line
 
 ANTHROPIC_API = "https://api.anthropic.com"
@@ -174,7 +180,17 @@ def _cli_check(configured: Path | None) -> tuple[Check, Path | None]:
             f"{path} ({how}) --version exited {done.returncode}",
             "point CLAUDELOOP_CLI_PATH at a working Claude Code executable or unset it",
         ), None
-    return Check("cli", "ok", f"Claude Code {version} at {path} ({how})"), path
+    found = f"Claude Code {version} at {path} ({how}): {standing_note(version)}"
+    if cli_standing(version) == "tested":
+        return Check("cli", "ok", found), path
+    # A note, not a failure: a newer CLI usually works, and nobody here has run it.
+    return Check(
+        "cli",
+        "warn",
+        found,
+        f"if a run misreads what it says, install the tested one: `pip install "
+        f"claude-agent-sdk=={TESTED_SDK}` (it bundles Claude Code {TESTED_CLAUDE_CODE})",
+    ), path
 
 
 def _sdk_check() -> Check:

@@ -67,7 +67,7 @@ def diagnose(machine: DoctorChecks, *, probe: bool) -> Diagnosis:
             DoctorCheck("model", "skip", "the profile did not resolve"),
         ]
     else:
-        checks += _backend_checks(machine, cli_found=cli.status == "ok", probe=probe)
+        checks += _backend_checks(machine, cli_found=cli.status != "fail", probe=probe)
     checks.append(machine.run_directory())
     return Diagnosis(tuple(checks), profile)
 

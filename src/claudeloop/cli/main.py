@@ -94,8 +94,27 @@ class _Commands(click.Group):
             return super().invoke(ctx)
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, asked: bool) -> None:
+    if not asked or ctx.resilient_parsing:
+        return
+    import importlib.metadata
+
+    from claudeloop.cli.bootstrap.version import version_line
+
+    click.echo(version_line(importlib.metadata.version("claudeloop")))
+    ctx.exit()
+
+
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
-@click.version_option(None, "-V", "--version", package_name="claudeloop", prog_name="claudeloop")
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show claudeloop's version and the Claude Code bundled with it, then exit.",
+)
 def cli() -> None:
     """Run Claude Code unattended until a task is truly done.
 
