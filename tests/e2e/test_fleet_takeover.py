@@ -401,3 +401,42 @@ def test_a_run_whose_worker_alone_was_killed_sends_no_turn_after_the_one_in_flig
     assert final is not None
     assert final["state"]["outcome"] == "done"
     assert final["state"]["turns"] == 3
+
+
+@pytest.mark.scenario("slow_first_turn")
+def test_a_run_taken_over_in_its_first_turn_finishes_whatever_its_transcript_held(
+    fleet: Fleet,  # noqa: F811
+) -> None:
+    # Turn 1's first request stalls 4 s: machine A dies (its worker, its run and its CLI)
+    # the moment the run has recorded the session the CLI named, before the session's
+    # transcript could travel whole (CLI 2.1.337 writes its own lines before the prompt;
+    # B may find none of it, that much, or the prompt). B takes the run over and must
+    # end it done: the session resumed, started afresh, or replaced, never exit 1.
+    a, b = machine(fleet, "a"), machine(fleet, "b", "api_key")
+    first = start_worker(fleet, a)
+    run_id = queue_add(fleet, a, "--checkout", "app", *RUN_OPTIONS)
+    wait_for(
+        lambda: (a.record(run_id) or {}).get("session_id") is not None,
+        "A's run to record its session",
+        90,
+    )
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    session = (a.record(run_id) or {}).get("session_id")
+    second = start_worker(fleet, b)
+    wait_for(
+        lambda: (b.record(run_id) or {}).get("state", {}).get("outcome") is not None,
+        "the run to finish on B",
+        150,
+    )
+    os.killpg(second.pid, signal.SIGTERM)
+    second.wait(timeout=60)
+
+    final = b.record(run_id)
+    assert final is not None
+    assert final["state"]["outcome"] == "done", final["state"].get("reason")
+    assert "turn.failed" not in b.kinds(run_id)
+    assert final["state"]["turns"] >= 1
+    # B's turns went on a session of its own unless A's had travelled whole.
+    assert final["session_id"] is not None
+    assert session is not None

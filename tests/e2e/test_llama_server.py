@@ -12,6 +12,7 @@ line of the body), and claudeloop's outcome (exit code, reason).
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shutil
@@ -506,6 +507,18 @@ def slow_to_load(source: Path, out: Path, n_ff: int = SLOW_N_FF) -> None:
         file.truncate(start + offset)
 
 
+def waiting_connections(url: str) -> int:
+    """Connections made to the server at `url` and not yet taken (its listening socket's
+    backlog, /proc/net/tcp's rx_queue of a socket in LISTEN)."""
+    port = int(url.rsplit(":", 1)[1])
+    wanted = f"0100007F:{port:04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == wanted and fields[3] == "0A":
+            return int(fields[4].split(":")[1], 16)
+    return 0
+
+
 def test_a_model_still_loading_is_waited_for_and_the_run_finishes_once_it_loads(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
@@ -523,7 +536,23 @@ def test_a_model_still_loading_is_waited_for_and_the_run_finishes_once_it_loads(
             time.sleep(0.05)
         answer = server.answer("tiny")
         local = project(tmp_path, server, "tiny")
-        finished = local.run("--window-probe-interval", "2s")
+        # The server is paused, mid-load, until the run's first request waits on it: on a
+        # loaded machine the CLI may take longer to start than the model to load, and the
+        # turn must meet the load, whatever the machine's speed. Paused, the server still
+        # takes connections (the kernel's backlog); let go on, it answers them at once.
+        os.kill(loading.process.pid, signal.SIGSTOP)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                running = pool.submit(local.run, "--window-probe-interval", "2s")
+                deadline = time.monotonic() + 120
+                while not waiting_connections(server.url):
+                    assert not running.done(), running.result().stderr
+                    assert time.monotonic() < deadline, "the run never asked the server"
+                    time.sleep(0.05)
+                os.kill(loading.process.pid, signal.SIGCONT)
+                finished = running.result()
+        finally:
+            os.kill(loading.process.pid, signal.SIGCONT)
         row(record_property, "a model still loading", answer, finished)
     finally:
         stop(loading)
