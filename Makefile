@@ -148,4 +148,4 @@ lock-upgrade: $(UV)
 		$(LITELLM_RANGE) -o $(LITELLM_LOCK)
 
 clean:
-	rm -rf $(VENV) $(USER_VENV) $(LITELLM_VENV) $(UV_VENV) .venv-canary .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+	rm -rf $(VENV) $(USER_VENV) $(LITELLM_VENV) $(UV_VENV) .venv-canary .venv-canary-litellm .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-TESTED_CLAUDE_CODE = "2.1.332"
-TESTED_SDK = "0.2.189"
+TESTED_CLAUDE_CODE = "2.1.337"
+TESTED_SDK = "0.2.190"
 
 Standing = Literal["tested", "newer", "older", "unknown"]
 
