@@ -89,7 +89,7 @@ def test_the_events_that_call_for_a_notification_reach_every_service() -> None:
     sink = notifier(first, second, log=log)
     sink.emit(TurnStarted(turn=1, session_id=None))
     sink.emit(WaitStarted(capacity="5-hour window closed", probe_at=TEN))
-    sink.emit(WaitStarted(capacity="credits exhausted", probe_at=TEN))
+    sink.emit(WaitStarted(capacity="credits exhausted", probe_at=TEN, capacity_kind="credits"))
     sink.emit(DONE)
     sink.close()
     # "wait" is not in `on`: the window wait is not sent.
@@ -115,7 +115,7 @@ def test_a_failing_service_is_reported_and_the_others_still_get_it() -> None:
 def test_a_service_that_does_not_answer_never_holds_the_run_up() -> None:
     stuck, log = Stuck(), Recorder()
     sink = notifier(stuck, log=log, flush_seconds=0.2)
-    sink.emit(WaitStarted(capacity="credits exhausted", probe_at=TEN))
+    sink.emit(WaitStarted(capacity="credits exhausted", probe_at=TEN, capacity_kind="credits"))
     assert stuck.entered.wait(10)
     # The run goes on while the service hangs: emitting returns.
     sink.emit(TurnStarted(turn=2, session_id=None))

@@ -25,6 +25,7 @@ from claudeloop.application.events import (
     WaitStarted,
 )
 from claudeloop.application.settings import NOTIFY_KINDS
+from claudeloop.domain.capacity import CapacityKind
 from claudeloop.domain.loop import Outcome
 
 RUN = RunSoFar(run_id="20261130-101500-a1b2c3", cwd="/home/ada/app")
@@ -57,8 +58,18 @@ def turn(cost: float) -> list[Event]:
     ]
 
 
-def wait(capacity: str, probe_at: str = "2026-11-30T15:00:02+00:00") -> Event:
-    return WaitStarted(capacity=capacity, probe_at=datetime.fromisoformat(probe_at))
+def wait(
+    capacity: str,
+    probe_at: str = "2026-11-30T15:00:02+00:00",
+    kind: CapacityKind | None = "five_hour",
+) -> Event:
+    return WaitStarted(
+        capacity=capacity, probe_at=datetime.fromisoformat(probe_at), capacity_kind=kind
+    )
+
+
+def credits_out(probe_at: str = "2026-11-30T15:00:02+00:00") -> Event:
+    return wait("credits exhausted", probe_at, kind="credits")
 
 
 def probed(capacity: str, cost: float = 0.0) -> Event:
@@ -163,12 +174,12 @@ def test_credits_are_told_once_per_wait_however_many_probes_find_them_empty() ->
                 event
                 for n in range(5)
                 for event in (
-                    wait("credits exhausted", f"2026-11-30T10:0{n}:00+00:00"),
+                    credits_out(f"2026-11-30T10:0{n}:00+00:00"),
                     probed("credits exhausted"),
                 )
             ],
             *turn(0.1),
-            wait("credits exhausted"),
+            credits_out(),
         ]
     )
     assert [n.kind for n in sent] == ["credits", "credits"]
@@ -181,8 +192,8 @@ def test_notify_on_keeps_only_the_kinds_asked_for() -> None:
     events = [
         wait(WINDOW),
         *turn(0.1),
-        wait("credits exhausted"),
-        wait("credits exhausted"),
+        credits_out(),
+        credits_out(),
         finished("done", 0, "complete"),
     ]
     assert [n.kind for n in play(events, on={"done", "credits"})] == ["credits", "done"]
@@ -214,3 +225,29 @@ def test_events_that_tell_nothing_send_nothing() -> None:
 def test_the_config_accepts_exactly_the_kinds_the_decision_knows() -> None:
     literal = NotifyKinds.__origin__.__args__[0]  # type: ignore[attr-defined]
     assert set(literal.__args__) == set(NOTIFY_KINDS)
+
+
+def test_a_proxys_spent_budget_is_told_as_credits_out_not_as_a_wait() -> None:
+    # Issue 41: the words ("the proxy's budget is spent (credits out)") do not start
+    # with "credits", and it was told at info level as a wait that goes on by itself,
+    # which `notify_on = ["credits"]` missed. Its kind says what it is.
+    spent = "the proxy's budget is spent (credits out)"
+    events = [
+        *turn(0.1),
+        wait(spent, "2026-11-30T10:00:00+00:00", kind="proxy_budget"),
+        probed(spent),
+        wait(spent, "2026-11-30T10:01:00+00:00", kind="proxy_budget"),
+    ]
+    (told,) = play(events, on={"credits"})
+    assert told.kind == "credits"
+    assert told.level == "warning"
+    assert "the proxy's budget is spent" in told.title
+    assert "its admin raising or resetting it" in told.body
+    assert "next probe at 2026-11-30 10:00:00 UTC" in told.body
+    assert "goes on by itself" not in told.body
+
+
+def test_a_wait_whose_kind_is_unknown_is_told_as_a_wait() -> None:
+    # A line of before carries no kind: whatever its words, it is no credits.
+    (told,) = play([wait("credits exhausted", kind=None)])
+    assert (told.kind, told.level) == ("wait", "info")

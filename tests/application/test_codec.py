@@ -245,6 +245,8 @@ def _values(hint: Any) -> st.SearchStrategy[Any]:
         return st.lists(_values(get_args(hint)[0]), max_size=3).map(tuple)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return st.sampled_from(list(hint))
+    if origin is Literal:
+        return st.sampled_from(get_args(hint))
     plain: dict[Any, st.SearchStrategy[Any]] = {
         type(None): st.none(),
         bool: st.booleans(),

@@ -80,7 +80,7 @@ EVERY_EVENT: list[Event] = [
     CostGuessed(models=("qwen3",), guessed_usd=0.003, reason="a guess"),
     PauseIgnored(windows=("seven_day",), reason="not reported"),
     PlanUpdated(done=1, total=3, open=("b", "c")),
-    WaitStarted(capacity="credits exhausted", probe_at=AT),
+    WaitStarted(capacity="credits exhausted", probe_at=AT, capacity_kind="credits"),
     ProbeFinished(capacity="available", cost_usd=0.001),
     ProfileSwitched(profile="local", because="5-hour window closed", check_at=AT),
     ProfileRestored(profile="local"),

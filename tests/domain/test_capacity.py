@@ -6,6 +6,8 @@ import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from claudeloop.domain.capacity import (
     AuthenticationFailed,
@@ -132,3 +134,43 @@ def test_a_usage_warning_says_the_window_how_used_and_when_it_resets() -> None:
     assert usage_warning("allowed_warning", None, 0.9, None) == "a usage window is 90% used"
     assert usage_warning("allowed", "five_hour", 0.5, datetime.now(UTC)) is None
     assert usage_warning(None, None, None, None) is None
+
+
+def test_every_capacity_has_one_kind_of_a_closed_set() -> None:
+    from claudeloop.domain.capacity import CAPACITY_KINDS, CREDIT_KINDS, capacity_kind
+    from claudeloop.domain.limits import LIMIT_KINDS, WINDOW_KINDS
+
+    assert capacity_kind(Available()) == "available"
+    assert capacity_kind(CreditsExhausted()) == "credits"
+    assert capacity_kind(CreditsExhausted(source="proxy_budget")) == "proxy_budget"
+    assert set(CREDIT_KINDS) == {"credits", "proxy_budget"}
+    assert capacity_kind(AuthenticationFailed(kind="account_on_hold")) == "auth_failed"
+    assert capacity_kind(BackendMisconfigured(reason="model missing")) == "misconfigured"
+    for kind in ("daily_cap", "local", "overloaded", "timeout", "cooldown", "overage_in_use"):
+        assert capacity_kind(WindowExhausted(rate_limit_type=kind)) == kind
+    # A window the service names that claudeloop does not know yet (seen in 2.1.337's
+    # binary) is a usage window all the same; never credits, never a stop.
+    assert capacity_kind(WindowExhausted(rate_limit_type="seven_day_cowork")) == "unknown"
+    assert capacity_kind(WindowExhausted(rate_limit_type="credits")) == "unknown"
+    # Every window and every limit a policy can name is a kind.
+    assert set(WINDOW_KINDS) <= set(CAPACITY_KINDS)
+    assert set(LIMIT_KINDS) <= set(CAPACITY_KINDS)
+
+
+_CAPACITIES = st.one_of(
+    st.just(Available()),
+    st.builds(WindowExhausted, rate_limit_type=st.text(max_size=30)),
+    st.builds(CreditsExhausted, source=st.sampled_from(["account", "proxy_budget"])),
+    st.builds(AuthenticationFailed),
+    st.builds(BackendMisconfigured, reason=st.text(max_size=20)),
+)
+
+
+@given(_CAPACITIES)
+def test_money_run_out_is_a_credit_kind_and_nothing_else_is(state: CapacityState) -> None:
+    from claudeloop.domain.capacity import CAPACITY_KINDS, CREDIT_KINDS, capacity_kind
+
+    kind = capacity_kind(state)
+    assert kind in CAPACITY_KINDS
+    assert (kind in CREDIT_KINDS) == isinstance(state, CreditsExhausted)
+    assert (kind == "available") == isinstance(state, Available)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, cast, get_args
 
-from claudeloop.application.codec import Codec, DecodeError
+from claudeloop.application.codec import Codec, DecodeError, Shape
+from claudeloop.domain.capacity import CapacityKind
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.plan import PlanHistory, PlanSaid, RewoundTo
 
@@ -65,6 +66,9 @@ class TurnFinished:
     # The service's warning that came with the answer (a window nearly used), in words;
     # written since 2026-12-02.
     usage_warning: str | None = None
+    # `capacity`'s kind, for what matches on it (domain.capacity.CapacityKind); written
+    # since 2026-12-06: a line from before has none.
+    capacity_kind: CapacityKind | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,8 @@ class WaitStarted:
     type: ClassVar[str] = "wait.started"
     capacity: str
     probe_at: datetime
+    # As on turn.finished: what is waited for, as one of a closed set of kinds.
+    capacity_kind: CapacityKind | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +163,8 @@ class ProbeFinished:
     type: ClassVar[str] = "probe.finished"
     capacity: str
     cost_usd: float
+    # As on turn.finished.
+    capacity_kind: CapacityKind | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,7 +386,11 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.type: cls for cls in get_args(Event)}
 
 
 # events.jsonl: an event's fields as they are (a naive instant of a hand-edited line reads).
-EVENT_CODEC = Codec(aware=False)
+# A kind is written once known: a line of before, read and written again, stays the same.
+_KIND = Shape(sparse=frozenset({"capacity_kind"}))
+EVENT_CODEC = Codec(
+    aware=False, shapes={TurnFinished: _KIND, WaitStarted: _KIND, ProbeFinished: _KIND}
+)
 
 
 def event_fields(event: Event) -> dict[str, Any]:

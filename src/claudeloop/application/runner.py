@@ -75,6 +75,7 @@ from claudeloop.domain.capacity import (
     Available,
     BackendMisconfigured,
     CapacityState,
+    capacity_kind,
     describe,
 )
 from claudeloop.domain.checkpoints import commit_message, reconcile, trailers
@@ -294,7 +295,13 @@ class Runner:
                     return stopped
                 return await self._review(record)
             case ScheduleProbe(at=at, awaiting=awaiting):
-                self.events.emit(WaitStarted(capacity=describe(awaiting), probe_at=at))
+                self.events.emit(
+                    WaitStarted(
+                        capacity=describe(awaiting),
+                        probe_at=at,
+                        capacity_kind=capacity_kind(awaiting),
+                    )
+                )
                 before = record.waited_seconds
 
                 def progress(seconds: float) -> None:
@@ -324,7 +331,13 @@ class Runner:
                 announce: list[Event] = []
                 capacity = self._capacity(record, probe.signals, announce)
                 self._note_guess(probe.guessed_models, probe.guessed_cost_usd, announce)
-                announce.append(ProbeFinished(capacity=describe(capacity), cost_usd=cost))
+                announce.append(
+                    ProbeFinished(
+                        capacity=describe(capacity),
+                        cost_usd=cost,
+                        capacity_kind=capacity_kind(capacity),
+                    )
+                )
                 return self._apply(
                     record,
                     decide_after_probe(
@@ -501,6 +514,7 @@ class Runner:
                 sent=outcome.sent,
                 error=error,
                 usage_warning=turn_warning(outcome.signals),
+                capacity_kind=capacity_kind(capacity),
             )
         )
         if outcome.denied_tools:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal, assert_never
+from typing import Literal, assert_never, get_args
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +183,61 @@ def grace_warning(window: str | None, utilization: float | None, resets_at: date
 
 # What `describe` says of open capacity: renderers leave the usual case unsaid.
 AVAILABLE = "available"
+
+# Every kind of capacity the classifier produces, closed: what events carry beside
+# `describe`'s words, so that what reads them (notifications, the dashboard, the report)
+# matches on a kind instead of on prose. The windows the service names (a window it names
+# that is not here yet is "unknown"), the waits that are no window, the two kinds of
+# money run out, and the two that need a person.
+CapacityKind = Literal[
+    "available",
+    "five_hour",
+    "seven_day",
+    "seven_day_opus",
+    "seven_day_sonnet",
+    "seven_day_overage_included",
+    "overage",
+    "overage_in_use",
+    "unknown",
+    "daily_cap",
+    "local",
+    "overloaded",
+    "timeout",
+    "upstream_unreachable",
+    "cooldown",
+    "credits",
+    "proxy_budget",
+    "auth_failed",
+    "misconfigured",
+]
+CAPACITY_KINDS: tuple[CapacityKind, ...] = get_args(CapacityKind)
+# The kinds whose money ran out: no clock refills them, a person does.
+CREDIT_KINDS: tuple[CapacityKind, ...] = ("credits", "proxy_budget")
+# The kinds a closed window or a wait is (`WindowExhausted.rate_limit_type`).
+_WINDOW_OR_WAIT: dict[str, CapacityKind] = {
+    kind: kind
+    for kind in CAPACITY_KINDS
+    if kind not in (*CREDIT_KINDS, "available", "auth_failed", "misconfigured")
+}
+
+
+def capacity_kind(state: CapacityState) -> CapacityKind:
+    """The kind of `state`, one of a closed set (see `CapacityKind`)."""
+    match state:
+        case Available():
+            return "available"
+        case WindowExhausted(rate_limit_type=kind):
+            return _WINDOW_OR_WAIT.get(kind, "unknown")
+        case CreditsExhausted(source="proxy_budget"):
+            return "proxy_budget"
+        case CreditsExhausted():
+            return "credits"
+        case AuthenticationFailed():
+            return "auth_failed"
+        case BackendMisconfigured():
+            return "misconfigured"
+        case _:
+            assert_never(state)
 
 
 def describe(state: CapacityState) -> str:

@@ -19,6 +19,7 @@ from claudeloop.application import events
 from claudeloop.application.events import Event
 from claudeloop.application.settings import NOTIFY_KINDS, NotifyKind
 from claudeloop.domain.budget import money
+from claudeloop.domain.capacity import CREDIT_KINDS, CapacityKind
 from claudeloop.domain.loop import Outcome
 
 # Apprise's notify types, which services render as an icon or a colour.
@@ -69,11 +70,12 @@ def notification_for(
             run = replace(run, plan=(done, total))
         case events.TurnStarted():
             run = replace(run, told_wait=None)
-        case events.WaitStarted(capacity=capacity, probe_at=probe_at):
+        case events.WaitStarted(capacity=capacity, probe_at=probe_at, capacity_kind=kind):
             capacity = capacity or "capacity"
-            awaited = "credits" if _is_credits(capacity) else capacity
+            # Credits are told once however their words change between probes.
+            awaited = kind if kind in CREDIT_KINDS else capacity
             if awaited != run.told_wait:
-                notification = _wait(capacity, probe_at, run)
+                notification = _wait(capacity, kind, probe_at, run)
             run = replace(run, told_wait=awaited)
         case events.OverageStarted():
             notification = _overage(event, run)
@@ -136,17 +138,30 @@ def _overage(event: events.OverageStarted, run: RunSoFar) -> Notification:
     )
 
 
-def _wait(capacity: str, probe_at: datetime, run: RunSoFar) -> Notification:
+def _wait(
+    capacity: str, kind: CapacityKind | None, probe_at: datetime, run: RunSoFar
+) -> Notification:
     probe = _instant(probe_at)
     where = f"So far: {run.progress}. Project: {run.cwd}"
-    if _is_credits(capacity):
+    backoff = f"claudeloop probes with backoff (next probe at {probe}) and goes on within"
+    if kind == "credits":
         return Notification(
             kind="credits",
             title=f"claudeloop: run {run.run_id} — credits exhausted",
             body=(
-                "The credit balance is empty and no clock refills it. claudeloop probes "
-                f"with backoff (next probe at {probe}) and goes on within minutes of a "
-                f"top-up.\n{where}"
+                f"The credit balance is empty and no clock refills it. {backoff} minutes "
+                f"of a top-up.\n{where}"
+            ),
+            level="warning",
+        )
+    if kind == "proxy_budget":
+        return Notification(
+            kind="credits",
+            title=f"claudeloop: run {run.run_id} — the proxy's budget is spent",
+            body=(
+                "The proxy in front of the service refuses more spend (its key, team or "
+                f"deployment budget) and announces no reset. {backoff} minutes of its "
+                f"admin raising or resetting it.\n{where}"
             ),
             level="warning",
         )
@@ -188,10 +203,6 @@ def _finished(event: events.RunFinished, run: RunSoFar) -> Notification:
         body=f"{reason}\nTo go on: {resume}",
         level="failure",
     )
-
-
-def _is_credits(capacity: str) -> bool:
-    return capacity.startswith("credits")
 
 
 def _instant(moment: datetime) -> str:
