@@ -506,6 +506,9 @@ def test_a_spent_deployment_budget_is_the_proxys_credits_out_backed_off(
     assert finished.exit_code == 4, finished.stderr
     # Backed off as credits, the proxy's: no longer a cooldown of a few seconds.
     assert set(waits(finished)) == {"the proxy's budget is spent (credits out)"}
+    # Its kind says money ran out, which a notification tells as credits (issue 41).
+    kinds = {e.get("capacity_kind") for e in finished.events() if e["type"] == "wait.started"}
+    assert kinds == {"proxy_budget"}
     checked = doctor(proxy.url, tmp_path / "doctor", "budgeted")
     assert checked.exit_code == 1, checked
     assert checked.model["detail"].endswith("says the budget for 'budgeted' is spent")
