@@ -10,7 +10,7 @@ in one commit; a test holds them to the lock.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, assert_never
 
 TESTED_CLAUDE_CODE = "2.1.337"
 TESTED_SDK = "0.2.190"
@@ -31,7 +31,8 @@ def cli_standing(version: str) -> Standing:
 
 def standing_note(version: str) -> str:
     """A few words on `version` against the tested one, for `doctor` and `--version`."""
-    match cli_standing(version):
+    standing = cli_standing(version)
+    match standing:
         case "tested":
             return "the version this claudeloop was tested with"
         case "newer":
@@ -40,6 +41,8 @@ def standing_note(version: str) -> str:
             return f"older than {TESTED_CLAUDE_CODE}, the version this claudeloop was tested with"
         case "unknown":
             return f"not a version number; this claudeloop was tested with {TESTED_CLAUDE_CODE}"
+        case _:
+            assert_never(standing)
 
 
 def _numbers(version: str) -> tuple[int, ...] | None:
