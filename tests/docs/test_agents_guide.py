@@ -118,3 +118,33 @@ def test_claude_code_reads_the_guide() -> None:
 )
 def test_the_checker_tells_true_spans_from_stale_ones(span: str, wrong: bool) -> None:
     assert (guide_span_problem(span) is not None) is wrong
+
+
+def test_the_layer_table_grants_no_import_a_contract_forbids() -> None:
+    """Each layer's "may import" cell names no package its import contract forbids
+    (the guide once let the rehearsal import the application, which a contract forbids)."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    section = GUIDE.read_text(encoding="utf-8").split("## Layers", 1)[1].split("\n## ", 1)[0]
+    may: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        found = re.fullmatch(r"`src/claudeloop/([a-z_]+)/`", cells[0]) if len(cells) == 3 else None
+        if found:
+            may[f"claudeloop.{found[1]}"] = cells[2].split("(")[0]
+    assert set(may) >= {"claudeloop.domain", "claudeloop.rehearsal", "claudeloop.application"}
+    checked = 0
+    for contract in contracts["contracts"]:
+        # A contract with exceptions (the cli's composition root) is said in words.
+        if contract["type"] != "forbidden" or contract.get("ignore_imports"):
+            continue
+        for source in contract["source_modules"]:
+            if source not in may:
+                continue
+            for forbidden in contract["forbidden_modules"]:
+                if forbidden.startswith("claudeloop."):
+                    layer = forbidden.removeprefix("claudeloop.")
+                    assert not re.search(rf"\b{layer}\b", may[source]), (source, forbidden)
+                    checked += 1
+    assert checked >= 8

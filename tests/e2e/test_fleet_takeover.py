@@ -310,6 +310,17 @@ def finished_turns(on: Machine, run_id: str) -> list[int]:
     return [e["turn"] for e in events if e["type"] == "turn.finished"]
 
 
+def finish_on(on: Machine, worker: subprocess.Popen[str], run_id: str) -> None:
+    """Waits for the run to end on `on`, then stops `on`'s worker as SIGTERM does."""
+    wait_for(
+        lambda: (on.record(run_id) or {}).get("state", {}).get("outcome") is not None,
+        f"the run to finish on {on.name.upper()}",
+        150,
+    )
+    os.killpg(worker.pid, signal.SIGTERM)
+    worker.wait(timeout=60)
+
+
 @pytest.mark.scenario("three_steps")
 def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_paid_for(
     fleet: Fleet,  # noqa: F811
@@ -328,13 +339,7 @@ def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_p
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     answered_on_a = [r for r in fleet.rehearsal.requests() if r["answered"]]
-    wait_for(
-        lambda: (b.record(run_id) or {}).get("state", {}).get("outcome") is not None,
-        "the run to finish on B",
-        150,
-    )
-    os.killpg(second.pid, signal.SIGTERM)
-    second.wait(timeout=60)
+    finish_on(b, second, run_id)
 
     final = b.record(run_id)
     assert final is not None
@@ -385,13 +390,7 @@ def test_a_run_whose_worker_alone_was_killed_sends_no_turn_after_the_one_in_flig
     first.wait(timeout=10)
     wait_for(lambda: not alive(child), "A's run to stop", 60)
     second = start_worker(fleet, b, lease="20s")
-    wait_for(
-        lambda: (b.record(run_id) or {}).get("state", {}).get("outcome") is not None,
-        "the run to finish on B",
-        150,
-    )
-    os.killpg(second.pid, signal.SIGTERM)
-    second.wait(timeout=60)
+    finish_on(b, second, run_id)
     from_a = [r["turn"] for r in requests_from(fleet, a) if r["kind"] == "turn" and r["step"] == 0]
     # Turn 2 in flight (the stalled request, and the CLI's own try after the cut
     # stream) and nothing after it: turn 3 is B's alone.
@@ -424,13 +423,7 @@ def test_a_run_taken_over_in_its_first_turn_finishes_whatever_its_transcript_hel
     first.wait(timeout=10)
     session = (a.record(run_id) or {}).get("session_id")
     second = start_worker(fleet, b)
-    wait_for(
-        lambda: (b.record(run_id) or {}).get("state", {}).get("outcome") is not None,
-        "the run to finish on B",
-        150,
-    )
-    os.killpg(second.pid, signal.SIGTERM)
-    second.wait(timeout=60)
+    finish_on(b, second, run_id)
 
     final = b.record(run_id)
     assert final is not None
