@@ -250,3 +250,21 @@ def test_the_model_s_window_still_shut_keeps_the_model_detour() -> None:
     assert Detour(profile="local", awaiting=OPUS_WEEK, since=NOW, check_at=NOW).to == (
         "profile local"
     )
+
+
+def test_every_wait_the_classifier_makes_can_be_given_a_policy() -> None:
+    # Issue 41: `limits = {daily_cap = "wind-down"}` was refused although the classifier
+    # produces daily_cap; so were the outages a detour can go around.
+    policies = LimitPolicies(
+        (
+            ("daily_cap", WindDown()),
+            ("overloaded", SwitchProfile("local")),
+            ("upstream_unreachable", SwitchProfile("direct")),
+        )
+    )
+    assert policies.action_for(WindowExhausted(rate_limit_type="daily_cap")) == WindDown()
+    assert policies.action_for(WindowExhausted("overloaded")) == SwitchProfile("local")
+    assert policies.action_for(WindowExhausted("upstream_unreachable")) == SwitchProfile("direct")
+    assert policies.action_for(WindowExhausted("timeout")) == Wait()  # none named: it waits
+    with pytest.raises(ValueError, match="go-on is only for overage_in_use, not 'daily_cap'"):
+        LimitPolicies((("daily_cap", GoOn()),))

@@ -48,6 +48,20 @@ def test_a_wind_down_policy_ends_the_run_with_a_handoff_at_the_limit(
     assert "claudeloop resume" in summary
 
 
+@pytest.mark.scenario("daily_cap_until_lift_at_2")
+def test_a_daily_cap_can_be_given_a_policy_from_the_configuration_file(
+    rehearsal: Rehearsal,
+) -> None:
+    # Issue 41: the classifier produced daily_cap, and a policy naming it was refused.
+    (rehearsal.project / "claudeloop.toml").write_text('[limits]\ndaily_cap = "wind-down"\n')
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    assert finished.exit_code == 75, finished.stderr
+    assert finished.result["outcome"] == "wound_down"
+    assert finished.result["reason"].startswith("daily_cap limit met (the organization's usage")
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+
+
 @pytest.mark.scenario("five_window_until_lift_at_2")
 def test_a_switch_profile_policy_goes_on_locally_and_comes_back_when_the_window_lifts(
     rehearsal: Rehearsal,

@@ -21,11 +21,25 @@ WindowKind = Literal[
 ]
 WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
 # The limits a person can give a policy, in the service's words: every window, overage,
-# then claudeloop's own: paid overage in use (PAID_OVERAGE), an empty credit balance, a
-# full local queue. Defined here once: the configuration's schema, the flags' help and
-# the pause thresholds take them from here (the rehearsal keeps a list of its own, which
-# tests/rehearsal/test_gates.py holds to this one).
-LimitKind = Literal[WindowKind, "overage", "overage_in_use", "credits", "local"]
+# then claudeloop's own: paid overage in use (PAID_OVERAGE), an empty credit balance (an
+# account's or a proxy's budget), a full local queue, the organization's daily cap, and
+# the outages a detour can go around (the service overloaded or failing, an upstream that
+# timed out or cannot be reached, a proxy's cooldown). Each is a kind of
+# domain.capacity.CapacityKind. Defined here once: the configuration's schema, the flags'
+# help and the pause thresholds take them from here (the rehearsal keeps a list of its
+# own, which tests/rehearsal/test_gates.py holds to this one).
+LimitKind = Literal[
+    WindowKind,
+    "overage",
+    "overage_in_use",
+    "credits",
+    "local",
+    "daily_cap",
+    "overloaded",
+    "timeout",
+    "upstream_unreachable",
+    "cooldown",
+]
 LIMIT_KINDS: tuple[LimitKind, ...] = get_args(LimitKind)
 _SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")
 # A model name or alias as Claude Code takes it (`sonnet`, `claude-sonnet-4-5`, `opus[1m]`).
