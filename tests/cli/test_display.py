@@ -229,3 +229,20 @@ def test_every_resume_is_said_in_one_wording_with_where_the_run_had_got_to() -> 
     )
     # A line of before has neither the run nor its directory.
     assert event_line(RunResumed(phase="running")) == "claudeloop: run ? resumed (it was in a turn)"
+
+
+def test_a_probe_is_said_by_its_capacity_kind_and_a_line_of_before_by_its_words() -> None:
+    from claudeloop.application.events import ProbeFinished
+    from claudeloop.cli.display import event_line
+
+    back = ProbeFinished(capacity="available", cost_usd=0.0, capacity_kind="available")
+    assert event_line(back) == "probe: capacity is back"
+    # The words alone do not make it open once the kind says otherwise...
+    spent = ProbeFinished(capacity="available", cost_usd=0.0, capacity_kind="proxy_budget")
+    assert event_line(spent) == "probe: still available"
+    # ...and a line written before events carried the kind is read by its words.
+    assert event_line(ProbeFinished(capacity="available", cost_usd=0.0)) == (
+        "probe: capacity is back"
+    )
+    closed = ProbeFinished(capacity="credits exhausted", cost_usd=0.0)
+    assert event_line(closed) == "probe: still credits exhausted"

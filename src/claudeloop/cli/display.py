@@ -112,6 +112,14 @@ class _Status:
         return line
 
 
+def _open(event: events.TurnFinished | events.ProbeFinished) -> bool:
+    """Whether the capacity an event says is open: by its kind, or by its words in a line
+    written before events carried the kind."""
+    if event.capacity_kind is None:
+        return event.capacity == AVAILABLE
+    return event.capacity_kind == "available"
+
+
 def _session_line(event: events.SessionWritesLost | events.SessionReplaced) -> str:
     """A session the run lets go of: its transcript cut, or gone, or a new one asked for."""
     if isinstance(event, events.SessionReplaced):
@@ -195,9 +203,7 @@ def event_line(event: Event) -> str | None:
         case events.PauseIgnored(windows=windows, reason=reason):
             return f"pause thresholds ignored for {', '.join(windows)}: {reason}"
         case events.ProbeFinished(capacity=capacity):
-            return (
-                "probe: capacity is back" if capacity == AVAILABLE else f"probe: still {capacity}"
-            )
+            return "probe: capacity is back" if _open(event) else f"probe: still {capacity}"
         case events.VerifyStarted(turn=turn, command=command):
             return f"turn {turn}: verifying: {command}"
         case events.VerifyFinished():
@@ -277,7 +283,7 @@ def _finished_line(event: events.TurnFinished) -> str:
     else:
         answered = _ANSWERED.get(event.verdict, f"answered: {event.verdict}")
         # An open window is the usual case: only something else is worth a word.
-        capacity = "" if event.capacity == AVAILABLE else f"; capacity: {event.capacity}"
+        capacity = "" if _open(event) else f"; capacity: {event.capacity}"
         line = f"{turn} {answered} ({cost}{capacity}){first}"
     # The service's own warning is said on a line of its own: a window nearly used up.
     return f"{line}\n{turn}: warning: {event.usage_warning}" if event.usage_warning else line
