@@ -18,7 +18,7 @@ import click
 
 from claudeloop.application.errors import UsageError
 from claudeloop.cli.output import print_json
-from claudeloop.cli.params import DURATION, POSITIVE_INT
+from claudeloop.cli.params import DURATION, POSITIVE_INT, cwd_parameter
 from claudeloop.domain.budget import money
 
 if TYPE_CHECKING:
@@ -253,12 +253,7 @@ Examples:
         callback=queue_add,
         params=[
             *forwarded,
-            click.Option(
-                ["--cwd"],
-                type=click.Path(path_type=Path),
-                default=None,
-                help="Working directory of the run (default: the current one).",
-            ),
+            cwd_parameter(),
             click.Option(
                 ["--checkout"],
                 default=None,

@@ -18,6 +18,7 @@ from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
     APPRISE_URL,
     CHECK,
+    CWD_OPTION,
     DURATION,
     ON_LIMIT,
     PAUSE_AT,
@@ -129,13 +130,7 @@ def cli() -> None:
     """
 
 
-# The options of every command that reads a project's runs or prints for scripts.
-PROJECT_OPTION = click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="The project directory (default: the current one).",
-)
+# The option of every command that prints for scripts.
 JSON_OPTION = click.option(
     "--json", "as_json", is_flag=True, help="JSON for scripts, instead of lines."
 )
@@ -179,12 +174,7 @@ def loop_options(command: F) -> F:
     """The options `run` and `resume` share: every setting's flag, in the order of
     SETTINGS (application/settings.py), between --cwd and the output's options."""
     options = [
-        click.option(
-            "--cwd",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="Working directory of the run (default: the current one).",
-        ),
+        CWD_OPTION,
         *(setting_option(setting) for setting in SETTINGS if setting.has_flag),
         click.option(
             "--json",
@@ -302,7 +292,7 @@ Examples:
   claudeloop sessions --json --cwd ~/src/app
 """
 )
-@PROJECT_OPTION
+@CWD_OPTION
 @JSON_OPTION
 @click.option(
     "--limit", type=POSITIVE_INT, default=20, help="How many sessions, newest first (default 20)."
@@ -381,12 +371,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 RUN_SELECTION = [
-    click.option(
-        "--cwd",
-        type=click.Path(path_type=Path),
-        default=None,
-        help="Working directory of the run (default: the current one).",
-    ),
+    CWD_OPTION,
     click.option(
         "--run-id",
         default=None,
@@ -487,7 +472,7 @@ Examples:
   claudeloop runs --all          every run started on this machine
 """
 )
-@PROJECT_OPTION
+@CWD_OPTION
 @click.option(
     "--all",
     "every",
@@ -510,12 +495,6 @@ def runs(cwd: Path | None, every: bool, as_json: bool) -> None:
 
 
 RUN_ARGUMENT = click.argument("run_id", metavar="[RUN]", required=False)
-CWD_OPTION = click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Working directory of the run (default: the current one).",
-)
 
 
 @cli.command(
@@ -683,7 +662,7 @@ Outside a wait it does nothing; the run says so in its events (probe.asked).
 """,
 )
 @RUN_ARGUMENT
-@PROJECT_OPTION
+@CWD_OPTION
 @FLEET_SELECTION
 @JSON_OPTION
 def probe_now(run: str | None, cwd: Path | None, engine: str | None, as_json: bool) -> None:
@@ -712,7 +691,7 @@ keeps the new cap, so a resume keeps it too.
 @click.option(
     "--max-wait", type=DURATION, default=None, help="The new longest wait (90m, 12h, 2d)."
 )
-@PROJECT_OPTION
+@CWD_OPTION
 @FLEET_SELECTION
 @JSON_OPTION
 def raise_cap(
@@ -750,7 +729,7 @@ answered; it is in the events (note.added), masked like everything else.
 """,
 )
 @click.argument("words", nargs=-1, required=True, metavar="[RUN] TEXT")
-@PROJECT_OPTION
+@CWD_OPTION
 @FLEET_SELECTION
 @JSON_OPTION
 def note(words: tuple[str, ...], cwd: Path | None, engine: str | None, as_json: bool) -> None:
@@ -789,7 +768,7 @@ Examples:
     default=None,
     help="Write the report as one HTML file with its pictures.",
 )
-@PROJECT_OPTION
+@CWD_OPTION
 def report(since: timedelta, as_json: bool, html: Path | None, cwd: Path | None) -> None:
     """What the runs did: outcome, turns, dollars, waits, checks, what is left."""
     from claudeloop.cli import report as reporting
@@ -837,12 +816,7 @@ Examples:
   CLAUDELOOP_MAX_TURNS=5 claudeloop config show --profile local
 """,
 )
-@click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Project directory whose claudeloop.toml counts (default: the current one).",
-)
+@CWD_OPTION
 @click.option("--profile", default=None, help="Show this profile instead of the selected one.")
 @JSON_OPTION
 def config_show(cwd: Path | None, profile: str | None, as_json: bool) -> None:
@@ -865,12 +839,7 @@ Exit codes: 0 every check passed · 78 the backend or the model is misconfigured
 invalid · 1 anything else failed.
 """
 )
-@click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Project directory whose claudeloop.toml counts (default: the current one).",
-)
+@CWD_OPTION
 @click.option("--profile", default=None, help="Check this profile instead of the selected one.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every check.")
 @click.option(
@@ -898,12 +867,7 @@ Exit codes: 0 every file written or already there · 1 one could not be
 written · 2 the configuration a run would read does not load.
 """
 )
-@click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="The project directory to set up (default: the current one).",
-)
+@CWD_OPTION
 def init(cwd: Path | None) -> None:
     """Set up a project: claudeloop.toml and PLAN.md, where they are missing.
 
@@ -951,12 +915,7 @@ Any other option goes to the CLI's `auth login` as it is. For a token to put
 in CLAUDE_CODE_OAUTH_TOKEN: claudeloop claude setup-token.
 """,
 )
-@click.option(
-    "--cwd",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Project directory whose claudeloop.toml counts (default: the current one).",
-)
+@CWD_OPTION
 @click.option("--profile", default=None, help="Log in as this profile's runs would.")
 @click.option("--console", is_flag=True, help="An Anthropic Console account (API billing) instead.")
 @click.option("--sso", is_flag=True, help="Through your organization's single sign-on.")

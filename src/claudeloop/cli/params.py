@@ -167,3 +167,18 @@ def working_directory(cwd: Path | None) -> Path:
     if not chosen.is_dir():
         raise UsageError(f"--cwd {chosen}: no such directory")
     return chosen.resolve()
+
+
+# `--cwd`, declared once: every command that takes it means the project directory.
+_CWD_HELP = (
+    "The project directory: where runs work and are kept, and whose claudeloop.toml "
+    "counts (default: the current one)."
+)
+
+
+def cwd_parameter() -> click.Option:
+    """`--cwd` as a parameter, for a command built without decorators."""
+    return click.Option(["--cwd"], type=click.Path(path_type=Path), default=None, help=_CWD_HELP)
+
+
+CWD_OPTION = click.option("--cwd", type=click.Path(path_type=Path), default=None, help=_CWD_HELP)
