@@ -396,7 +396,7 @@ def status_at_scale(
     from claudeloop.adapters.fleet.engine import parse_engine
     from claudeloop.adapters.fleet.engine_fleet import EngineFleet, _stored
     from claudeloop.adapters.fleet.leases import Leases
-    from claudeloop.adapters.fleet.leases import StoredRun as Row
+    from claudeloop.adapters.fleet.leases import StoredRow as Row
     from claudeloop.application.fleet import overview
     from claudeloop.application.summary import status_object
 

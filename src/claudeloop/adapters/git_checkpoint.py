@@ -247,7 +247,7 @@ class GitCheckpoints:
         self._holds_secret = holds_secret
         self._stale_locks = own  # looked for once: only a killed process leaves them
         self._branch: str | None = None
-        self._tree: WorkTree | None = None
+        self._tree: GitLayout | None = None
         # The turn of this process's own last commit: the branch moves by no one else's
         # commit of this run, so it is asked of git only until then (after a resume).
         self._committed_turn: int | None = None
@@ -285,7 +285,7 @@ class GitCheckpoints:
         return turn_of(done.stdout.decode(errors="replace")) if done.returncode == 0 else 0
 
     def _commit_changed(
-        self, message: str, changed: Changed, tree: WorkTree, tracked: set[str]
+        self, message: str, changed: Changed, tree: GitLayout, tracked: set[str]
     ) -> tuple[Checkpoint, _Head | None] | None:
         """The commit of what the watch saw change; None when every file must be looked
         at instead."""
@@ -310,7 +310,7 @@ class GitCheckpoints:
                 continue  # HEAD moved by a commit of someone else's: once more from git's
         return None
 
-    def _streams_of(self, tree: WorkTree) -> _Streams:
+    def _streams_of(self, tree: GitLayout) -> _Streams:
         if self._streams is None:
             self._streams = _Streams(tree.top)
         return self._streams
@@ -326,7 +326,7 @@ class GitCheckpoints:
 
     def commit(self, message: str) -> Checkpoint:
         if self._tree is None:
-            self._tree = WorkTree.of(self._directory)
+            self._tree = GitLayout.of(self._directory)
         if self._stale_locks:
             self._tree.remove_stale_locks(self.branch)
             self._stale_locks = False
@@ -353,7 +353,7 @@ class GitCheckpoints:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkTree:
+class GitLayout:
     """What a commit asks of a working tree once: its top, its git directories, and
     whether git knows who commits."""
 
@@ -363,7 +363,7 @@ class WorkTree:
     identity: tuple[str, ...]
 
     @classmethod
-    def of(cls, directory: Path) -> WorkTree:
+    def of(cls, directory: Path) -> GitLayout:
         said = _out(
             directory,
             "rev-parse",
@@ -395,14 +395,14 @@ def commit_all(
     message: str,
     *,
     holds_secret: Callable[[str], bool] | None = None,
-    tree: WorkTree | None = None,
+    tree: GitLayout | None = None,
 ) -> Checkpoint:
     """Commit every change of the working tree of `directory` (the whole repository's,
     untracked files too) but the run files and the files holding a secret. The commit
     is written with git's plumbing (write-tree, commit-tree, update-ref): no hook, no
     signing, and no second look at every file of a big tree as `git commit` takes."""
     done, _ = _commit(
-        directory, message, holds_secret=holds_secret, tree=tree or WorkTree.of(directory)
+        directory, message, holds_secret=holds_secret, tree=tree or GitLayout.of(directory)
     )
     return done
 
@@ -412,7 +412,7 @@ def _commit(
     message: str,
     *,
     holds_secret: Callable[[str], bool] | None,
-    tree: WorkTree,
+    tree: GitLayout,
 ) -> tuple[Checkpoint, _Head | None]:
     """`commit_all`, and HEAD after it (None: not known)."""
     # The untracked cache: a directory unchanged since the last look is not read again.
@@ -443,7 +443,7 @@ def _commit_staged(
     parent: str | None,
     *,
     holds_secret: Callable[[str], bool] | None,
-    tree: WorkTree,
+    tree: GitLayout,
     written: str | None = None,
 ) -> tuple[Checkpoint, _Head | None]:
     """The staged `changes` committed on `parent` (`written`: the index's tree, when it
@@ -471,7 +471,7 @@ def _write_commit(
     written: str,
     parent: str | None,
     *,
-    tree: WorkTree,
+    tree: GitLayout,
     refs: GitStream | None = None,
 ) -> str:
     """A commit of the tree `written` on `parent`, HEAD moved to it only from `parent`
@@ -558,7 +558,7 @@ def _commit_changed(
     *,
     tracked: set[str],
     holds_secret: Callable[[str], bool] | None,
-    tree: WorkTree,
+    tree: GitLayout,
     streams: _Streams,
 ) -> tuple[Checkpoint, _Head | None] | None:
     """`_commit` looking only at the paths a watch saw change; `tracked`: the paths in
@@ -613,7 +613,7 @@ def _stage_and_commit(
     old: OldTrees,
     tracked: set[str],
     holds_secret: Callable[[str], bool] | None,
-    tree: WorkTree,
+    tree: GitLayout,
     streams: _Streams,
 ) -> tuple[Checkpoint, _Head | None] | None:
     literal = ("--literal-pathspecs", "-c", "core.quotePath=false")

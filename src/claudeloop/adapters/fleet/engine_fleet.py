@@ -13,8 +13,7 @@ from collections.abc import Iterator
 
 from claudeloop.adapters.fleet import queue, travel
 from claudeloop.adapters.fleet.engine import Engine
-from claudeloop.adapters.fleet.leases import Leases
-from claudeloop.adapters.fleet.leases import StoredRun as StoredRow
+from claudeloop.adapters.fleet.leases import Leases, StoredRow
 from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
 from claudeloop.adapters.run_directory.control import steer_to_json

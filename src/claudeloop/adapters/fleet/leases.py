@@ -63,8 +63,9 @@ class Fenced(RuntimeError):
 
 
 @dataclass(frozen=True)
-class StoredRun:
-    """A run's record as the engine holds it."""
+class StoredRow:
+    """A run's row as the engine holds it: the record and transcript still in bytes (the
+    application's `StoredRun` is what a command reads of it)."""
 
     epoch: int
     holder: str | None
@@ -176,8 +177,8 @@ DBOS_SCHEMA = {"postgresql": "dbos.", "sqlite": ""}
 
 
 @dataclass(frozen=True)
-class Asked:
-    """What was asked of a worker's runs since it last looked (Leases.asked)."""
+class Inbox:
+    """What was asked of a worker's runs since it last looked (Leases.asked): its inbox."""
 
     cancelled: list[str]  # run ids
     commands: list[tuple[str, str]]  # (run id, command), by run id
@@ -504,7 +505,7 @@ class Leases:
                     {"r": run_id, "f": file, "b": byte, "d": data},
                 )
 
-    def stored(self, run_id: str) -> StoredRun | None:
+    def stored(self, run_id: str) -> StoredRow | None:
         """The run's record and transcript as the last store left them: the whole ones,
         with the state stored since and the chunks appended since put in."""
         appended = self._has_column("claudeloop_runs", "state")
@@ -536,7 +537,7 @@ class Leases:
             record = travel.grown_record(record, state, chunks[EVENTS])
         if chunks[TRANSCRIPT]:
             transcript = travel.grown_transcript(transcript, chunks[TRANSCRIPT])
-        return StoredRun(int(row[0]), row[1], row[2], row[3], record, transcript)
+        return StoredRow(int(row[0]), row[1], row[2], row[3], record, transcript)
 
     def summaries(self) -> dict[str, StoredSummary]:
         """Every run's holder, phase and summary, by run id (the fleet's view), without
@@ -583,7 +584,7 @@ class Leases:
     def request_delivered(self, request_id: int) -> None:
         self._change("DELETE FROM claudeloop_requests WHERE id = :i", i=request_id)
 
-    def asked(self, worker: str, running: list[str]) -> Asked:
+    def asked(self, worker: str, running: list[str]) -> Inbox:
         """What was asked of the runs `worker` holds, in one statement (a worker asks
         once a second): which of `running` were cancelled (DBOS's table of workflows, a run
         being its workflow), the commands asked of its runs, and its runs' requests in
@@ -610,7 +611,7 @@ class Leases:
                 " JOIN claudeloop_runs r ON r.run_id = q.run_id WHERE r.holder = :w"
             )
         rows = self._rows(" UNION ALL ".join(parts), **values)
-        return Asked(
+        return Inbox(
             cancelled=sorted(str(r[1]) for r in rows if r[0] == "cancelled"),
             commands=sorted((str(r[1]), str(r[3])) for r in rows if r[0] == "command"),
             requests=sorted((int(r[2]), str(r[1]), str(r[3])) for r in rows if r[0] == "request"),
