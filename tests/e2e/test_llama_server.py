@@ -230,6 +230,16 @@ def row(
     record_property("table_row", (TABLE, case, answer, outcome))
 
 
+def answered_turn(finished: Finished) -> dict[str, object]:
+    """The run's one answered turn. A turn before it may have met the server dropping
+    its connection (seen once in CI: ECONNRESET on a kept-alive connection): that is an
+    outage the run waits out and probes, never a verdict."""
+    *before, turn = [e for e in finished.events() if e["type"] == "turn.finished"]
+    assert all(e["verdict"] == "refused" for e in before), before
+    assert all(e["capacity_kind"] == "overloaded" for e in before), before
+    return turn
+
+
 def test_the_marker_model_is_done_through_the_marker_fallback(
     serve: Serve, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
@@ -241,7 +251,7 @@ def test_the_marker_model_is_done_through_the_marker_fallback(
     row(record_property, "200, marker model", server.answer("tiny"), finished)
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
-    (turn,) = [e for e in finished.events() if e["type"] == "turn.finished"]
+    turn = answered_turn(finished)
     assert (turn["verdict"], turn["summary"]) == ("done", "All done.")
     assert finished.result["dollars"] == 0
 
@@ -253,7 +263,7 @@ def test_the_verdict_model_is_done_through_the_structured_verdict(
     finished = project(tmp_path, server, "tiny").run()
     row(record_property, "200, verdict model", server.answer("tiny"), finished)
     assert finished.exit_code == 0, finished.stderr
-    (turn,) = [e for e in finished.events() if e["type"] == "turn.finished"]
+    turn = answered_turn(finished)
     assert turn["verdict"] == "done"
     assert turn["summary"] == "Done (a scripted tiny model: it writes nothing)."
     # The model claimed the work without doing it: nothing but a check would notice.
