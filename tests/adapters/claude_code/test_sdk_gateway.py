@@ -325,16 +325,21 @@ def test_an_exit_after_the_result_keeps_the_result(
     assert outcome.signals.api_error_status == 529
 
 
+def resume_refused(result: str) -> FakeCli:
+    """A CLI that ends a resume at once with an error result saying `result` (2.1.332)."""
+    cli = FakeCli()
+    cli.connect_error = ResultError(
+        "Claude Code returned an error result", data={"is_error": True, "result": result}
+    )
+    return cli
+
+
 def test_a_session_claude_code_has_no_conversation_of_is_gone_with_the_way_on(
     monkeypatch: pytest.MonkeyPatch, debug_log: Path
 ) -> None:
     # CLI 2.1.332: an error result.
-    cli = FakeCli()
-    cli.connect_error = ResultError(
-        "Claude Code returned an error result",
-        data={"is_error": True, "result": f"No conversation found with session ID: {SESSION}"},
-    )
-    (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), SESSION)
+    said = f"No conversation found with session ID: {SESSION}"
+    (outcome,) = turns(gateway_on(resume_refused(said), monkeypatch, debug_log), SESSION)
     assert outcome.failure == session_gone(SESSION)
     assert outcome.gone_session == SESSION
 
@@ -351,11 +356,7 @@ def test_a_session_claude_code_has_no_conversation_of_is_gone_with_the_way_on(
 def test_a_session_that_cannot_be_resumed_for_another_reason_is_a_failure(
     monkeypatch: pytest.MonkeyPatch, debug_log: Path
 ) -> None:
-    cli = FakeCli()
-    cli.connect_error = ResultError(
-        "Claude Code returned an error result",
-        data={"is_error": True, "result": "the session's file is damaged"},
-    )
+    cli = resume_refused("the session's file is damaged")
     (outcome,) = turns(gateway_on(cli, monkeypatch, debug_log), SESSION)
     assert outcome.failure == (
         f"Claude Code could not resume session {SESSION}: the session's file is damaged"
