@@ -17,7 +17,7 @@ LITELLM_RANGE := tests/e2e/litellm-requirements.in
 LITELLM_LOCK := tests/e2e/litellm-requirements.txt
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: test check gates lint typecheck contracts pytest install browser litellm bench crash-fuzz rehearse docs clean lock lock-upgrade canary
+.PHONY: test check gates lint typecheck contracts pytest install browser sandbox litellm bench crash-fuzz rehearse docs clean lock lock-upgrade canary
 
 # Two jobs: the LiteLLM proxy's venv (minutes, mostly downloads) installs beside the
 # project's venv and the lint and type checks. (Made beside the tests themselves, its
@@ -50,7 +50,7 @@ $(STAMP): $(UV) pyproject.toml uv.lock
 	$(PY) -m compileall -q src >/dev/null
 	touch $(STAMP)
 
-install: $(STAMP) browser
+install: $(STAMP) browser sandbox
 
 # Debian's chromium and its driver, which the dashboard's browser tests drive through
 # selenium (tests/e2e/test_dashboard.py): installed when apt-get is here and we are
@@ -65,6 +65,22 @@ browser:
 	else \
 		echo "make browser: no apt-get, or not root: install $(BROWSER_PACKAGES) yourself," \
 			"or the dashboard's browser tests skip"; \
+	fi
+
+# bubblewrap and socat, which Claude Code's sandbox and claudeloop's own around its checks
+# need on Linux (docs/architecture/threat-model.md): installed like the browser; without
+# them the confinement tests (tests/e2e/test_confinement.py) skip, saying why, and with
+# CI=true they fail.
+SANDBOX_PACKAGES := bubblewrap socat
+
+sandbox:
+	@if command -v bwrap >/dev/null && command -v socat >/dev/null; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y --no-install-recommends $(SANDBOX_PACKAGES) \
+		|| { apt-get update && apt-get install -y --no-install-recommends $(SANDBOX_PACKAGES); }; \
+	else \
+		echo "make sandbox: no apt-get, or not root: install $(SANDBOX_PACKAGES) yourself," \
+			"or shell commands are refused and the confinement tests skip"; \
 	fi
 
 # The LiteLLM proxy's venv: its proxy extra (~120 packages) pins rich below ours. The
@@ -91,7 +107,7 @@ contracts: $(STAMP)
 # cores with two processes), and each process steals work from the others once its own
 # runs out, so no long test starts last on an otherwise idle process. The 30 slowest
 # tests are listed, so a CI log says where the 20-minute budget goes.
-pytest: $(STAMP) $(LITELLM_STAMP) browser
+pytest: $(STAMP) $(LITELLM_STAMP) browser sandbox
 	$(VENV)/bin/pytest -n 3 --dist worksteal --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 --durations=30 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
@@ -106,7 +122,7 @@ $(USER_STAMP): $(UV) pyproject.toml uv.lock
 	UV_PROJECT_ENVIRONMENT=$(USER_VENV) $(UV) sync --quiet --locked
 	touch $(USER_STAMP)
 
-rehearse: $(USER_STAMP)
+rehearse: $(USER_STAMP) sandbox
 	$(USER_VENV)/bin/claudeloop rehearse
 
 BENCH_STAMP := $(VENV)/.installed-bench

@@ -53,6 +53,9 @@ class FakeMachine:
     def context(self) -> DoctorCheck | None:
         return self._check("context") if self.llama_server else None
 
+    def sandbox(self) -> DoctorCheck:
+        return self._check("sandbox")
+
     def run_directory(self) -> DoctorCheck:
         return self._check("run dir")
 
@@ -65,7 +68,7 @@ def test_a_healthy_machine_passes_every_check_in_order_with_exit_0() -> None:
     machine = FakeMachine(llama_server=True)
     diagnosis = diagnose(machine, probe=True)
     names = ["cli", "sdk", "config", "profile", "credentials", "login", "backend", "model"]
-    assert machine.asked == [*names, "context", "run dir"]
+    assert machine.asked == [*names, "context", "sandbox", "run dir"]
     assert (diagnosis.exit_code, diagnosis.profile) == (0, "local")
 
 
@@ -79,6 +82,7 @@ def test_an_invalid_configuration_skips_the_profile_and_what_needs_it_with_exit_
         ("credentials", "skip"),
         ("backend", "skip"),
         ("model", "skip"),
+        ("sandbox", "ok"),
         ("run dir", "ok"),
     ]
     diagnosis = diagnose(FakeMachine(fail={"config": 2}), probe=True)
@@ -93,6 +97,7 @@ def test_a_profile_that_does_not_resolve_skips_the_backends_checks() -> None:
         ("credentials", "skip"),
         ("backend", "skip"),
         ("model", "skip"),
+        ("sandbox", "ok"),
         ("run dir", "ok"),
     ]
     assert "login" not in machine.asked

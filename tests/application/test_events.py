@@ -112,6 +112,8 @@ EVERY_EVENT: list[Event] = [
     CommitRefused(turn=5, files=(".env",), reason="holds a secret"),
     BranchRewound(to_turn=2, sha="cd" * 20, undone=(3, 4), reason="wrong approach"),
     NotifyFailed(service="json://****", kind="done", reason="refused"),
+    events.SandboxSet(posture="confined", line="sandbox: commands run confined"),
+    events.SandboxBlocked(turn=2, kind="read", target="/home/u/.ssh/id_rsa"),
     events.ProbeAsked(applied=True, reason="the wait ends early; probing now"),
     events.CapRaised(
         cap="max-turns", before=10.0, after=20.0, applied=True, reason="10 turns -> 20 turns"

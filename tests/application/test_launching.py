@@ -62,6 +62,7 @@ class World:
     said: list[str] = field(default_factory=list)
     ends_as: Outcome = Outcome.DONE
     repositories: set[Path] = field(default_factory=set)
+    sandbox_here: bool = True
 
     def settings(self, cwd: Path, flags: Mapping[str, object]) -> Settings:
         profile = str(flags.get("profile", "default"))
@@ -89,6 +90,10 @@ class World:
     def refuse_no_repository(self, spec: RunSpec) -> None:
         if spec.checkpoint and spec.cwd not in self.repositories:
             raise UsageError(f"--checkpoint: {spec.cwd} is not in a git repository")
+
+    def refuse_unconfined_checks(self, spec: RunSpec) -> None:
+        if spec.verify.checks and spec.sandbox.on and not self.sandbox_here:
+            raise UsageError("--verify runs code the model wrote, and the sandbox cannot run")
 
     def into_worktree(
         self, directory: FakeDirectory, record: RunRecord, *, carry: bool, merging: str | None

@@ -31,7 +31,12 @@ def test_a_setting_has_one_key_one_variable_and_at_most_one_flag_of_its_own() ->
 
 def test_the_flag_is_the_key_with_dashes_but_where_it_is_named() -> None:
     named = {s.key: s.option for s in SETTINGS if s.has_flag and s.flag is not None}
-    assert named == {"limits": "--on-limit"}
+    # Repeatable flags of a list say one item each.
+    assert named == {
+        "limits": "--on-limit",
+        "sandbox_allow_domains": "--sandbox-allow-domain",
+        "sandbox_allow_read": "--sandbox-allow-read",
+    }
     assert [s.key for s in SETTINGS if not s.has_flag] == ["notify_on"]
 
 

@@ -186,7 +186,8 @@ def test_doctor_without_a_probe_finds_nothing_listening(claudeloop: Invoke, tmp_
     lines = result.out.splitlines()
     names = [line[6:].split()[0] for line in lines[:-1]]
     assert names == [
-        "cli", "sdk", "config", "profile", "credentials", "login", "backend", "model", "run"
+        "cli", "sdk", "config", "profile", "credentials", "login", "backend", "model",
+        "sandbox", "run",
     ]  # fmt: skip
     backend = next(line for line in lines if line[6:].startswith("backend"))
     assert backend == (

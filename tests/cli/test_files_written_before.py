@@ -85,7 +85,8 @@ def test_a_run_killed_while_waiting_resumes_to_its_end(tmp_path: Path) -> None:
     after = resumed.after
     assert after.startswith(before)
     added = [json.loads(line)["type"] for line in after[len(before) :].splitlines()]
-    assert added[:3] == ["run.resumed", "wait.started", "probe.finished"]
+    # Each start says where the commands run (sandbox.set), then the wait goes on.
+    assert added[:4] == ["run.resumed", "sandbox.set", "wait.started", "probe.finished"]
     assert added[-1] == "run.finished"
     waits = [event_from(json.loads(line)) for line in after.splitlines()]
     assert all(waits)

@@ -59,6 +59,7 @@ def test_an_older_run_killed_while_waiting_resumes_to_its_end(tmp_path: Path) ->
     added = [json.loads(line)["type"] for line in after[len(before) :].splitlines()]
     assert added == [
         "run.resumed",
+        "sandbox.set",  # where this start runs the model's commands
         "wait.started",  # the persisted probe instant, waited for again
         "probe.finished",
         "turn.started",

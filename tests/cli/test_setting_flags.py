@@ -33,7 +33,8 @@ EVERY_FLAG = [
     "--update-plan", "--pause-at", "5h=90%", "--on-limit", "five_hour=wind-down",
     "--no-share-capacity", "--verify", "make test", "--verify-timeout", "90s", "--review",
     "--stall-turns", "0", "--same-failure", "4", "--worktree",
-    "--worktree-from", "working-tree", "--checkpoint",
+    "--worktree-from", "working-tree", "--checkpoint", "--sandbox", "off",
+    "--sandbox-allow-domain", "pypi.org", "--sandbox-allow-read", "~/.m2",
 ]  # fmt: skip
 
 

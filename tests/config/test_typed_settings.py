@@ -38,6 +38,9 @@ same_failure = 4
 worktree = true
 worktree_from = "working-tree"
 checkpoint = true
+sandbox = "off"
+sandbox_allow_domains = ["pypi.org", "*.npmjs.org"]
+sandbox_allow_read = ["~/.m2"]
 """
 
 # The same, as CLAUDELOOP_* variables write them.
@@ -69,6 +72,9 @@ EVERY_VARIABLE = {
     "CLAUDELOOP_WORKTREE": "true",
     "CLAUDELOOP_WORKTREE_FROM": "working-tree",
     "CLAUDELOOP_CHECKPOINT": "true",
+    "CLAUDELOOP_SANDBOX": "off",
+    "CLAUDELOOP_SANDBOX_ALLOW_DOMAINS": "pypi.org, *.npmjs.org",
+    "CLAUDELOOP_SANDBOX_ALLOW_READ": "~/.m2 /opt/sdk",
 }
 
 

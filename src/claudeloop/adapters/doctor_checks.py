@@ -31,9 +31,10 @@ from claudeloop.adapters.config.profiles import BackendProfile, base_url_problem
 from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
+from claudeloop.adapters.sandbox import unavailable
 from claudeloop.application.ports import DoctorCheck as Check
 from claudeloop.application.ports import Gateway, ProbeOutcome
-from claudeloop.application.settings import MAX_WAIT, MODEL, PERMISSION_MODE
+from claudeloop.application.settings import MAX_WAIT, MODEL, PERMISSION_MODE, SANDBOX
 from claudeloop.domain.tested_cli import (
     TESTED_CLAUDE_CODE,
     TESTED_SDK,
@@ -128,6 +129,9 @@ class MachineChecks:
         if self._resolved.preset != "llamacpp":
             return None
         return _context_check(self._resolved, self._config.get(MODEL))
+
+    def sandbox(self) -> Check:
+        return _sandbox_check(self._config)
 
     def run_directory(self) -> Check:
         return _run_directory_check(self._cwd)
@@ -471,6 +475,22 @@ def _last_line(log: Path) -> str:
         return ""
     lines = [line for line in lines if line]
     return lines[-1][:200] if lines else ""
+
+
+def _sandbox_check(config: Configuration | None) -> Check:
+    """Whether the model's commands and the checks run confined here."""
+    if config is not None and config.of(SANDBOX).value == "off":
+        where = config.of(SANDBOX).origin.describe()
+        return Check("sandbox", "warn", f"off ({where}): commands and checks run unconfined")
+    missing = unavailable()
+    if missing is None:
+        return Check("sandbox", "ok", "commands and checks run confined (the sandbox runs here)")
+    return Check(
+        "sandbox",
+        "warn",
+        f"{missing.why}: shell commands are refused and --verify cannot run",
+        f"{missing.fix}; or --sandbox off to run them unconfined",
+    )
 
 
 def _run_directory_check(cwd: Path) -> Check:

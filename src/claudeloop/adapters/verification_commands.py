@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import anyio
@@ -25,6 +25,7 @@ from claudeloop.adapters.check_groups import (
     start_watchdog,
 )
 from claudeloop.adapters.private_file import make_private_directory
+from claudeloop.adapters.sandbox import CheckBoundary
 from claudeloop.domain.verification import CheckCommand, CheckResult
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
@@ -53,9 +54,11 @@ class VerificationCommands:
         env: Mapping[str, str] | None = None,
         kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
         note: Path | None = None,
+        boundary: CheckBoundary | None = None,
     ) -> None:
         """`note`: where the check in flight is noted, so that the run's next driver ends
-        one a dead driver left before it starts its own (None: not noted)."""
+        one a dead driver left before it starts its own (None: not noted). `boundary`:
+        the sandbox each check runs in (None: unconfined, as --sandbox off says)."""
         if not timeout_seconds > 0 or tail_bytes < 0 or kill_grace_seconds < 0:
             raise ValueError("a check needs a positive timeout and a tail of 0 bytes or more")
         self._cwd = cwd
@@ -65,6 +68,7 @@ class VerificationCommands:
         self._env = env
         self._grace = kill_grace_seconds
         self._note = note
+        self._boundary = boundary
 
     async def run(self, check: CheckCommand, *, output: Path) -> CheckResult:
         """Run `check` to its end, its timeout or a cancellation (which kills its group)."""
@@ -77,9 +81,9 @@ class VerificationCommands:
                 # Shielded: a stop that came now would leave a check no one ends.
                 with anyio.CancelScope(shield=True):
                     process = await anyio.open_process(
-                        gated(check.argv),
+                        gated(self._confined(check.argv)),
                         cwd=self._cwd,
-                        env=self._env,
+                        env=self._environment(),
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
@@ -119,6 +123,14 @@ class VerificationCommands:
                 output_path=output,
                 timed_out=timed_out,
             )
+
+    def _confined(self, argv: Sequence[str]) -> list[str]:
+        return self._boundary.wrap(argv) if self._boundary is not None else list(argv)
+
+    def _environment(self) -> Mapping[str, str] | None:
+        if self._boundary is None:
+            return self._env
+        return self._boundary.environment(self._env if self._env is not None else os.environ)
 
     def _noted(self, group: int | None) -> None:
         """Note the group in flight (None: none is). A disk that refuses the note leaves

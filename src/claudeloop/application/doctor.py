@@ -68,6 +68,7 @@ def diagnose(machine: DoctorChecks, *, probe: bool) -> Diagnosis:
         ]
     else:
         checks += _backend_checks(machine, cli_found=cli.status != "fail", probe=probe)
+    checks.append(machine.sandbox())
     checks.append(machine.run_directory())
     return Diagnosis(tuple(checks), profile)
 

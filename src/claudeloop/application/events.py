@@ -17,6 +17,7 @@ from typing import Any, ClassVar, cast, get_args
 
 from claudeloop.application.codec import Codec, DecodeError, Shape
 from claudeloop.domain.capacity import CapacityKind
+from claudeloop.domain.confinement import BlockedKind
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.plan import PlanHistory, PlanSaid, RewoundTo
 
@@ -124,6 +125,27 @@ class SessionReplaced:
 class ToolsDenied:
     type: ClassVar[str] = "tools.denied"
     tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSet:
+    """Where the model's commands and the checks run, said at each start: `posture` is
+    confined, refused (no sandbox here: commands refused) or off (--sandbox off)."""
+
+    type: ClassVar[str] = "sandbox.set"
+    posture: str
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxBlocked:
+    """One thing the boundary stopped: `kind` read, write, network, escape or command,
+    and the path, host or command (redacted like every event)."""
+
+    type: ClassVar[str] = "sandbox.blocked"
+    turn: int
+    kind: BlockedKind
+    target: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +379,8 @@ Event = (
     | SessionWritesLost
     | SessionReplaced
     | ToolsDenied
+    | SandboxSet
+    | SandboxBlocked
     | CostGuessed
     | PauseIgnored
     | PlanUpdated

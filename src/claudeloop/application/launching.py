@@ -86,6 +86,11 @@ class Launching(Protocol[C, B, D]):
         repository."""
         ...
 
+    def refuse_unconfined_checks(self, spec: RunSpec) -> None:
+        """Refuses a run whose checks would execute the model's code unconfined: the
+        sandbox asked for and unable to run here (domain.confinement.checks_refusal)."""
+        ...
+
     def into_worktree(
         self, directory: D, record: RunRecord, *, carry: bool, merging: str | None
     ) -> tuple[RunRecord, bool]:
@@ -217,6 +222,7 @@ def start_run(
         spec, run_files=world.why_no_runs_root(asked.cwd), why_not_writable=world.why_not_writable
     )
     world.refuse_no_credentials(chosen, asked.cwd)
+    world.refuse_unconfined_checks(spec)
     if not worktree:
         world.refuse_no_repository(spec)
     record = world.new_record(spec, asked.run_id)
@@ -270,6 +276,7 @@ def resume_run(
             why_not_writable=world.why_not_writable,
         )
         world.refuse_no_credentials(chosen, record.spec.cwd)
+        world.refuse_unconfined_checks(record.spec)
         return Driven(
             _drive(
                 world,

@@ -12,6 +12,7 @@ from claudeloop.application.events import Event
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.confinement import Blocked
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
@@ -68,6 +69,9 @@ class TurnOutcome:
     writes_lost: tuple[str, ...] = ()
     # The model refused and no fallback model retried (`model_refusal_no_fallback`).
     refused_by_model: str | None = None
+    # What the run's boundary stopped during the turn (domain.confinement), in the order
+    # Claude Code told it.
+    blocked: tuple[Blocked, ...] = ()
     # Resets other runs of the account heard announced (the capacity board's sightings),
     # heard before this turn's own signals (domain.waiting.remember_resets).
     announced: tuple[AnnouncedReset, ...] = ()
@@ -691,6 +695,11 @@ class DoctorChecks(Protocol):
     def context(self) -> DoctorCheck | None:
         """Whether the server's context holds Claude Code's first turn; None for a
         backend that does not say it (only llama-server does)."""
+        ...
+
+    def sandbox(self) -> DoctorCheck:
+        """Whether the model's commands and the checks can run confined here (a warning
+        where they cannot: commands are then refused)."""
         ...
 
     def run_directory(self) -> DoctorCheck:

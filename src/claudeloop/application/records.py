@@ -8,6 +8,7 @@ from pathlib import Path
 
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.confinement import Boundary
 from claudeloop.domain.limits import LimitPolicies
 from claudeloop.domain.loop import RunState, VerifyRules
 from claudeloop.domain.pause import PauseThresholds
@@ -37,6 +38,9 @@ class RunSpec:
     limits: LimitPolicies = field(default_factory=LimitPolicies)
     # Write the reconciled checkmarks into the plan file (off: the file is the user's).
     update_plan: bool = False
+    # Where the model's commands and the checks run (domain.confinement): inside the
+    # sandbox unless the user said --sandbox off.
+    sandbox: Boundary = field(default_factory=Boundary)
     # What a Done must pass (the checks, the review) and the stagnation brake.
     verify: VerifyRules = field(default_factory=VerifyRules)
     # How long one verification command may run before it is killed and counts as failed.
@@ -106,6 +110,10 @@ class RunRecord:
     # What `claudeloop rewind` undid, said first in the next prompt, until a turn that
     # said it is answered (None: nothing to say).
     rewound: str | None = None
+    # Where the last start ran the model's commands (domain.confinement.posture_line),
+    # and how many things the boundary stopped so far.
+    sandbox: str = ""
+    blocked: int = 0
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

@@ -34,6 +34,9 @@ from claudeloop.application.settings import (
     RESET_GRACE,
     REVIEW,
     SAME_FAILURE,
+    SANDBOX,
+    SANDBOX_ALLOW_DOMAINS,
+    SANDBOX_ALLOW_READ,
     STALL_TURNS,
     UPDATE_PLAN,
     VERIFY,
@@ -46,6 +49,7 @@ from claudeloop.application.settings import (
     Sourced,
 )
 from claudeloop.domain.budget import Budget
+from claudeloop.domain.confinement import Boundary
 from claudeloop.domain.limits import GoOn, LimitPolicies, SwitchProfile, parse_action
 from claudeloop.domain.loop import VerifyRules, reopen
 from claudeloop.domain.overage import PAID_OVERAGE
@@ -142,6 +146,18 @@ def new_spec(
         verify_timeout_seconds=verify_timeout_seconds,
         # A worktree's run always commits; where the worktree is, the command says.
         checkpoint=settings.of(CHECKPOINT).value,
+        sandbox=boundary(given),
+    )
+
+
+def boundary(given: Given, base: Boundary | None = None) -> Boundary:
+    """Where the model's commands and the checks run: what `given` says over `base` (a
+    resume keeps what the run started with unless a flag or variable says otherwise)."""
+    start = base or Boundary()
+    return Boundary(
+        on=given.over(SANDBOX, "on" if start.on else "off") == "on",
+        allow_domains=tuple(given.over(SANDBOX_ALLOW_DOMAINS, list(start.allow_domains))),
+        allow_read=tuple(given.over(SANDBOX_ALLOW_READ, list(start.allow_read))),
     )
 
 
@@ -216,6 +232,7 @@ def resumed_record(
         marker_fallback=marker_fallback if switched else spec.marker_fallback,
         verify=verify,
         verify_timeout_seconds=verify_timeout_seconds,
+        sandbox=boundary(overrides, spec.sandbox),
     )
     if PAUSE_AT in overrides or LIMITS in overrides:
         pause, limits = pause_and_limits(settings, check_profile)

@@ -33,6 +33,8 @@ from claudeloop.application.events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    SandboxBlocked,
+    SandboxSet,
     SessionReplaced,
     SessionWritesLost,
     ToolsDenied,
@@ -81,6 +83,7 @@ from claudeloop.domain.capacity import (
 from claudeloop.domain.checkpoints import commit_message, reconcile, trailers
 from claudeloop.domain.classify import turn_warning
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
+from claudeloop.domain.confinement import Posture, posture_line, posture_name
 from claudeloop.domain.limits import render_action
 from claudeloop.domain.login import within_login
 from claudeloop.domain.loop import (
@@ -170,6 +173,9 @@ class Runner:
     # (`claudeloop resume --new-session`), since a person may rather mend the config
     # directory and keep the conversation.
     new_session_if_gone: bool = False
+    # Where this start runs the model's commands and the checks (None: not said, as in
+    # the tests of other things).
+    posture: Posture | None = None
     # What the runner keeps between turns, not parameters (init=False: no caller sets it).
     # Windows whose pause threshold was already reported as ignored: say it once.
     _noticed: set[str] = field(default_factory=set, init=False)
@@ -217,6 +223,10 @@ class Runner:
                 )
             )
         announce: list[Event] = []
+        if self.posture is not None:
+            line = posture_line(self.posture)
+            announce.append(SandboxSet(posture=posture_name(self.posture), line=line))
+            record = replace(record, sandbox=line)
         if new_session:
             record = _replace_session(record, "claudeloop resume --new-session", announce)
         if resumed and record.turn_in_flight is not None:
@@ -519,6 +529,12 @@ class Runner:
         )
         if outcome.denied_tools:
             announce.append(ToolsDenied(tools=tuple(outcome.denied_tools)))
+        announce.extend(
+            SandboxBlocked(turn=number, kind=each.kind, target=each.target)
+            for each in outcome.blocked
+        )
+        if outcome.blocked:
+            record = replace(record, blocked=record.blocked + len(outcome.blocked))
         announce.extend(plan_said)
         record, choice = self._writes_lost(record, outcome.writes_lost, announce)
         return self._apply(record, after_lost_writes(transition, choice), announce=announce)

@@ -19,6 +19,7 @@ from typing import Generic, Literal, TypeVar
 
 from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.confinement import SANDBOX_SWITCHES
 from claudeloop.domain.limits import LIMIT_KINDS
 from claudeloop.domain.overage import PAID_OVERAGE
 from claudeloop.domain.pause import WINDOW_SHORT_NAMES
@@ -91,6 +92,8 @@ ValueKind = Literal[
     "pause_at",  # WINDOW=PERCENT pairs: str
     "limits",  # LIMIT = ACTION: dict[str, str]
     "checks",  # commands a Done must pass: list[str]
+    "domains",  # domain names, *.example.org: list[str]
+    "paths",  # folders, absolute or under ~: list[str]
 ]
 PYTHON_TYPES: dict[ValueKind, type] = {
     "profile": str,
@@ -106,9 +109,11 @@ PYTHON_TYPES: dict[ValueKind, type] = {
     "pause_at": str,
     "limits": dict,
     "checks": list,
+    "domains": list,
+    "paths": list,
 }
 # The kinds whose flag may be given again and again, each adding one item.
-REPEATABLE: frozenset[ValueKind] = frozenset({"urls", "limits", "checks"})
+REPEATABLE: frozenset[ValueKind] = frozenset({"urls", "limits", "checks", "domains", "paths"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +404,39 @@ CHECKPOINT: Setting[bool] = Setting(
     "the run, the turn, its cost and its checks (default: off; implied by --worktree).",
 )
 
+# Where the model's commands and the checks run (domain.confinement).
+SANDBOX: Setting[str] = Setting(
+    "sandbox",
+    "choice",
+    "on",
+    accepted="on (commands and checks run confined) or off (unconfined)",
+    help="on (default): the model's shell commands run in Claude Code's sandbox and "
+    "the checks in bubblewrap: writes only in the working tree and temp, the home's "
+    "secrets hidden, no network but --sandbox-allow-domain. off: both run unconfined.",
+    choices=SANDBOX_SWITCHES,
+)
+SANDBOX_ALLOW_DOMAINS: Setting[list[str]] = Setting(
+    "sandbox_allow_domains",
+    "domains",
+    [],
+    accepted='a list of domain names commands may reach, such as ["pypi.org", '
+    '"*.npmjs.org"]; in CLAUDELOOP_SANDBOX_ALLOW_DOMAINS separated by commas or spaces',
+    help="A domain the model's commands may reach through the sandbox (repeatable): "
+    "e.g. --sandbox-allow-domain pypi.org (default: none).",
+    flag="--sandbox-allow-domain",
+)
+SANDBOX_ALLOW_READ: Setting[list[str]] = Setting(
+    "sandbox_allow_read",
+    "paths",
+    [],
+    accepted='a list of folders of your home commands may read, such as ["~/.m2", '
+    '"/opt/sdk"] (absolute or under ~); in CLAUDELOOP_SANDBOX_ALLOW_READ separated by '
+    "commas or spaces",
+    help="A folder of your home the model's commands and the checks may read "
+    "(repeatable): a toolchain the built-in list lacks, e.g. --sandbox-allow-read ~/.m2.",
+    flag="--sandbox-allow-read",
+)
+
 # Every setting, in the order `config show`, the schema's errors and `--help` list them.
 SETTINGS: tuple[Setting[object], ...] = (
     PROFILE,
@@ -428,6 +466,9 @@ SETTINGS: tuple[Setting[object], ...] = (
     WORKTREE,
     WORKTREE_FROM,
     CHECKPOINT,
+    SANDBOX,
+    SANDBOX_ALLOW_DOMAINS,
+    SANDBOX_ALLOW_READ,
 )
 SETTING_KEYS: tuple[str, ...] = tuple(setting.key for setting in SETTINGS)
 BY_KEY: dict[str, Setting[object]] = {setting.key: setting for setting in SETTINGS}

@@ -119,6 +119,9 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
         "next_probe_in_seconds": _seconds_until(state.next_probe_at, now),
         "driver_pid": driver_pid,
         "driver_alive": driver_pid is not None,
+        # Where the last start ran the model's commands, and what its boundary stopped.
+        "sandbox": record.sandbox or None,
+        "blocked": record.blocked,
         "branch": branch_object(record),
         "detour": None
         if detour is None
@@ -214,6 +217,8 @@ def summary_markdown(record: RunRecord) -> str:
         f"- Time waited for capacity: {duration_text(record.waited_seconds)}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
+    if record.sandbox:
+        lines.append(f"- Sandbox: {record.sandbox}; blocked: {record.blocked}")
     if state.overage_turns:
         lines.append(
             f"- Paid overage: {state.overage_turns} turns answered on it (extra usage "

@@ -20,6 +20,7 @@ from claudeloop.application.events import Event, event_fields
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
 from claudeloop.domain.capacity import AVAILABLE
+from claudeloop.domain.confinement import Blocked, blocked_line
 from claudeloop.domain.text import first_line
 from claudeloop.domain.verification import how_it_ended
 
@@ -172,10 +173,14 @@ def event_line(event: Event) -> str | None:
             return f"cost of {', '.join(models)} not counted: Claude Code only guesses its price"
         case events.ToolsDenied(tools=tools):
             return (
-                f"denied tool calls: {', '.join(tools)}. Allow them with --permission-mode "
-                "(e.g. bypassPermissions in a sandbox) or permissions.allow in "
-                ".claude/settings.json"
+                f"denied tool calls: {', '.join(tools)}. Allow them with permissions.allow "
+                "in .claude/settings.json, or widen the sandbox (--sandbox-allow-domain, "
+                "--sandbox-allow-read)"
             )
+        case events.SandboxSet(line=line):
+            return line
+        case events.SandboxBlocked(turn=turn, kind=kind, target=target):
+            return f"turn {turn}: " + blocked_line(Blocked(kind, target))
         case events.PlanUpdated(done=done, total=total):
             return f"plan: {done}/{total} items done"
         case events.WaitStarted(capacity=capacity, probe_at=at):

@@ -73,6 +73,8 @@ def show_status(data: dict[str, Any], driver: str) -> None:
             f"paid overage: {data['overage_turns']} turns answered on it (extra usage "
             f"billed to the account); {now}"
         )
+    if data.get("sandbox"):
+        lines.append(f"{data['sandbox']} · blocked {data['blocked']}")
     if data.get("lost_sessions"):
         lines.append(lost_sessions_line(data["lost_sessions"]))
     if data.get("gone_sessions"):

@@ -19,11 +19,13 @@ from claudeloop.cli.params import (
     APPRISE_URL,
     CHECK,
     CWD_OPTION,
+    DOMAIN,
     DURATION,
     ON_LIMIT,
     PAUSE_AT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
+    READ_PATH,
     OneLineChoice,
 )
 
@@ -166,6 +168,10 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
             return click.option(name, key, type=ON_LIMIT, multiple=True, help=help_text)
         case "checks":
             return click.option(name, key, type=CHECK, multiple=True, help=help_text)
+        case "domains":
+            return click.option(name, key, type=DOMAIN, multiple=True, help=help_text)
+        case "paths":
+            return click.option(name, key, type=READ_PATH, multiple=True, help=help_text)
         case _:
             assert_never(setting.kind)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import click
 
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
+from claudeloop.domain.confinement import domain_problem, read_path_problem
 
 __all__ = [
     "APPRISE_URL",
@@ -157,6 +159,23 @@ class Check(click.ParamType):  # type: ignore[type-arg]
 
 
 CHECK = Check()
+
+
+class Problem(click.ParamType):  # type: ignore[type-arg]
+    """A value the domain's rule accepts as it is, or says why not."""
+
+    def __init__(self, name: str, problem: Callable[[str], str | None]) -> None:
+        self.name = name
+        self._problem = problem
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if (problem := self._problem(str(value))) is not None:
+            self.fail(f"{value!r}: {problem}", param, ctx)
+        return str(value)
+
+
+DOMAIN = Problem("DOMAIN", domain_problem)
+READ_PATH = Problem("PATH", read_path_problem)
 PAUSE_AT = PauseAt()
 ON_LIMIT = OnLimit()
 

@@ -18,6 +18,7 @@ from claude_agent_sdk import (
     SettingSource,
 )
 
+from claudeloop.adapters.claude_code.blocked import Lines
 from claudeloop.adapters.claude_code.startup_watch import STARTUP_RESULTS
 from claudeloop.adapters.claude_code.verdict import VERDICT_SCHEMA
 from claudeloop.adapters.redaction import Redactor
@@ -81,6 +82,11 @@ class GatewaySettings:
     # The reviewer's sessions: read-only tools, plan mode, and none kept on disk (each
     # review is a fresh session nobody resumes).
     read_only: bool = False
+    # Claude Code's settings for the boundary (adapters/sandbox.py), as the JSON of
+    # `--settings`, over the user's own (None: none of ours); and where its lines run,
+    # to read what it stopped (None: nothing is read as blocked).
+    sandbox_settings: str | None = None
+    lines: Lines | None = None
 
     def __post_init__(self) -> None:
         if self.permission_mode not in PERMISSION_MODES:
@@ -195,4 +201,5 @@ def _base(settings: GatewaySettings, stderr: Callable[[str], None]) -> ClaudeAge
         setting_sources=(
             [cast(SettingSource, source) for source in sources] if sources is not None else None
         ),
+        settings=settings.sandbox_settings,
     )

@@ -23,9 +23,11 @@ from claude_agent_sdk import (
     TextBlock,
 )
 
+from claudeloop.adapters.claude_code.blocked import Lines, blocked_in
 from claudeloop.adapters.claude_code.pricing import ModelSpend, model_spends
 from claudeloop.adapters.claude_code.verdict import verdict_from
 from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.confinement import Blocked
 from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
 from claudeloop.domain.text import first_line
 from claudeloop.domain.turn_end import (
@@ -69,6 +71,8 @@ class TurnReading:
     spends: tuple[ModelSpend, ...] = ()
     served_by: tuple[str, ...] = ()
     denied_tools: tuple[str, ...] = ()
+    # What the boundary stopped (blocked.py), where a boundary was set.
+    blocked: tuple[Blocked, ...] = ()
     answered: bool = False
     # The result reported an error (an API failure or a stop of the CLI's own).
     failed: bool = False
@@ -82,8 +86,13 @@ class TurnReading:
     refused_by_model: str | None = None
 
 
-def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReading:
-    """Read the messages of one turn, in the order the SDK yielded them."""
+def read_turn(
+    messages: Iterable[Message], *, local_backend: bool, lines: Lines | None = None
+) -> TurnReading:
+    """Read the messages of one turn, in the order the SDK yielded them. `lines`: where
+    the boundary runs, when the turn ran inside one (None: nothing is read as blocked)."""
+    messages = list(messages)
+    blocked = blocked_in(messages, lines) if lines is not None else ()
     rate_limits: list[RateLimitInfo] = []
     assistant_error: str | None = None
     last_text = ""
@@ -142,6 +151,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
             signals=signals,
             final_text=last_text,
             session_id=init_session,
+            blocked=blocked,
             stopped_by_hook=stopped_by_hook,
             refused_by_model=refused_by_model,
         )
@@ -155,6 +165,7 @@ def read_turn(messages: Iterable[Message], *, local_backend: bool) -> TurnReadin
         spends=model_spends(result.model_usage),
         served_by=tuple(served_by),
         denied_tools=_denied_tools(result.permission_denials),
+        blocked=blocked,
         answered=True,
         failed=result.is_error,
         cli_stop=_cli_stop(result, signals),

@@ -213,7 +213,9 @@ class ClaudeCodeGateway:
             # Mid-turn, in the CLI's retries: ended at once, not heard out.
             await self._drop(listen=False)
             return self._unanswered(f"stopped while {retrying.stopped}")
-        reading = read_turn(messages, local_backend=self._settings.local_backend)
+        reading = read_turn(
+            messages, local_backend=self._settings.local_backend, lines=self._settings.lines
+        )
         self._live_session = reading.session_id or session_id
         return await self._judge(reading, requested=session_id, error=error, lost=lost, since=since)
 
@@ -439,6 +441,7 @@ class ClaudeCodeGateway:
             guessed_models=price.guessed_models,
             session_id=reading.session_id,
             denied_tools=reading.denied_tools,
+            blocked=reading.blocked,
             failure=failure,
             cut_off_owed=owed,
             stopped_by_hook=reading.stopped_by_hook,

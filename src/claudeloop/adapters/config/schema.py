@@ -30,6 +30,7 @@ from pydantic import (
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.settings import SETTINGS, NotifyKind, Setting
+from claudeloop.domain.confinement import domain_problem, read_path_problem
 from claudeloop.domain.limits import LimitKind, parse_action, render_action
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.verification import CheckCommand
@@ -180,6 +181,20 @@ def _lines(value: object) -> object:
     return value
 
 
+def _domain(value: str) -> str:
+    if (problem := domain_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _read_path(value: str) -> str:
+    if (problem := read_path_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
+
+
+Domains = Annotated[list[Annotated[str, AfterValidator(_domain)]], BeforeValidator(_listed)]
+ReadPaths = Annotated[list[Annotated[str, AfterValidator(_read_path)]], BeforeValidator(_listed)]
 PauseAt = Annotated[str, AfterValidator(_pause_at)]
 Checks = Annotated[list[Annotated[str, AfterValidator(_check)]], BeforeValidator(_lines)]
 WholeOrZero = Annotated[int, Field(ge=0)]
@@ -225,6 +240,10 @@ def pydantic_type(setting: Setting[object]) -> Any:
             return Limits
         case "checks":
             return Checks
+        case "domains":
+            return Domains
+        case "paths":
+            return ReadPaths
         case _:
             assert_never(setting.kind)
 

@@ -91,6 +91,8 @@ def notification_for(
             | events.SessionWritesLost()
             | events.SessionReplaced()
             | events.ToolsDenied()
+            | events.SandboxSet()
+            | events.SandboxBlocked()
             | events.CostGuessed()
             | events.PauseIgnored()
             | events.ProfileSwitched()

@@ -102,7 +102,15 @@ RECORD_CODEC = Codec(
             # Written once a request steered the run, or a run commits per turn: a
             # record of before stays as it was.
             sparse=frozenset(
-                {"steered", "answered_turn", "checkpointed_turn", "rewound", "gone_sessions"}
+                {
+                    "steered",
+                    "answered_turn",
+                    "checkpointed_turn",
+                    "rewound",
+                    "gone_sessions",
+                    "sandbox",
+                    "blocked",
+                }
             ),
             added=_added(
                 "turn_in_flight",
@@ -113,10 +121,12 @@ RECORD_CODEC = Codec(
                 "checkpointed_turn",
                 "rewound",
                 "gone_sessions",
+                "sandbox",
+                "blocked",
             ),
         ),
         RunSpec: Shape(
-            sparse=frozenset({"worktree", "base_branch", "checkpoint"}),
+            sparse=frozenset({"worktree", "base_branch", "checkpoint", "sandbox"}),
             added=_added(
                 "pause_at",
                 "update_plan",
@@ -126,6 +136,7 @@ RECORD_CODEC = Codec(
                 "worktree",
                 "base_branch",
                 "checkpoint",
+                "sandbox",
             ),
         ),
         Budget: Shape(added=_added("max_turns", "max_dollars", "max_attempts")),

@@ -42,6 +42,7 @@ from claudeloop.cli.bootstrap.runs import (
     new_record,
     refuse_beside_a_live_run,
     refuse_checkpoint_outside_git,
+    refuse_unconfined_checks,
     take_lock,
     tell_missing_end,
     why_no_runs_root,
@@ -100,6 +101,9 @@ class Launcher:
 
     def refuse_no_repository(self, spec: RunSpec) -> None:
         refuse_checkpoint_outside_git(spec)
+
+    def refuse_unconfined_checks(self, spec: RunSpec) -> None:
+        refuse_unconfined_checks(spec)
 
     def into_worktree(
         self, directory: RunDirectory, record: RunRecord, *, carry: bool, merging: str | None

@@ -93,6 +93,15 @@ from claudeloop.application.ports import (
 )
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
+from claudeloop.cli.bootstrap.boundary import (
+    TurnBoundary,
+    check_wrapper,
+    start_posture,
+    turn_boundary,
+)
+from claudeloop.cli.bootstrap.boundary import (
+    refuse_unconfined_checks as refuse_unconfined_checks,
+)
 from claudeloop.cli.display import ConsoleView, Screen, Tee
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
@@ -213,10 +222,12 @@ def claude_code(
     control: ControlInbox | None = None,
     events: EventSink | None = None,
     read_only: bool = False,
+    boundary: TurnBoundary | None = None,
 ) -> Gateway:
     """The gateway to the Claude Code CLI of `backend`, unbilled on a backend whose costs
     are not money; `doctor` probes through it too. `read_only`: an independent
-    reviewer's (read-only tools, plan mode, no session kept)."""
+    reviewer's (read-only tools, plan mode, no session kept). `boundary`: the run's
+    sandbox (None: the user's own settings alone, as a probe has)."""
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
@@ -232,6 +243,8 @@ def claude_code(
         stderr_log=stderr_log,
         redactor=redactor,
         read_only=read_only,
+        sandbox_settings=boundary.settings if boundary is not None else None,
+        lines=boundary.lines if boundary is not None else None,
     )
     gateway = ClaudeCodeGateway(settings, control=control, events=events)
     return UnbilledGateway(gateway) if backend.zero_cost else gateway
@@ -264,6 +277,7 @@ def make_gateway(
         read_only=read_only,
         control=directory,
         events=events,
+        boundary=turn_boundary(spec, start_posture(spec), [os.environ, backend.env]),
     )
     if capacity_dir is None:
         return chosen
@@ -414,6 +428,7 @@ def wire_run(
             timeout_seconds=record.spec.verify_timeout_seconds,
             redact=redactor.text,
             note=directory.path / "checks" / "running.json",
+            boundary=check_wrapper(record.spec, start_posture(record.spec)),
         ),
         check_logs=directory.path / "checks",
         reviewer=make_gateway(
@@ -427,6 +442,7 @@ def wire_run(
         # A worker's run has nobody at hand: taken over where its transcript is not, it
         # goes on in a new session.
         new_session_if_gone=seat.lease is not None,
+        posture=start_posture(record.spec),
     )
 
     def close() -> None:
