@@ -21,7 +21,7 @@ from claudeloop.application.events import (
     WaitStarted,
     event_fields,
 )
-from claudeloop.application.export import COLUMNS, EventRow, event_row, run_export
+from claudeloop.application.export import COLUMNS, EventRow, cells, event_row, run_export
 from claudeloop.domain.loop import Outcome
 from tests.application.fakes import START, MemoryRuns
 from tests.application.test_fleet import waiting_record
@@ -216,3 +216,36 @@ def test_without_a_run_id_it_is_the_run_a_live_driver_drives_as_for_logs() -> No
     runs = two_runs()
     runs.drivers["r1"] = 4242
     assert run_export(runs, None, skipped=never_skipped).run_id == "r1"
+
+
+def test_a_row_is_text_cells_empty_where_the_event_has_no_such_thing() -> None:
+    row = EventRow(
+        AT,
+        "turn.finished",
+        2,
+        "five_hour",
+        "closed",
+        1e-05,
+        "refused",
+        {"summary": "déjà", "ok": True},
+    )
+    assert cells(row) == [
+        AT,
+        "turn.finished",
+        "2",
+        "five_hour",
+        "closed",
+        "1e-05",
+        "refused",
+        '{"summary":"déjà","ok":true}',
+    ]
+    assert cells(EventRow(AT, "turn.retrying", None, None, None, None, None, {})) == [
+        AT,
+        "turn.retrying",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "{}",
+    ]

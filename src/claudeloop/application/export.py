@@ -140,5 +140,20 @@ def _ending(event: Event) -> str | None:
             return None
 
 
+def cells(row: EventRow) -> list[str]:
+    """The row as the text of its cells, in the order of `COLUMNS`: empty where the event
+    has no such thing, a cost as Python writes the float, the rest as compact JSON."""
+    return [
+        row.ts,
+        row.type,
+        _text(row.turn),
+        _text(row.capacity_kind),
+        _text(row.capacity),
+        "" if row.cost_usd is None else repr(row.cost_usd),
+        _text(row.outcome),
+        json.dumps(row.rest, ensure_ascii=False, separators=(",", ":")),
+    ]
+
+
 def _text(value: object) -> str:
     return "" if value is None else str(value)
