@@ -1,9 +1,7 @@
 """`claudeloop export`: a run's events as CSV, the rows application/export.py reads.
 
 Parsing and rendering only. The events are written as events.jsonl holds them (masked
-as they were written); no secret is read to export them. No cell begins with words a
-model wrote (a summary is inside the JSON of `rest`), so a spreadsheet opening the file
-finds no formula in it.
+as they were written); no secret is read to export them.
 """
 
 from __future__ import annotations
