@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
+from typing import get_args
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeloop.domain.capacity import (
@@ -14,6 +15,7 @@ from claudeloop.domain.capacity import (
     AuthFailureKind,
     Available,
     BackendMisconfigured,
+    CapacityKind,
     CapacityState,
     CreditsExhausted,
     WindowExhausted,
@@ -21,6 +23,7 @@ from claudeloop.domain.capacity import (
     describe,
     is_waitable,
 )
+from tests.examples import examples
 
 RESET = datetime(2026, 1, 15, 17, 0, tzinfo=UTC)
 
@@ -174,3 +177,61 @@ def test_money_run_out_is_a_credit_kind_and_nothing_else_is(state: CapacityState
     assert kind in CAPACITY_KINDS
     assert (kind in CREDIT_KINDS) == isinstance(state, CreditsExhausted)
     assert (kind == "available") == isinstance(state, Available)
+
+
+# Windows the service may name: every kind, and names claudeloop does not know yet.
+_NAMED = st.sampled_from([*get_args(CapacityKind), "seven_day_cowork", "some_new_window"])
+_SAID = st.one_of(
+    st.just(Available()),
+    st.builds(
+        WindowExhausted,
+        rate_limit_type=_NAMED,
+        resets_at=st.none() | st.datetimes(timezones=st.just(UTC)),
+        paused_at=st.none() | st.floats(min_value=0, max_value=1),
+    ),
+    st.builds(
+        CreditsExhausted,
+        detail=st.text(max_size=20),
+        source=st.sampled_from(["account", "proxy_budget"]),
+    ),
+    st.builds(AuthenticationFailed, kind=st.sampled_from(get_args(AuthFailureKind))),
+    st.builds(BackendMisconfigured, reason=st.text(max_size=20)),
+)
+
+
+@settings(max_examples=examples(300))
+@given(_SAID)
+def test_the_words_of_a_capacity_say_its_kind(state: CapacityState) -> None:
+    from claudeloop.domain.capacity import capacity_kind, kind_in_words
+
+    assert kind_in_words(describe(state)) == capacity_kind(state)
+
+
+@pytest.mark.parametrize(
+    ("words", "kind"),
+    [
+        # As events.jsonl said them before the kind was written beside them.
+        ("available", "available"),
+        ("five_hour window closed, no reset announced", "five_hour"),
+        ("5-hour window closed, no reset announced", "five_hour"),
+        ("seven_day window 95% used: paused until 2026-12-01 10:00:00 UTC", "seven_day"),
+        (
+            "weekly window of included extra usage closed, no reset announced",
+            "seven_day_overage_included",
+        ),
+        ("local window closed, no reset announced", "local"),
+        ("the upstream timed out (408), no reset announced", "timeout"),
+        ("seven_day_cowork window closed, no reset announced", "unknown"),
+        ("credits exhausted", "credits"),
+        ("the proxy's budget is spent (credits out)", "proxy_budget"),
+        ("authentication failed (account on hold)", "auth_failed"),
+        ("backend misconfigured: the model failed to load", "misconfigured"),
+        # Words that say no capacity.
+        ("", None),
+        ("something else entirely", None),
+    ],
+)
+def test_words_of_before_are_read_as_their_kind(words: str, kind: str | None) -> None:
+    from claudeloop.domain.capacity import kind_in_words
+
+    assert kind_in_words(words) == kind

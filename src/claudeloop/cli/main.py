@@ -14,6 +14,7 @@ import click
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat, take_fleet_seat
 from claudeloop.application.settings import SETTINGS, Setting
+from claudeloop.cli.export import register as register_export
 from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
     APPRISE_URL,
@@ -970,3 +971,4 @@ def claude(args: tuple[str, ...]) -> None:
 
 
 register_fleet(cli, run)
+register_export(cli)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, assert_never, get_args
@@ -276,3 +277,40 @@ def describe(state: CapacityState) -> str:
             return f"backend misconfigured: {reason}"
         case _:
             assert_never(state)
+
+
+# How `describe` begins each capacity that is no window: the words of every version that
+# wrote events without their kind (the waits that are no window were once windows too:
+# `local window closed`, read below).
+_SAID_FIRST: tuple[tuple[str, CapacityKind], ...] = (
+    ("paid overage in use", "overage_in_use"),
+    *((said, _WINDOW_OR_WAIT[kind]) for kind, said in _WAITS_SAID.items()),
+    ("the proxy's budget is spent", "proxy_budget"),
+    ("credits exhausted", "credits"),
+    ("authentication failed", "auth_failed"),
+    ("backend misconfigured", "misconfigured"),
+)
+# A window by the name people use, or by the service's own (`five_hour window`), as
+# events said it before `window_name` named it.
+_WINDOW_BY_NAME: dict[str, CapacityKind] = {
+    **{f"{kind} window": kind for kind in _WINDOW_OR_WAIT.values()},
+    **{window_name(kind): kind for kind in _WINDOW_OR_WAIT.values()},
+}
+# A window's words: its name, then `closed ...` or `92% used: paused ...`.
+_WINDOW_SAID = re.compile(r"(?P<name>.+?) (?:closed\b|\S+% used: paused)")
+
+
+def kind_in_words(words: str) -> CapacityKind | None:
+    """The kind of the capacity `describe` said in `words`: how an event line written
+    before events carried `capacity_kind` (2026-12-06) is read, the words of earlier
+    versions too. A window of a name claudeloop does not know is `unknown`, as
+    `capacity_kind` says; None for words that say no capacity at all."""
+    if words == AVAILABLE:
+        return "available"
+    for said, kind in _SAID_FIRST:
+        if words.startswith(said):
+            return kind
+    window = _WINDOW_SAID.match(words)
+    if window is None:
+        return None
+    return _WINDOW_BY_NAME.get(window["name"], "unknown")
