@@ -175,7 +175,11 @@ def test_a_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy(
 ) -> None:
     # Long enough that a check left behind is still there when the resume ends.
     check = "sh -c 'echo $$ >> groups; test -f go && exit 0; sleep 300 & sleep 300'"
-    process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", check)
+    # Unconfined, so the check's $$ is its pid on this machine (in the sandbox it has
+    # pids of its own: the next test).
+    process = rehearsal.start(
+        "run", "--prompt", "Write step1.txt.", "--verify", check, "--sandbox", "off"
+    )
     wait_for(lambda: len(check_groups(rehearsal.project)) == 1, "the check to start")
     (first,) = check_groups(rehearsal.project)
     try:
@@ -197,3 +201,42 @@ def test_a_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy(
         for group in check_groups(rehearsal.project):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
+
+
+def sleeping(marker: str) -> list[int]:
+    """The processes of this machine running `sleep MARKER`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", marker.encode()]:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads processes in /proc")
+@pytest.mark.scenario("one_step")
+def test_a_confined_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy(
+    rehearsal: Rehearsal,
+) -> None:
+    marker = "301.5"  # a sleep no other test runs
+    check = f"sh -c 'echo started >> starts; test -f go && exit 0; sleep {marker} & sleep {marker}'"
+    process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", check)
+    wait_for(lambda: len(sleeping(marker)) == 2, "the check to start")
+    try:
+        kill_hard(process)  # claudeloop's process group, as a crash or a reboot would
+        wait_for(lambda: sleeping(marker) == [], "the check to end with its driver")
+
+        (rehearsal.project / "go").write_text("")
+        finished = rehearsal.claudeloop("resume")
+        assert finished.exit_code == 0, finished.stderr
+        assert finished.result["outcome"] == "done"
+        starts = (rehearsal.project / "starts").read_text().split()
+        assert len(starts) == 2  # the resume started exactly one copy
+        assert sleeping(marker) == []
+    finally:
+        for pid in sleeping(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

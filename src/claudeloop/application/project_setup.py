@@ -251,9 +251,14 @@ _CONFIG_REST = """\
 # that window's reset.
 # pause_at = "5h=90%,7d=95%"
 
-# What Claude Code may do unasked: acceptEdits (the default) edits files here and
-# refuses other tools, such as a shell command.
+# What Claude Code may do unasked: acceptEdits (the default) edits files here; shell
+# commands run in the sandbox.
 # permission_mode = "acceptEdits"
+
+# The sandbox (on by default): commands write only here and in temp, your home's
+# secrets hidden, no network but these domains.
+# sandbox_allow_domains = ["pypi.org", "files.pythonhosted.org"]
+# sandbox_allow_read = ["~/.m2"]
 
 # Notifications (apprise URLs; needs the notify extra) and which are sent.
 # notify = ["ntfy://ntfy.sh/my-topic"]
