@@ -19,6 +19,7 @@ from bench import (
     fleet,
     fleet_cost,
     overhead,
+    sandbox_cost,
     startup,
     takeover,
     verify_memory,
@@ -197,6 +198,8 @@ def main() -> None:
     board = dashboard.run()
     print("a commit per turn on a repository of 10,000 files...", flush=True)
     committed = checkpoint.run()
+    print("a turn of 20 shell commands, sandboxed and not (real CLI, rehearsal API)...", flush=True)
+    confined = sandbox_cost.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -256,6 +259,8 @@ def main() -> None:
         "",
         *checkpoint.lines(committed),
         "",
+        *sandbox_cost.lines(confined),
+        "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]
     (RESULTS / "RESULTS.md").write_text("\n".join(lines) + "\n")
@@ -271,7 +276,9 @@ def main() -> None:
             f"{waiting.human(announced.median_lateness)} late. Per turn, `claudeloop run` "
             f"takes {cost.ratio:.2f}x the wall time of a shell loop of `claude -p --resume` "
             f"({cost.turns} turns), with {cost.claudeloop_peak_rss_mb:.0f} MB peak RSS of "
-            f"its own; `claudeloop --help` starts in {start.help_seconds * 1000:.0f} ms.",
+            f"its own; `claudeloop --help` starts in {start.help_seconds * 1000:.0f} ms. "
+            f"A turn of {sandbox_cost.COMMANDS} shell commands in the sandbox takes "
+            f"{confined.ratio:.2f}x the same turn unconfined.",
         ]
     )
     print("\n".join(lines))

@@ -22,7 +22,7 @@ from bench.overhead import environment
 from claudeloop.rehearsal import RehearsalServer, parse_scenario
 
 COMMANDS = 20
-ROUNDS = 3
+ROUNDS = 5
 # The kinds of command a task's turn runs: an interpreter, a build tool, files listed
 # and read, a small test.
 _COMMAND_CYCLE = (
