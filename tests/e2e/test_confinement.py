@@ -260,7 +260,7 @@ def test_every_harm_is_stopped_and_told_and_the_harmless_commands_and_the_tests_
     assert status["sandbox"].startswith("sandbox: commands run confined")
     assert status["blocked"] == sum(len(each) for each in told.values())
     summary = (finished.run_directory() / "summary.md").read_text()
-    assert "sandbox: commands run confined" in summary
+    assert "Sandbox: commands run confined" in summary
     assert f"blocked: {status['blocked']}" in summary
 
 

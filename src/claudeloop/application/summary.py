@@ -218,7 +218,8 @@ def summary_markdown(record: RunRecord) -> str:
         f"- Last capacity: {describe(state.capacity)}",
     ]
     if record.sandbox:
-        lines.append(f"- Sandbox: {record.sandbox}; blocked: {record.blocked}")
+        said = record.sandbox[:1].upper() + record.sandbox[1:]
+        lines.append(f"- {said}; blocked: {record.blocked}")
     if state.overage_turns:
         lines.append(
             f"- Paid overage: {state.overage_turns} turns answered on it (extra usage "
