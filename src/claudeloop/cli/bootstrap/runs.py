@@ -390,6 +390,7 @@ def wire_run(
             record.spec.work_dir,
             record.run_id,
             holds_secret=redactor.knows_one_in,
+            redact=redactor.text,
             own=worktree is not None,
         )
         if record.spec.checkpoint
