@@ -4,6 +4,7 @@ clear."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,3 +43,33 @@ def test_status_masks_a_secret_of_the_environment_found_in_the_state(
     data = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
     assert data["summary"] == "pushed with [redacted]"
     assert CANARY not in json.dumps(data)
+
+
+def test_status_masks_a_secret_in_the_subject_of_a_commit_of_the_run(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A commit an older claudeloop made, its message the model's summary as written.
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    identity |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for name, value in identity.items():
+        monkeypatch.setenv(name, value)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
+    subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", "start"], cwd=tmp_path, check=True
+    )
+    (tmp_path / "step1.txt").write_text("step 1\n")
+    subprocess.run(["git", "add", "step1.txt"], cwd=tmp_path, check=True)
+    said = f"Pushed with {CANARY}\n\nClaudeloop-Run: r1\nClaudeloop-Turn: 1\n"
+    subprocess.run(["git", "commit", "-q", "-m", said], cwd=tmp_path, check=True)
+    directory = RunDirectory.create(tmp_path, "r1")
+    spec = RunSpec(cwd=tmp_path, task="t", checkpoint=True)
+    record = RunRecord(run_id="r1", spec=spec, state=RunState(), started_at=datetime.now(UTC))
+    directory.save(record)
+    monkeypatch.setenv("MY_SERVICE_PAT", CANARY)
+    data = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
+    (commit,) = data["branch"]["commits"]
+    assert commit["subject"] == "Pushed with [redacted]"
+    shown = claudeloop("status", "--cwd", tmp_path)
+    assert shown.exit_code == 0
+    assert "1 commit (turns 1)" in shown.out
+    assert CANARY not in json.dumps(data) + shown.out + shown.err

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,15 +24,19 @@ from claudeloop.domain.budget import money
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.text import count, first_line
 
+if TYPE_CHECKING:
+    from claudeloop.application.inspection import Mask
+
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     from claudeloop.application.inspection import run_status
     from claudeloop.cli.bootstrap import project_runs, shown_masked
 
+    mask = shown_masked()
     data = run_status(
-        project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=shown_masked()
+        project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=mask
     )
-    _with_commits(data)
+    _with_commits(data, mask)
     if as_json:
         print_json(data)
         return
@@ -40,8 +44,10 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     show_status(data, alive)
 
 
-def _with_commits(data: dict[str, Any]) -> None:
-    """The commits of a run that commits its turns, and their diffstat, from git."""
+def _with_commits(data: dict[str, Any], mask: Mask) -> None:
+    """The commits of a run that commits its turns, and their diffstat, from git, masked
+    (their subjects are the model's summaries, and a commit of an older claudeloop holds
+    them as the model wrote them)."""
     from claudeloop.cli.bootstrap.runs import branch_facts
 
     branch = data.get("branch")
@@ -51,8 +57,9 @@ def _with_commits(data: dict[str, Any]) -> None:
         facts = branch_facts(Path(branch["work_dir"]), data["run_id"])
     except OSError:
         return  # a worktree removed: the record's own facts stay
-    branch["commits"] = facts["commits"]
-    branch["diffstat"] = facts["diffstat"]
+    shown = mask({"commits": facts["commits"], "diffstat": facts["diffstat"]})
+    branch["commits"] = shown["commits"]
+    branch["diffstat"] = shown["diffstat"]
     branch["name"] = branch["name"] or facts["branch"]
 
 
