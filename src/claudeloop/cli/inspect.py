@@ -229,9 +229,10 @@ def control(
 def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
     from claudeloop.application.inspection import claude_sessions
     from claudeloop.cli.bootstrap import project_runs
+    from claudeloop.cli.bootstrap.runs import run_mask
 
     directory = working_directory(cwd)
-    found = claude_sessions(project_runs(directory), limit)
+    found = claude_sessions(project_runs(directory), limit, mask=run_mask(directory))
     if as_json:
         print_json([session.to_json() for session in found])
         return
