@@ -73,3 +73,29 @@ def test_status_masks_a_secret_in_the_subject_of_a_commit_of_the_run(
     assert shown.exit_code == 0
     assert "1 commit (turns 1)" in shown.out
     assert CANARY not in json.dumps(data) + shown.out + shown.err
+
+
+def test_logs_mask_a_secret_in_a_line_an_older_claudeloop_wrote_in_clear(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.cli.test_run_directory_commands import waiting_run
+
+    directory = waiting_run(tmp_path)
+    untouched = directory.events_path.read_text().splitlines()
+    said: dict[str, object] = {"ts": datetime.now(UTC).isoformat(), "run_id": "r"}
+    said |= {"type": "turn.finished"}
+    said |= {"turn": 2, "verdict": "continue", "summary": f"pushed with {CANARY}"}
+    said |= {"cost_usd": 0.1, "remaining_work": ["sk-ant-api03-abcdefghijklmnop"]}
+    with directory.events_path.open("a") as handle:
+        handle.write(json.dumps(said) + "\n")
+    monkeypatch.setenv("MY_SERVICE_PAT", CANARY)
+    lines = claudeloop("logs", "--cwd", tmp_path, "--json").out.splitlines()
+    assert lines[:2] == untouched  # a line with nothing to mask is printed as written
+    masked = json.loads(lines[2])
+    assert masked["summary"] == "pushed with [redacted]"
+    assert masked["remaining_work"] == ["[redacted]"]
+    shown = claudeloop("logs", "--cwd", tmp_path)
+    assert shown.exit_code == 0
+    assert "pushed with [redacted]" in shown.out
+    for canary in (CANARY, "sk-ant-api03"):
+        assert canary not in "\n".join(lines) + shown.out + shown.err

@@ -18,7 +18,7 @@ from claudeloop.application.events import event_from
 from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
 from claudeloop.cli.display import event_line
 from claudeloop.cli.instants import local_instant
-from claudeloop.cli.output import print_json
+from claudeloop.cli.output import json_line, print_json
 from claudeloop.cli.params import working_directory
 from claudeloop.domain.budget import money
 from claudeloop.domain.loop import ControlCommand
@@ -123,16 +123,17 @@ def _branch_status(branch: dict[str, Any] | None) -> list[str]:
 
 def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
     from claudeloop.application.inspection import run_events
-    from claudeloop.cli.bootstrap import project_runs
+    from claudeloop.cli.bootstrap import project_runs, shown_masked
 
     stream = run_events(
         project_runs(working_directory(cwd)), run_id, follow=follow, sleep=time.sleep
     )
-    print_event_lines(stream.lines, stream.source, as_json=as_json)
+    print_event_lines(stream.lines, stream.source, as_json=as_json, mask=shown_masked())
 
 
-def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool) -> None:
-    """Each line of an events.jsonl as it is (--json) or as a readable line; a line that
+def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool, mask: Mask) -> None:
+    """Each line of an events.jsonl as it is (--json) or as a readable line, masked (the
+    driver masked what it wrote; a line of an older claudeloop it did not); a line that
     is no event is skipped with a warning naming `source`."""
     for raw in lines:
         text = raw.decode("utf-8", errors="replace").strip()
@@ -143,6 +144,11 @@ def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool) -> 
         except json.JSONDecodeError:
             click.echo(f"claudeloop: warning: {source}: skipped an unreadable line", err=True)
             continue
+        if isinstance(event, dict):
+            masked = dict(mask(event))
+            # A line the mask left as it was is printed as written, byte for byte.
+            text = text if masked == event else json_line(masked)
+            event = masked
         if as_json:
             click.echo(text)
         elif isinstance(event, dict):

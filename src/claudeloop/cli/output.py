@@ -21,6 +21,12 @@ def print_json(data: object) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
+def json_line(data: object) -> str:
+    """`data` as one line of JSON, as events.jsonl holds an event (`logs --json` of a
+    line it masked)."""
+    return json.dumps(data, ensure_ascii=False)
+
+
 def finish(record: RunRecord, *, as_json: bool, extra: dict[str, object] | None = None) -> NoReturn:
     """End the command with the run's exit code, its result printed first with --json
     (with `extra`'s fields after the result's own)."""
