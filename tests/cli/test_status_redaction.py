@@ -1,5 +1,6 @@
-"""status masks the secrets it knows even in a state.json an older claudeloop wrote in
-clear."""
+"""status, logs and a run's --json result mask the secrets they know, even in what an
+older claudeloop wrote in clear (state.json, events.jsonl, a commit's message) and in a
+check named as the user wrote it."""
 
 from __future__ import annotations
 
@@ -99,3 +100,30 @@ def test_logs_mask_a_secret_in_a_line_an_older_claudeloop_wrote_in_clear(
     assert "pushed with [redacted]" in shown.out
     for canary in (CANARY, "sk-ant-api03"):
         assert canary not in "\n".join(lines) + shown.out + shown.err
+
+
+def test_the_json_result_names_a_check_with_its_token_masked(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    # The record keeps the command as the user wrote it (a resume runs it again).
+    from pathlib import PurePath
+
+    from claudeloop.domain.verification import CheckCommand, CheckResult
+
+    token = "sk-ant-api03-abcdefghijklmnop"
+    check = CheckResult(
+        command=CheckCommand.parse(f"curl -H 'x-api-key: {token}' localhost"),
+        exit_code=0,
+        seconds=0.5,
+        output_path=PurePath("/logs/turn-1-check-1.log"),
+    )
+    state = RunState(phase=Phase.COMPLETE, outcome=Outcome.DONE, last_checks=(check,))
+    record = RunRecord(
+        run_id="r1", spec=RunSpec(cwd=tmp_path, task="t"), state=state, started_at=datetime.now(UTC)
+    )
+    RunDirectory.create(tmp_path, "r1").save(record)
+    ended = claudeloop("resume", "--cwd", tmp_path, "--json")
+    assert ended.exit_code == 0, ended.err
+    (shown,) = json.loads(ended.out)["verification"]
+    assert shown["command"] == "curl -H '[redacted] localhost"
+    assert token not in ended.out + ended.err
