@@ -530,11 +530,13 @@ def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
         remove_leftovers(record.spec.plan_path, older_than=60)
 
 
-def run_mask(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
-    """What a view of a run of `cwd`, or of Claude Code's sessions there, masks: the
-    secrets a run there knows (this environment's, its profile's credentials, its
-    notification URLs); a directory whose configuration cannot be read masks this
-    environment's."""
+def run_mask(
+    cwd: Path, profile: str | None = None
+) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    """What a view of a run of `cwd` (on `profile`, else the one configured), or of
+    Claude Code's sessions there, or doctor's checks, masks: the secrets a run there
+    knows (this environment's, its profile's credentials, its notification URLs); a
+    directory whose configuration cannot be read masks this environment's."""
     from claudeloop.cli.bootstrap.configuration import (
         backend_profile,
         configuration,
@@ -543,7 +545,7 @@ def run_mask(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
 
     try:
         config = configuration(cwd, {})
-        backend = backend_for(backend_profile(config, None))
+        backend = backend_for(backend_profile(config, profile))
         spec = RunSpec(cwd=cwd, task="")
         redactor = run_redactor(spec, backend, notify_targets(config), None)
     except (UsageError, OSError):
