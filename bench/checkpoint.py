@@ -90,7 +90,9 @@ def _checkpoints(root: Path) -> tuple[float, float, float, float]:
     # cannot tell unchanged by their times), as it would not for a run's worktree,
     # whose first turn takes longer than that.
     time.sleep(1.1)
-    branch = GitCheckpoints(made.work_dir, "bench", holds_secret=_holds_secret, own=True)
+    branch = GitCheckpoints(
+        made.work_dir, "bench", holds_secret=_holds_secret, redact=str, own=True
+    )
 
     def checkpoint(message: str) -> Checkpoint:
         branch.last_turn()  # as the runner asks before each commit

@@ -62,6 +62,10 @@ def holds(text: str) -> bool:
     return SECRET in text
 
 
+def masked(text: str) -> str:
+    return text.replace(SECRET, "[redacted]")
+
+
 def message(turn: int) -> str:
     return commit_message(f"turn {turn} did it", turn, trailers("r1", turn, 0.5))
 
@@ -125,7 +129,7 @@ def test_each_turn_is_a_commit_with_trailers_and_a_turn_of_nothing_is_none(
     repo: Path, tmp_path: Path
 ) -> None:
     made = make_worktree(repo, "r1", root=tmp_path / "state", carry=False)
-    branch = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, own=True)
+    branch = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, redact=masked, own=True)
     assert branch.branch == "claudeloop/r1"
     assert branch.last_turn() == 0
     (made.work_dir / "b.txt").write_text("b\n")
@@ -142,6 +146,20 @@ def test_each_turn_is_a_commit_with_trailers_and_a_turn_of_nothing_is_none(
     assert log.split() == ["turn", "3", "did", "it|3", "turn", "1", "did", "it|1", "a|"]
     # The checkout's branch did not move.
     assert git(repo, "log", "--format=%s", "main").split() == ["a"]
+
+
+def test_a_commit_message_holding_a_secret_is_written_masked(repo: Path, tmp_path: Path) -> None:
+    # The message is the model's summary: it would stay in the history of every clone.
+    made = make_worktree(repo, "r1", root=tmp_path / "state", carry=False)
+    branch = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, redact=masked, own=True)
+    (made.work_dir / "b.txt").write_text("b\n")
+    summary = f"Deployed with {SECRET}.\n\nThe token {SECRET} works."
+    assert branch.commit(commit_message(summary, 1, trailers("r1", 1, 0.5))).sha is not None
+    written = git(made.work_dir, "log", "-1", "--format=%B")
+    assert SECRET not in written
+    assert written.startswith("Deployed with [redacted].\n")  # the subject
+    assert "The token [redacted] works." in written
+    assert branch.last_turn() == 1  # its trailers kept
 
 
 def test_the_run_files_and_a_file_holding_a_secret_are_never_committed(repo: Path) -> None:
@@ -175,9 +193,9 @@ def test_the_last_turn_is_this_runs_not_another_runs(repo: Path) -> None:
     commit_all(repo, commit_message("y", 2, trailers("r1", 2, 0.0)))
     (repo / "d.txt").write_text("d")
     commit_all(repo, commit_message("z", 7, trailers("r10", 7, 0.0)))
-    assert GitCheckpoints(repo, "r1", holds_secret=holds).last_turn() == 2
-    assert GitCheckpoints(repo, "r10", holds_secret=holds).last_turn() == 7
-    assert GitCheckpoints(repo, "r2", holds_secret=holds).last_turn() == 0
+    assert GitCheckpoints(repo, "r1", holds_secret=holds, redact=masked).last_turn() == 2
+    assert GitCheckpoints(repo, "r10", holds_secret=holds, redact=masked).last_turn() == 7
+    assert GitCheckpoints(repo, "r2", holds_secret=holds, redact=masked).last_turn() == 0
 
 
 def test_a_lock_a_kill_left_mid_commit_is_removed_in_the_runs_own_worktree(
@@ -191,14 +209,16 @@ def test_a_lock_a_kill_left_mid_commit_is_removed_in_the_runs_own_worktree(
     )
     lock.write_text("")
     (made.work_dir / "b.txt").write_text("b\n")
-    done = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, own=True).commit(message(1))
+    done = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, redact=masked, own=True).commit(
+        message(1)
+    )
     assert done.sha is not None
 
 
 def test_a_worktree_removed_is_made_again_from_the_branch(repo: Path, tmp_path: Path) -> None:
     made = make_worktree(repo, "r1", root=tmp_path / "state", carry=False)
     (made.work_dir / "b.txt").write_text("b\n")
-    GitCheckpoints(made.work_dir, "r1", holds_secret=holds).commit(message(1))
+    GitCheckpoints(made.work_dir, "r1", holds_secret=holds, redact=masked).commit(message(1))
     git(repo, "worktree", "remove", "--force", str(made.top))
     restore_worktree(made.work_dir, "r1", repository=repo)
     assert (made.work_dir / "b.txt").read_text() == "b\n"
@@ -208,7 +228,7 @@ def test_a_worktree_removed_is_made_again_from_the_branch(repo: Path, tmp_path: 
 def three_turns(repo: Path, tmp_path: Path) -> Path:
     """A worktree run whose turns 1 and 3 wrote a file each (turn 2 changed nothing)."""
     made = make_worktree(repo, "r1", root=tmp_path / "state", carry=False)
-    branch = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, own=True)
+    branch = GitCheckpoints(made.work_dir, "r1", holds_secret=holds, redact=masked, own=True)
     (made.work_dir / "b.txt").write_text("b\n")
     branch.commit(message(1))
     (made.work_dir / "c.txt").write_text("c\n")
@@ -262,7 +282,7 @@ def test_a_clean_merge_merges_and_a_conflict_lists_its_files_and_merges_nothing(
     # A second run edits a.txt while main does too: a conflict.
     other = make_worktree(repo, "r2", root=tmp_path / "state", carry=False)
     (other.work_dir / "a.txt").write_text("theirs\n")
-    GitCheckpoints(other.work_dir, "r2", holds_secret=holds).commit(message(1))
+    GitCheckpoints(other.work_dir, "r2", holds_secret=holds, redact=masked).commit(message(1))
     (repo / "a.txt").write_text("ours\n")
     git(repo, "commit", "-qam", "ours")
     before = git(repo, "rev-parse", "HEAD")

@@ -134,7 +134,9 @@ def test_a_quick_commit_holds_what_adding_everything_would(
     turns: list[list[tuple[str, str, int]]],
 ) -> None:
     top = make_repo(tmp_path_factory.mktemp("quick") / "repo")
-    checkpoints = GitCheckpoints(top, "r1", holds_secret=lambda text: SECRET in text, own=True)
+    checkpoints = GitCheckpoints(
+        top, "r1", holds_secret=lambda text: SECRET in text, redact=str, own=True
+    )
     full_looks.clear()
     try:
         checkpoints.commit(commit_message("first", 1, trailers("r1", 1, 0.0)))
@@ -156,7 +158,9 @@ def test_a_quick_commit_holds_what_adding_everything_would(
 def watched(tmp_path: Path, full_looks: list[int]) -> Iterator[tuple[Path, GitCheckpoints]]:
     """A repository whose first commit is made: the next ones are quick."""
     top = make_repo(tmp_path / "repo")
-    checkpoints = GitCheckpoints(top, "r1", holds_secret=lambda text: SECRET in text, own=True)
+    checkpoints = GitCheckpoints(
+        top, "r1", holds_secret=lambda text: SECRET in text, redact=str, own=True
+    )
     (top / "a.txt").write_text("turn 1\n")
     assert checkpoints.commit(commit_message("first", 1, trailers("r1", 1, 0.0))).sha
     full_looks.clear()

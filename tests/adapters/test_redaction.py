@@ -104,3 +104,9 @@ def test_data_masks_strings_anywhere_and_leaves_other_values() -> None:
     redactor = Redactor(("canary-pat-5d1e2f9a",))
     data = {"summary": "x canary-pat-5d1e2f9a", "items": ["canary-pat-5d1e2f9a"], "turn": 3}
     assert redactor.data(data) == {"summary": f"x {MASK}", "items": [MASK], "turn": 3}
+
+
+def test_data_masks_the_keys_of_a_mapping_too() -> None:
+    # What a report counts its waits by: the words a service answered with.
+    waited = {"credits out: canary-pat-5d1e2f9a": 60.0, 3: "x"}
+    assert Redactor(("canary-pat-5d1e2f9a",)).data(waited) == {f"credits out: {MASK}": 60.0, 3: "x"}

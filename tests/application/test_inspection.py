@@ -148,18 +148,29 @@ def test_following_the_logs_of_an_unreadable_run_waits_on_its_driver() -> None:
     assert len(slept) == 1
 
 
+def _unmasked(view: dict[str, Any]) -> dict[str, Any]:
+    return view
+
+
 def test_sessions_are_claude_codes_own_newest_first_up_to_the_limit() -> None:
     runs = two_runs()
     runs.sessions = [
         ClaudeSession("s2", "the second", START),
         ClaudeSession("s1", "the first", START),
     ]
-    assert [s.session_id for s in claude_sessions(runs, 1)] == ["s2"]
-    assert claude_sessions(runs, 5)[1].to_json() == {
+    assert [s.session_id for s in claude_sessions(runs, 1, mask=_unmasked)] == ["s2"]
+    assert claude_sessions(runs, 5, mask=_unmasked)[1].to_json() == {
         "session_id": "s1",
         "summary": "the first",
         "last_modified": START.isoformat(),
     }
+
+
+def test_a_sessions_summary_is_masked_it_is_a_prompt_the_run_sent() -> None:
+    runs = two_runs()
+    runs.sessions = [ClaudeSession("s1", "Remaining work: rotate s3cret", START)]
+    (shown,) = claude_sessions(runs, 5, mask=_masked)
+    assert (shown.session_id, shown.summary) == ("s1", "***")
 
 
 def _never(_seconds: float) -> None:

@@ -163,6 +163,21 @@ def test_every_run_without_since_and_an_unreadable_one_is_said() -> None:
     assert left == ("b",)  # no remaining work said: the plan's open items
 
 
+def test_what_is_wrong_with_an_unreadable_run_is_masked_too() -> None:
+    # What the codec says of a record it cannot read may quote the record.
+    runs = a_night()
+    runs.unreadable.add("r2")
+
+    def mask(view: dict[str, Any]) -> dict[str, Any]:
+        return {
+            key: value.replace("not JSON", "***") if isinstance(value, str) else value
+            for key, value in view.items()
+        }
+
+    report = night_report(runs, now=NOW, since=None, mask=mask)
+    assert report.unreadable[0].problem == "r2/state.json: unreadable (***)"
+
+
 def test_what_is_shown_is_masked() -> None:
     def mask(view: dict[str, Any]) -> dict[str, Any]:
         masked: dict[str, Any] = json.loads(json.dumps(view).replace("docs", "***"))

@@ -198,6 +198,23 @@ def test_doctor_without_a_probe_finds_nothing_listening(claudeloop: Invoke, tmp_
     assert "skip  model        not probed (--no-probe)" in lines
 
 
+def test_doctor_names_a_backend_without_the_password_of_its_url(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    url = f"http://me:canary-url-pw1@127.0.0.1:{unused_port()}"
+    (tmp_path / "claudeloop.toml").write_text(
+        f'[profiles.local]\npreset = "llamacpp"\nbase_url = "{url}"\nmodel = "qwen3"\n'
+    )
+    shown = claudeloop("doctor", "--cwd", tmp_path, "--profile", "local", "--no-probe")
+    data = claudeloop("doctor", "--cwd", tmp_path, "--profile", "local", "--no-probe", "--json")
+    assert shown.exit_code == data.exit_code == 78
+    backend = next(line for line in shown.out.splitlines() if line[6:].startswith("backend"))
+    assert backend.startswith("FAIL  backend      nothing answers at http://me:[redacted]@127")
+    checks = {check["name"]: check for check in json.loads(data.out)["checks"]}
+    assert "http://me:[redacted]@127" in checks["profile"]["detail"]
+    assert "canary-url-pw1" not in shown.out + shown.err + data.out + data.err
+
+
 @pytest.mark.parametrize(
     ("ends_in_hours", "line"),
     [

@@ -56,3 +56,29 @@ def test_a_bad_since_is_refused(claudeloop: Invoke, tmp_path: Path) -> None:
     result = claudeloop("report", "--cwd", tmp_path, "--since", "yesterday")
     assert result.exit_code == 2
     assert "is not a duration" in result.err
+
+
+def test_the_report_masks_a_secret_of_the_directorys_profile_in_every_form(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    # A run an older claudeloop saved in clear: the secret is no variable of this
+    # process, only of the profile the directory's runs use (as the dashboard masks).
+    from dataclasses import replace
+
+    canary = "canary-extra-pass-31"
+    (tmp_path / "claudeloop.toml").write_text(
+        f'profile = "night"\n[profiles.night]\nextra_env = {{ DEPLOY_PASS = "{canary}" }}\n'
+    )
+    directory = waiting_run(tmp_path)
+    record = directory.load()
+    directory.save(replace(record, state=replace(record.state, remaining_work=(f"use {canary}",))))
+    assert canary in directory.state_path.read_text()
+    page = tmp_path / "night.html"
+    shown = claudeloop("report", "--cwd", tmp_path)
+    data = claudeloop("report", "--cwd", tmp_path, "--json", "--html", page)
+    assert shown.exit_code == data.exit_code == 0, shown.err + data.err
+    assert "  left: use [redacted]" in shown.out
+    (run,) = json.loads(data.out)["runs"]
+    assert run["left"] == ["use [redacted]"]
+    for text in (shown.out, shown.err, data.out, data.err, page.read_text()):
+        assert canary not in text

@@ -43,7 +43,7 @@ from claudeloop.domain.loop import (
     reopen,
     resume_decision,
 )
-from claudeloop.domain.stagnation import Answered, StagnationSettings
+from claudeloop.domain.stagnation import Answered, Stagnation, StagnationSettings
 from claudeloop.domain.verification import (
     AskReview,
     CheckCommand,
@@ -334,7 +334,8 @@ def test_three_turns_without_evidence_end_the_run_failed() -> None:
 
 def test_a_changed_tree_resets_the_count() -> None:
     state = replace(RUNNING, remaining_work=("x",))
-    state = replace(state, stagnation=replace(state.stagnation, remaining_work=frozenset({"x"})))
+    kept = Stagnation.start(remaining_work=("x",)).remaining_work
+    state = replace(state, stagnation=replace(state.stagnation, remaining_work=kept))
     for tree in ("a", "a", "b", "b", "b"):
         after = turn(state, Continue(("x",)), rules=BRAKE, seen=Answered(tree=tree))
         state = after.state

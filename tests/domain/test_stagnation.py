@@ -28,15 +28,18 @@ TESTS_FAIL = FailureSignature(
 LINT_FAILS = FailureSignature(command="ruff check .", exit_code=1, timed_out=False, output="E501")
 
 
-def idle(start: Stagnation, turns: int) -> Stagnation:
-    """`turns` turns that leave everything as it was."""
+def idle(
+    start: Stagnation, turns: int, remaining_work: tuple[str, ...] = ("the body",)
+) -> Stagnation:
+    """`turns` turns that leave everything as it was (the remaining work `start` began
+    with: it keeps only fingerprints of it)."""
     state = start
     for _ in range(turns):
         state = state.observe(
             Answered(
                 checked_items=state.checked_items,
                 tree=state.tree,
-                remaining_work=tuple(sorted(state.remaining_work)),
+                remaining_work=remaining_work,
             )
         )
     return state
@@ -109,6 +112,15 @@ def test_each_kind_of_evidence_resets_the_count(turn: Answered) -> None:
     assert stalled.turns_without_progress == 2
     assert stalled.evidence(turn)
     assert stalled.observe(turn).turns_without_progress == 0
+
+
+def test_the_brake_keeps_no_word_of_the_remaining_work() -> None:
+    # state.json keeps it: a secret the model copied into its remaining work stays out.
+    state = Stagnation.start(remaining_work=("Rotate the token s3cret-value",))
+    (kept,) = state.remaining_work
+    assert "s3cret" not in kept
+    assert not state.evidence(Answered(remaining_work=("rotate the token s3cret-value.",)))
+    assert state.evidence(Answered(remaining_work=("rotate the token other-value",)))
 
 
 def test_rewording_or_reordering_the_remaining_work_is_no_progress() -> None:

@@ -1,11 +1,15 @@
 """A credential the model copies into its words never leaves claudeloop in clear: not in
-any file of the run, not on the screen, not in status or the --json result."""
+any file of the run, not on the screen, not in status or the --json result, nor in any
+other command's output, the dashboard or the run's commits."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -146,3 +150,128 @@ def test_links_planted_in_the_run_directory_are_never_written_through(
     assert "events.jsonl: cannot be written" in line
     assert outside.read_text() == "theirs\n"
     assert outside.stat().st_mode & 0o777 == 0o644
+
+
+# A secret of the environment (its name says so) and a token's shape (no variable holds
+# it): the model copies both into its every word, and the check prints both (the token
+# made as it runs, so its command, kept as the user wrote it, holds neither).
+ENV_SECRET = "canary-value-xyz123"
+TOKEN_SHAPE = "sk-ant-api03-canaryShape0123456789"
+EVERY_CANARY = (ENV_SECRET, TOKEN_SHAPE)
+CHECK = (
+    "sh -c 'echo deploying with $MY_SERVICE_TOKEN and sk-ant-api03-$0; exit 1' "
+    "canaryShape0123456789"
+)
+
+
+def _shown(rehearsal: Rehearsal, *args: str, cwd: bool = True) -> str:
+    """What `claudeloop ARGS` prints, on stdout and stderr, once it exited 0."""
+    seen = subprocess.run(
+        rehearsal.command(*args) if cwd else [sys.executable, "-m", "claudeloop", *args],
+        env=rehearsal.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert seen.returncode == 0, seen.stderr
+    return seen.stdout + seen.stderr
+
+
+def _leaks(text: str, where: str) -> list[str]:
+    """Each canary `text` holds, in any case (a comparison's key is casefolded)."""
+    return [f"{canary} in {where}" for canary in EVERY_CANARY if canary.lower() in text.lower()]
+
+
+def _dashboard_texts(env: dict[str, str], events: int) -> dict[str, str]:
+    """Every page of `claudeloop dashboard`, the main part of each, and its run's live
+    stream read until it sent the run's `events` events."""
+    from tests.e2e.test_dashboard import Dashboard
+
+    served = Dashboard(env)
+    try:
+        direct = urllib.request.ProxyHandler({})  # 127.0.0.1 itself, whatever the proxy
+        opener = urllib.request.build_opener(direct, urllib.request.HTTPCookieProcessor())
+        with opener.open(served.url, timeout=30) as answer:  # the token, then the cookie
+            listing = answer.read().decode()
+        (key,) = set(re.findall(r'data-key="([^"]+)"', listing))
+        texts: dict[str, str] = {}
+        for page in ("/", "/accounts", "/report", f"/run/{key}"):
+            for shown in (page, f"{page}?part=main"):
+                with opener.open(served.base + shown, timeout=30) as answer:
+                    texts[shown] = answer.read().decode()
+        stream: list[str] = []
+        with opener.open(f"{served.base}/run/{key}/stream?offset=0", timeout=30) as answer:
+            while sum(line.startswith("event: event") for line in stream) < events:
+                stream.append(answer.readline().decode())
+        texts[f"/run/{key}/stream"] = "".join(stream)
+        return texts
+    finally:
+        served.close()
+
+
+@pytest.mark.scenario("secrets_in_every_output")
+def test_no_output_of_claudeloop_prints_a_secret_or_a_token(rehearsal: Rehearsal) -> None:
+    from tests.e2e.test_worktrees import git, repository
+
+    rehearsal.env["MY_SERVICE_TOKEN"] = ENV_SECRET
+    plan = repository(rehearsal.project)
+    finished = rehearsal.run(str(plan), "--checkpoint", "--verify", CHECK, *FAST_WAITS)
+    assert finished.exit_code == 1, finished.stderr
+    assert finished.result["outcome"] == "blocked"
+    leaks = _leaks(finished.stdout + finished.stderr, "the run's --json result")
+
+    # Each command that shows a run or its sessions, in each of its forms.
+    shown = {
+        " ".join(args): _shown(rehearsal, *args)
+        for args in (
+            ("sessions",),
+            ("sessions", "--json"),
+            ("status",),
+            ("status", "--json"),
+            ("logs",),
+            ("logs", "--json"),
+            ("runs",),
+            ("runs", "--json"),
+            ("report",),
+            ("report", "--json"),
+        )
+    }
+    shown["runs --all"] = _shown(rehearsal, "runs", "--all", cwd=False)
+    shown["runs --all --json"] = _shown(rehearsal, "runs", "--all", "--json", cwd=False)
+    page = rehearsal.project.parent / "report.html"
+    _shown(rehearsal, "report", "--html", str(page))
+    shown["report --html"] = page.read_text()
+
+    # The run's files, its checks' output, and the commits it made.
+    run = finished.run_directory()
+    shown |= {
+        str(path.relative_to(run)): path.read_text(errors="replace")
+        for path in run.rglob("*")
+        if path.is_file()
+    }
+    log = git(rehearsal.project, "log", "--format=%B")
+    shown["the messages of the run's commits"] = log
+
+    # The dashboard: each page, its main part, and a run's live stream of events.
+    events = len(finished.events())
+    shown |= {
+        f"the dashboard's {where}": text
+        for where, text in _dashboard_texts(rehearsal.env, events).items()
+    }
+    for where, text in shown.items():
+        leaks += _leaks(text, where)
+    assert not leaks, "\n".join(leaks)
+
+    # What was shown was the model's words and the check's, masked, not left out.
+    sessions = json.loads(shown["sessions --json"])
+    assert any("[redacted]" in session["summary"] for session in sessions), sessions
+    status = json.loads(shown["status --json"])
+    assert "[redacted]" in status["summary"]
+    assert any("[redacted]" in c["subject"] for c in status["branch"]["commits"]), status
+    assert "[redacted]" in finished.result["blocked_on"]
+    assert "[redacted]" in json.dumps(json.loads(shown["report --json"]))
+    assert "[redacted]" in shown["summary.md"]
+    assert "deploying with [redacted] and [redacted]" in shown["checks/turn-2-check-1.log"]
+    assert log.count("Claudeloop-Turn:") == 3, log  # one commit per turn that wrote a file
+    assert "[redacted]" in log

@@ -230,9 +230,11 @@ def restore_worktree(worktree: Path, run_id: str, *, repository: Path) -> None:
 
 class GitCheckpoints:
     """Satisfies the application's `Checkpoints` port: the branch checked out in
-    `directory`. `holds_secret`: whether a text holds a secret the run knows. `own`: the
-    worktree is the run's alone, so the locks a kill -9 left in the middle of a commit
-    are removed before this process's first one."""
+    `directory`. `holds_secret`: whether a text holds a secret the run knows; `redact`:
+    a text with them masked, as every message is written (it is the model's summary,
+    kept in the repository's history and shown by `status`, `git log` and every clone).
+    `own`: the worktree is the run's alone, so the locks a kill -9 left in the middle of
+    a commit are removed before this process's first one."""
 
     def __init__(
         self,
@@ -240,11 +242,13 @@ class GitCheckpoints:
         run_id: str,
         *,
         holds_secret: Callable[[str], bool],
+        redact: Callable[[str], str],
         own: bool = False,
     ) -> None:
         self._directory = directory
         self._run_id = run_id
         self._holds_secret = holds_secret
+        self._redact = redact
         self._stale_locks = own  # looked for once: only a killed process leaves them
         self._branch: str | None = None
         self._tree: GitLayout | None = None
@@ -325,6 +329,7 @@ class GitCheckpoints:
             self._streams = None
 
     def commit(self, message: str) -> Checkpoint:
+        message = self._redact(message)
         if self._tree is None:
             self._tree = GitLayout.of(self._directory)
         if self._stale_locks:

@@ -128,7 +128,9 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {key: self.data(item) for key, item in value.items()}
+            # Keys too: a report counts its waits by what was waited on, the words of
+            # a service's answer.
+            return {self.data(key): self.data(item) for key, item in value.items()}
         if isinstance(value, list | tuple):
             return [self.data(item) for item in value]
         return value

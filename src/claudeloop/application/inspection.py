@@ -8,7 +8,7 @@ Each reads a run's record only (state.json), or streams its events line by line
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -125,6 +125,11 @@ def run_events(
     return EventStream(str(runs.events_file(chosen)), lines())
 
 
-def claude_sessions(runs: ProjectRuns, limit: int) -> list[ClaudeSession]:
-    """`sessions`: Claude Code's own sessions of the directory, newest first."""
-    return runs.claude_sessions(limit)
+def claude_sessions(runs: ProjectRuns, limit: int, *, mask: Mask) -> list[ClaudeSession]:
+    """`sessions`: Claude Code's own sessions of the directory, newest first, masked: a
+    session's summary is a prompt it was sent, and a run's prompt carries the model's
+    remaining work, the output of a failing check, a note."""
+    return [
+        replace(session, summary=str(mask({"summary": session.summary})["summary"]))
+        for session in runs.claude_sessions(limit)
+    ]

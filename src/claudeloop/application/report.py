@@ -105,7 +105,8 @@ def night_report(
             record = source.record(run_id)
             lines, _ = source.event_lines(run_id, 0)
         except UsageError as error:
-            unreadable.append(Unreadable(run_id, str(error)))
+            # What was wrong may quote the file (a value the codec could not read).
+            unreadable.append(Unreadable(run_id, str(mask({"problem": str(error)})["problem"])))
             continue
         run = _run_report(record, lines, now=now, begins=begins, mask=mask)
         recent = run.last_event_at or run.started_at

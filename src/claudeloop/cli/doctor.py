@@ -12,18 +12,21 @@ import click
 
 from claudeloop.application.doctor import diagnose
 from claudeloop.application.ports import DoctorCheck
-from claudeloop.cli.bootstrap.runs import doctor_checks
+from claudeloop.cli.bootstrap.runs import doctor_checks, run_mask
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 
 
 def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool) -> None:
-    diagnosis = diagnose(doctor_checks(working_directory(cwd), profile), probe=probe)
+    directory = working_directory(cwd)
+    diagnosis = diagnose(doctor_checks(directory, profile), probe=probe)
+    # A check names a backend's URL (its password too) and says what the model answered.
+    mask = run_mask(directory, profile)
     if as_json:
-        print_json(diagnosis.to_json())
+        print_json(dict(mask(diagnosis.to_json())))
     else:
         for check in diagnosis.checks:
-            click.echo(_line(check))
+            click.echo(mask({"line": _line(check)})["line"])
         failed = len(diagnosis.failed)
         verdict = "all checks passed" if not failed else f"{failed} check(s) failed"
         click.echo(f"claudeloop doctor: {verdict} (exit {diagnosis.exit_code})")

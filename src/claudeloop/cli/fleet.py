@@ -434,6 +434,7 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
     import time
 
     from claudeloop.application.fleet import events
+    from claudeloop.cli.bootstrap import shown_masked
     from claudeloop.cli.inspect import print_event_lines
 
     chosen = _fleet(engine or None)
@@ -443,7 +444,7 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
         to_come = ": its events follow once a worker starts it" if follow else ""
         click.echo(f"run {run_id}: {found.state}, no events yet{to_come}", err=True)
     lines = events(chosen, found, follow=follow, sleep=time.sleep)
-    print_event_lines(lines, f"the events of run {run_id}", as_json=as_json)
+    print_event_lines(lines, f"the events of run {run_id}", as_json=as_json, mask=shown_masked())
 
 
 def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: bool) -> None:

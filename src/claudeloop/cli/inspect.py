@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,21 +18,25 @@ from claudeloop.application.events import event_from
 from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
 from claudeloop.cli.display import event_line
 from claudeloop.cli.instants import local_instant
-from claudeloop.cli.output import print_json
+from claudeloop.cli.output import json_line, print_json
 from claudeloop.cli.params import working_directory
 from claudeloop.domain.budget import money
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.text import count, first_line
+
+if TYPE_CHECKING:
+    from claudeloop.application.inspection import Mask
 
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     from claudeloop.application.inspection import run_status
     from claudeloop.cli.bootstrap import project_runs, shown_masked
 
+    mask = shown_masked()
     data = run_status(
-        project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=shown_masked()
+        project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=mask
     )
-    _with_commits(data)
+    _with_commits(data, mask)
     if as_json:
         print_json(data)
         return
@@ -40,8 +44,10 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     show_status(data, alive)
 
 
-def _with_commits(data: dict[str, Any]) -> None:
-    """The commits of a run that commits its turns, and their diffstat, from git."""
+def _with_commits(data: dict[str, Any], mask: Mask) -> None:
+    """The commits of a run that commits its turns, and their diffstat, from git, masked
+    (their subjects are the model's summaries, and a commit of an older claudeloop holds
+    them as the model wrote them)."""
     from claudeloop.cli.bootstrap.runs import branch_facts
 
     branch = data.get("branch")
@@ -51,8 +57,9 @@ def _with_commits(data: dict[str, Any]) -> None:
         facts = branch_facts(Path(branch["work_dir"]), data["run_id"])
     except OSError:
         return  # a worktree removed: the record's own facts stay
-    branch["commits"] = facts["commits"]
-    branch["diffstat"] = facts["diffstat"]
+    shown = mask({"commits": facts["commits"], "diffstat": facts["diffstat"]})
+    branch["commits"] = shown["commits"]
+    branch["diffstat"] = shown["diffstat"]
     branch["name"] = branch["name"] or facts["branch"]
 
 
@@ -118,16 +125,17 @@ def _branch_status(branch: dict[str, Any] | None) -> list[str]:
 
 def logs(*, cwd: Path | None, run_id: str | None, follow: bool, as_json: bool) -> None:
     from claudeloop.application.inspection import run_events
-    from claudeloop.cli.bootstrap import project_runs
+    from claudeloop.cli.bootstrap import project_runs, shown_masked
 
     stream = run_events(
         project_runs(working_directory(cwd)), run_id, follow=follow, sleep=time.sleep
     )
-    print_event_lines(stream.lines, stream.source, as_json=as_json)
+    print_event_lines(stream.lines, stream.source, as_json=as_json, mask=shown_masked())
 
 
-def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool) -> None:
-    """Each line of an events.jsonl as it is (--json) or as a readable line; a line that
+def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool, mask: Mask) -> None:
+    """Each line of an events.jsonl as it is (--json) or as a readable line, masked (the
+    driver masked what it wrote; a line of an older claudeloop it did not); a line that
     is no event is skipped with a warning naming `source`."""
     for raw in lines:
         text = raw.decode("utf-8", errors="replace").strip()
@@ -138,6 +146,11 @@ def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool) -> 
         except json.JSONDecodeError:
             click.echo(f"claudeloop: warning: {source}: skipped an unreadable line", err=True)
             continue
+        if isinstance(event, dict):
+            masked = dict(mask(event))
+            # A line the mask left as it was is printed as written, byte for byte.
+            text = text if masked == event else json_line(masked)
+            event = masked
         if as_json:
             click.echo(text)
         elif isinstance(event, dict):
@@ -224,9 +237,10 @@ def control(
 def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
     from claudeloop.application.inspection import claude_sessions
     from claudeloop.cli.bootstrap import project_runs
+    from claudeloop.cli.bootstrap.runs import run_mask
 
     directory = working_directory(cwd)
-    found = claude_sessions(project_runs(directory), limit)
+    found = claude_sessions(project_runs(directory), limit, mask=run_mask(directory))
     if as_json:
         print_json([session.to_json() for session in found])
         return

@@ -21,13 +21,21 @@ def print_json(data: object) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
+def json_line(data: object) -> str:
+    """`data` as one line of JSON, as events.jsonl holds an event (`logs --json` of a
+    line it masked)."""
+    return json.dumps(data, ensure_ascii=False)
+
+
 def finish(record: RunRecord, *, as_json: bool, extra: dict[str, object] | None = None) -> NoReturn:
     """End the command with the run's exit code, its result printed first with --json
-    (with `extra`'s fields after the result's own)."""
+    (with `extra`'s fields after the result's own), masked as every view of a run is: the
+    run masked the model's words in it, and its checks are named as the user wrote them."""
     # Here, not above: every command imports this module, and --help needs no domain.
     from claudeloop.application.summary import result_object
+    from claudeloop.cli.bootstrap import shown_masked
 
     result = result_object(record)
     if as_json:
-        print_json({**result, **(extra or {})})
+        print_json(dict(shown_masked()({**result, **(extra or {})})))
     sys.exit(result["exit_code"])

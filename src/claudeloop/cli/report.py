@@ -20,13 +20,13 @@ from claudeloop.domain.text import count
 
 
 def report(*, cwd: Path | None, since: timedelta | None, as_json: bool, html: Path | None) -> None:
-    from claudeloop.cli.bootstrap import project_runs, shown_masked
+    from claudeloop.cli.bootstrap import project_runs
+    from claudeloop.cli.bootstrap.runs import run_mask
 
+    directory = working_directory(cwd)
+    # Masked by the secrets a run of the directory knows, as the dashboard's report is.
     made = night_report(
-        project_runs(working_directory(cwd)),
-        now=datetime.now(UTC),
-        since=since,
-        mask=shown_masked(),
+        project_runs(directory), now=datetime.now(UTC), since=since, mask=run_mask(directory)
     )
     if html is not None:
         try:

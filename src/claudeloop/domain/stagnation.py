@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import assert_never
 
@@ -59,6 +60,7 @@ class Stagnation:
     same_failure_rounds: int = 0
     checked_items: frozenset[str] = frozenset()
     tree: str | None = None
+    # The fingerprints of the last remaining work's entries (`_work_keys`).
     remaining_work: frozenset[str] = frozenset()
     verification: Verification | None = None
 
@@ -166,4 +168,10 @@ Brake = KeepGoing | NoProgress | SameFailure
 
 
 def _work_keys(remaining_work: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(key for key in (normalise(entry) for entry in remaining_work) if key)
+    """A fingerprint of each entry's comparable form: what the brake compares, never the
+    model's words (which may hold a secret it copied, and state.json keeps this)."""
+    return frozenset(
+        hashlib.sha256(key.encode()).hexdigest()[:16]
+        for key in (normalise(entry) for entry in remaining_work)
+        if key
+    )

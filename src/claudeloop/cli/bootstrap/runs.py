@@ -404,6 +404,7 @@ def wire_run(
             record.spec.work_dir,
             record.run_id,
             holds_secret=redactor.knows_one_in,
+            redact=redactor.text,
             own=worktree is not None,
         )
         if record.spec.checkpoint
@@ -545,29 +546,36 @@ def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
         remove_leftovers(record.spec.plan_path, older_than=60)
 
 
-def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:
-    """What a view of a run of a working directory masks: the secrets its run knows
-    (this environment's, its profile's credentials, its notification URLs), resolved
-    once per directory; a directory whose configuration cannot be read masks this
-    environment's."""
+def run_mask(
+    cwd: Path, profile: str | None = None
+) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    """What a view of a run of `cwd` (on `profile`, else the one configured), or of
+    Claude Code's sessions there, or doctor's checks, masks: the secrets a run there
+    knows (this environment's, its profile's credentials, its notification URLs); a
+    directory whose configuration cannot be read masks this environment's."""
     from claudeloop.cli.bootstrap.configuration import (
         backend_profile,
         configuration,
         notify_targets,
     )
 
+    try:
+        config = configuration(cwd, {})
+        backend = backend_for(backend_profile(config, profile))
+        spec = RunSpec(cwd=cwd, task="")
+        redactor = run_redactor(spec, backend, notify_targets(config), None)
+    except (UsageError, OSError):
+        redactor = Redactor.from_environment()
+    return redactor.data
+
+
+def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:
+    """`run_mask` of each working directory, resolved once per directory."""
     masks: dict[Path, Callable[[dict[str, Any]], Mapping[str, Any]]] = {}
 
     def mask_of(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
         if cwd not in masks:
-            try:
-                config = configuration(cwd, {})
-                backend = backend_for(backend_profile(config, None))
-                spec = RunSpec(cwd=cwd, task="")
-                redactor = run_redactor(spec, backend, notify_targets(config), None)
-            except (UsageError, OSError):
-                redactor = Redactor.from_environment()
-            masks[cwd] = redactor.data
+            masks[cwd] = run_mask(cwd)
         return masks[cwd]
 
     return mask_of
