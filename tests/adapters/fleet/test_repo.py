@@ -77,3 +77,17 @@ def test_a_branch_the_remote_lacks_and_a_remote_that_is_not_are_one_line(
     with pytest.raises(RepoFailed, match=r"^git clone: ") as failed:
         prepare(f"file://{tmp_path / 'missing.git'}", None, "r2", tmp_path / "r2")
     assert "\n" not in str(failed.value)
+
+
+def test_a_file_holding_a_secret_of_the_workers_environment_is_not_pushed(
+    remote: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "deploy-token-canary-4411")
+    work = tmp_path / "r3"
+    prepare(remote, "release", "r3", work)
+    (work / "step1.txt").write_text("one\n")
+    (work / ".env").write_text("DEPLOY_TOKEN=deploy-token-canary-4411\n")
+    push(work, "r3", "after turn 1")
+    bare = Path(remote.removeprefix("file://"))
+    files = git(bare, "ls-tree", "--name-only", "claudeloop/r3").splitlines()
+    assert files == ["PLAN.md", "step1.txt"]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from claudeloop.adapters.git_checkpoint import GitFailed, commit_all
 from claudeloop.adapters.private_file import make_private_directory
+from claudeloop.adapters.redaction import Redactor
 
 _TIMEOUT_SECONDS = 300
 
@@ -86,8 +87,11 @@ def push(directory: Path, run_id: str, message: str, *, commit: bool = True) -> 
     `commit`: first commit what changed in the working tree, if anything (a run that
     does not commit its turns itself)."""
     if commit:
+        # A file holding a secret of this worker's environment stays behind, as a
+        # run's own commits leave it (git_checkpoint): a push would carry it off.
+        secrets = Redactor.from_environment()
         try:
-            commit_all(directory, message)
+            commit_all(directory, message, holds_secret=secrets.knows_one_in)
         except GitFailed as failed:
             raise RepoFailed(str(failed)) from None
     _git(directory, "push", "--quiet", "origin", f"HEAD:refs/heads/{run_branch(run_id)}")
