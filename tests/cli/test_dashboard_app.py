@@ -3,6 +3,7 @@ a damaged run and an engine away, the buttons, the live stream."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,14 @@ def test_the_report_page_is_the_morning_report_of_every_run_of_the_machine() -> 
     bad = client.get("/report", params={"since": "soon"})
     assert bad.status_code == 400
     assert "&#x27;soon&#x27; is not a duration" in bad.text
+
+
+def test_a_runs_page_says_where_its_commands_run_and_how_much_was_blocked() -> None:
+    runs, index = machine()
+    runs.records["r1"] = replace(
+        runs.records["r1"], sandbox="sandbox: commands run confined: no network", blocked=3
+    )
+    page = client_of(runs, index).get(f"/run/{entry('r1').key}", params={"part": "main"}).text
+    assert (
+        '<div class="sandbox">sandbox: commands run confined: no network · blocked 3</div>' in page
+    )

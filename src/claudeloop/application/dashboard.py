@@ -228,6 +228,8 @@ _ROW_FIELDS = (
     "driver_alive",
     "overage_in_use",
     "reason",
+    "sandbox",
+    "blocked",
 )
 
 

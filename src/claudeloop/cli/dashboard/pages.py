@@ -182,6 +182,11 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
             else ""
         )
         + (f"<div>{_e(row['reason'])}</div>" if row.get("reason") else "")
+        + (
+            f'<div class="sandbox">{_e(row["sandbox"])} · blocked {_e(row.get("blocked", 0))}</div>'
+            if row.get("sandbox")
+            else ""
+        )
         + "</div>"
     )
     if row.get("driver_alive"):
