@@ -1,5 +1,6 @@
 """Requests sent to a live run, applied by the runner at its safe points: a probe now
-ends a wait, a cap raised lets the run go on, a note reaches the next turn's prompt."""
+ends a wait, a cap raised lets the run go on, a cap reached ends it, a note reaches the
+next turn's prompt."""
 
 from __future__ import annotations
 
@@ -85,18 +86,20 @@ def test_a_turn_cap_raised_mid_run_lets_it_go_on_and_a_resume_keeps_it() -> None
     assert raised["applied"] is True
 
 
-def test_a_cap_that_became_lower_than_what_was_spent_is_refused_by_the_run() -> None:
-    h = harness([verdict_turn(remaining=("b",)), verdict_turn(remaining=("b",))])
+def test_a_cap_that_became_lower_than_what_was_spent_is_reached_and_ends_the_run() -> None:
+    h = harness([verdict_turn(remaining=("b",), cost=0.01), verdict_turn(remaining=("b",))])
     # Sent as the first turn ran: by the safe point the run has spent more than it.
     h.gateway.on_turn = lambda number: (
         h.control.ask(RaiseCap(Cap.DOLLARS, 0.001)) if number == 1 else None
     )
-    final = drive(h, record(budget=Budget(max_turns=2)))
+    final = drive(h, record(budget=Budget(max_turns=5)))
     assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
-    refused = h.events.of("cap.raised")[0]
-    assert refused["applied"] is False
-    assert "lower than what the run has spent" in refused["reason"]
-    assert final.spec.budget.max_dollars is None
+    assert final.state.reason == "budget cap reached (max-dollars)"
+    assert len(h.gateway.prompts) == 1
+    reached = h.events.of("cap.raised")[0]
+    assert reached["applied"] is True
+    assert "; reached: the run has spent $0.01" in reached["reason"]
+    assert final.spec.budget.max_dollars == 0.001
 
 
 def test_max_wait_raised_in_a_wait_keeps_the_run_waiting_past_the_old_one() -> None:

@@ -1,5 +1,6 @@
-"""Steering a live run: a probe now ends only a wait, a cap is never set below what was
-spent, a note waits for the next answered turn."""
+"""Steering a live run: a probe now ends only a wait, a cap at or below what was spent is
+reached (a person asking below it is refused first), a note waits for the next answered
+turn."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from claudeloop.domain.steering import (
     RaiseCap,
     current_cap,
     describe_cap,
+    malformed,
     refusal,
     spent_on,
     steer,
@@ -110,27 +112,52 @@ def test_max_wait_without_one_before() -> None:
 @pytest.mark.parametrize(
     ("asked", "said"),
     [
-        (RaiseCap(Cap.TURNS, 3), "--max-turns 3 turns is lower than what the run has spent (4"),
-        (RaiseCap(Cap.DOLLARS, 1.0), "--max-dollars $1.00 is lower than what the run has spent"),
-        (RaiseCap(Cap.WAIT, 3600), "--max-wait 3600 s is lower than what the run has spent (7200"),
         (RaiseCap(Cap.TURNS, 4.5), "--max-turns must be a whole number of turns, not 4.5"),
         (RaiseCap(Cap.TURNS, 0), "--max-turns must be a positive number, not 0"),
         (RaiseCap(Cap.DOLLARS, math.nan), "--max-dollars must be a positive number, not nan"),
+        (RaiseCap(Cap.WAIT, -60), "--max-wait must be a positive number, not -60"),
     ],
 )
-def test_a_cap_below_what_was_spent_is_refused_and_nothing_changes(
-    asked: RaiseCap, said: str
-) -> None:
+def test_a_value_that_is_no_cap_is_refused_and_nothing_changes(asked: RaiseCap, said: str) -> None:
     state = waiting()
     steered = steer(state, POLICY, asked, now=NOW)
     assert not steered.applied
     assert steered.state == state
     assert steered.wait_policy == POLICY
-    assert said in steered.reason
+    assert steered.reason == said
+    assert refusal(asked.cap, asked.to, state.ledger, waited_seconds=0) == said
 
 
-def test_a_cap_equal_to_what_was_spent_is_taken() -> None:
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        (RaiseCap(Cap.TURNS, 3), "--max-turns 3 turns is lower than what the run has spent (4"),
+        (RaiseCap(Cap.DOLLARS, 1.0), "--max-dollars $1.00 is lower than what the run has spent"),
+        (RaiseCap(Cap.WAIT, 3600), "--max-wait 3600 s is lower than what the run has spent (7200"),
+    ],
+)
+def test_a_cap_below_what_was_spent_is_refused_to_a_person_and_reached_in_the_run(
+    asked: RaiseCap, said: str
+) -> None:
+    # Asked for below what was spent: a slip, said to the person before it is sent.
+    state = waiting()
+    refused = refusal(asked.cap, asked.to, state.ledger, waited_seconds=waited_now(state, NOW))
+    assert refused is not None
+    assert said in refused
+    # Below it by the time the run applies it (spending went on meanwhile): reached.
+    steered = steer(state, POLICY, asked, now=NOW)
+    assert steered.applied
+    assert "; reached: the run has spent " in steered.reason
+    assert current_cap(asked.cap, steered.state.ledger, steered.wait_policy) == asked.to
+
+
+def test_a_cap_equal_to_what_was_spent_is_taken_and_reached() -> None:
     assert refusal(Cap.TURNS, 4, spent().ledger, waited_seconds=0) is None
+    steered = steer(waiting(), POLICY, RaiseCap(Cap.TURNS, 4), now=NOW)
+    assert steered.reason == "max-turns 5 turns -> 4 turns; reached: the run has spent 4 turns"
+    assert steered.state.ledger.turns_exhausted
+    wait = steer(waiting(), POLICY, RaiseCap(Cap.WAIT, 7200), now=NOW)
+    assert wait.reason == "max-wait 21600 s -> 7200 s; reached: the run has spent 7200 s"
 
 
 def test_a_note_waits_for_the_next_turn_trimmed_and_cut() -> None:
@@ -209,19 +236,26 @@ ledgers = st.builds(
 
 @settings(max_examples=examples(300))
 @given(ledger=ledgers, cap=caps, to=values, waited=st.floats(0, 1e6))
-def test_a_cap_changed_is_never_below_what_was_spent_and_touches_nothing_else(
+def test_a_cap_is_taken_as_asked_and_reached_at_or_below_what_was_spent(
     ledger: BudgetLedger, cap: Cap, to: float, waited: float
 ) -> None:
     state = RunState(
         phase=Phase.WAITING, ledger=ledger, waiting_since=NOW - timedelta(seconds=waited)
     )
     steered = steer(state, POLICY, RaiseCap(cap, to), now=NOW)
-    used = spent_on(cap, ledger, waited_seconds=waited)
+    used = spent_on(cap, ledger, waited_seconds=waited_now(state, NOW))
     after = current_cap(cap, steered.state.ledger, steered.wait_policy)
+    assert steered.applied == (malformed(cap, to) is None)
     if steered.applied:
         assert after is not None
-        assert after >= used
         assert after == pytest.approx(to, abs=1e-6)
+        assert ("reached" in steered.reason) == (to <= used)
+        # Reached in words is reached in the ledger, which ends the run.
+        reached = {
+            Cap.TURNS: steered.state.ledger.turns_exhausted,
+            Cap.DOLLARS: steered.state.ledger.dollars_exhausted,
+        }
+        assert reached.get(cap, to <= used) == (to <= used)
     else:
         assert steered.state == state
         assert steered.wait_policy == POLICY
