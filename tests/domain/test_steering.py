@@ -1,6 +1,6 @@
 """Steering a live run: a probe now ends only a wait, a cap at or below what was spent is
 reached (a person asking below it is refused first), a note waits for the next answered
-turn."""
+turn, and a wait woken by a request decides again at once."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeloop.domain.budget import Budget, BudgetLedger
-from claudeloop.domain.capacity import Available, WindowExhausted
+from claudeloop.domain.capacity import Available, WindowExhausted, describe
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.loop import (
     Finish,
     Outcome,
     Phase,
+    RunProbe,
     RunState,
+    ScheduleProbe,
+    Transition,
     budget_reached,
     decide_after_turn,
+    decide_on_waking,
 )
 from claudeloop.domain.steering import (
     MAX_NOTE_CHARS,
@@ -290,3 +294,111 @@ def test_a_cap_set_to_what_was_spent_ends_the_run_before_the_next_turn() -> None
     assert reached.state.outcome is Outcome.BUDGET_EXHAUSTED
     assert reached.decision == Finish(Outcome.BUDGET_EXHAUSTED, "budget cap reached (max-turns)")
     assert budget_reached(spent()) is None
+
+
+# A wait woken: the requests applied, what comes next ------------------------------------
+
+CLOSED = WindowExhausted(rate_limit_type="five_hour", resets_at=NOW + timedelta(hours=5))
+
+
+def scheduled(at: datetime = NOW + timedelta(hours=1)) -> ScheduleProbe:
+    return ScheduleProbe(at=at, awaiting=CLOSED)
+
+
+@pytest.mark.parametrize("due", [False, True])
+def test_a_cap_reached_in_a_wait_ends_the_run_at_once_without_a_probe(due: bool) -> None:
+    state = steer(waiting(), POLICY, RaiseCap(Cap.TURNS, 4), now=NOW).state
+    woke = decide_on_waking(state, scheduled(), due=due, now=NOW, config=POLICY)
+    assert woke.decision == Finish(Outcome.BUDGET_EXHAUSTED, "budget cap reached (max-turns)")
+    assert woke.state.outcome is Outcome.BUDGET_EXHAUSTED
+    assert woke.state.next_probe_at is None
+    assert Outcome.BUDGET_EXHAUSTED.exit_code == 3  # as a cap reached after a turn
+
+
+def test_a_probe_due_goes_out() -> None:
+    woke = decide_on_waking(waiting(), scheduled(), due=True, now=NOW, config=POLICY)
+    assert woke.decision == RunProbe()
+    assert woke.state.phase is Phase.PROBING
+
+
+def test_a_note_woke_it_the_same_wait_goes_on_to_its_probe() -> None:
+    state = steer(waiting(), POLICY, AddNote("known flake"), now=NOW).state
+    woke = decide_on_waking(state, scheduled(), due=False, now=NOW, config=POLICY)
+    assert woke == Transition(state, scheduled())
+
+
+def test_a_max_wait_lowered_below_the_probe_brings_the_probe_forward() -> None:
+    # Waiting two hours, the probe an hour away: a max-wait of 2h30m ends the wait first.
+    steered = steer(waiting(), POLICY, RaiseCap(Cap.WAIT, 9000), now=NOW)
+    woke = decide_on_waking(
+        steered.state, scheduled(), due=False, now=NOW, config=steered.wait_policy
+    )
+    at = NOW + timedelta(minutes=30)
+    assert woke.decision == scheduled(at)
+    assert woke.state.next_probe_at == at
+    assert woke.state.phase is Phase.WAITING
+
+
+def test_a_max_wait_raised_keeps_the_probe_where_it_was() -> None:
+    steered = steer(waiting(), POLICY, RaiseCap(Cap.WAIT, 10 * 3600), now=NOW)
+    woke = decide_on_waking(
+        steered.state, scheduled(), due=False, now=NOW, config=steered.wait_policy
+    )
+    assert woke.decision == scheduled()
+    assert woke.state == waiting()
+
+
+def test_a_max_wait_lowered_to_what_was_waited_ends_the_wait_without_a_probe() -> None:
+    steered = steer(waiting(), POLICY, RaiseCap(Cap.WAIT, 7200), now=NOW)
+    woke = decide_on_waking(
+        steered.state, scheduled(), due=False, now=NOW, config=steered.wait_policy
+    )
+    assert woke.decision == Finish(
+        Outcome.MAX_WAIT_EXCEEDED, f"waited longer than max-wait for capacity ({describe(CLOSED)})"
+    )
+    assert woke.state.phase is Phase.FAILED
+
+
+def test_a_wait_with_no_start_recorded_goes_on_as_it_was() -> None:
+    state = replace(waiting(), waiting_since=None)
+    tight = WaitPolicyConfig(max_wait=timedelta(seconds=1))
+    woke = decide_on_waking(state, scheduled(), due=False, now=NOW, config=tight)
+    assert woke == Transition(state, scheduled())
+
+
+@settings(max_examples=examples(300))
+@given(
+    ledger=ledgers,
+    due=st.booleans(),
+    waited=st.integers(0, 10**6),
+    probe_in=st.integers(-100, 10**6),
+    max_wait=st.none() | st.integers(1, 10**6),
+)
+def test_a_woken_wait_never_probes_past_a_cap_nor_waits_past_max_wait(
+    ledger: BudgetLedger, due: bool, waited: int, probe_in: int, max_wait: int | None
+) -> None:
+    since = NOW - timedelta(seconds=waited)
+    state = replace(waiting(), ledger=ledger, waiting_since=since)
+    policy = WaitPolicyConfig(max_wait=None if max_wait is None else timedelta(seconds=max_wait))
+    planned = scheduled(NOW + timedelta(seconds=probe_in))
+    woke = decide_on_waking(state, planned, due=due, now=NOW, config=policy)
+    match woke.decision:
+        case Finish(outcome=Outcome.BUDGET_EXHAUSTED):
+            assert ledger.any_exhausted
+        case Finish(outcome=outcome):
+            assert outcome is Outcome.MAX_WAIT_EXCEEDED
+            assert not due
+            assert max_wait is not None
+            assert waited >= max_wait
+        case RunProbe():
+            assert due
+            assert not ledger.any_exhausted
+        case ScheduleProbe(at=at):
+            assert not due
+            assert not ledger.any_exhausted
+            assert at <= planned.at
+            assert max_wait is None or since + timedelta(seconds=max_wait) > NOW
+            assert max_wait is None or at <= since + timedelta(seconds=max_wait)
+            assert woke.state.next_probe_at == at
+        case other:
+            pytest.fail(f"a woken wait decided {other}")
