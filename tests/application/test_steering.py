@@ -70,6 +70,20 @@ def test_a_cap_below_what_was_spent_is_refused_and_none_is_sent(
     assert runs.sent == []
 
 
+@pytest.mark.parametrize(
+    ("cap", "to", "said"),
+    [
+        (Cap.TURNS, 2, "the run ends there, budget_exhausted (at once if it is waiting)"),
+        (Cap.WAIT, 600, "the wait ends there, max_wait_exceeded"),
+    ],
+)
+def test_a_cap_set_to_what_was_spent_says_it_is_reached(cap: Cap, to: float, said: str) -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 99
+    (sent,) = raise_caps(runs, None, {cap: to}, now=NOW)
+    assert sent.will.endswith(f"(kept by a resume); reached: {said}")
+
+
 def test_raise_without_a_cap_is_refused() -> None:
     with pytest.raises(UsageError, match="give at least one of --max-turns"):
         raise_caps(two_runs(), None, {}, now=NOW)

@@ -27,6 +27,7 @@ from claudeloop.domain.steering import (
     current_cap,
     describe_cap,
     refusal,
+    spent_on,
     waited_now,
 )
 
@@ -66,8 +67,8 @@ def raise_caps(
     runs: ProjectRuns, run_id: str | None, caps: Mapping[Cap, float], *, now: datetime
 ) -> list[Sent]:
     """`raise`: set caps of the live run; UsageError when one is lower than what it
-    spent, and then none is sent (the run checks again as it applies each, against what
-    it spent by then)."""
+    spent, and then none is sent (the run takes each as it applies it: one that its
+    spending passed meanwhile is reached, and ends it)."""
     if not caps:
         raise UsageError("give at least one of --max-turns, --max-dollars, --max-wait")
     chosen, pid = _live(runs, run_id, "raise a cap of")
@@ -86,8 +87,21 @@ def raise_caps(
             f"{cap.value} {describe_cap(cap, before)} -> {describe_cap(cap, to)} at the "
             "next safe point (kept by a resume)"
         )
+        if to <= spent_on(cap, state.ledger, waited_seconds=waited_now(state, now)):
+            will += f"; reached: {_ended_by(cap)}"
         sent.append(Sent(chosen, pid, asked, will))
     return sent
+
+
+def _ended_by(cap: Cap) -> str:
+    """What a cap set to what was spent ends, in words."""
+    match cap:
+        case Cap.TURNS | Cap.DOLLARS:
+            return "the run ends there, budget_exhausted (at once if it is waiting)"
+        case Cap.WAIT:
+            return "the wait ends there, max_wait_exceeded"
+        case _:
+            assert_never(cap)
 
 
 def add_note(runs: ProjectRuns, run_id: str | None, text: str) -> Sent:
