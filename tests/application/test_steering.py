@@ -9,6 +9,7 @@ import pytest
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.steering import add_note, probe_now, raise_caps
+from claudeloop.domain.capacity import describe
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from tests.application.fakes import START
 from tests.application.test_inspection import two_runs
@@ -92,8 +93,17 @@ def test_raise_without_a_cap_is_refused() -> None:
 def test_a_note_is_sent_and_an_empty_one_refused() -> None:
     runs = two_runs()
     runs.drivers["r2"] = 99
-    assert add_note(runs, "r2", "use the staging db").will == "said with the next turn's prompt"
-    assert runs.sent == [("r2", AddNote("use the staging db"))]
+    runs.drivers["r1"] = 7
+    # r2 waits for capacity: the note waits for the turn after the wait.
+    assert add_note(runs, "r2", "use the staging db").will == (
+        "the note waits for the next turn, once the run has capacity again "
+        f"({describe(runs.record('r2').state.capacity)}); `claudeloop status` shows it "
+        "till then"
+    )
+    assert add_note(runs, "r1", "and the logs").will == (
+        "the note waits for the next turn, said with its prompt"
+    )
+    assert runs.sent == [("r2", AddNote("use the staging db")), ("r1", AddNote("and the logs"))]
     with pytest.raises(UsageError, match="the note is empty"):
         add_note(runs, "r2", "  ")
 

@@ -16,7 +16,8 @@ from typing import assert_never
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import CapRaised, Event, NoteAdded, ProbeAsked
 from claudeloop.application.ports import ProjectRuns
-from claudeloop.domain.loop import Phase
+from claudeloop.domain.capacity import describe
+from claudeloop.domain.loop import Phase, RunState
 from claudeloop.domain.steering import (
     AddNote,
     Cap,
@@ -105,13 +106,25 @@ def _ended_by(cap: Cap) -> str:
 
 
 def add_note(runs: ProjectRuns, run_id: str | None, text: str) -> Sent:
-    """`note`: text said to the model with the next turn's prompt."""
+    """`note`: text said to the model with the next turn's prompt; it waits for that
+    turn, after the wait for capacity when the run is waiting (and `status` shows it)."""
     if not text.strip():
         raise UsageError("the note is empty; give the text to say to the next turn")
     chosen, pid = _live(runs, run_id, "leave a note for")
+    state = runs.record(chosen).state
     asked = AddNote(text)
     _send(runs, chosen, pid, asked)
-    return Sent(chosen, pid, asked, "said with the next turn's prompt")
+    return Sent(chosen, pid, asked, _note_waits(state))
+
+
+def _note_waits(state: RunState) -> str:
+    """What becomes of a note sent to a run in `state`, in words."""
+    if state.phase in (Phase.WAITING, Phase.PROBING):
+        return (
+            "the note waits for the next turn, once the run has capacity again "
+            f"({describe(state.capacity)}); `claudeloop status` shows it till then"
+        )
+    return "the note waits for the next turn, said with its prompt"
 
 
 def steering_event(asked: Steer, steered: Steered) -> Event:

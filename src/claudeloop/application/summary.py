@@ -120,6 +120,9 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
         "driver_pid": driver_pid,
         "driver_alive": driver_pid is not None,
         "branch": branch_object(record),
+        # Notes a person left that wait for the next turn: said with every prompt until
+        # a turn is answered (a wait for capacity holds them till then).
+        "pending_notes": list(state.notes),
         "detour": None
         if detour is None
         else {

@@ -182,6 +182,10 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
             else ""
         )
         + (f"<div>{_e(row['reason'])}</div>" if row.get("reason") else "")
+        + "".join(
+            f'<div class="note">note waiting for the next turn: {_e(note)}</div>'
+            for note in view["notes"]
+        )
         + "</div>"
     )
     if row.get("driver_alive"):
