@@ -62,6 +62,9 @@ class FakeSleeper:
     interrupt_at_sleep: dict[int, ControlCommand] = field(default_factory=dict)
     # A request a person sends while sleeping number N (0-based): it wakes the wait.
     steer_at_sleep: dict[int, Steer] = field(default_factory=dict)
+    # How far into sleep N its request comes (at its start unless said; never past the
+    # instant slept to).
+    steer_after: dict[int, timedelta] = field(default_factory=dict)
 
     async def sleep_until(
         self, instant: datetime, *, progress: Callable[[float], None] | None = None
@@ -72,6 +75,12 @@ class FakeSleeper:
             self.control.command = self.interrupt_at_sleep[index]
             return False
         if index in self.steer_at_sleep:
+            woken_at = min(self.clock.current + self.steer_after.get(index, timedelta()), instant)
+            if woken_at > self.clock.current:
+                waited = (woken_at - self.clock.current).total_seconds()
+                self.clock.current = woken_at
+                if progress is not None:
+                    progress(waited)
             self.control.ask(self.steer_at_sleep[index])
             return False
         waited = max((instant - self.clock.current).total_seconds(), 0.0)

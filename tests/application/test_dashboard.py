@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,15 @@ def test_a_runs_page_reads_the_tail_draws_its_timeline_and_spend() -> None:
     assert [verb["name"] for verb in view["verbs"]] == ALL_VERBS
 
 
+def test_a_runs_page_has_the_notes_waiting_for_its_next_turn_masked() -> None:
+    index, runs = machine()
+    before = runs.records["r1"]
+    runs.records["r1"] = replace(before, state=replace(before.state, notes=("s3cret", "hi")))
+    view = run_view(entry("r1"), index, _runs_of(runs), now=START, mask=_masked)
+    assert view["notes"] == ["***", "hi"]
+    assert run_view(entry("r2"), index, _runs_of(runs), now=START, mask=_masked)["notes"] == []
+
+
 def test_a_gone_runs_page_says_so_and_reads_nothing() -> None:
     index, runs = machine()
     index.gone.add(entry("r1").key)
@@ -257,10 +267,8 @@ def test_the_steering_buttons_ask_what_the_commands_ask() -> None:
     runs.drivers["r1"] = 7
     said = asked_verb("probe-now").ask(runs, "r1", {})
     assert "probe" in said
-    assert (
-        asked_verb("note")
-        .ask(runs, "r1", {"text": "use staging"})
-        .endswith("said with the next turn's prompt")
+    assert "the note waits for the next turn" in asked_verb("note").ask(
+        runs, "r1", {"text": "use staging"}
     )
     asked_verb("raise").ask(runs, "r1", {"max_turns": "40", "max_dollars": "", "max_wait": "30d"})
     assert [asked for _, asked in runs.sent] == [

@@ -33,6 +33,14 @@ def test_a_waiting_run_says_what_it_waits_for_and_when_it_probes() -> None:
     assert view["detour"] is None
 
 
+def test_a_note_left_waits_for_the_next_turn_and_status_says_so() -> None:
+    noted = replace(WAITING, notes=("use the staging database",))
+    view = status_object(replace(record(), state=noted), now=START, driver_pid=4242)
+    assert view["pending_notes"] == ["use the staging database"]
+    said = replace(record(), state=replace(noted, notes=()))  # a turn was answered
+    assert status_object(said, now=START, driver_pid=None)["pending_notes"] == []
+
+
 def test_a_detour_says_what_the_runs_own_backend_awaits_and_when_it_is_asked_again() -> None:
     detour = Detour(
         profile="local",

@@ -9,6 +9,7 @@ import pytest
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.steering import add_note, probe_now, raise_caps
+from claudeloop.domain.capacity import describe
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from tests.application.fakes import START
 from tests.application.test_inspection import two_runs
@@ -70,6 +71,20 @@ def test_a_cap_below_what_was_spent_is_refused_and_none_is_sent(
     assert runs.sent == []
 
 
+@pytest.mark.parametrize(
+    ("cap", "to", "said"),
+    [
+        (Cap.TURNS, 2, "the run ends there, budget_exhausted (at once if it is waiting)"),
+        (Cap.WAIT, 600, "the wait ends there, max_wait_exceeded"),
+    ],
+)
+def test_a_cap_set_to_what_was_spent_says_it_is_reached(cap: Cap, to: float, said: str) -> None:
+    runs = two_runs()
+    runs.drivers["r2"] = 99
+    (sent,) = raise_caps(runs, None, {cap: to}, now=NOW)
+    assert sent.will.endswith(f"(kept by a resume); reached: {said}")
+
+
 def test_raise_without_a_cap_is_refused() -> None:
     with pytest.raises(UsageError, match="give at least one of --max-turns"):
         raise_caps(two_runs(), None, {}, now=NOW)
@@ -78,8 +93,17 @@ def test_raise_without_a_cap_is_refused() -> None:
 def test_a_note_is_sent_and_an_empty_one_refused() -> None:
     runs = two_runs()
     runs.drivers["r2"] = 99
-    assert add_note(runs, "r2", "use the staging db").will == "said with the next turn's prompt"
-    assert runs.sent == [("r2", AddNote("use the staging db"))]
+    runs.drivers["r1"] = 7
+    # r2 waits for capacity: the note waits for the turn after the wait.
+    assert add_note(runs, "r2", "use the staging db").will == (
+        "the note waits for the next turn, once the run has capacity again "
+        f"({describe(runs.record('r2').state.capacity)}); `claudeloop status` shows it "
+        "till then"
+    )
+    assert add_note(runs, "r1", "and the logs").will == (
+        "the note waits for the next turn, said with its prompt"
+    )
+    assert runs.sent == [("r2", AddNote("use the staging db")), ("r1", AddNote("and the logs"))]
     with pytest.raises(UsageError, match="the note is empty"):
         add_note(runs, "r2", "  ")
 

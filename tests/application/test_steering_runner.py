@@ -1,5 +1,7 @@
 """Requests sent to a live run, applied by the runner at its safe points: a probe now
-ends a wait, a cap raised lets the run go on, a note reaches the next turn's prompt."""
+ends a wait, a cap raised lets the run go on, a cap reached ends it (in a wait at once,
+with no probe), a lowered max-wait moves the wait's probe, a note reaches the next
+turn's prompt."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from datetime import timedelta
 
 from claudeloop.application.prompts import NOTE_OPENING
 from claudeloop.domain.budget import Budget
-from claudeloop.domain.loop import Outcome
+from claudeloop.domain.loop import Outcome, Phase
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from claudeloop.domain.waiting import WaitPolicyConfig
 from tests.application.fakes import START, rejected_turn, verdict_turn
@@ -85,18 +87,20 @@ def test_a_turn_cap_raised_mid_run_lets_it_go_on_and_a_resume_keeps_it() -> None
     assert raised["applied"] is True
 
 
-def test_a_cap_that_became_lower_than_what_was_spent_is_refused_by_the_run() -> None:
-    h = harness([verdict_turn(remaining=("b",)), verdict_turn(remaining=("b",))])
+def test_a_cap_that_became_lower_than_what_was_spent_is_reached_and_ends_the_run() -> None:
+    h = harness([verdict_turn(remaining=("b",), cost=0.01), verdict_turn(remaining=("b",))])
     # Sent as the first turn ran: by the safe point the run has spent more than it.
     h.gateway.on_turn = lambda number: (
         h.control.ask(RaiseCap(Cap.DOLLARS, 0.001)) if number == 1 else None
     )
-    final = drive(h, record(budget=Budget(max_turns=2)))
+    final = drive(h, record(budget=Budget(max_turns=5)))
     assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
-    refused = h.events.of("cap.raised")[0]
-    assert refused["applied"] is False
-    assert "lower than what the run has spent" in refused["reason"]
-    assert final.spec.budget.max_dollars is None
+    assert final.state.reason == "budget cap reached (max-dollars)"
+    assert len(h.gateway.prompts) == 1
+    reached = h.events.of("cap.raised")[0]
+    assert reached["applied"] is True
+    assert "; reached: the run has spent $0.01" in reached["reason"]
+    assert final.spec.budget.max_dollars == 0.001
 
 
 def test_max_wait_raised_in_a_wait_keeps_the_run_waiting_past_the_old_one() -> None:
@@ -128,3 +132,102 @@ def test_a_turn_cap_set_to_what_was_spent_sends_no_more_turns() -> None:
     final = drive(h, record(budget=Budget(max_turns=10)))
     assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
     assert len(h.gateway.prompts) == 2
+
+
+# In a wait: a request wakes it, and the run decides again at once -----------------------
+
+# The probe at the window's reset, two hours on (not the five-minute default interval).
+AT_THE_RESET = WaitPolicyConfig(
+    window_probe_interval=timedelta(days=1), max_wait=timedelta(hours=10)
+)
+
+
+def test_a_turn_cap_set_to_the_turns_answered_in_a_wait_ends_the_run_without_a_probe() -> None:
+    h = harness([verdict_turn(remaining=("b",)), rejected_turn(WINDOW_REJECTED)], probes=[OK])
+    h.sleeper.steer_at_sleep[0] = RaiseCap(Cap.TURNS, 1)
+    h.sleeper.steer_after[0] = timedelta(minutes=20)
+    final = drive(h, record(budget=Budget(max_turns=50), policy=AT_THE_RESET))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
+    assert final.state.reason == "budget cap reached (max-turns)"
+    assert h.events.of("run.finished")[0]["exit_code"] == 3  # as a cap reached after a turn
+    assert h.gateway.probe_times == []
+    (slept,) = h.sleeper.slept_until  # one wait, ended when the request came
+    assert h.clock.now() < slept
+    types = h.events.types()
+    assert types.index("wait.started") < types.index("cap.raised") < types.index("run.finished")
+    assert "probe.finished" not in types
+    assert final.state.next_probe_at is None
+    assert final.waited_seconds == 20 * 60
+    raised = h.events.of("cap.raised")[0]
+    assert raised["applied"] is True
+    assert raised["reason"] == "max-turns 50 turns -> 1 turns; reached: the run has spent 1 turns"
+
+
+def test_a_dollar_cap_lowered_below_what_was_spent_in_a_wait_ends_the_run() -> None:
+    h = harness(
+        [verdict_turn(remaining=("b",), cost=0.5), rejected_turn(WINDOW_REJECTED, cost=0.1)],
+        probes=[OK],
+    )
+    h.sleeper.steer_at_sleep[0] = RaiseCap(Cap.DOLLARS, 0.3)
+    final = drive(h, record(policy=AT_THE_RESET))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
+    assert final.state.reason == "budget cap reached (max-dollars)"
+    assert h.gateway.probe_times == []
+
+
+def test_a_cap_reached_in_a_wait_ends_it_without_the_probe_asked_for_or_due() -> None:
+    h = harness([verdict_turn(remaining=("b",)), rejected_turn(WINDOW_REJECTED)], probes=[OK])
+
+    def asked(number: int) -> None:
+        # Sent as the refused turn ran, applied as its wait wakes: the cap outranks it.
+        if number == 2:
+            h.control.ask(ProbeNow())
+            h.control.ask(RaiseCap(Cap.TURNS, 1))
+
+    h.gateway.on_turn = asked
+    final = drive(h, record(policy=AT_THE_RESET))
+    assert final.state.outcome is Outcome.BUDGET_EXHAUSTED
+    assert h.gateway.probe_times == []
+    assert [e["applied"] for e in h.events.of("probe.asked")] == [True]
+
+
+def test_a_max_wait_lowered_in_a_wait_brings_its_probe_forward() -> None:
+    h = harness([rejected_turn(WINDOW_REJECTED)], probes=[WINDOW_REJECTED])
+    h.sleeper.steer_at_sleep[0] = RaiseCap(Cap.WAIT, 3600)
+    h.sleeper.steer_after[0] = timedelta(minutes=10)
+    final = drive(h, record(policy=AT_THE_RESET))
+    reset_probe, moved = h.sleeper.slept_until
+    assert reset_probe == START + timedelta(hours=2) + AT_THE_RESET.reset_grace
+    assert moved == START + timedelta(hours=1)  # the wait began at START
+    # The instant moved is saved: a resume after a crash keeps it.
+    assert any(saved.state.next_probe_at == moved for saved in h.store.saved)
+    # The probe at the new end of the wait, as at any max-wait's end, then the wait ends.
+    assert h.gateway.probe_times == [moved]
+    assert final.state.outcome is Outcome.MAX_WAIT_EXCEEDED
+    assert h.events.types().count("wait.started") == 1
+
+
+def test_a_max_wait_lowered_below_what_was_waited_ends_the_wait_without_a_probe() -> None:
+    h = harness([rejected_turn(WINDOW_REJECTED)], probes=[OK])
+    # Asked as 45 minutes (the wait then shorter), applied an hour in: already past.
+    h.sleeper.steer_at_sleep[0] = RaiseCap(Cap.WAIT, 45 * 60)
+    h.sleeper.steer_after[0] = timedelta(hours=1)
+    final = drive(h, record(policy=AT_THE_RESET))
+    assert final.state.outcome is Outcome.MAX_WAIT_EXCEEDED
+    assert h.events.of("run.finished")[0]["exit_code"] == 4
+    assert h.gateway.probe_times == []
+    assert final.spec.wait_policy.max_wait == timedelta(minutes=45)
+    assert "; reached: the run has spent 3600 s" in h.events.of("cap.raised")[0]["reason"]
+
+
+def test_a_note_in_a_wait_is_kept_in_the_record_until_the_next_turn() -> None:
+    h = harness(
+        [rejected_turn(WINDOW_REJECTED), verdict_turn(complete=True)],
+        probes=[OK],
+    )
+    h.sleeper.steer_at_sleep[0] = AddNote("use the staging database")
+    final = drive(h, record(policy=AT_THE_RESET))
+    assert final.state.outcome is Outcome.DONE
+    waiting = [s for s in h.store.saved if s.state.phase is Phase.WAITING]
+    assert waiting[-1].state.notes == ("use the staging database",)  # what status reads
+    assert final.state.notes == ()  # the next turn was answered: said

@@ -120,6 +120,14 @@ def test_the_list_the_run_and_its_main_part() -> None:
     assert "function" in client.get("/static/dashboard.js").text
 
 
+def test_the_runs_page_says_a_note_waits_for_the_next_turn() -> None:
+    runs, index = machine()
+    before = runs.records["r1"]
+    runs.records["r1"] = replace(before, state=replace(before.state, notes=("<mind> tests",)))
+    page = client_of(runs, index).get(f"/run/{entry('r1').key}").text
+    assert '<div class="note">note waiting for the next turn: &lt;mind&gt; tests</div>' in page
+
+
 def test_a_damaged_run_and_an_engine_away_show_as_such() -> None:
     runs, index = machine()
     runs.unreadable.add("r1")
@@ -199,7 +207,7 @@ def test_a_verb_with_fields_gets_them_from_its_form() -> None:
         data={"text": "mind the tests"},
         headers={"Origin": "http://testserver"},
     )
-    assert "the note is said with the next turn" in answer.text
+    assert "the note waits for the next turn" in answer.text
     refused = client.post(
         f"/run/{entry('r1').key}/do/raise",
         data={"max_turns": "many"},

@@ -71,3 +71,15 @@ def test_status_and_the_summary_name_the_branch_its_commits_and_the_diffstat(
     plain = replace(record, spec=replace(record.spec, worktree=None, checkpoint=False))
     assert status_object(plain, now=datetime.now(UTC), driver_pid=None)["branch"] is None
     assert "Branch" not in summary_markdown(plain)
+
+
+def test_status_says_a_note_waits_for_the_next_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = waiting_run(tmp_path).load()
+    notes = ("use the staging database", "and\nmind the flaky test")
+    record = replace(record, state=replace(record.state, notes=notes))
+    show_status(status_object(record, now=datetime.now(UTC), driver_pid=None), "no driver")
+    out = capsys.readouterr().out
+    assert "note waiting for the next turn: use the staging database\n" in out
+    assert "note waiting for the next turn: and\n" in out  # its first line

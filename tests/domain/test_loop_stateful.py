@@ -1,4 +1,5 @@
-"""The run loop driven by random turns, probes, clock jumps, controls and crashes.
+"""The run loop driven by random turns, probes, clock jumps, controls, a person's
+requests and crashes.
 
 The machine plays the runner: it does what the last decision says (send a turn, wait for
 the probe instant, run the probe) and feeds back a random outcome. The invariants are the
@@ -46,8 +47,19 @@ from claudeloop.domain.loop import (
     decide_after_turn,
     decide_on_control,
     decide_on_failure,
+    decide_on_waking,
     decide_preflight,
     resume_decision,
+)
+from claudeloop.domain.steering import (
+    AddNote,
+    Cap,
+    ProbeNow,
+    RaiseCap,
+    Steer,
+    spent_on,
+    steer,
+    waited_now,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig, wait_exceeded
 from tests.examples import examples
@@ -218,6 +230,39 @@ class RunLoopMachine(RuleBasedStateMachine):
         # The clock only moves forward; a sleeping laptop wakes late, never early.
         self.now = max(self.now, self.decision.at) + lateness
         self.take("probe due", begin_probe(self.state))
+
+    @precondition(
+        lambda self: isinstance(self.decision, ScheduleProbe) and self.decision.at > self.now
+    )
+    @rule(
+        asked=st.sampled_from(["note", "probe now", *Cap]),
+        more=st.integers(min_value=0, max_value=3),
+        into=small_steps,
+    )
+    def a_request_wakes_the_wait(self, *, asked: str | Cap, more: int, into: timedelta) -> None:
+        # A person's request comes before the probe's instant: a note, a probe now, or a
+        # cap set to what was spent or more (dollars and the wait rounded down: below it,
+        # as when spending went on between the asking and the applying).
+        assert isinstance(self.decision, ScheduleProbe)
+        self.now = min(self.now + into, self.decision.at - timedelta(microseconds=1))
+        request: Steer
+        match asked:
+            case "note":
+                request = AddNote("the flaky test is known")
+            case "probe now":
+                request = ProbeNow()
+            case Cap() as cap:
+                waited = waited_now(self.state, self.now)
+                used = spent_on(cap, self.state.ledger, waited_seconds=waited)
+                request = RaiseCap(cap, float(int(used) + more))
+            case _:
+                raise AssertionError(asked)
+        steered = steer(self.state, self.config, request, now=self.now)
+        self.config = steered.wait_policy
+        woke = decide_on_waking(
+            steered.state, self.decision, due=steered.probe, now=self.now, config=self.config
+        )
+        self.take("steer", woke)
 
     @precondition(lambda self: isinstance(self.decision, RunProbe))
     @rule(
@@ -390,8 +435,13 @@ class RunLoopMachine(RuleBasedStateMachine):
             )
 
     @invariant()
+    def no_probe_goes_out_past_a_cap(self) -> None:
+        if isinstance(self.decision, ScheduleProbe | RunProbe):
+            assert not self.state.ledger.any_exhausted
+
+    @invariant()
     def a_wait_never_goes_on_past_max_wait(self) -> None:
-        if self.step != "probe" or not isinstance(self.decision, ScheduleProbe):
+        if self.step not in ("probe", "steer") or not isinstance(self.decision, ScheduleProbe):
             return
         assert self.state.waiting_since is not None
         assert not wait_exceeded(

@@ -16,6 +16,7 @@ from claudeloop.domain.waiting import (
     WaitPolicyConfig,
     credits_backoff,
     next_probe_instant,
+    probe_within_max_wait,
     trusted_probe_instant,
     wait_exceeded,
 )
@@ -267,6 +268,17 @@ def test_wait_exceeded_only_once_max_wait_has_passed() -> None:
 def test_wait_is_never_exceeded_without_a_max_wait() -> None:
     long_ago = NOW - timedelta(days=3650)
     assert not wait_exceeded(started_waiting_at=long_ago, now=NOW, config=DEFAULT)
+
+
+def test_a_probe_is_brought_forward_to_a_lowered_max_wait_and_never_put_off() -> None:
+    started = NOW - timedelta(hours=2)
+    scheduled = NOW + timedelta(hours=3)
+    lowered = WaitPolicyConfig(max_wait=timedelta(hours=4))
+    held = probe_within_max_wait(scheduled, started_waiting_at=started, config=lowered)
+    assert held == started + timedelta(hours=4)
+    raised = WaitPolicyConfig(max_wait=timedelta(hours=10))
+    assert probe_within_max_wait(scheduled, started_waiting_at=started, config=raised) == scheduled
+    assert probe_within_max_wait(scheduled, started_waiting_at=started, config=DEFAULT) == scheduled
 
 
 # next_probe_instant over the whole input space ----------------------------------------
@@ -558,3 +570,36 @@ def test_a_probe_instant_years_away_waits_one_interval() -> None:
         far, window, now=NOW, started_waiting_at=NOW, probe_count=0, config=DEFAULT
     )
     assert trusted == NOW + DEFAULT.window_probe_interval
+
+
+@settings(max_examples=examples(500))
+@given(scenario=scenarios(), max_wait=st.none() | positive)
+def test_a_probe_held_to_a_max_wait_is_never_later_nor_past_its_end(
+    scenario: Scenario, max_wait: timedelta | None
+) -> None:
+    _, _, started, _, config = scenario
+    scheduled = _next(scenario)
+    held = probe_within_max_wait(
+        scheduled, started_waiting_at=started, config=replace(config, max_wait=max_wait)
+    )
+    assert held <= scheduled
+    if max_wait is None:
+        assert held == scheduled
+    else:
+        assert held <= started + max_wait
+
+
+@settings(max_examples=examples(500))
+@given(scenario=scenarios(), lowered=positive)
+def test_a_probe_held_to_a_lowered_max_wait_is_the_one_that_max_wait_decides(
+    scenario: Scenario, lowered: timedelta
+) -> None:
+    # Decided under the old max-wait, then held to a lower one before the wait reached
+    # it: the probe is where the lower one would have put it.
+    state, now, started, count, config = scenario
+    was = config.max_wait
+    new = replace(config, max_wait=lowered if was is None else min(lowered, was))
+    assert new.max_wait is not None
+    assume(started + new.max_wait > now)
+    held = probe_within_max_wait(_next(scenario), started_waiting_at=started, config=new)
+    assert held == _next((state, now, started, count, new))

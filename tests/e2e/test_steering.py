@@ -80,6 +80,66 @@ def test_a_note_sent_in_a_wait_is_in_the_next_turns_request_only(rehearsal: Rehe
     assert waited_on.startswith("5-hour window closed")
 
 
+@pytest.mark.scenario("window_five_hours_at_2")
+def test_a_turn_cap_set_to_the_turns_answered_ends_a_five_hour_wait_at_once(
+    rehearsal: Rehearsal,
+) -> None:
+    plan = write_plan(rehearsal.project)
+    # Turn 2 meets the 5-hour window, its reset five hours away: the probe an hour on.
+    process = rehearsal.start(
+        "run", str(plan), *FAST_WAITS, "--window-probe-interval", "1h", "--max-wait", "10h"
+    )
+    note = "the flaky test in test_io.py is known"
+    try:
+        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait", timeout=120)
+        noted = rehearsal.claudeloop("note", note)
+        assert noted.exit_code == 0, noted.stderr
+        assert noted.result["will"].startswith("the note waits for the next turn")
+        wait_for(
+            lambda: any(e["type"] == "note.added" for e in _events(rehearsal)),
+            "the run to take the note",
+        )
+        waiting = rehearsal.claudeloop("status")
+        assert waiting.exit_code == 0, waiting.stderr
+        assert waiting.result["phase"] == "waiting"
+        assert waiting.result["pending_notes"] == [note]
+        answered = waiting.result["turns"]
+        assert answered == 1
+        raised = rehearsal.claudeloop("raise", "--max-turns", str(answered))
+        assert raised.exit_code == 0, raised.stderr
+        out, err = process.communicate(timeout=150)
+    except BaseException:
+        kill_hard(process)
+        raise
+    assert process.returncode == 3, err
+    result = json.loads(out)
+    assert (result["outcome"], result["reason"]) == (
+        "budget_exhausted",
+        "budget cap reached (max-turns)",
+    )
+    # Ended in the wait: no probe went out, the window never reopened, the note unsaid.
+    served = [r for r in rehearsal.requests() if r["kind"] in ("turn", "probe")]
+    assert [r["kind"] for r in served] == ["turn"] * len(served)
+    assert [(r["turn"], r["status"]) for r in served if not r["answered"]] == [(2, 429)]
+    assert served[-1]["turn"] == 2
+    assert {r["turn"] for r in served} == {1, 2}
+    assert all(note not in (r["prompt"] or "") for r in served)
+    types = [event["type"] for event in _events(rehearsal)]
+    assert types.count("wait.started") == 1
+    assert "probe.finished" not in types
+    assert (
+        types.index("wait.started")
+        < types.index("note.added")
+        < types.index("cap.raised")
+        < types.index("run.finished")
+    )
+    # The note still waits for the next turn, which a resume would send.
+    ended = rehearsal.claudeloop("status")
+    assert ended.result["outcome"] == "budget_exhausted"
+    assert ended.result["pending_notes"] == [note]
+    assert ended.result["probes"] == 0
+
+
 def _events(rehearsal: Rehearsal) -> list[dict[str, object]]:
     (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
     path = run / "events.jsonl"

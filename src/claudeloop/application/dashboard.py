@@ -113,7 +113,7 @@ def _raise(runs: ProjectRuns, run_id: str, form: Mapping[str, str]) -> str:
 
 def _note(runs: ProjectRuns, run_id: str, form: Mapping[str, str]) -> str:
     sent = add_note(runs, run_id, form.get("text", ""))
-    return f"asked run {sent.run_id}: the note is {sent.will}"
+    return f"asked run {sent.run_id}: {sent.will}"
 
 
 def _fleet_steered(
@@ -377,6 +377,8 @@ def run_view(
         "timeline": [],
         "spend": [],
         "offset": 0,
+        # Notes a person left that wait for the next turn.
+        "notes": [],
         "verbs": [
             {"name": verb.name, "label": verb.label, "fields": list(verb.fields)} for verb in VERBS
         ],
@@ -413,6 +415,7 @@ def run_view(
         "timeline": timeline(events, now=now),
         "spend": spend_series(events, total=record.state.ledger.dollars),
         "offset": offset,
+        "notes": [masked({"text": note})["text"] for note in record.state.notes],
     }
 
 

@@ -97,7 +97,6 @@ from claudeloop.domain.loop import (
     ScheduleProbe,
     SendTurn,
     Transition,
-    begin_probe,
     budget_reached,
     decide_after_check,
     decide_after_probe,
@@ -105,6 +104,7 @@ from claudeloop.domain.loop import (
     decide_after_turn,
     decide_on_control,
     decide_on_failure,
+    decide_on_waking,
     decide_preflight,
     hear_resets,
     resume_decision,
@@ -327,10 +327,21 @@ class Runner:
                     record, probe_now = self._steer(record)
                     if (stopped := self._stop_if_asked(record)) is not None:
                         return stopped
-                    if probe_now or woke_on_time:
-                        break
-                    # Woken by a request, applied: the same wait goes on, unsaid.
-                return self._apply(record, begin_probe(record.state))
+                    woke = decide_on_waking(
+                        record.state,
+                        ScheduleProbe(at, awaiting),
+                        due=probe_now or woke_on_time,
+                        now=self.clock.now(),
+                        config=record.spec.wait_policy,
+                    )
+                    if not isinstance(woke.decision, ScheduleProbe):
+                        return self._apply(record, woke)
+                    # Woken by a request, applied: the same wait goes on, unsaid, to its
+                    # probe (brought forward by a lowered max-wait, and saved so).
+                    if woke.decision.at != at:
+                        at = woke.decision.at
+                        record = replace(record, state=woke.state)
+                        self.store.save(record)
             case RunProbe():
                 probe = await self.gateway.probe()
                 cut_off, self._probe_cut_off = self._probe_cut_off, False

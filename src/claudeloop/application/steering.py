@@ -16,7 +16,8 @@ from typing import assert_never
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import CapRaised, Event, NoteAdded, ProbeAsked
 from claudeloop.application.ports import ProjectRuns
-from claudeloop.domain.loop import Phase
+from claudeloop.domain.capacity import describe
+from claudeloop.domain.loop import Phase, RunState
 from claudeloop.domain.steering import (
     AddNote,
     Cap,
@@ -27,6 +28,7 @@ from claudeloop.domain.steering import (
     current_cap,
     describe_cap,
     refusal,
+    spent_on,
     waited_now,
 )
 
@@ -66,8 +68,8 @@ def raise_caps(
     runs: ProjectRuns, run_id: str | None, caps: Mapping[Cap, float], *, now: datetime
 ) -> list[Sent]:
     """`raise`: set caps of the live run; UsageError when one is lower than what it
-    spent, and then none is sent (the run checks again as it applies each, against what
-    it spent by then)."""
+    spent, and then none is sent (the run takes each as it applies it: one that its
+    spending passed meanwhile is reached, and ends it)."""
     if not caps:
         raise UsageError("give at least one of --max-turns, --max-dollars, --max-wait")
     chosen, pid = _live(runs, run_id, "raise a cap of")
@@ -86,18 +88,43 @@ def raise_caps(
             f"{cap.value} {describe_cap(cap, before)} -> {describe_cap(cap, to)} at the "
             "next safe point (kept by a resume)"
         )
+        if to <= spent_on(cap, state.ledger, waited_seconds=waited_now(state, now)):
+            will += f"; reached: {_ended_by(cap)}"
         sent.append(Sent(chosen, pid, asked, will))
     return sent
 
 
+def _ended_by(cap: Cap) -> str:
+    """What a cap set to what was spent ends, in words."""
+    match cap:
+        case Cap.TURNS | Cap.DOLLARS:
+            return "the run ends there, budget_exhausted (at once if it is waiting)"
+        case Cap.WAIT:
+            return "the wait ends there, max_wait_exceeded"
+        case _:
+            assert_never(cap)
+
+
 def add_note(runs: ProjectRuns, run_id: str | None, text: str) -> Sent:
-    """`note`: text said to the model with the next turn's prompt."""
+    """`note`: text said to the model with the next turn's prompt; it waits for that
+    turn, after the wait for capacity when the run is waiting (and `status` shows it)."""
     if not text.strip():
         raise UsageError("the note is empty; give the text to say to the next turn")
     chosen, pid = _live(runs, run_id, "leave a note for")
+    state = runs.record(chosen).state
     asked = AddNote(text)
     _send(runs, chosen, pid, asked)
-    return Sent(chosen, pid, asked, "said with the next turn's prompt")
+    return Sent(chosen, pid, asked, _note_waits(state))
+
+
+def _note_waits(state: RunState) -> str:
+    """What becomes of a note sent to a run in `state`, in words."""
+    if state.phase in (Phase.WAITING, Phase.PROBING):
+        return (
+            "the note waits for the next turn, once the run has capacity again "
+            f"({describe(state.capacity)}); `claudeloop status` shows it till then"
+        )
+    return "the note waits for the next turn, said with its prompt"
 
 
 def steering_event(asked: Steer, steered: Steered) -> Event:

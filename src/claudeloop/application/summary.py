@@ -123,6 +123,9 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
         "sandbox": record.sandbox or None,
         "blocked": record.blocked,
         "branch": branch_object(record),
+        # Notes a person left that wait for the next turn: said with every prompt until
+        # a turn is answered (a wait for capacity holds them till then).
+        "pending_notes": list(state.notes),
         "detour": None
         if detour is None
         else {

@@ -99,6 +99,7 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         )
     if data["plan"]:
         lines.append(f"plan: {data['plan']['done']}/{data['plan']['total']} items done")
+    lines += [_note_line(note) for note in data.get("pending_notes", [])]
     for check in data["verification"]:
         where = f"; output in {check['output']}" if check["output"] else ""
         lines.append(
@@ -108,6 +109,11 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         lines.append(f"last summary: {first_line(data['summary'], longest=200)}")
     lines += _branch_status(data.get("branch"))
     click.echo("\n".join(lines))
+
+
+def _note_line(note: str) -> str:
+    """A note left for the run, said as what it is: waiting for the next turn."""
+    return f"note waiting for the next turn: {first_line(note, longest=200)}"
 
 
 def _branch_status(branch: dict[str, Any] | None) -> list[str]:

@@ -732,7 +732,8 @@ Examples:
   claudeloop note nightly --engine "use the staging database"
 \b
 The note is said with the next prompt, and with each one until a turn is
-answered; it is in the events (note.added), masked like everything else.
+answered; it waits for that turn (past a wait for capacity), and status
+shows it till then. It is in the events (note.added), masked like the rest.
 """,
 )
 @click.argument("words", nargs=-1, required=True, metavar="[RUN] TEXT")

@@ -66,6 +66,7 @@ from claudeloop.domain.waiting import (
     WaitPolicyConfig,
     announced_in,
     next_probe_instant,
+    probe_within_max_wait,
     remember_resets,
     wait_exceeded,
 )
@@ -462,6 +463,40 @@ def hear_resets(
 def begin_probe(state: RunState) -> Transition:
     """The scheduled probe instant has come."""
     return Transition(replace(state, phase=Phase.PROBING), RunProbe())
+
+
+def decide_on_waking(
+    state: RunState,
+    scheduled: ScheduleProbe,
+    *,
+    due: bool,
+    now: datetime,
+    config: WaitPolicyConfig,
+) -> Transition:
+    """A wait woke, with a person's requests applied (domain.steering): its probe is
+    `due` (its instant came, or a probe now ended the wait), or a request woke it.
+
+    A cap reached ends the run at once, probe or none: waiting on would only end it at
+    the probe (`claudeloop raise` to what was spent, during a window of hours). A probe
+    due goes out; else a max-wait lowered to what was waited ends the wait, and one
+    lowered below the probe's instant brings the probe forward (`probe_within_max_wait`);
+    otherwise the same wait goes on to its probe.
+    """
+    if state.ledger.any_exhausted:
+        return _finish(state, Outcome.BUDGET_EXHAUSTED, _budget_reason(state.ledger))
+    if due:
+        return begin_probe(state)
+    since = state.waiting_since
+    if since is None:  # no start recorded to measure max-wait from
+        return Transition(state, scheduled)
+    if wait_exceeded(started_waiting_at=since, now=now, config=config):
+        return _finish(
+            state,
+            Outcome.MAX_WAIT_EXCEEDED,
+            f"waited longer than max-wait for capacity ({describe(scheduled.awaiting)})",
+        )
+    at = probe_within_max_wait(scheduled.at, started_waiting_at=since, config=config)
+    return Transition(replace(state, next_probe_at=at), replace(scheduled, at=at))
 
 
 def decide_after_probe(

@@ -113,13 +113,24 @@ def describe_cap(cap: Cap, value: float | None) -> str:
             assert_never(cap)
 
 
-def refusal(cap: Cap, to: float, ledger: BudgetLedger, *, waited_seconds: float) -> str | None:
-    """Why `to` cannot be `cap` now (None: it can): not a positive number, a turn count
-    that is not whole, or lower than what was spent."""
+def malformed(cap: Cap, to: float) -> str | None:
+    """Why `to` is no value of `cap` at all (None: it is one): not a positive number, or
+    a turn count that is not whole."""
     if not math.isfinite(to) or to <= 0:
         return f"--{cap.value} must be a positive number, not {to:g}"
     if cap is Cap.TURNS and to != int(to):
         return f"--{cap.value} must be a whole number of turns, not {to:g}"
+    return None
+
+
+def refusal(cap: Cap, to: float, ledger: BudgetLedger, *, waited_seconds: float) -> str | None:
+    """Why a person may not ask for `to` as `cap` now (None: they may): a malformed
+    value, or one lower than what was spent (likely a slip: to end the run, give what
+    was spent, or stop it). The run itself takes any well-formed value (`steer`): one
+    that spending passed since it was asked for is reached, and ends the run."""
+    wrong = malformed(cap, to)
+    if wrong is not None:
+        return wrong
     spent = spent_on(cap, ledger, waited_seconds=waited_seconds)
     if to < spent:
         return (
@@ -175,10 +186,14 @@ def _raised(
     state: RunState, policy: WaitPolicyConfig, cap: Cap, to: float, *, now: datetime
 ) -> Steered:
     ledger = state.ledger
-    refused = refusal(cap, to, ledger, waited_seconds=waited_now(state, now))
+    refused = malformed(cap, to)
     was = current_cap(cap, ledger, policy)
     if refused is not None:
         return Steered(state, policy, applied=False, reason=refused, before=was)
+    changed = f"{cap.value} {describe_cap(cap, was)} -> {describe_cap(cap, to)}"
+    spent = spent_on(cap, ledger, waited_seconds=waited_now(state, now))
+    if to <= spent:  # spending reaches a cap at it (BudgetLedger, wait_exceeded)
+        changed += f"; reached: the run has spent {describe_cap(cap, spent)}"
     match cap:
         case Cap.TURNS:
             budget = replace(ledger.budget, max_turns=int(to))
@@ -187,14 +202,8 @@ def _raised(
             budget = replace(ledger.budget, max_dollars=to)
             state = replace(state, ledger=replace(ledger, budget=budget))
         case Cap.WAIT:
-            # Up to the microsecond a timedelta holds: never below what was waited.
+            # Up to the microsecond a timedelta holds: never below what was asked for.
             policy = replace(policy, max_wait=timedelta(microseconds=math.ceil(to * 1e6)))
         case _:
             assert_never(cap)
-    return Steered(
-        state,
-        policy,
-        applied=True,
-        reason=f"{cap.value} {describe_cap(cap, was)} -> {describe_cap(cap, to)}",
-        before=was,
-    )
+    return Steered(state, policy, applied=True, reason=changed, before=was)

@@ -214,6 +214,18 @@ def credits_backoff(probe_count: int, config: WaitPolicyConfig) -> timedelta:
     return timedelta(seconds=min(interval * math.exp(growth), ceiling))
 
 
+def probe_within_max_wait(
+    at: datetime, *, started_waiting_at: datetime, config: WaitPolicyConfig
+) -> datetime:
+    """A probe instant decided under an earlier wait policy, held to this one's max-wait:
+    brought forward to the wait's end when a lowered max-wait ends it first. Never moved
+    later: under a max-wait raised the probe decided stays, and the backoff goes on from
+    it (an instant computed again from now would put the probe off at each request)."""
+    if config.max_wait is None:
+        return at
+    return min(at, started_waiting_at + config.max_wait)
+
+
 def wait_exceeded(*, started_waiting_at: datetime, now: datetime, config: WaitPolicyConfig) -> bool:
     """Whether a wait has gone on for `max_wait` or longer; never, without a max_wait."""
     return config.max_wait is not None and now - started_waiting_at >= config.max_wait

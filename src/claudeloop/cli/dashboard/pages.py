@@ -187,6 +187,10 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
             if row.get("sandbox")
             else ""
         )
+        + "".join(
+            f'<div class="note">note waiting for the next turn: {_e(note)}</div>'
+            for note in view["notes"]
+        )
         + "</div>"
     )
     if row.get("driver_alive"):
