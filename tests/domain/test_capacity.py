@@ -38,7 +38,7 @@ def test_credits_exhausted_has_no_resets_at_field_at_all() -> None:
 
 def test_window_exhausted_carries_an_optional_reset() -> None:
     names = [field.name for field in dataclasses.fields(WindowExhausted)]
-    assert names == ["rate_limit_type", "resets_at", "paused_at"]
+    assert names == ["rate_limit_type", "resets_at", "paused_at", "detail"]
     assert WindowExhausted("five_hour").paused_at is None
     assert WindowExhausted("five_hour").resets_at is None
     assert WindowExhausted("five_hour", RESET).resets_at == RESET

@@ -16,10 +16,17 @@ from claudeloop.domain.capacity import (
     CreditsExhausted,
     MisconfigurationKind,
     WindowExhausted,
+    capacity_kind,
     describe,
     is_waitable,
 )
-from claudeloop.domain.classify import backend_misconfiguration, classify, in_grace, turn_warning
+from claudeloop.domain.classify import (
+    backend_misconfiguration,
+    classify,
+    in_grace,
+    turn_warning,
+    unreachable_reading,
+)
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.turn_end import TERMINAL_REASONS, ContextFull, turn_end
 from tests.examples import examples
@@ -1114,3 +1121,53 @@ def test_a_daily_cap_refusal_is_never_credits_by_an_overage_reason(signals: Turn
             or capped.error_code in ("credits_required", "credit_balance_too_low", "billing_error")
             or "out of usage credits" in capped.result_text
         )
+
+
+# What the CLI says when the API's host does not resolve, and when nothing listens.
+NO_DNS = "API Error: Unable to connect to API (ENOTFOUND)"
+REFUSED = "API Error: Connection refused (ECONNREFUSED)"
+
+
+def _unreachable(text: str, address: str | None) -> TurnSignals:
+    return TurnSignals(
+        assistant_error="server_error", result_text=text, custom_address=address, is_error=True
+    )
+
+
+@pytest.mark.parametrize("answered_before", [False, True])
+def test_anthropics_api_unreachable_is_offline_at_any_turn_the_first_included(
+    answered_before: bool,
+) -> None:
+    signals = _unreachable(NO_DNS, None)
+    read = unreachable_reading(classify(signals), signals, answered_before=answered_before)
+    assert read == WindowExhausted(
+        "offline", resets_at=None, detail="api.anthropic.com does not resolve"
+    )
+    assert describe(read) == "no network: api.anthropic.com does not resolve"
+    assert capacity_kind(read) == "offline"
+
+
+def test_a_server_of_the_users_that_never_answered_is_misconfigured() -> None:
+    signals = _unreachable(REFUSED, "http://127.0.0.1:9/v1")
+    capacity = classify(signals)
+    assert unreachable_reading(capacity, signals, answered_before=False) == capacity
+    assert isinstance(capacity, BackendMisconfigured)
+
+
+def test_a_server_of_the_users_that_answered_before_is_offline_now() -> None:
+    signals = _unreachable(REFUSED, "http://127.0.0.1:9/v1")
+    read = unreachable_reading(classify(signals), signals, answered_before=True)
+    assert read == WindowExhausted(
+        "offline", resets_at=None, detail="127.0.0.1:9 cannot be reached"
+    )
+
+
+def test_other_readings_pass_unchanged() -> None:
+    for capacity in (Available(), BackendMisconfigured("the model was not found", "not_found")):
+        assert unreachable_reading(capacity, TurnSignals(), answered_before=False) == capacity
+
+
+def test_offline_without_words_says_so_in_its_own() -> None:
+    assert describe(WindowExhausted("offline")) == (
+        "no network: the API cannot be reached, no reset announced"
+    )

@@ -81,6 +81,7 @@ def test_signals_carry_every_fact_the_classifier_reads() -> None:
         "assistant_error",
         "result_text",
         "local_backend",
+        "custom_address",
         "is_error",
         "terminal_reason",
         "windows",

@@ -81,7 +81,7 @@ from claudeloop.domain.capacity import (
     describe,
 )
 from claudeloop.domain.checkpoints import commit_message, reconcile, trailers
-from claudeloop.domain.classify import turn_warning
+from claudeloop.domain.classify import turn_warning, unreachable_reading
 from claudeloop.domain.completion import CompletionVerdict, Continue, Done, evaluate
 from claudeloop.domain.confinement import Posture, posture_line, posture_name
 from claudeloop.domain.limits import render_action
@@ -804,7 +804,13 @@ class Runner:
                     "their pause thresholds are ignored",
                 )
             )
-        return capacity_of(signals, thresholds)
+        # A server that cannot be reached is an outage unless the evidence says the
+        # address is wrong (domain.classify.unreachable_reading).
+        return unreachable_reading(
+            capacity_of(signals, thresholds),
+            signals,
+            answered_before=record.state.ledger.turns > 0,
+        )
 
     def _note_guess(
         self, models: tuple[str, ...], guessed_usd: float, announce: list[Event]

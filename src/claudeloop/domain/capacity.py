@@ -23,8 +23,10 @@ class WindowExhausted:
     answered; see domain.overage), `local` for a full local queue, `overloaded` for a
     5xx/529 from the service itself, `timeout` for a 408 (an upstream that did not answer
     in time), `upstream_unreachable` for a proxy that cannot connect to its upstream,
-    `cooldown` for a proxy's short cooldown, or `unknown` when the signals were thin.
-    `resets_at` is the announced reset, when there is one.
+    `cooldown` for a proxy's short cooldown, `offline` for a server that cannot be
+    reached (the network dropped, or the server is down: domain.classify
+    `unreachable_reading`), or `unknown` when the signals were thin. `resets_at` is the
+    announced reset, when there is one.
     """
 
     rate_limit_type: str
@@ -32,6 +34,9 @@ class WindowExhausted:
     # Set when claudeloop paused before the wall: the window is still open, used up to
     # this fraction, at or past the user's threshold (see domain.pause).
     paused_at: float | None = None
+    # What is wrong, in a few words, where the kind alone does not say it (`offline`:
+    # "api.anthropic.com does not resolve").
+    detail: str | None = None
 
 
 # Whose money ran out: the account's credits, or a budget a proxy in front of the service
@@ -148,6 +153,7 @@ _WAITS_SAID = {
     "overloaded": "the service is overloaded or failing",
     "local": "the local server is busy (503)",
     "cooldown": "the proxy is cooling down after an upstream error",
+    "offline": "no network: the API cannot be reached",
 }
 
 
@@ -206,6 +212,7 @@ CapacityKind = Literal[
     "timeout",
     "upstream_unreachable",
     "cooldown",
+    "offline",
     "credits",
     "proxy_budget",
     "auth_failed",
@@ -257,6 +264,8 @@ def describe(state: CapacityState) -> str:
         case WindowExhausted(rate_limit_type=kind, paused_at=float() as used, resets_at=reset):
             until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
             return f"{window_name(kind)} {used:.0%} used: paused{until}"
+        case WindowExhausted(rate_limit_type="offline", detail=str() as detail):
+            return f"no network: {detail}"
         case WindowExhausted(rate_limit_type=kind, resets_at=reset) if kind in _WAITS_SAID:
             until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
             return f"{_WAITS_SAID[kind]}{until or ', no reset announced'}"

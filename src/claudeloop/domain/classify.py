@@ -297,3 +297,37 @@ def _service_failed(signals: TurnSignals) -> bool:
     return (status is not None and (status >= 500 or status == 408)) or (
         signals.assistant_error in _SERVER_ERRORS
     )
+
+
+# Anthropic's API, where no address of the user's is named.
+ANTHROPIC_HOST = "api.anthropic.com"
+_DOES_NOT_RESOLVE = re.compile(r"enotfound|getaddrinfo|eai_again|name resolution", re.IGNORECASE)
+
+
+def unreachable_reading(
+    capacity: CapacityState, signals: TurnSignals, *, answered_before: bool
+) -> CapacityState:
+    """What a server that cannot be reached means: a misconfiguration only on evidence,
+    an address of the user's (a profile's `base_url`, ANTHROPIC_BASE_URL) that has not
+    once answered this run (a typo, a server never started: no wait fixes it). Anything
+    else is the network or the server gone for a while (Wi-Fi dropped, a server
+    restarting, a host that does not resolve now): an outage, `offline`, waited out and
+    probed like any wait, saying what is wrong."""
+    if not (isinstance(capacity, BackendMisconfigured) and capacity.kind == "unreachable"):
+        return capacity
+    address = signals.custom_address
+    if address is not None and not answered_before:
+        return capacity
+    host = _host(address) if address is not None else ANTHROPIC_HOST
+    what = (
+        f"{host} does not resolve"
+        if _DOES_NOT_RESOLVE.search(signals.result_text)
+        else f"{host} cannot be reached"
+    )
+    return WindowExhausted(rate_limit_type="offline", resets_at=None, detail=what)
+
+
+def _host(address: str) -> str:
+    """The host (and port) of a base URL, as a person names it."""
+    rest = address.split("://", 1)[-1]
+    return rest.split("/", 1)[0] or address

@@ -24,7 +24,7 @@ WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
 # then claudeloop's own: paid overage in use (PAID_OVERAGE), an empty credit balance (an
 # account's or a proxy's budget), a full local queue, the organization's daily cap, and
 # the outages a detour can go around (the service overloaded or failing, an upstream that
-# timed out or cannot be reached, a proxy's cooldown). Each is a kind of
+# timed out or cannot be reached, a proxy's cooldown, the API unreachable). Each is a kind of
 # domain.capacity.CapacityKind. Defined here once: the configuration's schema, the flags'
 # help and the pause thresholds take them from here (the rehearsal keeps a list of its
 # own, which tests/rehearsal/test_gates.py holds to this one).
@@ -39,6 +39,7 @@ LimitKind = Literal[
     "timeout",
     "upstream_unreachable",
     "cooldown",
+    "offline",
 ]
 LIMIT_KINDS: tuple[LimitKind, ...] = get_args(LimitKind)
 _SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")

@@ -47,7 +47,9 @@ class TurnSignals:
     - the result message: `api_error_status`, `result_text`, `is_error`,
       `terminal_reason` (why the CLI ended the turn: domain.turn_end);
     - the error body, when one was seen: `error_code`;
-    - the profile: `local_backend` (a profile with a `base_url`).
+    - the profile: `local_backend` (a profile with a `base_url`), `custom_address` (the
+      server the user named: a profile's `base_url` or ANTHROPIC_BASE_URL; None:
+      Anthropic's API).
     """
 
     rate_limit_status: str | None = None
@@ -65,6 +67,7 @@ class TurnSignals:
     assistant_error: str | None = None
     result_text: str = ""
     local_backend: bool = False
+    custom_address: str | None = None
     # The result said the turn ended in an error, whatever the classifier makes of it.
     is_error: bool = False
     terminal_reason: str | None = None

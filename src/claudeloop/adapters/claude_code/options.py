@@ -87,6 +87,9 @@ class GatewaySettings:
     # to read what it stopped (None: nothing is read as blocked).
     sandbox_settings: str | None = None
     lines: Lines | None = None
+    # The server the user named (a profile's base_url, ANTHROPIC_BASE_URL; None:
+    # Anthropic's API): whether an unreachable one is misconfigured or offline.
+    address: str | None = None
 
     def __post_init__(self) -> None:
         if self.permission_mode not in PERMISSION_MODES:

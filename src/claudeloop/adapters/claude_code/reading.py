@@ -87,10 +87,15 @@ class TurnReading:
 
 
 def read_turn(
-    messages: Iterable[Message], *, local_backend: bool, lines: Lines | None = None
+    messages: Iterable[Message],
+    *,
+    local_backend: bool,
+    lines: Lines | None = None,
+    address: str | None = None,
 ) -> TurnReading:
     """Read the messages of one turn, in the order the SDK yielded them. `lines`: where
-    the boundary runs, when the turn ran inside one (None: nothing is read as blocked)."""
+    the boundary runs, when the turn ran inside one (None: nothing is read as blocked).
+    `address`: the server the user named (None: Anthropic's API)."""
     messages = list(messages)
     blocked = blocked_in(messages, lines) if lines is not None else ()
     rate_limits: list[RateLimitInfo] = []
@@ -142,6 +147,7 @@ def read_turn(
         assistant_error=assistant_error,
         result_text=result_text or last_text,
         local_backend=local_backend,
+        custom_address=address,
         is_error=failed,
         terminal_reason=result.terminal_reason if result is not None else None,
         windows=_window_usages(rate_limits),

@@ -214,7 +214,10 @@ class ClaudeCodeGateway:
             await self._drop(listen=False)
             return self._unanswered(f"stopped while {retrying.stopped}")
         reading = read_turn(
-            messages, local_backend=self._settings.local_backend, lines=self._settings.lines
+            messages,
+            local_backend=self._settings.local_backend,
+            lines=self._settings.lines,
+            address=self._settings.address,
         )
         self._live_session = reading.session_id or session_id
         return await self._judge(reading, requested=session_id, error=error, lost=lost, since=since)
@@ -338,7 +341,9 @@ class ClaudeCodeGateway:
             pass  # the CLI exits 1 after an error result, which it has already reported
         except Exception as error:
             self._stderr.note(f"probe ended without a result: {self._say(error)}")
-        reading = read_turn(messages, local_backend=self._settings.local_backend)
+        reading = read_turn(
+            messages, local_backend=self._settings.local_backend, address=self._settings.address
+        )
         # A probe is a process of its own: its first (and only) result.
         price = _price(reading, previous=None, previous_total=0.0)
         return ProbeOutcome(
@@ -513,7 +518,10 @@ class ClaudeCodeGateway:
 
     def _unanswered(self, reason: str, signals: TurnSignals | None = None) -> TurnOutcome:
         return TurnOutcome(
-            signals=signals or TurnSignals(local_backend=self._settings.local_backend),
+            signals=signals
+            or TurnSignals(
+                local_backend=self._settings.local_backend, custom_address=self._settings.address
+            ),
             structured=None,
             final_text="",
             cost_usd=0.0,

@@ -162,7 +162,7 @@ RECORD_CODEC = Codec(
         # The budget is the spec's: the ledger's is the same, said once.
         BudgetLedger: Shape(omitted=frozenset({"budget"}), added=_added("estimated_dollars")),
         VerifyRules: Shape(flattened=frozenset({"stagnation"})),
-        WindowExhausted: Shape(added=_added("paused_at")),
+        WindowExhausted: Shape(added=_added("paused_at", "detail"), sparse=frozenset({"detail"})),
         CreditsExhausted: Shape(added=_added("detail", "source")),
         # Credentials refused, the kind of before kinds were kept, is written as none.
         AuthenticationFailed: Shape(

@@ -61,7 +61,7 @@ RECORD_FORMAT = Versioned(key="version", current=1, assumed=0)
 RECORD_CODEC = Codec(
     shapes={
         TurnSignals: Shape(
-            omitted=frozenset({"terminal_reason"}),
+            omitted=frozenset({"terminal_reason", "custom_address"}),
             sparse=frozenset({"grace_active", "daily_cap_paused"}),
         )
     },

@@ -245,6 +245,7 @@ def claude_code(
         read_only=read_only,
         sandbox_settings=boundary.settings if boundary is not None else None,
         lines=boundary.lines if boundary is not None else None,
+        address={**os.environ, **backend.env}.get("ANTHROPIC_BASE_URL") or None,
     )
     gateway = ClaudeCodeGateway(settings, control=control, events=events)
     return UnbilledGateway(gateway) if backend.zero_cost else gateway
