@@ -191,7 +191,7 @@ def test_doctor_passes_on_a_working_local_profile(rehearsal: Rehearsal) -> None:
     assert code == 0, (checks, stderr)
     # A local server's dummy token has no end that Claude Code knows: no login to check.
     assert checks.pop("login")["status"] == "skip"
-    assert [c["status"] for c in checks.values()] == ["ok"] * 8
+    assert [c["status"] for c in checks.values()] == ["ok"] * 9  # the sandbox too
     assert checks["model"]["detail"] == f"'{MODEL}' answered a probe"
     assert checks["credentials"]["detail"] == "a dummy auth token (the server needs none)"
     assert [r["model"] for r in rehearsal.requests()] == [MODEL]

@@ -270,7 +270,7 @@ def test_a_stopped_run_resumed_after_the_lift_sends_a_turn_at_once(
     # Its own sighting of the closed window holds it back no more: the first thing the
     # resumed run does is a turn, sent, not a wait. (A stopped run goes on as if begun
     # again, with its ledger, and its log says it was resumed.)
-    assert types[:2] == ["run.resumed", "turn.started"], types
+    assert types[:3] == ["run.resumed", "sandbox.set", "turn.started"], types
     assert len({event["run_id"] for event in events(rehearsal.project)}) == 1  # the same run
     first = next(event for event in after if event["type"] == "turn.finished")
     assert (first["sent"], first["verdict"]) == (True, "continue"), first
