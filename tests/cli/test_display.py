@@ -74,6 +74,13 @@ def test_a_resent_turn_a_guessed_price_and_a_retry_are_said_without_verbose() ->
     )
     # Sent again beyond a budget of none: no "attempt 0 of 0".
     assert "Claude Code retries a failed request (401 authentication_failed)" in shown({}, beyond)
+    # What the CLI calls "unknown" with no status is a request no server answered.
+    no_answer = TurnRetrying(
+        attempt=1, max_retries=10, error_status=None, error="unknown", retry_delay_ms=600
+    )
+    assert "Claude Code retries a failed request (attempt 1 of 10: no answer from the server " in (
+        shown({}, no_answer)
+    )
     assert "turn 4: interrupted by a crash; sent again" in text
     assert "cost of qwen3-coder not counted: Claude Code only guesses its price" in text
 

@@ -154,6 +154,10 @@ def event_line(event: Event) -> str | None:
             return f"turn {turn}: failed: {reason}"
         case events.TurnRetrying(attempt=attempt, max_retries=max_retries):
             said = " ".join(str(part) for part in (event.error_status, event.error) if part)
+            if event.error == "unknown" and event.error_status is None:
+                # Measured (CLI 2.1.337): what the CLI calls "unknown" with no HTTP status
+                # is a request that got no answer at all (refused, not resolved, cut).
+                said = "no answer from the server (the network, or the server is down)"
             # The CLI sends some failures again beyond its retry budget (a 401 even with
             # CLAUDE_CODE_MAX_RETRIES=0 says "attempt 0 of 0"), and either may be missing:
             # then no count is said.
