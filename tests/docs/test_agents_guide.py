@@ -23,7 +23,7 @@ SPEAKERS = (
     ROOT / "src" / "claudeloop" / "adapters" / "notify" / "sender.py",
     ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "sdk_gateway.py",
     # `claudeloop rewind` says branch.rewound, holding the run's lock.
-    ROOT / "src" / "claudeloop" / "cli" / "branch.py",
+    ROOT / "src" / "claudeloop" / "application" / "branch.py",
 )
 _EVENT = re.compile(r"^[a-z]+\.[a-z_]+$")
 

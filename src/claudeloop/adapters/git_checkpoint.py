@@ -38,6 +38,7 @@ from pathlib import Path
 from claudeloop.adapters.git_stream import GitStream
 from claudeloop.adapters.git_tree import Entry, OldTrees, edited_tree
 from claudeloop.adapters.tree_watch import Changed, TreeWatch
+from claudeloop.application.branch import Merged
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import Checkpoint
 from claudeloop.domain.checkpoints import RUN_TRAILER, TURN_TRAILER, turn_of
@@ -845,15 +846,6 @@ def rewind_to(directory: Path, run_id: str, turn: int, *, own: bool) -> tuple[st
     except GitFailed as failed:
         raise UsageError(f"cannot rewind run {run_id}: {failed}") from None
     return target, undone
-
-
-@dataclass(frozen=True, slots=True)
-class Merged:
-    """A merge of a run's branch: `sha` the merge's commit (None: it did not apply and
-    was undone), `conflicts` the files that conflicted."""
-
-    sha: str | None
-    conflicts: tuple[str, ...] = ()
 
 
 def merge_branch(repository: Path, branch: str, into: str) -> Merged:

@@ -3,103 +3,43 @@ turns undone, and merged back into the branch the run came from."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from claudeloop.application.errors import ClaudeloopError, UsageError
-from claudeloop.application.events import BranchRewound, plan_history
+from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.fleet_seat import FleetSeat
-from claudeloop.application.prompts import resolve_task, rewound_prompt
+from claudeloop.application.prompts import resolve_task
 from claudeloop.application.records import RunRecord
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
-from claudeloop.domain.plan import WorkPlan, open_items_at, plan_after_rewind
-
-
-def _committing_run(cwd: Path | None, run_id: str | None) -> tuple[object, RunRecord]:
-    from claudeloop.cli.bootstrap.runs import find_run, load_record
-
-    directory = find_run(working_directory(cwd), run_id, None)
-    record = load_record(directory)
-    if not record.spec.checkpoint:
-        raise UsageError(
-            f"run {record.run_id} commits nothing (it was started without --worktree or "
-            "--checkpoint): it has no branch of its own to show, rewind or merge"
-        )
-    return directory, record
 
 
 def diff(*, cwd: Path | None, run_id: str | None, turn: int | None, stat: bool) -> None:
-    from claudeloop.cli.bootstrap.runs import run_diff
+    from claudeloop.application.branch import show_diff
+    from claudeloop.cli.bootstrap import run_branches
 
-    _, record = _committing_run(cwd, run_id)
-    shown = run_diff(record.spec.work_dir, record.run_id, turn, stat=stat)
-    if not shown:
-        which = f"turn {turn}" if turn is not None else "any turn"
-        raise UsageError(
-            f"run {record.run_id} has no commit of {which} (a turn that changed nothing "
-            "makes none); `claudeloop status` lists its commits"
-        )
-    click.echo(shown, nl=False)
+    click.echo(show_diff(run_branches(), working_directory(cwd), run_id, turn, stat=stat), nl=False)
 
 
 def rewind(
     *, cwd: Path | None, run_id: str | None, to_turn: int, reason: str | None, as_json: bool
 ) -> None:
-    from claudeloop.cli.bootstrap.runs import RunDirectory, rewind_to, take_lock, tell_event
+    from claudeloop.application.branch import rewind_run
+    from claudeloop.cli.bootstrap import run_branches
 
-    directory, record = _committing_run(cwd, run_id)
-    assert isinstance(directory, RunDirectory)
-    lock = take_lock(directory)  # no driver may be sending a turn meanwhile
-    try:
-        from claudeloop.cli.bootstrap.runs import load_record
-
-        record = load_record(directory)
-        sha, undone = rewind_to(
-            record.spec.work_dir,
-            record.run_id,
-            to_turn,
-            own=record.spec.worktree is not None,
-        )
-        if undone:
-            note = rewound_prompt(to_turn, tuple(undone), reason)
-            settled = max(record.checkpointed_turn, record.answered_turn)
-            plan = record.plan
-            if plan is not None:  # the checkmarks of the undone turns go too
-                plan = plan_after_rewind(
-                    plan,
-                    open_then=open_items_at(plan_history(directory.read_events()), to_turn),
-                    file_then=_plan_file(record),
-                )
-            directory.save(replace(record, rewound=note, checkpointed_turn=settled, plan=plan))
-            tell_event(
-                directory,
-                BranchRewound(to_turn=to_turn, sha=sha, undone=tuple(undone), reason=reason),
-            )
-    finally:
-        lock.release()
+    done = rewind_run(run_branches(), working_directory(cwd), run_id, to_turn, reason)
     if as_json:
-        print_json({"run_id": record.run_id, "sha": sha, "undone": undone})
+        print_json({"run_id": done.run_id, "sha": done.sha, "undone": list(done.undone)})
         return
-    if not undone:
-        click.echo(f"run {record.run_id}: nothing after turn {to_turn} to undo")
+    if not done.undone:
+        click.echo(f"run {done.run_id}: nothing after turn {to_turn} to undo")
         return
-    turns = ", ".join(str(turn) for turn in undone)
+    turns = ", ".join(str(turn) for turn in done.undone)
     click.echo(
-        f"run {record.run_id}: rewound to turn {to_turn} ({sha[:12]}); undone: turns "
-        f"{turns}. The next turn is told (claudeloop resume --run-id {record.run_id})."
+        f"run {done.run_id}: rewound to turn {to_turn} ({done.sha[:12]}); undone: turns "
+        f"{turns}. The next turn is told (claudeloop resume --run-id {done.run_id})."
     )
-
-
-def _plan_file(record: RunRecord) -> WorkPlan | None:
-    """The plan file as it is now (after a reset, the rewound turn's when it is in the
-    repository); None when there is none or it cannot be read."""
-    from claudeloop.cli.bootstrap.runs import PlanFileOnDisk
-
-    path = record.spec.plan_path
-    return None if path is None else PlanFileOnDisk().read(path)
 
 
 def merge(
@@ -110,20 +50,11 @@ def merge(
     resolve: bool = False,
     seat: FleetSeat | None = None,
 ) -> None:
-    from claudeloop.cli.bootstrap.runs import merge_branch, repository_top
+    from claudeloop.application.branch import merge_run
+    from claudeloop.cli.bootstrap import run_branches
 
-    _, record = _committing_run(cwd, run_id)
-    base = record.spec.base_branch
-    if record.spec.worktree is None or base is None:
-        raise UsageError(
-            f"run {record.run_id} committed on the branch it ran on (--checkpoint, or a "
-            "worktree of a detached HEAD): there is no branch to merge it into"
-        )
-    top = repository_top(record.spec.cwd)
-    if top is None:
-        raise UsageError(f"{record.spec.cwd} is no longer in a git repository")
-    branch = f"claudeloop/{record.run_id}"
-    merged = merge_branch(top, branch, base)
+    asked = merge_run(run_branches(), working_directory(cwd), run_id)
+    record, branch, base, merged = asked.record, asked.branch, asked.base, asked.merged
     if merged.sha is None and resolve:
         _resolve(record, branch, base, merged.conflicts, as_json=as_json, seat=seat)
         return

@@ -152,23 +152,8 @@ def event_line(event: Event) -> str | None:
             return _finished_line(event)
         case events.TurnFailed(turn=turn, reason=reason):
             return f"turn {turn}: failed: {reason}"
-        case events.TurnRetrying(attempt=attempt, max_retries=max_retries):
-            said = " ".join(str(part) for part in (event.error_status, event.error) if part)
-            if event.error == "unknown" and event.error_status is None:
-                # Measured (CLI 2.1.337): what the CLI calls "unknown" with no HTTP status
-                # is a request that got no answer at all (refused, not resolved, cut).
-                said = "no answer from the server (the network, or the server is down)"
-            # The CLI sends some failures again beyond its retry budget (a 401 even with
-            # CLAUDE_CODE_MAX_RETRIES=0 says "attempt 0 of 0"), and either may be missing:
-            # then no count is said.
-            counted = (
-                attempt is not None and max_retries is not None and 1 <= attempt <= max_retries
-            )
-            parts = [f"attempt {attempt} of {max_retries}"] if counted else []
-            parts += [said] if said else []
-            return "Claude Code retries a failed request" + (
-                f" ({': '.join(parts)})" if parts else ""
-            )
+        case events.TurnRetrying():
+            return _retry_line(event)
         case events.TurnInterrupted(turn=turn):
             return f"turn {turn}: interrupted by a crash; sent again"
         case events.SessionWritesLost() | events.SessionReplaced():
@@ -257,6 +242,23 @@ _RESUMED_FROM = {
     "waiting": "waiting for capacity",
     "probing": "probing for capacity",
 }
+
+
+def _retry_line(event: events.TurnRetrying) -> str:
+    """`Claude Code retries a failed request (attempt 2 of 10: 529 overloaded_error)`."""
+    attempt, max_retries = event.attempt, event.max_retries
+    said = " ".join(str(part) for part in (event.error_status, event.error) if part)
+    if event.error == "unknown" and event.error_status is None:
+        # Measured (CLI 2.1.337): what the CLI calls "unknown" with no HTTP status
+        # is a request that got no answer at all (refused, not resolved, cut).
+        said = "no answer from the server (the network, or the server is down)"
+    # The CLI sends some failures again beyond its retry budget (a 401 even with
+    # CLAUDE_CODE_MAX_RETRIES=0 says "attempt 0 of 0"), and either may be missing:
+    # then no count is said.
+    counted = attempt is not None and max_retries is not None and 1 <= attempt <= max_retries
+    parts = [f"attempt {attempt} of {max_retries}"] if counted else []
+    parts += [said] if said else []
+    return "Claude Code retries a failed request" + (f" ({': '.join(parts)})" if parts else "")
 
 
 def _resumed_from(phase: str) -> str:

@@ -21,6 +21,7 @@ from claudeloop.application.errors import UsageError
 
 if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
+    from claudeloop.application.branch import RunBranches
     from claudeloop.application.fleet import QueueSupport
     from claudeloop.application.ports import (
         AccountBoards,
@@ -29,6 +30,13 @@ if TYPE_CHECKING:
         RunIndex,
         WorkerHost,
     )
+
+
+def run_branches() -> RunBranches:
+    """The `RunBranches` port of `diff`, `rewind` and `merge`: run directories and git."""
+    from claudeloop.adapters.run_branches import RunBranchesOnDisk
+
+    return RunBranchesOnDisk()
 
 
 def checked_run_id(run_id: str) -> str:

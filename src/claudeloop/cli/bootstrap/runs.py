@@ -29,12 +29,13 @@ from claudeloop.adapters.credentials import (
 )
 from claudeloop.adapters.credentials import PROVIDER_VARIABLES as PROVIDER_VARIABLES
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
-from claudeloop.adapters.git_checkpoint import GitCheckpoints, branch_exists, restore_worktree
+from claudeloop.adapters.git_checkpoint import (
+    GitCheckpoints,
+    branch_exists,
+    repository_top,
+    restore_worktree,
+)
 from claudeloop.adapters.git_checkpoint import branch_facts as branch_facts
-from claudeloop.adapters.git_checkpoint import merge_branch as merge_branch
-from claudeloop.adapters.git_checkpoint import repository_top as repository_top
-from claudeloop.adapters.git_checkpoint import rewind_to as rewind_to
-from claudeloop.adapters.git_checkpoint import run_diff as run_diff
 from claudeloop.adapters.interrupts import SignalInterrupts
 from claudeloop.adapters.notify.urls import (
     looks_like_apprise_url as looks_like_apprise_url,
@@ -43,7 +44,7 @@ from claudeloop.adapters.notify.urls import masked_url as masked_url
 from claudeloop.adapters.plan_file import TASK_LIMIT as TASK_LIMIT
 from claudeloop.adapters.plan_file import TASK_LIMIT_BYTES as TASK_LIMIT_BYTES
 from claudeloop.adapters.plan_file import NotATaskFile as NotATaskFile
-from claudeloop.adapters.plan_file import PlanFileOnDisk as PlanFileOnDisk
+from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.plan_file import TaskTooLarge as TaskTooLarge
 from claudeloop.adapters.plan_file import read_task_text as read_task_text
 from claudeloop.adapters.project_folder import ProjectFolder as ProjectFolder
@@ -81,7 +82,6 @@ from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import UsageError
-from claudeloop.application.events import Event
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
 from claudeloop.application.ports import (
@@ -189,16 +189,6 @@ def run_id_used(cwd: Path, run_id: str) -> bool:
         return True
     top = repository_top(cwd)
     return top is not None and branch_exists(top, run_branch(run_id))
-
-
-def tell_event(directory: RunDirectory, event: Event) -> None:
-    """`event` appended to the run's events.jsonl by a command that holds its lock (no
-    driver writes it meanwhile)."""
-    log = EventLog(directory, SystemClock(), Redactor.from_environment())
-    try:
-        log.emit(event)
-    finally:
-        log.close()
 
 
 def refuse_checkpoint_outside_git(spec: RunSpec) -> None:
