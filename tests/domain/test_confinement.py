@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from claudeloop.domain.confinement import (
     BLOCKED_KINDS,
-    Blocked,
+    BlockedAction,
     BlockedKind,
     Boundary,
     CommandsRefused,
@@ -85,7 +85,7 @@ def test_checks_are_refused_only_where_they_would_run_unconfined_against_the_use
 )
 def test_each_kind_of_block_has_its_words(kind: BlockedKind, said: str) -> None:
     assert kind in BLOCKED_KINDS
-    assert blocked_line(Blocked(kind, "~/.ssh/id_rsa")) == said
+    assert blocked_line(BlockedAction(kind, "~/.ssh/id_rsa")) == said
 
 
 @pytest.mark.parametrize("text", ["pypi.org", "*.npmjs.org", "localhost", "files.pythonhosted.org"])

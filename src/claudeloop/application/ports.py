@@ -12,7 +12,7 @@ from claudeloop.application.events import Event
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.completion import StructuredVerdict
-from claudeloop.domain.confinement import Blocked
+from claudeloop.domain.confinement import BlockedAction
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
@@ -71,7 +71,7 @@ class TurnOutcome:
     refused_by_model: str | None = None
     # What the run's boundary stopped during the turn (domain.confinement), in the order
     # Claude Code told it.
-    blocked: tuple[Blocked, ...] = ()
+    blocked: tuple[BlockedAction, ...] = ()
     # Resets other runs of the account heard announced (the capacity board's sightings),
     # heard before this turn's own signals (domain.waiting.remember_resets).
     announced: tuple[AnnouncedReset, ...] = ()

@@ -20,7 +20,7 @@ from claudeloop.application.events import Event, event_fields
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
 from claudeloop.domain.capacity import AVAILABLE
-from claudeloop.domain.confinement import Blocked, blocked_line
+from claudeloop.domain.confinement import BlockedAction, blocked_line
 from claudeloop.domain.text import first_line
 from claudeloop.domain.verification import how_it_ended
 
@@ -169,7 +169,7 @@ def event_line(event: Event) -> str | None:
         case events.SandboxSet(line=line):
             return line
         case events.SandboxBlocked(turn=turn, kind=kind, target=target):
-            return f"turn {turn}: " + blocked_line(Blocked(kind, target))
+            return f"turn {turn}: " + blocked_line(BlockedAction(kind, target))
         case events.PlanUpdated(done=done, total=total):
             return f"plan: {done}/{total} items done"
         case events.WaitStarted(capacity=capacity, probe_at=at):

@@ -13,7 +13,7 @@ the machine can build:
   code: never an unconfined fallback.
 - `Unconfined`: the user said `--sandbox off`, knowingly.
 
-What the boundary stopped is `Blocked`, told as it happens.
+What the boundary stopped is `BlockedAction`, told as it happens.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ Posture = Confined | CommandsRefused | Unconfined
 
 
 @dataclass(frozen=True, slots=True)
-class Blocked:
+class BlockedAction:
     """One thing the boundary stopped: what kind, and the path, host or command (as the
     run's redaction leaves it)."""
 
@@ -149,7 +149,7 @@ def checks_refusal(chosen: Posture, *, has_checks: bool) -> str | None:
             assert_never(chosen)
 
 
-def blocked_line(blocked: Blocked) -> str:
+def blocked_line(blocked: BlockedAction) -> str:
     """`sandbox blocked a read: ~/.ssh/id_rsa`: the screen's line for one."""
     match blocked.kind:
         case "read":

@@ -17,7 +17,7 @@ from claude_agent_sdk import (
 
 from claudeloop.adapters.claude_code.blocked import Lines, blocked_in
 from claudeloop.adapters.claude_code.reading import read_turn
-from claudeloop.domain.confinement import Blocked
+from claudeloop.domain.confinement import BlockedAction
 
 HOME = "/home/u"
 LINES = Lines(hidden=(HOME,), visible=("/home/u/src/app", "/home/u/.pyenv"))
@@ -57,7 +57,7 @@ def test_a_hidden_home_path_is_a_read_and_a_missing_file_in_the_tree_is_not() ->
         call(4, "cat /etc/missing"),
         answer(4, "cat: /etc/missing: No such file or directory"),
     ]
-    assert blocked_in(messages, LINES) == (Blocked("read", "/home/u/.ssh/id_rsa"),)
+    assert blocked_in(messages, LINES) == (BlockedAction("read", "/home/u/.ssh/id_rsa"),)
 
 
 def test_a_read_only_file_system_is_a_write_relative_paths_too() -> None:
@@ -70,8 +70,8 @@ def test_a_read_only_file_system_is_a_write_relative_paths_too() -> None:
         ),
     ]
     assert blocked_in(messages, LINES) == (
-        Blocked("write", "/tmp/o/x.txt"),
-        Blocked("write", ".claudeloop/c"),
+        BlockedAction("write", "/tmp/o/x.txt"),
+        BlockedAction("write", ".claudeloop/c"),
     )
 
 
@@ -89,8 +89,8 @@ def test_the_proxys_violations_name_the_host_and_a_local_refusal_is_said_once() 
         answer(3, "nc: connect failed: ECONNREFUSED"),
     ]
     assert blocked_in(messages, LINES) == (
-        Blocked("network", "pypi.org:443"),
-        Blocked("network", "a local address (connection refused)"),
+        BlockedAction("network", "pypi.org:443"),
+        BlockedAction("network", "a local address (connection refused)"),
     )
 
 
@@ -103,9 +103,9 @@ def test_an_escape_asked_for_and_a_shell_taken_away_are_told_with_their_command(
         AssistantMessage(content=[TextBlock("done")], model="claude-sonnet-4-5"),
     ]
     assert blocked_in(messages, LINES) == (
-        Blocked("escape", "cat ~/.ssh/id_rsa"),
-        Blocked("read", "/home/u/.ssh/id_rsa"),
-        Blocked("command", "make test"),
+        BlockedAction("escape", "cat ~/.ssh/id_rsa"),
+        BlockedAction("read", "/home/u/.ssh/id_rsa"),
+        BlockedAction("command", "make test"),
     )
 
 
@@ -121,11 +121,11 @@ def test_refused_tools_name_their_path_or_command_and_others_are_left_out() -> N
         "not a denial",
     ]  # fmt: skip
     assert blocked_in([result(denials)], LINES) == (
-        Blocked("read", "/home/u/.netrc"),
-        Blocked("read", "/home/u/.aws"),
-        Blocked("write", "/etc/x"),
-        Blocked("write", "/n"),
-        Blocked("command", "cat /proc/1/env"),
+        BlockedAction("read", "/home/u/.netrc"),
+        BlockedAction("read", "/home/u/.aws"),
+        BlockedAction("write", "/etc/x"),
+        BlockedAction("write", "/n"),
+        BlockedAction("command", "cat /proc/1/env"),
     )
 
 
@@ -149,5 +149,5 @@ def test_a_turn_read_without_a_boundary_tells_nothing_blocked() -> None:
     ]
     assert read_turn(messages, local_backend=False).blocked == ()
     assert read_turn(messages, local_backend=False, lines=LINES).blocked == (
-        Blocked("read", "/home/u/.ssh/id_rsa"),
+        BlockedAction("read", "/home/u/.ssh/id_rsa"),
     )

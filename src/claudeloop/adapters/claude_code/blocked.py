@@ -35,7 +35,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from claudeloop.domain.confinement import Blocked, BlockedKind
+from claudeloop.domain.confinement import BlockedAction, BlockedKind
 
 _READ_TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})
 _WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
@@ -66,9 +66,9 @@ class Lines:
         )
 
 
-def blocked_in(messages: Sequence[Message], lines: Lines) -> tuple[Blocked, ...]:
+def blocked_in(messages: Sequence[Message], lines: Lines) -> tuple[BlockedAction, ...]:
     """Each stop the turn's messages tell, once, in the order told."""
-    found: dict[Blocked, None] = {}
+    found: dict[BlockedAction, None] = {}
     commands: dict[str, str] = {}  # a Bash call's command, by its id
     for message in messages:
         if isinstance(message, AssistantMessage):
@@ -76,14 +76,14 @@ def blocked_in(messages: Sequence[Message], lines: Lines) -> tuple[Blocked, ...]
                 if isinstance(block, ToolUseBlock) and block.name == "Bash":
                     commands[block.id] = _cut(str(block.input.get("command", "")))
                     if block.input.get("dangerouslyDisableSandbox") is True:
-                        found[Blocked("escape", commands[block.id])] = None
+                        found[BlockedAction("escape", commands[block.id])] = None
         elif isinstance(message, UserMessage) and isinstance(message.content, list):
             for block in message.content:
                 if not isinstance(block, ToolResultBlock):
                     continue
                 text = _text(block.content)
                 if _NO_SHELL in text and block.tool_use_id in commands:
-                    found[Blocked("command", commands[block.tool_use_id])] = None
+                    found[BlockedAction("command", commands[block.tool_use_id])] = None
                 found.update(dict.fromkeys(_in_output(text, lines)))
         elif isinstance(message, ResultMessage):
             found.update(dict.fromkeys(_denied(message.permission_denials or [])))
@@ -98,20 +98,20 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
     )
 
 
-def _in_output(text: str, lines: Lines) -> Iterable[Blocked]:
+def _in_output(text: str, lines: Lines) -> Iterable[BlockedAction]:
     for violations in _VIOLATIONS.findall(text):
         for host in _OUTBOUND.findall(violations):
-            yield Blocked("network", host)
+            yield BlockedAction("network", host)
     if _REFUSED.search(text) and "<sandbox_violations>" not in text:
-        yield Blocked("network", "a local address (connection refused)")
+        yield BlockedAction("network", "a local address (connection refused)")
     for path in _READ_ONLY.findall(text):
-        yield Blocked("write", path)
+        yield BlockedAction("write", path)
     for path in _MISSING.findall(text):
         if lines.hides(path):
-            yield Blocked("read", path)
+            yield BlockedAction("read", path)
 
 
-def _denied(denials: Iterable[Any]) -> Iterable[Blocked]:
+def _denied(denials: Iterable[Any]) -> Iterable[BlockedAction]:
     for denial in denials:
         if not isinstance(denial, Mapping):
             continue
@@ -127,7 +127,7 @@ def _denied(denials: Iterable[Any]) -> Iterable[Blocked]:
         else:
             continue
         if isinstance(target, str) and target:
-            yield Blocked(kind, _cut(target))
+            yield BlockedAction(kind, _cut(target))
 
 
 def _cut(text: str) -> str:

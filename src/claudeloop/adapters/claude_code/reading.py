@@ -27,7 +27,7 @@ from claudeloop.adapters.claude_code.blocked import Lines, blocked_in
 from claudeloop.adapters.claude_code.pricing import ModelSpend, model_spends
 from claudeloop.adapters.claude_code.verdict import verdict_from
 from claudeloop.domain.completion import StructuredVerdict
-from claudeloop.domain.confinement import Blocked
+from claudeloop.domain.confinement import BlockedAction
 from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
 from claudeloop.domain.text import first_line
 from claudeloop.domain.turn_end import (
@@ -72,7 +72,7 @@ class TurnReading:
     served_by: tuple[str, ...] = ()
     denied_tools: tuple[str, ...] = ()
     # What the boundary stopped (blocked.py), where a boundary was set.
-    blocked: tuple[Blocked, ...] = ()
+    blocked: tuple[BlockedAction, ...] = ()
     answered: bool = False
     # The result reported an error (an API failure or a stop of the CLI's own).
     failed: bool = False
