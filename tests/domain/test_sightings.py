@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.domain.sightings import Regard, is_news, regard
+from claudeloop.domain.sightings import RecordTrust, is_news, trust_in_record
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 
 SEEN = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -22,52 +22,52 @@ liveness = st.sampled_from([True, False, None])
 
 
 def test_a_runs_own_earlier_sighting_is_ignored_even_from_a_driver_that_is_gone() -> None:
-    assert regard(by_this_run=True, writer_alive=False, seen_at=SEEN, known_at=None) is (
-        Regard.IGNORE
+    assert trust_in_record(by_this_run=True, writer_alive=False, seen_at=SEEN, known_at=None) is (
+        RecordTrust.IGNORE
     )
 
 
 def test_another_live_runs_sighting_is_trusted() -> None:
-    assert regard(by_this_run=False, writer_alive=True, seen_at=SEEN, known_at=None) is (
-        Regard.TRUST
+    assert trust_in_record(by_this_run=False, writer_alive=True, seen_at=SEEN, known_at=None) is (
+        RecordTrust.TRUST
     )
 
 
 def test_another_runs_sighting_whose_process_is_gone_is_checked() -> None:
-    assert regard(by_this_run=False, writer_alive=False, seen_at=SEEN, known_at=None) is (
-        Regard.CHECK
+    assert trust_in_record(by_this_run=False, writer_alive=False, seen_at=SEEN, known_at=None) is (
+        RecordTrust.CHECK
     )
 
 
 def test_a_sighting_older_than_what_this_run_learned_is_checked() -> None:
     known = SEEN + timedelta(seconds=1)
-    assert regard(by_this_run=False, writer_alive=True, seen_at=SEEN, known_at=known) is (
-        Regard.CHECK
+    assert trust_in_record(by_this_run=False, writer_alive=True, seen_at=SEEN, known_at=known) is (
+        RecordTrust.CHECK
     )
 
 
 def test_a_sighting_since_what_this_run_learned_is_trusted() -> None:
-    assert regard(by_this_run=False, writer_alive=True, seen_at=SEEN, known_at=SEEN) is (
-        Regard.TRUST
+    assert trust_in_record(by_this_run=False, writer_alive=True, seen_at=SEEN, known_at=SEEN) is (
+        RecordTrust.TRUST
     )
 
 
 def test_a_process_on_another_machine_is_weighed_by_its_age_alone() -> None:
-    older = regard(by_this_run=False, writer_alive=None, seen_at=SEEN, known_at=SEEN)
-    newer = regard(
+    older = trust_in_record(by_this_run=False, writer_alive=None, seen_at=SEEN, known_at=SEEN)
+    newer = trust_in_record(
         by_this_run=False, writer_alive=None, seen_at=SEEN, known_at=SEEN + timedelta(hours=1)
     )
-    assert (older, newer) == (Regard.TRUST, Regard.CHECK)
+    assert (older, newer) == (RecordTrust.TRUST, RecordTrust.CHECK)
 
 
 @given(alive=liveness, seen=instants, known=st.none() | instants)
 def test_only_a_runs_own_sighting_is_ever_ignored(
     alive: bool | None, seen: datetime, known: datetime | None
 ) -> None:
-    own = regard(by_this_run=True, writer_alive=alive, seen_at=seen, known_at=known)
-    other = regard(by_this_run=False, writer_alive=alive, seen_at=seen, known_at=known)
-    assert own is Regard.IGNORE
-    assert other is not Regard.IGNORE
+    own = trust_in_record(by_this_run=True, writer_alive=alive, seen_at=seen, known_at=known)
+    other = trust_in_record(by_this_run=False, writer_alive=alive, seen_at=seen, known_at=known)
+    assert own is RecordTrust.IGNORE
+    assert other is not RecordTrust.IGNORE
 
 
 @given(
@@ -81,9 +81,11 @@ def test_a_later_sighting_is_never_trusted_less(
 ) -> None:
     # Trust never decays as news gets newer: what is trusted at one instant is trusted
     # at every later one, with the same writer and the same knowledge.
-    earlier = regard(by_this_run=False, writer_alive=alive, seen_at=seen, known_at=known)
-    newer = regard(by_this_run=False, writer_alive=alive, seen_at=seen + later, known_at=known)
-    assert earlier is not Regard.TRUST or newer is Regard.TRUST
+    earlier = trust_in_record(by_this_run=False, writer_alive=alive, seen_at=seen, known_at=known)
+    newer = trust_in_record(
+        by_this_run=False, writer_alive=alive, seen_at=seen + later, known_at=known
+    )
+    assert earlier is not RecordTrust.TRUST or newer is RecordTrust.TRUST
 
 
 @given(seen=instants, known=st.none() | instants)
@@ -92,15 +94,15 @@ def test_not_knowing_whether_the_writer_runs_is_trusting_it_runs(
 ) -> None:
     # A fleet's run on another machine: the run-id and age rules alone decide, and they
     # decide as they would for a writer known to run.
-    unknown = regard(by_this_run=False, writer_alive=None, seen_at=seen, known_at=known)
-    alive = regard(by_this_run=False, writer_alive=True, seen_at=seen, known_at=known)
+    unknown = trust_in_record(by_this_run=False, writer_alive=None, seen_at=seen, known_at=known)
+    alive = trust_in_record(by_this_run=False, writer_alive=True, seen_at=seen, known_at=known)
     assert unknown is alive
 
 
 @given(seen=instants, known=st.none() | instants)
 def test_a_gone_writers_sighting_is_never_trusted(seen: datetime, known: datetime | None) -> None:
-    assert regard(by_this_run=False, writer_alive=False, seen_at=seen, known_at=known) is (
-        Regard.CHECK
+    assert trust_in_record(by_this_run=False, writer_alive=False, seen_at=seen, known_at=known) is (
+        RecordTrust.CHECK
     )
 
 

@@ -20,7 +20,7 @@ from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.waiting import announced_in
 
 
-class Regard(Enum):
+class RecordTrust(Enum):
     """What a run makes of the board's record."""
 
     # Another live run's news, newer than this run's own: taken as this run's own.
@@ -32,24 +32,24 @@ class Regard(Enum):
     CHECK = "check"
 
 
-def regard(
+def trust_in_record(
     *,
     by_this_run: bool,
     writer_alive: bool | None,
     seen_at: datetime,
     known_at: datetime | None,
-) -> Regard:
-    """The regard a record earns. `by_this_run`: written by this run (a record of old,
+) -> RecordTrust:
+    """How far a record is trusted. `by_this_run`: written by this run (a record of old,
     without a run id, never is); `writer_alive`: whether the process that wrote it still
     runs, None when that cannot be told (a process on another machine of a fleet);
     `known_at`: when this run last asked the service itself (None: it has not yet)."""
     if by_this_run:
-        return Regard.IGNORE
+        return RecordTrust.IGNORE
     if writer_alive is False:
-        return Regard.CHECK
+        return RecordTrust.CHECK
     if known_at is not None and seen_at < known_at:
-        return Regard.CHECK
-    return Regard.TRUST
+        return RecordTrust.CHECK
+    return RecordTrust.TRUST
 
 
 def is_news(board: TurnSignals | None, seen: TurnSignals) -> bool:

@@ -10,7 +10,7 @@ turn or a probe and reads the signals it gets back, as ever. Behind that:
   signals back (a refused turn that cost nothing), so it classifies the same limit and
   waits for the same instant. Once an announced reset has passed, or a closed record
   without one is older than a probe interval, one shared probe decides first.
-- Who wrote the record decides how much it is worth (`domain.sightings.regard`): a run's
+- Who wrote the record decides how much it is worth (`domain.sightings.trust_in_record`): a run's
   own earlier record (a driver of it that was stopped or crashed) holds nothing back;
   another run's, whose process is gone or that is older than this run's own last
   request, is checked with one probe at once instead of being waited out.
@@ -62,7 +62,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.classify import classify
-from claudeloop.domain.sightings import Regard, is_news, regard
+from claudeloop.domain.sightings import RecordTrust, is_news, trust_in_record
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
 from claudeloop.domain.waiting import (
@@ -166,14 +166,14 @@ class SharedCapacityGateway:
     ) -> TurnOutcome:
         sighting = self._read()
         if sighting is not None and self._closed_now(sighting):
-            regarded = self._regard(sighting)
-            match regarded:
-                case Regard.IGNORE:
+            trusted = self._trust_in(sighting)
+            match trusted:
+                case RecordTrust.IGNORE:
                     pass  # the run's own news, weighed when it decided to send this turn
-                case Regard.TRUST | Regard.CHECK:
-                    if regarded is Regard.TRUST and self._still_closed(sighting):
+                case RecordTrust.TRUST | RecordTrust.CHECK:
+                    if trusted is RecordTrust.TRUST and self._still_closed(sighting):
                         return self._not_sent(sighting.signals, sighting.pid, session_id)
-                    if regarded is Regard.CHECK:
+                    if trusted is RecordTrust.CHECK:
                         self._note(
                             f"turn: process {sighting.pid}'s record of capacity closed "
                             "may be stale (its process is gone, or this run asked the "
@@ -184,7 +184,7 @@ class SharedCapacityGateway:
                     if standing_of(classify(probe.signals)) == "closed":
                         return self._not_sent(probe.signals, None, session_id, cost=probe.cost_usd)
                 case _:
-                    assert_never(regarded)
+                    assert_never(trusted)
         started = self._now()
         outcome = await self._inner.run_turn(
             prompt, session_id=session_id, interrupted_at=interrupted_at, on_session=on_session
@@ -256,7 +256,7 @@ class SharedCapacityGateway:
         """Whether another loop's record answers a probe made now as well as a probe
         would: younger than the interval this loop would probe at, and not a closed
         window whose announced reset came after it was written."""
-        if self._regard(sighting) is not Regard.TRUST:
+        if self._trust_in(sighting) is not RecordTrust.TRUST:
             return False  # the run's own, or news that may be stale: a probe is made
         now = self._now()
         age = now - sighting.at
@@ -275,10 +275,10 @@ class SharedCapacityGateway:
             return self._policy.credits_probe_interval
         return self._policy.window_probe_interval
 
-    def _regard(self, sighting: Sighting) -> Regard:
+    def _trust_in(self, sighting: Sighting) -> RecordTrust:
         """What the record is worth to this run (see `domain.sightings`)."""
         by_this_run = self._by_this_run(sighting)
-        return regard(
+        return trust_in_record(
             by_this_run=by_this_run,
             writer_alive=None if by_this_run else self._board.writer_alive(sighting),
             seen_at=sighting.at,
