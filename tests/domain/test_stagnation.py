@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from claudeloop.domain.stagnation import (
     Answered,
-    KeepGoing,
-    NoProgress,
+    NoBrake,
     Refused,
     SameFailure,
     Stagnation,
     StagnationSettings,
+    Stalled,
     TurnSeen,
 )
 from claudeloop.domain.verification import ChecksPassed, FailureSignature, Verification
@@ -89,8 +89,8 @@ SAME = Answered(
 
 
 def test_three_turns_that_change_nothing_stop_the_run() -> None:
-    assert idle(START, 2).brake(DEFAULTS) == KeepGoing()
-    assert idle(START, 3).brake(DEFAULTS) == NoProgress(3)
+    assert idle(START, 2).brake(DEFAULTS) == NoBrake()
+    assert idle(START, 3).brake(DEFAULTS) == Stalled(3)
 
 
 @pytest.mark.parametrize(
@@ -154,11 +154,11 @@ def test_a_different_verification_result_is_progress() -> None:
 def test_a_refused_turn_is_no_turn() -> None:
     stalled = idle(START, 2)
     assert stalled.observe(Refused()) == stalled
-    assert stalled.observe(Refused()).observe(Refused()).brake(DEFAULTS) == KeepGoing()
+    assert stalled.observe(Refused()).observe(Refused()).brake(DEFAULTS) == NoBrake()
 
 
 def test_zero_turns_the_stall_brake_off() -> None:
-    assert idle(START, 50).brake(StagnationSettings(stall_turns=0)) == KeepGoing()
+    assert idle(START, 50).brake(StagnationSettings(stall_turns=0)) == NoBrake()
 
 
 # The same failure ----------------------------------------------------------------------
@@ -174,7 +174,7 @@ def rounds(state: Stagnation, *verifications: Verification | None) -> Stagnation
 def test_the_same_failure_three_rounds_in_a_row_stops_naming_it() -> None:
     # The tree changes every turn: the work goes on, the failure does not move.
     state = rounds(Stagnation(), TESTS_FAIL, TESTS_FAIL)
-    assert state.brake(DEFAULTS) == KeepGoing()
+    assert state.brake(DEFAULTS) == NoBrake()
     state = rounds(state, TESTS_FAIL)
     assert state.turns_without_progress == 0
     assert state.brake(DEFAULTS) == SameFailure(TESTS_FAIL, 3)
@@ -191,7 +191,7 @@ def test_a_repeated_failure_is_named_before_a_plain_stall() -> None:
     for _ in range(3):
         state = state.observe(Answered(tree="t", verification=TESTS_FAIL))
     assert state.brake(DEFAULTS) == SameFailure(TESTS_FAIL, 3)
-    assert state.brake(StagnationSettings(same_failure=0)) == NoProgress(3)
+    assert state.brake(StagnationSettings(same_failure=0)) == Stalled(3)
 
 
 # Properties ----------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_the_stall_brake_never_fires_before_n_evidence_free_counted_turns(
         if isinstance(turn, Answered):
             evidence_free_in_a_row = 0 if state.evidence(turn) else evidence_free_in_a_row + 1
         state = state.observe(turn)
-        if isinstance(state.brake(settings), NoProgress):
+        if isinstance(state.brake(settings), Stalled):
             assert settings.stall_turns > 0
             assert evidence_free_in_a_row >= settings.stall_turns
 

@@ -40,11 +40,11 @@ from claudeloop.domain.pause import was_answered
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.stagnation import (
     Answered,
-    KeepGoing,
-    NoProgress,
+    NoBrake,
     SameFailure,
     Stagnation,
     StagnationSettings,
+    Stalled,
 )
 from claudeloop.domain.text import count
 from claudeloop.domain.verification import (
@@ -801,9 +801,9 @@ def _braked(state: RunState, rules: VerifyRules) -> Transition | None:
     """The run's end when the stagnation brake holds, else None."""
     brake = state.stagnation.brake(rules.stagnation)
     match brake:
-        case KeepGoing():
+        case NoBrake():
             return None
-        case NoProgress(turns=turns):
+        case Stalled(turns=turns):
             return _finish(state, Outcome.FAILED, f"no progress in {count(turns, 'turn')}")
         case SameFailure(failure=failure, rounds=rounds):
             return _finish(

@@ -140,17 +140,17 @@ class Stagnation:
             assert isinstance(self.verification, FailureSignature)  # see __post_init__
             return SameFailure(self.verification, self.same_failure_rounds)
         if settings.stall_turns and self.turns_without_progress >= settings.stall_turns:
-            return NoProgress(self.turns_without_progress)
-        return KeepGoing()
+            return Stalled(self.turns_without_progress)
+        return NoBrake()
 
 
 @dataclass(frozen=True, slots=True)
-class KeepGoing:
+class NoBrake:
     pass
 
 
 @dataclass(frozen=True, slots=True)
-class NoProgress:
+class Stalled:
     """No evidence of progress in `turns` turns in a row."""
 
     turns: int
@@ -164,7 +164,7 @@ class SameFailure:
     rounds: int
 
 
-Brake = KeepGoing | NoProgress | SameFailure
+Brake = NoBrake | Stalled | SameFailure
 
 
 def _work_keys(remaining_work: tuple[str, ...]) -> frozenset[str]:

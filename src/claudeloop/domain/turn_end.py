@@ -56,7 +56,7 @@ CONTEXT_STOPS: tuple[ContextStop, ...] = get_args(ContextStop)
 
 
 @dataclass(frozen=True, slots=True)
-class GoesOn:
+class TurnEnded:
     """The turn ended; the next one continues the work. `early` when the CLI cut it
     short (its reason, e.g. `max_turns`), so a missing verdict is no surprise."""
 
@@ -99,7 +99,7 @@ class UnknownEnd:
     value: str | None
 
 
-TurnEnd = GoesOn | Errored | ContextFull | ApiRefused | CliStopped | UnknownEnd
+TurnEnd = TurnEnded | Errored | ContextFull | ApiRefused | CliStopped | UnknownEnd
 
 
 def turn_end(terminal_reason: str | None) -> TurnEnd:
@@ -109,7 +109,7 @@ def turn_end(terminal_reason: str | None) -> TurnEnd:
         return UnknownEnd(terminal_reason)
     match reason:
         case "completed" | "background_requested":
-            return GoesOn(reason)
+            return TurnEnded(reason)
         case (
             "max_turns"
             | "aborted_streaming"
@@ -120,7 +120,7 @@ def turn_end(terminal_reason: str | None) -> TurnEnd:
             | "tool_deferred_unavailable"
             | "structured_output_retry_exhausted"
         ):
-            return GoesOn(reason, early=True)
+            return TurnEnded(reason, early=True)
         case "image_error" | "model_error" | "malformed_tool_use_exhausted":
             return Errored(reason)
         case "prompt_too_long" | "blocking_limit" | "rapid_refill_breaker":
@@ -171,7 +171,7 @@ def is_error_turn(signals: TurnSignals) -> bool:
         return False
     end = turn_end(signals.terminal_reason)
     match end:
-        case GoesOn():
+        case TurnEnded():
             return False
         case Errored() | ContextFull() | ApiRefused() | CliStopped() | UnknownEnd():
             return True

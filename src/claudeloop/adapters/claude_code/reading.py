@@ -35,7 +35,7 @@ from claudeloop.domain.turn_end import (
     CliStopped,
     ContextFull,
     Errored,
-    GoesOn,
+    TurnEnded,
     UnknownEnd,
     turn_end,
 )
@@ -382,7 +382,7 @@ def _cli_stop(result: ResultMessage, signals: TurnSignals) -> str | None:
         case ApiRefused() | UnknownEnd():
             if result.subtype not in _CLI_STOPS:
                 return None
-        case GoesOn() | Errored() | ContextFull():
+        case TurnEnded() | Errored() | ContextFull():
             return None
     if signals.api_error_status is not None or signals.assistant_error is not None:
         return None
