@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 
 from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
-from claudeloop.adapters.shared_capacity.sharing_gateway import wakeable
+from claudeloop.adapters.shared_capacity.sharing_gateway import woken_by_the_board
 from claudeloop.adapters.system_clock import WallClockSleeper
 from claudeloop.application.ports import CapacityBoard, Sighting, Sleeper
 from claudeloop.domain.capacity import Available
@@ -104,7 +104,7 @@ def test_a_wait_ends_when_another_loop_finds_capacity_open_and_its_result_is_tak
     async def main() -> None:
         refused = await waiter.run_turn("go", session_id=None)  # the window closes
         assert refused.signals.is_error
-        async with waiting_an_hour(wakeable(waiter, endless), endless, clock, woke):
+        async with waiting_an_hour(woken_by_the_board(waiter, endless), endless, clock, woke):
             clock.advance(minutes=6)  # the waiter's record is no news by now
             await prober.probe()  # finds it open
         probe = await waiter.probe()
@@ -175,7 +175,7 @@ def test_a_pause_before_the_wall_is_not_ended_by_another_loops_news(tmp_path: Pa
 
 def test_a_run_of_one_machine_without_sharing_sleeps_as_ever() -> None:
     endless = Endless()
-    assert wakeable(FakeInner(), endless) is endless
+    assert woken_by_the_board(FakeInner(), endless) is endless
 
 
 def test_runs_of_one_worker_wake_on_a_probe_another_worker_published_in_postgresql(

@@ -44,7 +44,7 @@ class RunSoFar:
     # (items done, items in all) of the plan file, when the run has one.
     plan: tuple[int, int] | None = None
     # The wait a person has been told of; None while turns are being sent.
-    told_wait: str | None = None
+    wait_notified: str | None = None
 
     @property
     def progress(self) -> str:
@@ -69,19 +69,19 @@ def notification_for(
         case events.PlanUpdated(done=done, total=total):
             run = replace(run, plan=(done, total))
         case events.TurnStarted():
-            run = replace(run, told_wait=None)
+            run = replace(run, wait_notified=None)
         case events.WaitStarted(capacity=capacity, probe_at=probe_at, capacity_kind=kind):
             capacity = capacity or "capacity"
             # Credits are told once however their words change between probes.
             awaited = kind if kind in CREDIT_KINDS else capacity
-            if awaited != run.told_wait:
+            if awaited != run.wait_notified:
                 notification = _wait(capacity, kind, probe_at, run)
-            run = replace(run, told_wait=awaited)
+            run = replace(run, wait_notified=awaited)
         case events.OverageStarted():
             notification = _overage(event, run)
         case events.RunFinished():
             notification = _finished(event, run)
-            run = replace(run, told_wait=None)
+            run = replace(run, wait_notified=None)
         case (
             events.RunStarted()
             | events.RunResumed()

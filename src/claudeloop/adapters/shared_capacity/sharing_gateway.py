@@ -390,7 +390,7 @@ class SharedCapacityGateway:
         )
 
 
-def wakeable(gateway: Gateway, sleeper: Sleeper) -> Sleeper:
+def woken_by_the_board(gateway: Gateway, sleeper: Sleeper) -> Sleeper:
     """`sleeper`, woken by the board's news when `gateway` shares capacity."""
     return gateway.waking(sleeper) if isinstance(gateway, SharedCapacityGateway) else sleeper
 

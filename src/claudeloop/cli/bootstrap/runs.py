@@ -387,7 +387,7 @@ def wire_run(
         seat=seat,
     )
     # A wait shared with the account's other loops ends when one of them finds it open.
-    from claudeloop.adapters.shared_capacity.sharing_gateway import wakeable
+    from claudeloop.adapters.shared_capacity.sharing_gateway import woken_by_the_board
 
     # A commit per answered turn, on the worktree's branch or the current one.
     checkpoints = (
@@ -404,7 +404,7 @@ def wire_run(
     runner = Runner(
         gateway=chosen_gateway,
         clock=clock,
-        sleeper=wakeable(chosen_gateway, WallClockSleeper(directory, clock)),
+        sleeper=woken_by_the_board(chosen_gateway, WallClockSleeper(directory, clock)),
         events=events,
         store=fenced_by_lease(directory, seat),  # a worker's run: saved while its lease holds
         control=directory,
