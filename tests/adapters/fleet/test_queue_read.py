@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from claudeloop.adapters.fleet import queue
+from claudeloop.adapters.fleet import dbos_app, queue
 from claudeloop.adapters.fleet.engine import Engine
 from claudeloop.adapters.fleet.queue import Order, add
 from claudeloop.application.ports import QueuedRun
@@ -112,7 +112,7 @@ def test_a_value_that_names_a_class_is_not_loaded_but_read_as_none() -> None:
 
     plain = base64.b64encode(pickle.dumps({"args": [{"cwd": "/x"}]})).decode()
     names_a_class = base64.b64encode(pickle.dumps(Path("/etc"))).decode()
-    assert queue._decoded(plain, "py_pickle") == {"args": [{"cwd": "/x"}]}
-    assert queue._decoded(names_a_class, "py_pickle") is None
-    assert queue._decoded("not base64 at all!", None) is None
-    assert queue._decoded('{"positionalArgs": [1]}', "portable_json") == {"positionalArgs": [1]}
+    assert dbos_app.decoded(plain, "py_pickle") == {"args": [{"cwd": "/x"}]}
+    assert dbos_app.decoded(names_a_class, "py_pickle") is None
+    assert dbos_app.decoded("not base64 at all!", None) is None
+    assert dbos_app.decoded('{"positionalArgs": [1]}', "portable_json") == {"positionalArgs": [1]}

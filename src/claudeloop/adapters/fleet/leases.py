@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters.fleet import travel
 from claudeloop.adapters.fleet.connections import Database, Pooled, Single, Transaction
+from claudeloop.adapters.fleet.dbos_app import cancelled_among
 from claudeloop.application.ports import AccountCapacity
 
 if TYPE_CHECKING:
@@ -170,10 +171,6 @@ def _sqlite_error(error: Exception) -> sqlite3.Error | None:
         if isinstance(each, sqlite3.Error):
             return each
     return None
-
-
-# DBOS's tables: in the schema `dbos` on PostgreSQL, unqualified in SQLite.
-DBOS_SCHEMA = {"postgresql": "dbos.", "sqlite": ""}
 
 
 @dataclass(frozen=True)
@@ -321,7 +318,7 @@ class Leases:
 
     def read(self, statement: str, **values: Any) -> list[Any]:
         """The rows a query of another table of this database returns (DBOS's table of
-        workflows, which adapters/fleet/queue.py reads without importing DBOS)."""
+        workflows, which adapters/fleet/dbos_app.py reads without importing DBOS)."""
         return self._rows(statement, **values)
 
     # Workers
@@ -600,11 +597,7 @@ class Leases:
         if running:
             values |= {f"r{n}": run_id for n, run_id in enumerate(running)}
             among = ", ".join(f":r{n}" for n in range(len(running)))
-            parts.append(
-                f"SELECT 'cancelled', workflow_uuid, CAST(NULL AS BIGINT), NULL FROM"
-                f" {DBOS_SCHEMA[self.kind]}workflow_status"
-                f" WHERE status = 'CANCELLED' AND workflow_uuid IN ({among})"
-            )
+            parts.append(cancelled_among(self.kind, among))
         if self._requests_made:
             parts.append(
                 "SELECT 'request', q.run_id, q.id, q.asked FROM claudeloop_requests q"
