@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from claudeloop.adapters.fleet import travel, worker
+from claudeloop.adapters.fleet import children, engine_copy, lease_file, travel
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, write_lease
 from claudeloop.adapters.fleet.leases import Leases
@@ -70,11 +70,11 @@ def test_a_worker_dying_right_after_its_run_saved_a_turn_leaves_that_turn_to_its
 ) -> None:
     # The worker's half-second copy never comes round while the child lives: what the
     # engine holds is what the saves themselves put there.
-    monkeypatch.setattr(worker, "_CANCEL_POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(children, "POLL_SECONDS", 3600.0)
     cwd = tmp_path / "project"
     run = cwd / ".claudeloop" / "runs" / "r1"
     monkeypatch.setattr(
-        worker,
+        children,
         "child_command",
         lambda run_id, order, cwd: [sys.executable, "-c", CHILD, "run", str(run), str(cwd)],
     )
@@ -107,7 +107,7 @@ def test_a_worker_dying_right_after_its_run_saved_a_turn_leaves_that_turn_to_its
         assert stored.saved_by == "w1"
     finally:
         for pid in drivers.running_children():
-            worker.stop_tree(pid)
+            lease_file.stop_tree(pid)
         driving.join(timeout=30)
     assert ended == [-signal.SIGKILL]
 
@@ -149,7 +149,7 @@ def test_a_successor_starts_from_the_newer_of_this_machines_record_and_the_engin
     record = pack_record(tmp_path / "stored")
     leases.store("r1", epoch, "w0", phase="running", record=record, transcript=None)
     monkeypatch.setattr(
-        worker,
+        children,
         "child_command",
         lambda run_id, order, cwd: [sys.executable, "-c", STARTS_FROM, "resume", str(run)],
     )
@@ -212,7 +212,7 @@ def test_a_runs_copy_sends_what_grew_and_is_stored_whole_when_its_child_ends(
     epoch = leases.claim("r1", "w1")
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        copy = worker.EngineCopy(
+        copy = engine_copy.EngineCopy(
             leases, "w1", environ, print, run_id="r1", cwd=cwd, epoch=epoch, child=child
         )
 

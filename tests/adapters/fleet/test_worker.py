@@ -8,18 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.fleet.children import child_command, child_environment, run_cwd
 from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.heart import Heart
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order
 from claudeloop.adapters.fleet.worker import (
     Drivers,
-    Heart,
     WorkerLock,
     WorkerRunning,
     WorkerSettings,
-    child_command,
-    child_environment,
-    run_cwd,
 )
 from claudeloop.adapters.run_directory.lock import acquire
 

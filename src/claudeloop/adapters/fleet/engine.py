@@ -17,7 +17,7 @@ from typing import Literal
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from claudeloop.adapters.shared_capacity.board import STATE_DIR_VARIABLE
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import ClaudeloopError, UsageError
 
 ENGINE_VARIABLE = "CLAUDELOOP_ENGINE"
 SQLITE_FILE = "fleet.sqlite"
@@ -35,6 +35,23 @@ _CONNECT_PARAMETERS = {
 
 class BadEngine(UsageError, ValueError):
     """An engine URL that cannot be used; the message is one line, password masked."""
+
+
+class FleetUnavailable(ClaudeloopError, OSError):
+    """The engine's database could not be reached or set up; one line, no password."""
+
+
+def engine_error(error: BaseException) -> str:
+    """The first line of what the database said (SQLAlchemy appends SQL and links); a
+    server that accepted the connection and never answered, in those words."""
+    cause = getattr(error, "orig", None) or error
+    if type(cause).__name__ == "ConnectionTimeout":  # psycopg's, named not imported
+        return (
+            f"does not answer (no reply within {CONNECT_TIMEOUT_SECONDS} s of connecting); "
+            "check that the host and port are a PostgreSQL server's and reachable"
+        )
+    lines = [line for line in str(cause).strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(cause).__name__
 
 
 @dataclass(frozen=True)

@@ -153,3 +153,10 @@ def fenced_by_lease(store: RunStore, seat: FleetSeat) -> RunStore:
         except OSError:
             fence("the link to this run's worker is gone")
     return LeasedStore(store, seat.lease, link)
+
+
+def stop_tree(pid: int) -> None:
+    """SIGKILL a child and everything under it (its Claude CLI and the CLI's tools)."""
+    for each in [*descendants(pid), pid]:
+        with contextlib.suppress(OSError):
+            os.kill(each, signal.SIGKILL)

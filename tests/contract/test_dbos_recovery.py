@@ -1,16 +1,22 @@
-"""The one private call of DBOS the fleet relies on, pinned for the range we allow.
+"""The one private call of DBOS the fleet relies on, pinned to DBOS's version.
 
 A worker that takes over a dead one asks DBOS to recover that executor's pending
-workflows (`DBOS._recover_pending_workflows`, adapters/fleet/worker.py; ADR 0006 says
-why). It is not public API: this test fails first when a DBOS release within
-`dbos>=3.4,<4` changes what it does. Each executor runs in a process of its own, as
-workers do (DBOS is one per process).
+workflows: `recover_pending` in adapters/fleet/dbos_app.py, which calls
+`DBOS._recover_pending_workflows` (ADR 0006 says why; DBOS has no public call that does
+it). It is not public API: this test fails when a DBOS release changes what it does, and
+`make canary` runs it (tests/contract) beside the newest Claude Code. The version it was
+last read against is CHECKED: a DBOS of another version fails
+`test_dbos_is_the_version_these_pins_were_read_against` until someone reads what changed
+in `_recover_pending_workflows` and DBOS's tables (tests/contract/test_dbos_tables.py)
+and moves CHECKED. Each executor runs in a process of its own, as workers do (DBOS is
+one per process).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -18,6 +24,7 @@ import pytest
 EXECUTOR = """
 import os, sys, time
 from dbos import DBOS
+from claudeloop.adapters.fleet.dbos_app import recover_pending
 
 url, me, role = sys.argv[1:4]
 DBOS(config={"name": "pin", "system_database_url": url, "executor_id": me,
@@ -36,10 +43,24 @@ if role == "dies":
     queue.enqueue(run, 7)
     time.sleep(60)
 else:
-    handles = DBOS._recover_pending_workflows([sys.argv[4]])
-    print(len(handles), handles[0].get_result(), flush=True)
+    count = recover_pending([sys.argv[4]])
+    print(count, DBOS.retrieve_workflow(DBOS.list_workflows()[0].workflow_id).get_result(),
+          flush=True)
     DBOS.destroy()
 """
+
+
+# The DBOS release whose private call and tables these pins were read against.
+CHECKED = "3.4.0"
+
+
+def test_dbos_is_the_version_these_pins_were_read_against() -> None:
+    assert version("dbos") == CHECKED, (
+        f"DBOS is {version('dbos')}, not {CHECKED}: read what changed in "
+        "DBOS._recover_pending_workflows and in its tables workflow_status, "
+        "workflow_input and workflow_output (adapters/fleet/dbos_app.py relies on them), "
+        "run tests/contract/test_dbos_*.py, then move CHECKED"
+    )
 
 
 def _executor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

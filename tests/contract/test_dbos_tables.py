@@ -1,7 +1,11 @@
 """The fleet's queue, read from DBOS's tables without DBOS (`status --engine`, `queue
-ls` and the dashboard skip importing it), is what DBOS's own client lists: pinned for
-the DBOS range we allow, on SQLite and PostgreSQL, with a run in every state a real
-DBOS executor leaves it in (queued, running, done, exit N, failed, cancelled)."""
+ls` and the dashboard skip importing it), is what DBOS's own client lists: pinned to
+DBOS's version (CHECKED in tests/contract/test_dbos_recovery.py), on SQLite and
+PostgreSQL, with a run in every state a real DBOS executor leaves it in (queued,
+running, done, exit N, failed, cancelled); and a worker's look at which of its runs were
+cancelled (`cancelled_among`) finds what DBOS's client says was. Both are plain SQL on
+tables DBOS does not publish (adapters/fleet/dbos_app.py): this fails when a DBOS
+release changes them, and `make canary` runs it."""
 
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from claudeloop.adapters.fleet import queue
+from claudeloop.adapters.fleet import dbos_app, queue
 from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, add
 from claudeloop.application.ports import QueuedRun
 from tests.adapters.fleet.test_engine_fleet import engine
@@ -104,6 +109,18 @@ def test_the_queue_read_without_dbos_is_what_dbos_lists(engine: Engine, tmp_path
     assert {run.cwd for run in read} >= {"/exit0", "/exit3", "/fails", "/hangs"}
     assert queue.find(engine, "exit3") == read[1]
     assert queue.find(engine, "nothing") is None
+    among = ["cancelled", "queued", "hangs", "done"]
+    leases = Leases(engine)
+    try:
+        looked = leases.read(
+            dbos_app.cancelled_among(engine.kind, ", ".join(f":r{n}" for n in range(4))),
+            **{f"r{n}": run_id for n, run_id in enumerate(among)},
+        )
+    finally:
+        leases.close()
+    with queue._client(engine) as client:
+        said = client.list_workflows(workflow_ids=among, status="CANCELLED", load_input=False)
+    assert [str(row[1]) for row in looked] == [s.workflow_id for s in said] == ["cancelled"]
 
 
 def test_a_value_that_names_a_class_is_not_loaded_but_read_as_none() -> None:
@@ -112,7 +129,7 @@ def test_a_value_that_names_a_class_is_not_loaded_but_read_as_none() -> None:
 
     plain = base64.b64encode(pickle.dumps({"args": [{"cwd": "/x"}]})).decode()
     names_a_class = base64.b64encode(pickle.dumps(Path("/etc"))).decode()
-    assert queue._decoded(plain, "py_pickle") == {"args": [{"cwd": "/x"}]}
-    assert queue._decoded(names_a_class, "py_pickle") is None
-    assert queue._decoded("not base64 at all!", None) is None
-    assert queue._decoded('{"positionalArgs": [1]}', "portable_json") == {"positionalArgs": [1]}
+    assert dbos_app.decoded(plain, "py_pickle") == {"args": [{"cwd": "/x"}]}
+    assert dbos_app.decoded(names_a_class, "py_pickle") is None
+    assert dbos_app.decoded("not base64 at all!", None) is None
+    assert dbos_app.decoded('{"positionalArgs": [1]}', "portable_json") == {"positionalArgs": [1]}
