@@ -89,9 +89,11 @@ SCRIPTS = {
 }
 
 
-def driven(cwd: Path, run_id: str, script: Script) -> RunRecord:
+def driven(
+    cwd: Path, run_id: str, script: Script, index: RunIndexDirectory | None = None
+) -> RunRecord:
     """A run of `script`, by the runner, into a real run directory under `cwd`,
-    registered in this machine's index."""
+    registered in this machine's index (`index`: another machine's)."""
     directory = RunDirectory.create(cwd, run_id)
     clock = FakeClock()
     control = FakeControl()
@@ -121,7 +123,7 @@ def driven(cwd: Path, run_id: str, script: Script) -> RunRecord:
     ended = anyio.run(go)
     log.close()
     directory.write_summary(ended)
-    RunIndexDirectory.of_environment().register(
+    (index or RunIndexDirectory.of_environment()).register(
         IndexedRun(run_id, directory.path, cwd, None, "box", START)
     )
     return ended
