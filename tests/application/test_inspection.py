@@ -52,20 +52,35 @@ def test_the_rows_are_newest_first_and_an_unreadable_record_is_a_row_saying_so()
     runs = two_runs()
     runs.unreadable.add("r2")
     runs.drivers["r1"] = 7
-    assert run_rows(runs) == [
-        {"run_id": "r2", "phase": "unreadable"},
-        {
-            "run_id": "r1",
-            "started_at": START.isoformat(),
-            "phase": "complete",
-            "outcome": "done",
-            "turns": 2,
-            "dollars": 0.42,
-            "session_id": None,
-            "driver_alive": True,
-        },
-    ]
-    assert run_rows(MemoryRuns()) == []
+    rows = run_rows(runs, now=START, mask=_masked)
+    assert rows[0] == {"run_id": "r2", "phase": "unreadable"}
+    assert {key: rows[1][key] for key in _ROW_KEYS} == {
+        "run_id": "r1",
+        "started_at": START.isoformat(),
+        "phase": "complete",
+        "outcome": "done",
+        "turns": 2,
+        "dollars": 0.42,
+        "session_id": None,
+        "driver_alive": True,
+    }
+    # The read model's words beside them (application.run_facts).
+    assert rows[1]["said"]["turns"] == "3 sent, 2 answered, 1 refused"
+    assert rows[1]["said"]["dollars"] == "$0.42"
+    assert run_rows(MemoryRuns(), now=START, mask=_masked) == []
+
+
+# The keys `runs --json` had before the read model, which scripts may read.
+_ROW_KEYS = (
+    "run_id",
+    "started_at",
+    "phase",
+    "outcome",
+    "turns",
+    "dollars",
+    "session_id",
+    "driver_alive",
+)
 
 
 def test_only_a_run_with_a_live_driver_is_asked_and_the_words_say_when() -> None:

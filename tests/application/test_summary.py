@@ -81,4 +81,4 @@ def test_the_turns_line_counts_as_the_turn_lines_number_and_says_one_probe() -> 
     h = harness([verdict_turn(remaining=("more",)) for _ in range(3)])
     final = drive(h, record(budget=Budget(max_turns=1)))
     probed = replace(final, state=replace(final.state, probes=1))
-    assert "- Turns: 1 sent, 1 answered; 1 probe\n" in summary_markdown(probed)
+    assert "- Turns: 1 sent, 1 answered, 0 refused; 1 probe\n" in summary_markdown(probed)

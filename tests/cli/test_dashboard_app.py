@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from claudeloop.application.dashboard import front_page, section_of
 from claudeloop.application.ports import ProjectRuns
+from claudeloop.application.records import RunRecord
 from claudeloop.cli.dashboard import exposure
 from claudeloop.cli.dashboard.app import Sources, cookie_name, dashboard_app
-from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.loop import ControlCommand, Outcome, Phase
 from tests.application.fakes import START, MemoryBoards, MemoryFleet, MemoryIndex, MemoryRuns
 from tests.application.test_dashboard import APP, entry, line
 from tests.application.test_fleet import fleet_of_two, waiting_record
@@ -246,7 +248,10 @@ def test_a_fleets_run_is_stopped_through_its_worker() -> None:
 def test_the_front_page_says_what_the_last_hours_did_and_links_the_morning_report() -> None:
     runs, index = machine()
     page = client_of(runs, index).get("/").text
-    assert "The last 12 h: 1 run(s) started (1 waiting), 2 turn(s), $0.42." in page
+    assert (
+        "The last 12 h: 1 run(s) started (1 waiting); turns 3 sent, 2 answered, 1 refused; "
+        "cost $0.42." in page
+    )
     assert '<a href="/report">The morning report</a>' in page
 
 
@@ -274,3 +279,50 @@ def test_a_runs_page_says_where_its_commands_run_and_how_much_was_blocked() -> N
     assert (
         '<div class="sandbox">sandbox: commands run confined: no network · blocked 3</div>' in page
     )
+
+
+def _ended(run_id: str, outcome: Outcome, reason: str) -> RunRecord:
+    record = waiting_record(run_id)
+    state = replace(
+        record.state, phase=Phase.COMPLETE, outcome=outcome, reason=reason, next_probe_at=None
+    )
+    return replace(record, state=state)
+
+
+def test_the_front_page_puts_what_needs_a_person_first_in_red_and_folds_the_gone_runs() -> None:
+    runs = MemoryRuns(
+        _ended("r-auth", Outcome.AUTH_FAILED, "authentication failed: log in again"),
+        _ended("r-done", Outcome.DONE, "all done"),
+        waiting_record("r-wait"),
+        _ended("r-blocked", Outcome.BLOCKED, "blocked on: the staging password"),
+    )
+    runs.drivers["r-wait"] = 7
+    index = MemoryIndex(
+        entry("r-done", 1), entry("r-auth", 2), entry("r-wait", 3), entry("r-blocked", 4)
+    )
+    index.entries[entry("r-gone", 5).key] = entry("r-gone", 5)
+    index.gone.add(entry("r-gone", 5).key)
+    page = client_of(runs, index).get("/", params={"part": "main"}).text
+    order = [page.index(f'id="{name}"') for name in ("needs-you", "waiting", "done", "gone")]
+    assert order == sorted(order)
+    needs_you = page[order[0] : order[1]]
+    assert "r-auth" in needs_you
+    assert "r-blocked" in needs_you
+    assert "log in again" in needs_you  # why it stopped, beside it
+    assert 'class="phase complete auth_failed needs-you"' in needs_you
+    assert "5-hour window closed" in page[order[1] : order[2]]  # what it waits for
+    assert "r-done" in page[order[2] : order[3]]
+    # The gone run: folded at the end, grey, never red.
+    gone = page[order[3] :]
+    assert gone.startswith('id="gone"><summary>Gone (directory removed) (1)</summary>')
+    assert "r-gone" in gone
+    assert 'class="problem"' not in gone
+    assert page.index("Needs you: 2") < page.index("Waiting: 1") < page.index("Done: 1")
+
+
+def test_a_run_killed_mid_run_needs_a_person_to_resume_it() -> None:
+    assert section_of({"phase": "running", "outcome": None, "driver_alive": False}) == "needs-you"
+    assert section_of({"phase": "running", "outcome": None, "driver_alive": True}) == "running"
+    assert section_of({"phase": "complete", "outcome": "stopped"}) == "ended"
+    assert section_of({"phase": "unreadable"}) == "needs-you"
+    assert [s.name for s in front_page([])] == []

@@ -19,8 +19,10 @@ def test_the_report_as_lines(claudeloop: Invoke, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.err
     lines = result.out.splitlines()
     assert lines[0].startswith("claudeloop report since ")
-    assert "1 run, 2 turns (1 refused), $0.42" in lines[0]
-    assert any(line.startswith(f"{RUN}  waiting: 2 turns") for line in lines)
+    assert "1 run, turns 3 sent, 2 answered, 1 refused, 0 probes, $0.42" in lines[0]
+    # The run's line says what it is for, then its turns as every view says them.
+    at = lines.index(next(line for line in lines if line.startswith(f"{RUN}  waiting: ")))
+    assert lines[at + 1].startswith("  turns 3 sent, 2 answered, 1 refused, 0 probes, $0.42")
     assert "  waited on: 5-hour window closed " in result.out
     assert "  left: b" in result.out
 

@@ -63,6 +63,21 @@ def test_spend_probe_counts_only_its_cost() -> None:
     after = before.spend_probe(0.5)
     assert (before.turns, before.attempts, before.dollars) == (2, 3, 1.0)
     assert (after.turns, after.attempts, after.dollars) == (2, 3, 1.5)
+    assert (after.probe_dollars, after.turn_dollars) == (0.5, 1.0)
+
+
+def test_turns_and_probes_spend_add_up_to_the_total() -> None:
+    ledger = BudgetLedger().spend_turn(0.0016).spend_attempt(0.0016).spend_probe(0.0008)
+    ledger = ledger.spend_turn(0.0016)
+    assert ledger.probe_dollars == 0.0008
+    assert ledger.turn_dollars == pytest.approx(0.0048)
+    assert ledger.turn_dollars + ledger.probe_dollars == pytest.approx(ledger.dollars)
+
+
+@pytest.mark.parametrize("probes", [-0.01, 0.5])
+def test_the_spend_on_probes_is_a_part_of_the_spend(probes: float) -> None:
+    with pytest.raises(ValueError, match="probes is a part"):
+        BudgetLedger(dollars=0.25, probe_dollars=probes)
 
 
 def test_ledgers_are_frozen() -> None:
@@ -138,6 +153,9 @@ def test_the_ledger_adds_up_and_any_exhausted_is_any_cap_reached(
     assert ledger.turns == turns
     assert ledger.attempts == attempts
     assert ledger.dollars == pytest.approx(sum(max(cost, 0.0) for _, cost in history))
+    probed = sum(max(cost, 0.0) for kind, cost in history if kind == "probe")
+    assert ledger.probe_dollars == pytest.approx(probed)
+    assert 0 <= ledger.probe_dollars <= ledger.dollars
     expected = (
         (max_turns is not None and turns >= max_turns)
         or (max_dollars is not None and ledger.dollars >= max_dollars)

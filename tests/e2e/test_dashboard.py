@@ -168,6 +168,10 @@ def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
         )
         assert run_id in row
         assert "waiting" in row
+        # In the front page's part of the runs that wait, saying until when.
+        waiting = browser.find_element(By.CSS_SELECTOR, "#waiting tr.run").text
+        assert run_id in waiting
+        assert "next probe" in waiting
         assert "token" not in browser.current_url  # the token left the address bar
         _screenshot(browser, "runs", tmp_path)
 
@@ -261,3 +265,49 @@ def test_probe_now_on_the_runs_page_ends_a_five_hour_wait(
     assert types.index("wait.started") < types.index("probe.asked") < types.index("probe.finished")
     probes = [r for r in rehearsal.requests() if r["kind"] == "probe"]
     assert len(probes) == 1  # the one the button asked for, not one at the reset
+
+
+def test_the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: Path) -> None:
+    """Runs that ended every way, and one whose directory is gone, on the front page: what
+    needs a person first and red, then what is done, then what ended and can go on, and
+    the gone run folded and grey at the end; the same at 1400 and 800 px wide."""
+    from selenium.webdriver.common.by import By
+
+    from claudeloop.adapters.run_index import RunIndexDirectory
+    from tests.cli.test_one_read_model import SCRIPTS, driven
+
+    env = {**os.environ, "CLAUDELOOP_STATE_DIR": str(tmp_path / "state")}
+    index = RunIndexDirectory(tmp_path / "state" / "runs")
+    for name in ("done", "auth_failed", "budget_exhausted", "blocked", "refused_then_probed"):
+        driven(tmp_path / name, f"20261130-090000-{name.replace('_', '-')}", SCRIPTS[name], index)
+    driven(tmp_path / "removed", "20261130-090000-removed", SCRIPTS["done"], index)
+    shutil.rmtree(tmp_path / "removed")
+    shown = Dashboard(env)
+    try:
+        browser.get(shown.url)
+        for width in (1400, 800):
+            browser.set_window_size(width, 1000)
+            browser.get(shown.base + "/")
+            sections = _settled(
+                browser, lambda page: page.find_elements(By.CSS_SELECTOR, "#main .section")
+            )
+            names = [section.get_attribute("id") for section in sections]
+            assert names == ["needs-you", "done", "ended", "gone"]
+            tops = [section.location["y"] for section in sections]
+            assert tops == sorted(tops)  # read in that order, top to bottom
+            needs_you = browser.find_element(By.ID, "needs-you")
+            assert "auth_failed" in needs_you.text
+            assert "blocked" in needs_you.text
+            assert "Build the 20261130-090000-auth-failed thing." in needs_you.text  # its title
+            badge = needs_you.find_element(By.CSS_SELECTOR, ".phase.auth_failed")
+            assert badge.value_of_css_property("background-color") == "rgba(196, 60, 60, 1)"
+            done = browser.find_element(By.ID, "done").text
+            assert "4 sent, 3 answered, 1 refused" in done
+            assert "$0.0058 (turns $0.0048 + probes $0.001)" in done
+            gone = browser.find_element(By.ID, "gone")
+            assert gone.get_attribute("open") is None  # folded
+            assert "20261130-090000-removed" not in gone.text
+            assert "rgba(196, 60, 60" not in gone.value_of_css_property("color")
+            _screenshot(browser, f"front-{width}", tmp_path)
+    finally:
+        shown.close()

@@ -25,6 +25,7 @@ from claudeloop.application.inspection import Mask, control, takes_effect
 from claudeloop.application.ports import AccountBoards, Fleet, IndexedRun, ProjectRuns, RunIndex
 from claudeloop.application.records import RunRecord
 from claudeloop.application.report import Report, merged, night_report
+from claudeloop.application.run_facts import dollars_words, turns_words
 from claudeloop.application.steering import add_note, probe_now, raise_caps
 from claudeloop.application.summary import status_object
 from claudeloop.domain.loop import ControlCommand
@@ -216,6 +217,18 @@ def run_row(
 
 
 _ROW_FIELDS = (
+    # The read model's (application.run_facts), as every view says them.
+    "title",
+    "started_at",
+    "ended_at",
+    "duration_seconds",
+    "sent",
+    "answered",
+    "refused",
+    "probes",
+    "turn_dollars",
+    "probe_dollars",
+    "said",
     "phase",
     "outcome",
     "capacity",
@@ -345,13 +358,74 @@ def last_hours(rows: list[dict[str, Any]], *, now: datetime, hours: int = 12) ->
     for row in recent:
         outcome = str(row.get("outcome") or row.get("phase") or "unknown")
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    sent = sum(int(row.get("sent") or 0) for row in recent)
+    answered = sum(int(row.get("answered") or 0) for row in recent)
+    dollars = sum(float(row.get("dollars") or 0.0) for row in recent)
+    probe_dollars = sum(float(row.get("probe_dollars") or 0.0) for row in recent)
     return {
         "hours": hours,
         "runs": len(recent),
         "outcomes": dict(sorted(outcomes.items())),
         "turns": sum(int(row.get("turns") or 0) for row in recent),
-        "dollars": round(sum(float(row.get("dollars") or 0.0) for row in recent), 6),
+        "dollars": round(dollars, 6),
+        # In the read model's words (application.run_facts), as each run's row says them.
+        "said": {
+            "turns": turns_words(sent, answered),
+            "dollars": dollars_words(dollars, probe_dollars),
+        },
     }
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of the front page: its name (the page's anchor and colour), its heading,
+    and its runs, newest first."""
+
+    name: str
+    heading: str
+    rows: tuple[dict[str, Any], ...]
+
+
+# What ends a run and needs a person before it can go on: credentials, a backend, a
+# blocker the model named, a failure.
+NEEDS_YOU = frozenset({"auth_failed", "backend_misconfigured", "blocked", "failed"})
+# The front page's parts, in the order a person reads them at 7 am.
+SECTIONS = (
+    ("needs-you", "Needs you"),
+    ("waiting", "Waiting"),
+    ("running", "Running"),
+    ("done", "Done"),
+    ("ended", "Ended, can go on"),
+    ("gone", "Gone (directory removed)"),
+)
+
+
+def section_of(row: Mapping[str, Any]) -> str:
+    """Which part of the front page a run's row belongs to."""
+    phase, outcome = row.get("phase"), row.get("outcome")
+    if phase == "gone":
+        return "gone"
+    if phase == "unreadable" or outcome in NEEDS_YOU:
+        return "needs-you"
+    if outcome == "done":
+        return "done"
+    if outcome is not None:
+        return "ended"
+    if not row.get("driver_alive"):
+        return "needs-you"  # killed mid-run: it goes on only with a resume
+    return "waiting" if phase == "waiting" else "running"
+
+
+def front_page(rows: list[dict[str, Any]]) -> tuple[Section, ...]:
+    """Every run of the machine by what it asks of a person: what needs them first,
+    then what waits (and until when), what runs, what is done, what ended and can go
+    on, and last the runs whose directory is gone. Empty parts are left out."""
+    parted: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in SECTIONS}
+    for row in rows:
+        parted[section_of(row)].append(row)
+    return tuple(
+        Section(name, heading, tuple(parted[name])) for name, heading in SECTIONS if parted[name]
+    )
 
 
 def find_entry(index: RunIndex, key: str) -> IndexedRun:

@@ -14,6 +14,7 @@ from typing import Any
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import ClaudeSession, ProjectRuns
+from claudeloop.application.run_facts import run_facts
 from claudeloop.application.summary import status_object
 from claudeloop.domain.loop import ControlCommand
 
@@ -44,9 +45,10 @@ def run_status(
     return dict(mask(status_object(record, now=now, driver_pid=runs.driver(chosen))))
 
 
-def run_rows(runs: ProjectRuns) -> list[dict[str, Any]]:
-    """`runs`: each run of the directory, newest first; one whose record cannot be read
-    is a row that says so."""
+def run_rows(runs: ProjectRuns, *, now: datetime, mask: Mask) -> list[dict[str, Any]]:
+    """`runs`: each run of the directory, newest first, said by the read model
+    (application.run_facts), masked (a title is a prompt's first line); one whose
+    record cannot be read is a row that says so."""
     rows: list[dict[str, Any]] = []
     for run_id in runs.run_ids():
         try:
@@ -55,18 +57,18 @@ def run_rows(runs: ProjectRuns) -> list[dict[str, Any]]:
             rows.append({"run_id": run_id, "phase": "unreadable"})
             continue
         state = record.state
-        rows.append(
-            {
-                "run_id": record.run_id,
-                "started_at": record.started_at.isoformat(),
-                "phase": state.phase.value,
-                "outcome": state.outcome.value if state.outcome else None,
-                "turns": state.ledger.turns,
-                "dollars": round(state.ledger.dollars, 6),
-                "session_id": record.session_id,
-                "driver_alive": runs.driver(run_id) is not None,
-            }
-        )
+        row = {
+            **run_facts(record, now=now).to_json(),
+            "run_id": record.run_id,
+            "started_at": record.started_at.isoformat(),
+            "phase": state.phase.value,
+            "outcome": state.outcome.value if state.outcome else None,
+            "turns": state.ledger.turns,
+            "dollars": round(state.ledger.dollars, 6),
+            "session_id": record.session_id,
+            "driver_alive": runs.driver(run_id) is not None,
+        }
+        rows.append(dict(mask(row)))
     return rows
 
 

@@ -114,6 +114,9 @@ class RunRecord:
     # and how many things the boundary stopped so far.
     sandbox: str = ""
     blocked: int = 0
+    # When the run last ended (None: it has not, or a claudeloop of before ended it);
+    # a resume leaves it, and a record whose phase is not terminal has no end.
+    ended_at: datetime | None = None
 
     @property
     def plan_progress(self) -> tuple[int, int] | None:

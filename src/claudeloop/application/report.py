@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.events import event_from
 from claudeloop.application.pictures import Series, Span
 from claudeloop.application.records import RunRecord
+from claudeloop.application.run_facts import RunFacts, dollars_words, run_facts, turns_words
 
 Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
 
@@ -38,6 +39,9 @@ class ReportSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RunReport:
+    # What every view says of the run (application.run_facts): its title, counts,
+    # money and times; the fields below that repeat them are kept for their readers.
+    facts: RunFacts
     run_id: str
     cwd: str
     started_at: datetime
@@ -133,6 +137,7 @@ def report_object(report: Report) -> dict[str, Any]:
         "totals": report.totals,
         "runs": [
             {
+                **run.facts.to_json(),
                 "run_id": run.run_id,
                 "cwd": run.cwd,
                 "started_at": run.started_at.isoformat(),
@@ -162,12 +167,26 @@ def _totals(runs: list[RunReport]) -> dict[str, Any]:
         outcomes[run.outcome] = outcomes.get(run.outcome, 0) + 1
         for what, seconds in run.waited_on.items():
             waited_on[what] = waited_on.get(what, 0.0) + seconds
+    sent = sum(run.facts.sent for run in runs)
+    answered = sum(run.facts.answered for run in runs)
+    dollars = sum(run.facts.dollars for run in runs)
+    probe_dollars = sum(run.facts.probe_dollars for run in runs)
     return {
         "runs": len(runs),
         "outcomes": dict(sorted(outcomes.items())),
-        "turns": sum(run.turns for run in runs),
+        "turns": answered,
         "turns_refused": sum(run.turns_refused for run in runs),
-        "dollars": round(sum(run.dollars for run in runs), 6),
+        "sent": sent,
+        "answered": answered,
+        "refused": sum(run.facts.refused for run in runs),
+        "probes": sum(run.facts.probes for run in runs),
+        "dollars": round(dollars, 6),
+        "turn_dollars": round(max(dollars - probe_dollars, 0.0), 6),
+        "probe_dollars": round(probe_dollars, 6),
+        "said": {
+            "turns": turns_words(sent, answered),
+            "dollars": dollars_words(dollars, probe_dollars),
+        },
         "waited_seconds": round(sum(run.waited_seconds for run in runs), 1),
         "waited_on": {k: round(v, 1) for k, v in sorted(waited_on.items())},
         "checks": {
@@ -192,8 +211,9 @@ class _Tally:
     waited_on: dict[str, float] = field(default_factory=dict)
     checks: list[bool] = field(default_factory=list)
     reviews: list[bool] = field(default_factory=list)
-    refused: int = 0
     last: datetime | None = None
+    # When the events say the run last ended.
+    finished: datetime | None = None
     # What began and has not ended yet: (kind, since, label).
     open: dict[str, tuple[datetime, str]] = field(default_factory=dict)
 
@@ -221,7 +241,6 @@ class _Tally:
                 self.close("wait", at)
                 self.open["turn"] = (at, f"turn {turn}")
             case events.TurnFinished(turn=turn, verdict=verdict, cost_usd=cost):
-                self.refused += verdict == "refused"
                 self.close("turn", at, f"turn {turn}: {verdict}")
                 self.bill(at, cost)
             case events.WaitStarted(capacity=capacity):
@@ -248,6 +267,7 @@ class _Tally:
                 self.close("review", at, f"review: {verdict}")
                 self.bill(at, cost)
             case events.RunFinished():
+                self.finished = at
                 for kind in list(self.open):
                     self.close(kind, at)
             case _:
@@ -276,6 +296,7 @@ def _run_report(
             tally.hear(event, at)
     tally.finish()
     state = record.state
+    facts = run_facts(record, now=now, ended_at=tally.finished)
     left = state.remaining_work or (
         tuple(item.text for item in record.plan.open_items) if record.plan else ()
     )
@@ -283,6 +304,7 @@ def _run_report(
         mask(
             {
                 "reason": state.reason,
+                "title": facts.title,
                 "left": list(left),
                 "waited_on": tally.waited_on,
                 "spans": [span.label for span in tally.spans],
@@ -296,6 +318,7 @@ def _run_report(
     )
     outcome = state.outcome.value if state.outcome else state.phase.value
     return RunReport(
+        facts=replace(facts, reason=str(texts["reason"]), title=str(texts["title"])),
         run_id=record.run_id,
         cwd=str(record.spec.cwd),
         started_at=record.started_at,
@@ -303,7 +326,8 @@ def _run_report(
         ended=state.phase.terminal,
         reason=str(texts["reason"]),
         turns=state.ledger.turns,
-        turns_refused=max(state.ledger.attempts - state.ledger.turns, tally.refused),
+        # Said by the read model: sent and not answered (a limit or an error).
+        turns_refused=facts.refused,
         dollars=state.ledger.dollars,
         waited_seconds=record.waited_seconds,
         waited_on={str(k): float(v) for k, v in dict(texts["waited_on"]).items()},

@@ -374,7 +374,9 @@ class Runner:
                 )
             case Finish(outcome=outcome, reason=reason):
                 reason = self._advised(record, reason)
-                record = replace(record, state=replace(record.state, reason=reason))
+                record = replace(
+                    record, state=replace(record.state, reason=reason), ended_at=self.clock.now()
+                )
                 # The processes end first: one that lost its transcript's lines says so
                 # only as it exits, and the record must know before a resume reads it.
                 heard = (*await self.gateway.close(), *await self.close())

@@ -9,6 +9,7 @@ from typing import Any
 
 from claudeloop.application.ports import RunSummary
 from claudeloop.application.records import RunRecord
+from claudeloop.application.run_facts import RunFacts, run_facts
 from claudeloop.domain.budget import BudgetLedger, money
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
@@ -45,11 +46,13 @@ def _raised_caps(ledger: BudgetLedger) -> list[str]:
     return raised
 
 
-def _spent(record: RunRecord) -> dict[str, Any]:
-    """What `status --json` and the `--json` result both say of a run, once."""
+def _spent(record: RunRecord, facts: RunFacts) -> dict[str, Any]:
+    """What `status --json` and the `--json` result both say of a run, once: the read
+    model's facts (application.run_facts), and what else they know."""
     state = record.state
     progress = record.plan_progress
     return {
+        **facts.to_json(),
         "run_id": record.run_id,
         "session_id": record.session_id,
         "turns": state.ledger.turns,
@@ -91,12 +94,18 @@ def check_line(result: CheckResult) -> str:
     return f"`{result.command.text}` {result.ended} ({result.seconds:.1f} s){where}"
 
 
+def ended_facts(record: RunRecord) -> RunFacts:
+    """The facts of a run that ended (summary.md, the `--json` result): its duration
+    up to its end."""
+    return run_facts(record, now=record.ended_at or record.started_at)
+
+
 def result_object(record: RunRecord) -> dict[str, Any]:
     """The object `--json` prints at the end, with the fields the design page lists."""
     state = record.state
     outcome = state.outcome or Outcome.FAILED
     return {
-        **_spent(record),
+        **_spent(record, ended_facts(record)),
         "outcome": outcome.value,
         "exit_code": outcome.exit_code,
         "waited_seconds": round(record.waited_seconds, 3),
@@ -110,7 +119,7 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
     state = record.state
     detour = state.detour
     return {
-        **_spent(record),
+        **_spent(record, run_facts(record, now=now)),
         "phase": state.phase.value,
         "outcome": state.outcome.value if state.outcome else None,
         "capacity": describe(state.capacity),
@@ -208,15 +217,17 @@ def summary_markdown(record: RunRecord) -> str:
     """summary.md: outcome and reason, spend, waiting, plan, what is left, how to go on."""
     state = record.state
     outcome = state.outcome or Outcome.FAILED
+    facts = ended_facts(record)
     lines = [
-        f"# claudeloop run {record.run_id}",
+        f"# claudeloop run {record.run_id}: {facts.title}",
         "",
         f"- Outcome: **{outcome.value}** (exit {outcome.exit_code})",
         f"- Reason: {state.reason or '-'}",
+        f"- Started: {_utc(facts.started_at)}; ended: "
+        f"{_utc(facts.ended_at) if facts.ended_at else '-'}; took {facts.duration_said}",
         f"- Session: {record.session_id or '-'}",
-        f"- Turns: {state.ledger.attempts} sent, {state.ledger.turns} answered; "
-        f"{count(state.probes, 'probe')}",
-        f"- Spend: {money(state.ledger.dollars)}{_estimated(state.ledger)}",
+        f"- Turns: {facts.turns_said}; {count(state.probes, 'probe')}",
+        f"- Spend: {facts.dollars_said}{_estimated(state.ledger)}",
         f"- Time waited for capacity: {duration_text(record.waited_seconds)}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
@@ -246,6 +257,10 @@ def summary_markdown(record: RunRecord) -> str:
     if outcome is not Outcome.DONE:
         lines += ["", "## To continue", "", "```sh", continue_command(record), "```"]
     return "\n".join(lines) + "\n"
+
+
+def _utc(instant: datetime) -> str:
+    return f"{instant:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def gone_sessions_line(sessions: tuple[str, ...] | list[str]) -> str:

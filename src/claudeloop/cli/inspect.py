@@ -20,7 +20,6 @@ from claudeloop.cli.display import event_line
 from claudeloop.cli.instants import local_instant
 from claudeloop.cli.output import json_line, print_json
 from claudeloop.cli.params import working_directory
-from claudeloop.domain.budget import money
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.text import count, first_line
 
@@ -70,8 +69,12 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         f"run {data['run_id']}: "
         + (f"{data['outcome']}: {data['reason']}" if data["outcome"] else data["phase"])
         + f" · {driver}",
-        f"turns {data['attempts']} sent, {data['turns']} answered · "
-        f"{count(data['probes'], 'probe')} · " + money(data["dollars"]),
+        f"task: {data['title']}",
+        f"turns {data['said']['turns']} · {count(data['probes'], 'probe')} · "
+        f"{data['said']['dollars']}",
+        f"started {_when(data['started_at'])}"
+        + (f", ended {_when(data['ended_at'])}" if data["ended_at"] else "")
+        + f" · took {data['said']['duration']}",
         f"capacity: {data['capacity']}",
     ]
     if data["overage_turns"]:
@@ -109,6 +112,10 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         lines.append(f"last summary: {first_line(data['summary'], longest=200)}")
     lines += _branch_status(data.get("branch"))
     click.echo("\n".join(lines))
+
+
+def _when(instant: str) -> str:
+    return local_instant(datetime.fromisoformat(instant), now=datetime.now(UTC))
 
 
 def _note_line(note: str) -> str:
@@ -183,22 +190,32 @@ def _readable(event: dict[str, Any]) -> str:
 def runs(*, cwd: Path | None, as_json: bool) -> None:
     from claudeloop.application.inspection import run_rows
     from claudeloop.cli.bootstrap import project_runs
+    from claudeloop.cli.bootstrap.runs import run_mask
 
     directory = working_directory(cwd)
-    rows = run_rows(project_runs(directory))
+    rows = run_rows(project_runs(directory), now=datetime.now(UTC), mask=run_mask(directory))
     if as_json:
         print_json(rows)
         return
     if not rows:
-        click.echo(f"no claudeloop runs in {directory}")
+        # Runs of this directory may have been started with --cwd from elsewhere, and
+        # a person may look for the machine's runs here.
+        click.echo(
+            f"no claudeloop runs in {directory}; every run of this machine: claudeloop runs --all"
+        )
         return
     for row in rows:
         live = " (live)" if row.get("driver_alive") else ""
         outcome = row.get("outcome") or row["phase"]
-        click.echo(
-            f"{row['run_id']}  {outcome:<22} turns {row.get('turns', '-'):<4} "
-            f"{money(row.get('dollars', 0))}{live}"
-        )
+        click.echo(f"{row['run_id']}  {outcome:<22} {_said(row)}{live}")
+
+
+def _said(row: dict[str, Any]) -> str:
+    """A row's turns, money and title, in the words of the read model."""
+    said = row.get("said")
+    if not said:
+        return "-"
+    return f"turns {said['turns']} · {said['dollars']} · {row['title']}"
 
 
 def machine_runs(*, as_json: bool) -> None:
@@ -216,11 +233,7 @@ def machine_runs(*, as_json: bool) -> None:
     for row in rows:
         live = " (live)" if row.get("driver_alive") else ""
         outcome = row.get("outcome") or row["phase"]
-        spent = money(row["dollars"]) if "dollars" in row else "-"
-        click.echo(
-            f"{row['run_id']}  {outcome:<22} turns {row.get('turns', '-'):<4} "
-            f"{spent}{live}  {row['cwd']}"
-        )
+        click.echo(f"{row['run_id']}  {outcome:<22} {_said(row)}{live}  {row['cwd']}")
 
 
 def control(

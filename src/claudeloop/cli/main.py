@@ -760,6 +760,7 @@ Examples:
   claudeloop report                      the last 12 hours
   claudeloop report --since 7d --json
   claudeloop report --html night.html    one file, pictures inline
+  claudeloop report --all                every run started on this machine
 """,
 )
 @click.option(
@@ -777,11 +778,23 @@ Examples:
     help="Write the report as one HTML file with its pictures.",
 )
 @CWD_OPTION
-def report(since: timedelta, as_json: bool, html: Path | None, cwd: Path | None) -> None:
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every run started on this machine, of every working directory.",
+)
+def report(
+    since: timedelta, as_json: bool, html: Path | None, cwd: Path | None, every: bool
+) -> None:
     """What the runs did: outcome, turns, dollars, waits, checks, what is left."""
     from claudeloop.cli import report as reporting
 
-    reporting.report(cwd=cwd, since=since, as_json=as_json, html=html)
+    if every and cwd is not None:
+        from claudeloop.application.errors import UsageError
+
+        raise UsageError("--all reports the runs of every directory; drop --cwd")
+    reporting.report(cwd=cwd, since=since, as_json=as_json, html=html, every=every)
 
 
 def _control(

@@ -15,19 +15,28 @@ from claudeloop.application.pictures import spend_svg, timeline_svg
 from claudeloop.application.report import Report, RunReport, night_report, report_object
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
-from claudeloop.domain.budget import money
 from claudeloop.domain.text import count
 
 
-def report(*, cwd: Path | None, since: timedelta | None, as_json: bool, html: Path | None) -> None:
+def report(
+    *,
+    cwd: Path | None,
+    since: timedelta | None,
+    as_json: bool,
+    html: Path | None,
+    every: bool = False,
+) -> None:
     from claudeloop.cli.bootstrap import project_runs
     from claudeloop.cli.bootstrap.runs import run_mask
 
-    directory = working_directory(cwd)
-    # Masked by the secrets a run of the directory knows, as the dashboard's report is.
-    made = night_report(
-        project_runs(directory), now=datetime.now(UTC), since=since, mask=run_mask(directory)
-    )
+    if every:
+        made = _machine_report(since)
+    else:
+        directory = working_directory(cwd)
+        # Masked by the secrets a run of the directory knows, as the dashboard's is.
+        made = night_report(
+            project_runs(directory), now=datetime.now(UTC), since=since, mask=run_mask(directory)
+        )
     if html is not None:
         try:
             html.write_text(html_page(made), encoding="utf-8")
@@ -42,16 +51,29 @@ def report(*, cwd: Path | None, since: timedelta | None, as_json: bool, html: Pa
             click.echo(line)
 
 
+def _machine_report(since: timedelta | None) -> Report:
+    """Every run this machine's index names, as the dashboard's report page is made."""
+    from claudeloop.application.dashboard import machine_report
+    from claudeloop.cli.bootstrap import project_runs, run_index
+    from claudeloop.cli.bootstrap.runs import run_masks
+
+    return machine_report(
+        run_index(), project_runs, now=datetime.now(UTC), since=since, mask=run_masks()
+    )
+
+
 def _waited(seconds: float) -> str:
     return format_duration(timedelta(seconds=round(seconds)))
 
 
 def _run_lines(run: RunReport) -> list[str]:
     plan = f", plan {run.plan[0]}/{run.plan[1]}" if run.plan else ""
+    facts = run.facts
     lines = [
-        f"{run.run_id}  {run.outcome}: {count(run.turns, 'turn')} "
-        f"({run.turns_refused} refused), {money(run.dollars)}, waited "
-        f"{_waited(run.waited_seconds)}{plan}"
+        f"{run.run_id}  {run.outcome}: {facts.title}",
+        f"  turns {facts.turns_said}, {count(facts.probes, 'probe')}, {facts.dollars_said}, "
+        f"waited {_waited(run.waited_seconds)}{plan}",
+        f"  started {facts.started_at:%Y-%m-%d %H:%M} UTC, took {facts.duration_said}",
     ]
     if run.waited_on:
         on = ", ".join(f"{what} {_waited(s)}" for what, s in run.waited_on.items())
@@ -73,8 +95,8 @@ def _heading(made: Report) -> str:
     totals = made.totals
     return (
         f"claudeloop report {since}: {count(totals['runs'], 'run')}, "
-        f"{count(totals['turns'], 'turn')} ({totals['turns_refused']} refused), "
-        f"{money(totals['dollars'])}, waited {_waited(totals['waited_seconds'])}"
+        f"turns {totals['said']['turns']}, {count(totals['probes'], 'probe')}, "
+        f"{totals['said']['dollars']}, waited {_waited(totals['waited_seconds'])}"
     )
 
 
@@ -120,11 +142,14 @@ def report_main(made: Report) -> str:
         waited = "<br>".join(f"{escape(what)}: {_waited(s)}" for what, s in run.waited_on.items())
         left = "<br>".join(escape(item) for item in run.left[:10])
         rows.append(
-            f"<tr><td>{escape(run.run_id)}<br><small>{escape(run.cwd)}</small></td>"
+            f"<tr><td><strong>{escape(run.facts.title)}</strong><br>{escape(run.run_id)}"
+            f"<br><small>{escape(run.cwd)}</small><br><small>started "
+            f"{run.facts.started_at:%Y-%m-%d %H:%M} UTC, took {run.facts.duration_said}"
+            "</small></td>"
             f'<td class="{escape(run.outcome)}">{escape(run.outcome)}<br>'
             f"<small>{escape(run.reason)}</small></td>"
-            f'<td class="n">{run.turns}</td><td class="n">{run.turns_refused}</td>'
-            f'<td class="n">{money(run.dollars)}</td>'
+            f'<td class="n turns">{escape(run.facts.turns_said)}</td>'
+            f'<td class="n dollars">{escape(run.facts.dollars_said)}</td>'
             f'<td class="n">{_waited(run.waited_seconds)}</td><td>{waited}</td>'
             f'<td class="n">{run.checks_passed} / {run.checks_failed}</td>'
             f'<td class="n">{run.reviews_passed} / {run.reviews_failed}</td>'
@@ -136,7 +161,7 @@ def report_main(made: Report) -> str:
     return (
         f"<h1>{escape(_heading(made))}</h1>"
         "<h2>Runs</h2><table><tr><th>run</th><th>outcome</th><th>turns</th>"
-        "<th>refused</th><th>dollars</th><th>waited</th><th>waited on</th>"
+        "<th>dollars</th><th>waited</th><th>waited on</th>"
         "<th>checks passed / failed</th><th>reviews passed / failed</th><th>left</th></tr>"
         f"{''.join(rows)}</table>"
         + (f"<h2>Unreadable</h2><ul>{unreadable}</ul>" if unreadable else "")

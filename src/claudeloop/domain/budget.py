@@ -41,7 +41,9 @@ class BudgetLedger:
     A turn is a prompt the model answered; an attempt is every prompt sent, including the
     ones a limit refused. Every cost counts, refused or not: the service bills it.
     `estimated_dollars` is the part of `dollars` that is an estimate (`in_flight_estimate`):
-    counted against the cap like the rest, and said apart.
+    counted against the cap like the rest, and said apart. `probe_dollars` is the part of
+    `dollars` that probes cost (a probe is no turn, but the service bills it): what the
+    turns cost is the rest, so the two always add up to the total said.
     """
 
     budget: Budget = Budget()
@@ -49,12 +51,21 @@ class BudgetLedger:
     attempts: int = 0
     dollars: float = 0.0
     estimated_dollars: float = 0.0
+    probe_dollars: float = 0.0
 
     def __post_init__(self) -> None:
         if self.turns < 0 or self.attempts < 0 or math.isnan(self.dollars) or self.dollars < 0:
             raise ValueError("a ledger never holds negative spend")
         if not 0 <= self.estimated_dollars <= self.dollars:
             raise ValueError("a ledger's estimated spend is a part of its spend")
+        if not 0 <= self.probe_dollars <= self.dollars:
+            raise ValueError("a ledger's spend on probes is a part of its spend")
+
+    @property
+    def turn_dollars(self) -> float:
+        """What the prompts sent cost (answered or refused, reviews too): all but the
+        probes. Never below zero, whatever the floats' rounding."""
+        return max(self.dollars - self.probe_dollars, 0.0)
 
     def spend_turn(self, cost_usd: float = 0.0, estimated_usd: float = 0.0) -> BudgetLedger:
         """A prompt the model answered; `estimated_usd` of its cost an estimate."""
@@ -80,6 +91,7 @@ class BudgetLedger:
         return replace(
             self,
             dollars=self.dollars + _cost(cost_usd),
+            probe_dollars=self.probe_dollars + _cost(cost_usd),
             estimated_dollars=self.estimated_dollars + _part(estimated_usd, of=cost_usd),
         )
 
@@ -87,8 +99,8 @@ class BudgetLedger:
         """Whether this ledger is later in a run's life than `other`: no count lower,
         one higher. No spend ever lowers a count, so of two records of one run, the one
         whose ledger is ahead is the newer (the caps are not counts)."""
-        mine = (self.turns, self.attempts, self.dollars)
-        theirs = (other.turns, other.attempts, other.dollars)
+        mine = (self.turns, self.attempts, self.dollars, self.probe_dollars)
+        theirs = (other.turns, other.attempts, other.dollars, other.probe_dollars)
         return mine != theirs and all(a >= b for a, b in zip(mine, theirs, strict=True))
 
     @property

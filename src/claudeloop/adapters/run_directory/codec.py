@@ -110,6 +110,7 @@ RECORD_CODEC = Codec(
                     "gone_sessions",
                     "sandbox",
                     "blocked",
+                    "ended_at",
                 }
             ),
             added=_added(
@@ -123,6 +124,7 @@ RECORD_CODEC = Codec(
                 "gone_sessions",
                 "sandbox",
                 "blocked",
+                "ended_at",
             ),
         ),
         RunSpec: Shape(
@@ -160,7 +162,12 @@ RECORD_CODEC = Codec(
             ),
         ),
         # The budget is the spec's: the ledger's is the same, said once.
-        BudgetLedger: Shape(omitted=frozenset({"budget"}), added=_added("estimated_dollars")),
+        BudgetLedger: Shape(
+            omitted=frozenset({"budget"}),
+            # Written once a probe cost something: a record of before stays as it was.
+            sparse=frozenset({"probe_dollars"}),
+            added=_added("estimated_dollars", "probe_dollars"),
+        ),
         VerifyRules: Shape(flattened=frozenset({"stagnation"})),
         WindowExhausted: Shape(added=_added("paused_at", "detail"), sparse=frozenset({"detail"})),
         CreditsExhausted: Shape(added=_added("detail", "source")),

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from claudeloop.application.dashboard import front_page, section_of
 from claudeloop.cli.dashboard.svg import spend_svg, timeline_svg
 from claudeloop.domain.budget import money
 
@@ -41,8 +42,11 @@ def _e(value: object) -> str:
 
 
 def _phase(row: Row) -> str:
+    """How the run stands, coloured by what it asks of a person: red when it needs one."""
     word = row.get("outcome") or row.get("phase") or "?"
-    return f'<span class="phase {_e(row.get("phase"))}">{_e(word)}</span>'
+    # A fleet's row (no key) has no driver of this machine to say it goes on.
+    section = section_of(row) if row.get("key") and row.get("phase") else ""
+    return f'<span class="phase {_e(row.get("phase"))} {_e(word)} {section}">{_e(word)}</span>'
 
 
 def _plan(row: Row) -> str:
@@ -51,8 +55,20 @@ def _plan(row: Row) -> str:
 
 
 def _money(row: Row) -> str:
+    """A run's money in the read model's words; a fleet's row (a summary, no split of
+    the probes) by its total."""
+    said = row.get("said")
+    if said:
+        return _e(said["dollars"])
     dollars = row.get("dollars")
     return money(dollars) if isinstance(dollars, int | float) else "-"
+
+
+def _turns(row: Row) -> str:
+    said = row.get("said")
+    if said:
+        return _e(said["turns"])
+    return _e(row.get("turns") or "-")
 
 
 def _countdown(at: object) -> str:
@@ -77,15 +93,25 @@ def overview_main(
     said: str | None = None,
     recent: Mapping[str, Any] | None = None,
 ) -> str:
-    """Every run of this machine (and the fleet's, with an engine); `recent`: what the
-    last hours' runs did (application.dashboard.last_hours)."""
+    """Every run of this machine (and the fleet's, with an engine), read in ten seconds:
+    what needs a person first (red), what waits and until when, what runs, what is done,
+    what ended and can go on, and, folded and grey, the runs whose directory is gone;
+    `recent`: what the last hours' runs did and cost (application.dashboard.last_hours)."""
+    sections = front_page([dict(row) for row in rows])
     body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {now:%H:%M:%S} UTC</p>"]
+    if sections:
+        glance = " · ".join(
+            f'<a href="#{section.name}" class="glance {section.name}">'
+            f"{_e(section.heading)}: {len(section.rows)}</a>"
+            for section in sections
+        )
+        body.append(f'<p class="glance">{glance}</p>')
     if recent is not None:
         outcomes = ", ".join(f"{n} {outcome}" for outcome, n in recent["outcomes"].items())
         body.append(
             f'<p class="night">The last {recent["hours"]} h: {recent["runs"]} run(s) started'
             + (f" ({_e(outcomes)})" if outcomes else "")
-            + f", {recent['turns']} turn(s), ${recent['dollars']:.2f}. "
+            + f"; turns {_e(recent['said']['turns'])}; cost {_e(recent['said']['dollars'])}. "
             '<a href="/report">The morning report</a></p>'
         )
     if said:
@@ -95,29 +121,19 @@ def overview_main(
             "<p class=empty>No run started on this machine yet: "
             "<code>claudeloop run PLAN.md</code> or <code>claudeloop rehearse</code>.</p>"
         )
-    else:
-        body.append(
-            '<table class="runs"><tr><th>run</th><th>phase</th><th>waits for</th>'
-            "<th>plan</th><th>turns</th><th>spend</th><th>last verification</th>"
-            "<th>machine</th></tr>"
-        )
-        for row in rows:
-            problem = (
-                f'<div class="problem">{_e(row["problem"])}</div>' if row.get("problem") else ""
-            )
-            live = " <span class=muted>(live)</span>" if row.get("driver_alive") else ""
+    for section in sections:
+        table = _runs_table(section.rows)
+        heading = f"{_e(section.heading)} ({len(section.rows)})"
+        if section.name == "gone":
             body.append(
-                f'<tr class="run" data-key="{_e(row["key"])}">'
-                f'<td><a href="/run/{quote(str(row["key"]))}">{_e(row["run_id"])}</a>{live}'
-                f'<div class="muted">{_e(row["cwd"])}</div>{problem}</td>'
-                f"<td>{_phase(row)}</td><td>{_waits(row)}</td>"
-                f'<td class="num">{_plan(row)}</td>'
-                f'<td class="num">{_e(row.get("turns", "-"))}</td>'
-                f'<td class="num">{_money(row)}</td>'
-                f"<td>{_e(row.get('last_verification') or '-')}</td>"
-                f"<td>{_e(row.get('host'))}</td></tr>"
+                f'<details class="section gone" id="gone"><summary>{heading}</summary>'
+                f"{table}</details>"
             )
-        body.append("</table>")
+        else:
+            body.append(
+                f'<section class="section {section.name}" id="{section.name}">'
+                f"<h2>{heading}</h2>{table}</section>"
+            )
     if fleet is not None or fleet_problem is not None:
         body.append("<h2>The fleet</h2>")
         if fleet_problem:
@@ -143,6 +159,68 @@ def overview_main(
         elif not fleet_problem:
             body.append("<p class=empty>The fleet's queue is empty.</p>")
     return "".join(body)
+
+
+def _runs_table(rows: Sequence[Row]) -> str:
+    """Runs as rows: what each is (its title), how it stands and why, when, its turns,
+    its cost, its plan and checks, and the machine."""
+    body = [
+        '<table class="runs"><tr><th>run</th><th>state and why</th><th>when</th>'
+        "<th>turns</th><th>spend</th><th>plan</th><th>last verification</th>"
+        "<th>machine</th></tr>"
+    ]
+    for row in rows:
+        gone = row.get("phase") == "gone"
+        problem = (
+            f'<div class="{"muted" if gone else "problem"}">{_e(row["problem"])}</div>'
+            if row.get("problem")
+            else ""
+        )
+        live = " <span class=muted>(live)</span>" if row.get("driver_alive") else ""
+        title = f'<div class="title">{_e(row["title"])}</div>' if row.get("title") else ""
+        reason = f'<div class="reason">{_e(row["reason"])}</div>' if row.get("reason") else ""
+        body.append(
+            f'<tr class="run" data-key="{_e(row["key"])}">'
+            f'<td>{title}<a href="/run/{quote(str(row["key"]))}">{_e(row["run_id"])}</a>{live}'
+            f'<div class="muted">{_e(row["cwd"])}</div>{problem}</td>'
+            f"<td>{_phase(row)}{reason}{_until(row)}</td>"
+            f"<td>{_times(row)}</td>"
+            f'<td class="num turns">{_turns(row)}</td>'
+            f'<td class="num dollars">{_money(row)}</td>'
+            f'<td class="num">{_plan(row)}</td>'
+            f"<td>{_e(row.get('last_verification') or '-')}</td>"
+            f"<td>{_e(row.get('host'))}</td></tr>"
+        )
+    body.append("</table>")
+    return "".join(body)
+
+
+def _until(row: Row) -> str:
+    waiting = row.get("waiting_for")
+    if not waiting:
+        return ""
+    return (
+        f'<div class="waits">waits for {_e(waiting)}; next probe '
+        f"{_countdown(row.get('next_probe_at'))}</div>"
+    )
+
+
+def _times(row: Row) -> str:
+    """When the run started, ended (or goes on) and how long it took."""
+    started = str(row.get("started_at") or "")
+    if not started:
+        return "-"
+    said = row.get("said") or {}
+    ended = row.get("ended_at")
+    end = f"<br>ended {_e(_clock(ended))}" if ended else ""
+    took = f"<br>took {_e(said['duration'])}" if said.get("duration") else ""
+    return f'<span class="times">started {_e(_clock(started))}{end}{took}</span>'
+
+
+def _clock(instant: object) -> str:
+    """An instant as the page says it: `2026-11-30 09:00 UTC`."""
+    text = str(instant)
+    return f"{text[:10]} {text[11:16]} UTC"
 
 
 def _buttons(action: str, verbs: Sequence[Mapping[str, Any]]) -> str:
@@ -173,8 +251,8 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
         body.append(f'<p class="problem">{_e(row["problem"])}</p>')
     body.append(
         f'<div class="card"><div class=muted>{_e(row["cwd"])} · {_e(row["host"])}</div>'
-        f"<div>turns {_e(row.get('turns', '-'))} answered of {_e(row.get('attempts', '-'))}"
-        f" sent · spend {_money(row)} · plan {_plan(row)}</div>"
+        f'<div>turns <span class="turns">{_turns(row)}</span> · spend '
+        f'<span class="dollars">{_money(row)}</span> · plan {_plan(row)}</div>'
         f"<div>capacity: {_e(row.get('capacity', '-'))}</div>"
         + (
             f"<div>waiting; next probe {_countdown(row.get('next_probe_at'))}</div>"

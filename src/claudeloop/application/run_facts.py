@@ -1,0 +1,169 @@
+"""One read model of a run: what every view says of it (`status`, `runs`, `report`,
+summary.md, the dashboard, and each `--json`), made once from its record by
+`run_facts`, so no two of them can seem to disagree.
+
+The counts and the money are said in the same words everywhere (`turns_said`,
+`dollars_said`): "4 sent, 3 answered, 1 refused"; "$0.0056 (turns $0.0048 + probes
+$0.0008)", each sum at the precision of `money` (cents from a dollar up, else up to
+four decimals), and the parts adding up to the total as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from claudeloop.application.durations import format_duration
+from claudeloop.application.records import RunRecord
+from claudeloop.domain.budget import money
+from claudeloop.domain.text import first_line
+
+# How long a title may be: a prompt's first line can be a paragraph.
+TITLE_LENGTH = 80
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """A run as a person reads it: its title, where it stands or how it ended and why,
+    the turns sent, answered and refused, its probes, what it cost (probes included,
+    and said apart), and when it started, ended and how long it took."""
+
+    run_id: str
+    title: str
+    cwd: str
+    phase: str
+    # done, blocked, ...; None while it goes on.
+    outcome: str | None
+    # Why it stopped (or, going on, what the last thing that ended it said).
+    reason: str
+    sent: int
+    answered: int
+    probes: int
+    # Every dollar billed: the turns' (answered, refused, reviews) and the probes'.
+    dollars: float
+    probe_dollars: float
+    # The part of `dollars` that is an estimate (requests a crash cut off in flight).
+    estimated_dollars: float
+    started_at: datetime
+    # None while the run goes on, or for a run a claudeloop of before ended.
+    ended_at: datetime | None
+    # From its start to its end, or to now while it goes on; None: the end is unknown.
+    duration_seconds: float | None
+
+    @property
+    def refused(self) -> int:
+        """Prompts sent that were not answered: a limit or an error refused them."""
+        return max(self.sent - self.answered, 0)
+
+    @property
+    def turn_dollars(self) -> float:
+        return max(self.dollars - self.probe_dollars, 0.0)
+
+    @property
+    def state(self) -> str:
+        """One word for where it stands: how it ended, else its phase."""
+        return self.outcome or self.phase
+
+    @property
+    def turns_said(self) -> str:
+        return turns_words(self.sent, self.answered)
+
+    @property
+    def dollars_said(self) -> str:
+        return dollars_words(self.dollars, self.probe_dollars)
+
+    @property
+    def duration_said(self) -> str:
+        if self.duration_seconds is None:
+            return "-"
+        return format_duration(timedelta(seconds=round(self.duration_seconds)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The facts as every `--json` carries them, beside its own keys."""
+        return {
+            "run_id": self.run_id,
+            "title": self.title,
+            "phase": self.phase,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "sent": self.sent,
+            "answered": self.answered,
+            "refused": self.refused,
+            "probes": self.probes,
+            "dollars": round(self.dollars, 6),
+            "turn_dollars": round(self.turn_dollars, 6),
+            "probe_dollars": round(self.probe_dollars, 6),
+            "started_at": self.started_at.isoformat(),
+            "ended_at": self.ended_at.isoformat() if self.ended_at else None,
+            "duration_seconds": None
+            if self.duration_seconds is None
+            else round(self.duration_seconds, 1),
+            # The same words every view says them in.
+            "said": {
+                "turns": self.turns_said,
+                "dollars": self.dollars_said,
+                "duration": self.duration_said,
+            },
+        }
+
+
+def turns_words(sent: int, answered: int) -> str:
+    """`4 sent, 3 answered, 1 refused`: the one way every view says a run's turns (or a
+    report's total of them)."""
+    return f"{sent} sent, {answered} answered, {max(sent - answered, 0)} refused"
+
+
+def dollars_words(dollars: float, probe_dollars: float) -> str:
+    """The total, and, when probes cost something, its two parts, which add up to the
+    total as written (each rounded to the total's precision): `$0.0056 (turns $0.0048 +
+    probes $0.0008)`."""
+    if probe_dollars <= 0:
+        return money(dollars)
+    quantum = 0.01 if dollars >= 1 else 0.0001
+    total = round(dollars / quantum) * quantum
+    probes = round(probe_dollars / quantum) * quantum
+    return f"{money(total)} (turns {money(max(total - probes, 0.0))} + probes {money(probes)})"
+
+
+def run_facts(record: RunRecord, *, now: datetime, ended_at: datetime | None = None) -> RunFacts:
+    """The facts of `record` at `now`. `ended_at`: when its events say it ended, for a
+    record that does not know (written by a claudeloop of before)."""
+    state = record.state
+    ledger = state.ledger
+    terminal = state.phase.terminal
+    end = (record.ended_at or ended_at) if terminal else None
+    if terminal:
+        duration = (end - record.started_at).total_seconds() if end is not None else None
+    else:
+        duration = (now - record.started_at).total_seconds()
+    return RunFacts(
+        run_id=record.run_id,
+        title=task_title(record),
+        cwd=str(record.spec.cwd),
+        phase=state.phase.value,
+        outcome=state.outcome.value if state.outcome else None,
+        reason=state.reason,
+        sent=ledger.attempts,
+        answered=ledger.turns,
+        probes=state.probes,
+        dollars=ledger.dollars,
+        probe_dollars=ledger.probe_dollars,
+        estimated_dollars=ledger.estimated_dollars,
+        started_at=record.started_at,
+        ended_at=end,
+        duration_seconds=None if duration is None else max(duration, 0.0),
+    )
+
+
+def task_title(record: RunRecord) -> str:
+    """What the run is for, in a line: its plan's first heading, else the plan file's
+    name, else the prompt's first line."""
+    if record.plan is not None:
+        for line in record.plan.lines:
+            heading = line.strip()
+            if heading.startswith("#") and heading.lstrip("#").strip():
+                return heading.lstrip("#").strip()[:TITLE_LENGTH]
+    if record.spec.plan_path is not None:
+        return record.spec.plan_path.name
+    return first_line(record.spec.task, longest=TITLE_LENGTH, empty="(no task)")

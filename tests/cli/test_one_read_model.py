@@ -1,0 +1,237 @@
+"""One read model of a run (application.run_facts), said alike by every view.
+
+Runs of every outcome are driven by the real runner on fakes of the service, into real
+run directories (state.json, events.jsonl) registered in the machine's index; then each
+view a person reads is rendered: `status`, `runs`, `runs --all`, `report`, `report
+--all`, their `--json`, summary.md, the `--json` result of `run`, and the dashboard's
+front page, run page and report. Each must carry the same turns ("4 sent, 3 answered,
+1 refused") and the same money, the probes' share said apart, so no two can seem to
+disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+from claudeloop.adapters.redaction import Redactor
+from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.run_directory.layout import EventLog
+from claudeloop.adapters.run_index import RunIndexDirectory
+from claudeloop.application.dashboard import last_hours, machine_report, machine_rows, run_view
+from claudeloop.application.ports import IndexedRun, TurnOutcome
+from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.run_facts import RunFacts, run_facts
+from claudeloop.application.runner import Runner
+from claudeloop.application.summary import result_object
+from claudeloop.cli.bootstrap import project_runs
+from claudeloop.cli.dashboard.pages import overview_main, run_main
+from claudeloop.cli.report import report_main
+from claudeloop.domain.budget import Budget, BudgetLedger
+from claudeloop.domain.loop import RunState
+from claudeloop.domain.signals import TurnSignals
+from tests.application.fakes import (
+    START,
+    FakeClock,
+    FakeControl,
+    FakeGateway,
+    FakeSleeper,
+    FakeTree,
+    MemoryPlans,
+    rejected_turn,
+    verdict_turn,
+)
+from tests.cli.conftest import Invocation
+
+Invoke = Callable[..., Invocation]
+TURN = 0.0016
+WINDOW_CLOSED = TurnSignals(
+    rate_limit_status="rejected",
+    rate_limit_type="five_hour",
+    resets_at=START + timedelta(hours=2),
+    api_error_status=429,
+    assistant_error="rate_limit",
+)
+AUTH_FAILED = TurnSignals(assistant_error="authentication_failed", api_error_status=401)
+
+
+@dataclass(frozen=True)
+class Script:
+    turns: tuple[TurnOutcome, ...]
+    probes: tuple[TurnSignals, ...] = ()
+    budget: Budget = field(default_factory=Budget)
+
+
+SCRIPTS = {
+    "done": Script((verdict_turn(complete=True, summary="all done", cost=TURN),)),
+    "blocked": Script((verdict_turn(blocked_on="the staging password", cost=TURN),)),
+    "budget_exhausted": Script(
+        (verdict_turn(remaining=("b",), cost=TURN),) * 2, budget=Budget(max_turns=2)
+    ),
+    # The run of issue 42: 4 sent, 3 answered, 1 refused, and a probe that cost money.
+    "refused_then_probed": Script(
+        (
+            verdict_turn(remaining=("b", "c"), cost=TURN),
+            verdict_turn(remaining=("c",), cost=TURN),
+            rejected_turn(WINDOW_CLOSED, cost=0.0),
+            verdict_turn(complete=True, summary="all done", cost=TURN),
+        ),
+        probes=(TurnSignals(),),
+    ),
+    "auth_failed": Script((rejected_turn(AUTH_FAILED, cost=0.0),)),
+}
+
+
+def driven(
+    cwd: Path, run_id: str, script: Script, index: RunIndexDirectory | None = None
+) -> RunRecord:
+    """A run of `script`, by the runner, into a real run directory under `cwd`,
+    registered in this machine's index (`index`: another machine's)."""
+    directory = RunDirectory.create(cwd, run_id)
+    clock = FakeClock()
+    control = FakeControl()
+    gateway = FakeGateway(turns=deque(script.turns), probes=deque(script.probes), clock=clock)
+    log = EventLog(directory, clock, Redactor())
+    runner = Runner(
+        gateway=gateway,
+        clock=clock,
+        sleeper=FakeSleeper(clock=clock, control=control),
+        events=log,
+        store=directory,
+        control=control,
+        plans=MemoryPlans(),
+        tree=FakeTree(),
+    )
+    spec = RunSpec(cwd=cwd, task=f"Build the {run_id} thing.\nIn detail.", budget=script.budget)
+    record = RunRecord(
+        run_id=run_id,
+        spec=spec,
+        state=RunState(ledger=BudgetLedger(budget=spec.budget)),
+        started_at=START,
+    )
+
+    async def go() -> RunRecord:
+        return await runner.drive(record, resumed=False)
+
+    ended = anyio.run(go)
+    log.close()
+    directory.write_summary(ended)
+    (index or RunIndexDirectory.of_environment()).register(
+        IndexedRun(run_id, directory.path, cwd, None, "box", START)
+    )
+    return ended
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> dict[str, RunFacts]:
+    """One project per outcome, each run's facts by its id."""
+    facts: dict[str, RunFacts] = {}
+    for name, script in SCRIPTS.items():
+        run_id = f"20261130-090000-{name.replace('_', '-')}"
+        ended = driven(tmp_path / name, run_id, script)
+        facts[run_id] = run_facts(ended, now=START)
+    return facts
+
+
+def test_the_run_of_issue_42_says_its_probe_and_adds_up(machine: dict[str, RunFacts]) -> None:
+    facts = machine["20261130-090000-refused-then-probed"]
+    assert facts.turns_said == "4 sent, 3 answered, 1 refused"
+    assert facts.dollars_said == "$0.0058 (turns $0.0048 + probes $0.001)"
+    assert facts.title == "Build the 20261130-090000-refused-then-probed thing."
+    assert facts.outcome == "done"
+    assert facts.duration_seconds is not None
+    assert facts.duration_seconds > 0
+
+
+def _assert_says(text: str, facts: RunFacts, where: str) -> None:
+    assert facts.turns_said in text, f"{where} lacks {facts.turns_said!r}"
+    assert facts.dollars_said in text, f"{where} lacks {facts.dollars_said!r}"
+
+
+def _assert_json(row: dict[str, object], facts: RunFacts, where: str) -> None:
+    expected = facts.to_json()
+    for key in ("sent", "answered", "refused", "probes", "dollars", "probe_dollars"):
+        assert row[key] == expected[key], f"{where}: {key}"
+    said = row["said"]
+    assert isinstance(said, dict)
+    assert (said["turns"], said["dollars"]) == (facts.turns_said, facts.dollars_said), where
+
+
+def test_every_view_says_the_same_turns_and_money(
+    machine: dict[str, RunFacts], claudeloop: Invoke, tmp_path: Path
+) -> None:
+    every_row = {
+        row["run_id"]: row for row in json.loads(claudeloop("runs", "--all", "--json").out)
+    }
+    every_text = claudeloop("runs", "--all").out
+    machine_json = json.loads(claudeloop("report", "--all", "--since", "100000d", "--json").out)
+    machine_text = claudeloop("report", "--all", "--since", "100000d").out
+    index = RunIndexDirectory.of_environment()
+    no_mask = lambda _cwd: lambda view: view  # noqa: E731
+    rows = machine_rows(index, project_runs, now=START, mask=no_mask)
+    front = overview_main(rows, None, None, now=START)
+    made = machine_report(index, project_runs, now=START, since=None, mask=no_mask)
+    dashboard_report = report_main(made)
+    for run_id, facts in machine.items():
+        cwd = tmp_path / run_id.removeprefix("20261130-090000-").replace("-", "_")
+        status = claudeloop("status", "--cwd", cwd)
+        _assert_says(status.out, facts, f"status of {run_id}")
+        _assert_json(json.loads(claudeloop("status", "--cwd", cwd, "--json").out), facts, "status")
+        _assert_says(claudeloop("runs", "--cwd", cwd).out, facts, f"runs of {run_id}")
+        (row,) = json.loads(claudeloop("runs", "--cwd", cwd, "--json").out)
+        _assert_json(row, facts, f"runs --json of {run_id}")
+        _assert_json(every_row[run_id], facts, f"runs --all --json of {run_id}")
+        _assert_says(every_text, facts, "runs --all")
+        report = claudeloop("report", "--cwd", cwd, "--since", "100000d")
+        _assert_says(report.out, facts, f"report of {run_id}")
+        (reported,) = json.loads(
+            claudeloop("report", "--cwd", cwd, "--since", "100000d", "--json").out
+        )["runs"]
+        _assert_json(reported, facts, f"report --json of {run_id}")
+        (in_all,) = [run for run in machine_json["runs"] if run["run_id"] == run_id]
+        _assert_json(in_all, facts, f"report --all --json of {run_id}")
+        _assert_says(machine_text, facts, "report --all")
+        summary = (cwd / ".claudeloop" / "runs" / run_id / "summary.md").read_text()
+        _assert_says(summary, facts, f"summary.md of {run_id}")
+        ended = RunDirectory(cwd / ".claudeloop" / "runs" / run_id).load()
+        _assert_json(result_object(ended), facts, f"the --json result of {run_id}")
+        (entry,) = [each for each in index.runs() if each.run_id == run_id]
+        _assert_says(_unescaped(front), facts, "the dashboard's front page")
+        page = run_main(run_view(entry, index, project_runs, now=START, mask=no_mask), None)
+        _assert_says(_unescaped(page), facts, f"the dashboard's page of {run_id}")
+        _assert_says(_unescaped(dashboard_report), facts, "the dashboard's report")
+        (machine_row,) = [row for row in rows if row["run_id"] == run_id]
+        _assert_json(machine_row, facts, f"the dashboard's row of {run_id}")
+
+
+def test_the_totals_add_the_runs_in_the_same_words(
+    machine: dict[str, RunFacts], claudeloop: Invoke
+) -> None:
+    totals = json.loads(claudeloop("report", "--all", "--since", "100000d", "--json").out)["totals"]
+    sent = sum(facts.sent for facts in machine.values())
+    answered = sum(facts.answered for facts in machine.values())
+    assert totals["said"]["turns"] == f"{sent} sent, {answered} answered, {sent - answered} refused"
+    assert totals["dollars"] == pytest.approx(sum(facts.dollars for facts in machine.values()))
+    assert totals["probe_dollars"] == pytest.approx(0.001)
+    index = RunIndexDirectory.of_environment()
+    rows = machine_rows(index, project_runs, now=START, mask=lambda _cwd: lambda view: view)
+    recent = last_hours([replace_started(row) for row in rows], now=START)
+    assert recent["said"] == totals["said"]
+
+
+def replace_started(row: dict[str, object]) -> dict[str, object]:
+    """The fake clock's runs started at START; the front page counts the last hours."""
+    return {**row, "started_at": START.isoformat()}
+
+
+def _unescaped(html: str) -> str:
+    from html import unescape
+
+    return unescape(html)
