@@ -65,6 +65,7 @@ from claudeloop.adapters.run_directory.finding import (
     write_missing_summary as write_missing_summary,
 )
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
+from claudeloop.adapters.run_directory.layout import keep_out_of_git as keep_out_of_git
 from claudeloop.adapters.run_directory.lock import DriverLock as DriverLock
 from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
