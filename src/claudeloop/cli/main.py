@@ -358,7 +358,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"claudeloop: error: {error}", err=True)
         sys.exit(error.exit_code)
     except click.UsageError as error:
-        where = f"{error.ctx.command_path}: " if error.ctx else ""
+        # "claudeloop: error: run: ...": the command named once, after the one prefix.
+        command = error.ctx.command_path.partition(" ")[2] if error.ctx else ""
+        where = f"{command}: " if command else ""
         click.echo(f"claudeloop: error: {where}{error.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as error:

@@ -64,13 +64,17 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
         self.kind = kind
         self.name = "N" if kind is int else "X"
 
+    @property
+    def accepted(self) -> str:
+        return "a whole number above 0" if self.kind is int else "a number above 0"
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             number = self.kind(value)
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number; use a positive {self.kind.__name__}", param, ctx)
+            self.fail(f"{value!r} is not a number; use {self.accepted}", param, ctx)
         if not (number > 0 and math.isfinite(number)):
-            self.fail(f"{value!r} must be a positive {self.kind.__name__}", param, ctx)
+            self.fail(f"{value!r} must be {self.accepted}", param, ctx)
         return number
 
 
