@@ -13,7 +13,7 @@ import click
 
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat, take_fleet_seat
-from claudeloop.application.settings import SETTINGS, Setting
+from claudeloop.application.settings import LARGEST_WHOLE, SETTINGS, Setting
 from claudeloop.cli.export import register as register_export
 from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
@@ -155,7 +155,12 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
             return click.option(name, key, type=POSITIVE_INT, default=None, help=help_text)
         case "whole_or_zero":
             return click.option(
-                name, key, type=click.IntRange(min=0), metavar="N", default=None, help=help_text
+                name,
+                key,
+                type=click.IntRange(0, LARGEST_WHOLE),
+                metavar="N",
+                default=None,
+                help=help_text,
             )
         case "dollars":
             return click.option(name, key, type=POSITIVE_FLOAT, default=None, help=help_text)
