@@ -498,6 +498,14 @@ def register_run(
         RunIndexDirectory.of_environment().register(entry)
 
 
+def unregister_run(directory: RunDirectory) -> None:
+    """The run out of the machine's index again, its folder removed on purpose."""
+    from claudeloop.adapters.run_index import RunIndexDirectory
+
+    with contextlib.suppress(OSError):
+        RunIndexDirectory.of_environment().forget(directory.run_id, directory.path.absolute())
+
+
 def take_lock(directory: RunDirectory) -> DriverLock:
     """The run's lock, or one line saying why not (a live driver, a planted link)."""
     try:
