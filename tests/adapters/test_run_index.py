@@ -97,3 +97,15 @@ def test_a_record_is_decoded_again_only_once_saved_since(tmp_path: Path) -> None
     directory.state_path.unlink()
     with pytest.raises(UsageError, match="missing"):
         runs.record("r1")
+
+
+def test_a_run_forgotten_is_listed_no_more_and_forgetting_twice_is_nothing(
+    tmp_path: Path,
+) -> None:
+    index = RunIndexDirectory(tmp_path / "state" / "runs")
+    kept, removed = entry(tmp_path, "r1", 0), entry(tmp_path, "r2", 1)
+    index.register(kept)
+    index.register(removed)
+    index.forget(removed.run_id, removed.directory)
+    index.forget(removed.run_id, removed.directory)
+    assert index.runs() == [kept]

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import NoRun, UsageError
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import (
     AccountCapacity,
@@ -471,7 +471,7 @@ class MemoryRuns:
         live = [name for name in self.records if name in self.drivers]
         if live or self.records:
             return (live or list(self.records))[0]
-        raise UsageError(f"no claudeloop run in {self.where}")
+        raise NoRun(f"no claudeloop run in {self.where}")
 
     def record(self, run_id: str) -> RunRecord:
         if run_id in self.unreadable:

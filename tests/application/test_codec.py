@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claudeloop.application.codec import (
+    LARGEST_WHOLE,
     Codec,
     DecodeError,
     Form,
@@ -118,6 +119,8 @@ def test_a_dataclass_reads_back_as_it_was_written() -> None:
         ("shape", {"shape": "hexagon"}, "shape.shape is 'hexagon', not 'square' or 'circle'"),
         ("shape", {"shape": "circle", "radius": 1, "kind": "quarter"}, "shape.kind is"),
         ("table", {"k": "one"}, "table.k is 'one', not a whole number"),
+        ("table", {"k": 2**63}, "table.k is 9223372036854775808, not a whole number from"),
+        ("table", {"k": 10**300}, "table.k is " + "1" + "0" * 39 + "... (301 characters"),
         ("maybe", 3, "maybe is 3, not text"),
         ("table", [1], "table is [1], not an object"),
         ("inner", "three", "inner is 'three', not an object"),
@@ -250,7 +253,7 @@ def _values(hint: Any) -> st.SearchStrategy[Any]:
     plain: dict[Any, st.SearchStrategy[Any]] = {
         type(None): st.none(),
         bool: st.booleans(),
-        int: st.integers(),
+        int: st.integers(-LARGEST_WHOLE, LARGEST_WHOLE),  # a file's whole numbers: 64 bits
         float: st.floats(allow_nan=False, allow_infinity=False),
         str: st.text(max_size=20),
         datetime: st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=-5))])),

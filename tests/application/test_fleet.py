@@ -330,7 +330,7 @@ def test_requests_reach_only_a_running_run_and_a_cap_below_its_spend_none() -> N
     asked: list[Steer] = [RaiseCap(Cap.TURNS, 40), AddNote("use the staging db")]
     assert steer(fleet, "r1", asked, now=now).worker == "w1"
     assert fleet.steered == [("r1", RaiseCap(Cap.TURNS, 40)), ("r1", AddNote("use the staging db"))]
-    with pytest.raises(UsageError, match=r"run r2 is queued, not running; nothing to probe-now"):
+    with pytest.raises(UsageError, match=r"run r2 is queued, not running; nothing to probe now"):
         steer(fleet, "r2", [ProbeNow()], now=now)
     # r1's stored record says 2 turns were answered: 1 is below that, and nothing is asked.
     with pytest.raises(UsageError, match=r"run r1: --max-turns 1 turns is lower than"):

@@ -144,6 +144,35 @@ def test_a_file_named_claudeloop_is_one_line(claudeloop: Invoke, tmp_path: Path)
     assert_one_line_error(result, f"{tmp_path / '.claudeloop'} is not a directory", "move")
 
 
+def test_doctor_says_where_a_file_is_not_toml_and_what_to_correct(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text('max_turns = 3\nmodel = "sonnet\n')
+    result = claudeloop("doctor", "--cwd", tmp_path, "--json")
+    assert result.exit_code == 2
+    checks = {check["name"]: check for check in json.loads(result.out)["checks"]}
+    assert checks["config"]["detail"].startswith(f"{tmp_path / 'claudeloop.toml'}: line 2, column ")
+    assert "not valid TOML" in checks["config"]["detail"]
+    assert "correct that key" not in checks["config"]["fix"]
+    assert "TOML at that line and column" in checks["config"]["fix"]
+
+
+def test_a_whole_number_beyond_toml_is_refused_naming_file_key_and_range(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "claudeloop.toml").write_text("max_turns = 99999999999999999999999999\n")
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    assert result.err.strip() == (
+        f"claudeloop: error: {tmp_path / 'claudeloop.toml'}: "
+        "max_turns = 99999999999999999999999999: expected a whole number from 1 to 2^63-1"
+    )
+    assert not (tmp_path / ".claudeloop").exists()
+    flagged = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, "--stall-turns", "1" + "0" * 19)
+    assert flagged.exit_code == 2
+    assert "--stall-turns" in flagged.err
+
+
 def test_doctor_names_a_file_named_claudeloop(claudeloop: Invoke, tmp_path: Path) -> None:
     (tmp_path / ".claudeloop").write_text("notes\n")
     result = claudeloop("doctor", "--cwd", tmp_path, "--json")

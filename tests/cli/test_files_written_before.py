@@ -196,3 +196,19 @@ def test_the_capacity_boards_records_read_and_write_as_they_were() -> None:
         "seven_day_opus", 1.0, datetime(2026, 12, 5, 9, 0, tzinfo=UTC), "rejected"
     )
     assert signals.windows[2] == WindowUsage("seven_day", None, None, None)
+
+
+def test_a_damaged_count_beyond_64_bits_is_refused_naming_the_file_and_key(
+    tmp_path: Path, claudeloop: Callable[..., Invocation]
+) -> None:
+    directory = copied("run_waiting", tmp_path)
+    data = json.loads(directory.state_path.read_text())
+    data["state"]["attempts"] = 10**300
+    directory.state_path.write_text(json.dumps(data))
+    result = claudeloop("resume", "--cwd", directory.path.parents[2])
+    assert result.exit_code == 2
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith(f"claudeloop: error: {directory.state_path}: unreadable (")
+    assert "state.attempts is 1000" in line
+    assert line.endswith("not a whole number from -(2^63-1) to 2^63-1)")
+    assert len(line) < 300

@@ -174,3 +174,23 @@ def test_init_then_config_show_in_a_fresh_process(tmp_path: Path, project: Path)
     assert [line.split() for line in lines if line.startswith("verify ")] == [
         ["verify", '["pytest"]', f"({project / 'claudeloop.toml'})"]
     ]
+
+
+def test_a_run_of_the_plan_init_wrote_unedited_is_refused_in_one_line(
+    claudeloop: Invoke, project: Path
+) -> None:
+    assert claudeloop("init", "--cwd", project).exit_code == 0
+    result = claudeloop("run", project / "PLAN.md", "--cwd", project)
+    assert_one_line_error(result, "PLAN.md", "still the template", "replace its items")
+    assert not (project / ".claudeloop").exists()
+
+
+def test_the_plan_init_wrote_runs_once_its_items_are_the_task(
+    claudeloop: Invoke, project: Path
+) -> None:
+    assert claudeloop("init", "--cwd", project).exit_code == 0
+    plan = project / "PLAN.md"
+    plan.write_text(plan.read_text().replace("First step", "Write hello.txt"))
+    result = claudeloop("run", plan, "--cwd", project, "--max-turns", "1")
+    assert "still the template" not in result.err
+    assert (project / ".claudeloop").is_dir()  # the run started (and met the closed port)

@@ -121,11 +121,39 @@ def test_runs_lists_newest_first(claudeloop: Invoke, tmp_path: Path) -> None:
     assert lines[1].startswith("20261130-090000-aaaaaa")
 
 
-def test_stop_without_a_live_driver_is_refused(claudeloop: Invoke, tmp_path: Path) -> None:
+def test_stop_without_a_live_driver_says_so_and_exits_0(claudeloop: Invoke, tmp_path: Path) -> None:
+    # Nothing to end, and nothing the user typed was wrong: not a usage error (README).
     waiting_run(tmp_path)
     result = claudeloop("stop", "--cwd", tmp_path)
-    assert result.exit_code == 2
-    assert "no live driver" in result.err
+    assert result.exit_code == 0
+    assert result.out.strip().splitlines() == [
+        "claudeloop: run 20261130-090000-aaaaaa has no live driver; nothing to stop"
+    ]
+
+
+def test_wind_down_without_a_live_driver_says_wind_down_in_words(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    waiting_run(tmp_path)
+    result = claudeloop("wind-down", "--cwd", tmp_path)
+    assert result.exit_code == 0
+    assert result.out.strip().endswith("nothing to wind down")
+
+
+def test_status_and_stop_where_no_run_is_say_so_and_exit_0(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    for command in ("status", "stop", "wind-down"):
+        result = claudeloop(command, "--cwd", tmp_path)
+        assert result.exit_code == 0, command
+        assert result.out.strip() == (
+            f"claudeloop: no claudeloop run in {tmp_path}; start one with `claudeloop run PLAN`"
+        )
+    shown = json.loads(claudeloop("status", "--cwd", tmp_path, "--json").out)
+    assert shown["run_id"] is None
+    assert "no claudeloop run" in shown["reason"]
+    # A run named that is not there is a mistake in what was typed: exit 2.
+    assert claudeloop("status", "--cwd", tmp_path, "--run-id", "nope").exit_code == 2
 
 
 def test_stop_beside_a_reused_pid_says_there_is_no_live_driver(
@@ -135,8 +163,8 @@ def test_stop_beside_a_reused_pid_says_there_is_no_live_driver(
     # The driver died (a reboot) and its pid now belongs to a live, unrelated process.
     directory.lock_path.write_text(str(os.getppid()))
     result = claudeloop("stop", "--cwd", tmp_path)
-    assert result.exit_code == 2
-    (line,) = result.err.strip().splitlines()
+    assert result.exit_code == 0
+    (line,) = result.out.strip().splitlines()
     assert "run 20261130-090000-aaaaaa has no live driver; nothing to stop" in line
     assert directory.pending() is None
 

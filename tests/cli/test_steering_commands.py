@@ -67,7 +67,7 @@ def test_a_cap_below_what_was_spent_is_one_line_and_exit_2(
     ("args", "said"),
     [
         (("raise",), "give at least one of --max-turns, --max-dollars, --max-wait"),
-        (("raise", "--max-dollars", "-3"), "'-3' must be a positive float"),
+        (("raise", "--max-dollars", "-3"), "'-3' must be a number above 0"),
         (("raise", "--max-wait", "soon"), "'soon' is not a duration"),
         (("note", RUN, "two", "words"), "note takes [RUN] TEXT, not 3 words"),
         (("note", " "), "the note is empty"),

@@ -63,7 +63,10 @@ def test_malformed_duration(claudeloop: Invoke, tmp_path: Path, value: str) -> N
 )
 def test_negative_or_zero_cap(claudeloop: Invoke, tmp_path: Path, flag: str, value: str) -> None:
     result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, flag, value)
-    assert_one_line_error(result, flag, "positive")
+    accepted = "a number above 0" if flag == "--max-dollars" else "a whole number from 1 to 2^63-1"
+    assert_one_line_error(result, flag, accepted)
+    # The command named once, after the one prefix.
+    assert result.err.startswith(f"claudeloop: error: run: Invalid value for '{flag}'")
 
 
 def test_cwd_that_does_not_exist(claudeloop: Invoke, tmp_path: Path) -> None:
@@ -85,7 +88,12 @@ def test_unknown_option(claudeloop: Invoke) -> None:
 
 
 def test_status_without_runs(claudeloop: Invoke, tmp_path: Path) -> None:
-    assert_one_line_error(claudeloop("status", "--cwd", tmp_path), "no claudeloop run")
+    # Nothing to show is no usage error (README, exit codes): one line, exit 0.
+    shown = claudeloop("status", "--cwd", tmp_path)
+    assert shown.exit_code == 0
+    assert shown.out.startswith("claudeloop: no claudeloop run")
+    # logs needs a run to show: there it stays a usage error.
+    assert_one_line_error(claudeloop("logs", "--cwd", tmp_path), "no claudeloop run")
 
 
 @pytest.mark.parametrize("url", ["not a url", "ftp://host", "http://", "http://host:99999"])

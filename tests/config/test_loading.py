@@ -168,9 +168,9 @@ def test_an_unknown_key_in_a_profile_lists_the_profile_keys(project: Path, user_
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('max_turns = "5"', 'max_turns = "5": expected a whole number above 0'),
-        ("max_turns = 0", "max_turns = 0: expected a whole number above 0"),
-        ("max_turns = true", "max_turns = true: expected a whole number above 0"),
+        ('max_turns = "5"', 'max_turns = "5": expected a whole number from 1 to 2^63-1'),
+        ("max_turns = 0", "max_turns = 0: expected a whole number from 1 to 2^63-1"),
+        ("max_turns = true", "max_turns = true: expected a whole number from 1 to 2^63-1"),
         ("max_dollars = -1", "max_dollars = -1: expected a number above 0"),
         ("max_dollars = inf", "max_dollars = inf: expected a number above 0"),
         ('max_wait = "5x"', 'max_wait = "5x": expected a duration above 0'),
@@ -229,8 +229,15 @@ def test_default_is_not_a_profile_a_file_may_define(project: Path, user_dir: Pat
 
 
 def test_a_file_that_is_not_toml_says_where(project: Path, user_dir: Path) -> None:
+    message = error_of(project, user_dir, user_text="max_turns = 3\nmodel = = 1\n")
+    assert message == (
+        f"{user_dir / 'config.toml'}: line 2, column 9: not valid TOML (invalid value)"
+    )
+
+
+def test_a_file_cut_off_says_its_end(project: Path, user_dir: Path) -> None:
     message = error_of(project, user_dir, user_text="max_turns = [1\n")
-    assert message.startswith(f"{user_dir / 'config.toml'}: not valid TOML: ")
+    assert message.startswith(f"{user_dir / 'config.toml'}: line 2, column 1: not valid TOML (")
 
 
 def test_a_profile_nobody_defined_is_named_with_its_source(project: Path, user_dir: Path) -> None:

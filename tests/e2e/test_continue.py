@@ -37,5 +37,9 @@ def test_the_continue_command_after_a_turn_cap_goes_on_past_the_cap(
         check=False,
     )
     assert resumed.returncode == 0, resumed.stderr
+    # It says the turn it resumes at, which is not "before its first turn".
+    said = next(line for line in resumed.stderr.splitlines() if " resumed in " in line)
+    assert said.endswith("at turn 3)"), said
+    assert "before its first turn" not in said
     assert "claudeloop: done (exit 0)" in resumed.stderr
     assert (rehearsal.project / "step3.txt").exists()

@@ -145,3 +145,23 @@ def test_a_full_local_queue_is_waited_out(tmp_path: Path) -> None:
     resumed = next(i for i, line in enumerate(lines) if line == "probe: capacity is back")
     assert refused < waiting < resumed
     assert "claudeloop: done (exit 0)" in finished.stderr
+
+
+def test_a_rehearsal_that_removed_its_folder_is_not_listed_as_gone(tmp_path: Path) -> None:
+    # The machine's index (runs --all, the dashboard) keeps only what is still there.
+    finished = rehearse(tmp_path, "happy", "--json")
+    assert finished.returncode == 0, finished.stderr
+    # As rehearse() runs it: the index is the one under this HOME.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env["HOME"] = str(tmp_path)
+    listed = subprocess.run(
+        [sys.executable, "-m", "claudeloop", "runs", "--all", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    run_id = json.loads(finished.stdout)["run_id"]
+    assert run_id not in listed.stdout

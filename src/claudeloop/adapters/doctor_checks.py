@@ -26,7 +26,12 @@ from claudeloop.adapters.backend_advice import (
     upstream_advice,
 )
 from claudeloop.adapters.backend_http import context_size, reach
-from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
+from claudeloop.adapters.config.loading import (
+    ConfigError,
+    Configuration,
+    NotToml,
+    load_configuration,
+)
 from claudeloop.adapters.config.profiles import BackendProfile, base_url_problem, resolve_profile
 from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
@@ -208,6 +213,16 @@ def _sdk_check() -> Check:
 def _config_check(cwd: Path, profile: str | None) -> tuple[Check, Configuration | None]:
     try:
         config = load_configuration(cwd=cwd, flags={"profile": profile}, environ=os.environ)
+    except NotToml as error:
+        # No key can be read from the file: what to correct is its syntax, there.
+        return Check(
+            "config",
+            "fail",
+            str(error),
+            "correct the file's TOML at that line and column (quotes, brackets, "
+            "one key = value a line; https://toml.io)",
+            exit_code=2,
+        ), None
     except ConfigError as error:
         return Check(
             "config",

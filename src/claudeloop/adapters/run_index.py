@@ -52,6 +52,12 @@ class RunIndexDirectory:
         }
         write_atomically(self.directory / f"{run.key}.json", json.dumps(entry, sort_keys=True))
 
+    def forget(self, run_id: str, directory: Path) -> None:
+        """The entry of the run in `directory` taken out: a run whose folder was removed
+        on purpose (a rehearsal without --keep) is no run to list as gone."""
+        key = IndexedRun(run_id, directory, directory, None, "", datetime.min).key
+        (self.directory / f"{key}.json").unlink(missing_ok=True)
+
     def runs(self) -> list[IndexedRun]:
         try:
             files = [item for item in os.scandir(self.directory) if item.name.endswith(".json")]

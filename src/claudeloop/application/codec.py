@@ -15,7 +15,8 @@ file says something otherwise, its `Codec` says so once, by type:
 - `Tagged`: a closed union of dataclasses told apart by one key (`{"kind": "window"}`).
 
 Reading is strict: a value of the wrong type (a bool where a number belongs, text for
-an instant) is a `DecodeError` naming where it is (`state.turns`) and what it is. A key
+an instant, a whole number beyond 64 bits) is a `DecodeError` naming where it is
+(`state.turns`) and what it is. A key
 a dataclass lacks reads as the field's default (a file of before it was written), or,
 in a codec of `every_key`, only a key its shape says was `added`; a field without a
 default is a `DecodeError`. Keys nothing reads are skipped. A change of
@@ -36,6 +37,12 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 Json = Any  # what json.loads gives and json.dumps takes
 _PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+# A whole number in a file is one of 64 bits, as TOML's are: a count beyond it (a damaged
+# state.json's attempts = 10^300) is no count any run reached, and is refused, not used.
+LARGEST_WHOLE = 2**63 - 1
+WHOLE_NUMBER = "a whole number from -(2^63-1) to 2^63-1"
 
 
 class DecodeError(ValueError):
@@ -267,8 +274,8 @@ class Codec:
                 raise _wrong(where, data, "true or false")
             return data
         if hint is int:
-            if type(data) is not int:
-                raise _wrong(where, data, "a whole number")
+            if type(data) is not int or not -LARGEST_WHOLE <= data <= LARGEST_WHOLE:
+                raise _wrong(where, data, WHOLE_NUMBER)
             return data
         if hint is float:
             if type(data) not in (int, float):
@@ -384,4 +391,10 @@ def _named(hint: Any) -> str:
 
 
 def _wrong(where: str, data: Json, expected: str) -> DecodeError:
-    return DecodeError(f"{where or 'the value'} is {data!r}, not {expected}")
+    shown = repr(data)
+    if len(shown) > _LONGEST_SHOWN:  # a line, not a screen of digits
+        shown = f"{shown[:_LONGEST_SHOWN]}... ({len(shown)} characters)"
+    return DecodeError(f"{where or 'the value'} is {shown}, not {expected}")
+
+
+_LONGEST_SHOWN = 40

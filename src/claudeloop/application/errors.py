@@ -24,6 +24,13 @@ class UsageError(ClaudeloopError):
     exit_code = 2
 
 
+class NoRun(UsageError):
+    """No run to act on: none in the working directory, or none a live driver drives.
+    `status`, `stop` and `wind-down` say so in a line and exit 0 (there is nothing to
+    report or end, and nothing the user typed was wrong); where a run is needed to go on
+    (`resume`, `logs`) it stays a usage error, exit 2."""
+
+
 class NoCredentials(ClaudeloopError):
     """Claude Code has no credentials at all: a run would be refused at its first turn,
     so it does not start (exit 77, the code of refused credentials)."""

@@ -40,6 +40,9 @@ class RunResumed:
     # Which run, where: written since 2026-12-02 (a line from before reads as empty).
     run_id: str = ""
     cwd: str = ""
+    # The turn it resumes at (its next turn's number): written since 2026-12-08 (a line
+    # from before reads as 0, unknown).
+    turn: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,7 +416,13 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.type: cls for cls in get_args(Event)}
 # A kind is written once known: a line of before, read and written again, stays the same.
 _KIND = Shape(sparse=frozenset({"capacity_kind"}))
 EVENT_CODEC = Codec(
-    aware=False, shapes={TurnFinished: _KIND, WaitStarted: _KIND, ProbeFinished: _KIND}
+    aware=False,
+    shapes={
+        TurnFinished: _KIND,
+        WaitStarted: _KIND,
+        ProbeFinished: _KIND,
+        RunResumed: Shape(sparse=frozenset({"turn"})),
+    },
 )
 
 

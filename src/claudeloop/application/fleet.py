@@ -179,14 +179,15 @@ _VERB: dict[type, str] = {ProbeNow: "probe-now", RaiseCap: "raise", AddNote: "no
 def _running(fleet: Fleet, run_id: str, verb: str) -> FleetRun:
     require(fleet, f"{verb} --engine")
     found = look_up(fleet, run_id)
+    doing = verb.replace("-", " ")  # "nothing to wind down"
     if found.state == "queued":
         raise UsageError(
-            f"run {run_id} is queued, not running; nothing to {verb} "
+            f"run {run_id} is queued, not running; nothing to {doing} "
             f"(`claudeloop queue cancel {run_id}` keeps it from starting)"
         )
     if found.state != "running" or found.phase in _ENDED_PHASES:
         ended = found.state if found.state != "running" else found.phase
-        raise UsageError(f"run {run_id} has ended ({ended}); nothing to {verb}")
+        raise UsageError(f"run {run_id} has ended ({ended}); nothing to {doing}")
     return found
 
 

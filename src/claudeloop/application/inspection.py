@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import NoRun, UsageError
 from claudeloop.application.ports import ClaudeSession, ProjectRuns
 from claudeloop.application.run_facts import run_facts
 from claudeloop.application.summary import status_object
@@ -86,7 +86,8 @@ def control(runs: ProjectRuns, run_id: str | None, command: ControlCommand) -> A
     chosen = runs.watched(run_id)
     pid = runs.driver(chosen)
     if pid is None:
-        raise UsageError(f"run {chosen} has no live driver; nothing to {command.value}")
+        doing = command.value.replace("-", " ")  # "nothing to wind down"
+        raise NoRun(f"run {chosen} has no live driver; nothing to {doing}")
     try:
         runs.send(chosen, command)
     except OSError as error:

@@ -28,6 +28,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from claudeloop.domain.plan import WorkPlan
+
 # The files the rules read, in the order make looks for its own.
 MAKEFILES: tuple[str, ...] = ("GNUmakefile", "makefile", "Makefile")
 READ_FILES: tuple[str, ...] = (
@@ -271,6 +273,18 @@ _CONFIG_REST = """\
 """
 
 
+# The items of the PLAN.md `init` writes, there to be replaced: a plan that still holds
+# them is refused (`still_the_template`), since a night spent on "First step" is spent on
+# nothing, and a warning would scroll by unread by a run left alone.
+TEMPLATE_STEPS = ("First step", "Second step")
+
+
+def still_the_template(plan: WorkPlan) -> bool:
+    """Whether `plan` still holds every placeholder item of the PLAN.md `init` wrote."""
+    texts = {item.text.strip() for item in plan.items}
+    return all(step in texts for step in TEMPLATE_STEPS)
+
+
 def plan_text(checks: tuple[FoundCheck, ...]) -> str:
     """A PLAN.md to replace with the task: a line of what it is for and a checklist."""
     last = f"The checks pass (`{checks[0].command}`)" if checks else "The tests pass"
@@ -282,8 +296,8 @@ What this run is to achieve, in a sentence or two, and what "done" means for it.
 claudeloop tells the model after every turn which items are still open, and the model
 checks each one off (`- [x]`) as it finishes it. Replace these with your own steps.
 
-- [ ] First step
-- [ ] Second step
+- [ ] {TEMPLATE_STEPS[0]}
+- [ ] {TEMPLATE_STEPS[1]}
 - [ ] {last}
 """
 

@@ -209,6 +209,7 @@ class Runner:
                     phase=record.state.phase.value,
                     run_id=record.run_id,
                     cwd=str(record.spec.cwd),
+                    turn=record.state.ledger.attempts + 1,
                 )
             )
         else:

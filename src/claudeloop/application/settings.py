@@ -154,7 +154,10 @@ def short_duration(value: timedelta) -> str:
 
 
 _POLICY = WaitPolicyConfig()
-_WHOLE = "a whole number above 0"
+# The largest whole number a setting takes: TOML's largest integer (64 bits, signed).
+# Python's TOML reader takes any, and a larger cap is no cap a person meant.
+LARGEST_WHOLE = 2**63 - 1
+_WHOLE = "a whole number from 1 to 2^63-1"
 # How a duration is written, in a file, a variable or a flag.
 DURATION_FORMS = "90, 90s, 5m, 1h30m, 1.5h or 2d"
 _DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
@@ -359,7 +362,8 @@ STALL_TURNS: Setting[int] = Setting(
     "stall_turns",
     "whole_or_zero",
     DEFAULT_STALL_TURNS,
-    accepted="a whole number, 0 for off (turns in a row without progress that stop the run)",
+    accepted="a whole number up to 2^63-1, 0 for off (turns in a row without progress "
+    "that stop the run)",
     help="Stop (exit 1) after N turns in a row without evidence of progress: no "
     "plan item checked, no file changed, the same remaining work and checks "
     f"(default {DEFAULT_STALL_TURNS}; 0: off).",
@@ -368,7 +372,7 @@ SAME_FAILURE: Setting[int] = Setting(
     "same_failure",
     "whole_or_zero",
     DEFAULT_SAME_FAILURE,
-    accepted="a whole number, 0 for off (rounds in a row of one verification failure "
+    accepted="a whole number up to 2^63-1, 0 for off (rounds in a row of one verification failure "
     "that stop the run)",
     help="Stop (exit 1) when one verification failure repeats N rounds in a row "
     f"(default {DEFAULT_SAME_FAILURE}; 0: off).",

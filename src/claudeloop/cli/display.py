@@ -142,10 +142,10 @@ def event_line(event: Event) -> str | None:
     match event:
         case events.RunStarted(run_id=run_id, cwd=cwd):
             return f"claudeloop: run {run_id} started in {cwd}"
-        case events.RunResumed(phase=phase, run_id=run_id, cwd=cwd):
+        case events.RunResumed(phase=phase, run_id=run_id, cwd=cwd, turn=turn):
             # Said as a start is, with where the run had got to in words.
             where = f" in {cwd}" if cwd else ""
-            return f"claudeloop: run {run_id or '?'} resumed{where} ({_resumed_from(phase)})"
+            return f"claudeloop: run {run_id or '?'} resumed{where} ({_resumed_from(phase, turn)})"
         case events.TurnStarted(turn=turn):
             return f"turn {turn}: started"
         case events.TurnFinished():
@@ -261,8 +261,14 @@ def _retry_line(event: events.TurnRetrying) -> str:
     return "Claude Code retries a failed request" + (f" ({': '.join(parts)})" if parts else "")
 
 
-def _resumed_from(phase: str) -> str:
-    return _RESUMED_FROM.get(phase, f"it was {phase}")
+def _resumed_from(phase: str, turn: int) -> str:
+    """Where the run had got to, and the turn it resumes at (0: a line of before, which
+    did not say). A run stopped between turns (a --max-turns cap) is in preflight again:
+    only turn 1 is before its first turn."""
+    if phase == "preflight" and turn > 1:
+        return f"between turns, at turn {turn}"
+    said = _RESUMED_FROM.get(phase, f"it was {phase}")
+    return f"{said}, at turn {turn}" if turn > 1 else said
 
 
 def _verified_line(event: events.VerifyFinished) -> str:

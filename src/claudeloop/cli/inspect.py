@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from claudeloop.application.errors import NoRun
 from claudeloop.application.events import event_from
 from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
 from claudeloop.cli.display import event_line
@@ -32,9 +33,13 @@ def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     from claudeloop.cli.bootstrap import project_runs, shown_masked
 
     mask = shown_masked()
-    data = run_status(
-        project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=mask
-    )
+    try:
+        data = run_status(
+            project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=mask
+        )
+    except NoRun as none:
+        _say_no_run(none, as_json=as_json)
+        return
     _with_commits(data, mask)
     if as_json:
         print_json(data)
@@ -243,7 +248,11 @@ def control(
     from claudeloop.application.inspection import takes_effect
     from claudeloop.cli.bootstrap import project_runs
 
-    asked = ask(project_runs(working_directory(cwd)), run_id, command)
+    try:
+        asked = ask(project_runs(working_directory(cwd)), run_id, command)
+    except NoRun as none:
+        _say_no_run(none, as_json=as_json, extra={"pid": None, "command": command.value})
+        return
     if as_json:
         print_json({"run_id": asked.run_id, "pid": asked.pid, "command": command.value})
         return
@@ -251,6 +260,15 @@ def control(
         f"claudeloop: asked run {asked.run_id} (pid {asked.pid}) to {command.value}: "
         f"{takes_effect(command)}"
     )
+
+
+def _say_no_run(none: NoRun, *, as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    """No run to show or end: said in a line, exit 0 (README, exit codes); with --json
+    the object names no run and says why."""
+    if as_json:
+        print_json({"run_id": None, **(extra or {}), "reason": str(none)})
+        return
+    click.echo(f"claudeloop: {none}")
 
 
 def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:

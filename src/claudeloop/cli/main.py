@@ -13,7 +13,7 @@ import click
 
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat, take_fleet_seat
-from claudeloop.application.settings import SETTINGS, Setting
+from claudeloop.application.settings import LARGEST_WHOLE, SETTINGS, Setting
 from claudeloop.cli.export import register as register_export
 from claudeloop.cli.fleet import register as register_fleet
 from claudeloop.cli.params import (
@@ -155,7 +155,12 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
             return click.option(name, key, type=POSITIVE_INT, default=None, help=help_text)
         case "whole_or_zero":
             return click.option(
-                name, key, type=click.IntRange(min=0), metavar="N", default=None, help=help_text
+                name,
+                key,
+                type=click.IntRange(0, LARGEST_WHOLE),
+                metavar="N",
+                default=None,
+                help=help_text,
             )
         case "dollars":
             return click.option(name, key, type=POSITIVE_FLOAT, default=None, help=help_text)
@@ -358,7 +363,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"claudeloop: error: {error}", err=True)
         sys.exit(error.exit_code)
     except click.UsageError as error:
-        where = f"{error.ctx.command_path}: " if error.ctx else ""
+        # "claudeloop: error: run: ...": the command named once, after the one prefix.
+        command = error.ctx.command_path.partition(" ")[2] if error.ctx else ""
+        where = f"{command}: " if command else ""
         click.echo(f"claudeloop: error: {where}{error.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as error:

@@ -14,6 +14,7 @@ import click
 
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
+from claudeloop.application.settings import LARGEST_WHOLE
 from claudeloop.domain.confinement import domain_problem, read_path_problem
 
 __all__ = [
@@ -64,13 +65,18 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
         self.kind = kind
         self.name = "N" if kind is int else "X"
 
+    @property
+    def accepted(self) -> str:
+        return "a whole number from 1 to 2^63-1" if self.kind is int else "a number above 0"
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             number = self.kind(value)
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number; use a positive {self.kind.__name__}", param, ctx)
-        if not (number > 0 and math.isfinite(number)):
-            self.fail(f"{value!r} must be a positive {self.kind.__name__}", param, ctx)
+            self.fail(f"{value!r} is not a number; use {self.accepted}", param, ctx)
+        largest = LARGEST_WHOLE if self.kind is int else math.inf
+        if not (number > 0 and math.isfinite(number) and number <= largest):
+            self.fail(f"{value!r} must be {self.accepted}", param, ctx)
         return number
 
 

@@ -17,6 +17,7 @@ from typing import TextIO
 import click
 
 from claudeloop.application.errors import UsageError
+from claudeloop.application.project_setup import TEMPLATE_STEPS, still_the_template
 from claudeloop.application.prompts import plan_task
 from claudeloop.cli.bootstrap.runs import (
     TASK_LIMIT,
@@ -41,7 +42,14 @@ def task_from_options(
         )
     if plan is not None:
         plan_path, text = read_plan(plan, cwd)
-        if WorkPlan.parse(text).total == 0:
+        parsed = WorkPlan.parse(text)
+        if still_the_template(parsed):
+            steps = ", ".join(f"- [ ] {step}" for step in TEMPLATE_STEPS)
+            raise UsageError(
+                f"plan file {plan}: is still the template claudeloop init wrote ({steps}); "
+                "replace its items with your task's steps, then run it"
+            )
+        if parsed.total == 0:
             click.echo(
                 f"claudeloop: warning: {plan_path.name} has no checklist items (- [ ] ...): "
                 "plan progress is not tracked, the model's verdict (and --verify) decide "

@@ -30,9 +30,11 @@ from claudeloop.cli.bootstrap.runs import (
     CREDENTIAL_VARIABLES,
     PROVIDER_VARIABLES,
     Backend,
+    RunDirectory,
     backend_for,
     create_directory,
     new_record,
+    unregister_run,
     wire_run,
 )
 from claudeloop.cli.output import finish
@@ -156,6 +158,7 @@ def rehearse(
         raise UsageError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
     targets = _notify_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
+    directory: RunDirectory | None = None
     try:
         project = workdir / "project"
         project.mkdir()
@@ -232,6 +235,9 @@ def rehearse(
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+            if directory is not None:
+                # Removed on purpose: not listed by `runs --all` or the dashboard as gone.
+                unregister_run(directory)
 
 
 def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:

@@ -181,3 +181,14 @@ def test_a_check_waiting_on_the_control_file_is_told_of_a_stop_not_of_a_wind_dow
 
     anyio.run(go)
     assert told == [ControlCommand.STOP]
+
+
+def test_a_new_run_keeps_the_folder_out_of_git_and_leaves_an_ignore_file_there_alone(
+    tmp_path: Path,
+) -> None:
+    RunDirectory.create(tmp_path, "first")
+    ignore = tmp_path / ".claudeloop" / ".gitignore"
+    assert ignore.read_text().splitlines()[-1] == "*"
+    ignore.write_text("runs/\n")  # the user's own rule
+    RunDirectory.create(tmp_path, "second")
+    assert ignore.read_text() == "runs/\n"

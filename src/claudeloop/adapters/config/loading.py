@@ -11,6 +11,7 @@ knows which models its server has. Profiles are whole tables: a project's
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -71,6 +72,32 @@ _LONGEST_SHOWN = 60
 class ConfigError(UsageError):
     """A source says something claudeloop cannot use; the message is one line naming
     the file or variable, the key, the value and what would be accepted."""
+
+
+class NotToml(ConfigError):
+    """A configuration file that is not TOML at all: no key of it could be read. The
+    message names where (line and column) and what the reader met there."""
+
+
+# tomllib's own words: "Invalid value (at line 2, column 5)", or "(at end of document)".
+_TOML_WHERE = re.compile(
+    r"^(?P<what>.*?) \(at (?:line (?P<line>\d+), column (?P<column>\d+)|end of document)\)$"
+)
+
+
+def _toml_problem(error: tomllib.TOMLDecodeError, data: bytes) -> str:
+    """ "line 2, column 5: not valid TOML (invalid value)", the end of the file being
+    its last line's last column."""
+    found = _TOML_WHERE.match(str(error))
+    if found is None:
+        return f"not valid TOML ({error})"
+    what = found["what"][:1].lower() + found["what"][1:]
+    if found["line"] is not None:
+        line, column = int(found["line"]), int(found["column"])
+    else:
+        lines = data.decode("utf-8").split("\n")
+        line, column = len(lines), len(lines[-1]) + 1
+    return f"line {line}, column {column}: not valid TOML ({what})"
 
 
 # A setting's value with where it came from (the name it had here before).
@@ -273,7 +300,7 @@ def _read_file(path: Path) -> BaseModel | None:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+        raise NotToml(f"{path}: {_toml_problem(error, data)}") from None
     if DEFAULT_PROFILE in (document.get("profiles") or {}):
         raise ConfigError(
             f"{path}: [profiles.{DEFAULT_PROFILE}] is reserved for the inherited "

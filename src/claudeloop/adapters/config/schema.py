@@ -29,7 +29,7 @@ from pydantic import (
 
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
 from claudeloop.application.durations import parse_duration
-from claudeloop.application.settings import SETTINGS, NotifyKind, Setting
+from claudeloop.application.settings import LARGEST_WHOLE, SETTINGS, NotifyKind, Setting
 from claudeloop.domain.confinement import domain_problem, read_path_problem
 from claudeloop.domain.limits import LimitKind, parse_action, render_action
 from claudeloop.domain.pause import PauseThresholds
@@ -40,7 +40,7 @@ _LONGEST = timedelta(days=365)
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-_WHOLE = "a whole number above 0"
+_WHOLE = "a whole number from 1 to 2^63-1"
 _TEXT = "non-empty text"
 _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
 
@@ -138,7 +138,7 @@ def _env_name(value: str) -> str:
 
 
 Duration = Annotated[timedelta, BeforeValidator(_duration), AfterValidator(_within_a_year)]
-WholeAboveZero = Annotated[int, Field(ge=1)]
+WholeAboveZero = Annotated[int, Field(ge=1, le=LARGEST_WHOLE)]
 Dollars = Annotated[float, Field(gt=0), AfterValidator(_finite)]
 Text = Annotated[str, AfterValidator(_not_blank)]
 ProfileName = Annotated[str, AfterValidator(_profile_name)]
@@ -197,7 +197,7 @@ Domains = Annotated[list[Annotated[str, AfterValidator(_domain)]], BeforeValidat
 ReadPaths = Annotated[list[Annotated[str, AfterValidator(_read_path)]], BeforeValidator(_listed)]
 PauseAt = Annotated[str, AfterValidator(_pause_at)]
 Checks = Annotated[list[Annotated[str, AfterValidator(_check)]], BeforeValidator(_lines)]
-WholeOrZero = Annotated[int, Field(ge=0)]
+WholeOrZero = Annotated[int, Field(ge=0, le=LARGEST_WHOLE)]
 Limits = Annotated[
     dict[LimitKind, Annotated[str, AfterValidator(_action)]], BeforeValidator(_limit_pairs)
 ]

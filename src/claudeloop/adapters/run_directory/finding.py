@@ -23,7 +23,7 @@ from claudeloop.adapters.run_directory.layout import (
 )
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.system_clock import SystemClock
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import NoRun, UsageError
 from claudeloop.application.events import RunFinished
 from claudeloop.application.records import RunRecord
 
@@ -56,7 +56,7 @@ def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirect
                 continue
         raise UsageError(f"--session-id {session_id}: no run of {cwd} used that session")
     if not runs:
-        raise UsageError(f"no claudeloop run in {cwd}; start one with `claudeloop run PLAN`")
+        raise NoRun(f"no claudeloop run in {cwd}; start one with `claudeloop run PLAN`")
     return runs[0]
 
 

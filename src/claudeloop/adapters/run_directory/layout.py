@@ -48,6 +48,22 @@ def runs_root(cwd: Path) -> Path:
     return cwd / ".claudeloop" / "runs"
 
 
+# What `.claudeloop/.gitignore` says: everything in the folder, itself too, is kept out
+# of git, as other tools keep their folders (.pytest_cache, .ruff_cache); a run's logs
+# are never one `git add .` from a commit, and the user's own .gitignore is not touched.
+IGNORE_EVERYTHING = "# Written by claudeloop: its runs are no part of the project.\n*\n"
+
+
+def keep_out_of_git(cwd: Path) -> None:
+    """`.claudeloop/.gitignore` ignoring the folder's every file, written when there is
+    none (a new folder, or one an older claudeloop made); one already there, the user's
+    edit perhaps, is left as it is. Best effort: a folder it cannot be written in still
+    holds runs."""
+    path = cwd / ".claudeloop" / ".gitignore"
+    with contextlib.suppress(OSError), path.open("x", encoding="utf-8") as handle:
+        handle.write(IGNORE_EVERYTHING)
+
+
 def new_run_id(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
@@ -90,6 +106,7 @@ class RunDirectory:
         make_private_directory(root)
         with contextlib.suppress(OSError):
             (cwd / ".claudeloop").chmod(0o700)
+        keep_out_of_git(cwd)
         path = root / run_id
         path.mkdir(mode=0o700)
         return cls(path)

@@ -37,6 +37,7 @@ from claudeloop.cli.bootstrap.runs import (
     claude_cli,
     create_directory,
     find_run,
+    keep_out_of_git,
     load_record,
     login_ends,
     new_record,
@@ -129,7 +130,9 @@ class Launcher:
         return create_directory(record)
 
     def find(self, cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
-        return find_run(cwd, run_id, session_id)
+        directory = find_run(cwd, run_id, session_id)
+        keep_out_of_git(directory.path.parent.parent.parent)  # a folder made before
+        return directory
 
     def lock(self, directory: RunDirectory) -> DriverLock:
         return take_lock(directory)

@@ -66,6 +66,7 @@ from claudeloop.adapters.run_directory.finding import (
     write_missing_summary as write_missing_summary,
 )
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
+from claudeloop.adapters.run_directory.layout import keep_out_of_git as keep_out_of_git
 from claudeloop.adapters.run_directory.lock import DriverLock as DriverLock
 from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
@@ -485,6 +486,14 @@ def register_run(
     )
     with contextlib.suppress(OSError):
         RunIndexDirectory.of_environment().register(entry)
+
+
+def unregister_run(directory: RunDirectory) -> None:
+    """The run out of the machine's index again, its folder removed on purpose."""
+    from claudeloop.adapters.run_index import RunIndexDirectory
+
+    with contextlib.suppress(OSError):
+        RunIndexDirectory.of_environment().forget(directory.run_id, directory.path.absolute())
 
 
 def take_lock(directory: RunDirectory) -> DriverLock:
