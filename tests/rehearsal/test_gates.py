@@ -383,6 +383,65 @@ def test_a_client_that_gives_up_on_a_stall_frees_the_server(http: httpx.Client) 
     assert time.monotonic() - started < 1.5  # the shutdown did not wait out the stall
 
 
+def test_a_hang_starts_the_answer_then_holds_the_connection_until_the_client_gives_up(
+    http: httpx.Client,
+) -> None:
+    plan = scenario(gated('kind = "hang"\nat_turn = 1\nfor_requests = 1\n'))
+    with RehearsalServer(plan) as server:
+        url = f"{server.base_url}/v1/messages"
+        chunks: list[bytes] = []
+
+        def read() -> None:
+            with http.stream(
+                "POST", url, json=first_turn(), headers={"x-api-key": "k"}, timeout=0.5
+            ) as response:
+                assert response.status_code == 200
+                chunks.extend(response.iter_raw())
+
+        with pytest.raises(httpx.ReadTimeout):
+            read()
+        head = b"".join(chunks)
+        after = post(http, server, first_turn())  # the client gave up: the next is served
+        state = server.state()
+    assert events(head.decode())[0][0] == "message_start"
+    assert "message_stop" not in [name for name, _ in events(head.decode())]
+    assert after.status_code == 200
+    assert [(r["gate"], r["status"], r["answered"]) for r in state["requests"]] == [
+        ("hang", 200, False),
+        (None, 200, True),
+    ]
+
+
+def test_a_lift_closes_a_hang_in_flight(http: httpx.Client) -> None:
+    plan = scenario(gated('kind = "hang"\nat_turn = 1\nuntil_lift = true\n'))
+    with RehearsalServer(plan) as server:
+        threading.Timer(0.3, server.lift).start()
+        received = read_until_cut(http, server, first_turn())
+    assert events(received.decode())[0][0] == "message_start"
+
+
+def test_no_first_byte_sends_nothing_until_the_client_gives_up(http: httpx.Client) -> None:
+    plan = scenario(gated('kind = "no_first_byte"\nat_turn = 1\nfor_requests = 1\n'))
+    with RehearsalServer(plan) as server:
+        with pytest.raises(httpx.ReadTimeout):  # not even the status line came
+            http.post(f"{server.base_url}/v1/messages", json=first_turn(), timeout=0.5)
+        after = post(http, server, first_turn())
+        state = server.state()
+    assert after.status_code == 200
+    assert [(r["gate"], r["status"], r["answered"]) for r in state["requests"]] == [
+        ("no_first_byte", 0, False),
+        (None, 200, True),
+    ]
+
+
+def test_a_lift_ends_a_request_given_no_first_byte_with_a_500(http: httpx.Client) -> None:
+    plan = scenario(gated('kind = "no_first_byte"\nat_turn = 1\nuntil_lift = true\n'))
+    with RehearsalServer(plan) as server:
+        threading.Timer(0.3, server.lift).start()
+        response = post(http, server, first_turn())
+    assert response.status_code == 500
+
+
 def test_a_malformed_stream_carries_a_data_line_that_is_not_json(http: httpx.Client) -> None:
     plan = scenario(gated('kind = "malformed"\nat_turn = 1\nfor_seconds = 9\n'))
     with RehearsalServer(plan) as server:

@@ -87,6 +87,44 @@ def test_a_resumed_turn_counts_its_prompt_even_when_merged_with_the_last_tool_re
     assert assembled(response.text)[0]["input"]["file_path"] == f"{CWD}/step2.txt"
 
 
+FILLER = {"role": "assistant", "content": [{"type": "text", "text": "No response requested."}]}
+
+
+def test_a_turn_cut_off_before_its_first_answer_and_sent_again_keeps_its_number(
+    http: httpx.Client,
+) -> None:
+    # Its process ended (a kill, the watchdog): the resumed CLI answers the cut-off
+    # prompt with words of its own before the prompt sent again.
+    conversation = [
+        prompt("do the plan"),
+        ENVIRONMENT,
+        tool_call("Write", "toolu_1"),
+        tool_result("toolu_1", then="continue"),
+        FILLER,
+        prompt("continue"),
+    ]
+    with RehearsalServer(builtin_scenario("happy")) as server:
+        response = post(http, server, body(conversation))
+        [record] = server.state()["requests"]
+    assert (record["turn"], record["step"]) == (2, 0)
+    assert assembled(response.text)[0]["input"]["file_path"] == f"{CWD}/step2.txt"
+
+
+def test_a_turn_cut_off_after_the_model_answered_is_followed_by_the_next_one(
+    http: httpx.Client,
+) -> None:
+    conversation = [prompt("do the plan"), tool_call(), tool_result(), FILLER, prompt("go on")]
+    with RehearsalServer(builtin_scenario("happy")) as server:
+        post(http, server, body(conversation))
+        [record] = server.state()["requests"]
+    assert (record["turn"], record["step"]) == (2, 0)
+    # The CLI's words after an answer are no answer either: the step is the model's.
+    with RehearsalServer(builtin_scenario("happy")) as server:
+        post(http, server, body([prompt("do the plan"), FILLER, tool_call(), tool_result()]))
+        [record] = server.state()["requests"]
+    assert (record["turn"], record["step"]) == (1, 1)
+
+
 def test_system_reminders_alone_are_not_a_prompt(http: httpx.Client) -> None:
     reminder_only = {"role": "user", "content": "<system-reminder>\nnote\n</system-reminder>"}
     conversation = [prompt("do the plan"), tool_call(), reminder_only]

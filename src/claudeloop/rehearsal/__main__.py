@@ -78,6 +78,11 @@ scenario files (TOML or JSON; every key is checked, unknown keys are errors):
       model_refusal      a 200 whose answer the model refuses (stop_reason refusal)
       drop               a 200 whose answer starts, then the connection closes
       stall              the same, after stall_seconds of silence
+      hang               a 200 whose answer starts, then silence with the connection
+                         held open until the client gives up (a lift closes it)
+      no_first_byte      the request is read, then nothing: no status, no headers,
+                         the connection held open until the client gives up (a lift
+                         ends it with a 500); the ledger's status is 0
       malformed          a 200 stream with a data line that is not JSON
                          (the CLI retries a broken answer once, without streaming)
     start (one of)       at_turn = N (>= 1)  |  after_seconds = S (since the server started)

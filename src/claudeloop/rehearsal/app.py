@@ -27,6 +27,7 @@ from claudeloop.rehearsal.failures import (
     CutAtMaxTokens,
     GateAnswer,
     HttpFailure,
+    NoFirstByte,
     RefusedByModel,
     Warned,
     Windows,
@@ -46,13 +47,17 @@ from claudeloop.rehearsal.sse import (
     stream_events,
 )
 
-# uvicorn reports a response cut short as an error; here it is the point of the gate.
-_CUT_SHORT = "ASGI callable returned without completing response."
+# uvicorn reports a response cut short, or never started, as an error; here it is the
+# point of the gate.
+_CUT_SHORT = (
+    "ASGI callable returned without completing response.",
+    "ASGI callable returned without starting response.",
+)
 
 
 class _QuietAboutCuts(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != _CUT_SHORT
+        return record.getMessage() not in _CUT_SHORT
 
 
 logging.getLogger("uvicorn.error").addFilter(_QuietAboutCuts())
@@ -180,6 +185,8 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
     if conversation.review and delivered and reply.verdict:
         rehearsal.reviews_done += 1
     status = answer.status if isinstance(answer, HttpFailure) else 200
+    if isinstance(answer, NoFirstByte):
+        status = 0  # none is sent
     rehearsal.ledger.record(
         received=received,
         path=request.url.path,
@@ -208,6 +215,9 @@ async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
     model = conversation.model
     if isinstance(answer, BrokenStream):
         return _broken(answer, rehearsal, conversation, headers, message_id)
+    if isinstance(answer, NoFirstByte):
+        lifts = rehearsal.lifts
+        return Unstarted(lifted=lambda: rehearsal.lifts > lifts)
     if not conversation.stream:
         body = message_json(reply, model=model, usage=usage, message_id=message_id)
         return JSONResponse(body, headers=headers)
@@ -286,13 +296,28 @@ async def _until_gone_or_lifted(receive: Receive, lifted: Callable[[], bool]) ->
         group.cancel_scope.cancel()
 
 
+class Unstarted(Response):
+    """No answer: not even the status line, until the client gives up or a lift (then
+    the server ends it, with the 500 uvicorn sends for an answer never started)."""
+
+    def __init__(self, *, lifted: Callable[[], bool]) -> None:
+        # Not Response.__init__: nothing of a response is ever prepared.
+        self.background = None
+        self._lifted = lifted
+
+    async def __call__(self, _scope: Scope, receive: Receive, _send: Send) -> None:
+        await _until_gone_or_lifted(receive, self._lifted)
+
+
 class BrokenResponse(Response):
     """A 200 that goes wrong after its first bytes.
 
     drop: the head, then the connection closes. stall: the head, then silence for
     `stall_seconds` (or until the client gives up, or a lift: a test holds a turn in
     flight as long as it needs, whatever the machine's load), then the connection closes.
-    malformed: the head, then a data line that is not JSON, then a normal end.
+    hang: the head, then silence with the connection open until the client gives up
+    (or a lift, which closes it). malformed: the head, then a data line that is not
+    JSON, then a normal end.
     """
 
     def __init__(
@@ -329,4 +354,6 @@ class BrokenResponse(Response):
         if self._how == "stall":
             with anyio.move_on_after(self._stall_seconds):
                 await _until_gone_or_lifted(receive, self._lifted)
+        if self._how == "hang":
+            await _until_gone_or_lifted(receive, self._lifted)
         # Returning with the body unfinished makes the server close the connection.

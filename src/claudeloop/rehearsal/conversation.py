@@ -26,6 +26,9 @@ _CWD = re.compile(r"Primary working directory: *([^\n]+)")
 # Text the CLI itself sends as a user message (CLI 2.1.332): when a structured-output
 # turn ends without the StructuredOutput call, it demands one. That is the same turn.
 _CLI_NUDGES = ("[structured-output-enforce]",)
+# What the CLI (2.1.337) puts after a prompt a process ended before answering, when it
+# resumes the session: its own words, as the model's. The prompt was never answered.
+_UNANSWERED = "No response requested."
 
 
 class BadRequest(ValueError):
@@ -112,19 +115,32 @@ def turn_and_step(messages: list[object]) -> tuple[int, int]:
     merges adjacent user messages), so a tool result does not disqualify a message that
     also carries real text. A turn the service refused and that is resumed later keeps
     its number: the CLI merges the refused prompt with the new one (measured, 2.1.332).
+    So does a turn whose process was ended before its first answer (a kill, a watchdog)
+    and that is sent again on the resumed session: the CLI's own "No response requested."
+    stands between the two prompts, and answers neither (measured, 2.1.337).
     """
     turn = 0
     step = 0
+    unanswered = False
     for message in messages:
         if not isinstance(message, Mapping):
             continue
         role = message.get("role")
         if role == "user" and _has_prompt_text(message.get("content")):
-            turn += 1
+            turn += 0 if unanswered else 1
             step = 0
+            unanswered = False
+        elif role == "assistant" and step == 0 and _texts_are(message, _UNANSWERED):
+            unanswered = True
         elif role == "assistant":
             step += 1
+            unanswered = False
     return max(turn, 1), step
+
+
+def _texts_are(message: Mapping[object, object], words: str) -> bool:
+    """Whether the message's text is `words` and nothing else."""
+    return "".join(_texts(message.get("content"))).strip() == words
 
 
 def _is_review(tool_names: set[object]) -> bool:

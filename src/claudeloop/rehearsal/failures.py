@@ -48,10 +48,17 @@ class HttpFailure:
 
 @dataclass(frozen=True, slots=True)
 class BrokenStream:
-    """A 200 whose body goes wrong: cut, stalled then cut, or not JSON."""
+    """A 200 whose body goes wrong: cut, stalled then cut, not JSON, or started and then
+    silent until the client gives up (`hang`)."""
 
-    how: Literal["drop", "stall", "malformed"]
+    how: Literal["drop", "stall", "malformed", "hang"]
     stall_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class NoFirstByte:
+    """No answer at all: the request is read, then not even a status line, the
+    connection held open until the client gives up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +82,7 @@ class RefusedByModel:
     explanation: str = "This request was declined by the rehearsal's safety classifier."
 
 
-GateAnswer = HttpFailure | BrokenStream | Warned | CutAtMaxTokens | RefusedByModel
+GateAnswer = HttpFailure | BrokenStream | NoFirstByte | Warned | CutAtMaxTokens | RefusedByModel
 
 
 class Windows:
@@ -117,8 +124,8 @@ def gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAn
     match answer:
         case HttpFailure() | Warned():
             return replace(answer, headers=answer.headers | extra)
-        case BrokenStream() | CutAtMaxTokens() | RefusedByModel():
-            return answer  # their headers are the healthy account's (app.py)
+        case BrokenStream() | NoFirstByte() | CutAtMaxTokens() | RefusedByModel():
+            return answer  # their headers are the healthy account's (app.py), or none
 
 
 def _gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateAnswer:
@@ -226,8 +233,10 @@ def _gate_answer(answering: Answering, *, model: str, windows: Windows) -> GateA
             return CutAtMaxTokens()
         case "model_refusal":
             return RefusedByModel()
-        case "drop" | "malformed" as how:
+        case "drop" | "malformed" | "hang" as how:
             return BrokenStream(how)
+        case "no_first_byte":
+            return NoFirstByte()
     raise AssertionError(f"unhandled gate kind {gate.kind}")
 
 

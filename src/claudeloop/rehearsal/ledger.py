@@ -30,6 +30,7 @@ class RequestRecord:
     credentials: Credentials
     gate: str | None
     gate_index: int | None
+    # The status answered (0: none, a `no_first_byte` gate's request).
     status: int
     # True when the played model's answer was delivered (a normal or warned 200).
     answered: bool

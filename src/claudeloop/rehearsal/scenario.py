@@ -193,7 +193,9 @@ class StallGate(_GateBase):
 
 
 class ErrorGate(_GateBase):
-    """A plain HTTP failure, or a broken stream (drop, malformed)."""
+    """A plain HTTP failure, or a broken stream (drop, malformed), or an answer held
+    back with the connection open until the client gives up: `hang` after the stream
+    started, `no_first_byte` before even the status line."""
 
     kind: Literal[
         "credits",
@@ -214,6 +216,8 @@ class ErrorGate(_GateBase):
         "model_refusal",
         "drop",
         "malformed",
+        "hang",
+        "no_first_byte",
     ]
 
 
@@ -251,6 +255,8 @@ GATE_KINDS: tuple[str, ...] = (
     "model_refusal",
     "drop",
     "stall",
+    "hang",
+    "no_first_byte",
     "malformed",
 )
 
