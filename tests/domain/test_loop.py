@@ -18,11 +18,15 @@ from claudeloop.domain.capacity import (
 )
 from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
+from claudeloop.domain.limits import LimitPolicies, WindDown
 from claudeloop.domain.loop import (
     MAX_ERRORED_TURNS,
+    SILENT_SERVICE,
+    SILENT_TURNS_SENT_AGAIN,
     ControlCommand,
     Decision,
     Finish,
+    Interrupt,
     Outcome,
     Phase,
     RunProbe,
@@ -33,9 +37,11 @@ from claudeloop.domain.loop import (
     VerifyRules,
     begin_probe,
     decide_after_probe,
+    decide_after_silent_turn,
     decide_after_turn,
     decide_on_control,
     decide_on_failure,
+    decide_on_interrupt,
     decide_on_second_interrupt,
     decide_preflight,
     reopen,
@@ -503,6 +509,92 @@ def test_a_second_interrupt_stops_the_run_at_once_even_mid_wait() -> None:
     assert transition.decision == Finish(Outcome.STOPPED, "stopped at once by a second interrupt")
     assert transition.decision.exit_code == 130
     assert transition.state.outcome is Outcome.STOPPED
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "code", "words"),
+    [
+        (Interrupt.CTRL_C, 130, "Ctrl-C (SIGINT)"),
+        (Interrupt.HANGUP, 130, "the terminal closing (SIGHUP)"),
+        (Interrupt.TERMINATE, 143, "SIGTERM"),
+    ],
+)
+def test_a_signal_stops_the_run_with_its_own_exit_code(
+    interrupt: Interrupt, code: int, words: str
+) -> None:
+    transition = decide_on_control(RUNNING, ControlCommand.STOP, interrupt=interrupt)
+    assert transition.decision == Finish(Outcome.STOPPED, f"stopped by {words}", interrupt)
+    assert transition.decision.exit_code == code
+    assert transition.state.exit_code == code
+    assert transition.state.outcome is Outcome.STOPPED
+    assert transition.state.interrupt is interrupt
+
+
+def test_a_signal_that_cut_a_turn_off_says_a_resume_sends_it_again() -> None:
+    transition = decide_on_interrupt(RUNNING, Interrupt.TERMINATE, cut_turn=3)
+    assert transition.state.reason == "stopped by SIGTERM in turn 3, which a resume sends again"
+    assert transition.state.exit_code == 143
+
+
+def test_a_wind_down_is_no_signals_stop() -> None:
+    transition = decide_on_control(RUNNING, ControlCommand.WIND_DOWN, interrupt=Interrupt.TERMINATE)
+    assert transition.state.exit_code == 75
+    assert transition.state.interrupt is None
+
+
+def test_a_second_interrupt_keeps_the_first_signals_exit_code() -> None:
+    transition = decide_on_second_interrupt(RUNNING, Interrupt.TERMINATE)
+    assert isinstance(transition.decision, Finish)
+    assert transition.decision.exit_code == 143
+    assert transition.state.exit_code == 143
+
+
+def test_a_run_that_has_not_ended_would_exit_as_failed() -> None:
+    assert RUNNING.exit_code == 1
+
+
+def test_a_reopened_run_forgets_the_signal_that_stopped_it() -> None:
+    stopped = decide_on_interrupt(RUNNING, Interrupt.TERMINATE).state
+    assert reopen(stopped).interrupt is None
+
+
+# decide_after_silent_turn --------------------------------------------------------------
+
+
+def test_a_silent_turn_is_sent_again_at_once_and_spends_nothing() -> None:
+    state = replace(RUNNING, ledger=BudgetLedger(Budget(max_attempts=1)))
+    transition = decide_after_silent_turn(state, now=NOW, config=CONFIG)
+    assert transition.decision == SendTurn()
+    assert transition.state.silent_turns == 1
+    assert transition.state.ledger == state.ledger  # no attempt: nothing came back
+    assert transition.state.errored_turns == 0
+
+
+def test_silent_turns_in_a_row_past_the_limit_are_waited_out_as_an_outage() -> None:
+    state = RUNNING
+    for _ in range(SILENT_TURNS_SENT_AGAIN):
+        transition = decide_after_silent_turn(state, now=NOW, config=CONFIG)
+        assert transition.decision == SendTurn()
+        state = transition.state
+    transition = decide_after_silent_turn(state, now=NOW, config=CONFIG)
+    assert isinstance(transition.decision, ScheduleProbe)
+    assert transition.decision.awaiting == SILENT_SERVICE
+    assert transition.state.phase is Phase.WAITING
+    assert transition.state.capacity == SILENT_SERVICE
+
+
+def test_an_outage_of_silence_follows_the_runs_policy_for_a_failing_service() -> None:
+    policies = LimitPolicies(actions=(("overloaded", WindDown()),))
+    state = replace(RUNNING, silent_turns=SILENT_TURNS_SENT_AGAIN)
+    transition = decide_after_silent_turn(state, now=NOW, config=CONFIG, policies=policies)
+    assert isinstance(transition.decision, Finish)
+    assert transition.decision.outcome is Outcome.WOUND_DOWN
+
+
+def test_a_turn_that_comes_back_ends_the_row_of_silent_ones() -> None:
+    state = replace(RUNNING, silent_turns=SILENT_TURNS_SENT_AGAIN + 1)
+    assert after_turn(state, Available(), KEEP_GOING).state.silent_turns == 0
+    assert after_turn(state, FIVE_HOUR).state.silent_turns == 0
 
 
 # resume_decision -----------------------------------------------------------------------

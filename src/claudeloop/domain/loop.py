@@ -75,6 +75,11 @@ from claudeloop.domain.waiting import (
 # a stream cut off) before the run gives up: a retry fixes a blip,
 # and a run must not resend into the same error until its budget is gone.
 MAX_ERRORED_TURNS = 3
+# Turns in a row the watchdog ended (domain.watchdog) that are sent again at once: a
+# stalled connection or a hung process is a blip. The next is taken for an outage.
+SILENT_TURNS_SENT_AGAIN = 2
+# What a stream that keeps going silent is waited out as: the service failing.
+SILENT_SERVICE = WindowExhausted(rate_limit_type="overloaded")
 NO_POLICIES = LimitPolicies()
 
 
@@ -128,6 +133,33 @@ class ControlCommand(enum.Enum):
 
     STOP = "stop"
     WIND_DOWN = "wind-down"
+
+
+class Interrupt(enum.Enum):
+    """A signal the driver received: a person's Ctrl-C, a terminal closed, a kill
+    (SIGTERM, a supervisor's or a fleet worker's). Each stops the run, a turn in flight
+    cut off at once (sent again by a resume); SIGTERM's exit code is 143, 128 + 15, as a
+    shell reports a program SIGTERM ended, so a supervisor tells it from a Ctrl-C."""
+
+    CTRL_C = "SIGINT"
+    HANGUP = "SIGHUP"
+    TERMINATE = "SIGTERM"
+
+    @property
+    def exit_code(self) -> int:
+        return 143 if self is Interrupt.TERMINATE else Outcome.STOPPED.exit_code
+
+    @property
+    def words(self) -> str:
+        match self:
+            case Interrupt.CTRL_C:
+                return "Ctrl-C (SIGINT)"
+            case Interrupt.HANGUP:
+                return "the terminal closing (SIGHUP)"
+            case Interrupt.TERMINATE:
+                return "SIGTERM"
+            case _:
+                assert_never(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +251,18 @@ class RunState:
     # Notes a person left for the next turn (domain.steering): said with every prompt
     # until a turn is answered, then let go of.
     notes: tuple[str, ...] = ()
+    # Turns in a row the watchdog ended, Claude Code silent too long (domain.watchdog).
+    silent_turns: int = 0
+    # The signal that stopped the run, which its exit code tells (None: none did).
+    interrupt: Interrupt | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code the run ends with: its outcome's, a stop by a signal's own."""
+        outcome = self.outcome or Outcome.FAILED
+        if outcome is Outcome.STOPPED and self.interrupt is not None:
+            return self.interrupt.exit_code
+        return outcome.exit_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +287,13 @@ class ScheduleProbe:
 class Finish:
     outcome: Outcome
     reason: str
+    # The signal that stopped the run (None: none did).
+    interrupt: Interrupt | None = None
 
     @property
     def exit_code(self) -> int:
+        if self.outcome is Outcome.STOPPED and self.interrupt is not None:
+            return self.interrupt.exit_code
         return self.outcome.exit_code
 
 
@@ -317,7 +365,8 @@ def decide_after_turn(
     answered = was_answered(capacity)
     spend = state.ledger.spend_turn if answered else state.ledger.spend_attempt
     ledger = spend(cost_usd, estimated_usd) if sent else state.ledger
-    state = replace(state, ledger=ledger)
+    # A turn came back: the silent ones before it are no longer in a row.
+    state = replace(state, ledger=ledger, silent_turns=0)
     if answered and sent and state.notes:  # the model heard the notes
         state = replace(state, notes=())
     if sent and is_paid_overage(capacity):
@@ -548,15 +597,56 @@ def decide_after_probe(
     return _by_capacity(state, capacity, now=now, config=config, policies=policies)
 
 
-def decide_on_control(state: RunState, command: ControlCommand) -> Transition:
-    """A person asked the run to stop or wind down; the runner calls this at a safe point."""
+def decide_after_silent_turn(
+    state: RunState,
+    *,
+    now: datetime,
+    config: WaitPolicyConfig,
+    policies: LimitPolicies = NO_POLICIES,
+) -> Transition:
+    """A turn the watchdog ended, Claude Code silent too long (domain.watchdog).
+
+    Nothing came back: it is no attempt, no error of the run and no turn of the
+    stagnation brake (what the service served it is billed with the turn sent again).
+    The first SILENT_TURNS_SENT_AGAIN in a row are sent again at once, on the same
+    session; the next is an outage, waited out and probed as a failing service is
+    (`SILENT_SERVICE`, under the run's policy for it), the turn sent once a probe is
+    answered. A turn that comes back ends the row (`decide_after_turn`). What was
+    silent does not change the rule: the event says it."""
+    state = replace(state, silent_turns=state.silent_turns + 1)
+    if state.silent_turns <= SILENT_TURNS_SENT_AGAIN:
+        return _send_turn(state)
+    return _on_limit(state, SILENT_SERVICE, now=now, config=config, policies=policies)
+
+
+def decide_on_control(
+    state: RunState, command: ControlCommand, *, interrupt: Interrupt | None = None
+) -> Transition:
+    """A person asked the run to stop or wind down; the runner calls this at a safe point.
+    `interrupt`: the signal the stop came by, which the run's exit code says."""
     match command:
+        case ControlCommand.STOP if interrupt is not None:
+            return decide_on_interrupt(state, interrupt)
         case ControlCommand.STOP:
             return _finish(state, Outcome.STOPPED, "stopped by the user")
         case ControlCommand.WIND_DOWN:
             return _finish(state, Outcome.WOUND_DOWN, "wound down by the user; handoff written")
         case _:
             assert_never(command)
+
+
+def decide_on_interrupt(
+    state: RunState, interrupt: Interrupt, *, cut_turn: int | None = None
+) -> Transition:
+    """A signal stopped the run; `cut_turn`: the turn it cut off, which a resume sends
+    again on the same session. The exit code is the signal's (`Interrupt.exit_code`)."""
+    cut = f" in turn {cut_turn}, which a resume sends again" if cut_turn is not None else ""
+    return _finish(
+        replace(state, interrupt=interrupt),
+        Outcome.STOPPED,
+        f"stopped by {interrupt.words}{cut}",
+        interrupt=interrupt,
+    )
 
 
 def budget_reached(state: RunState) -> Transition | None:
@@ -572,11 +662,17 @@ def decide_on_failure(state: RunState, reason: str) -> Transition:
     return _finish(state, Outcome.FAILED, reason)
 
 
-def decide_on_second_interrupt(state: RunState) -> Transition:
+def decide_on_second_interrupt(state: RunState, interrupt: Interrupt | None = None) -> Transition:
     """A second Ctrl-C (or SIGTERM) ends the run at once, wherever it was: a turn is cut
     off, a wait left. The state saved before it stays the truth a resume continues from;
-    this is what the run tells of its end (the summary, the exit code)."""
-    return _finish(state, Outcome.STOPPED, "stopped at once by a second interrupt")
+    this is what the run tells of its end (the summary, the exit code: `interrupt`'s,
+    the first signal's)."""
+    return _finish(
+        replace(state, interrupt=interrupt),
+        Outcome.STOPPED,
+        "stopped at once by a second interrupt",
+        interrupt=interrupt,
+    )
 
 
 def resume_decision(state: RunState) -> Decision:
@@ -828,10 +924,15 @@ def describe_failure(failure: FailureSignature) -> str:
 
 
 def _finish(
-    state: RunState, outcome: Outcome, reason: str, *, phase: Phase = Phase.FAILED
+    state: RunState,
+    outcome: Outcome,
+    reason: str,
+    *,
+    phase: Phase = Phase.FAILED,
+    interrupt: Interrupt | None = None,
 ) -> Transition:
     ended = replace(state, phase=phase, outcome=outcome, reason=reason, next_probe_at=None)
-    return Transition(ended, Finish(outcome=outcome, reason=reason))
+    return Transition(ended, Finish(outcome=outcome, reason=reason, interrupt=interrupt))
 
 
 def _budget_reason(ledger: BudgetLedger) -> str:
@@ -851,6 +952,7 @@ def reopen(state: RunState) -> RunState:
         outcome=None,
         reason="",
         blocked_on=None,
+        interrupt=None,
         next_probe_at=None,
         stagnation=replace(state.stagnation, turns_without_progress=0, same_failure_rounds=0),
     )
