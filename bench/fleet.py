@@ -49,6 +49,7 @@ from claudeloop.domain.classify import classify
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.loop import (
     ControlCommand,
+    Interrupt,
     RunProbe,
     RunState,
     ScheduleProbe,
@@ -87,6 +88,9 @@ class NoControl:
 
     def consumed(self, through: int) -> None:
         pass
+
+    def interrupted(self) -> Interrupt | None:
+        return None
 
 
 class Scripted:

@@ -10,7 +10,7 @@ import anyio
 
 from claudeloop.adapters.system_clock import WallClockSleeper
 from claudeloop.application.ports import Request
-from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.loop import ControlCommand, Interrupt
 from claudeloop.domain.steering import AddNote
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -44,6 +44,9 @@ class Inbox:
 
     async def stop_asked(self) -> None:
         raise AssertionError("a sleeper never waits for a stop")
+
+    def interrupted(self) -> Interrupt | None:
+        return None
 
     def requests(self) -> tuple[Request, ...]:
         return self.asked

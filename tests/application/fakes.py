@@ -31,7 +31,7 @@ from claudeloop.application.ports import (
 from claudeloop.application.records import RunRecord
 from claudeloop.application.summary import run_summary
 from claudeloop.domain.completion import StructuredVerdict
-from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.loop import ControlCommand, Interrupt
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.steering import Steer
@@ -96,9 +96,19 @@ class FakeControl:
     # The requests sent and not let go of yet, and how many were ever sent.
     pending_requests: list[Request] = field(default_factory=list)
     numbered: int = 0
+    # The signal the driver received (its stop is `command`).
+    interrupt: Interrupt | None = None
 
     def pending(self) -> ControlCommand | None:
         return self.command
+
+    def interrupted(self) -> Interrupt | None:
+        return self.interrupt
+
+    def signal(self, interrupt: Interrupt) -> None:
+        """The driver hears `interrupt`: a stop, and the signal it came by."""
+        self.interrupt = interrupt
+        self.command = ControlCommand.STOP
 
     def ask(self, asked: Steer) -> None:
         """A person sends `asked` (numbered as the control file numbers it)."""

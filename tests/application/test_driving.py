@@ -9,13 +9,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import anyio
+import pytest
 
 from claudeloop.application.driving import WiredRun, drive_run
 from claudeloop.application.events import RunFinished
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.application.records import RunRecord
 from claudeloop.application.runner import Runner
-from claudeloop.domain.loop import ControlCommand, Outcome, Phase
+from claudeloop.domain.loop import Interrupt, Outcome, Phase
 from tests.application.fakes import (
     FakeClock,
     FakeControl,
@@ -30,11 +31,11 @@ from tests.application.test_runner import record
 
 @dataclass
 class Files:
-    """The run's state.json and control inbox; `send` reaches the runner's inbox."""
+    """The run's state.json and control inbox; `interrupt` reaches the runner's inbox."""
 
     control: FakeControl
     saved: list[RunRecord] = field(default_factory=list)
-    sent: list[ControlCommand] = field(default_factory=list)
+    sent: list[Interrupt] = field(default_factory=list)
 
     def load(self) -> RunRecord:
         if not self.saved:
@@ -44,22 +45,23 @@ class Files:
     def save(self, record: RunRecord) -> None:
         self.saved.append(record)
 
-    def send(self, command: ControlCommand) -> None:
-        self.sent.append(command)
-        self.control.command = command
+    def interrupt(self, interrupt: Interrupt) -> None:
+        self.sent.append(interrupt)
+        self.control.signal(interrupt)
 
 
 @dataclass
 class Interrupts:
-    """Sends `count` interrupts once `go` is set (at once when it starts set)."""
+    """Sends `count` interrupts, each `signal`, once `go` is set."""
 
     count: int
+    signal: Interrupt = Interrupt.CTRL_C
     go: anyio.Event = field(default_factory=anyio.Event)
 
-    async def each(self) -> AsyncIterator[object]:
+    async def each(self) -> AsyncIterator[Interrupt]:
         await self.go.wait()
-        for number in range(self.count):
-            yield number
+        for _ in range(self.count):
+            yield self.signal
         await anyio.sleep_forever()
 
 
@@ -114,9 +116,17 @@ def test_a_run_driven_to_done_is_told_masked_and_everything_is_closed() -> None:
     assert (p.closed, p.gateway.closed) == (1, True)
 
 
-def test_the_first_interrupt_stops_the_run_at_the_next_safe_point() -> None:
+@pytest.mark.parametrize(
+    ("signal", "code"),
+    [(Interrupt.CTRL_C, 130), (Interrupt.HANGUP, 130), (Interrupt.TERMINATE, 143)],
+)
+def test_the_first_interrupt_stops_the_run_with_the_signals_exit_code(
+    signal: Interrupt, code: int
+) -> None:
+    # This gateway answers the turn whatever the signal (the real one cuts it off: see
+    # test_runner): the run stops at the next safe point, before any other turn.
     p = parts(verdict_turn(), verdict_turn())
-    interrupts = Interrupts(1)
+    interrupts = Interrupts(1, signal)
     answer = p.gateway.run_turn
 
     async def interrupted_mid_turn(
@@ -135,15 +145,22 @@ def test_the_first_interrupt_stops_the_run_at_the_next_safe_point() -> None:
 
     p.gateway.run_turn = interrupted_mid_turn  # type: ignore[method-assign]
     ended = drive_run(wired(p, interrupts), record(), resumed=False)
-    assert p.files.sent == [ControlCommand.STOP]
+    assert p.files.sent == [signal]
     assert len(p.gateway.prompts) == 1  # the turn in progress finished, no other began
     assert ended.state.outcome is Outcome.STOPPED
+    assert ended.state.exit_code == code
+    assert ended.state.reason == f"stopped by {signal.words}"
     assert ended.state.ledger.turns == 1
+    finished = [e for e in p.events.emitted if isinstance(e, RunFinished)]
+    assert [(e.outcome, e.exit_code) for e in finished] == [(Outcome.STOPPED, code)]
 
 
-def test_a_second_interrupt_ends_the_run_at_once_with_the_saved_state_kept() -> None:
+@pytest.mark.parametrize(("signal", "code"), [(Interrupt.CTRL_C, 130), (Interrupt.TERMINATE, 143)])
+def test_a_second_interrupt_ends_the_run_at_once_with_the_saved_state_kept(
+    signal: Interrupt, code: int
+) -> None:
     p = parts()
-    interrupts = Interrupts(2)
+    interrupts = Interrupts(2, signal)
     stuck = anyio.Event()
 
     async def never_answers(
@@ -161,6 +178,7 @@ def test_a_second_interrupt_ends_the_run_at_once_with_the_saved_state_kept() -> 
     ended = drive_run(wired(p, interrupts), record(), resumed=False)
     assert ended.state.outcome is Outcome.STOPPED
     assert ended.state.reason == "stopped at once by a second interrupt"
+    assert ended.state.exit_code == code  # the first signal's
     # Nothing is saved over the last record: a resume goes on from the turn in flight.
     assert p.files.saved[-1].turn_in_flight == 1
     assert p.files.saved[-1].state.outcome is None

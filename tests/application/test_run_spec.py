@@ -244,3 +244,13 @@ def test_a_run_that_could_not_save_its_files_is_refused_before_any_turn() -> Non
         refuse_unwritable(spec, run_files=None, why_not_writable=lambda _: "is read-only")
     planning = replace(spec, permission_mode="plan", update_plan=False)
     refuse_unwritable(planning, run_files=None, why_not_writable=lambda _: "is read-only")
+
+
+def test_the_silence_a_turn_may_keep_is_the_runs_and_a_resume_may_change_it() -> None:
+    assert spec_of(settings()).silence_seconds is None  # the backend's default
+    spec = spec_of(settings(silence_timeout=(timedelta(minutes=2), "project")))
+    assert spec.silence_seconds == 120.0
+    kept = resumed(run_of(spec), settings())
+    assert kept.spec.silence_seconds == 120.0
+    changed = resumed(run_of(spec), settings(silence_timeout=(timedelta(seconds=30), "env")))
+    assert changed.spec.silence_seconds == 30.0

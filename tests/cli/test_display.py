@@ -81,7 +81,7 @@ def test_a_resent_turn_a_guessed_price_and_a_retry_are_said_without_verbose() ->
     assert "Claude Code retries a failed request (attempt 1 of 10: no answer from the server " in (
         shown({}, no_answer)
     )
-    assert "turn 4: interrupted by a crash; sent again" in text
+    assert "turn 4: cut off when the run stopped (a crash, a kill, Ctrl-C); sent again" in text
     assert "cost of qwen3-coder not counted: Claude Code only guesses its price" in text
 
 

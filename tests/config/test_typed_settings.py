@@ -32,6 +32,7 @@ limits = { five_hour = "wind-down" }
 share_capacity = false
 verify = ["make test"]
 verify_timeout = "90s"
+silence_timeout = "2m"
 review = true
 stall_turns = 0
 same_failure = 4
@@ -66,6 +67,7 @@ EVERY_VARIABLE = {
     "CLAUDELOOP_SHARE_CAPACITY": "false",
     "CLAUDELOOP_VERIFY": "make test",
     "CLAUDELOOP_VERIFY_TIMEOUT": "90s",
+    "CLAUDELOOP_SILENCE_TIMEOUT": "2m",
     "CLAUDELOOP_REVIEW": "true",
     "CLAUDELOOP_STALL_TURNS": "0",
     "CLAUDELOOP_SAME_FAILURE": "4",

@@ -16,7 +16,7 @@ from claudeloop.application.ports import EventSink, Gateway
 from claudeloop.application.records import RunRecord
 from claudeloop.application.runner import Runner
 from claudeloop.domain.loop import (
-    ControlCommand,
+    Interrupt,
     RunState,
     Transition,
     decide_on_failure,
@@ -25,7 +25,7 @@ from claudeloop.domain.loop import (
 
 
 class Interrupts(Protocol):
-    def each(self) -> AsyncIterator[object]:
+    def each(self) -> AsyncIterator[Interrupt]:
         """Every interrupt a person sends the driver (Ctrl-C, a closed terminal, a kill)."""
         ...
 
@@ -37,7 +37,10 @@ class RunFiles(Protocol):
 
     def save(self, record: RunRecord) -> None: ...
 
-    def send(self, command: ControlCommand) -> None: ...
+    def interrupt(self, interrupt: Interrupt) -> None:
+        """A signal the driver received: a stop, and what a turn in flight is cut off
+        by at once (ControlInbox.interrupted)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -65,15 +68,18 @@ def drive_run(
 ) -> RunRecord:
     """Drive `record` to its end and return the final record, masked.
 
-    The first interrupt stops the run at its next safe point (it is sent to the run like
-    `claudeloop stop`); a second ends it at once. A disk that fails mid-run ends it
-    FAILED with what state.json last held. summary.md is written last, whatever the end.
+    The first interrupt stops the run: a turn in flight is cut off at once (a resume
+    sends it again on its session), anything else stops at its next safe point, as
+    `claudeloop stop` does; the exit code is the signal's. A second ends it at once. A
+    disk that fails mid-run ends it FAILED with what state.json last held. summary.md is
+    written last, whatever the end.
     """
     final: list[RunRecord] = []
+    heard: list[Interrupt] = []
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
-            group.start_soon(_listen, run, group.cancel_scope)
+            group.start_soon(_listen, run, group.cancel_scope, heard)
             try:
                 final.append(
                     await run.runner.drive(record, resumed=resumed, new_session=new_session)
@@ -89,19 +95,23 @@ def drive_run(
     finally:
         run.close()
     # No final record means a second interrupt ended it at once; state.json is the truth.
-    ended = final[0] if final else _ended(run, record, decide_on_second_interrupt)
+    first = heard[0] if heard else None
+    ended = (
+        final[0]
+        if final
+        else _ended(run, record, lambda state: decide_on_second_interrupt(state, first))
+    )
     ended = run.mask_secrets(ended)
     with contextlib.suppress(OSError):  # a full disk: `status` writes it later
         run.write_summary(ended)
     return ended
 
 
-async def _listen(run: WiredRun, scope: anyio.CancelScope) -> None:
-    count = 0
-    async for _ in run.interrupts.each():
-        count += 1
-        if count == 1:
-            run.files.send(ControlCommand.STOP)
+async def _listen(run: WiredRun, scope: anyio.CancelScope, heard: list[Interrupt]) -> None:
+    async for interrupt in run.interrupts.each():
+        heard.append(interrupt)
+        if len(heard) == 1:
+            run.files.interrupt(interrupt)
         else:
             scope.cancel()
             return

@@ -102,6 +102,19 @@ class TurnInterrupted:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnSilent:
+    """The watchdog ended a turn: Claude Code said nothing for `seconds` while it awaited
+    `awaiting` (domain.watchdog). `action` is `sent_again` (at once, on the same
+    session) or `wait` (silent too often in a row: waited out as an outage)."""
+
+    type: ClassVar[str] = "turn.silent"
+    turn: int
+    seconds: float
+    awaiting: str
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionWritesLost:
     """Claude Code could not save a session's transcript (a full disk or a quota), so
     the session is never resumed: `action` is `new_session` (the next turn starts one,
@@ -379,6 +392,7 @@ Event = (
     | TurnRetrying
     | TurnFailed
     | TurnInterrupted
+    | TurnSilent
     | SessionWritesLost
     | SessionReplaced
     | ToolsDenied

@@ -13,12 +13,13 @@ from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.confinement import BlockedAction
-from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.loop import ControlCommand, Interrupt
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.steering import Steer
 from claudeloop.domain.verification import CheckCommand, CheckResult
 from claudeloop.domain.waiting import AnnouncedReset
+from claudeloop.domain.watchdog import SilentTurn
 
 # What a sighting says of the account's capacity, and what made it.
 Standing = Literal["open", "closed", "other"]
@@ -57,6 +58,12 @@ class TurnOutcome:
     # A turn that ended in an error the classifier does not map to a capacity state
     # (e.g. the CLI itself crashed). The text says what happened.
     failure: str | None = None
+    # The turn was ended before its result (`failure` says so too): the watchdog found
+    # Claude Code silent too long (domain.watchdog), or a signal stopped the run, which
+    # cut the turn off at once. Either way it is sent again under its number, what the
+    # service served it billed then (as after a crash).
+    silent: SilentTurn | None = None
+    interrupted: Interrupt | None = None
     # The session this turn asked to resume, which Claude Code has no conversation of
     # (its transcript removed after cleanupPeriodDays, or under another config directory
     # or machine): `failure` says so with the fix, and the run may go on in a new session.
@@ -191,6 +198,11 @@ class ControlInbox(Protocol):
     async def stop_asked(self) -> None:
         """Return once a stop is pending (within a second of it): what a verification
         check in flight is ended by."""
+        ...
+
+    def interrupted(self) -> Interrupt | None:
+        """The signal the run's driver received, if one stopped it (its stop is pending
+        too): a turn in flight is cut off at once, and the run's exit code is its own."""
         ...
 
 

@@ -45,6 +45,9 @@ class RunSpec:
     verify: VerifyRules = field(default_factory=VerifyRules)
     # How long one verification command may run before it is killed and counts as failed.
     verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS
+    # How long Claude Code may say nothing in a turn before the watchdog ends it
+    # (domain.watchdog; None: the default for the backend).
+    silence_seconds: float | None = None
     # --worktree: the git worktree the run works in (None: it works in `cwd`, where its
     # run directory is either way), and the branch it was made from, which `merge`
     # merges into.

@@ -37,6 +37,7 @@ from claudeloop.application.settings import (
     SANDBOX,
     SANDBOX_ALLOW_DOMAINS,
     SANDBOX_ALLOW_READ,
+    SILENCE_TIMEOUT,
     STALL_TURNS,
     UPDATE_PLAN,
     VERIFY,
@@ -144,6 +145,7 @@ def new_spec(
         update_plan=settings.of(UPDATE_PLAN).value,
         verify=verify,
         verify_timeout_seconds=verify_timeout_seconds,
+        silence_seconds=silence_seconds(given),
         # A worktree's run always commits; where the worktree is, the command says.
         checkpoint=settings.of(CHECKPOINT).value,
         sandbox=boundary(given),
@@ -232,6 +234,7 @@ def resumed_record(
         marker_fallback=marker_fallback if switched else spec.marker_fallback,
         verify=verify,
         verify_timeout_seconds=verify_timeout_seconds,
+        silence_seconds=silence_seconds(overrides, spec.silence_seconds),
         sandbox=boundary(overrides, spec.sandbox),
     )
     if PAUSE_AT in overrides or LIMITS in overrides:
@@ -365,6 +368,13 @@ def verification(given: Given, base: RunSpec | None = None) -> tuple[VerifyRules
     if timeout_given is not None:
         timeout = timeout_given.value.total_seconds()
     return rules, timeout
+
+
+def silence_seconds(given: Given, base: float | None = None) -> float | None:
+    """How long Claude Code may say nothing in a turn: what `given` says over `base`
+    (None: the backend's default, domain.watchdog.silence_for)."""
+    silence = given.set(SILENCE_TIMEOUT)
+    return base if silence is None else silence.value.total_seconds()
 
 
 def refuse_unwritable_run_files(run_files: str | None) -> None:

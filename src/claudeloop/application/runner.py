@@ -42,6 +42,7 @@ from claudeloop.application.events import (
     TurnFailed,
     TurnFinished,
     TurnInterrupted,
+    TurnSilent,
     TurnStarted,
     VerifyFinished,
     VerifyStarted,
@@ -101,9 +102,11 @@ from claudeloop.domain.loop import (
     decide_after_check,
     decide_after_probe,
     decide_after_review,
+    decide_after_silent_turn,
     decide_after_turn,
     decide_on_control,
     decide_on_failure,
+    decide_on_interrupt,
     decide_on_waking,
     decide_preflight,
     hear_resets,
@@ -135,6 +138,7 @@ from claudeloop.domain.verification import (
     RunCheck,
 )
 from claudeloop.domain.waiting import trusted_probe_instant
+from claudeloop.domain.watchdog import awaited
 
 
 @dataclass
@@ -387,7 +391,7 @@ class Runner:
                 for event in said:
                     self.events.emit(event)
                 self.events.emit(
-                    RunFinished(outcome=outcome, exit_code=outcome.exit_code, reason=reason)
+                    RunFinished(outcome=outcome, exit_code=record.state.exit_code, reason=reason)
                 )
                 return record, None
             case _:
@@ -484,14 +488,7 @@ class Runner:
                 self.events.emit(event)
             return record, SendTurn()  # nothing was sent: the same turn, on a new session
         if outcome.failure is not None:
-            failed: list[Event] = [TurnFailed(turn=number, reason=outcome.failure)]
-            record, _ = self._writes_lost(record, outcome.writes_lost, failed, ending=True)
-            # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
-            if (stopped := self._stop_if_asked(record, announce=failed)) is not None:
-                return stopped
-            return self._apply(
-                record, decide_on_failure(record.state, outcome.failure), announce=failed
-            )
+            return self._turn_failed(record, number, outcome, outcome.failure)
         record, cost = _with_session(record, outcome)
         estimated = min(outcome.estimated_cost_usd, cost) if outcome.billed else 0.0
         # Everything said of the turn is said once the record holding it is saved.
@@ -553,6 +550,56 @@ class Runner:
         record, choice = self._writes_lost(record, outcome.writes_lost, announce)
         return self._apply(record, after_lost_writes(transition, choice), announce=announce)
 
+    def _turn_failed(
+        self, record: RunRecord, number: int, outcome: TurnOutcome, failure: str
+    ) -> tuple[RunRecord, Decision | None]:
+        """A turn with no result to read: cut off (by the watchdog, a signal), or failed."""
+        if outcome.silent is not None or outcome.interrupted is not None:
+            return self._cut_off(record, number, outcome)
+        failed: list[Event] = [TurnFailed(turn=number, reason=failure)]
+        record, _ = self._writes_lost(record, outcome.writes_lost, failed, ending=True)
+        # A Ctrl-C reaches the CLI child too and kills its turn: that is a stop.
+        if (stopped := self._stop_if_asked(record, announce=failed)) is not None:
+            return stopped
+        return self._apply(record, decide_on_failure(record.state, failure), announce=failed)
+
+    def _cut_off(
+        self, record: RunRecord, number: int, outcome: TurnOutcome, *, review: bool = False
+    ) -> tuple[RunRecord, Decision | None]:
+        """A turn (or a review) ended before its result. By a signal: the run stops, the
+        turn kept in flight for a resume to send again. By the watchdog: the domain says
+        whether it goes again at once or is waited out as an outage. A turn's service
+        answers are billed with the turn sent again, as after a crash; a review's
+        session keeps no transcript to bill from."""
+        said: list[Event] = []
+        if not review:
+            record = replace(record, interrupted_at=record.last_turn_started_at)
+        stopped = outcome.interrupted
+        record, choice = self._writes_lost(
+            record, outcome.writes_lost, said, ending=stopped is not None
+        )
+        if stopped is not None:
+            cut = None if review else number
+            stop = decide_on_interrupt(record.state, stopped, cut_turn=cut)
+            return self._apply(record, stop, announce=said, in_flight=cut)
+        silent = outcome.silent
+        assert silent is not None  # cut off by one or the other
+        spec = record.spec
+        transition = decide_after_silent_turn(
+            record.state, now=self.clock.now(), config=spec.wait_policy, policies=spec.limits
+        )
+        again = isinstance(transition.decision, SendTurn | AskReview)
+        said.insert(
+            0,
+            TurnSilent(
+                turn=number,
+                seconds=round(silent.seconds, 1),
+                awaiting=awaited(silent.activity),
+                action="sent_again" if again else "wait",
+            ),
+        )
+        return self._apply(record, after_lost_writes(transition, choice), announce=said)
+
     def _writes_lost(
         self,
         record: RunRecord,
@@ -608,7 +655,10 @@ class Runner:
             # A check may run for its whole timeout: a stop ends it and the run, which
             # keeps the round to run again from its first check on resume. A wind-down
             # lets the check finish, as it lets a turn.
-            return self._apply(record, decide_on_control(record.state, ControlCommand.STOP))
+            stop = decide_on_control(
+                record.state, ControlCommand.STOP, interrupt=self.control.interrupted()
+            )
+            return self._apply(record, stop)
         announce: list[Event] = [
             VerifyFinished(
                 turn=turn,
@@ -668,6 +718,8 @@ class Runner:
         number = record.state.ledger.attempts + 1
         self.events.emit(ReviewStarted(turn=number))
         outcome = await self.reviewer.run_turn(prompt, session_id=None)
+        if outcome.silent is not None or outcome.interrupted is not None:
+            return self._cut_off(record, number, outcome, review=True)
         if outcome.failure is not None:
             failed = TurnFailed(turn=number, reason=f"the review failed: {outcome.failure}")
             if (stopped := self._stop_if_asked(record, announce=[failed])) is not None:
@@ -944,7 +996,8 @@ class Runner:
         command = self.control.pending()
         if command is None:
             return None
-        return self._apply(record, decide_on_control(record.state, command), announce=announce)
+        stop = decide_on_control(record.state, command, interrupt=self.control.interrupted())
+        return self._apply(record, stop, announce=announce)
 
     def _steer(self, record: RunRecord) -> tuple[RunRecord, bool]:
         """The requests of the control file this run has not applied yet, applied in
@@ -979,9 +1032,11 @@ class Runner:
         transition: Transition,
         *,
         announce: Sequence[Event] = (),
+        in_flight: int | None = None,
     ) -> tuple[RunRecord, Decision | None]:
         """Saves the transition, then says what happened: an event never tells of
-        something a resume would do again."""
+        something a resume would do again. `in_flight`: a turn cut off, which the record
+        keeps for a resume to send again (RunRecord.turn_in_flight)."""
         transition = self._within_login(transition)
         said = list(announce)
         counted = transition.state.stagnation.turns_without_progress
@@ -1017,7 +1072,7 @@ class Runner:
                 )
             )
         record = self._waited(record, after=transition.state)
-        record = replace(record, state=transition.state, turn_in_flight=None)
+        record = replace(record, state=transition.state, turn_in_flight=in_flight)
         self.store.save(record)
         for event in said:
             self.events.emit(event)

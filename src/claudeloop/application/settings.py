@@ -25,6 +25,7 @@ from claudeloop.domain.overage import PAID_OVERAGE
 from claudeloop.domain.pause import WINDOW_SHORT_NAMES
 from claudeloop.domain.stagnation import DEFAULT_SAME_FAILURE, DEFAULT_STALL_TURNS
 from claudeloop.domain.waiting import WaitPolicyConfig
+from claudeloop.domain.watchdog import DEFAULT_SILENCE, LOCAL_SILENCE
 
 T = TypeVar("T")
 # A setting's type: a `Setting[int | None]` is a `Setting[object]` of `SETTINGS`.
@@ -350,6 +351,17 @@ VERIFY_TIMEOUT: Setting[timedelta] = Setting(
     help="Kill a verification command after this long; it counts as failed "
     f"(default {short_duration(timedelta(seconds=DEFAULT_VERIFY_TIMEOUT_SECONDS))}).",
 )
+# How long Claude Code may say nothing in a turn before it is ended (domain.watchdog).
+SILENCE_TIMEOUT: Setting[timedelta | None] = Setting(
+    "silence_timeout",
+    "duration",
+    None,
+    accepted=_DURATION,
+    help="End a turn in which Claude Code says nothing for this long while no tool "
+    "runs (a stalled answer, a hung process) and send it again on the same session "
+    f"(default {short_duration(timedelta(seconds=DEFAULT_SILENCE))}; "
+    f"{short_duration(timedelta(seconds=LOCAL_SILENCE))} on a local backend).",
+)
 REVIEW: Setting[bool] = Setting(
     "review",
     "switch",
@@ -464,6 +476,7 @@ SETTINGS: tuple[Setting[object], ...] = (
     SHARE_CAPACITY,
     VERIFY,
     VERIFY_TIMEOUT,
+    SILENCE_TIMEOUT,
     REVIEW,
     STALL_TURNS,
     SAME_FAILURE,

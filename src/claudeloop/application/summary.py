@@ -107,7 +107,7 @@ def result_object(record: RunRecord) -> dict[str, Any]:
     return {
         **_spent(record, ended_facts(record)),
         "outcome": outcome.value,
-        "exit_code": outcome.exit_code,
+        "exit_code": state.exit_code,
         "waited_seconds": round(record.waited_seconds, 3),
         "remaining_work": list(_remaining(record)),
         "blocked_on": state.blocked_on if outcome is Outcome.BLOCKED else None,
@@ -221,7 +221,7 @@ def summary_markdown(record: RunRecord) -> str:
     lines = [
         f"# claudeloop run {record.run_id}: {facts.title}",
         "",
-        f"- Outcome: **{outcome.value}** (exit {outcome.exit_code})",
+        f"- Outcome: **{outcome.value}** (exit {state.exit_code})",
         f"- Reason: {state.reason or '-'}",
         f"- Started: {_utc(facts.started_at)}; ended: "
         f"{_utc(facts.ended_at) if facts.ended_at else '-'}; took {facts.duration_said}",

@@ -154,8 +154,8 @@ def event_line(event: Event) -> str | None:
             return f"turn {turn}: failed: {reason}"
         case events.TurnRetrying():
             return _retry_line(event)
-        case events.TurnInterrupted(turn=turn):
-            return f"turn {turn}: interrupted by a crash; sent again"
+        case events.TurnInterrupted() | events.TurnSilent():
+            return _sent_again_line(event)
         case events.SessionWritesLost() | events.SessionReplaced():
             return _session_line(event)
         case events.CostGuessed(models=models):
@@ -233,6 +233,19 @@ def event_line(event: Event) -> str | None:
             return None
         case _:
             assert_never(event)
+
+
+def _sent_again_line(event: events.TurnInterrupted | events.TurnSilent) -> str:
+    """A turn cut off before its result, sent again under its number."""
+    if isinstance(event, events.TurnInterrupted):
+        return (
+            f"turn {event.turn}: cut off when the run stopped (a crash, a kill, Ctrl-C); sent again"
+        )
+    then = "sent again" if event.action == "sent_again" else "waiting it out as an outage"
+    return (
+        f"turn {event.turn}: Claude Code said nothing for {event.seconds:.0f} s "
+        f"(awaiting {event.awaiting}); {then}"
+    )
 
 
 _RESUMED_FROM = {

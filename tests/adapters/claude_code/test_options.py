@@ -14,6 +14,7 @@ from claudeloop.adapters.claude_code.options import (
     GatewaySettings,
     deny_question,
     probe_options,
+    stream_timeouts,
     turn_options,
 )
 from claudeloop.adapters.claude_code.verdict import VERDICT_SCHEMA
@@ -70,6 +71,7 @@ def test_the_profile_reaches_the_cli() -> None:
             cli_path=Path("/opt/claude"),
             setting_sources=(),
             max_buffer_size=1024,
+            local_backend=True,  # its stream timeouts are the CLI's own (see below)
         ),
         resume=None,
         stderr=ignore,
@@ -130,6 +132,8 @@ def test_a_probe_is_one_request_without_the_clis_own_retries() -> None:
         "A": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
         "CLAUDE_CODE_STARTUP_FAILURE_RESULTS": "1",
+        # A probe's stalled answer is given up like a turn's (test_an_unattended_...).
+        **stream_timeouts(settings(), environ={}),
     }
     # A turn keeps the CLI's retries: they ride out a blip inside a turn.
     turn = turn_options(settings(env={"A": "1"}), resume=None, stderr=ignore)
@@ -174,3 +178,55 @@ def test_the_reviewer_only_reads_in_plan_mode_and_keeps_no_session() -> None:
     working = turn_options(settings(), resume=None, stderr=ignore)
     assert working.tools is None
     assert "no-session-persistence" not in working.extra_args
+
+
+def test_an_unattended_run_gives_up_on_a_silent_stream_after_a_minute() -> None:
+    # The CLI's own watchdog, at two thirds of the run's silence (90 s by default): its
+    # retry, within the turn, comes before the turn's own watchdog ends the turn.
+    assert stream_timeouts(settings(), environ={}) == {
+        "CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS": "60000",
+        "CLAUDE_ENABLE_BYTE_WATCHDOG": "1",
+        "CLAUDE_ENABLE_STREAM_WATCHDOG": "1",
+    }
+    assert (
+        stream_timeouts(settings(silence_seconds=30.0), environ={})[
+            "CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS"
+        ]
+        == "20000"
+    )
+
+
+def test_the_cli_idle_timeout_never_goes_below_the_clis_own_floor() -> None:
+    short = stream_timeouts(settings(silence_seconds=3.0), environ={})
+    assert short["CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS"] == "10000"
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "CLAUDE_STREAM_IDLE_TIMEOUT_MS",
+        "CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS",
+        "CLAUDE_STREAM_FIRST_BYTE_TIMEOUT_MS",
+        "CLAUDE_ENABLE_STREAM_WATCHDOG",
+        "CLAUDE_ENABLE_BYTE_WATCHDOG",
+        "API_FORCE_IDLE_TIMEOUT",
+    ],
+)
+def test_a_stream_timeout_the_user_set_is_theirs(variable: str) -> None:
+    assert stream_timeouts(settings(), environ={variable: "1"}) == {}
+    assert stream_timeouts(settings(env={variable: "1"}), environ={}) == {}
+
+
+def test_a_local_backend_keeps_the_clis_own_stream_timeouts() -> None:
+    # Its first byte may take minutes: a local server reads a long prompt first.
+    assert stream_timeouts(settings(local_backend=True), environ={}) == {}
+
+
+def test_a_turn_streams_every_event_so_a_long_answer_is_never_taken_for_silence() -> None:
+    assert turn_options(settings(), resume=None, stderr=ignore).include_partial_messages
+    assert not probe_options(settings(), stderr=ignore).include_partial_messages
+
+
+def test_a_silence_that_is_no_duration_is_refused() -> None:
+    with pytest.raises(ValueError, match="silence_seconds"):
+        settings(silence_seconds=0.0)

@@ -43,6 +43,11 @@ HANG = SystemMessage(subtype="hang", data={})
 PAUSE = SystemMessage(subtype="pause", data={})
 
 
+def quiet(seconds: float) -> SystemMessage:
+    """A step at which the played CLI says nothing for `seconds`, then goes on."""
+    return SystemMessage(subtype="quiet", data={"seconds": seconds})
+
+
 def answer(
     *,
     session_id: str = SESSION,
@@ -93,6 +98,8 @@ class FakeCli:
         self.prompts: list[str] = []
         self.disconnects = 0
         self.connect_error: Exception | None = None
+        # A CLI that never answers its start-up (a Ctrl-C reached it as it started).
+        self.connect_hangs = False
         self.refusal: tuple[str, str] | None = None
         self.query_errors: list[Exception] = []
         # What each process ended says as it exits (a message, or a text: a stderr line).
@@ -113,6 +120,8 @@ class FakeClient:
         self.turn: list[Step] = []
 
     async def connect(self) -> None:
+        if self.cli.connect_hangs:
+            await anyio.sleep_forever()
         if self.cli.connect_error is not None:
             raise self.cli.connect_error
         self.cli.resumes.append(self.options.resume)
@@ -132,6 +141,9 @@ class FakeClient:
             if step is PAUSE:
                 await anyio.sleep(0.2)  # a CLI at work, long enough for a stop to be seen
                 continue
+            if isinstance(step, SystemMessage) and step.subtype == "quiet":
+                await anyio.sleep(step.data["seconds"])
+                continue
             yield step
 
     async def receive_messages(self) -> AsyncIterator[Message]:
@@ -142,6 +154,8 @@ class FakeClient:
                 self.options.stderr(step)
             elif isinstance(step, BaseException):
                 raise step
+            elif step is HANG:
+                await anyio.sleep_forever()  # a CLI that does not exit
             else:
                 yield step
 
@@ -420,7 +434,9 @@ def test_a_probe_reads_its_signals_even_when_the_cli_exits_1(
 ) -> None:
     seen: list[ClaudeAgentOptions] = []
 
-    async def fake_query(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Message]:
+    async def fake_query(
+        *, prompt: str, options: ClaudeAgentOptions, transport: object = None
+    ) -> AsyncIterator[Message]:
         seen.append(options)
         yield AssistantMessage(content=[], model="<synthetic>", error="rate_limit")
         yield answer(is_error=True, status=429, cost=0.0)
@@ -440,7 +456,9 @@ def test_a_probe_reads_its_signals_even_when_the_cli_exits_1(
 def test_a_probe_that_crashes_says_so_in_the_debug_log(
     monkeypatch: pytest.MonkeyPatch, debug_log: Path
 ) -> None:
-    async def fake_query(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Message]:
+    async def fake_query(
+        *, prompt: str, options: ClaudeAgentOptions, transport: object = None
+    ) -> AsyncIterator[Message]:
         raise ProcessError("Command failed", exit_code=1)
         yield  # pragma: no cover - makes this an async generator
 

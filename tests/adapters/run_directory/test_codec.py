@@ -27,7 +27,7 @@ from claudeloop.domain.capacity import (
     WindowExhausted,
 )
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, WindDown
-from claudeloop.domain.loop import Detour, Outcome, Phase, RunState
+from claudeloop.domain.loop import Detour, Interrupt, Outcome, Phase, RunState
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.waiting import AnnouncedReset, WaitPolicyConfig
@@ -326,3 +326,37 @@ def test_announced_resets_that_are_no_table_of_aware_instants_are_corrupt(value:
     data["state"]["announced_resets"] = value
     with pytest.raises(CorruptRecordError):
         record_from_json(data)
+
+
+def test_a_run_a_signal_stopped_with_its_silent_turns_and_silence_reads_back() -> None:
+    record = full_record(Available())
+    stopped = replace(
+        record,
+        spec=replace(record.spec, silence_seconds=45.0),
+        state=replace(
+            record.state,
+            phase=Phase.FAILED,
+            outcome=Outcome.STOPPED,
+            interrupt=Interrupt.TERMINATE,
+            silent_turns=2,
+        ),
+    )
+    data = json.loads(json.dumps(record_to_json(stopped)))
+    assert (data["state"]["interrupt"], data["state"]["silent_turns"]) == ("SIGTERM", 2)
+    assert data["spec"]["silence_seconds"] == 45.0
+    assert record_from_json(data) == stopped
+    assert record_from_json(data).state.exit_code == 143
+
+
+def test_a_record_of_before_the_watchdog_is_written_as_it_was() -> None:
+    data = record_to_json(full_record(Available()))
+    # None of them is written while it holds its default: a record of before reads, and
+    # is written again, the same.
+    assert {"interrupt", "silent_turns"}.isdisjoint(data["state"])
+    assert "silence_seconds" not in data["spec"]
+    read = record_from_json(data)
+    assert (read.state.interrupt, read.state.silent_turns, read.spec.silence_seconds) == (
+        None,
+        0,
+        None,
+    )

@@ -192,3 +192,23 @@ def test_a_new_run_keeps_the_folder_out_of_git_and_leaves_an_ignore_file_there_a
     ignore.write_text("runs/\n")  # the user's own rule
     RunDirectory.create(tmp_path, "second")
     assert ignore.read_text() == "runs/\n"
+
+
+def test_a_signal_is_a_stop_in_the_control_file_and_its_name_in_this_process_alone(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from claudeloop.adapters.redaction import Redactor
+    from claudeloop.domain.loop import Interrupt
+
+    directory = RunDirectory.create(tmp_path, "r1")
+    # The run's parts hold copies of the directory, made with the run's redactor.
+    copy = replace(directory, redactor=Redactor())
+    directory.interrupt(Interrupt.TERMINATE)
+    directory.interrupt(Interrupt.CTRL_C)  # the first one counts
+    assert copy.interrupted() is Interrupt.TERMINATE
+    assert copy.pending() is ControlCommand.STOP
+    # Another process (`claudeloop status`, `stop`) sees a stop, and no signal.
+    elsewhere = RunDirectory(directory.path)
+    assert (elsewhere.pending(), elsewhere.interrupted()) == (ControlCommand.STOP, None)

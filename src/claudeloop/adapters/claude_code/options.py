@@ -23,6 +23,7 @@ from claudeloop.adapters.claude_code.startup_watch import STARTUP_RESULTS
 from claudeloop.adapters.claude_code.verdict import VERDICT_SCHEMA
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
+from claudeloop.domain.watchdog import silence_for
 
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SETTING_SOURCES: tuple[str, ...] = get_args(SettingSource)
@@ -50,6 +51,26 @@ PROBE_RETRIES = "0"
 REVIEW_TOOLS = ("Read", "Grep", "Glob")
 REVIEW_PERMISSION_MODE: PermissionMode = "plan"
 _RETRIES = "CLAUDE_CODE_MAX_RETRIES"
+# The CLI's own watchdogs over a model's stream (its strings and runs, 2.1.337): it gives
+# up on a stream silent for CLAUDE_STREAM_IDLE_TIMEOUT_MS, never less than 300 s
+# whatever the variable says, or for CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS (at least 10 s),
+# which a stalled answer from any base URL obeys: it drops the stream and sends the
+# request again itself, within the turn. CLAUDE_STREAM_FIRST_BYTE_TIMEOUT_MS, measured
+# against a loopback server, changed nothing: an answer whose headers never come is
+# given up after 300 s, so the turn's own watchdog (domain.watchdog) ends it sooner.
+BYTE_IDLE = "CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS"
+STREAM_WATCHDOG_VARIABLES = (
+    "CLAUDE_STREAM_IDLE_TIMEOUT_MS",
+    BYTE_IDLE,
+    "CLAUDE_STREAM_FIRST_BYTE_TIMEOUT_MS",
+    "CLAUDE_ENABLE_STREAM_WATCHDOG",
+    "CLAUDE_ENABLE_BYTE_WATCHDOG",
+    "API_FORCE_IDLE_TIMEOUT",
+)
+# The CLI's idle timeout as a part of the run's silence: the CLI's cheaper retry comes
+# first, the turn's watchdog only if that retry is silent too. The CLI's own floor.
+CLI_IDLE_SHARE = 2 / 3
+CLI_IDLE_FLOOR_MS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +111,9 @@ class GatewaySettings:
     # The server the user named (a profile's base_url, ANTHROPIC_BASE_URL; None:
     # Anthropic's API): whether an unreachable one is misconfigured or offline.
     address: str | None = None
+    # How long the model's answer may be silent before the turn is ended and sent
+    # again (domain.watchdog; None: its default for the backend).
+    silence_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.permission_mode not in PERMISSION_MODES:
@@ -105,6 +129,8 @@ class GatewaySettings:
             )
         if self.max_buffer_size < 1:
             raise ValueError("max_buffer_size must be at least 1 byte")
+        if self.silence_seconds is not None and not self.silence_seconds > 0:
+            raise ValueError("silence_seconds must be above 0")
 
 
 def turn_options(
@@ -125,6 +151,9 @@ def turn_options(
             else None
         ),
         hooks={"PreToolUse": [HookMatcher(matcher="AskUserQuestion", hooks=[deny_question])]},
+        # Every event of the model's stream, so a long answer still streaming is never
+        # taken for a silent one (adapters/claude_code/watching.py).
+        include_partial_messages=True,
     )
     if not settings.read_only:
         return options
@@ -150,7 +179,7 @@ def probe_options(
     `--no-session-persistence` so a probe leaves no session behind to be confused with
     the run's, and no retries of the CLI's own unless the user set CLAUDE_CODE_MAX_RETRIES.
     """
-    base = _base(settings, stderr)
+    base = _base(settings, stderr, environ)
     env = dict(base.env)
     if _RETRIES not in environ and _RETRIES not in env:
         env[_RETRIES] = PROBE_RETRIES
@@ -188,7 +217,31 @@ async def deny_question(
     }
 
 
-def _base(settings: GatewaySettings, stderr: Callable[[str], None]) -> ClaudeAgentOptions:
+def stream_timeouts(
+    settings: GatewaySettings, environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """The CLI's own stream watchdog set for an unattended run: a stalled answer given up
+    after two thirds of the run's silence (a minute by default) instead of five, and
+    sent again by the CLI itself. Nothing when the user set any of its variables (theirs
+    stand) or on a local backend, whose first byte may take minutes to come."""
+    if settings.local_backend:
+        return {}
+    if any(name in environ or name in settings.env for name in STREAM_WATCHDOG_VARIABLES):
+        return {}
+    silence = silence_for(settings.silence_seconds, local_backend=False)
+    idle_ms = max(round(silence * CLI_IDLE_SHARE * 1000), CLI_IDLE_FLOOR_MS)
+    return {
+        BYTE_IDLE: str(idle_ms),
+        "CLAUDE_ENABLE_BYTE_WATCHDOG": "1",
+        "CLAUDE_ENABLE_STREAM_WATCHDOG": "1",
+    }
+
+
+def _base(
+    settings: GatewaySettings,
+    stderr: Callable[[str], None],
+    environ: Mapping[str, str] = os.environ,
+) -> ClaudeAgentOptions:
     sources = settings.setting_sources
     return ClaudeAgentOptions(
         cwd=settings.cwd,
@@ -196,7 +249,7 @@ def _base(settings: GatewaySettings, stderr: Callable[[str], None]) -> ClaudeAge
         # Validated against the same literal in GatewaySettings.__post_init__.
         permission_mode=cast(PermissionMode, settings.permission_mode),
         # A CLI that refuses to start says why on a result (startup_watch.py).
-        env={STARTUP_RESULTS: "1", **settings.env},
+        env={STARTUP_RESULTS: "1", **stream_timeouts(settings, environ), **settings.env},
         cli_path=settings.cli_path,
         # Without a callback the SDK lets the CLI write to our terminal.
         stderr=stderr,

@@ -13,15 +13,24 @@ and the sessions it names are told with the turn, or by `close`.
 While the CLI retries a failed request on its own (`api_retry` messages, minutes with
 its default ten retries), each retry is an event, and a `stop` asked for meanwhile ends
 the turn at once: nothing is being done that waiting would keep.
+
+Every turn and probe is watched (domain.watchdog, watching.py): one whose CLI says
+nothing for longer than what it awaits allows is ended, its process killed, and told
+as a silent turn; a process that wrote its result and does not exit is ended within
+the watchdog's exit grace. A signal the driver received (ControlInbox.interrupted)
+cuts the turn in flight off at once: told as interrupted, never as a failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 import anyio
 from claude_agent_sdk import (
@@ -29,6 +38,8 @@ from claude_agent_sdk import (
     CLIConnectionError,
     Message,
     ResultError,
+    ResultMessage,
+    StreamEvent,
     SystemMessage,
     query,
 )
@@ -47,6 +58,7 @@ from claudeloop.adapters.claude_code.pricing import (
     turn_price,
 )
 from claudeloop.adapters.claude_code.reading import TurnReading, read_turn, started_session
+from claudeloop.adapters.claude_code.sdk_logging import route_sdk_logging
 from claudeloop.adapters.claude_code.startup_watch import StartupWatch
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
 from claudeloop.adapters.claude_code.transcript import (
@@ -57,18 +69,28 @@ from claudeloop.adapters.claude_code.transcript import (
     served_since,
     session_written,
 )
+from claudeloop.adapters.claude_code.watching import said_in, watchdog_settings
 from claudeloop.adapters.claude_code.writes_lost import writes_lost_in_stderr, writes_lost_of
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.events import TurnRetrying
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
 from claudeloop.domain.budget import in_flight_estimate
-from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.loop import ControlCommand, Interrupt
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.startup import session_gone, startup_refusal
 from claudeloop.domain.text import first_line
+from claudeloop.domain.watchdog import InputClosed, SilentTurn, Watch, WatchdogSettings
 
-# How often a turn stuck in the CLI's retries looks for a stop (the sleeper's slice).
+# How often the watch over a turn looks at its clock, for an interrupt and, while the CLI
+# retries, for a stop (the sleeper's slice).
 STOP_POLL_SECONDS = 0.5
+# How long a turn the CLI ended without a result (aborted, or dead of a signal) waits
+# for the driver to hear the same signal: a terminal's Ctrl-C reaches both at once.
+SIGNAL_HEARD_SECONDS = 1.0
+# How long a process the gateway ends has between SIGTERM and SIGKILL.
+KILL_GRACE_SECONDS = 3.0
+# What the CLI ends a turn with when a signal cut it off (domain.turn_end).
+_ABORTED = frozenset({"aborted_streaming", "aborted_tools"})
 # A turn no crash cut off.
 _NOTHING_LOST = CutOff()
 # What the CLI says of a session it has no conversation of: its start-up refusal since
@@ -76,17 +98,24 @@ _NOTHING_LOST = CutOff()
 SESSION_GONE_REASON = "resume_target_not_found"
 _NO_CONVERSATION = "No conversation found"
 
-# How long an ended process is heard out for its last words (a lost transcript's): the
-# CLI exits within a second of its input closing.
-LAST_WORDS_SECONDS = 15.0
-
 
 @dataclass
-class _Retrying:
-    """What the CLI is retrying now (None once it moves on), and why a stop ended it."""
+class _Watched:
+    """The watch over one turn or probe: what the CLI awaits and since when, what it is
+    retrying now (None once it moves on), and what ended it early: a stop while it
+    retried (why), the watchdog, a signal."""
 
+    watch: Watch
     now: str | None = None
     stopped: str | None = None
+    silent: SilentTurn | None = None
+    interrupted: Interrupt | None = None
+    # Each message but the stream's events, as they come.
+    heard: Callable[[Message], None] = field(default=lambda _message: None)
+    # The CLI's process, ended at once when the watch ends the reading for silence or
+    # a signal; and whether its retries are told as events (a turn's, not a probe's).
+    transport: StartupWatch | None = None
+    tells_retries: bool = True
 
 
 class ClaudeCodeGateway:
@@ -98,8 +127,14 @@ class ClaudeCodeGateway:
         *,
         control: ControlInbox | None = None,
         events: EventSink | None = None,
+        watchdog: WatchdogSettings | None = None,
     ) -> None:
         self._settings = settings
+        # How long its CLI may be silent (domain.watchdog): `watchdog`, else the run's
+        # silence and the Bash limits the CLI's environment sets.
+        self._watchdog = watchdog or watchdog_settings(settings, os.environ)
+        # The watch's clock: one that never steps back.
+        self._monotonic = time.monotonic
         # Where a stop is asked for and where retries are told, while a turn runs.
         self._control = control
         self._events = events
@@ -107,6 +142,8 @@ class ClaudeCodeGateway:
         # the credential it ends up printing.
         redactor = settings.redactor or Redactor.from_environment(os.environ, settings.env)
         self._stderr = StderrLog(settings.stderr_log, redactor=redactor)
+        # What the SDK logs (a CLI killed under it) goes to the debug log, not the screen.
+        route_sdk_logging(self._stderr)
         self._client: ClaudeSDKClient | None = None
         # The session the live process is on, and the running totals of its last result
         # (None before its first): a turn's cost is their growth within one process,
@@ -164,6 +201,68 @@ class ClaudeCodeGateway:
         on_session: Callable[[str], None] | None,
     ) -> TurnOutcome:
         messages: list[Message] = []
+        session_id, lost, since = self._owed_by_the_cut_off(session_id, interrupted_at)
+        try:
+            client = await self._send_unless_interrupted(prompt, session_id)
+        except Exception as caught:
+            stopped = await self._signal_heard(wait=True)
+            await self._drop(listen=stopped is None, end_now=stopped is not None)
+            if stopped is not None:
+                return self._cut_off(interrupted=stopped)
+            refused = self._refused_to_start()
+            if session_id is not None and self._gone(caught):
+                return self._session_gone(session_id)
+            if refused is not None:
+                self._stderr.note(refused)
+                return self._unanswered(refused)
+            where = f"resume session {session_id}" if session_id else "start a session"
+            return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
+        if client is None:  # a signal came while it started
+            return self._interrupted_turn()
+        # Only a new session is told: one resumed is the runner's already.
+        told = on_session if session_id is None else None
+
+        def heard(message: Message) -> None:
+            nonlocal told
+            messages.append(message)
+            named = started_session(message) if told is not None else None
+            if told is not None and named is not None:
+                told(named)
+                told = None
+
+        turn = _Watched(Watch(since=self._monotonic()), heard=heard, transport=self._starting)
+        try:
+            error = await self._watched(client.receive_response(), turn)
+        except BaseException:
+            # Cancelled or interrupted mid-turn: the process is in an unknown state.
+            with anyio.CancelScope(shield=True):
+                await self._drop(listen=False)
+            raise
+        if turn.stopped is not None:
+            # Mid-turn, in the CLI's retries: ended at once, not heard out.
+            await self._drop(listen=False)
+            return self._unanswered(f"stopped while {turn.stopped}")
+        reading = read_turn(
+            messages,
+            local_backend=self._settings.local_backend,
+            lines=self._settings.lines,
+            address=self._settings.address,
+        )
+        self._live_session = reading.session_id or session_id
+        cut = not reading.answered or reading.signals.terminal_reason in _ABORTED
+        if cut and turn.silent is None and turn.interrupted is None:
+            # The CLI ended the turn short, or died: a terminal's Ctrl-C reaches it too.
+            turn.interrupted = await self._signal_heard(wait=True)
+        if turn.silent is not None or turn.interrupted is not None:
+            await self._drop(listen=False, end_now=True)
+            return self._cut_off(silent=turn.silent, interrupted=turn.interrupted)
+        return await self._judge(reading, requested=session_id, error=error, lost=lost, since=since)
+
+    def _owed_by_the_cut_off(
+        self, session_id: str | None, interrupted_at: datetime | None
+    ) -> tuple[str | None, CutOff, datetime | None]:
+        """The session to send on, and what a turn cut off (by a crash, a signal, the
+        watchdog) that began at `interrupted_at` left to bill, and since when."""
         lost: CutOff = _NOTHING_LOST
         since: datetime | None = None
         if interrupted_at is None:
@@ -187,40 +286,66 @@ class ClaudeCodeGateway:
             since = interrupted_at if session_id is not None else None
         if interrupted_at is not None:
             self._owed = (lost, since)
-        try:
-            client = await self._send(prompt, session_id)
-        except Exception as caught:
-            await self._drop()
-            refused = self._refused_to_start()
-            if session_id is not None and self._gone(caught):
-                return self._session_gone(session_id)
-            if refused is not None:
-                self._stderr.note(refused)
-                return self._unanswered(refused)
-            where = f"resume session {session_id}" if session_id else "start a session"
-            return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
-        retrying = _Retrying()
-        # Only a new session is told: one resumed is the runner's already.
-        told = on_session if session_id is None else None
-        try:
-            error = await self._receive(client, messages, retrying, told)
-        except BaseException:
-            # Cancelled or interrupted mid-turn: the process is in an unknown state.
-            with anyio.CancelScope(shield=True):
-                await self._drop(listen=False)
-            raise
-        if retrying.stopped is not None:
-            # Mid-turn, in the CLI's retries: ended at once, not heard out.
-            await self._drop(listen=False)
-            return self._unanswered(f"stopped while {retrying.stopped}")
-        reading = read_turn(
-            messages,
-            local_backend=self._settings.local_backend,
-            lines=self._settings.lines,
-            address=self._settings.address,
-        )
-        self._live_session = reading.session_id or session_id
-        return await self._judge(reading, requested=session_id, error=error, lost=lost, since=since)
+        return session_id, lost, since
+
+    async def _send_unless_interrupted(
+        self, prompt: str, session_id: str | None
+    ) -> ClaudeSDKClient | None:
+        """`_send`, given up (None) when a signal stops the run meanwhile: a CLI that
+        had a terminal's Ctrl-C while it started may never answer its start-up."""
+        sent: list[ClaudeSDKClient] = []
+        failed: Exception | None = None
+        async with anyio.create_task_group() as group:
+
+            async def until_interrupted() -> None:
+                while await self._signal_heard(wait=False) is None:
+                    await anyio.sleep(STOP_POLL_SECONDS)
+                if self._starting is not None:  # ended now, not closed gently
+                    with anyio.CancelScope(shield=True):
+                        await self._starting.end(patience=0.0, grace=KILL_GRACE_SECONDS)
+                group.cancel_scope.cancel()
+
+            group.start_soon(until_interrupted)
+            try:
+                sent.append(await self._send(prompt, session_id))
+            except Exception as caught:
+                failed = caught  # raised as itself, not inside an exception group
+            group.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        if sent:
+            return sent[0]
+        with anyio.CancelScope(shield=True):
+            await self._drop(listen=False, end_now=True)
+        return None
+
+    async def _signal_heard(self, *, wait: bool) -> Interrupt | None:
+        """The signal the run's driver received, if any; `wait`: given a moment to hear
+        the one that may have ended the CLI."""
+        if self._control is None:
+            return None
+        deadline = self._monotonic() + (SIGNAL_HEARD_SECONDS if wait else 0.0)
+        while (heard := self._control.interrupted()) is None and self._monotonic() < deadline:
+            await anyio.sleep(0.05)
+        return heard
+
+    def _interrupted_turn(self) -> TurnOutcome:
+        assert self._control is not None  # only a control inbox hears signals
+        interrupt = self._control.interrupted()
+        assert interrupt is not None
+        return self._cut_off(interrupted=interrupt)
+
+    def _cut_off(
+        self, *, silent: SilentTurn | None = None, interrupted: Interrupt | None = None
+    ) -> TurnOutcome:
+        """A turn ended before its result, by the watchdog or a signal."""
+        if silent is not None:
+            reason = f"{silent.reason}; the turn was ended"
+        else:
+            assert interrupted is not None
+            reason = f"the run was stopped by {interrupted.words} during the turn"
+        self._stderr.note(reason)
+        return replace(self._unanswered(reason), silent=silent, interrupted=interrupted)
 
     def _config_directory(self) -> Path:
         return config_directory({**os.environ, **self._settings.env})
@@ -266,28 +391,22 @@ class ClaudeCodeGateway:
             after = _request_price(later[0], reading.spends) if later else None
         return in_flight_estimate(lost.in_flight, before=before, after=after)
 
-    async def _receive(
-        self,
-        client: ClaudeSDKClient,
-        messages: list[Message],
-        retrying: _Retrying,
-        on_session: Callable[[str], None] | None = None,
-    ) -> Exception | None:
-        """Reads the turn into `messages`, telling `on_session` the session the CLI names;
-        the SDK's error when the CLI exits, if any."""
+    async def _watched(self, stream: AsyncIterator[Message], watched: _Watched) -> Exception | None:
+        """Reads `stream` to its end under the watch (domain.watchdog), giving each
+        message but the stream's events to `watched.heard`; the SDK's error when the CLI
+        exits, if any. Ended early (the watch says why): silent too long, a signal, a
+        stop while the CLI retries."""
         error: Exception | None = None
         interrupted: BaseException | None = None
         async with anyio.create_task_group() as group:
-            if self._control is not None:
-                group.start_soon(self._stop_when_asked, retrying, group.cancel_scope)
+            group.start_soon(self._watch_over, watched, group.cancel_scope)
             try:
-                async for message in client.receive_response():
-                    messages.append(message)
-                    retrying.now = self._retry_of(message)
-                    named = started_session(message) if on_session is not None else None
-                    if on_session is not None and named is not None:
-                        on_session(named)
-                        on_session = None
+                async for message in stream:
+                    watched.watch = watched.watch.heard(said_in(message), at=self._monotonic())
+                    if isinstance(message, StreamEvent):
+                        continue  # heard, not kept: nothing is read from them
+                    watched.now = self._retry_of(message) if watched.tells_retries else None
+                    watched.heard(message)
             except Exception as caught:
                 # The SDK raises when the CLI exits; a result read before that still counts.
                 error = caught
@@ -300,14 +419,28 @@ class ClaudeCodeGateway:
             raise interrupted
         return error
 
-    async def _stop_when_asked(self, retrying: _Retrying, scope: anyio.CancelScope) -> None:
-        assert self._control is not None
+    async def _watch_over(self, watched: _Watched, scope: anyio.CancelScope) -> None:
+        """Ends the reading when the CLI is silent too long, when a signal stops the run,
+        or when a stop is asked for while the CLI retries."""
         while True:
-            await anyio.sleep(STOP_POLL_SECONDS)
-            if retrying.now is not None and self._control.pending() is ControlCommand.STOP:
-                retrying.stopped = retrying.now
-                scope.cancel()
-                return
+            left = watched.watch.left(self._monotonic(), self._watchdog)
+            await anyio.sleep(min(STOP_POLL_SECONDS, max(left, 0.0)))
+            if self._control is not None:
+                watched.interrupted = self._control.interrupted()
+                if watched.interrupted is not None:
+                    break
+                if watched.now is not None and self._control.pending() is ControlCommand.STOP:
+                    watched.stopped = watched.now
+                    break
+            watched.silent = watched.watch.overdue(self._monotonic(), self._watchdog)
+            if watched.silent is not None:
+                break
+        if watched.transport is not None and watched.stopped is None:
+            # Silent or signalled: ended now, not closed gently (the SDK's ten seconds),
+            # and to its SIGKILL even if the reading ends meanwhile.
+            with anyio.CancelScope(shield=True):
+                await watched.transport.end(patience=0.0, grace=KILL_GRACE_SECONDS)
+        scope.cancel()
 
     def _retry_of(self, message: Message) -> str | None:
         """What the CLI is retrying, told as an event; None for any other message."""
@@ -334,12 +467,29 @@ class ClaudeCodeGateway:
     async def probe(self) -> ProbeOutcome:
         messages: list[Message] = []
         options = probe_options(self._settings, stderr=self._stderr)
-        try:
-            async for message in query(prompt=PROBE_PROMPT, options=options):
-                messages.append(message)
-        except ResultError:
-            pass  # the CLI exits 1 after an error result, which it has already reported
-        except Exception as error:
+        transport = StartupWatch(options)
+        watched = _Watched(Watch(since=self._monotonic()), transport=transport, tells_retries=False)
+
+        def heard(message: Message) -> None:
+            messages.append(message)
+            if isinstance(message, ResultMessage):
+                # Its input closes after its result: the CLI exits now, or is ended.
+                watched.watch = watched.watch.heard(InputClosed(), at=self._monotonic())
+
+        watched.heard = heard
+        # An async generator, which the SDK types as any iterator: closed here, in this
+        # task, whatever ends the reading.
+        stream = cast(
+            AsyncGenerator[Message, None],
+            query(prompt=PROBE_PROMPT, options=options, transport=transport),
+        )
+        async with contextlib.aclosing(stream):
+            error = await self._watched(stream, watched)
+        if watched.silent is not None:
+            self._stderr.note(f"probe: {watched.silent.reason}; it was ended")
+            error = None  # the SDK's word for the process it ended says nothing more
+        elif error is not None and not isinstance(error, ResultError):
+            # A CLI exits 1 after an error result, which it has already reported.
             self._stderr.note(f"probe ended without a result: {self._say(error)}")
         reading = read_turn(
             messages, local_backend=self._settings.local_backend, address=self._settings.address
@@ -475,17 +625,29 @@ class ClaudeCodeGateway:
         reason, said = refusal
         return self._stderr.redact(startup_refusal(reason, said))
 
-    async def _drop(self, *, listen: bool = True) -> None:
+    async def _drop(self, *, listen: bool = True, end_now: bool = False) -> None:
         """Ends the live process; `listen`: heard out first, for what it says of a
-        transcript it could not save (not when cancelled: it is in an unknown state)."""
+        transcript it could not save (not when cancelled: it is in an unknown state),
+        and ended if it does not exit within the watchdog's exit grace; `end_now`:
+        ended at once (silent, or cut off by a signal)."""
         client, self._client = self._client, None
         self._session = None
         self._previous, self._previous_total = None, 0.0
         if client is None:
             return
         said: list[str] = []
-        if listen and self._starting is not None:
-            said = await self._last_words(client, self._starting)
+        transport = self._starting
+        grace = self._watchdog.exit_grace
+        exits_by = self._monotonic() + grace
+        if transport is not None and listen:
+            said = await self._last_words(client, transport)
+        if transport is not None and (listen or end_now):
+            patience = max(exits_by - self._monotonic(), 0.0) if listen else 0.0
+            if await transport.end(patience=patience, grace=KILL_GRACE_SECONDS) and listen:
+                self._stderr.note(
+                    f"Claude Code did not exit within {grace:.0f} s of its input closing; "
+                    "it was ended"
+                )
         try:
             await client.disconnect()
         except Exception as error:
@@ -502,10 +664,11 @@ class ClaudeCodeGateway:
         self._heard += said
 
     async def _last_words(self, client: ClaudeSDKClient, transport: StartupWatch) -> list[str]:
-        """Closes the process's input and reads what it says as it exits: the sessions a
-        `session_writes_lost` names (its own when it names none)."""
+        """Closes the process's input and reads what it says as it exits, within the
+        watchdog's exit grace: the sessions a `session_writes_lost` names (its own when
+        it names none)."""
         said: list[str] = []
-        with anyio.move_on_after(LAST_WORDS_SECONDS):
+        with anyio.move_on_after(self._watchdog.exit_grace):
             try:
                 await transport.end_input()
                 async for message in client.receive_messages():

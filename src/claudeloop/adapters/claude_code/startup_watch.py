@@ -1,17 +1,24 @@
-"""The CLI's transport, watched for the result it writes when it refuses to start.
+"""The CLI's transport, watched for the result it writes when it refuses to start, and
+ended at once when the gateway cannot wait for it to exit.
 
 Claude Code (2.1.332) tells why it refused to start in `startup_failure_reason`, on an
 `error_during_execution` result it writes before exiting 1, where the host sets
 CLAUDE_CODE_STARTUP_FAILURE_RESULTS. The Python SDK's parser drops that field, and a
 CLI that exits during `connect` leaves only "Command failed with exit code 1": so the
 raw messages are read here, on their way to the SDK, which sees them unchanged.
+
+The SDK ends a process it closes gently (its input closed, five seconds, SIGTERM, five
+more, SIGKILL). A process the watchdog found silent, or one that wrote its result and
+lingers, is ended here instead, on the gateway's own clock (`end`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 # The variable that makes the CLI write that result (it is otherwise on stderr alone).
@@ -51,6 +58,25 @@ class StartupWatch(Transport):
 
     async def end_input(self) -> None:
         await self._inner.end_input()
+
+    async def end(self, *, patience: float, grace: float) -> bool:
+        """Ends the CLI unless it exits within `patience` seconds: SIGTERM, then SIGKILL
+        after `grace` more (a process that stopped talking may not listen either).
+        Whether it had to be ended."""
+        # The SDK's own process handle: the transport has no public one.
+        process = getattr(self._inner, "_process", None)
+        if process is None or process.returncode is not None:
+            return False
+        with anyio.move_on_after(patience):
+            await process.wait()
+            return False
+        for stop in (process.terminate, process.kill):
+            with contextlib.suppress(ProcessLookupError):
+                stop()
+            with anyio.move_on_after(grace):
+                await process.wait()
+                break
+        return True
 
 
 def refusal_in(message: dict[str, Any]) -> tuple[str, str] | None:

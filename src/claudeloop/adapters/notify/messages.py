@@ -88,6 +88,7 @@ def notification_for(
             | events.TurnRetrying()
             | events.TurnFailed()
             | events.TurnInterrupted()
+            | events.TurnSilent()
             | events.SessionWritesLost()
             | events.SessionReplaced()
             | events.ToolsDenied()

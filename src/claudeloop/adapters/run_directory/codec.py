@@ -128,8 +128,11 @@ RECORD_CODEC = Codec(
             ),
         ),
         RunSpec: Shape(
-            sparse=frozenset({"worktree", "base_branch", "checkpoint", "sandbox"}),
+            sparse=frozenset(
+                {"worktree", "base_branch", "checkpoint", "sandbox", "silence_seconds"}
+            ),
             added=_added(
+                "silence_seconds",
                 "pause_at",
                 "update_plan",
                 "limits",
@@ -147,8 +150,9 @@ RECORD_CODEC = Codec(
         ),
         RunState: Shape(
             flattened=frozenset({"ledger"}),
-            # Written once a reset was heard: a record of before stays as it was.
-            sparse=frozenset({"announced_resets", "notes"}),
+            # Written once a reset was heard, a turn went silent, a signal stopped the
+            # run: a record of before stays as it was.
+            sparse=frozenset({"announced_resets", "notes", "silent_turns", "interrupt"}),
             added=_added(
                 "errored_turns",
                 "overage_turns",
@@ -159,6 +163,8 @@ RECORD_CODEC = Codec(
                 "stagnation",
                 "announced_resets",
                 "notes",
+                "silent_turns",
+                "interrupt",
             ),
         ),
         # The budget is the spec's: the ledger's is the same, said once.

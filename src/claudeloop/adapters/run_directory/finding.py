@@ -143,7 +143,7 @@ def tell_missing_end(directory: RunDirectory, record: RunRecord) -> None:
         try:
             log.emit(
                 RunFinished(
-                    outcome=outcome, exit_code=outcome.exit_code, reason=record.state.reason
+                    outcome=outcome, exit_code=record.state.exit_code, reason=record.state.reason
                 )
             )
         finally:

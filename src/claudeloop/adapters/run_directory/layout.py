@@ -35,7 +35,7 @@ from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import Clock, Request
 from claudeloop.application.records import RunRecord
 from claudeloop.application.summary import summary_markdown
-from claudeloop.domain.loop import ControlCommand
+from claudeloop.domain.loop import ControlCommand, Interrupt
 from claudeloop.domain.steering import Steer
 
 # Long text (a summary, a model's answer) is capped in events: the log is for reading.
@@ -91,11 +91,22 @@ class UnreadableEventLine(UserWarning):
     """A line of events.jsonl that is not JSON (a crash mid-write)."""
 
 
+@dataclass
+class HeardSignal:
+    """The signal this process's driver received (None: none yet): one note shared by
+    every copy of a run's directory the process holds."""
+
+    interrupt: Interrupt | None = None
+
+
 @dataclass(frozen=True)
 class RunDirectory:
     path: Path
     # What state.json masks of the model's words (the driver gives the run's own).
     redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
+    # What this process heard: in memory, not in the control file, which other
+    # processes write (a `claudeloop stop` is a stop at a safe point, no signal).
+    heard: HeardSignal = field(default_factory=HeardSignal, compare=False, repr=False)
 
     @classmethod
     def create(cls, cwd: Path, run_id: str) -> RunDirectory:
@@ -181,6 +192,17 @@ class RunDirectory:
         except (OSError, CorruptRecordError):
             after = 0
         add_request(self.control_path, command, after=after)
+
+    def interrupt(self, interrupt: Interrupt) -> None:
+        """A signal this process's driver received: a stop, in the control file as any
+        stop is, and the signal it came by, which cuts off a turn in flight at once
+        and is the run's exit code. The first one counts."""
+        if self.heard.interrupt is None:
+            self.heard.interrupt = interrupt
+        add_command(self.control_path, ControlCommand.STOP)
+
+    def interrupted(self) -> Interrupt | None:
+        return self.heard.interrupt
 
     def pending(self) -> ControlCommand | None:
         return read_control(self.control_path).command

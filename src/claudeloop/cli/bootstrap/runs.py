@@ -214,11 +214,13 @@ def claude_code(
     events: EventSink | None = None,
     read_only: bool = False,
     boundary: TurnBoundary | None = None,
+    silence_seconds: float | None = None,
 ) -> Gateway:
     """The gateway to the Claude Code CLI of `backend`, unbilled on a backend whose costs
     are not money; `doctor` probes through it too. `read_only`: an independent
     reviewer's (read-only tools, plan mode, no session kept). `boundary`: the run's
-    sandbox (None: the user's own settings alone, as a probe has)."""
+    sandbox (None: the user's own settings alone, as a probe has). `silence_seconds`:
+    how long Claude Code may say nothing in a turn (None: the backend's default)."""
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
@@ -237,6 +239,7 @@ def claude_code(
         sandbox_settings=boundary.settings if boundary is not None else None,
         lines=boundary.lines if boundary is not None else None,
         address={**os.environ, **backend.env}.get("ANTHROPIC_BASE_URL") or None,
+        silence_seconds=silence_seconds,
     )
     gateway = ClaudeCodeGateway(settings, control=control, events=events)
     return UnbilledGateway(gateway) if backend.zero_cost else gateway
@@ -270,6 +273,7 @@ def make_gateway(
         control=directory,
         events=events,
         boundary=turn_boundary(spec, start_posture(spec), [os.environ, backend.env]),
+        silence_seconds=spec.silence_seconds,
     )
     if capacity_dir is None:
         return chosen
