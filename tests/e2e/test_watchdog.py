@@ -1,0 +1,214 @@
+"""A night that outlives a silent answer, a CLI that never exits and an interrupt
+(issue 40, items 1 and 3), with the real CLI and the rehearsal API.
+
+The watchdog's silence is compressed to seconds (`--silence-timeout`); the tests assert
+what happened, in order and in counts, never how long it took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import (
+    FAST_WAITS,
+    Rehearsal,
+    assert_ledger_is_what_was_served,
+    wait_for,
+    write_plan,
+)
+
+pytestmark = pytest.mark.e2e
+
+SILENCE = ["--silence-timeout", "3s"]
+
+
+def events_of(project: Path) -> list[dict[str, Any]]:
+    (run,) = list((project / ".claudeloop" / "runs").iterdir())
+    lines = (run / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def state_of(project: Path) -> dict[str, Any]:
+    (run,) = list((project / ".claudeloop" / "runs").iterdir())
+    return dict(json.loads((run / "state.json").read_text()))
+
+
+def debug_of(project: Path) -> str:
+    (run,) = list((project / ".claudeloop" / "runs").iterdir())
+    return (run / "debug.log").read_text()
+
+
+def turn_two_requests(rehearsal: Rehearsal) -> list[dict[str, Any]]:
+    return [r for r in rehearsal.requests() if r["kind"] == "turn" and r["turn"] == 2]
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param("hang_at_2", marks=pytest.mark.scenario("hang_at_2")),
+        pytest.param("no_first_byte_at_2", marks=pytest.mark.scenario("no_first_byte_at_2")),
+    ],
+)
+def test_a_silent_answer_is_ended_and_sent_again_on_the_same_session(
+    rehearsal: Rehearsal, scenario: str
+) -> None:
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, *SILENCE)
+
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert all((rehearsal.project / f"step{n}.txt").exists() for n in (1, 2, 3))
+    # The rehearsal saw turn 2's first request twice: the one left silent, then the same
+    # turn sent again (the CLI merges the unanswered prompt with the new one).
+    first_requests = [r for r in turn_two_requests(rehearsal) if r["step"] == 0]
+    assert [r["gate"] for r in first_requests] == [scenario.removesuffix("_at_2"), None]
+    events = finished.events()
+    silent = [e for e in events if e["type"] == "turn.silent"]
+    assert [(e["turn"], e["awaiting"], e["action"]) for e in silent] == [
+        (2, "the model's answer", "sent_again")
+    ]
+    at = events.index(silent[0])
+    assert [e["type"] for e in events[at - 1 : at + 2]] == [
+        "turn.started",
+        "turn.silent",
+        "turn.started",
+    ]
+    assert events[at + 1]["turn"] == 2
+    # Not a failure of the run, and always the one session.
+    types = [e["type"] for e in events]
+    assert "turn.failed" not in types
+    sessions = {e["session_id"] for e in events if e["type"] == "turn.finished"}
+    assert sessions == {finished.result["session_id"]}
+    # The silent request is billed at an estimate with the turn sent again.
+    assert_ledger_is_what_was_served(finished, rehearsal, in_flight=1)
+
+
+@pytest.mark.scenario("hang_at_2")
+def test_the_clis_own_idle_timeout_retries_a_stalled_stream_within_the_turn(
+    rehearsal: Rehearsal,
+) -> None:
+    # The CLI's stream watchdog as claudeloop sets it, compressed: it drops the stalled
+    # stream and asks again itself, before the turn's own watchdog would end the turn.
+    rehearsal.env["CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS"] = "10000"
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--silence-timeout", "5m")
+
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    assert [r["gate"] for r in turn_two_requests(rehearsal) if r["step"] == 0] == ["hang", None]
+    assert "turn.silent" not in finished.event_types()
+    assert finished.result["turns"] == 3
+
+
+@pytest.mark.scenario("window_reset_at_2")
+def test_a_cli_that_never_exits_after_its_result_is_ended_and_the_run_goes_on(
+    rehearsal: Rehearsal, tmp_path: Path
+) -> None:
+    # A stand-in for the CLI that runs the real one, then lingers with its output open,
+    # deaf to SIGTERM: a probe waits for such a CLI to exit, and so does a process ended
+    # after a refusal or at the run's end.
+    from claude_agent_sdk import __file__ as sdk_file
+
+    real = Path(sdk_file).parent / "_bundled" / "claude"
+    wrapper = tmp_path / "claude-that-lingers"
+    wrapper.write_text(
+        "#!/bin/bash\n"
+        'case " $* " in *" stream-json "*) ;; *) exec "' + str(real) + '" "$@" ;; esac\n'
+        f'"{real}" "$@"\n'
+        "trap '' TERM\n"
+        "exec sleep 600\n"
+    )
+    wrapper.chmod(0o755)
+    rehearsal.env["CLAUDELOOP_CLI_PATH"] = str(wrapper)
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=300)
+
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    types = finished.event_types()
+    assert types.count("probe.finished") >= 1
+    assert "turn.failed" not in types
+    debug = (finished.run_directory() / "debug.log").read_text()
+    # The probe's CLI, after its result; the turns' CLI ended after the refusal at turn
+    # 2 and at the run's end, each once its input closed.
+    assert debug.count("probe: Claude Code had not exited") == types.count("probe.finished")
+    assert debug.count("did not exit within") >= 2
+
+
+def stopped_mid_turn(rehearsal: Rehearsal, how: str) -> subprocess.CompletedProcess[str]:
+    """`claudeloop run` on the screen a person sees (no --json), stopped by `how` while
+    turn 2's answer hangs."""
+    plan = write_plan(rehearsal.project)
+    process = subprocess.Popen(
+        rehearsal.command("run", str(plan), *FAST_WAITS),
+        env=rehearsal.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: len(turn_two_requests(rehearsal)) == 1, "turn 2 to be in flight")
+        match how:
+            case "SIGINT":  # what a terminal's Ctrl-C sends: the CLI child gets it too
+                os.killpg(process.pid, signal.SIGINT)
+            case "SIGTERM":  # `kill PID`: claudeloop alone
+                process.send_signal(signal.SIGTERM)
+            case _:  # a supervisor stopping the whole group
+                os.killpg(process.pid, signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+@pytest.mark.parametrize(
+    ("how", "code", "said"),
+    [
+        ("SIGINT", 130, "Ctrl-C (SIGINT)"),
+        ("SIGTERM", 143, "SIGTERM"),
+        ("SIGTERM to the group", 143, "SIGTERM"),
+    ],
+)
+@pytest.mark.scenario("hang_at_2")
+def test_a_signal_mid_turn_stops_the_run_in_one_line_and_resume_goes_on(
+    rehearsal: Rehearsal, how: str, code: int, said: str
+) -> None:
+    stopped = stopped_mid_turn(rehearsal, how)
+
+    assert stopped.returncode == code, stopped.stderr
+    lines = stopped.stderr.splitlines()
+    # After the turn it cut off, one line: the run's end, and why.
+    after = lines[lines.index("turn 2: started") + 1 :]
+    assert after == [
+        f"claudeloop: stopped (exit {code}): stopped by {said} in turn 2, "
+        "which a resume sends again"
+    ]
+    for noise in ("Fatal error in message reader", "Error output", "failed", "Traceback"):
+        assert noise not in stopped.stderr
+    state = state_of(rehearsal.project)
+    assert state["turn_in_flight"] == 2
+    session = state["session_id"]
+    assert session is not None
+    finished_turns = [e for e in events_of(rehearsal.project) if e["type"] == "turn.finished"]
+    assert [e["turn"] for e in finished_turns] == [1]
+
+    resumed = rehearsal.claudeloop("resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.result["outcome"] == "done"
+    assert resumed.result["session_id"] == session
+    events = resumed.events()
+    at = next(i for i, e in enumerate(events) if e["type"] == "run.resumed")
+    after_resume = events[at:]
+    assert [e["turn"] for e in after_resume if e["type"] == "turn.interrupted"] == [2]
+    assert {e["session_id"] for e in after_resume if e["type"] == "turn.finished"} == {session}
+    assert [e["turn"] for e in after_resume if e["type"] == "turn.finished"] == [2, 3]
