@@ -128,8 +128,8 @@ def cli() -> None:
     \b
     Exit codes: 0 done · 1 blocked or failed · 2 usage or configuration error ·
     3 budget cap reached · 4 max wait exceeded · 75 wound down · 77 authentication
-    failed · 78 backend misconfigured · 130 stopped by the user · 141 its output
-    was closed (| head).
+    failed · 78 backend misconfigured · 130 stopped by the user (Ctrl-C, stop) ·
+    143 stopped by SIGTERM · 141 its output was closed (| head).
     """
 
 
