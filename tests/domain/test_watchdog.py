@@ -103,8 +103,8 @@ def test_a_silent_turn_says_how_long_and_what_it_awaited() -> None:
 # The settings ----------------------------------------------------------------------------
 
 
-def test_the_default_silence_is_ninety_seconds_and_six_minutes_on_a_local_backend() -> None:
-    assert WatchdogSettings().silence == DEFAULT_SILENCE == 90
+def test_the_default_silence_is_75_seconds_and_six_minutes_on_a_local_backend() -> None:
+    assert WatchdogSettings().silence == DEFAULT_SILENCE == 75
     assert silence_for(None, local_backend=False) == DEFAULT_SILENCE
     assert silence_for(None, local_backend=True) == LOCAL_SILENCE == 360
 

@@ -27,10 +27,12 @@ from typing import assert_never
 # The tool whose calls say how long they may take (`timeout`, in milliseconds).
 BASH = "Bash"
 # How long the model's answer may be silent: past the CLI's own stream idle timeout as
-# claudeloop sets it (a minute), under the 300 s the CLI would wait by itself. A local
-# server may take minutes to read a long prompt before its first byte, and the CLI
-# waits five minutes for one: its silence outlasts that, so the CLI retries first.
-DEFAULT_SILENCE = 90.0
+# claudeloop sets it (50 s), far under the 300 s the CLI would wait by itself, and short
+# enough that a silent answer costs at most 90 s with the turn sent again (a new CLI
+# process resuming the session takes a few seconds). A local server may take minutes
+# to read a long prompt before its first byte, and the CLI waits five minutes for one:
+# its silence outlasts that, so the CLI retries first.
+DEFAULT_SILENCE = 75.0
 LOCAL_SILENCE = 360.0
 
 

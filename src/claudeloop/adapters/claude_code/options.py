@@ -221,7 +221,7 @@ def stream_timeouts(
     settings: GatewaySettings, environ: Mapping[str, str] = os.environ
 ) -> dict[str, str]:
     """The CLI's own stream watchdog set for an unattended run: a stalled answer given up
-    after two thirds of the run's silence (a minute by default) instead of five, and
+    after two thirds of the run's silence (50 s by default) instead of five minutes, and
     sent again by the CLI itself. Nothing when the user set any of its variables (theirs
     stand) or on a local backend, whose first byte may take minutes to come."""
     if settings.local_backend:
