@@ -35,6 +35,7 @@ from claudeloop.domain.loop import (
     ControlCommand,
     Decision,
     Finish,
+    Interrupt,
     Outcome,
     Phase,
     RunProbe,
@@ -44,9 +45,11 @@ from claudeloop.domain.loop import (
     Transition,
     begin_probe,
     decide_after_probe,
+    decide_after_silent_turn,
     decide_after_turn,
     decide_on_control,
     decide_on_failure,
+    decide_on_interrupt,
     decide_on_waking,
     decide_preflight,
     resume_decision,
@@ -223,6 +226,20 @@ class RunLoopMachine(RuleBasedStateMachine):
         )
         self.take("turn", transition)
 
+    # Now and then a turn is silent: the watchdog ends it, nothing comes back.
+    @precondition(lambda self: isinstance(self.decision, SendTurn))
+    @rule(duration=small_steps, roll=st.integers(min_value=0, max_value=3))
+    def silent_turn(self, *, duration: timedelta, roll: int) -> None:
+        if roll != 0:
+            return
+        self.now += duration
+        before = self.state.ledger
+        transition = decide_after_silent_turn(
+            self.state, now=self.now, config=self.config, policies=self.policies
+        )
+        assert transition.state.ledger == before, "a silent turn spent something"
+        self.take("silent turn", transition)
+
     @precondition(lambda self: isinstance(self.decision, ScheduleProbe))
     @rule(lateness=st.timedeltas(min_value=timedelta(0), max_value=timedelta(minutes=30)))
     def probe_comes_due(self, lateness: timedelta) -> None:
@@ -298,7 +315,7 @@ class RunLoopMachine(RuleBasedStateMachine):
     # grow long enough to reach caps and max-wait.
     @precondition(lambda self: not self.state.phase.terminal)
     @rule(
-        interruption=st.sampled_from(["stop", "wind-down", "failure"]),
+        interruption=st.sampled_from(["stop", "wind-down", "failure", "signal"]),
         roll=st.integers(min_value=0, max_value=30),
     )
     def interrupt(self, *, interruption: str, roll: int) -> None:
@@ -309,6 +326,8 @@ class RunLoopMachine(RuleBasedStateMachine):
                 self.take("control", decide_on_control(self.state, ControlCommand.STOP))
             case "wind-down":
                 self.take("control", decide_on_control(self.state, ControlCommand.WIND_DOWN))
+            case "signal":
+                self.take("signal", decide_on_interrupt(self.state, Interrupt.TERMINATE))
             case _:
                 self.take("failure", decide_on_failure(self.state, "the CLI crashed"))
 
@@ -361,6 +380,14 @@ class RunLoopMachine(RuleBasedStateMachine):
                 assert isinstance(
                     self.policies.action_for(self.state.detour.awaiting), SwitchProfile
                 )
+
+    @invariant()
+    def a_signal_stops_the_run_with_its_own_exit_code(self) -> None:
+        if self.state.interrupt is not None:
+            assert self.state.outcome is Outcome.STOPPED
+            assert self.state.exit_code == self.state.interrupt.exit_code == 143
+        elif self.state.outcome is not None:
+            assert self.state.exit_code == self.state.outcome.exit_code
 
     @invariant()
     def a_detour_ends_with_the_run(self) -> None:

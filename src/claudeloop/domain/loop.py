@@ -697,7 +697,8 @@ def resume_decision(state: RunState) -> Decision:
             return RunProbe()
         case Phase.COMPLETE | Phase.FAILED:
             outcome = state.outcome or Outcome.FAILED
-            return Finish(outcome=outcome, reason=state.reason or "the run had already ended")
+            reason = state.reason or "the run had already ended"
+            return Finish(outcome=outcome, reason=reason, interrupt=state.interrupt)
         case _:
             assert_never(state.phase)
 
