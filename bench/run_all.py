@@ -24,6 +24,7 @@ from bench import (
     takeover,
     verify_memory,
     waiting,
+    watchdog,
 )
 
 RESULTS = Path(__file__).parent / "results"
@@ -200,6 +201,8 @@ def main() -> None:
     committed = checkpoint.run()
     print("a turn of 20 shell commands, sandboxed and not (real CLI, rehearsal API)...", flush=True)
     confined = sandbox_cost.run()
+    print("a silent answer and a CLI that never exits (real CLI, about 5 min)...", flush=True)
+    silent = watchdog.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -261,6 +264,8 @@ def main() -> None:
         "",
         *sandbox_cost.lines(confined),
         "",
+        *watchdog.lines(silent),
+        "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]
     (RESULTS / "RESULTS.md").write_text("\n".join(lines) + "\n")
@@ -278,7 +283,10 @@ def main() -> None:
             f"({cost.turns} turns), with {cost.claudeloop_peak_rss_mb:.0f} MB peak RSS of "
             f"its own; `claudeloop --help` starts in {start.help_seconds * 1000:.0f} ms. "
             f"A turn of {sandbox_cost.COMMANDS} shell commands in the sandbox takes "
-            f"{confined.ratio:.2f}x the same turn unconfined.",
+            f"{confined.ratio:.2f}x the same turn unconfined. An answer that goes silent "
+            f"costs {silent.hang_seconds:.0f} s ({silent.baseline_seconds:.0f} s with "
+            "Claude Code's own timeout); one whose first byte never comes "
+            f"{silent.no_first_byte_seconds:.0f} s.",
         ]
     )
     print("\n".join(lines))
