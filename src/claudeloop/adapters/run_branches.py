@@ -12,12 +12,10 @@ from claudeloop.adapters import git_checkpoint
 from claudeloop.adapters.plan_file import PlanFileOnDisk
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
-from claudeloop.adapters.run_directory.finding import find_run, load_record
+from claudeloop.adapters.run_directory.finding import find_run, load_record, take_lock
 from claudeloop.adapters.run_directory.layout import EventLog
-from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.system_clock import SystemClock
 from claudeloop.application.branch import Merged
-from claudeloop.application.errors import UsageError
 from claudeloop.application.events import BranchRewound
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.plan import WorkPlan
@@ -31,19 +29,7 @@ class RunBranchesOnDisk:
 
     @contextmanager
     def held(self, cwd: Path, run_id: str) -> Iterator[None]:
-        directory = find_run(cwd, run_id, None)
-        try:
-            lock = acquire(directory.lock_path)
-        except RunLocked as locked:
-            raise UsageError(
-                f"run {run_id} is already being driven by process {locked.pid}; "
-                "use `claudeloop status` to watch it or `claudeloop stop` to end it"
-            ) from None
-        except OSError as error:
-            raise UsageError(
-                f"{directory.lock_path}: cannot be locked ({error.strerror or error}); "
-                "claudeloop locks only a regular file of its own there"
-            ) from None
+        lock = take_lock(find_run(cwd, run_id, None))
         try:
             yield
         finally:

@@ -21,7 +21,7 @@ from claudeloop.adapters.run_directory.layout import (
     run_id_problem,
     runs_root,
 )
-from claudeloop.adapters.run_directory.lock import live_driver
+from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire, live_driver
 from claudeloop.adapters.system_clock import SystemClock
 from claudeloop.application.errors import NoRun, UsageError
 from claudeloop.application.events import RunFinished
@@ -148,3 +148,19 @@ def tell_missing_end(directory: RunDirectory, record: RunRecord) -> None:
             )
         finally:
             log.close()
+
+
+def take_lock(directory: RunDirectory) -> DriverLock:
+    """The run's lock, or one line saying why not (a live driver, a planted link)."""
+    try:
+        return acquire(directory.lock_path)
+    except RunLocked as locked:
+        raise UsageError(
+            f"run {directory.run_id} is already being driven by process {locked.pid}; "
+            "use `claudeloop status` to watch it or `claudeloop stop` to end it"
+        ) from None
+    except OSError as error:
+        raise UsageError(
+            f"{directory.lock_path}: cannot be locked ({error.strerror or error}); "
+            "claudeloop locks only a regular file of its own there"
+        ) from None

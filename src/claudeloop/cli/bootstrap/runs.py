@@ -59,6 +59,7 @@ from claudeloop.adapters.run_directory.finding import load_record as load_record
 from claudeloop.adapters.run_directory.finding import (
     refuse_beside_a_live_run as refuse_beside_a_live_run,
 )
+from claudeloop.adapters.run_directory.finding import take_lock as take_lock
 from claudeloop.adapters.run_directory.finding import (
     tell_missing_end as tell_missing_end,
 )
@@ -68,7 +69,6 @@ from claudeloop.adapters.run_directory.finding import (
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
 from claudeloop.adapters.run_directory.layout import keep_out_of_git as keep_out_of_git
 from claudeloop.adapters.run_directory.lock import DriverLock as DriverLock
-from claudeloop.adapters.run_directory.lock import RunLocked, acquire
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
 from claudeloop.adapters.run_directory.writable import (
     why_no_runs_root as why_no_runs_root,
@@ -498,22 +498,6 @@ def unregister_run(directory: RunDirectory) -> None:
 
     with contextlib.suppress(OSError):
         RunIndexDirectory.of_environment().forget(directory.run_id, directory.path.absolute())
-
-
-def take_lock(directory: RunDirectory) -> DriverLock:
-    """The run's lock, or one line saying why not (a live driver, a planted link)."""
-    try:
-        return acquire(directory.lock_path)
-    except RunLocked as locked:
-        raise UsageError(
-            f"run {directory.run_id} is already being driven by process {locked.pid}; "
-            "use `claudeloop status` to watch it or `claudeloop stop` to end it"
-        ) from None
-    except OSError as error:
-        raise UsageError(
-            f"{directory.lock_path}: cannot be locked ({error.strerror or error}); "
-            "claudeloop locks only a regular file of its own there"
-        ) from None
 
 
 def _notifier(
