@@ -32,7 +32,7 @@ from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.fleet.worker_settings import (
     FAILED_EXIT,
     POLL_SECONDS,
-    STOPPED_EXIT,
+    SIGNALLED_EXITS,
     USAGE_EXIT,
     WorkerSettings,
 )
@@ -45,7 +45,8 @@ from claudeloop.application.fleet_seat import SEAT_VARIABLES, FleetSeat
 from claudeloop.domain.loop import ControlCommand
 
 T = TypeVar("T")
-# A child that exits 130 on its own may have had the terminal's Ctrl-C too: give the
+# A child that exits by a signal (130, 143) may have had the terminal's or the
+# supervisor's too: give the
 # worker's own handler this long to say the worker is stopping, so the run is handed
 # back rather than recorded as stopped.
 _SIGNAL_GRACE_SECONDS = 1.0
@@ -162,7 +163,7 @@ class Drivers:
             self._say(f"run {run_id}: its lease lapsed but no worker took it; resuming it")
         if run_id not in self.cancelled and (
             self.stopping.is_set()
-            or (code == STOPPED_EXIT and self.stopping.wait(_SIGNAL_GRACE_SECONDS))
+            or (code in SIGNALLED_EXITS and self.stopping.wait(_SIGNAL_GRACE_SECONDS))
         ):
             self._say(f"run {run_id}: stopped at a safe point; a worker will resume it")
             self._hold()

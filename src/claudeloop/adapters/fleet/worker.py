@@ -7,11 +7,11 @@ run directory already holds a record (a worker died or was stopped mid-run) it i
 instant. The child's exit code is the workflow's result.
 
 Stopping (SIGTERM or SIGINT): no new child starts, every running child gets SIGTERM
-(claudeloop stops at a safe point and exits 130) and the worker exits 130 without
-recording those runs as ended. They stay pending under this worker's executor id:
-DBOS recovers them when a worker with that id starts again (the id is stable per
-machine and state directory), and another worker takes them over at once (the
-stopping worker ends its lease).
+(claudeloop stops, cutting a turn in flight off for the resume, and exits 143) and the
+worker exits 130 without recording those runs as ended. They stay pending under this
+worker's executor id: DBOS recovers them when a worker with that id starts again (the
+id is stable per machine and state directory), and another worker takes them over at
+once (the stopping worker ends its lease).
 
 The worker is split by concern, each a module of its own: the child runs
 (children.py), the engine's copy of a run's record (engine_copy.py), the heartbeat and

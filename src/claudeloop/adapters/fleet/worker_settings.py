@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.domain.loop import Interrupt
 
 STOPPED_EXIT = 130
+# What a child run exits with when a signal stopped it (a Ctrl-C, SIGHUP, SIGTERM).
+SIGNALLED_EXITS = frozenset(interrupt.exit_code for interrupt in Interrupt)
 USAGE_EXIT = 2
 FAILED_EXIT = 1
 DEFAULT_LEASE_SECONDS = 30.0

@@ -60,8 +60,11 @@ def keep_out_of_git(cwd: Path) -> None:
     edit perhaps, is left as it is. Best effort: a folder it cannot be written in still
     holds runs."""
     path = cwd / ".claudeloop" / ".gitignore"
-    with contextlib.suppress(OSError), path.open("x", encoding="utf-8") as handle:
-        handle.write(IGNORE_EVERYTHING)
+    with contextlib.suppress(OSError):
+        # Owner-only, as every file of the folder is; O_EXCL never follows a link.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(IGNORE_EVERYTHING)
 
 
 def new_run_id(now: datetime) -> str:
