@@ -47,7 +47,7 @@ def _driver_finishes_while_the_resume_waits(
         directory.save(ended)
         return acquire(lock_path)
 
-    monkeypatch.setattr("claudeloop.cli.bootstrap.runs.acquire", finished_then_taken)
+    monkeypatch.setattr("claudeloop.adapters.run_directory.finding.acquire", finished_then_taken)
 
 
 def test_a_resume_that_waited_for_the_lock_drives_nothing_of_a_run_that_ended_done(
