@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.config.loading import ConfigError
-from claudeloop.adapters.fleet.engine import BadEngine
-from claudeloop.adapters.fleet.queue import FleetUnavailable
-from claudeloop.application.errors import ClaudeloopError, UsageError
+from claudeloop.application.errors import (
+    BadEngine,
+    ClaudeloopError,
+    ConfigError,
+    FleetUnavailable,
+    UsageError,
+)
 from claudeloop.cli.main import main
 
 

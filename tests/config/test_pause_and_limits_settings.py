@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
+from claudeloop.adapters.config.loading import Configuration, load_configuration
+from claudeloop.application.errors import ConfigError
 from claudeloop.application.settings import LIMITS, PAUSE_AT
 
 

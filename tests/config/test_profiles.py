@@ -8,7 +8,7 @@ from pathlib import Path
 import claude_agent_sdk
 import pytest
 
-from claudeloop.adapters.config.loading import ConfigError, Configuration, load_configuration
+from claudeloop.adapters.config.loading import Configuration, load_configuration
 from claudeloop.adapters.config.profiles import (
     BLANKED_FOR_LOCAL,
     DEFAULT_BACKEND,
@@ -19,6 +19,7 @@ from claudeloop.adapters.config.profiles import (
     BackendProfile,
     resolve_profile,
 )
+from claudeloop.application.errors import ConfigError
 
 BUNDLED_CLI = Path(str(claude_agent_sdk.__file__)).parent / "_bundled" / "claude"
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.config.loading import ConfigError, load_configuration
+from claudeloop.adapters.config.loading import load_configuration
+from claudeloop.application.errors import ConfigError
 
 
 def load(

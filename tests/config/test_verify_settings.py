@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from claudeloop.adapters.config.loading import ConfigError, load_configuration
+from claudeloop.adapters.config.loading import load_configuration
+from claudeloop.application.errors import ConfigError
 from claudeloop.application.settings import (
     REVIEW,
     SAME_FAILURE,

@@ -26,17 +26,13 @@ from claudeloop.adapters.backend_advice import (
     upstream_advice,
 )
 from claudeloop.adapters.backend_http import context_size, reach
-from claudeloop.adapters.config.loading import (
-    ConfigError,
-    Configuration,
-    NotToml,
-    load_configuration,
-)
+from claudeloop.adapters.config.loading import Configuration, load_configuration
 from claudeloop.adapters.config.profiles import BackendProfile, base_url_problem, resolve_profile
 from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.adapters.sandbox import unavailable
+from claudeloop.application.errors import ConfigError, NotToml
 from claudeloop.application.ports import DoctorCheck as Check
 from claudeloop.application.ports import Gateway, ProbeOutcome
 from claudeloop.application.settings import MAX_WAIT, MODEL, PERMISSION_MODE, SANDBOX

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from claudeloop.application.errors import ClaudeloopError
+from claudeloop.application.errors import ClaudeloopError, ConfigError
 from claudeloop.application.project_setup import PLAN_FILE, SetUp, set_up, toml_string
-from claudeloop.cli.bootstrap.configuration import PROJECT_FILE, ConfigError, configuration
+from claudeloop.cli.bootstrap.configuration import PROJECT_FILE, configuration
 from claudeloop.cli.bootstrap.runs import ProjectFolder
 from claudeloop.cli.params import working_directory
 

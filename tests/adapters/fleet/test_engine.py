@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.fleet.engine import (
-    BadEngine,
     Engine,
     engine_from,
     executor_id,
     masked,
     parse_engine,
 )
+from claudeloop.application.errors import BadEngine
 
 
 def test_without_an_engine_the_fleet_is_a_sqlite_file_in_the_state_directory(

@@ -28,7 +28,7 @@ from claudeloop.adapters.config.schema import (
     defined_profiles,
 )
 from claudeloop.adapters.notify.urls import masked_url
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import ConfigError, NotToml
 from claudeloop.application.fleet_seat import SEAT_VARIABLES
 from claudeloop.application.settings import (
     BY_KEY,
@@ -67,16 +67,6 @@ OTHER_VARIABLES = frozenset(
 )
 _SECRET_KEYS = frozenset({"auth_token"})
 _LONGEST_SHOWN = 60
-
-
-class ConfigError(UsageError):
-    """A source says something claudeloop cannot use; the message is one line naming
-    the file or variable, the key, the value and what would be accepted."""
-
-
-class NotToml(ConfigError):
-    """A configuration file that is not TOML at all: no key of it could be read. The
-    message names where (line and column) and what the reader met there."""
 
 
 # tomllib's own words: "Invalid value (at line 2, column 5)", or "(at end of document)".

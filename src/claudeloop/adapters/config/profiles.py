@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from claudeloop.adapters.config.loading import ConfigError, Configuration, DefinedProfile
+from claudeloop.adapters.config.loading import Configuration, DefinedProfile
 from claudeloop.adapters.config.schema import ACCEPTED, is_http_url
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+from claudeloop.application.errors import ConfigError
 from claudeloop.application.settings import DEFAULT_PROFILE, MODEL
 
 BASE_URL_VARIABLE = "ANTHROPIC_BASE_URL"

@@ -37,7 +37,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from claudeloop.adapters.fleet.engine import Engine, FleetUnavailable, engine_error
+from claudeloop.adapters.fleet.engine import Engine, engine_error
+from claudeloop.application.errors import FleetUnavailable
 from claudeloop.application.ports import RunIdTaken
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import Literal
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from claudeloop.adapters.shared_capacity.board import STATE_DIR_VARIABLE
-from claudeloop.application.errors import ClaudeloopError, UsageError
+from claudeloop.application.errors import BadEngine
 
 ENGINE_VARIABLE = "CLAUDELOOP_ENGINE"
 SQLITE_FILE = "fleet.sqlite"
@@ -31,14 +31,6 @@ _CONNECT_PARAMETERS = {
     "connect_timeout": str(CONNECT_TIMEOUT_SECONDS),
     "tcp_user_timeout": str(CONNECT_TIMEOUT_SECONDS * 2000),
 }
-
-
-class BadEngine(UsageError, ValueError):
-    """An engine URL that cannot be used; the message is one line, password masked."""
-
-
-class FleetUnavailable(ClaudeloopError, OSError):
-    """The engine's database could not be reached or set up; one line, no password."""
 
 
 def engine_error(error: BaseException) -> str:

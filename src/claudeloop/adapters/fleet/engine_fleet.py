@@ -17,6 +17,7 @@ from claudeloop.adapters.fleet.leases import Leases, StoredRow
 from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
 from claudeloop.adapters.run_directory.control import steer_to_json
+from claudeloop.application.errors import FleetUnavailable
 from claudeloop.application.ports import (
     AccountCapacity,
     QueuedRun,
@@ -48,12 +49,10 @@ class EngineFleet:
             if self._made is None:
                 self._made = Leases(self.engine, pooled=False)  # no SQLAlchemy to import
             yield self._made
-        except (queue.FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
+        except (FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
             raise
         except Exception as error:  # the driver's errors (sqlite3's, psycopg's)
-            raise queue.FleetUnavailable(
-                f"engine {self.shown}: {queue.engine_error(error)}"
-            ) from None
+            raise FleetUnavailable(f"engine {self.shown}: {queue.engine_error(error)}") from None
 
     def exists(self) -> bool:
         path = self.engine.sqlite_file

@@ -19,9 +19,10 @@ from claudeloop.adapters.fleet.dbos_app import (
     WORKFLOW,
     state_of,
 )
-from claudeloop.adapters.fleet.engine import Engine, FleetUnavailable, engine_error
+from claudeloop.adapters.fleet.engine import Engine, engine_error
 from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.application.codec import Codec, Shape
+from claudeloop.application.errors import FleetUnavailable
 from claudeloop.application.ports import QueuedRun
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ __all__ = [
     "APPLICATION_VERSION",
     "QUEUE",
     "WORKFLOW",
-    "FleetUnavailable",
     "Order",
     "add",
     "cancel",

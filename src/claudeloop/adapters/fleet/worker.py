@@ -45,7 +45,7 @@ from typing import NoReturn
 
 from claudeloop.adapters.fleet import dbos_app
 from claudeloop.adapters.fleet.children import Drivers, child_environment
-from claudeloop.adapters.fleet.engine import Engine, FleetUnavailable, engine_error
+from claudeloop.adapters.fleet.engine import Engine, engine_error
 from claudeloop.adapters.fleet.heart import Heart, answer_within
 from claudeloop.adapters.fleet.lease_file import stop_tree
 from claudeloop.adapters.fleet.leases import Leases
@@ -58,6 +58,7 @@ from claudeloop.adapters.fleet.worker_settings import (
 )
 from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.adapters.shared_capacity.board_link import BoardRelay
+from claudeloop.application.errors import FleetUnavailable
 
 __all__ = ["Drivers", "WorkerLock", "WorkerRunning", "WorkerSettings", "exit_now", "serve"]
 WORKER_APPLICATION = "claudeloop worker"

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, cast
 
 from claudeloop.adapters.backend_advice import no_credentials as no_credentials
 from claudeloop.adapters.config.loading import PROJECT_FILE as PROJECT_FILE
-from claudeloop.adapters.config.loading import ConfigError as ConfigError
 from claudeloop.adapters.config.loading import Configuration as Configuration
 from claudeloop.adapters.config.loading import config_files as config_files
 from claudeloop.adapters.config.profiles import DUMMY_TOKEN as DUMMY_TOKEN
 from claudeloop.adapters.config.profiles import BackendProfile as BackendProfile
-from claudeloop.application.errors import UsageError
+from claudeloop.application.errors import ConfigError, UsageError
 from claudeloop.application.settings import (
     NOTIFY,
     NOTIFY_ON,
@@ -63,7 +62,7 @@ def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
 def profile_backend(cwd: Path, name: str, *, where: str) -> Backend:
     """The backend of profile `name` (a limit policy's detour), or a one-line error
     naming `where` the profile was named."""
-    from claudeloop.adapters.config.loading import ConfigError, load_configuration
+    from claudeloop.adapters.config.loading import load_configuration
     from claudeloop.adapters.config.profiles import resolve_profile
 
     try:
