@@ -1,7 +1,8 @@
 """One read model of a run (application.run_facts), said alike by every view.
 
 Runs of every outcome are driven by the real runner on fakes of the service, into real
-run directories (state.json, events.jsonl) registered in the machine's index; then each
+run directories (state.json, events.jsonl) registered in the machine's index (one of
+them killed mid-turn and resumed by a second runner, as `claudeloop resume` does); then each
 view a person reads is rendered: `status`, `runs`, `runs --all`, `report`, `report
 --all`, their `--json`, summary.md, the `--json` result of `run`, and the dashboard's
 front page, run page and report. Each must carry the same turns ("4 sent, 3 answered,
@@ -14,8 +15,9 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -35,7 +37,7 @@ from claudeloop.cli.bootstrap import project_runs
 from claudeloop.cli.dashboard.pages import overview_main, run_main
 from claudeloop.cli.report import report_main
 from claudeloop.domain.budget import Budget, BudgetLedger
-from claudeloop.domain.loop import RunState
+from claudeloop.domain.loop import ControlCommand, RunState
 from claudeloop.domain.signals import TurnSignals
 from tests.application.fakes import (
     START,
@@ -67,6 +69,15 @@ class Script:
     turns: tuple[TurnOutcome, ...]
     probes: tuple[TurnSignals, ...] = ()
     budget: Budget = field(default_factory=Budget)
+    # `claudeloop wind-down` asked during this turn (1 the first).
+    wind_down_in: int | None = None
+    # The machine dies (kill -9) while this turn is in flight; `turns` after it are the
+    # resumed run's, the first of them the cut-off turn sent again.
+    killed_in: int | None = None
+
+
+class Killed(BaseException):
+    """kill -9: nothing of the runner's own runs after it (it is no Exception)."""
 
 
 SCRIPTS = {
@@ -86,6 +97,22 @@ SCRIPTS = {
         probes=(TurnSignals(),),
     ),
     "auth_failed": Script((rejected_turn(AUTH_FAILED, cost=0.0),)),
+    "wound_down": Script(
+        (verdict_turn(remaining=("b",), cost=TURN), verdict_turn(remaining=("c",), cost=TURN)),
+        wind_down_in=2,
+    ),
+    # Killed in turn 2; the resume sends it again and bills what the service served the
+    # cut-off request, an estimate, in the turn's dollars.
+    "killed_and_resumed": Script(
+        (
+            verdict_turn(remaining=("b",), cost=TURN),
+            replace(
+                verdict_turn(complete=True, summary="all done", cost=TURN + 0.0008),
+                estimated_cost_usd=0.0008,
+            ),
+        ),
+        killed_in=2,
+    ),
 }
 
 
@@ -98,17 +125,14 @@ def driven(
     clock = FakeClock()
     control = FakeControl()
     gateway = FakeGateway(turns=deque(script.turns), probes=deque(script.probes), clock=clock)
-    log = EventLog(directory, clock, Redactor())
-    runner = Runner(
-        gateway=gateway,
-        clock=clock,
-        sleeper=FakeSleeper(clock=clock, control=control),
-        events=log,
-        store=directory,
-        control=control,
-        plans=MemoryPlans(),
-        tree=FakeTree(),
-    )
+
+    def during_turn(number: int) -> None:
+        if number == script.wind_down_in:
+            control.command = ControlCommand.WIND_DOWN
+        if number == script.killed_in:
+            raise Killed
+
+    gateway.on_turn = during_turn
     spec = RunSpec(cwd=cwd, task=f"Build the {run_id} thing.\nIn detail.", budget=script.budget)
     record = RunRecord(
         run_id=run_id,
@@ -116,12 +140,31 @@ def driven(
         state=RunState(ledger=BudgetLedger(budget=spec.budget)),
         started_at=START,
     )
+    resumed = False
+    while True:
+        log = EventLog(directory, clock, Redactor())
+        runner = Runner(
+            gateway=gateway,
+            clock=clock,
+            sleeper=FakeSleeper(clock=clock, control=control),
+            events=log,
+            store=directory,
+            control=control,
+            plans=MemoryPlans(),
+            tree=FakeTree(),
+        )
 
-    async def go() -> RunRecord:
-        return await runner.drive(record, resumed=False)
-
-    ended = anyio.run(go)
-    log.close()
+        try:
+            ended = anyio.run(partial(runner.drive, record, resumed=resumed))
+        except Killed:
+            # What the kill left on disk is what the resume reads; a new driver, later.
+            log.close()
+            clock.advance(60.0)
+            gateway.on_turn = None
+            record, resumed = directory.load(), True
+            continue
+        log.close()
+        break
     directory.write_summary(ended)
     (index or RunIndexDirectory.of_environment()).register(
         IndexedRun(run_id, directory.path, cwd, None, "box", START)
@@ -148,6 +191,18 @@ def test_the_run_of_issue_42_says_its_probe_and_adds_up(machine: dict[str, RunFa
     assert facts.outcome == "done"
     assert facts.duration_seconds is not None
     assert facts.duration_seconds > 0
+
+
+def test_a_wound_down_run_and_a_killed_one_count_their_turns_once(
+    machine: dict[str, RunFacts],
+) -> None:
+    wound = machine["20261130-090000-wound-down"]
+    assert (wound.outcome, wound.turns_said) == ("wound_down", "2 sent, 2 answered, 0 refused")
+    killed = machine["20261130-090000-killed-and-resumed"]
+    # The turn the kill cut off was sent again under its number: one turn, not two, and
+    # its dollars hold what the cut-off request was served.
+    assert (killed.outcome, killed.turns_said) == ("done", "2 sent, 2 answered, 0 refused")
+    assert killed.dollars == pytest.approx(TURN + TURN + 0.0008)
 
 
 def _assert_says(text: str, facts: RunFacts, where: str) -> None:
