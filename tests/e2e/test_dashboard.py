@@ -197,7 +197,6 @@ def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
             timeout=2,
         )
         assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.wait")
-        _screenshot(browser, "run", tmp_path)
         for width in (1400, 800):
             browser.set_window_size(width, 1000)
             for name, labels in (
