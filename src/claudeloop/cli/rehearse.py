@@ -236,8 +236,8 @@ def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
     if keep:
         return (
             f"{text}\nrehearsal: kept {workdir} (the project, the run directory, check logs); "
-            f"`claudeloop resume --cwd {workdir / 'project'}` goes on against a new rehearsal "
-            "API of the same scenario"
+            f"a run short of done goes on with `claudeloop resume --cwd {workdir / 'project'}`, "
+            "against a new rehearsal API of the same scenario"
         )
     text = text.split("\n## To continue\n", 1)[0].rstrip("\n") + "\n"
     return (
