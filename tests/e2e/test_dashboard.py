@@ -342,6 +342,9 @@ def test_the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_pa
             # Nothing past the window's right edge: no sideways scrolling at 800 px.
             # Nothing past the window's right edge: no sideways scrolling at 800 px.
             assert browser.execute_script("return document.body.scrollWidth") <= width
+            for link in browser.find_elements(By.CSS_SELECTOR, "tr.run td:first-child a"):
+                if link.is_displayed():
+                    assert link.size["height"] < 24, f"{link.text} wraps at {width} px"
             _screenshot(browser, f"front-{width}", tmp_path)
     finally:
         shown.close()
