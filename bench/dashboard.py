@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import _read_status_hwm
-from claudeloop.application.dashboard import EVENT_TAIL
+from claudeloop.application.run_page import EVENT_TAIL
 
 RUNS = 1000
 SMALL, MIDDLE, LARGE = 100, 1_000, 100_000

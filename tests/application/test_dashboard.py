@@ -11,19 +11,11 @@ from typing import Any
 
 import pytest
 
-from claudeloop.application.dashboard import (
-    VERBS,
-    accounts_view,
-    find_entry,
-    fleet_rows,
-    machine_rows,
-    run_view,
-    spend_series,
-    timeline,
-    verb_named,
-)
+from claudeloop.application.dashboard import accounts_view, find_entry, fleet_rows, machine_rows
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import AccountSighting, IndexedRun, ProjectRuns, Sighting
+from claudeloop.application.run_page import run_view, spend_series, timeline
+from claudeloop.application.verbs import VERBS, verb_named
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap

@@ -333,3 +333,20 @@ def test_checkpoint_outside_a_repository_is_refused_before_the_run_is_made() -> 
     assert world.records == {}
     world.repositories.add(CWD)
     assert start_run(world, asked_to_run(), warn=print).record.spec.checkpoint
+
+
+def test_a_resume_given_a_backend_needs_no_profile_of_the_files() -> None:
+    # A kept rehearsal's run names the rehearsal's profile, which no file defines: the
+    # backend given (the rehearsal's) stands in for it, and nothing asks the files for it.
+    world = World()
+    stopped(world)
+    record = world.records["r1"]
+    world.records["r1"] = replace(record, spec=replace(record.spec, profile="rehearsal"))
+    with pytest.raises(UsageError, match="which no configuration file defines now"):
+        resume_run(world, asked_to_resume(), warn=print)
+    world.said.clear()
+    given = FakeBackend(marker_fallback=False)
+    ended = resume_run(world, asked_to_resume(), warn=print, backend=given)
+    assert isinstance(ended, Driven)
+    assert "backend None" not in world.said
+    assert [step for step in world.said if step.startswith("settings")] == ["settings default"]

@@ -326,3 +326,48 @@ def test_a_run_killed_mid_run_needs_a_person_to_resume_it() -> None:
     assert section_of({"phase": "complete", "outcome": "stopped"}) == "ended"
     assert section_of({"phase": "unreadable"}) == "needs-you"
     assert [s.name for s in front_page([])] == []
+
+
+def test_a_runs_events_read_as_the_logs_lines_with_the_json_one_click_away() -> None:
+    from claudeloop.cli.display import log_line
+
+    runs, index = machine()
+    runs.events["r1"] += line("turn.started", 0.7, turn=2, session_id="s1")
+    page = client_of(runs, index).get(f"/run/{entry('r1').key}", params={"part": "main"}).text
+    item = page.split('data-type="turn.started"', 1)[1].split("</li>", 1)[0]
+    # The words `claudeloop logs` prints for the event, and its JSON in a fold under them.
+    started = {"ts": "2026-11-30T09:00:42+00:00", "type": "turn.started", "turn": 2}
+    assert log_line({**started, "session_id": "s1"}).endswith("turn 2: started")
+    assert '<span class="words">turn 2: started</span>' in item
+    assert "<details" in item
+    assert "&quot;session_id&quot;: &quot;s1&quot;" in item.split("<pre>", 1)[1]
+    # A line an older claudeloop wrote (no field it needs now): its fields, as logs says.
+    assert '<span class="words">capacity=window</span>' in page
+
+
+def test_the_forms_say_in_words_what_each_field_is() -> None:
+    runs, index = machine()
+    runs.drivers["r1"] = 7
+    page = client_of(runs, index).get(f"/run/{entry('r1').key}").text
+    for label in ("Most turns", "Most dollars", "Longest wait", "A note for the next turn"):
+        assert f"<span>{label}</span>" in page
+    assert 'placeholder="max_turns"' not in page
+    assert 'placeholder="text"' not in page
+
+
+def test_a_runs_pictures_have_legends_and_a_one_second_run_two_instants() -> None:
+    import re
+
+    from claudeloop.application.run_page import Span
+    from claudeloop.cli.dashboard.svg import spend_svg, timeline_svg
+
+    quick = START + timedelta(milliseconds=400)
+    timeline = timeline_svg([Span("turn", START, quick, "turn 1: done")])
+    spend = spend_svg([(quick, 0.0016)])
+    for drawn in (timeline, spend):
+        assert '<g class="legend">' in drawn
+        instants = re.findall(r"\d\d:\d\d:\d\d", drawn)
+        assert len(instants) == 2
+        assert instants[0] != instants[1]
+    assert "ended badly" in timeline
+    assert "dollars spent so far" in spend

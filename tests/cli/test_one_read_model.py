@@ -27,10 +27,11 @@ from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog
 from claudeloop.adapters.run_index import RunIndexDirectory
-from claudeloop.application.dashboard import last_hours, machine_report, machine_rows, run_view
+from claudeloop.application.dashboard import last_hours, machine_report, machine_rows
 from claudeloop.application.ports import IndexedRun, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_facts import RunFacts, run_facts
+from claudeloop.application.run_page import run_view
 from claudeloop.application.runner import Runner
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import project_runs

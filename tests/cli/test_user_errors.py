@@ -165,3 +165,11 @@ def test_a_plan_without_checklist_items_is_said_not_to_be_tracked(
     assert "plan progress is not tracked" in first
     (tmp_path / "PLAN.md").write_text("# Task\n\n- [ ] Port the parser\n")
     assert "warning" not in claudeloop("run", tmp_path / "PLAN.md", "--cwd", tmp_path).err
+
+
+def test_a_damaged_kept_rehearsal_record_is_one_line(claudeloop: Invoke, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "rehearsal.json").write_text("{not json")
+    result = claudeloop("resume", "--cwd", project)
+    assert_one_line_error(result, "rehearsal.json", "rehearse --keep")

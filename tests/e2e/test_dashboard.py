@@ -141,6 +141,12 @@ def _screenshot(browser: Any, name: str, tmp_path: Path) -> None:
         shutil.copy(path, Path(keep) / path.name)
 
 
+def _whole_page(browser: Any, width: int) -> None:
+    """The window as tall as the page (up to 3000 px): its screenshot shows all of it."""
+    tall = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(width, min(int(tall) + 140, 3000))
+
+
 @pytest.mark.scenario("window_until_lift_at_2")
 def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
     rehearsal: Rehearsal, dashboard: Dashboard, browser: Any, tmp_path: Path
@@ -191,7 +197,32 @@ def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
             timeout=2,
         )
         assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.wait")
-        _screenshot(browser, "run", tmp_path)
+        for width in (1400, 800):
+            browser.set_window_size(width, 1000)
+            for name, labels in (
+                ("raise", ["Most turns", "Most dollars", "Longest wait"]),
+                ("note", ["A note for the next turn"]),
+            ):
+                form = _settled(
+                    browser, lambda page, n=name: page.find_element(By.CSS_SELECTOR, f"form.{n}")
+                )
+                said = [label.text for label in form.find_elements(By.CSS_SELECTOR, "label span")]
+                assert said == labels
+                # Each form on one line: its button beside its last field, not under it.
+                field = form.find_elements(By.TAG_NAME, "input")[-1]
+                button = form.find_element(By.TAG_NAME, "button")
+                assert button.location["x"] > field.location["x"], f"{name} wraps at {width}"
+                assert (
+                    abs(
+                        button.rect["y"]
+                        + button.rect["height"]
+                        - field.rect["y"]
+                        - field.rect["height"]
+                    )
+                    < 8
+                )
+            _screenshot(browser, f"live-run-{width}", tmp_path)
+        browser.set_window_size(1280, 1000)
 
         browser.get(dashboard.base + "/accounts")
         _settled(
@@ -308,6 +339,71 @@ def test_the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_pa
             assert gone.get_attribute("open") is None  # folded
             assert "20261130-090000-removed" not in gone.text
             assert "rgba(196, 60, 60" not in gone.value_of_css_property("color")
+            # Nothing past the window's right edge: no sideways scrolling at 800 px.
+            # Nothing past the window's right edge: no sideways scrolling at 800 px.
+            assert browser.execute_script("return document.body.scrollWidth") <= width
+            for link in browser.find_elements(By.CSS_SELECTOR, "tr.run td:first-child a"):
+                if link.is_displayed():
+                    assert link.size["height"] < 24, f"{link.text} wraps at {width} px"
             _screenshot(browser, f"front-{width}", tmp_path)
+    finally:
+        shown.close()
+
+
+def test_a_runs_page_and_the_report_read_at_both_widths(browser: Any, tmp_path: Path) -> None:
+    """A run's events as `claudeloop logs` says them, each one's JSON a click away; its
+    pictures and the report's with legends; the report's run ids whole on one line and
+    its labels inside the picture; the same at 1400 and 800 px wide."""
+    from selenium.webdriver.common.by import By
+
+    from claudeloop.adapters.run_index import RunIndexDirectory
+    from tests.cli.test_one_read_model import SCRIPTS, driven
+
+    env = {**os.environ, "CLAUDELOOP_STATE_DIR": str(tmp_path / "state")}
+    index = RunIndexDirectory(tmp_path / "state" / "runs")
+    for name in ("done", "auth_failed", "refused_then_probed"):
+        driven(tmp_path / name, f"20261130-090000-{name.replace('_', '-')}", SCRIPTS[name], index)
+    probed = "20261130-090000-refused-then-probed"
+    shown = Dashboard(env)
+    try:
+        browser.get(shown.url)
+        for width in (1400, 800):
+            browser.set_window_size(width, 1000)
+            browser.get(shown.base + "/")
+            _settled(browser, lambda page: page.find_element(By.LINK_TEXT, probed).click() or True)
+            events = _settled(
+                browser, lambda page: page.find_elements(By.CSS_SELECTOR, "ol.events li")
+            )
+            words = [item.find_element(By.CSS_SELECTOR, ".words").text for item in events]
+            assert "turn 1: started" in words
+            assert "probe: capacity is back" in words
+            assert not any(text.startswith("{") for text in words)
+            finished = browser.find_element(By.CSS_SELECTOR, 'li[data-type="run.finished"]')
+            raw = finished.find_element(By.TAG_NAME, "pre")
+            assert not raw.is_displayed()  # folded
+            finished.find_element(By.TAG_NAME, "summary").click()
+            assert json.loads(raw.text)["type"] == "run.finished"
+            for picture in ("svg.timeline", "svg.spend"):
+                assert browser.find_elements(By.CSS_SELECTOR, f"{picture} g.legend")
+            _whole_page(browser, width)
+            _screenshot(browser, f"run-{width}", tmp_path)
+            browser.set_window_size(width, 1000)
+
+            browser.get(shown.base + "/report?since=30d")
+            table = _settled(browser, lambda page: page.find_element(By.TAG_NAME, "table"))
+            for run_id in table.find_elements(By.CSS_SELECTOR, ".run-id"):
+                assert run_id.size["height"] < 24, f"{run_id.text} wraps at {width} px"
+            spend = browser.find_element(By.CSS_SELECTOR, 'svg[aria-label="spend over time"]')
+            legend = spend.find_elements(By.CSS_SELECTOR, "g.legend")
+            assert len(legend) == 2  # each run that spent; the refused login spent nothing
+            assert any(probed in entry.text for entry in legend)
+            timeline = browser.find_element(By.CSS_SELECTOR, 'svg[aria-label="timeline"]')
+            left = timeline.location["x"]
+            for label in timeline.find_elements(By.TAG_NAME, "text"):
+                assert label.location["x"] >= left, f"{label.text} cut at the left edge"
+            assert browser.execute_script("return document.body.scrollWidth") <= width
+            _whole_page(browser, width)
+            _screenshot(browser, f"report-{width}", tmp_path)
+            browser.set_window_size(width, 1000)
     finally:
         shown.close()

@@ -165,3 +165,58 @@ def test_a_rehearsal_that_removed_its_folder_is_not_listed_as_gone(tmp_path: Pat
     assert listed.returncode == 0, listed.stderr
     run_id = json.loads(finished.stdout)["run_id"]
     assert run_id not in listed.stdout
+
+
+def test_a_kept_rehearsal_stopped_midway_resumes_to_done(tmp_path: Path) -> None:
+    """`rehearse --keep` says the kept run can be resumed: stopped by SIGTERM while it
+    waits for its window, `claudeloop resume` in the kept project goes on against a new
+    rehearsal API of the same scenario, keeping its turns, and finishes the plan."""
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env["HOME"] = str(tmp_path)
+    started = subprocess.Popen(
+        [sys.executable, "-m", "claudeloop", "rehearse", "window", "--keep"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert started.stderr is not None
+    said: list[str] = []
+    deadline = time.monotonic() + 90
+    for line in started.stderr:
+        said.append(line)
+        if line.startswith("waiting: ") or time.monotonic() > deadline:
+            break
+    assert any(line.startswith("waiting: ") for line in said), "".join(said)
+    started.send_signal(signal.SIGTERM)
+    _out, rest = started.communicate(timeout=60)
+    assert started.returncode == 143, "".join(said) + rest
+    project = Path(
+        next(line for line in said if "working in " in line).split("working in ")[1].strip()
+    )
+    workdir = project.parent
+    try:
+        assert f"claudeloop resume --cwd {project}" in rest
+        resumed = subprocess.run(
+            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        result = json.loads(resumed.stdout)
+        assert result["outcome"] == "done"
+        assert result["plan"] == {"done": 3, "total": 3}
+        assert (project / "step3.txt").is_file()
+        # The run went on where it stopped: turn 1's answer is kept, not sent again.
+        assert result["turns"] >= 3
+        events = (next((project / ".claudeloop" / "runs").iterdir()) / "events.jsonl").read_text()
+        assert events.count('"type": "run.started"') == 1
+        assert '"type": "run.resumed"' in events
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)

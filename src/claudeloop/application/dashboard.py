@@ -1,173 +1,35 @@
 """What `claudeloop dashboard` and `claudeloop runs --all` show, between the ports and
-the page: every run of this machine (the `RunIndex`), a fleet's runs (the `Fleet`), one
-run (its record and the tail of its events), the accounts (the `AccountBoards`), and the
-verbs its buttons ask of a live run.
+the page: every run of this machine (the `RunIndex`) and its front page in parts, a
+fleet's runs (the `Fleet`), the report of every run, and the accounts (the
+`AccountBoards`). A run's own page is in run_page.py, the verbs of its buttons in
+verbs.py.
 
-Each reads records and tails only, never a whole events.jsonl: a page costs the same
-after 100,000 events as after ten. Everything returned is masked by the `Mask` given.
+Each reads records only, never a whole events.jsonl: a page costs the same after
+100,000 events as after ten. Everything returned is masked by the `Mask` given.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
-from claudeloop.application.fleet import control as fleet_control
-from claudeloop.application.fleet import steer as fleet_steer
-from claudeloop.application.inspection import Mask, control, takes_effect
+from claudeloop.application.inspection import Mask
 from claudeloop.application.ports import AccountBoards, Fleet, IndexedRun, ProjectRuns, RunIndex
 from claudeloop.application.records import RunRecord
 from claudeloop.application.report import Report, merged, night_report
 from claudeloop.application.run_facts import dollars_words, turns_words
-from claudeloop.application.steering import add_note, probe_now, raise_caps
 from claudeloop.application.summary import status_object
-from claudeloop.domain.loop import ControlCommand
-from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap, Steer
+from claudeloop.application.verbs import VERBS, verb_forms
 
-# How many of a run's last events its page reads: its timeline, spend and event list.
-EVENT_TAIL = 400
 # The runs of one working directory, by the directory.
 RunsOf = Callable[[Path], ProjectRuns]
 # What a view of a working directory's run masks: its run's secrets (its profile's
 # credentials, its notification URLs, this environment's).
 MaskOf = Callable[[Path], Mask]
-
-
-# The verbs a run's page offers as buttons ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class Verb:
-    """A button of a live run's page: its name in the URL, its label, and what it asks
-    of the run (given the run's directory's runs, the run id and the form's fields),
-    returning what it said in words; a UsageError it raises is said on the page. A new
-    verb is one more entry of `VERBS`."""
-
-    name: str
-    label: str
-    ask: Callable[[ProjectRuns, str, Mapping[str, str]], str]
-    # The text fields its form carries (a note's text, a cap's new value), by name.
-    fields: tuple[str, ...] = ()
-    # What it asks of a fleet's run (given the fleet, the run id and the form's fields);
-    # None: a verb of this machine's runs only.
-    ask_fleet: Callable[[Fleet, str, Mapping[str, str]], str] | None = None
-
-
-def _controlled(command: ControlCommand) -> Callable[[ProjectRuns, str, Mapping[str, str]], str]:
-    def ask(runs: ProjectRuns, run_id: str, _form: Mapping[str, str]) -> str:
-        asked = control(runs, run_id, command)
-        return f"asked run {asked.run_id} to {command.value}: {takes_effect(command)}"
-
-    return ask
-
-
-def _fleet_controlled(command: ControlCommand) -> Callable[[Fleet, str, Mapping[str, str]], str]:
-    def ask(fleet: Fleet, run_id: str, _form: Mapping[str, str]) -> str:
-        found = fleet_control(fleet, run_id, command)
-        return f"asked run {run_id} (on {found.worker or 'its worker'}) to {command.value}"
-
-    return ask
-
-
-def _probe_now(runs: ProjectRuns, run_id: str, _form: Mapping[str, str]) -> str:
-    sent = probe_now(runs, run_id)
-    return f"asked run {sent.run_id} to probe now: {sent.will}"
-
-
-def _caps(form: Mapping[str, str]) -> dict[Cap, float]:
-    """The caps a raise form gives (empty fields left out); UsageError naming a field
-    whose value is no positive number, or no duration."""
-    caps: dict[Cap, float] = {}
-    for cap, field in ((Cap.TURNS, "max_turns"), (Cap.DOLLARS, "max_dollars")):
-        text = form.get(field, "").strip()
-        if not text:
-            continue
-        try:
-            value = float(int(text) if cap is Cap.TURNS else float(text))
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and value > 0):
-            raise UsageError(f"{cap.value}: {text!r} is not a positive number")
-        caps[cap] = value
-    wait = form.get("max_wait", "").strip()
-    if wait:
-        try:
-            caps[Cap.WAIT] = parse_duration(wait).total_seconds()
-        except ValueError as error:
-            raise UsageError(f"{Cap.WAIT.value}: {error}") from None
-    if not caps:
-        raise UsageError("give at least one of max-turns, max-dollars, max-wait")
-    return caps
-
-
-def _raise(runs: ProjectRuns, run_id: str, form: Mapping[str, str]) -> str:
-    sent = raise_caps(runs, run_id, _caps(form), now=datetime.now(UTC))
-    return "; ".join(f"asked run {each.run_id}: {each.will}" for each in sent)
-
-
-def _note(runs: ProjectRuns, run_id: str, form: Mapping[str, str]) -> str:
-    sent = add_note(runs, run_id, form.get("text", ""))
-    return f"asked run {sent.run_id}: {sent.will}"
-
-
-def _fleet_steered(
-    asked: Callable[[Mapping[str, str]], list[Steer]],
-) -> Callable[[Fleet, str, Mapping[str, str]], str]:
-    def ask(fleet: Fleet, run_id: str, form: Mapping[str, str]) -> str:
-        found = fleet_steer(fleet, run_id, asked(form), now=datetime.now(UTC))
-        return (
-            f"asked run {run_id} (on {found.worker or 'its worker'}); it applies it at a safe point"
-        )
-
-    return ask
-
-
-def _fleet_note(form: Mapping[str, str]) -> list[Steer]:
-    text = form.get("text", "")
-    if not text.strip():
-        raise UsageError("the note is empty; give the text to say to the next turn")
-    return [AddNote(text)]
-
-
-VERBS: tuple[Verb, ...] = (
-    Verb(
-        "stop",
-        "Stop",
-        _controlled(ControlCommand.STOP),
-        ask_fleet=_fleet_controlled(ControlCommand.STOP),
-    ),
-    Verb(
-        "wind-down",
-        "Wind down",
-        _controlled(ControlCommand.WIND_DOWN),
-        ask_fleet=_fleet_controlled(ControlCommand.WIND_DOWN),
-    ),
-    Verb(
-        "probe-now",
-        "Probe now",
-        _probe_now,
-        ask_fleet=_fleet_steered(lambda _form: [ProbeNow()]),
-    ),
-    Verb(
-        "raise",
-        "Raise caps",
-        _raise,
-        fields=("max_turns", "max_dollars", "max_wait"),
-        ask_fleet=_fleet_steered(lambda form: [RaiseCap(c, v) for c, v in _caps(form).items()]),
-    ),
-    Verb("note", "Add note", _note, fields=("text",), ask_fleet=_fleet_steered(_fleet_note)),
-)
-
-
-def verb_named(name: str) -> Verb | None:
-    return next((verb for verb in VERBS if verb.name == name), None)
 
 
 # Every run of the machine -------------------------------------------------------------
@@ -283,32 +145,12 @@ def fleet_rows(fleet: Fleet, *, mask: MaskOf) -> tuple[list[dict[str, Any]], str
                 if summary and summary.next_probe_at
                 else None,
                 "host": held.holder if held is not None else queued.worker,
-                "verbs": [
-                    {"name": verb.name, "label": verb.label, "fields": list(verb.fields)}
-                    for verb in VERBS
-                    if verb.ask_fleet is not None
-                ]
+                "verbs": verb_forms(tuple(verb for verb in VERBS if verb.ask_fleet is not None))
                 if queued.state == "running"
                 else [],
             }
         )
     return rows, None
-
-
-# One run ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Span:
-    """A stretch of a run's timeline: a turn, a wait, a check, a review; or a probe (an
-    instant: `end` equals `start`). `ok` False: it ended badly (a refused turn, a
-    failed check)."""
-
-    kind: str
-    start: datetime
-    end: datetime
-    label: str
-    ok: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,157 +276,6 @@ def find_entry(index: RunIndex, key: str) -> IndexedRun:
         if entry.key == key:
             return entry
     raise UsageError(f"no run {key!r} in this machine's index of runs")
-
-
-def run_view(
-    entry: IndexedRun, index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: MaskOf
-) -> dict[str, Any]:
-    """A run's page: its row, plan checklist, last verification round (each check's
-    output tail), the tail of its events, its timeline and spend drawn from them, and
-    the offset its live events follow from."""
-    row = run_row(entry, index, runs_of, now=now, mask=mask)
-    view: dict[str, Any] = {
-        "row": row,
-        "plan": [],
-        "checks": [],
-        "events": [],
-        "timeline": [],
-        "spend": [],
-        "offset": 0,
-        # Notes a person left that wait for the next turn.
-        "notes": [],
-        "verbs": [
-            {"name": verb.name, "label": verb.label, "fields": list(verb.fields)} for verb in VERBS
-        ],
-    }
-    if row["problem"] is not None:
-        return view
-    runs, masked = runs_of(entry.cwd), mask(entry.cwd)
-    record = runs.record(entry.run_id)
-    try:
-        lines, offset = runs.event_tail(entry.run_id, EVENT_TAIL)
-    except UsageError as error:
-        lines, offset = [], 0
-        row["problem"] = str(error)
-    events = [dict(masked(event)) for event in parsed_events(lines)]
-    plan = record.plan.items if record.plan is not None else ()
-    return {
-        **view,
-        "plan": [dict(masked({"text": item.text, "done": item.done})) for item in plan],
-        "checks": [
-            dict(
-                masked(
-                    {
-                        "command": check.command.text,
-                        "passed": check.passed,
-                        "ended": check.ended,
-                        "seconds": round(check.seconds, 1),
-                        "tail": check.output_tail[-2000:],
-                    }
-                )
-            )
-            for check in record.state.last_checks
-        ],
-        "events": events,
-        "timeline": timeline(events, now=now),
-        "spend": spend_series(events, total=record.state.ledger.dollars),
-        "offset": offset,
-        "notes": [masked({"text": note})["text"] for note in record.state.notes],
-    }
-
-
-def parsed_events(lines: list[bytes]) -> list[dict[str, Any]]:
-    """The lines that are event objects (a half-written or foreign line is skipped)."""
-    events: list[dict[str, Any]] = []
-    for raw in lines:
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("ts"), str):
-            events.append(event)
-    return events
-
-
-def _instant(event: Mapping[str, Any]) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(event["ts"]))
-    except (KeyError, ValueError):
-        return None
-
-
-# Where each kind of stretch begins, and the events that end it.
-_OPENERS = {
-    "turn.started": ("turn", ("turn.finished", "turn.failed")),
-    "wait.started": ("wait", ("probe.finished", "turn.started", "run.finished")),
-    "verify.started": ("check", ("verify.finished",)),
-    "review.started": ("review", ("review.finished",)),
-}
-
-
-def timeline(events: list[dict[str, Any]], *, now: datetime) -> list[Span]:
-    """The stretches the events show, in order: each opened by its start event and
-    closed by the first event that ends it (one still open ends now); a probe is an
-    instant of its own."""
-    spans: list[Span] = []
-    open_spans: dict[str, tuple[datetime, dict[str, Any]]] = {}
-    for event in events:
-        at = _instant(event)
-        if at is None:
-            continue
-        kind = str(event.get("type"))
-        for name, (started, opener) in list(open_spans.items()):
-            if kind in _OPENERS[opener["type"]][1]:
-                del open_spans[name]
-                spans.append(Span(name, started, at, _label(opener, event), _ok(event)))
-        if kind in _OPENERS:
-            open_spans[_OPENERS[kind][0]] = (at, event)
-        if kind == "probe.finished":
-            spans.append(Span("probe", at, at, f"probe: {event.get('capacity')}", True))
-    for name, (started, opener) in open_spans.items():
-        spans.append(Span(name, started, max(now, started), _label(opener, None), True))
-    return sorted(spans, key=lambda span: span.start)
-
-
-def _label(opener: Mapping[str, Any], closer: Mapping[str, Any] | None) -> str:
-    match opener["type"]:
-        case "turn.started":
-            verdict = f": {closer.get('verdict')}" if closer is not None else " (in flight)"
-            return f"turn {opener.get('turn')}{verdict}"
-        case "wait.started":
-            return f"wait: {opener.get('capacity')}"
-        case "verify.started":
-            return f"check: {opener.get('command')}"
-        case _:
-            return f"review of turn {opener.get('turn')}"
-
-
-def _ok(closer: Mapping[str, Any]) -> bool:
-    if closer.get("type") == "verify.finished":
-        return bool(closer.get("passed"))
-    if closer.get("type") == "turn.failed":
-        return False
-    return closer.get("error") in (None, "")
-
-
-_COSTED = ("turn.finished", "probe.finished", "review.finished")
-
-
-def spend_series(events: list[dict[str, Any]], *, total: float) -> list[tuple[datetime, float]]:
-    """The run's spend over the time the events span: each costed event's instant and
-    the dollars spent by then, ending at the record's `total` (what came before the
-    tail is the series' start)."""
-    costed = [
-        (at, float(event.get("cost_usd") or 0.0))
-        for event in events
-        if event.get("type") in _COSTED and (at := _instant(event)) is not None
-    ]
-    spent = max(total - sum(cost for _, cost in costed), 0.0)
-    series: list[tuple[datetime, float]] = []
-    for at, cost in costed:
-        spent += cost
-        series.append((at, round(spent, 6)))
-    return series
 
 
 # The accounts -----------------------------------------------------------------------

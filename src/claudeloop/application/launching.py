@@ -259,7 +259,8 @@ def resume_run(
             lock.release()
             return AlreadyDone(record)
         settings = world.settings(asked.cwd, asked.flags)
-        profile = profile_to_resume_with(record, settings)
+        # A backend given (a kept rehearsal's) stands in for the profile the run named.
+        profile = profile_to_resume_with(record, settings) if backend is None else None
         if profile is not None:
             settings = world.settings(asked.cwd, {**asked.flags, PROFILE.key: profile})
         chosen = backend or world.backend(settings, resumed_model(record.spec, settings))

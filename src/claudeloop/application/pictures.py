@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from html import escape
 
 from claudeloop.domain.budget import money
@@ -21,8 +21,20 @@ COLOURS = {
     "check_failed": "#d55e00",
     "review": "#56b4e9",
 }
-_LINES = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+# The runs' spend lines: none of the timeline's colours (a run's line must not read as a
+# failed check), told apart by their dashes too, each named in the legend.
+LINES = ("#000000", "#6a3d9a", "#8c6d1f", "#7f7f7f", "#b2182b", "#1b7837")
+_DASHES = ("", "6 3", "2 2", "8 3 2 3")
 _FONT = 'font-family="sans-serif" font-size="11"'
+# About how wide a character of _FONT is, to leave room for a label.
+_CHAR = 6.2
+
+
+def _line_style(number: int) -> tuple[str, str]:
+    """The colour and dashes of the `number`th run's spend line."""
+    colour = LINES[number % len(LINES)]
+    dashes = _DASHES[(number // len(LINES)) % len(_DASHES)]
+    return colour, f' stroke-dasharray="{dashes}"' if dashes else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +58,14 @@ class Series:
 def spend_svg(
     series: Sequence[Series], *, start: datetime, end: datetime, width: int = 720, height: int = 220
 ) -> str:
-    """Each run's dollars spent so far over time, one line each, on one time axis."""
-    left, right, top, bottom = 60, 10, 10, 30
-    plot_w, plot_h = width - left - right, height - top - bottom
+    """Each run's dollars spent so far over time, one line each, on one time axis, with
+    a legend naming each run's line."""
+    shown = [each for each in series if each.points]
+    left, right, top = 60, 10, 10
+    legend_rows = (len(shown) + 1) // 2
+    plot_h = height - top - 30
+    height += legend_rows * 16
+    plot_w = width - left - right
     most = max((p[1] for s in series for p in s.points), default=0.0) or 1.0
     span = max((end - start).total_seconds(), 1.0)
 
@@ -67,10 +84,8 @@ def spend_svg(
         f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" {_FONT}>$0</text>',
         *_time_labels(start, end, left, plot_w, top + plot_h + 14),
     ]
-    for number, each in enumerate(series):
-        if not each.points:
-            continue
-        colour = _LINES[number % len(_LINES)]
+    for number, each in enumerate(shown):
+        colour, dashes = _line_style(number)
         # A step line: spend moves when a turn or a probe is billed, and stays till then.
         coords: list[str] = [f"{x(each.points[0][0]):.1f},{y(0):.1f}"]
         level = 0.0
@@ -80,9 +95,18 @@ def spend_svg(
             level = dollars
         coords.append(f"{x(end):.1f},{y(level):.1f}")
         parts.append(
-            f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
+            f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dashes} '
             f'points="{" ".join(coords)}"><title>{escape(each.name)}: {money(level)}'
             "</title></polyline>"
+        )
+        # The legend: two runs a row under the axis, each its line's sample and name.
+        at_x = left + (number % 2) * (plot_w // 2)
+        at_y = top + plot_h + 34 + (number // 2) * 16
+        parts.append(
+            f'<g class="legend"><line x1="{at_x}" x2="{at_x + 22}" y1="{at_y - 4}" '
+            f'y2="{at_y - 4}" stroke="{colour}" stroke-width="2"{dashes}/>'
+            f'<text x="{at_x + 28}" y="{at_y}" {_FONT}>{escape(each.name)}: '
+            f"{money(level)}</text></g>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -98,7 +122,9 @@ def timeline_svg(
 ) -> str:
     """One row per run: its turns, waits, probes, checks and reviews as bars in time,
     each with its label as a tooltip, and a legend."""
-    left, right, top = 150, 10, 20
+    longest = max((len(name) for name, _ in rows), default=0)
+    # Room for the longest run id, whole: a label cut at the left edge names no run.
+    left, right, top = min(max(round(longest * _CHAR) + 12, 80), width // 2), 10, 20
     plot_w = width - left - right
     height = top + row_height * max(len(rows), 1) + 40
     span = max((end - start).total_seconds(), 1.0)
@@ -115,7 +141,7 @@ def timeline_svg(
         row_y = top + number * row_height
         parts.append(
             f'<text x="{left - 6}" y="{row_y + row_height * 0.65:.1f}" text-anchor="end" '
-            f"{_FONT}>{escape(name[-22:])}</text>"
+            f"{_FONT}>{escape(name)}</text>"
         )
         parts.append(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{row_y + row_height / 2}" '
@@ -132,7 +158,7 @@ def timeline_svg(
             )
     legend_y = top + row_height * max(len(rows), 1) + 20
     for number, (kind, colour) in enumerate(COLOURS.items()):
-        at = left + number * 90
+        at = 10 + number * 100
         parts.append(
             f'<rect x="{at}" y="{legend_y - 9}" width="10" height="10" fill="{colour}"/>'
             f'<text x="{at + 14}" y="{legend_y}" {_FONT}>{kind.replace("_", " ")}</text>'
@@ -142,10 +168,16 @@ def timeline_svg(
 
 
 def _time_labels(start: datetime, end: datetime, left: int, plot_w: int, y: int) -> list[str]:
-    """The start, middle and end instants under a time axis, in UTC."""
+    """The instants under a time axis, in UTC: its start, middle and end; of an axis of
+    a few seconds, its start and end only, the end at least a second after the start (a
+    one-second run's two labels differ)."""
+    end = max(end, start + timedelta(seconds=1))
     middle = start + (end - start) / 2
+    marks: list[tuple[float, datetime, str]] = [(0, start, "start"), (1, end, "end")]
+    if end - start >= timedelta(seconds=10):
+        marks.insert(1, (0.5, middle, "middle"))
     return [
         f'<text x="{left + plot_w * fraction:.1f}" y="{y}" text-anchor="{anchor}" {_FONT}>'
         f"{at:%m-%d %H:%M:%S} UTC</text>"
-        for fraction, at, anchor in ((0, start, "start"), (0.5, middle, "middle"), (1, end, "end"))
+        for fraction, at, anchor in marks
     ]

@@ -23,6 +23,7 @@ from claudeloop.cli.bootstrap.launcher import Launcher
 from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
+from claudeloop.cli.rehearse import kept_rehearsal, resume_kept
 
 if TYPE_CHECKING:
     from claudeloop.cli.bootstrap.runs import Backend
@@ -83,7 +84,13 @@ def resume(
     asked = RunToResume(
         cwd=cwd, run_id=run_id, session_id=session_id, flags=flags, new_session=new_session
     )
-    match resume_run(_launcher(output, seat), asked, warn=_warn, backend=backend):
+    kept = kept_rehearsal(cwd) if backend is None else None
+    launched = (
+        resume_kept(kept, asked, launcher=_launcher(output, seat), warn=_warn)
+        if kept is not None
+        else resume_run(_launcher(output, seat), asked, warn=_warn, backend=backend)
+    )
+    match launched:
         case AlreadyDone(record):
             click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
             finish(record, as_json=output.as_json)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
@@ -16,7 +17,7 @@ from rich.live import Live
 from rich.text import Text
 
 from claudeloop.application import events
-from claudeloop.application.events import Event, event_fields
+from claudeloop.application.events import Event, event_fields, event_from
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
 from claudeloop.domain.capacity import AVAILABLE
@@ -233,6 +234,24 @@ def event_line(event: Event) -> str | None:
             return None
         case _:
             assert_never(event)
+
+
+def event_words(event: Mapping[str, Any]) -> str:
+    """What an event object (a line of events.jsonl) says, in the words `event_line`
+    gives it; a line of an older claudeloop, or a field of the wrong type (a probe_at
+    that is no date), as its fields. `claudeloop logs` and the dashboard's run page
+    both say events so."""
+    typed = event_from(dict(event))
+    line = event_line(typed) if typed is not None else None
+    fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
+    return line or ", ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def log_line(event: Mapping[str, Any]) -> str:
+    """An event object as `claudeloop logs` prints it: its instant, type and words."""
+    ts = str(event.get("ts", ""))[:19].replace("T", " ")
+    kind = str(event.get("type", "?"))
+    return f"{ts}  {kind:<15} {event_words(event)}"
 
 
 def _sent_again_line(event: events.TurnInterrupted | events.TurnSilent) -> str:

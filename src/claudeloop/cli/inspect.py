@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from claudeloop.application.errors import NoRun
-from claudeloop.application.events import event_from
 from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
-from claudeloop.cli.display import event_line
+from claudeloop.cli.display import log_line
 from claudeloop.cli.instants import local_instant
 from claudeloop.cli.output import json_line, print_json
 from claudeloop.cli.params import working_directory
@@ -172,24 +171,12 @@ def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool, mas
         if as_json:
             click.echo(text)
         elif isinstance(event, dict):
-            click.echo(_readable(event))
+            click.echo(log_line(event))
         else:
             click.echo(
                 f"claudeloop: warning: {source}: skipped a line that is not an event object",
                 err=True,
             )
-
-
-def _readable(event: dict[str, Any]) -> str:
-    fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
-    ts = str(event.get("ts", ""))[:19].replace("T", " ")
-    kind = str(event.get("type", "?"))
-    typed = event_from(event)
-    # A line of an older claudeloop, or a field of the wrong type (a probe_at that is no
-    # date): shown as it is.
-    line = event_line(typed) if typed is not None else None
-    line = line or ", ".join(f"{k}={v}" for k, v in fields.items())
-    return f"{ts}  {kind:<15} {line}"
 
 
 def runs(*, cwd: Path | None, as_json: bool) -> None:

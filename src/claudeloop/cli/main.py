@@ -327,7 +327,7 @@ Examples:
 )
 @click.argument("scenario", required=False, default="window")
 @click.option("--list", "list_them", is_flag=True, help="List the built-in scenarios.")
-@click.option("--keep", is_flag=True, help="Keep the temporary working directory.")
+@click.option("--keep", is_flag=True, help="Keep the folder; `resume --cwd` there goes on.")
 @click.option(
     "--notify",
     type=APPRISE_URL,

@@ -8,24 +8,28 @@ so a window that closes mid-run reopens (and the loop resumes by itself) within 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import tempfile
 import textwrap
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import UsageError
 from claudeloop.application.fleet_seat import NO_SEAT
+from claudeloop.application.launching import Launched, RunLock, RunToResume, resume_run
 from claudeloop.application.prompts import plan_task
-from claudeloop.application.records import RunSpec
+from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.summary import duration_text, result_object
-from claudeloop.cli.bootstrap.configuration import DUMMY_TOKEN, BackendProfile
+from claudeloop.cli.bootstrap.configuration import DUMMY_TOKEN, BackendProfile, Configuration
+from claudeloop.cli.bootstrap.launcher import Launcher
 from claudeloop.cli.bootstrap.runs import (
     CREDENTIAL_VARIABLES,
     PROVIDER_VARIABLES,
@@ -37,7 +41,7 @@ from claudeloop.cli.bootstrap.runs import (
     unregister_run,
     wire_run,
 )
-from claudeloop.cli.output import finish
+from claudeloop.cli.output import finish, json_line
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules
 from claudeloop.domain.pause import PauseThresholds
@@ -47,6 +51,12 @@ from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
     from claudeloop.cli.bootstrap.configuration import NotifyTargets
+    from claudeloop.rehearsal import Scenario
+
+# The profile a rehearsal's run names: built into the rehearsal, in no configuration file.
+REHEARSAL_PROFILE = "rehearsal"
+# What `rehearse --keep` writes beside the project: the scenario to serve on a resume.
+KEPT = "rehearsal.json"
 
 # Probing a compressed window every few seconds plays what minutes are in a real night.
 REHEARSAL_POLICY = WaitPolicyConfig(
@@ -135,27 +145,12 @@ def example_plan() -> str:
 def rehearse(
     *, scenario: str, list_them: bool, keep: bool, as_json: bool, notify: tuple[str, ...] = ()
 ) -> None:
-    from claudeloop.rehearsal import (
-        BUILTIN_SCENARIOS,
-        RehearsalServer,
-        ScenarioError,
-        builtin_scenario,
-        load_scenario,
-    )
+    from claudeloop.rehearsal import BUILTIN_SCENARIOS
 
     if list_them:
         click.echo(scenario_list())
         return
-    if Path(scenario).suffix in (".toml", ".json"):
-        try:
-            played = load_scenario(Path(scenario))
-        except ScenarioError as error:
-            raise UsageError(str(error)) from None
-    elif scenario in BUILTIN_SCENARIOS:
-        played = builtin_scenario(scenario)
-    else:
-        names = ", ".join(BUILTIN_SCENARIOS)
-        raise UsageError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
+    played = _played(scenario)
     targets = _notify_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
     directory: RunDirectory | None = None
@@ -164,38 +159,32 @@ def rehearse(
         project.mkdir()
         plan = project / "PLAN.md"
         plan.write_text(example_plan(), encoding="utf-8")
-        with contextlib.ExitStack() as servers:
-            server = servers.enter_context(RehearsalServer(played))
-            local = (
-                servers.enter_context(RehearsalServer(builtin_scenario(LOCAL_SCENARIO)))
-                if scenario == "switch-profile"
-                else None
-            )
+        kept = KeptRehearsal(
+            workdir, scenario if scenario in BUILTIN_SCENARIOS else str(Path(scenario).resolve())
+        )
+        if keep:
+            kept.write()  # before the first turn: a rehearsal stopped midway resumes too
+        with served(kept, played) as wiring:
             if not as_json:
                 click.echo(
-                    f"rehearsal: scenario {scenario} on {server.base_url}; working in {project}",
+                    f"rehearsal: scenario {scenario} on {wiring.base_url}; working in {project}",
                     err=True,
                 )
-                if local is not None:
+                if wiring.local_url is not None:
                     click.echo(
-                        f"rehearsal: the local profile's model on {local.base_url}", err=True
+                        f"rehearsal: the local profile's model on {wiring.local_url}", err=True
                     )
-            home = workdir / "home"
-            own = (
-                local_backend(server.base_url, home)
-                if scenario in ON_A_LOCAL_PROFILE
-                else Backend(env=rehearsal_env(server.base_url, home))
-            )
+            own = wiring.backend
             spec = RunSpec(
                 cwd=project,
                 task=plan_task("PLAN.md"),
                 plan_path=plan,
                 wait_policy=REHEARSAL_POLICY,
                 permission_mode="acceptEdits",
-                profile=own.profile.name if own.profile else "rehearsal",
+                profile=own.profile.name if own.profile else REHEARSAL_PROFILE,
                 marker_fallback=own.marker_fallback,
                 pause_at=PAUSE_AT if scenario == "pause" else PauseThresholds(),
-                limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
+                limits=SWITCH_TO_LOCAL if wiring.local_url is not None else LimitPolicies(),
                 verify=VERIFY if scenario == "verify" else VerifyRules(),
             )
             record = new_record(spec, None)
@@ -207,15 +196,15 @@ def rehearse(
                     backend=own,
                     quiet=as_json,
                     notify=targets,
-                    detours=_local_backend(local.base_url, home) if local else None,
+                    detours=wiring.detours,
                     # Its own record: a rehearsal never shares capacity with real runs.
-                    capacity_dir=workdir / "state" / "capacity",
+                    capacity_dir=wiring.capacity_dir,
                     seat=NO_SEAT,  # nor is it a fleet's
                 ),
                 record,
                 resumed=False,
             )
-            state = server.state()
+            state = wiring.state()
         if not as_json:
             result = result_object(ended)
             click.echo(
@@ -245,12 +234,154 @@ def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
     once the rehearsal ends: no command to resume it, and its paths said to be gone."""
     text = path.read_text(encoding="utf-8")
     if keep:
-        return f"{text}\nrehearsal: kept {workdir} (the project, the run directory, check logs)"
+        return (
+            f"{text}\nrehearsal: kept {workdir} (the project, the run directory, check logs); "
+            f"a run short of done goes on with `claudeloop resume --cwd {workdir / 'project'}`, "
+            "against a new rehearsal API of the same scenario"
+        )
     text = text.split("\n## To continue\n", 1)[0].rstrip("\n") + "\n"
     return (
         f"{text}\nrehearsal: {workdir} is removed as the rehearsal ends, with every path "
         "above; `claudeloop rehearse --keep` keeps it (to resume the run or read its logs)"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRehearsal:
+    """The folder `rehearse --keep` keeps (its project, its run, the CLI's home) and the
+    scenario it played, written beside the project so `claudeloop resume` there knows
+    what to serve again."""
+
+    workdir: Path
+    scenario: str  # a built-in's name, or a scenario file's absolute path
+
+    def write(self) -> None:
+        (self.workdir / KEPT).write_text(
+            json_line({"scenario": self.scenario}) + "\n", encoding="utf-8"
+        )
+
+
+def kept_rehearsal(cwd: Path) -> KeptRehearsal | None:
+    """The kept rehearsal whose project `cwd` is, or None for any other directory."""
+    marker = cwd.parent / KEPT
+    if cwd.name != "project" or not marker.is_file():
+        return None
+    try:
+        scenario = json.loads(marker.read_text(encoding="utf-8"))["scenario"]
+    except (OSError, ValueError, KeyError, TypeError):
+        scenario = None
+    if not isinstance(scenario, str):
+        raise UsageError(f"{marker}: not what `rehearse --keep` writes; expected a scenario")
+    return KeptRehearsal(cwd.parent, scenario)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A rehearsal's API serving, and how a run is wired to it."""
+
+    base_url: str
+    local_url: str | None
+    backend: Backend
+    detours: Callable[[str], Backend] | None
+    capacity_dir: Path
+    state: Callable[[], dict[str, Any]]
+
+
+def _played(scenario: str) -> Scenario:
+    """The scenario named (a built-in) or given (a .toml or .json file)."""
+    from claudeloop.rehearsal import (
+        BUILTIN_SCENARIOS,
+        ScenarioError,
+        builtin_scenario,
+        load_scenario,
+    )
+
+    if Path(scenario).suffix in (".toml", ".json"):
+        try:
+            return load_scenario(Path(scenario))
+        except ScenarioError as error:
+            raise UsageError(str(error)) from None
+    if scenario in BUILTIN_SCENARIOS:
+        return builtin_scenario(scenario)
+    names = ", ".join(BUILTIN_SCENARIOS)
+    raise UsageError(f"scenario {scenario!r}: unknown; use one of {names} or a .toml file")
+
+
+@contextlib.contextmanager
+def served(kept: KeptRehearsal, played: Scenario | None = None) -> Iterator[Served]:
+    """The rehearsal API of `kept`'s scenario (and the local profile's, for the
+    switch-profile one) on 127.0.0.1 while the block runs, and the backend, detours and
+    capacity record of the runs it serves: the folder's own, never the machine's."""
+    from claudeloop.rehearsal import RehearsalServer, builtin_scenario
+
+    scenario = kept.scenario
+    with contextlib.ExitStack() as servers:
+        server = servers.enter_context(RehearsalServer(played or _played(scenario)))
+        local = (
+            servers.enter_context(RehearsalServer(builtin_scenario(LOCAL_SCENARIO)))
+            if scenario == "switch-profile"
+            else None
+        )
+        home = kept.workdir / "home"
+        yield Served(
+            base_url=server.base_url,
+            local_url=local.base_url if local is not None else None,
+            backend=local_backend(server.base_url, home)
+            if scenario in ON_A_LOCAL_PROFILE
+            else Backend(env=rehearsal_env(server.base_url, home)),
+            detours=_local_backend(local.base_url, home) if local is not None else None,
+            capacity_dir=kept.workdir / "state" / "capacity",
+            state=server.state,
+        )
+
+
+def resume_kept(
+    kept: KeptRehearsal, asked: RunToResume, *, launcher: Launcher, warn: Callable[[str], None]
+) -> Launched:
+    """`claudeloop resume` in a kept rehearsal's project: the run goes on as any resume
+    does (its ledger, session and plan kept), against a new rehearsal API of the same
+    scenario, wired as the rehearsal wired it (its own capacity record, its local
+    profile). The API starts afresh: its scenario plays again from its first request."""
+    with served(kept) as wiring:
+        rehearsing = RehearsalLauncher(
+            seat=launcher.seat, quiet=launcher.quiet, verbose=launcher.verbose, wiring=wiring
+        )
+        return resume_run(rehearsing, asked, warn=warn, backend=wiring.backend)
+
+
+@dataclass(frozen=True, slots=True)
+class RehearsalLauncher(Launcher):
+    """The launcher of a kept rehearsal's resume: a run driven on the rehearsal's own
+    capacity record and detours, told nothing of the notifications of the files."""
+
+    wiring: Served | None = None
+
+    def drive(
+        self,
+        directory: RunDirectory,
+        record: RunRecord,
+        backend: Backend,
+        settings: Configuration,  # noqa: ARG002 (the rehearsal wires its own)
+        *,
+        resumed: bool,
+        lock: RunLock | None,
+        login_ends_at: datetime | None,
+        new_session: bool = False,
+    ) -> RunRecord:
+        assert self.wiring is not None
+        wired = wire_run(
+            directory,
+            record,
+            backend=backend,
+            quiet=self.quiet,
+            verbose=self.verbose,
+            detours=self.wiring.detours,
+            capacity_dir=self.wiring.capacity_dir,
+            lock=lock,
+            login_ends_at=login_ends_at,
+            seat=NO_SEAT,
+        )
+        return drive_run(wired, record, resumed=resumed, new_session=new_session)
 
 
 def scenario_list(width: int = 80) -> str:

@@ -119,6 +119,7 @@ th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-al
 th { background: #f3f3f3; }
 td.n { text-align: right; }
 .done { color: #007a4d; } .failed, .blocked { color: #b00020; }
+.run-id { white-space: nowrap; } small.path { overflow-wrap: anywhere; }
 """
 
 
@@ -139,20 +140,23 @@ def report_main(made: Report) -> str:
     timeline = timeline_svg([(run.run_id, run.spans) for run in made.runs], start=start, end=end)
     rows = []
     for run in made.runs:
-        waited = "<br>".join(f"{escape(what)}: {_waited(s)}" for what, s in run.waited_on.items())
+        on = "".join(
+            f"<br><small>{escape(what)}: {_waited(s)}</small>" for what, s in run.waited_on.items()
+        )
         left = "<br>".join(escape(item) for item in run.left[:10])
         rows.append(
-            f"<tr><td><strong>{escape(run.facts.title)}</strong><br>{escape(run.run_id)}"
-            f"<br><small>{escape(run.cwd)}</small><br><small>started "
+            f"<tr><td><strong>{escape(run.facts.title)}</strong><br>"
+            f'<span class="run-id">{escape(run.run_id)}</span>'
+            f'<br><small class="path">{escape(run.cwd)}</small><br><small>started '
             f"{run.facts.started_at:%Y-%m-%d %H:%M} UTC, took {run.facts.duration_said}"
             "</small></td>"
             f'<td class="{escape(run.outcome)}">{escape(run.outcome)}<br>'
             f"<small>{escape(run.reason)}</small></td>"
             f'<td class="n turns">{escape(run.facts.turns_said)}</td>'
             f'<td class="n dollars">{escape(run.facts.dollars_said)}</td>'
-            f'<td class="n">{_waited(run.waited_seconds)}</td><td>{waited}</td>'
-            f'<td class="n">{run.checks_passed} / {run.checks_failed}</td>'
-            f'<td class="n">{run.reviews_passed} / {run.reviews_failed}</td>'
+            f'<td class="n">{_waited(run.waited_seconds)}{on}</td>'
+            f'<td class="n">{run.checks_passed} / {run.checks_failed}<br>'
+            f"{run.reviews_passed} / {run.reviews_failed}</td>"
             f"<td>{left}</td></tr>"
         )
     unreadable = "".join(
@@ -161,8 +165,8 @@ def report_main(made: Report) -> str:
     return (
         f"<h1>{escape(_heading(made))}</h1>"
         "<h2>Runs</h2><table><tr><th>run</th><th>outcome</th><th>turns</th>"
-        "<th>dollars</th><th>waited</th><th>waited on</th>"
-        "<th>checks passed / failed</th><th>reviews passed / failed</th><th>left</th></tr>"
+        "<th>dollars</th><th>waited (on what)</th>"
+        "<th>checks, then reviews: passed / failed</th><th>left</th></tr>"
         f"{''.join(rows)}</table>"
         + (f"<h2>Unreadable</h2><ul>{unreadable}</ul>" if unreadable else "")
         + f"<h2>Spend over time</h2>{spend}<h2>Timeline</h2>{timeline}"

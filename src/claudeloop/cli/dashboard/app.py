@@ -41,12 +41,12 @@ from claudeloop.application.dashboard import (
     last_hours,
     machine_report,
     machine_rows,
-    run_view,
-    verb_named,
 )
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import AccountBoards, Fleet, RunIndex
+from claudeloop.application.run_page import run_view
+from claudeloop.application.verbs import verb_named
 from claudeloop.cli.dashboard import pages
 from claudeloop.cli.report import report_main
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from claudeloop.application.dashboard import front_page, section_of
 from claudeloop.cli.dashboard.svg import spend_svg, timeline_svg
+from claudeloop.cli.display import event_words
 from claudeloop.domain.budget import money
 
 Row = Mapping[str, Any]
@@ -166,8 +167,8 @@ def _runs_table(rows: Sequence[Row]) -> str:
     its cost, its plan and checks, and the machine."""
     body = [
         '<table class="runs"><tr><th>run</th><th>state and why</th><th>when</th>'
-        "<th>turns</th><th>spend</th><th>plan</th><th>last verification</th>"
-        "<th>machine</th></tr>"
+        "<th>turns</th><th>spend</th><th>plan</th><th class=wide-only>last verification</th>"
+        "<th class=wide-only>machine</th></tr>"
     ]
     for row in rows:
         gone = row.get("phase") == "gone"
@@ -188,8 +189,8 @@ def _runs_table(rows: Sequence[Row]) -> str:
             f'<td class="num turns">{_turns(row)}</td>'
             f'<td class="num dollars">{_money(row)}</td>'
             f'<td class="num">{_plan(row)}</td>'
-            f"<td>{_e(row.get('last_verification') or '-')}</td>"
-            f"<td>{_e(row.get('host'))}</td></tr>"
+            f"<td class=wide-only>{_e(row.get('last_verification') or '-')}</td>"
+            f"<td class=wide-only>{_e(row.get('host'))}</td></tr>"
         )
     body.append("</table>")
     return "".join(body)
@@ -212,9 +213,12 @@ def _times(row: Row) -> str:
         return "-"
     said = row.get("said") or {}
     ended = row.get("ended_at")
-    end = f"<br>ended {_e(_clock(ended))}" if ended else ""
+    end = f"<br>ended <span class=clock>{_e(_clock(ended))}</span>" if ended else ""
     took = f"<br>took {_e(said['duration'])}" if said.get("duration") else ""
-    return f'<span class="times">started {_e(_clock(started))}{end}{took}</span>'
+    return (
+        f'<span class="times">started <span class=clock>{_e(_clock(started))}</span>'
+        f"{end}{took}</span>"
+    )
 
 
 def _clock(instant: object) -> str:
@@ -224,19 +228,34 @@ def _clock(instant: object) -> str:
 
 
 def _buttons(action: str, verbs: Sequence[Mapping[str, Any]]) -> str:
-    """A form per verb, posting to `action` + its name, with the text fields it names:
-    the one field of a form is required (a note's text); of several, any may be left
-    empty (a raise names the caps it changes)."""
-    return "".join(
-        f'<form class="verb" method="post" action="{action}{quote(verb["name"])}">'
-        + "".join(
-            f'<input type="text" name="{_e(field)}" placeholder="{_e(field)}"'
-            + (" required>" if len(verb["fields"]) == 1 else ">")
-            for field in verb["fields"]
-        )
-        + f'<button type="submit" class="{_e(verb["name"])}">{_e(verb["label"])}</button>'
-        "</form>"
-        for verb in verbs
+    """A form per verb, posting to `action` + its name, each text field under its label
+    in words (an example as its placeholder): the one field of a form is required (a
+    note's text); of several, any may be left empty (a raise names the caps it
+    changes). The verbs without fields first, on one line, then each form on its own."""
+    plain = [verb for verb in verbs if not verb["fields"]]
+    filled = [verb for verb in verbs if verb["fields"]]
+    return (
+        '<div class="plain">'
+        + "".join(_form(action, verb) for verb in plain)
+        + "</div>"
+        + "".join(_form(action, verb) for verb in filled)
+    )
+
+
+def _form(action: str, verb: Mapping[str, Any]) -> str:
+    fields = verb["fields"]
+    single = len(fields) == 1
+    inputs = "".join(
+        f'<label class="field {"wide" if single else ""}"><span>{_e(field["label"])}</span>'
+        f'<input type="text" name="{_e(field["name"])}" placeholder="{_e(field["example"])}"'
+        + (" required>" if single else ">")
+        + "</label>"
+        for field in fields
+    )
+    return (
+        f'<form class="verb {_e(verb["name"])}" method="post" '
+        f'action="{action}{quote(verb["name"])}">{inputs}'
+        f'<button type="submit" class="{_e(verb["name"])}">{_e(verb["label"])}</button></form>'
     )
 
 
@@ -295,12 +314,15 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
     events = view["events"]
     body.append(f'<h2>Events</h2><ol class="events" data-count="{len(events)}">')
     for event in reversed(events[-100:]):
-        fields = {k: v for k, v in event.items() if k not in ("ts", "run_id", "type")}
-        text = json.dumps(fields, ensure_ascii=False)
+        # As `claudeloop logs` says it, the line as written one click away.
+        raw = json.dumps(event, ensure_ascii=False, indent=1)
         body.append(
             f'<li data-type="{_e(event["type"])}" data-ts="{_e(event["ts"])}">'
-            f"<span class=muted>{_e(event['ts'][11:19])}"
-            f"</span> <strong>{_e(event['type'])}</strong> {_e(text[:300])}</li>"
+            f'<details data-key="{_e(event["ts"])} {_e(event["type"])}">'
+            f"<summary><span class=muted>{_e(str(event['ts'])[11:19])}</span> "
+            f'<span class="type">{_e(event["type"])}</span> '
+            f'<span class="words">{_e(event_words(event))}</span></summary>'
+            f"<pre>{_e(raw)}</pre></details></li>"
         )
     body.append("</ol>")
     return "".join(body)

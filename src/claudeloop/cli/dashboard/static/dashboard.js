@@ -15,7 +15,15 @@
         (said ? "&said=" + encodeURIComponent(said) : "");
       const answer = await fetch(url, { credentials: "same-origin" });
       if (answer.ok) {
+        // An event's JSON a person opened stays open across the redraw.
+        const opened = new Set();
+        for (const element of main.querySelectorAll("details[data-key][open]")) {
+          opened.add(element.dataset.key);
+        }
         main.innerHTML = await answer.text();
+        for (const element of main.querySelectorAll("details[data-key]")) {
+          if (opened.has(element.dataset.key)) element.open = true;
+        }
         tick();
       }
     }, 100);

@@ -1,0 +1,184 @@
+"""A run's page of the dashboard: its row, plan checklist, last verification round, the
+tail of its events, and the timeline and spend drawn from them.
+
+It reads the run's record and the tail of its events only, never a whole events.jsonl:
+a page costs the same after 100,000 events as after ten.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from claudeloop.application.dashboard import MaskOf, RunsOf, run_row
+from claudeloop.application.errors import UsageError
+from claudeloop.application.ports import IndexedRun, RunIndex
+from claudeloop.application.verbs import verb_forms
+
+# How many of a run's last events its page reads: its timeline, spend and event list.
+EVENT_TAIL = 400
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a run's timeline: a turn, a wait, a check, a review; or a probe (an
+    instant: `end` equals `start`). `ok` False: it ended badly (a refused turn, a
+    failed check)."""
+
+    kind: str
+    start: datetime
+    end: datetime
+    label: str
+    ok: bool = True
+
+
+def run_view(
+    entry: IndexedRun, index: RunIndex, runs_of: RunsOf, *, now: datetime, mask: MaskOf
+) -> dict[str, Any]:
+    """A run's page: its row, plan checklist, last verification round (each check's
+    output tail), the tail of its events, its timeline and spend drawn from them, and
+    the offset its live events follow from."""
+    row = run_row(entry, index, runs_of, now=now, mask=mask)
+    view: dict[str, Any] = {
+        "row": row,
+        "plan": [],
+        "checks": [],
+        "events": [],
+        "timeline": [],
+        "spend": [],
+        "offset": 0,
+        # Notes a person left that wait for the next turn.
+        "notes": [],
+        "verbs": verb_forms(),
+    }
+    if row["problem"] is not None:
+        return view
+    runs, masked = runs_of(entry.cwd), mask(entry.cwd)
+    record = runs.record(entry.run_id)
+    try:
+        lines, offset = runs.event_tail(entry.run_id, EVENT_TAIL)
+    except UsageError as error:
+        lines, offset = [], 0
+        row["problem"] = str(error)
+    events = [dict(masked(event)) for event in parsed_events(lines)]
+    plan = record.plan.items if record.plan is not None else ()
+    return {
+        **view,
+        "plan": [dict(masked({"text": item.text, "done": item.done})) for item in plan],
+        "checks": [
+            dict(
+                masked(
+                    {
+                        "command": check.command.text,
+                        "passed": check.passed,
+                        "ended": check.ended,
+                        "seconds": round(check.seconds, 1),
+                        "tail": check.output_tail[-2000:],
+                    }
+                )
+            )
+            for check in record.state.last_checks
+        ],
+        "events": events,
+        "timeline": timeline(events, now=now),
+        "spend": spend_series(events, total=record.state.ledger.dollars),
+        "offset": offset,
+        "notes": [masked({"text": note})["text"] for note in record.state.notes],
+    }
+
+
+def parsed_events(lines: list[bytes]) -> list[dict[str, Any]]:
+    """The lines that are event objects (a half-written or foreign line is skipped)."""
+    events: list[dict[str, Any]] = []
+    for raw in lines:
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("ts"), str):
+            events.append(event)
+    return events
+
+
+def _instant(event: Mapping[str, Any]) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(event["ts"]))
+    except (KeyError, ValueError):
+        return None
+
+
+# Where each kind of stretch begins, and the events that end it.
+_OPENERS = {
+    "turn.started": ("turn", ("turn.finished", "turn.failed")),
+    "wait.started": ("wait", ("probe.finished", "turn.started", "run.finished")),
+    "verify.started": ("check", ("verify.finished",)),
+    "review.started": ("review", ("review.finished",)),
+}
+
+
+def timeline(events: list[dict[str, Any]], *, now: datetime) -> list[Span]:
+    """The stretches the events show, in order: each opened by its start event and
+    closed by the first event that ends it (one still open ends now); a probe is an
+    instant of its own."""
+    spans: list[Span] = []
+    open_spans: dict[str, tuple[datetime, dict[str, Any]]] = {}
+    for event in events:
+        at = _instant(event)
+        if at is None:
+            continue
+        kind = str(event.get("type"))
+        for name, (started, opener) in list(open_spans.items()):
+            if kind in _OPENERS[opener["type"]][1]:
+                del open_spans[name]
+                spans.append(Span(name, started, at, _label(opener, event), _ok(event)))
+        if kind in _OPENERS:
+            open_spans[_OPENERS[kind][0]] = (at, event)
+        if kind == "probe.finished":
+            spans.append(Span("probe", at, at, f"probe: {event.get('capacity')}", True))
+    for name, (started, opener) in open_spans.items():
+        spans.append(Span(name, started, max(now, started), _label(opener, None), True))
+    return sorted(spans, key=lambda span: span.start)
+
+
+def _label(opener: Mapping[str, Any], closer: Mapping[str, Any] | None) -> str:
+    match opener["type"]:
+        case "turn.started":
+            verdict = f": {closer.get('verdict')}" if closer is not None else " (in flight)"
+            return f"turn {opener.get('turn')}{verdict}"
+        case "wait.started":
+            return f"wait: {opener.get('capacity')}"
+        case "verify.started":
+            return f"check: {opener.get('command')}"
+        case _:
+            return f"review of turn {opener.get('turn')}"
+
+
+def _ok(closer: Mapping[str, Any]) -> bool:
+    if closer.get("type") == "verify.finished":
+        return bool(closer.get("passed"))
+    if closer.get("type") == "turn.failed":
+        return False
+    return closer.get("error") in (None, "")
+
+
+_COSTED = ("turn.finished", "probe.finished", "review.finished")
+
+
+def spend_series(events: list[dict[str, Any]], *, total: float) -> list[tuple[datetime, float]]:
+    """The run's spend over the time the events span: each costed event's instant and
+    the dollars spent by then, ending at the record's `total` (what came before the
+    tail is the series' start)."""
+    costed = [
+        (at, float(event.get("cost_usd") or 0.0))
+        for event in events
+        if event.get("type") in _COSTED and (at := _instant(event)) is not None
+    ]
+    spent = max(total - sum(cost for _, cost in costed), 0.0)
+    series: list[tuple[datetime, float]] = []
+    for at, cost in costed:
+        spent += cost
+        series.append((at, round(spent, 6)))
+    return series
