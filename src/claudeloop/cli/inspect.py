@@ -52,13 +52,13 @@ def _with_commits(data: dict[str, Any], mask: Mask) -> None:
     """The commits of a run that commits its turns, and their diffstat, from git, masked
     (their subjects are the model's summaries, and a commit of an older claudeloop holds
     them as the model wrote them)."""
-    from claudeloop.cli.bootstrap.runs import branch_facts
+    from claudeloop.cli.bootstrap import run_branches
 
     branch = data.get("branch")
     if not branch:
         return
     try:
-        facts = branch_facts(Path(branch["work_dir"]), data["run_id"])
+        facts = run_branches().facts(Path(branch["work_dir"]), data["run_id"])
     except OSError:
         return  # a worktree removed: the record's own facts stay
     shown = mask({"commits": facts["commits"], "diffstat": facts["diffstat"]})

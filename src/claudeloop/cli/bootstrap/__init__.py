@@ -22,6 +22,7 @@ from claudeloop.application.errors import UsageError
 if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
     from claudeloop.application.branch import RunBranches
+    from claudeloop.application.bundled_cli import BundledCli
     from claudeloop.application.fleet import QueueSupport
     from claudeloop.application.ports import (
         AccountBoards,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         RunIndex,
         WorkerHost,
     )
+    from claudeloop.application.task_files import TaskFiles
 
 
 def run_branches() -> RunBranches:
@@ -37,6 +39,25 @@ def run_branches() -> RunBranches:
     from claudeloop.adapters.run_branches import RunBranchesOnDisk
 
     return RunBranchesOnDisk()
+
+
+def bundled_cli_of(cwd: Path, profile: str | None) -> BundledCli:
+    """The Claude Code CLI a run of `cwd` with `profile` (None: the selected one) would
+    start, with its environment: what `login` and `claude` run."""
+    from claudeloop.adapters.bundled_cli import BundledCliOfBackend
+    from claudeloop.adapters.claude_code.backend import backend_for
+    from claudeloop.application.settings import MODEL
+    from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
+
+    config = configuration(cwd, {"profile": profile})
+    return BundledCliOfBackend(backend_for(backend_profile(config, config.get(MODEL))))
+
+
+def task_files() -> TaskFiles:
+    """Files that hold a task (a plan, a prompt file), read on disk."""
+    from claudeloop.adapters import plan_file
+
+    return plan_file  # its module-level read_task_text satisfies the port
 
 
 def checked_run_id(run_id: str) -> str:

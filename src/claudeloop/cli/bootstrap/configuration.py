@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from claudeloop.adapters.backend_advice import no_credentials as no_credentials
+from claudeloop.adapters.claude_code.backend import Backend, backend_for
 from claudeloop.adapters.config.loading import PROJECT_FILE as PROJECT_FILE
 from claudeloop.adapters.config.loading import ConfigError as ConfigError
 from claudeloop.adapters.config.loading import Configuration as Configuration
@@ -27,7 +28,6 @@ from claudeloop.application.settings import (
     SHARE_CAPACITY,
     ValueKind,
 )
-from claudeloop.cli.bootstrap.runs import Backend, backend_for
 
 if TYPE_CHECKING:
     from claudeloop.adapters.notify.sender import NotifyTargets as NotifyTargets

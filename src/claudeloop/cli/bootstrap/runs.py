@@ -35,18 +35,12 @@ from claudeloop.adapters.git_checkpoint import (
     repository_top,
     restore_worktree,
 )
-from claudeloop.adapters.git_checkpoint import branch_facts as branch_facts
 from claudeloop.adapters.interrupts import SignalInterrupts
 from claudeloop.adapters.notify.urls import (
     looks_like_apprise_url as looks_like_apprise_url,
 )
 from claudeloop.adapters.notify.urls import masked_url as masked_url
-from claudeloop.adapters.plan_file import TASK_LIMIT as TASK_LIMIT
-from claudeloop.adapters.plan_file import TASK_LIMIT_BYTES as TASK_LIMIT_BYTES
-from claudeloop.adapters.plan_file import NotATaskFile as NotATaskFile
 from claudeloop.adapters.plan_file import PlanFileOnDisk
-from claudeloop.adapters.plan_file import TaskTooLarge as TaskTooLarge
-from claudeloop.adapters.plan_file import read_task_text as read_task_text
 from claudeloop.adapters.project_folder import ProjectFolder as ProjectFolder
 from claudeloop.adapters.redaction import Redactor as Redactor
 from claudeloop.adapters.redaction import looks_secret as looks_secret
