@@ -33,6 +33,7 @@ from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import ProfileCheck
+from claudeloop.cli.bootstrap.boundary import refuse_unconfined_checks
 from claudeloop.cli.bootstrap.configuration import (
     backend_profile,
     configuration,
@@ -46,7 +47,6 @@ from claudeloop.cli.bootstrap.runs import (
     create_directory,
     new_record,
     refuse_checkpoint_outside_git,
-    refuse_unconfined_checks,
     wire_run,
     with_worktree,
 )
