@@ -100,3 +100,29 @@ def test_a_fleet_run_is_named_as_run_too(claudeloop: Invoke, tmp_path: Path) -> 
     assert_one_line_error(
         claudeloop("stop", "a", "--run-id", "b", "--engine", engine), "name it once"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "after"),
+    [
+        (("note",), ("use the staging database",)),
+        (("probe-now",), ()),
+        (("raise",), ("--max-turns", "40")),
+        (("export",), ()),
+        (("stop",), ()),
+    ],
+)
+def test_a_run_named_by_either_form_is_the_same_run(
+    claudeloop: Invoke, tmp_path: Path, command: tuple[str, ...], after: tuple[str, ...]
+) -> None:
+    waiting_run(tmp_path, "nightly")
+    waiting_run(tmp_path, "20261130-100000-bbbbbb")
+    by_run = claudeloop(*command, "nightly", *after, "--cwd", tmp_path)
+    by_run_id = claudeloop(*command, "--run-id", "nightly", *after, "--cwd", tmp_path)
+    assert (by_run.exit_code, by_run.out, by_run.err) == (
+        by_run_id.exit_code,
+        by_run_id.out,
+        by_run_id.err,
+    )
+    if command != ("export",):  # its rows name no run
+        assert "nightly" in by_run.out + by_run.err
