@@ -99,6 +99,9 @@ class MemoryBranches:
             return Merged(sha=None, conflicts=self.conflicting)
         return Merged(sha="cd" * 20)
 
+    def facts(self, work_dir: Path, run_id: str) -> dict[str, object]:
+        return {"branch": f"claudeloop/{run_id}", "commits": self.commits, "diffstat": ""}
+
 
 def plan_said(turn: int, still_open: list[str]) -> list[dict[str, Any]]:
     from claudeloop.application.events import PlanUpdated, TurnStarted

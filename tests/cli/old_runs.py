@@ -8,11 +8,12 @@ import io
 from collections import deque
 from dataclasses import dataclass
 
+from claudeloop.adapters.claude_code.backend import Backend
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.application.driving import drive_run
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.records import RunRecord
-from claudeloop.cli.bootstrap.runs import Backend, wire_run
+from claudeloop.cli.bootstrap.runs import wire_run
 from claudeloop.domain.signals import TurnSignals
 from tests.application.fakes import FakeGateway, verdict_turn
 

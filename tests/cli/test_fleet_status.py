@@ -146,7 +146,7 @@ def test_an_unreachable_engine_is_one_line_with_exit_1_and_no_password(
 def test_engine_wants_a_run_id_but_for_status_and_not_cwd_too(
     claudeloop: Invoke, engine: str, tmp_path: Path
 ) -> None:
-    assert_one_line_error(claudeloop("logs", "--engine", engine), "--engine needs --run-id")
+    assert_one_line_error(claudeloop("logs", "--engine", engine), "--engine needs the run id")
     assert_one_line_error(
         claudeloop("status", "--engine", engine, "--cwd", tmp_path), "--cwd or --engine"
     )

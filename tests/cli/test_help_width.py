@@ -37,3 +37,48 @@ def test_the_scenario_list_names_every_scenario_within_80_columns() -> None:
     assert all(len(line) <= WIDTH for line in lines)
     named = [line.split()[0] for line in lines if not line.startswith(" ")]
     assert named == list(BUILTIN_SCENARIOS)
+
+
+def cli_command(path: tuple[str, ...]) -> click.Command:
+    command: click.Command = cli
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+def described_commands(output: str) -> dict[str, str]:
+    """The command list of a group's --help: each name with its description, its
+    wrapped lines joined."""
+    described: dict[str, str] = {}
+    lines = output.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    name = ""
+    for line in lines:
+        if line[2] != " ":
+            name, _, said = line.strip().partition(" ")
+            described[name] = said.strip()
+        else:
+            described[name] += " " + line.strip()
+    return described
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in command_paths(cli) if isinstance(cli_command(p), click.Group)],
+    ids=lambda p: " ".join(p) or "root",
+)
+def test_no_command_description_is_cut_in_a_groups_help(path: tuple[str, ...]) -> None:
+    shown = CliRunner().invoke(cli, [*path, "--help"], terminal_width=WIDTH)
+    group = cli_command(path)
+    assert isinstance(group, click.Group)
+    described = described_commands(shown.output)
+    assert set(described) == {name for name, c in group.commands.items() if not c.hidden}
+    for name, said in described.items():
+        assert not said.endswith(("...", "…")), (name, said)
+        command = group.commands[name]
+        if command.short_help is not None:
+            assert said == command.short_help
+        else:  # the help's first sentence, whole
+            words = said.split()
+            assert (command.help or "").split()[: len(words)] == words
+            assert said.endswith(".")

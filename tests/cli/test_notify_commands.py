@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.claude_code.backend import backend_for
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.notify.sender import NotifyTargets
 from claudeloop.application.driving import drive_run
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap.runs import backend_for, create_directory, new_record, wire_run
+from claudeloop.cli.bootstrap.runs import create_directory, new_record, wire_run
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
-from claudeloop.cli.rehearse import rehearsal_env
+from claudeloop.cli.bootstrap.rehearsal import rehearsal_env
 
 
 @pytest.mark.parametrize("name", [*PROVIDER_VARIABLES, "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"])

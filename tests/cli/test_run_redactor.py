@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.claude_code.backend import Backend
 from claudeloop.adapters.notify.sender import NotifyTargets
 from claudeloop.adapters.run_directory.redacted import RedactedEvents
+from claudeloop.adapters.run_secrets import run_redactor
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import TurnFinished
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap.runs import Backend, run_redactor
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from tests.application.fakes import MemoryEvents
 

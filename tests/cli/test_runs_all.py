@@ -74,3 +74,27 @@ def test_what_is_shown_is_masked_by_the_runs_secrets(
     reason = json.loads(shown)[0]["reason"]
     assert reason.startswith("the key ")
     assert reason.endswith(" failed")
+
+
+def test_runs_columns_line_up_for_a_custom_run_id_and_a_gone_run(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    registered(tmp_path / "app", "20261130-090000-aaaaaa")
+    waiting_run(tmp_path / "app", "nightly")
+    mine = claudeloop("runs", "--cwd", tmp_path / "app")
+    assert mine.exit_code == 0, mine.err
+    lines = mine.out.strip().splitlines()
+    assert len(lines) == 2
+    # The outcome and the turns start in the same column, whatever the run id's length.
+    assert len({line.index("waiting") for line in lines}) == 1
+    assert len({line.index("turns") for line in lines}) == 1
+
+    registered(tmp_path / "old", "20261130-110000-cccccc")
+    shutil.rmtree(tmp_path / "old")
+    every = claudeloop("runs", "--all").out.strip().splitlines()
+    gone = next(line for line in every if "gone" in line)
+    waiting = next(line for line in every if "waiting" in line)
+    # A gone run's short row keeps the columns: its outcome and its folder where the
+    # others have theirs.
+    assert gone.index("gone") == waiting.index("waiting")
+    assert gone.index(str(tmp_path / "old")) == waiting.index(str(tmp_path / "app"))

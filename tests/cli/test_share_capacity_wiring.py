@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.claude_code.backend import Backend
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
 from claudeloop.adapters.shared_capacity.board import account_key
@@ -18,7 +19,7 @@ from claudeloop.adapters.shared_capacity.board_link import LinkedCapacityBoard
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
 from claudeloop.application.records import RunSpec
 from claudeloop.cli.bootstrap.configuration import configuration, shared_capacity_dir
-from claudeloop.cli.bootstrap.runs import Backend, make_gateway
+from claudeloop.cli.bootstrap.runs import make_gateway
 
 
 def spec(tmp_path: Path) -> RunSpec:
@@ -85,7 +86,8 @@ def test_a_run_loads_no_database_driver_alone_or_in_a_fleet(tmp_path: Path) -> N
         "from claudeloop.adapters.run_directory import RunDirectory\n"
         "from claudeloop.application.records import RunSpec\n"
         "from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat\n"
-        "from claudeloop.cli.bootstrap.runs import Backend, make_gateway\n"
+        "from claudeloop.adapters.claude_code.backend import Backend\n"
+        "from claudeloop.cli.bootstrap.runs import make_gateway\n"
         "cwd = Path(sys.argv[1])\n"
         "spec = RunSpec(cwd=cwd, task='t', plan_path=None)\n"
         "directory = RunDirectory.create(cwd, 'run-1')\n"

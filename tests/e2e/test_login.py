@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.cli.bootstrap.runs import Backend
+from claudeloop.adapters.claude_code.backend import Backend
 from tests.e2e.conftest import Rehearsal, cli_env, write_plan
 
 

@@ -9,26 +9,13 @@ import stat
 from pathlib import Path
 
 from claudeloop.adapters.atomic_file import write_atomically
+from claudeloop.application.task_files import (
+    TASK_LIMIT,
+    TASK_LIMIT_BYTES,
+    NotATaskFile,
+    TaskTooLarge,
+)
 from claudeloop.domain.plan import WorkPlan
-
-# The most a task (a plan, a prompt file, standard input) may hold. A model's context
-# window is far smaller (200k tokens is under 1 MB of text), so this refuses a wrong
-# file (a log, a dump) at once rather than sending it turn after turn; and it bounds
-# what state.json holds of the task.
-TASK_LIMIT_BYTES = 1024 * 1024
-TASK_LIMIT = "1 MiB"
-
-
-class NotATaskFile(OSError):
-    """The path is no regular file (a FIFO, a device, a socket); `problem` says what."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-
-
-class TaskTooLarge(NotATaskFile):
-    """A regular file over TASK_LIMIT_BYTES."""
 
 
 def read_task_text(path: Path) -> str:

@@ -63,6 +63,9 @@ class RunBranchesOnDisk:
     def merge(self, repository: Path, branch: str, into: str) -> Merged:
         return git_checkpoint.merge_branch(repository, branch, into)
 
+    def facts(self, work_dir: Path, run_id: str) -> dict[str, object]:
+        return git_checkpoint.branch_facts(work_dir, run_id)
+
     @staticmethod
     def _directory(cwd: Path, run_id: str) -> RunDirectory:
         return find_run(cwd, run_id, None)

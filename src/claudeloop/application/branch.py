@@ -63,6 +63,11 @@ class RunBranches(Protocol):
 
     def merge(self, repository: Path, branch: str, into: str) -> Merged: ...
 
+    def facts(self, work_dir: Path, run_id: str) -> dict[str, object]:
+        """The branch, the run's commits on it and their diffstat, as `status` shows
+        them (OSError: the worktree is gone)."""
+        ...
+
 
 def committing_run(runs: RunBranches, cwd: Path, run_id: str | None) -> RunRecord:
     """The run, which must commit (a branch of its own, or --checkpoint's)."""

@@ -43,6 +43,8 @@ READ_FILES: tuple[str, ...] = (
     "go.mod",
 )
 TESTS_DIRECTORY = "tests"
+# The project's own configuration file, which every run of the directory reads.
+CONFIG_FILE = "claudeloop.toml"
 PLAN_FILE = "PLAN.md"
 
 # A rule line whose targets include `test`: `test:`, `test: build`, `check test::`; not

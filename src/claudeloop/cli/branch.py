@@ -38,7 +38,7 @@ def rewind(
     turns = ", ".join(str(turn) for turn in done.undone)
     click.echo(
         f"run {done.run_id}: rewound to turn {to_turn} ({done.sha[:12]}); undone: turns "
-        f"{turns}. The next turn is told (claudeloop resume --run-id {done.run_id})."
+        f"{turns}. The next turn is told (claudeloop resume {done.run_id})."
     )
 
 

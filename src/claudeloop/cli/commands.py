@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -24,9 +23,6 @@ from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
 from claudeloop.cli.rehearse import kept_rehearsal, resume_kept
-
-if TYPE_CHECKING:
-    from claudeloop.cli.bootstrap.runs import Backend
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +51,6 @@ def run(
     output: Output,
     flags: Mapping[str, object],
     seat: FleetSeat,
-    backend: Backend | None = None,
     prompt_file: Path | None = None,
 ) -> None:
     """`flags`: the settings' flags by key, as `loop_options` parsed them. `seat`: what a
@@ -65,7 +60,7 @@ def run(
     cwd = working_directory(output.cwd)
     plan_path, task = task_from_options(plan, prompt, prompt_file, cwd=cwd)
     asked = NewRun(cwd=cwd, task=task, plan_path=plan_path, run_id=run_id, flags=flags)
-    ended = start_run(_launcher(output, seat), asked, warn=_warn, backend=backend)
+    ended = start_run(_launcher(output, seat), asked, warn=_warn)
     finish(ended.record, as_json=output.as_json)
 
 
@@ -76,7 +71,6 @@ def resume(
     output: Output,
     flags: Mapping[str, object],
     seat: FleetSeat,
-    backend: Backend | None = None,
     new_session: bool = False,
 ) -> None:
     """Continue a run (application/launching.py's `resume_run` says how)."""
@@ -84,11 +78,12 @@ def resume(
     asked = RunToResume(
         cwd=cwd, run_id=run_id, session_id=session_id, flags=flags, new_session=new_session
     )
-    kept = kept_rehearsal(cwd) if backend is None else None
+    # In a kept rehearsal's project the run goes on against its rehearsal API again.
+    kept = kept_rehearsal(cwd)
     launched = (
         resume_kept(kept, asked, launcher=_launcher(output, seat), warn=_warn)
         if kept is not None
-        else resume_run(_launcher(output, seat), asked, warn=_warn, backend=backend)
+        else resume_run(_launcher(output, seat), asked, warn=_warn)
     )
     match launched:
         case AlreadyDone(record):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from claudeloop.application.errors import UsageError
+from claudeloop.cli.options import names_a_run
 from claudeloop.cli.params import CWD_OPTION, working_directory
 
 if TYPE_CHECKING:
@@ -36,8 +37,11 @@ capacity_kind is given the kind its words say.
 def register(cli: click.Group) -> None:
     """Add `export` to `cli`."""
 
-    @cli.command("export", epilog=EPILOG)
-    @click.argument("run", required=False, metavar="[RUN]")
+    @cli.command(
+        "export",
+        short_help="A run's events as CSV, with the capacity's kind as a column.",
+        epilog=EPILOG,
+    )
     @CWD_OPTION
     @click.option(
         "-o",
@@ -47,6 +51,7 @@ def register(cli: click.Group) -> None:
         metavar="FILE",
         help="Write the CSV to FILE (default: stdout).",
     )
+    @names_a_run
     def export(run: str | None, cwd: Path | None, output: Path | None) -> None:
         """A run's events as CSV, one row per event, with the capacity's kind in a
         column of its own (RUN: default the live run, else the newest)."""

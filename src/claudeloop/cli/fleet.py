@@ -402,7 +402,7 @@ def _look_up(chosen: Fleet, run_id: str, asked: str) -> FleetRun:
 
 
 def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
-    """`status --engine [URL] [--run-id ID]`."""
+    """`status [RUN] --engine [URL]`."""
     from claudeloop.application.fleet import status_view
     from claudeloop.cli.bootstrap import shown_masked
     from claudeloop.cli.inspect import show_status
@@ -430,7 +430,7 @@ def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
 
 
 def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
-    """`logs --engine [URL] --run-id ID [-f]`: the events the run's worker stored."""
+    """`logs RUN --engine [URL] [-f]`: the events the run's worker stored."""
     import time
 
     from claudeloop.application.fleet import events
@@ -448,7 +448,7 @@ def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:
 
 
 def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: bool) -> None:
-    """`stop` or `wind-down --engine [URL] --run-id ID`: asked through the engine, the
+    """`stop` or `wind-down RUN --engine [URL]`: asked through the engine, the
     run's worker writes it into the run's control file."""
     from claudeloop.application.fleet import control
     from claudeloop.application.inspection import takes_effect

@@ -12,16 +12,22 @@ from pathlib import Path
 
 import click
 
-from claudeloop.application.errors import ClaudeloopError, ConfigError
-from claudeloop.application.project_setup import PLAN_FILE, SetUp, set_up, toml_string
-from claudeloop.cli.bootstrap.configuration import PROJECT_FILE, configuration
-from claudeloop.cli.bootstrap.runs import ProjectFolder
+from claudeloop.application.errors import ClaudeloopError, UsageError
+from claudeloop.application.project_setup import (
+    CONFIG_FILE,
+    PLAN_FILE,
+    SetUp,
+    set_up,
+    toml_string,
+)
+from claudeloop.cli.bootstrap import project_folder
+from claudeloop.cli.bootstrap.configuration import configuration
 from claudeloop.cli.params import working_directory
 
 
 def init(*, cwd: Path | None) -> None:
     directory = working_directory(cwd)
-    done = set_up(ProjectFolder(directory), config_name=PROJECT_FILE)
+    done = set_up(project_folder(directory), config_name=CONFIG_FILE)
     click.echo(f"Setting up claudeloop in {directory}.")
     for line in report(done):
         click.echo(line)
@@ -30,12 +36,12 @@ def init(*, cwd: Path | None) -> None:
         raise ClaudeloopError(f"{directory / name}: cannot be written ({reason})")
     try:
         verify = configuration(directory, {}).settings["verify"]
-    except ConfigError as error:
-        raise ConfigError(f"{error}; fix it, then `claudeloop config show`") from None
-    if PROJECT_FILE in done.kept and done.checks and not verify.value:
+    except UsageError as error:  # a file or variable the run would read: exit 2
+        raise UsageError(f"{error}; fix it, then `claudeloop config show`") from None
+    if CONFIG_FILE in done.kept and done.checks and not verify.value:
         first = done.checks[0]
         click.echo(
-            f"{PROJECT_FILE} sets no verify: add verify = [{toml_string(first.command)}] "
+            f"{CONFIG_FILE} sets no verify: add verify = [{toml_string(first.command)}] "
             "to it so that a Done must pass the tests."
         )
     click.echo(next_step(cwd, directory, plan_written=PLAN_FILE in done.written))

@@ -51,13 +51,13 @@ def _with_commits(data: dict[str, Any], mask: Mask) -> None:
     """The commits of a run that commits its turns, and their diffstat, from git, masked
     (their subjects are the model's summaries, and a commit of an older claudeloop holds
     them as the model wrote them)."""
-    from claudeloop.cli.bootstrap.runs import branch_facts
+    from claudeloop.cli.bootstrap import run_branches
 
     branch = data.get("branch")
     if not branch:
         return
     try:
-        facts = branch_facts(Path(branch["work_dir"]), data["run_id"])
+        facts = run_branches().facts(Path(branch["work_dir"]), data["run_id"])
     except OSError:
         return  # a worktree removed: the record's own facts stay
     shown = mask({"commits": facts["commits"], "diffstat": facts["diffstat"]})
@@ -196,10 +196,8 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
             f"no claudeloop runs in {directory}; every run of this machine: claudeloop runs --all"
         )
         return
-    for row in rows:
-        live = " (live)" if row.get("driver_alive") else ""
-        outcome = row.get("outcome") or row["phase"]
-        click.echo(f"{row['run_id']}  {outcome:<22} {_said(row)}{live}")
+    for line in aligned([_columns(row) for row in rows]):
+        click.echo(line)
 
 
 def _said(row: dict[str, Any]) -> str:
@@ -222,10 +220,24 @@ def machine_runs(*, as_json: bool) -> None:
     if not rows:
         click.echo("no claudeloop runs started on this machine")
         return
-    for row in rows:
-        live = " (live)" if row.get("driver_alive") else ""
-        outcome = row.get("outcome") or row["phase"]
-        click.echo(f"{row['run_id']}  {outcome:<22} {_said(row)}{live}  {row['cwd']}")
+    for line in aligned([[*_columns(row), str(row["cwd"])] for row in rows]):
+        click.echo(line)
+
+
+def _columns(row: dict[str, Any]) -> list[str]:
+    """A row of `runs`: its id, its outcome (or phase), its turns, money and title."""
+    live = " (live)" if row.get("driver_alive") else ""
+    return [str(row["run_id"]), str(row.get("outcome") or row["phase"]), f"{_said(row)}{live}"]
+
+
+def aligned(rows: list[list[str]]) -> list[str]:
+    """`rows` as lines whose columns start at the same place, each column as wide as its
+    widest cell (a run id of any length, a gone run's short row), two spaces apart."""
+    widths = [max(len(row[at]) for row in rows) for at in range(len(rows[0]))] if rows else []
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def control(

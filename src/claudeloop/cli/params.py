@@ -90,12 +90,12 @@ class AppriseUrl(click.ParamType):  # type: ignore[type-arg]
     name = "URL"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from claudeloop.cli.bootstrap.runs import looks_like_apprise_url, masked_url
+        from claudeloop.cli.bootstrap import masking
 
-        text = str(value)
-        if not looks_like_apprise_url(text):
+        text, rules = str(value), masking()
+        if not rules.looks_like_apprise_url(text):
             # A plain word is shown as typed; anything that could hold a secret is masked.
-            shown = text if _PLAIN_WORD.fullmatch(text) else masked_url(text)
+            shown = text if _PLAIN_WORD.fullmatch(text) else rules.masked_url(text)
             self.fail(
                 f"{shown!r} is not an apprise URL; use scheme://..., such as "
                 "ntfy://ntfy.sh/my-topic or json://127.0.0.1:8080/hook",

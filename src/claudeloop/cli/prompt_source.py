@@ -19,12 +19,11 @@ import click
 from claudeloop.application.errors import UsageError
 from claudeloop.application.project_setup import TEMPLATE_STEPS, still_the_template
 from claudeloop.application.prompts import plan_task
-from claudeloop.cli.bootstrap.runs import (
+from claudeloop.application.task_files import (
     TASK_LIMIT,
     TASK_LIMIT_BYTES,
     NotATaskFile,
     TaskTooLarge,
-    read_task_text,
 )
 from claudeloop.domain.plan import WorkPlan
 
@@ -87,8 +86,10 @@ def read_task_file(
     if not path.is_absolute() and not path.exists() and (cwd / path).exists():
         path = cwd / path
     where = f"{named} {given}"
+    from claudeloop.cli.bootstrap import task_files
+
     try:
-        text = read_task_text(path)
+        text = task_files().read_task_text(path)
     except TaskTooLarge as refused:
         raise UsageError(f"{where}: {refused.problem}") from None
     except NotATaskFile as refused:

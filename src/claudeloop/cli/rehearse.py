@@ -14,32 +14,27 @@ import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import UsageError
-from claudeloop.application.fleet_seat import NO_SEAT
-from claudeloop.application.launching import Launched, RunLock, RunToResume, resume_run
+from claudeloop.application.launching import Launched, RunToResume, resume_run
 from claudeloop.application.prompts import plan_task
-from claudeloop.application.records import RunRecord, RunSpec
+from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
-from claudeloop.cli.bootstrap.configuration import DUMMY_TOKEN, BackendProfile, Configuration
+from claudeloop.cli.bootstrap.configuration import flag_notify_targets
 from claudeloop.cli.bootstrap.launcher import Launcher
-from claudeloop.cli.bootstrap.runs import (
-    CREDENTIAL_VARIABLES,
-    PROVIDER_VARIABLES,
-    Backend,
-    RunDirectory,
-    backend_for,
-    create_directory,
-    new_record,
-    unregister_run,
-    wire_run,
+from claudeloop.cli.bootstrap.rehearsal import (
+    LOCAL_PROFILE,
+    Rehearsal,
+    RehearsalLauncher,
+    RehearsalServers,
+    rehearsal_run,
 )
 from claudeloop.cli.output import finish, json_line
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
@@ -50,11 +45,8 @@ from claudeloop.domain.verification import CheckCommand
 from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
-    from claudeloop.cli.bootstrap.configuration import NotifyTargets
     from claudeloop.rehearsal import Scenario
 
-# The profile a rehearsal's run names: built into the rehearsal, in no configuration file.
-REHEARSAL_PROFILE = "rehearsal"
 # What `rehearse --keep` writes beside the project: the scenario to serve on a resume.
 KEPT = "rehearsal.json"
 
@@ -67,37 +59,8 @@ REHEARSAL_POLICY = WaitPolicyConfig(
     credits_probe_ceiling=timedelta(seconds=6),
     max_wait=timedelta(minutes=2),
 )
-# Credential variables that must not reach the rehearsal: it needs none, and a real key
-# has no business on a loopback server; nor a provider or a model of the user's setup.
-# The OAuth token is blanked too, then set to the rehearsal's own.
-BLANKED = (
-    *CREDENTIAL_VARIABLES,
-    *PROVIDER_VARIABLES,
-    "ANTHROPIC_MODEL",
-    "ANTHROPIC_SMALL_FAST_MODEL",
-)
-
-
-def rehearsal_env(base_url: str, home: Path) -> dict[str, str]:
-    env = dict.fromkeys(BLANKED, "")
-    env.update(
-        {
-            "ANTHROPIC_BASE_URL": base_url,
-            # A subscription-style login makes the CLI read rate-limit headers and report
-            # rate-limit events, as it does for most people running long tasks.
-            "CLAUDE_CODE_OAUTH_TOKEN": "rehearsal-token",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            "HOME": str(home),
-            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        }
-    )
-    return env
-
-
 # What the pause and switch-profile rehearsals set, as a user would in claudeloop.toml.
 PAUSE_AT = PauseThresholds.parse("5h=90%")
-LOCAL_PROFILE = "rehearsal-local"
 SWITCH_TO_LOCAL = LimitPolicies((("five_hour", SwitchProfile(LOCAL_PROFILE)),))
 LOCAL_SCENARIO = "switch-profile-local"
 # What the verify rehearsal sets, as `--verify 'test -f step3.txt' --review` would.
@@ -105,37 +68,6 @@ VERIFY = VerifyRules(checks=(CheckCommand.parse("test -f step3.txt"),), review=T
 # Scenarios of a local server's failures, played through a local profile as a user on
 # Ollama meets them (a 500 there is a model that failed to load, not an outage).
 ON_A_LOCAL_PROFILE = ("local-busy", "local-load-failed", "model-missing")
-
-
-def local_backend(base_url: str, home: Path) -> Backend:
-    """The rehearsal's local profile: a rehearsal API standing in for Ollama."""
-    env = rehearsal_env(base_url, home)
-    env.update(
-        {
-            "CLAUDE_CODE_OAUTH_TOKEN": "",
-            # The dummy token a real local profile sends: "ollama" would be masked as a
-            # secret wherever the word appears (`ollama pull` in the fix).
-            "ANTHROPIC_AUTH_TOKEN": DUMMY_TOKEN,
-            "ANTHROPIC_MODEL": "qwen3",
-        }
-    )
-    profile = BackendProfile(
-        name=LOCAL_PROFILE,
-        where=f"[profiles.{LOCAL_PROFILE}] (built into the rehearsal)",
-        base_url=base_url,
-        preset="ollama",
-        model="qwen3",
-        small_fast_model="qwen3",
-        credentials="a dummy auth token (the server needs none)",
-        env=env,
-        marker_fallback=False,
-        zero_cost=True,
-    )
-    return backend_for(profile)
-
-
-def _local_backend(base_url: str, home: Path) -> Callable[[str], Backend]:
-    return lambda _name: local_backend(base_url, home)
 
 
 def example_plan() -> str:
@@ -151,9 +83,11 @@ def rehearse(
         click.echo(scenario_list())
         return
     played = _played(scenario)
-    targets = _notify_targets(notify)
+    # --notify URLs, checked as `run` checks them (the config files are not read: a
+    # rehearsal plays the same whatever the project says), before anything starts.
+    targets = flag_notify_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
-    directory: RunDirectory | None = None
+    rehearsal: Rehearsal | None = None
     try:
         project = workdir / "project"
         project.mkdir()
@@ -164,47 +98,28 @@ def rehearse(
         )
         if keep:
             kept.write()  # before the first turn: a rehearsal stopped midway resumes too
-        with served(kept, played) as wiring:
+        with served(kept, played) as servers:
+            server, local = servers.base_url, servers.local_url
             if not as_json:
                 click.echo(
-                    f"rehearsal: scenario {scenario} on {wiring.base_url}; working in {project}",
+                    f"rehearsal: scenario {scenario} on {server}; working in {project}",
                     err=True,
                 )
-                if wiring.local_url is not None:
-                    click.echo(
-                        f"rehearsal: the local profile's model on {wiring.local_url}", err=True
-                    )
-            own = wiring.backend
+                if local is not None:
+                    click.echo(f"rehearsal: the local profile's model on {local}", err=True)
             spec = RunSpec(
                 cwd=project,
                 task=plan_task("PLAN.md"),
                 plan_path=plan,
                 wait_policy=REHEARSAL_POLICY,
                 permission_mode="acceptEdits",
-                profile=own.profile.name if own.profile else REHEARSAL_PROFILE,
-                marker_fallback=own.marker_fallback,
                 pause_at=PAUSE_AT if scenario == "pause" else PauseThresholds(),
-                limits=SWITCH_TO_LOCAL if wiring.local_url is not None else LimitPolicies(),
+                limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
                 verify=VERIFY if scenario == "verify" else VerifyRules(),
             )
-            record = new_record(spec, None)
-            directory = create_directory(record)
-            ended = drive_run(
-                wire_run(
-                    directory,
-                    record,
-                    backend=own,
-                    quiet=as_json,
-                    notify=targets,
-                    detours=wiring.detours,
-                    # Its own record: a rehearsal never shares capacity with real runs.
-                    capacity_dir=wiring.capacity_dir,
-                    seat=NO_SEAT,  # nor is it a fleet's
-                ),
-                record,
-                resumed=False,
-            )
-            state = wiring.state()
+            rehearsal = rehearsal_run(spec, servers, notify=targets, quiet=as_json)
+            ended = drive_run(rehearsal.wired, rehearsal.record, resumed=False)
+            state = servers.state()
         if not as_json:
             result = result_object(ended)
             click.echo(
@@ -219,14 +134,14 @@ def rehearse(
             written = sorted(p.name for p in project.iterdir() if p.is_file())
             click.echo(f"rehearsal: files in the project: {', '.join(written)}", err=True)
             click.echo("", err=True)
-            click.echo(_summary_shown(directory.summary_path, workdir, keep=keep), err=True)
+            click.echo(_summary_shown(rehearsal.summary_path, workdir, keep=keep), err=True)
         finish(ended, as_json=as_json, extra={"kept": str(workdir)} if keep else None)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
-            if directory is not None:
+            if rehearsal is not None:
                 # Removed on purpose: not listed by `runs --all` or the dashboard as gone.
-                unregister_run(directory)
+                rehearsal.forget()
 
 
 def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
@@ -275,18 +190,6 @@ def kept_rehearsal(cwd: Path) -> KeptRehearsal | None:
     return KeptRehearsal(cwd.parent, scenario)
 
 
-@dataclass(frozen=True, slots=True)
-class Served:
-    """A rehearsal's API serving, and how a run is wired to it."""
-
-    base_url: str
-    local_url: str | None
-    backend: Backend
-    detours: Callable[[str], Backend] | None
-    capacity_dir: Path
-    state: Callable[[], dict[str, Any]]
-
-
 def _played(scenario: str) -> Scenario:
     """The scenario named (a built-in) or given (a .toml or .json file)."""
     from claudeloop.rehearsal import (
@@ -308,29 +211,25 @@ def _played(scenario: str) -> Scenario:
 
 
 @contextlib.contextmanager
-def served(kept: KeptRehearsal, played: Scenario | None = None) -> Iterator[Served]:
+def served(kept: KeptRehearsal, played: Scenario | None = None) -> Iterator[RehearsalServers]:
     """The rehearsal API of `kept`'s scenario (and the local profile's, for the
-    switch-profile one) on 127.0.0.1 while the block runs, and the backend, detours and
-    capacity record of the runs it serves: the folder's own, never the machine's."""
+    switch-profile one) on 127.0.0.1 while the block runs, with the folder's own home
+    and capacity record, never the machine's."""
     from claudeloop.rehearsal import RehearsalServer, builtin_scenario
 
     scenario = kept.scenario
-    with contextlib.ExitStack() as servers:
-        server = servers.enter_context(RehearsalServer(played or _played(scenario)))
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(RehearsalServer(played or _played(scenario)))
         local = (
-            servers.enter_context(RehearsalServer(builtin_scenario(LOCAL_SCENARIO)))
+            stack.enter_context(RehearsalServer(builtin_scenario(LOCAL_SCENARIO)))
             if scenario == "switch-profile"
             else None
         )
-        home = kept.workdir / "home"
-        yield Served(
+        yield RehearsalServers(
             base_url=server.base_url,
             local_url=local.base_url if local is not None else None,
-            backend=local_backend(server.base_url, home)
-            if scenario in ON_A_LOCAL_PROFILE
-            else Backend(env=rehearsal_env(server.base_url, home)),
-            detours=_local_backend(local.base_url, home) if local is not None else None,
-            capacity_dir=kept.workdir / "state" / "capacity",
+            on_local_profile=scenario in ON_A_LOCAL_PROFILE,
+            workdir=kept.workdir,
             state=server.state,
         )
 
@@ -342,46 +241,11 @@ def resume_kept(
     does (its ledger, session and plan kept), against a new rehearsal API of the same
     scenario, wired as the rehearsal wired it (its own capacity record, its local
     profile). The API starts afresh: its scenario plays again from its first request."""
-    with served(kept) as wiring:
+    with served(kept) as servers:
         rehearsing = RehearsalLauncher(
-            seat=launcher.seat, quiet=launcher.quiet, verbose=launcher.verbose, wiring=wiring
+            seat=launcher.seat, quiet=launcher.quiet, verbose=launcher.verbose, servers=servers
         )
-        return resume_run(rehearsing, asked, warn=warn, backend=wiring.backend)
-
-
-@dataclass(frozen=True, slots=True)
-class RehearsalLauncher(Launcher):
-    """The launcher of a kept rehearsal's resume: a run driven on the rehearsal's own
-    capacity record and detours, told nothing of the notifications of the files."""
-
-    wiring: Served | None = None
-
-    def drive(
-        self,
-        directory: RunDirectory,
-        record: RunRecord,
-        backend: Backend,
-        settings: Configuration,  # noqa: ARG002 (the rehearsal wires its own)
-        *,
-        resumed: bool,
-        lock: RunLock | None,
-        login_ends_at: datetime | None,
-        new_session: bool = False,
-    ) -> RunRecord:
-        assert self.wiring is not None
-        wired = wire_run(
-            directory,
-            record,
-            backend=backend,
-            quiet=self.quiet,
-            verbose=self.verbose,
-            detours=self.wiring.detours,
-            capacity_dir=self.wiring.capacity_dir,
-            lock=lock,
-            login_ends_at=login_ends_at,
-            seat=NO_SEAT,
-        )
-        return drive_run(wired, record, resumed=resumed, new_session=new_session)
+        return resume_run(rehearsing, asked, warn=warn, backend=servers.backend())
 
 
 def scenario_list(width: int = 80) -> str:
@@ -395,11 +259,3 @@ def scenario_list(width: int = 80) -> str:
         lines.append(f"{name:<{column}}{wrapped[0]}")
         lines += [" " * column + rest for rest in wrapped[1:]]
     return "\n".join(lines)
-
-
-def _notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
-    """--notify URLs, checked as `run` checks them (the config files are not read: a
-    rehearsal plays the same whatever the project says)."""
-    from claudeloop.cli.bootstrap.configuration import flag_notify_targets
-
-    return flag_notify_targets(urls)

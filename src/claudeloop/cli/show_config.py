@@ -4,23 +4,16 @@ keep only their scheme and server (see adapters/notify/urls.py)."""
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import click
 
+from claudeloop.application.config_view import BackendShown, ConfigView
 from claudeloop.application.durations import format_duration
-from claudeloop.application.settings import MODEL, SETTINGS, Setting
-from claudeloop.cli.bootstrap.configuration import (
-    BackendProfile,
-    Configuration,
-    backend_profile,
-    config_files,
-    configuration,
-)
-from claudeloop.cli.bootstrap.runs import Redactor, looks_secret, masked_url
+from claudeloop.application.settings import SETTINGS, Setting
+from claudeloop.cli.bootstrap import config_view, masking
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 
@@ -28,24 +21,21 @@ MASK = "****"
 
 
 def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
-    directory = working_directory(cwd)
-    config = configuration(directory, {"profile": profile})
-    backend = backend_profile(config, config.get(MODEL))
-    project, user = config_files(directory, os.environ)
+    view = config_view(working_directory(cwd), profile)
     data = {
         "settings": {
             setting.key: {
-                "value": _plain(setting, config.of(setting).value),
-                "from": config.of(setting).origin.describe(),
+                "value": _plain(setting, view.settings.of(setting).value),
+                "from": view.settings.of(setting).origin.describe(),
             }
             for setting in SETTINGS
         },
         "files": {
-            "project": {"path": str(project), "read": project in config.files},
-            "user": {"path": str(user), "read": user in config.files},
+            "project": {"path": str(view.project.path), "read": view.project.read},
+            "user": {"path": str(view.user.path), "read": view.user.read},
         },
-        "profiles": _profiles(config),
-        "backend": _backend(backend),
+        "profiles": _profiles(view),
+        "backend": _backend(view.backend),
     }
     if as_json:
         print_json(data)
@@ -78,21 +68,21 @@ def show(*, cwd: Path | None, profile: str | None, as_json: bool) -> None:
         click.echo(f"other profiles: {', '.join(others)}")
 
 
-def _profiles(config: Configuration) -> dict[str, Any]:
+def _profiles(view: ConfigView) -> dict[str, Any]:
     shown: dict[str, Any] = {}
-    for name, defined in sorted(config.profiles.items()):
-        table = defined.table.model_dump(exclude_none=True)
+    for name, (defined_in, written) in view.profiles.items():
+        table = dict(written)
         if "auth_token" in table:
             table["auth_token"] = MASK
         table["extra_env"] = _masked(table.get("extra_env", {}))
-        shown[name] = {"defined_in": str(defined.source), **table}
+        shown[name] = {"defined_in": defined_in, **table}
     return shown
 
 
-def _backend(backend: BackendProfile) -> dict[str, Any]:
+def _backend(backend: BackendShown) -> dict[str, Any]:
     return {
-        "profile": backend.name,
-        "defined_in": backend.where,
+        "profile": backend.profile,
+        "defined_in": backend.defined_in,
         "local": backend.local,
         "base_url": backend.base_url,
         "model": backend.model,
@@ -105,9 +95,10 @@ def _backend(backend: BackendProfile) -> dict[str, Any]:
 
 
 def _masked(env: dict[str, str]) -> dict[str, str]:
+    rules = masking()
     return {
         # A URL's password and a token-shaped value are masked under any name.
-        name: MASK if value and looks_secret(name) else Redactor().text(value)
+        name: MASK if value and rules.looks_secret(name) else rules.masked_text(value)
         for name, value in sorted(env.items())
     }
 
@@ -157,7 +148,8 @@ def _basic_string(text: str) -> str:
 def _plain(setting: Setting[object], value: object) -> object:
     """A value as JSON holds it: apprise URLs masked, durations as written."""
     if setting.kind == "urls" and isinstance(value, list):
-        return [masked_url(str(url)) for url in value]
+        rules = masking()
+        return [rules.masked_url(str(url)) for url in value]
     if isinstance(value, list | tuple):
         return list(value)
     if isinstance(value, timedelta):

@@ -30,6 +30,7 @@ from claudeloop.adapters.config.schema import (
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.application.errors import ConfigError, NotToml
 from claudeloop.application.fleet_seat import SEAT_VARIABLES
+from claudeloop.application.project_setup import CONFIG_FILE
 from claudeloop.application.settings import (
     BY_KEY,
     DEFAULT_PROFILE,
@@ -46,7 +47,7 @@ from claudeloop.application.settings import Setting as SettingDescription
 
 T = TypeVar("T")
 
-PROJECT_FILE = "claudeloop.toml"
+PROJECT_FILE = CONFIG_FILE
 USER_FILE = "config.toml"
 CONFIG_DIR_VARIABLE = "CLAUDELOOP_CONFIG_DIR"
 # The CLAUDELOOP_* variables that are no setting: where claudeloop keeps its files, which

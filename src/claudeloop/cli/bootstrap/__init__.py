@@ -1,12 +1,14 @@
 """The composition root: the one place in cli/ that names an adapter (an import contract
-in pyproject.toml holds it). It fills the ports of the commands' use cases from adapters
-and hands the commands the few adapters' names they use as they are:
+in pyproject.toml holds it). It fills the ports of the commands' use cases from adapters,
+or hands a command a wired object; it passes on no adapter's own name
+(tests/cli/test_composition_root.py):
 
 - here, what looks at runs (a project's, this machine's, the fleet's) and the fleet's
   commands: each imports what it wires when it is called, so that `status --engine` or
   `queue ls` start without what a run needs;
 - `runs`: the wiring of a run (run, resume, rehearse) and of doctor's checks;
-- `configuration`: the settings and what they name; `launcher`: a run's start.
+- `configuration`: the settings and what they name; `launcher`: a run's start;
+  `rehearsal`: a rehearsal's backends and its run.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from claudeloop.application.errors import UsageError
 if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
     from claudeloop.application.branch import RunBranches
+    from claudeloop.application.bundled_cli import BundledCli
+    from claudeloop.application.config_view import ConfigView, Masking
     from claudeloop.application.fleet import QueueSupport
     from claudeloop.application.ports import (
         AccountBoards,
@@ -30,6 +34,8 @@ if TYPE_CHECKING:
         RunIndex,
         WorkerHost,
     )
+    from claudeloop.application.project_setup import ProjectFolder
+    from claudeloop.application.task_files import TaskFiles
 
 
 def run_branches() -> RunBranches:
@@ -37,6 +43,73 @@ def run_branches() -> RunBranches:
     from claudeloop.adapters.run_branches import RunBranchesOnDisk
 
     return RunBranchesOnDisk()
+
+
+def bundled_cli_of(cwd: Path, profile: str | None) -> BundledCli:
+    """The Claude Code CLI a run of `cwd` with `profile` (None: the selected one) would
+    start, with its environment: what `login` and `claude` run."""
+    from claudeloop.adapters.bundled_cli import BundledCliOfBackend
+    from claudeloop.adapters.claude_code.backend import backend_for
+    from claudeloop.application.settings import MODEL
+    from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
+
+    config = configuration(cwd, {"profile": profile})
+    return BundledCliOfBackend(backend_for(backend_profile(config, config.get(MODEL))))
+
+
+def masking() -> Masking:
+    """How values that may hold a secret are shown: notify URLs, variables, text."""
+    from claudeloop.adapters.masking import SecretMasking
+
+    return SecretMasking()
+
+
+def config_view(cwd: Path, profile: str | None) -> ConfigView:
+    """The configuration of `cwd` as `config show` shows it, with `profile` (None: the
+    selected one)."""
+    from claudeloop.adapters.config.loading import config_files
+    from claudeloop.application.config_view import BackendShown, ConfigFile, ConfigView
+    from claudeloop.application.settings import MODEL
+    from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
+
+    config = configuration(cwd, {"profile": profile})
+    backend = backend_profile(config, config.get(MODEL))
+    project, user = config_files(cwd, os.environ)
+    return ConfigView(
+        settings=config,
+        project=ConfigFile(project, project in config.files),
+        user=ConfigFile(user, user in config.files),
+        profiles={
+            name: (str(defined.source), defined.table.model_dump(exclude_none=True))
+            for name, defined in sorted(config.profiles.items())
+        },
+        backend=BackendShown(
+            profile=backend.name,
+            defined_in=backend.where,
+            local=backend.local,
+            base_url=backend.base_url,
+            model=backend.model,
+            small_fast_model=backend.small_fast_model,
+            credentials=backend.credentials,
+            marker_fallback=backend.marker_fallback,
+            zero_cost=backend.zero_cost,
+            env=dict(backend.env),
+        ),
+    )
+
+
+def project_folder(cwd: Path) -> ProjectFolder:
+    """The project directory `init` sets up."""
+    from claudeloop.adapters import project_folder as on_disk
+
+    return on_disk.ProjectFolder(cwd)
+
+
+def task_files() -> TaskFiles:
+    """Files that hold a task (a plan, a prompt file), read on disk."""
+    from claudeloop.adapters import plan_file
+
+    return plan_file  # its module-level read_task_text satisfies the port
 
 
 def checked_run_id(run_id: str) -> str:

@@ -11,12 +11,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from claudeloop.adapters.backend_advice import no_credentials as no_credentials
-from claudeloop.adapters.config.loading import PROJECT_FILE as PROJECT_FILE
-from claudeloop.adapters.config.loading import Configuration as Configuration
-from claudeloop.adapters.config.loading import config_files as config_files
-from claudeloop.adapters.config.profiles import DUMMY_TOKEN as DUMMY_TOKEN
-from claudeloop.adapters.config.profiles import BackendProfile as BackendProfile
+from claudeloop.adapters.claude_code.backend import Backend, backend_for
+from claudeloop.adapters.config.loading import Configuration
+from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.application.errors import ConfigError, UsageError
 from claudeloop.application.settings import (
     NOTIFY,
@@ -26,10 +23,9 @@ from claudeloop.application.settings import (
     SHARE_CAPACITY,
     ValueKind,
 )
-from claudeloop.cli.bootstrap.runs import Backend, backend_for
 
 if TYPE_CHECKING:
-    from claudeloop.adapters.notify.sender import NotifyTargets as NotifyTargets
+    from claudeloop.adapters.notify.sender import NotifyTargets
 
 
 def configuration(cwd: Path, flags: Mapping[str, object]) -> Configuration:

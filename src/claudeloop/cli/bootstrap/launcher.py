@@ -10,47 +10,45 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from claudeloop.adapters import claude_cli
+from claudeloop.adapters.backend_advice import no_credentials
+from claudeloop.adapters.claude_code.backend import Backend, backend_for, login_ends
+from claudeloop.adapters.config.loading import Configuration
+from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.run_directory.finding import (
+    find_run,
+    load_record,
+    refuse_beside_a_live_run,
+    take_lock,
+    tell_missing_end,
+    write_missing_summary,
+)
+from claudeloop.adapters.run_directory.layout import keep_out_of_git
+from claudeloop.adapters.run_directory.lock import DriverLock
+from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
 from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import NoCredentials
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import ProfileCheck
+from claudeloop.cli.bootstrap.boundary import refuse_unconfined_checks
 from claudeloop.cli.bootstrap.configuration import (
-    Configuration,
     backend_profile,
     configuration,
     detours,
-    no_credentials,
     notify_targets,
     profile_check,
     refuse_no_base_url,
     shared_capacity_dir,
 )
 from claudeloop.cli.bootstrap.runs import (
-    CREDENTIAL_VARIABLES,
-    PROVIDER_VARIABLES,
-    Backend,
-    DriverLock,
-    RunDirectory,
-    backend_for,
-    claude_cli,
     create_directory,
-    find_run,
-    keep_out_of_git,
-    load_record,
-    login_ends,
     new_record,
-    refuse_beside_a_live_run,
     refuse_checkpoint_outside_git,
-    refuse_unconfined_checks,
-    take_lock,
-    tell_missing_end,
-    why_no_runs_root,
-    why_not_writable,
     wire_run,
     with_worktree,
-    write_missing_summary,
 )
 
 

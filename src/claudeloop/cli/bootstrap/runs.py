@@ -1,8 +1,6 @@
 """The composition root of a run: wires the real adapters into the runner and hands the
 wired run to the use case that drives it (application/driving.py); fills the ports of
-doctor's checks; and hands the commands that start, resume or rehearse a run the few
-adapters' names they use as they are (below, and in `configuration`, which reads the
-settings and what they name).
+doctor's checks; and masks what a command shows of a run with the run's secrets.
 
 Tests wire fakes into the same runner.
 """
@@ -17,17 +15,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from claudeloop.adapters import claude_cli as claude_cli
 from claudeloop.adapters.atomic_file import remove_leftovers
 from claudeloop.adapters.backend_advice import ProfileAdvisor, profile_in_use
-from claudeloop.adapters.claude_code.backend import Backend as Backend
-from claudeloop.adapters.claude_code.backend import backend_for as backend_for
-from claudeloop.adapters.claude_code.backend import cli_path_from_environment
-from claudeloop.adapters.claude_code.backend import login_ends as login_ends
-from claudeloop.adapters.credentials import (
-    CREDENTIAL_VARIABLES as CREDENTIAL_VARIABLES,
+from claudeloop.adapters.claude_code.backend import (
+    Backend,
+    backend_for,
+    cli_path_from_environment,
 )
-from claudeloop.adapters.credentials import PROVIDER_VARIABLES as PROVIDER_VARIABLES
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
 from claudeloop.adapters.git_checkpoint import (
     GitCheckpoints,
@@ -35,48 +29,16 @@ from claudeloop.adapters.git_checkpoint import (
     repository_top,
     restore_worktree,
 )
-from claudeloop.adapters.git_checkpoint import branch_facts as branch_facts
 from claudeloop.adapters.interrupts import SignalInterrupts
-from claudeloop.adapters.notify.urls import (
-    looks_like_apprise_url as looks_like_apprise_url,
-)
-from claudeloop.adapters.notify.urls import masked_url as masked_url
-from claudeloop.adapters.plan_file import TASK_LIMIT as TASK_LIMIT
-from claudeloop.adapters.plan_file import TASK_LIMIT_BYTES as TASK_LIMIT_BYTES
-from claudeloop.adapters.plan_file import NotATaskFile as NotATaskFile
 from claudeloop.adapters.plan_file import PlanFileOnDisk
-from claudeloop.adapters.plan_file import TaskTooLarge as TaskTooLarge
-from claudeloop.adapters.plan_file import read_task_text as read_task_text
-from claudeloop.adapters.project_folder import ProjectFolder as ProjectFolder
-from claudeloop.adapters.redaction import Redactor as Redactor
-from claudeloop.adapters.redaction import looks_secret as looks_secret
-from claudeloop.adapters.run_directory import RunDirectory as RunDirectory
+from claudeloop.adapters.redaction import Redactor
+from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.finding import (
-    checked_run_id as checked_run_id,
-)
-from claudeloop.adapters.run_directory.finding import find_run as find_run
-from claudeloop.adapters.run_directory.finding import load_record as load_record
-from claudeloop.adapters.run_directory.finding import (
-    refuse_beside_a_live_run as refuse_beside_a_live_run,
-)
-from claudeloop.adapters.run_directory.finding import take_lock as take_lock
-from claudeloop.adapters.run_directory.finding import (
-    tell_missing_end as tell_missing_end,
-)
-from claudeloop.adapters.run_directory.finding import (
-    write_missing_summary as write_missing_summary,
+    take_lock,
 )
 from claudeloop.adapters.run_directory.layout import EventLog, new_run_id
-from claudeloop.adapters.run_directory.layout import keep_out_of_git as keep_out_of_git
-from claudeloop.adapters.run_directory.lock import DriverLock as DriverLock
 from claudeloop.adapters.run_directory.redacted import RedactedEvents, redacted_record
-from claudeloop.adapters.run_directory.writable import (
-    why_no_runs_root as why_no_runs_root,
-)
-from claudeloop.adapters.run_directory.writable import (
-    why_not_writable as why_not_writable,
-)
-from claudeloop.adapters.run_secrets import run_redactor as run_redactor
+from claudeloop.adapters.run_secrets import run_redactor
 from claudeloop.adapters.system_clock import SystemClock, WallClockSleeper
 from claudeloop.adapters.verification_commands import VerificationCommands
 from claudeloop.adapters.working_tree import WorkingTreeOnDisk
@@ -99,9 +61,6 @@ from claudeloop.cli.bootstrap.boundary import (
     check_wrapper,
     start_posture,
     turn_boundary,
-)
-from claudeloop.cli.bootstrap.boundary import (
-    refuse_unconfined_checks as refuse_unconfined_checks,
 )
 from claudeloop.cli.display import ConsoleView, Screen, Tee
 from claudeloop.domain.budget import BudgetLedger
