@@ -383,6 +383,11 @@ def report(results: list[Case]) -> None:
     print(f"state.json invalid after a kill: {sum(case.invalid_states for case in results)}")
     print(f"checks that outlived their driver: {sum(case.leftover_checks for case in results)}")
     print(f"dollars equal to what was served: {exact}/{len(results)}")
+    known = sum(
+        abs(case.dollars - case.estimated_dollars - case.served_dollars) <= 1e-6 * case.dollars
+        for case in results
+    )
+    print(f"dollars but the estimate equal to what was served: {known}/{len(results)}")
     short = [case for case in results if case.dollars < case.served_dollars * (1 - 1e-6)]
     print(f"dollars short of what was served: {len(short)}")
     # What the ledger knew: the service's bill, the ledger's, and the estimated part.

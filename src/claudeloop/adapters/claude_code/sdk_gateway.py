@@ -19,6 +19,9 @@ nothing for longer than what it awaits allows is ended, its process killed, and 
 as a silent turn; a process that wrote its result and does not exit is ended within
 the watchdog's exit grace. A signal the driver received (ControlInbox.interrupted)
 cuts the turn in flight off at once: told as interrupted, never as a failure.
+
+The usage of each answer is kept as it streams in (responses.py), and a turn sent again
+after one was cut off bills what is knowable of it (cut_off.py).
 """
 
 from __future__ import annotations
