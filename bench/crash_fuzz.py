@@ -5,8 +5,11 @@ against a rehearsal API of its own on 127.0.0.1. The run is killed (the whole pr
 group, as a crash or a closed laptop would) once, twice or three times, each time at a
 moment drawn from a phase: start-up (a few milliseconds after the command began), a
 turn (after `turn.started`, with a random delay), a wait for the 5-hour window (after
-`wait.started`), a probe, and a verification check (after `verify.started`). After each
-kill, `claudeloop resume`; the last resume drives the run to its end.
+`wait.started`), a probe, a verification check (after `verify.started`), a silent
+stream (an answer the rehearsal starts and then holds, `hang`, killed before the
+watchdog gives up on it) and the watchdog's kill (the same stream, killed around the
+moment the watchdog, its silence compressed with `--silence-timeout`, ends the CLI).
+After each kill, `claudeloop resume`; the last resume drives the run to its end.
 
 What must hold for every case, and is counted:
 - the run ends done (exit 0), with one Claude session throughout;
@@ -18,6 +21,11 @@ What must hold for every case, and is counted:
   looked for by a token in their command line, once the driver is gone);
 - dollars equal the price of what was served, except for requests in flight at a
   kill, whose answer the CLI never recorded: the ledger bills those at an estimate.
+
+What the ledger knew is printed per case: what the rehearsal service billed (its
+answered requests, each at the price of one, from an uninterrupted baseline run), the
+ledger's dollars, and the part of them that is an estimate (docs/architecture/
+decisions/0010-the-ledger-under-kill-9.md).
 
 `python -m bench.crash_fuzz [CASES] [SEED]` (44 cases by default). It prints a table of
 figures; like every benchmark it never fails the tests.
@@ -35,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +51,12 @@ from typing import Any
 from bench.overhead import environment
 from claudeloop.rehearsal import RehearsalServer, parse_scenario
 
-PHASES = ("start-up", "turn", "wait", "probe", "check")
+PHASES = ("start-up", "turn", "wait", "probe", "check", "silent", "watchdog")
+# The phases played on a stream the rehearsal holds open (a `hang` gate on turn 1's
+# first request, once per such phase).
+SILENT_PHASES = ("silent", "watchdog")
+# The order a run meets the phases in: a case's kills are played in it.
+TIMELINE = ("start-up", "silent", "watchdog", "turn", "wait", "probe", "check")
 # What each phase waits for in events.jsonl before the kill's delay starts.
 TRIGGER = {
     "start-up": None,
@@ -50,15 +64,20 @@ TRIGGER = {
     "wait": "wait.started",
     "probe": "wait.started",  # the probe follows the wait's end: killed a little later
     "check": "verify.started",
+    "silent": None,  # the rehearsal's hang, not an event, starts these two
+    "watchdog": None,
 }
 WAITS = [
     "--window-probe-interval", "2s",
     "--reset-grace", "1s",
     "--max-wait", "3m",
 ]  # fmt: skip
+# How long a stream may be silent before the watchdog ends the turn, compressed.
+SILENCE_SECONDS = 4.0
+SILENCE = ["--silence-timeout", f"{SILENCE_SECONDS:.0f}s"]
 
 
-def _scenario(window: bool) -> dict[str, Any]:
+def _scenario(window: bool, hangs: int = 0) -> dict[str, Any]:
     turns = [
         {
             "steps": [
@@ -77,7 +96,11 @@ def _scenario(window: bool) -> dict[str, Any]:
         }
         for n in (1, 2, 3)
     ]
-    gates = [{"kind": "window", "at_turn": 2, "for_seconds": 3}] if window else []
+    gates: list[dict[str, Any]] = [{"kind": "window", "at_turn": 2, "for_seconds": 3}]
+    gates = gates if window else []
+    if hangs:
+        # Turn 1's answer starts and goes silent, once per phase played on it.
+        gates.append({"kind": "hang", "at_turn": 1, "for_requests": hangs})
     return {"description": "Three steps, a window at turn 2.", "turns": turns, "gates": gates}
 
 
@@ -96,6 +119,8 @@ class Case:
     dollars: float = 0.0
     served_dollars: float = 0.0
     estimated_dollars: float = 0.0
+    # Turn requests whose answer the rehearsal started and then held (hang).
+    hung: int = 0
     leftover_checks: int = 0
     answered: int = 0
     kills: int = 0
@@ -161,12 +186,22 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
 
 
 def _wait_for(project: Path, event_type: str, count: int, timeout: float) -> bool:
+    return _wait_until(
+        lambda: sum(e["type"] == event_type for e in _events(project)) >= count, timeout
+    )
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if sum(e["type"] == event_type for e in _events(project)) >= count:
+        if condition():
             return True
         time.sleep(0.05)
     return False
+
+
+def _hung(requests: list[dict[str, Any]]) -> int:
+    return sum(1 for r in requests if r["gate"] == "hang")
 
 
 @dataclass
@@ -176,6 +211,8 @@ class Setup:
     token: str
     first: list[str]
     again: list[str]
+    # The rehearsal's requests so far (what a silent phase waits for).
+    requests: Callable[[], list[dict[str, Any]]]
 
     def has_record(self) -> bool:
         return bool(list((self.project / ".claudeloop" / "runs").glob("*/state.json")))
@@ -194,7 +231,8 @@ def run_case(number: int, phases: tuple[str, ...], rng: random.Random, root: Pat
     (project / "PLAN.md").write_text(
         "# Plan\n\n- [ ] Write step1.txt\n- [ ] Write step2.txt\n- [ ] Write step3.txt\n"
     )
-    text = json.dumps(_scenario(window=True))
+    hangs = sum(phase in SILENT_PHASES for phase in phases)
+    text = json.dumps(_scenario(window=True, hangs=hangs))
     scenario = parse_scenario(text, source="bench/crash_fuzz", fmt="json")
     with RehearsalServer(scenario) as server:
         env = environment(server.base_url, root / f"case-{number}" / "home")
@@ -208,8 +246,9 @@ def run_case(number: int, phases: tuple[str, ...], rng: random.Random, root: Pat
             project,
             env,
             token,
-            first=[*base, "run", "PLAN.md", "--verify", check, *WAITS],
-            again=[*base, "resume", *WAITS],
+            first=[*base, "run", "PLAN.md", "--verify", check, *WAITS, *SILENCE],
+            again=[*base, "resume", *WAITS, *SILENCE],
+            requests=lambda: list(server.state()["requests"]),
         )
         for index, phase in enumerate(phases):
             _kill_once(case, setup, phase, rng, resuming=index > 0)
@@ -229,6 +268,7 @@ def _kill_once(case: Case, setup: Setup, phase: str, rng: random.Random, *, resu
     """Start (or resume) the run, kill its process group in `phase`, and count what the
     kill left: checks still running, a state.json that does not parse."""
     seen = Counter(e["type"] for e in _events(setup.project))
+    hung = _hung(setup.requests())
     process = subprocess.Popen(
         setup.command(resuming),
         env=setup.env,
@@ -238,7 +278,14 @@ def _kill_once(case: Case, setup: Setup, phase: str, rng: random.Random, *, resu
         start_new_session=True,
     )
     trigger = TRIGGER[phase]
-    if trigger is None:
+    if phase in SILENT_PHASES:
+        if not _wait_until(lambda: _hung(setup.requests()) > hung, 120):
+            case.notes.append(f"{phase}: no silent stream before the run ended")
+        elif phase == "silent":
+            time.sleep(rng.uniform(0.0, SILENCE_SECONDS - 1.5))
+        else:  # around the watchdog's kill: the CLI ended, the turn about to go again
+            time.sleep(SILENCE_SECONDS + rng.uniform(-0.5, 2.0))
+    elif trigger is None:
         time.sleep(rng.uniform(0.01, 1.5))
     elif not _wait_for(setup.project, trigger, seen[trigger] + 1, 90):
         case.notes.append(f"{phase}: no {trigger} before the run ended")
@@ -284,6 +331,7 @@ def _judge(
         e["type"] == "turn.finished" and e["capacity"] == "available" for e in events
     )
     case.answered = _answered(served)
+    case.hung = _hung(served["requests"])
 
 
 def _answered(served: dict[str, Any]) -> int:
@@ -302,7 +350,8 @@ def main(cases: int = 44, seed: int = 20) -> list[Case]:
         print(f"baseline: {baseline.answered} answered requests, ${baseline.dollars:.4f}")
         for number in range(cases):
             kills = rng.choice((1, 1, 2, 3))
-            phases = tuple(PHASES[(number + i) % len(PHASES)] for i in range(kills))
+            drawn = {PHASES[(number + i) % len(PHASES)] for i in range(kills)}
+            phases = tuple(phase for phase in TIMELINE if phase in drawn)
             case = run_case(number, phases, rng, root)
             case.served_dollars = price * case.answered
             results.append(case)
@@ -311,7 +360,8 @@ def main(cases: int = 44, seed: int = 20) -> list[Case]:
                 f"case {number:2d} {'+'.join(phases):24s} kills {case.kills} exit "
                 f"{case.exit_code:3d} sessions {case.sessions} turns {case.ledger_turns}/"
                 f"{case.answered_turns} (verdicts served {case.verdicts}) "
-                f"${case.dollars:.4f} served ${case.served_dollars:.4f} "
+                f"billed ${case.served_dollars:.4f} ledger ${case.dollars:.4f} "
+                f"(estimated ${case.estimated_dollars:.4f}; held streams {case.hung}) "
                 f"leftover checks {case.leftover_checks} {mark} {' '.join(case.notes)}",
                 flush=True,
             )
@@ -333,8 +383,22 @@ def report(results: list[Case]) -> None:
     print(f"state.json invalid after a kill: {sum(case.invalid_states for case in results)}")
     print(f"checks that outlived their driver: {sum(case.leftover_checks for case in results)}")
     print(f"dollars equal to what was served: {exact}/{len(results)}")
+    known = sum(
+        abs(case.dollars - case.estimated_dollars - case.served_dollars) <= 1e-6 * case.dollars
+        for case in results
+    )
+    print(f"dollars but the estimate equal to what was served: {known}/{len(results)}")
     short = [case for case in results if case.dollars < case.served_dollars * (1 - 1e-6)]
     print(f"dollars short of what was served: {len(short)}")
+    # What the ledger knew: the service's bill, the ledger's, and the estimated part.
+    billed = sum(case.served_dollars for case in results)
+    ledger = sum(case.dollars for case in results)
+    estimated = sum(case.estimated_dollars for case in results)
+    with_estimate = sum(case.estimated_dollars > 0 for case in results)
+    print(
+        f"the service billed ${billed:.4f}; the ledgers say ${ledger:.4f}, of it "
+        f"${estimated:.4f} estimated ({with_estimate} runs hold an estimate)"
+    )
 
 
 if __name__ == "__main__":

@@ -691,7 +691,9 @@ def test_a_cost_partly_estimated_counts_against_max_dollars_and_is_said_apart() 
     assert final.state.ledger.estimated_dollars == 0.002
     said = result_object(final)
     assert (said["dollars"], said["estimated_dollars"]) == (0.006, 0.002)
-    assert "- Spend: $0.006, $0.002 of it estimated" in summary_markdown(final)
+    spend = "- Spend: $0.006 (≈, includes $0.002 estimated for a turn cut off)"
+    assert spend in summary_markdown(final)
+    assert said["said"]["dollars"] == "$0.006 (≈, includes $0.002 estimated for a turn cut off)"
 
 
 def test_a_probe_a_kill_cut_off_is_billed_at_an_estimate_with_the_one_sent_again() -> None:

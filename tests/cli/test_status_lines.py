@@ -83,3 +83,37 @@ def test_status_says_a_note_waits_for_the_next_turn(
     out = capsys.readouterr().out
     assert "note waiting for the next turn: use the staging database\n" in out
     assert "note waiting for the next turn: and\n" in out  # its first line
+
+
+def test_status_and_the_summary_mark_a_spend_that_includes_an_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from claudeloop.application.summary import summary_markdown
+    from claudeloop.domain.budget import BudgetLedger
+
+    record = waiting_run(tmp_path).load()
+    # A turn cut off by a kill -9, sent again: $0.0004 of what it billed an estimate;
+    # and probes since.
+    ledger = BudgetLedger(
+        turns=2, attempts=2, dollars=0.0056, estimated_dollars=0.0004, probe_dollars=0.0008
+    )
+    record = replace(record, state=replace(record.state, ledger=ledger))
+    data = status_object(record, now=datetime.now(UTC), driver_pid=None)
+    said = (
+        "$0.0056 (turns $0.0048 + probes $0.0008; ≈, includes $0.0004 estimated for a turn cut off)"
+    )
+    assert data["said"]["dollars"] == said
+    assert data["estimated_dollars"] == 0.0004
+    show_status(data, "no driver")
+    assert said in capsys.readouterr().out
+    assert f"- Spend: {said}" in summary_markdown(record)
+
+
+def test_a_spend_with_no_estimate_is_said_plainly(tmp_path: Path) -> None:
+    from claudeloop.domain.budget import BudgetLedger
+
+    record = waiting_run(tmp_path).load()
+    ledger = BudgetLedger(turns=1, attempts=1, dollars=0.0048)
+    record = replace(record, state=replace(record.state, ledger=ledger))
+    data = status_object(record, now=datetime.now(UTC), driver_pid=None)
+    assert data["said"]["dollars"] == "$0.0048"

@@ -21,7 +21,8 @@ SPEAKERS = (
     ROOT / "src" / "claudeloop" / "application" / "runner.py",
     ROOT / "src" / "claudeloop" / "application" / "steering.py",
     ROOT / "src" / "claudeloop" / "adapters" / "notify" / "sender.py",
-    ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "sdk_gateway.py",
+    # The gateway's watch over a turn says turn.retrying as the CLI retries.
+    ROOT / "src" / "claudeloop" / "adapters" / "claude_code" / "watching.py",
     # `claudeloop rewind` says branch.rewound, holding the run's lock.
     ROOT / "src" / "claudeloop" / "application" / "branch.py",
 )

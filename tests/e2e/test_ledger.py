@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from claudeloop.domain.budget import money
 from tests.e2e.conftest import (
     FAST_WAITS,
     Rehearsal,
@@ -78,4 +81,51 @@ def test_a_turn_killed_after_part_of_it_was_served_is_billed_for_that_part(
     assert [r["answered"] for r in partly] == [True, False]
     finished = rehearsal.claudeloop("resume")
     assert_ledger_is_what_was_served(finished, rehearsal, in_flight=1)
-    assert "of it estimated" in (finished.run_directory() / "summary.md").read_text()
+    assert "≈, includes" in (finished.run_directory() / "summary.md").read_text()
+
+
+def streams_cut(rehearsal: Rehearsal) -> int:
+    """Answers whose stream the run heard begin and never end (responses.jsonl)."""
+    logs = list((rehearsal.project / ".claudeloop" / "runs").glob("*/responses.jsonl"))
+    ended: dict[str, bool] = {}
+    for line in logs[0].read_text().splitlines() if logs else []:
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if "id" in entry:
+                ended[entry["id"]] = ended.get(entry["id"], False) or entry["complete"]
+    return sum(not done for done in ended.values())
+
+
+@pytest.mark.scenario("stall_at_2_step_1")
+def test_a_turn_killed_as_an_answer_streams_in_is_billed_whatever_the_transcript_kept(
+    rehearsal: Rehearsal,
+) -> None:
+    # Killed the moment the stalled answer's first event reached claudeloop, without
+    # waiting for Claude Code to write anything of it (under load it had not, and the
+    # ledger fell short): the stream's own record makes the bill.
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    wait_for(lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2's stall")
+    wait_for(lambda: streams_cut(rehearsal) == 1, "the stalled answer to begin streaming")
+    kill_hard(process)
+    billed = [r for r in rehearsal.requests() if r["kind"] == "turn"]
+    assert [r["answered"] for r in billed if r["turn"] == 2] == [True, False]
+    finished = rehearsal.claudeloop("resume")
+    # Every answer the service delivered is billed at its price, and the cut one at the
+    # price of its neighbour, as an estimate.
+    assert_ledger_is_what_was_served(finished, rehearsal, in_flight=1)
+    said = finished.result["said"]["dollars"]
+    assert said.endswith(
+        f"(≈, includes {money(finished.result['estimated_dollars'])} estimated for a turn cut off)"
+    )
+    assert f"- Spend: {said}" in (finished.run_directory() / "summary.md").read_text()
+    status = subprocess.run(
+        [sys.executable, "-m", "claudeloop", "status", "--cwd", str(rehearsal.project)],
+        env=rehearsal.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert status.returncode == 0, status.stderr
+    assert said in status.stdout

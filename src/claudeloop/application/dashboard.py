@@ -90,6 +90,7 @@ _ROW_FIELDS = (
     "probes",
     "turn_dollars",
     "probe_dollars",
+    "estimated_dollars",
     "said",
     "phase",
     "outcome",
@@ -204,6 +205,7 @@ def last_hours(rows: list[dict[str, Any]], *, now: datetime, hours: int = 12) ->
     answered = sum(int(row.get("answered") or 0) for row in recent)
     dollars = sum(float(row.get("dollars") or 0.0) for row in recent)
     probe_dollars = sum(float(row.get("probe_dollars") or 0.0) for row in recent)
+    estimated = sum(float(row.get("estimated_dollars") or 0.0) for row in recent)
     return {
         "hours": hours,
         "runs": len(recent),
@@ -213,7 +215,7 @@ def last_hours(rows: list[dict[str, Any]], *, now: datetime, hours: int = 12) ->
         # In the read model's words (application.run_facts), as each run's row says them.
         "said": {
             "turns": turns_words(sent, answered),
-            "dollars": dollars_words(dollars, probe_dollars),
+            "dollars": dollars_words(dollars, probe_dollars, estimated),
         },
     }
 

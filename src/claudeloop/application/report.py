@@ -171,6 +171,7 @@ def _totals(runs: list[RunReport]) -> dict[str, Any]:
     answered = sum(run.facts.answered for run in runs)
     dollars = sum(run.facts.dollars for run in runs)
     probe_dollars = sum(run.facts.probe_dollars for run in runs)
+    estimated = sum(run.facts.estimated_dollars for run in runs)
     return {
         "runs": len(runs),
         "outcomes": dict(sorted(outcomes.items())),
@@ -185,7 +186,7 @@ def _totals(runs: list[RunReport]) -> dict[str, Any]:
         "probe_dollars": round(probe_dollars, 6),
         "said": {
             "turns": turns_words(sent, answered),
-            "dollars": dollars_words(dollars, probe_dollars),
+            "dollars": dollars_words(dollars, probe_dollars, estimated),
         },
         "waited_seconds": round(sum(run.waited_seconds for run in runs), 1),
         "waited_on": {k: round(v, 1) for k, v in sorted(waited_on.items())},

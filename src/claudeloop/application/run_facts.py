@@ -71,7 +71,7 @@ class RunFacts:
 
     @property
     def dollars_said(self) -> str:
-        return dollars_words(self.dollars, self.probe_dollars)
+        return dollars_words(self.dollars, self.probe_dollars, self.estimated_dollars)
 
     @property
     def duration_said(self) -> str:
@@ -94,6 +94,7 @@ class RunFacts:
             "dollars": round(self.dollars, 6),
             "turn_dollars": round(self.turn_dollars, 6),
             "probe_dollars": round(self.probe_dollars, 6),
+            "estimated_dollars": round(self.estimated_dollars, 6),
             "started_at": self.started_at.isoformat(),
             "ended_at": self.ended_at.isoformat() if self.ended_at else None,
             "duration_seconds": None
@@ -114,16 +115,22 @@ def turns_words(sent: int, answered: int) -> str:
     return f"{sent} sent, {answered} answered, {max(sent - answered, 0)} refused"
 
 
-def dollars_words(dollars: float, probe_dollars: float) -> str:
+def dollars_words(dollars: float, probe_dollars: float, estimated_dollars: float = 0.0) -> str:
     """The total, and, when probes cost something, its two parts, which add up to the
     total as written (each rounded to the total's precision): `$0.0056 (turns $0.0048 +
-    probes $0.0008)`."""
-    if probe_dollars <= 0:
-        return money(dollars)
+    probes $0.0008)`. A total that holds an estimate (requests a turn cut off had in
+    flight, docs/architecture/decisions/0010-the-ledger-under-kill-9.md) says so, with
+    the estimated part: `$0.0056 (≈, includes $0.0004 estimated for a turn cut off)`."""
     quantum = 0.01 if dollars >= 1 else 0.0001
-    total = round(dollars / quantum) * quantum
-    probes = round(probe_dollars / quantum) * quantum
-    return f"{money(total)} (turns {money(max(total - probes, 0.0))} + probes {money(probes)})"
+    parts: list[str] = []
+    total = dollars
+    if probe_dollars > 0:
+        total = round(dollars / quantum) * quantum
+        probes = round(probe_dollars / quantum) * quantum
+        parts.append(f"turns {money(max(total - probes, 0.0))} + probes {money(probes)}")
+    if estimated_dollars > 0:
+        parts.append(f"≈, includes {money(estimated_dollars)} estimated for a turn cut off")
+    return money(total) + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def run_facts(record: RunRecord, *, now: datetime, ended_at: datetime | None = None) -> RunFacts:

@@ -10,7 +10,7 @@ from typing import Any
 from claudeloop.application.ports import RunSummary
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_facts import RunFacts, run_facts
-from claudeloop.domain.budget import BudgetLedger, money
+from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.overage import is_paid_overage
@@ -227,7 +227,7 @@ def summary_markdown(record: RunRecord) -> str:
         f"{_utc(facts.ended_at) if facts.ended_at else '-'}; took {facts.duration_said}",
         f"- Session: {record.session_id or '-'}",
         f"- Turns: {facts.turns_said}; {count(state.probes, 'probe')}",
-        f"- Spend: {facts.dollars_said}{_estimated(state.ledger)}",
+        f"- Spend: {facts.dollars_said}",
         f"- Time waited for capacity: {duration_text(record.waited_seconds)}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
@@ -277,15 +277,6 @@ def lost_sessions_line(sessions: tuple[str, ...] | list[str]) -> str:
         f"Lost transcripts: {', '.join(sessions)} (Claude Code could not save them: a full "
         "disk or quota under its config directory); never resumed, the run went on in a "
         "new session"
-    )
-
-
-def _estimated(ledger: BudgetLedger) -> str:
-    if ledger.estimated_dollars <= 0:
-        return ""
-    return (
-        f", {money(ledger.estimated_dollars)} of it estimated (requests in flight when the "
-        "run was killed, whose answers were never recorded)"
     )
 
 

@@ -94,6 +94,9 @@ class GatewaySettings:
     done_marker: str = DEFAULT_DONE_MARKER
     cli_path: Path | None = None
     stderr_log: Path | None = None
+    # Where the usage of each answer is kept as it streams in (responses.py; None:
+    # nowhere, as for a review or doctor).
+    responses_log: Path | None = None
     # What the debug log masks: the run's redactor (None: the secrets of both
     # environments the CLI sees).
     redactor: Redactor | None = field(default=None, compare=False)

@@ -19,6 +19,9 @@ nothing for longer than what it awaits allows is ended, its process killed, and 
 as a silent turn; a process that wrote its result and does not exit is ended within
 the watchdog's exit grace. A signal the driver received (ControlInbox.interrupted)
 cuts the turn in flight off at once: told as interrupted, never as a failure.
+
+The usage of each answer is kept as it streams in (responses.py), and a turn sent again
+after one was cut off bills what is knowable of it (cut_off.py).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import cast
@@ -40,41 +43,32 @@ from claude_agent_sdk import (
     ResultError,
     ResultMessage,
     StreamEvent,
-    SystemMessage,
     query,
 )
 
+from claudeloop.adapters.claude_code.cut_off import NOTHING_LOST, CutOffBilling
 from claudeloop.adapters.claude_code.options import (
     PROBE_PROMPT,
     GatewaySettings,
     probe_options,
     turn_options,
 )
-from claudeloop.adapters.claude_code.pricing import (
-    ModelSpend,
-    TurnPrice,
-    added,
-    lost_price,
-    turn_price,
-)
+from claudeloop.adapters.claude_code.pricing import ModelSpend, TurnPrice, turn_price
 from claudeloop.adapters.claude_code.reading import TurnReading, read_turn, started_session
+from claudeloop.adapters.claude_code.responses import ResponseLog
 from claudeloop.adapters.claude_code.sdk_logging import route_sdk_logging
 from claudeloop.adapters.claude_code.startup_watch import StartupWatch
 from claudeloop.adapters.claude_code.stderr_log import StderrLog
-from claudeloop.adapters.claude_code.transcript import (
-    CutOff,
-    ServedRequest,
-    config_directory,
-    cut_off_turn,
-    served_since,
-    session_written,
+from claudeloop.adapters.claude_code.transcript import CutOff, config_directory
+from claudeloop.adapters.claude_code.watching import (
+    Watched,
+    retry_of,
+    said_in,
+    watchdog_settings,
 )
-from claudeloop.adapters.claude_code.watching import said_in, watchdog_settings
 from claudeloop.adapters.claude_code.writes_lost import writes_lost_in_stderr, writes_lost_of
 from claudeloop.adapters.redaction import Redactor
-from claudeloop.application.events import TurnRetrying
 from claudeloop.application.ports import ControlInbox, EventSink, ProbeOutcome, TurnOutcome
-from claudeloop.domain.budget import in_flight_estimate
 from claudeloop.domain.loop import ControlCommand, Interrupt
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.startup import session_gone, startup_refusal
@@ -91,31 +85,10 @@ SIGNAL_HEARD_SECONDS = 1.0
 KILL_GRACE_SECONDS = 3.0
 # What the CLI ends a turn with when a signal cut it off (domain.turn_end).
 _ABORTED = frozenset({"aborted_streaming", "aborted_tools"})
-# A turn no crash cut off.
-_NOTHING_LOST = CutOff()
 # What the CLI says of a session it has no conversation of: its start-up refusal since
 # 2.1.337, and the words of the error result 2.1.332 ended the turn with instead.
 SESSION_GONE_REASON = "resume_target_not_found"
 _NO_CONVERSATION = "No conversation found"
-
-
-@dataclass
-class _Watched:
-    """The watch over one turn or probe: what the CLI awaits and since when, what it is
-    retrying now (None once it moves on), and what ended it early: a stop while it
-    retried (why), the watchdog, a signal."""
-
-    watch: Watch
-    now: str | None = None
-    stopped: str | None = None
-    silent: SilentTurn | None = None
-    interrupted: Interrupt | None = None
-    # Each message but the stream's events, as they come.
-    heard: Callable[[Message], None] = field(default=lambda _message: None)
-    # The CLI's process, ended at once when the watch ends the reading for silence or
-    # a signal; and whether its retries are told as events (a turn's, not a probe's).
-    transport: StartupWatch | None = None
-    tells_retries: bool = True
 
 
 class ClaudeCodeGateway:
@@ -153,11 +126,14 @@ class ClaudeCodeGateway:
         self._previous_total = 0.0
         # The model that answered this gateway's last served turn.
         self._answered_by: str | None = None
-        # What a turn a crash cut off left to bill, as read before the first turn that
-        # tried to bill it, and since when: kept until a turn bills it, because the
-        # transcript read again after a refused try takes its answer for the cut-off
-        # request's.
-        self._owed: tuple[CutOff, datetime | None] | None = None
+        # What the stream says of each answer's usage, kept as it arrives; and what a
+        # turn cut off left to bill (cut_off.py).
+        self._responses = ResponseLog(settings.responses_log)
+        self._billing = CutOffBilling(
+            config_directory=self._config_directory,
+            responses=self._responses,
+            note=self._stderr.note,
+        )
         # The transport of the last process started, which notes a refusal to start.
         self._starting: StartupWatch | None = None
         # The session the live process is on, as its messages named it; what its stderr
@@ -201,7 +177,7 @@ class ClaudeCodeGateway:
         on_session: Callable[[str], None] | None,
     ) -> TurnOutcome:
         messages: list[Message] = []
-        session_id, lost, since = self._owed_by_the_cut_off(session_id, interrupted_at)
+        session_id, lost, since = self._billing.owed(session_id, interrupted_at)
         try:
             client = await self._send_unless_interrupted(prompt, session_id)
         except Exception as caught:
@@ -230,7 +206,15 @@ class ClaudeCodeGateway:
                 told(named)
                 told = None
 
-        turn = _Watched(Watch(since=self._monotonic()), heard=heard, transport=self._starting)
+        def streamed(event: StreamEvent) -> None:
+            self._responses.heard(event.session_id, event.event, event.parent_tool_use_id)
+
+        turn = Watched(
+            Watch(since=self._monotonic()),
+            heard=heard,
+            streamed=streamed,
+            transport=self._starting,
+        )
         try:
             error = await self._watched(client.receive_response(), turn)
         except BaseException:
@@ -257,36 +241,6 @@ class ClaudeCodeGateway:
             await self._drop(listen=False, end_now=True)
             return self._cut_off(silent=turn.silent, interrupted=turn.interrupted)
         return await self._judge(reading, requested=session_id, error=error, lost=lost, since=since)
-
-    def _owed_by_the_cut_off(
-        self, session_id: str | None, interrupted_at: datetime | None
-    ) -> tuple[str | None, CutOff, datetime | None]:
-        """The session to send on, and what a turn cut off (by a crash, a signal, the
-        watchdog) that began at `interrupted_at` left to bill, and since when."""
-        lost: CutOff = _NOTHING_LOST
-        since: datetime | None = None
-        if interrupted_at is None:
-            self._owed = None  # nothing of a cut-off turn is owed any more
-        elif self._owed is not None:
-            lost, since = self._owed
-        elif session_id is not None and not self._written(session_id):
-            # Killed between the CLI naming the session and writing it (a tenth of a
-            # second): no CLI can resume it, and its first request, which goes out as the
-            # session is named, was answered or in flight with nothing recorded. The turn
-            # starts the session afresh and bills that request at an estimate.
-            self._stderr.note(
-                f"session {session_id} was never written; starting a new one, its first "
-                "request billed at an estimate"
-            )
-            session_id = None
-            lost, since = CutOff(in_flight=1), interrupted_at
-        else:
-            # Read before this turn is sent, so that only the cut-off turn's answers count.
-            lost = self._served_before_the_crash(session_id, interrupted_at)
-            since = interrupted_at if session_id is not None else None
-        if interrupted_at is not None:
-            self._owed = (lost, since)
-        return session_id, lost, since
 
     async def _send_unless_interrupted(
         self, prompt: str, session_id: str | None
@@ -350,48 +304,7 @@ class ClaudeCodeGateway:
     def _config_directory(self) -> Path:
         return config_directory({**os.environ, **self._settings.env})
 
-    def _written(self, session_id: str) -> bool:
-        return session_written(self._config_directory(), session_id)
-
-    def _served_before_the_crash(
-        self, session_id: str | None, interrupted_at: datetime | None
-    ) -> CutOff:
-        """What the service answered of a turn a crash cut off, and what it was still
-        answering (see transcript.py)."""
-        if session_id is None or interrupted_at is None:
-            return CutOff()
-        lost = cut_off_turn(self._config_directory(), session_id, interrupted_at)
-        if lost.served:
-            self._stderr.note(
-                f"the turn cut off by a crash was served {len(lost.served)} request(s) "
-                "before it; they are billed with this turn"
-            )
-        if lost.in_flight:
-            self._stderr.note(
-                f"{lost.in_flight} request(s) of the turn cut off by a crash were in flight, "
-                "their answers never recorded; they are billed at an estimate"
-            )
-        return lost
-
-    def _estimate(
-        self, lost: CutOff, reading: TurnReading, *, session_id: str | None, since: datetime | None
-    ) -> float:
-        """The requests in flight at the crash, priced like their neighbours (see
-        domain.budget.in_flight_estimate) at the rates this result shows."""
-        if not lost.in_flight:
-            return 0.0
-        before = after = None
-        if lost.last_answered is not None:
-            before = _request_price(lost.last_answered, reading.spends)
-        elif session_id is not None and since is not None:
-            # The session's first request was the one in flight: the next answered goes.
-            known = {request.request_id for request in lost.served}
-            now = served_since(self._config_directory(), session_id, since)
-            later = [request for request in now if request.request_id not in known]
-            after = _request_price(later[0], reading.spends) if later else None
-        return in_flight_estimate(lost.in_flight, before=before, after=after)
-
-    async def _watched(self, stream: AsyncIterator[Message], watched: _Watched) -> Exception | None:
+    async def _watched(self, stream: AsyncIterator[Message], watched: Watched) -> Exception | None:
         """Reads `stream` to its end under the watch (domain.watchdog), giving each
         message but the stream's events to `watched.heard`; the SDK's error when the CLI
         exits, if any. Ended early (the watch says why): silent too long, a signal, a
@@ -404,8 +317,9 @@ class ClaudeCodeGateway:
                 async for message in stream:
                     watched.watch = watched.watch.heard(said_in(message), at=self._monotonic())
                     if isinstance(message, StreamEvent):
-                        continue  # heard, not kept: nothing is read from them
-                    watched.now = self._retry_of(message) if watched.tells_retries else None
+                        watched.streamed(message)  # only their usage is kept
+                        continue
+                    watched.now = retry_of(message, self._events) if watched.tells_retries else None
                     watched.heard(message)
             except Exception as caught:
                 # The SDK raises when the CLI exits; a result read before that still counts.
@@ -419,7 +333,7 @@ class ClaudeCodeGateway:
             raise interrupted
         return error
 
-    async def _watch_over(self, watched: _Watched, scope: anyio.CancelScope) -> None:
+    async def _watch_over(self, watched: Watched, scope: anyio.CancelScope) -> None:
         """Ends the reading when the CLI is silent too long, when a signal stops the run,
         or when a stop is asked for while the CLI retries."""
         while True:
@@ -442,33 +356,11 @@ class ClaudeCodeGateway:
                 await watched.transport.end(patience=0.0, grace=KILL_GRACE_SECONDS)
         scope.cancel()
 
-    def _retry_of(self, message: Message) -> str | None:
-        """What the CLI is retrying, told as an event; None for any other message."""
-        if not isinstance(message, SystemMessage) or message.subtype != "api_retry":
-            return None
-        data = message.data
-        status, error = data.get("error_status"), data.get("error")
-        if self._events is not None:
-            self._events.emit(
-                TurnRetrying(
-                    attempt=data.get("attempt"),
-                    max_retries=data.get("max_retries"),
-                    error_status=status,
-                    error=error,
-                    retry_delay_ms=data.get("retry_delay_ms"),
-                )
-            )
-        said = " ".join(str(part) for part in (status, error) if part)
-        return (
-            f"Claude Code was retrying a failed request (attempt {data.get('attempt')} of "
-            f"{data.get('max_retries')}{': ' + said if said else ''})"
-        )
-
     async def probe(self) -> ProbeOutcome:
         messages: list[Message] = []
         options = probe_options(self._settings, stderr=self._stderr)
         transport = StartupWatch(options)
-        watched = _Watched(Watch(since=self._monotonic()), transport=transport, tells_retries=False)
+        watched = Watched(Watch(since=self._monotonic()), transport=transport, tells_retries=False)
 
         def heard(message: Message) -> None:
             messages.append(message)
@@ -522,6 +414,7 @@ class ClaudeCodeGateway:
             await self._connect(session_id)
             assert self._client is not None
             await self._client.query(prompt)
+        self._responses.prompted(session_id)
         return self._client
 
     async def _connect(self, session_id: str | None) -> None:
@@ -548,7 +441,7 @@ class ClaudeCodeGateway:
         *,
         requested: str | None,
         error: Exception | None,
-        lost: CutOff = _NOTHING_LOST,
+        lost: CutOff = NOTHING_LOST,
         since: datetime | None = None,
     ) -> TurnOutcome:
         if not reading.answered:
@@ -561,18 +454,8 @@ class ClaudeCodeGateway:
         if reading.served_by and not reading.failed:
             self._answered_by = reading.served_by[-1]
         price = _price(reading, previous=self._previous, previous_total=self._previous_total)
-        # A result that prices nothing (a refusal's) bills none of what the cut-off turn
-        # was served: the next turn, which the runner tells of the crash again, does.
-        owed = _unpriced(lost, reading.spends)
-        if not owed:
-            self._owed = None
-        estimated = 0.0
-        if not owed:
-            if lost.served:
-                served = ((request.model, request.usage) for request in lost.served)
-                price = added(price, lost_price(served, reading.spends))
-            estimated = self._estimate(lost, reading, session_id=reading.session_id, since=since)
-        price = added(price, TurnPrice(listed_usd=estimated))
+        settled = self._billing.settle(price, reading, lost=lost, since=since)
+        price = settled.price
         self._previous, self._previous_total = reading.spends, reading.process_cost_usd
         failure: str | None = None
         if requested is not None and reading.session_id != requested:
@@ -591,14 +474,14 @@ class ClaudeCodeGateway:
             structured=reading.structured,
             final_text=reading.final_text,
             cost_usd=price.listed_usd,
-            estimated_cost_usd=estimated,
+            estimated_cost_usd=settled.estimated_usd,
             guessed_cost_usd=price.guessed_usd,
             guessed_models=price.guessed_models,
             session_id=reading.session_id,
             denied_tools=reading.denied_tools,
             blocked=reading.blocked,
             failure=failure,
-            cut_off_owed=owed,
+            cut_off_owed=settled.owed,
             stopped_by_hook=reading.stopped_by_hook,
             refused_by_model=reading.refused_by_model,
         )
@@ -696,21 +579,6 @@ class ClaudeCodeGateway:
         """One redacted line about an SDK error, for events and the debug log."""
         text = error.result if isinstance(error, ResultError) and error.result else str(error)
         return self._stderr.redact(first_line(text, longest=300, empty=type(error).__name__))
-
-
-def _unpriced(lost: CutOff, spends: tuple[ModelSpend, ...]) -> bool:
-    """Whether a cut-off turn is owed and this result priced no request at all (a
-    refusal's): then this turn itself was served nothing, so the next one can bill the
-    cut-off turn without billing anything twice."""
-    owed = bool(lost.served) or lost.in_flight > 0
-    return owed and not any(spend.weighted_tokens > 0 for spend in spends)
-
-
-def _request_price(request: ServedRequest, spends: tuple[ModelSpend, ...]) -> float | None:
-    """One answered request at the rate this result shows for its model (None: none)."""
-    if not any(spend.model == request.model and spend.weighted_tokens > 0 for spend in spends):
-        return None
-    return lost_price([(request.model, request.usage)], spends).listed_usd
 
 
 def _price(

@@ -41,6 +41,8 @@ class ServedRequest:
     request_id: str
     model: str
     usage: Mapping[str, Any]
+    # The answer's own id (`message.id`), which the stream's events name it by too.
+    message_id: str = ""
 
 
 def config_directory(environment: Mapping[str, str]) -> Path:
@@ -61,6 +63,9 @@ class CutOff:
     in_flight: int = 0
     # The last request the session answered, whenever (what an estimate goes by).
     last_answered: ServedRequest | None = None
+    # Answers of requests in flight whose streams had begun, as far as they got
+    # (responses.py): billed at an estimate no lower than what they showed.
+    partial: tuple[ServedRequest, ...] = ()
 
 
 def served_since(config_dir: Path, session_id: str, since: datetime) -> tuple[ServedRequest, ...]:
@@ -201,4 +206,10 @@ def _served(entry: Mapping[str, Any], since: datetime | None) -> ServedRequest |
         return None
     if since is not None and not _since(entry, since):
         return None
-    return ServedRequest(request_id=request_id, model=model, usage=usage)
+    ident = message.get("id")
+    return ServedRequest(
+        request_id=request_id,
+        model=model,
+        usage=usage,
+        message_id=ident if isinstance(ident, str) else "",
+    )

@@ -8,11 +8,13 @@ answer that keeps streaming is never taken for a silent one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from claude_agent_sdk import (
     AssistantMessage,
     Message,
+    StreamEvent,
     SystemMessage,
     ToolResultBlock,
     ToolUseBlock,
@@ -20,14 +22,20 @@ from claude_agent_sdk import (
 )
 
 from claudeloop.adapters.claude_code.options import GatewaySettings
+from claudeloop.adapters.claude_code.startup_watch import StartupWatch
+from claudeloop.application.events import TurnRetrying
+from claudeloop.application.ports import EventSink
+from claudeloop.domain.loop import Interrupt
 from claudeloop.domain.watchdog import (
     BASH,
     CalledTools,
     RetryAnnounced,
     Said,
+    SilentTurn,
     Spoke,
     ToolCall,
     ToolsReturned,
+    Watch,
     WatchdogSettings,
     silence_for,
 )
@@ -37,6 +45,50 @@ VERDICT_TOOL = "StructuredOutput"
 # Claude Code's own limits on a Bash call, which these variables change (its docs).
 BASH_DEFAULT = "BASH_DEFAULT_TIMEOUT_MS"
 BASH_CEILING = "BASH_MAX_TIMEOUT_MS"
+
+
+@dataclass
+class Watched:
+    """The watch over one turn or probe: what the CLI awaits and since when, what it is
+    retrying now (None once it moves on), and what ended it early: a stop while it
+    retried (why), the watchdog, a signal."""
+
+    watch: Watch
+    now: str | None = None
+    stopped: str | None = None
+    silent: SilentTurn | None = None
+    interrupted: Interrupt | None = None
+    # Each message but the stream's events, as they come.
+    heard: Callable[[Message], None] = field(default=lambda _message: None)
+    # The stream's events, as they come (a turn's: their usage is kept, responses.py).
+    streamed: Callable[[StreamEvent], None] = field(default=lambda _event: None)
+    # The CLI's process, ended at once when the watch ends the reading for silence or
+    # a signal; and whether its retries are told as events (a turn's, not a probe's).
+    transport: StartupWatch | None = None
+    tells_retries: bool = True
+
+
+def retry_of(message: Message, events: EventSink | None) -> str | None:
+    """What the CLI is retrying, told to `events`; None for any other message."""
+    if not isinstance(message, SystemMessage) or message.subtype != "api_retry":
+        return None
+    data = message.data
+    status, error = data.get("error_status"), data.get("error")
+    if events is not None:
+        events.emit(
+            TurnRetrying(
+                attempt=data.get("attempt"),
+                max_retries=data.get("max_retries"),
+                error_status=status,
+                error=error,
+                retry_delay_ms=data.get("retry_delay_ms"),
+            )
+        )
+    said = " ".join(str(part) for part in (status, error) if part)
+    return (
+        f"Claude Code was retrying a failed request (attempt {data.get('attempt')} of "
+        f"{data.get('max_retries')}{': ' + said if said else ''})"
+    )
 
 
 def said_in(message: Message) -> Said:

@@ -153,6 +153,11 @@ class RunDirectory:
     def debug_log_path(self) -> Path:
         return self.path / "debug.log"
 
+    @property
+    def responses_log_path(self) -> Path:
+        """The usage of each answer as it streamed in (adapters/claude_code/responses.py)."""
+        return self.path / "responses.jsonl"
+
     # state.json
 
     def save(self, record: RunRecord) -> None:

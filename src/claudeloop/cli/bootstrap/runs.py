@@ -174,12 +174,15 @@ def claude_code(
     read_only: bool = False,
     boundary: TurnBoundary | None = None,
     silence_seconds: float | None = None,
+    responses_log: Path | None = None,
 ) -> Gateway:
     """The gateway to the Claude Code CLI of `backend`, unbilled on a backend whose costs
     are not money; `doctor` probes through it too. `read_only`: an independent
     reviewer's (read-only tools, plan mode, no session kept). `boundary`: the run's
     sandbox (None: the user's own settings alone, as a probe has). `silence_seconds`:
-    how long Claude Code may say nothing in a turn (None: the backend's default)."""
+    how long Claude Code may say nothing in a turn (None: the backend's default).
+    `responses_log`: where each answer's usage is kept as it streams in, for a turn a
+    crash cuts off (None: nowhere)."""
     # The SDK is imported only where a turn runs: --help and status stay fast.
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
 
@@ -193,6 +196,7 @@ def claude_code(
         done_marker=done_marker,
         cli_path=backend.cli_path,
         stderr_log=stderr_log,
+        responses_log=responses_log,
         redactor=redactor,
         read_only=read_only,
         sandbox_settings=boundary.settings if boundary is not None else None,
@@ -233,6 +237,8 @@ def make_gateway(
         events=events,
         boundary=turn_boundary(spec, start_posture(spec), [os.environ, backend.env]),
         silence_seconds=spec.silence_seconds,
+        # A review's session is never billed from a cut: nothing of it is kept.
+        responses_log=None if read_only else directory.responses_log_path,
     )
     if capacity_dir is None:
         return chosen
