@@ -25,6 +25,7 @@ from claudeloop.domain.loop import (
     SILENT_TURNS_SENT_AGAIN,
     ControlCommand,
     Decision,
+    Detour,
     Finish,
     Interrupt,
     Outcome,
@@ -589,6 +590,18 @@ def test_an_outage_of_silence_follows_the_runs_policy_for_a_failing_service() ->
     transition = decide_after_silent_turn(state, now=NOW, config=CONFIG, policies=policies)
     assert isinstance(transition.decision, Finish)
     assert transition.decision.outcome is Outcome.WOUND_DOWN
+
+
+def test_a_detour_gone_silent_ends_and_the_run_waits_for_its_own_backend() -> None:
+    # Found by the state machine's test: silence on the other profile left the run
+    # waiting with the detour still set (a wait is for the run's own backend).
+    detour = Detour(profile="local", awaiting=FIVE_HOUR, since=NOW, check_at=NOW)
+    state = replace(RUNNING, detour=detour, silent_turns=SILENT_TURNS_SENT_AGAIN)
+    transition = decide_after_silent_turn(state, now=NOW, config=CONFIG)
+    assert isinstance(transition.decision, ScheduleProbe)
+    assert transition.decision.awaiting == FIVE_HOUR
+    assert transition.state.detour is None
+    assert transition.state.phase is Phase.WAITING
 
 
 def test_a_turn_that_comes_back_ends_the_row_of_silent_ones() -> None:

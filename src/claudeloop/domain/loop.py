@@ -616,6 +616,10 @@ def decide_after_silent_turn(
     state = replace(state, silent_turns=state.silent_turns + 1)
     if state.silent_turns <= SILENT_TURNS_SENT_AGAIN:
         return _send_turn(state)
+    if state.detour is not None:
+        # The other profile is the silent one: wait for the run's own backend, as when
+        # the other profile meets a limit (decide_after_turn).
+        return _wait(replace(state, detour=None), state.detour.awaiting, now=now, config=config)
     return _on_limit(state, SILENT_SERVICE, now=now, config=config, policies=policies)
 
 
