@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from claudeloop.adapters.claude_code.transcript import json_lines, stamped_since
 from claudeloop.adapters.private_file import append_line, make_private_directory
 
 
@@ -136,24 +137,9 @@ class ResponseLog:
             return
 
     def _entries(self) -> Iterator[Mapping[str, Any]]:
-        if self._path is None:
-            return
-        try:
-            lines = self._path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a line the kill cut short
-            if isinstance(entry, Mapping):
-                yield entry
+        if self._path is not None:
+            yield from json_lines(self._path)
 
 
 def _at_or_after(entry: Mapping[str, Any], since: datetime) -> bool:
-    try:
-        at = datetime.fromisoformat(str(entry.get("at")))
-    except ValueError:
-        return False
-    return at.utcoffset() is not None and at >= since
+    return stamped_since(entry, "at", since)

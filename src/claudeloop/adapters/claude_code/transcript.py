@@ -173,25 +173,37 @@ def _transcripts(config_dir: Path, session_id: str) -> Iterator[Path]:
 
 def _entries(config_dir: Path, session_id: str) -> Iterator[Mapping[str, Any]]:
     for path in _transcripts(config_dir, session_id):
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a line the kill cut short
-            if isinstance(entry, Mapping):
-                yield entry
+        yield from json_lines(path)
 
 
-def _since(entry: Mapping[str, Any], since: datetime) -> bool:
+def json_lines(path: Path) -> Iterator[Mapping[str, Any]]:
+    """Each JSON object of a JSON Lines file a kill may have cut short (the CLI's
+    transcript, claudeloop's responses.jsonl); nothing if it cannot be read."""
     try:
-        at = datetime.fromisoformat(str(entry.get("timestamp")))
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line the kill cut short
+        if isinstance(entry, Mapping):
+            yield entry
+
+
+def stamped_since(entry: Mapping[str, Any], key: str, since: datetime) -> bool:
+    """Whether the entry's instant under `key` (an ISO time with its zone) is `since`
+    or later; an entry with no such instant is not."""
+    try:
+        at = datetime.fromisoformat(str(entry.get(key)))
     except ValueError:
         return False
     return at.utcoffset() is not None and at >= since
+
+
+def _since(entry: Mapping[str, Any], since: datetime) -> bool:
+    return stamped_since(entry, "timestamp", since)
 
 
 def _served(entry: Mapping[str, Any], since: datetime | None) -> ServedRequest | None:
