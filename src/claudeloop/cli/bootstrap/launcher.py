@@ -5,10 +5,11 @@ CLI asked whether it has credentials, and the run wired and driven."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from claudeloop.adapters import claude_cli
 from claudeloop.adapters.backend_advice import no_credentials
@@ -50,6 +51,9 @@ from claudeloop.cli.bootstrap.runs import (
     wire_run,
     with_worktree,
 )
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.notify.sender import NotifyTargets
 
 
 def refuse_no_credentials(backend: Backend, cwd: Path) -> None:
@@ -162,11 +166,25 @@ class Launcher:
             backend=backend,
             quiet=self.quiet,
             verbose=self.verbose,
+            lock=lock,
+            login_ends_at=login_ends_at,
+            **self.surroundings(record, settings),
+        )
+        return drive_run(wired, record, resumed=resumed, new_session=new_session)
+
+    def surroundings(self, record: RunRecord, settings: Configuration) -> Surroundings:
+        """What a run is wired to beyond its backend: where it notifies, the profiles its
+        limit policies switch to, the capacity record it shares, its seat in a fleet."""
+        return Surroundings(
             notify=notify_targets(settings),
             detours=detours(record.spec.cwd),
             capacity_dir=shared_capacity_dir(settings),
-            lock=lock,
-            login_ends_at=login_ends_at,
             seat=self.seat,
         )
-        return drive_run(wired, record, resumed=resumed, new_session=new_session)
+
+
+class Surroundings(TypedDict):
+    notify: NotifyTargets | None
+    detours: Callable[[str], Backend] | None
+    capacity_dir: Path | None
+    seat: FleetSeat

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +15,10 @@ from claudeloop.adapters.claude_code.backend import Backend, backend_for
 from claudeloop.adapters.config.loading import Configuration
 from claudeloop.adapters.config.profiles import DUMMY_TOKEN, BackendProfile
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
-from claudeloop.adapters.run_directory import RunDirectory
-from claudeloop.application.driving import WiredRun, drive_run
+from claudeloop.application.driving import WiredRun
 from claudeloop.application.fleet_seat import NO_SEAT
-from claudeloop.application.launching import RunLock
 from claudeloop.application.records import RunRecord, RunSpec
-from claudeloop.cli.bootstrap.launcher import Launcher
+from claudeloop.cli.bootstrap.launcher import Launcher, Surroundings
 from claudeloop.cli.bootstrap.runs import create_directory, new_record, unregister_run, wire_run
 
 if TYPE_CHECKING:
@@ -165,33 +162,20 @@ def rehearsal_run(
 @dataclass(frozen=True, slots=True)
 class RehearsalLauncher(Launcher):
     """The launcher of a kept rehearsal's resume: the run driven on the rehearsal's own
-    capacity record and detours, told nothing of the notifications of the files."""
+    capacity record and detours, told nothing of the notifications of the files, and
+    no fleet's."""
 
     servers: RehearsalServers | None = None
 
-    def drive(
+    def surroundings(
         self,
-        directory: RunDirectory,
-        record: RunRecord,
-        backend: Backend,
-        settings: Configuration,  # noqa: ARG002 (the rehearsal wires its own)
-        *,
-        resumed: bool,
-        lock: RunLock | None,
-        login_ends_at: datetime | None,
-        new_session: bool = False,
-    ) -> RunRecord:
+        record: RunRecord,  # noqa: ARG002 (the rehearsal wires its own)
+        settings: Configuration,  # noqa: ARG002
+    ) -> Surroundings:
         assert self.servers is not None
-        wired = wire_run(
-            directory,
-            record,
-            backend=backend,
-            quiet=self.quiet,
-            verbose=self.verbose,
+        return Surroundings(
+            notify=None,
             detours=self.servers.detours(),
             capacity_dir=self.servers.capacity_dir,
-            lock=lock,
-            login_ends_at=login_ends_at,
             seat=NO_SEAT,
         )
-        return drive_run(wired, record, resumed=resumed, new_session=new_session)
