@@ -172,26 +172,27 @@ class Runner:
     ) -> RunRecord:
         """Run until the domain says Finish; returns the final record. `new_session`: the
         session the record names is let go of first (`claudeloop resume --new-session`)."""
-        if resumed:
-            self.events.emit(
-                RunResumed(
-                    phase=record.state.phase.value,
-                    run_id=record.run_id,
-                    cwd=str(record.spec.cwd),
-                    turn=record.state.ledger.attempts + 1,
-                )
-            )
-        else:
-            self.events.emit(
-                RunStarted(
-                    run_id=record.run_id,
-                    cwd=str(record.spec.cwd),
-                    plan=str(record.spec.plan_path) if record.spec.plan_path else None,
-                    profile=record.spec.profile,
-                    model=record.spec.model,
-                    permission_mode=record.spec.permission_mode,
-                )
-            )
+        self.events.emit(_resumed(record) if resumed else _started(record))
+        record, announce = self._mended(record, resumed=resumed, new_session=new_session)
+        self._begin(probe_cut_off=resumed and record.state.phase is Phase.PROBING)
+        record, decision = self._first_decision(record, resumed=resumed)
+        self.store.save(record)
+        for event in announce:
+            self.events.emit(event)
+        # A turn answered and not committed before a crash is committed before any other.
+        record = self._commits.settle(record)
+        while True:
+            record, next_decision = await self._execute(record, decision)
+            if next_decision is None:
+                return record
+            record = self._commits.settle(record)
+            decision = next_decision
+
+    def _mended(
+        self, record: RunRecord, *, resumed: bool, new_session: bool
+    ) -> tuple[RunRecord, list[Event]]:
+        """The record as this start finds it (where it runs the model's commands, the
+        session let go of, a turn a crash cut off), and what is said of it once saved."""
         announce: list[Event] = []
         if self.posture is not None:
             line = posture_line(self.posture)
@@ -214,44 +215,33 @@ class Runner:
             # the instant of the first one cut off.
             since = record.interrupted_at or record.last_turn_started_at
             record = replace(record, turn_in_flight=None, interrupted_at=since)
-        self._begin(probe_cut_off=resumed and record.state.phase is Phase.PROBING)
+        return record, announce
+
+    def _first_decision(self, record: RunRecord, *, resumed: bool) -> tuple[RunRecord, Decision]:
+        """The domain's first decision of this drive, and the record it leaves."""
         if resumed and record.state.phase in (Phase.WAITING, Phase.PROBING):
             # Killed while waiting: keep the persisted probe instant, within reason.
             decision = trusted(record, resume_decision(record.state), now=self.clock.now())
             if isinstance(decision, ScheduleProbe):
                 record = replace(record, state=replace(record.state, next_probe_at=decision.at))
-            checked_in = self._within_login(Transition(record.state, decision))
-            record = replace(record, state=checked_in.state)
-            decision = checked_in.decision
-        else:
-            if record.state.phase is Phase.PREFLIGHT:
-                # Where the run begins, so its first turn is compared with something
-                # (a run resumed before its first turn begins here too).
-                plan = self._plan.current(record)
-                start = Stagnation.start(checked_items=checked(plan), tree=self._fingerprint())
-                record = replace(record, state=replace(record.state, stagnation=start))
-            transition = decide_preflight(
-                record.state,
-                Available(),
-                now=self.clock.now(),
-                config=record.spec.wait_policy,
-                policies=record.spec.limits,
-                rules=record.spec.verify,
-            )
-            transition = self._within_login(transition)
-            record = replace(record, state=transition.state)
-            decision = transition.decision
-        self.store.save(record)
-        for event in announce:
-            self.events.emit(event)
-        # A turn answered and not committed before a crash is committed before any other.
-        record = self._commits.settle(record)
-        while True:
-            record, next_decision = await self._execute(record, decision)
-            if next_decision is None:
-                return record
-            record = self._commits.settle(record)
-            decision = next_decision
+            transition = self._within_login(Transition(record.state, decision))
+            return replace(record, state=transition.state), transition.decision
+        if record.state.phase is Phase.PREFLIGHT:
+            # Where the run begins, so its first turn is compared with something (a run
+            # resumed before its first turn begins here too).
+            plan = self._plan.current(record)
+            start = Stagnation.start(checked_items=checked(plan), tree=self._fingerprint())
+            record = replace(record, state=replace(record.state, stagnation=start))
+        transition = decide_preflight(
+            record.state,
+            Available(),
+            now=self.clock.now(),
+            config=record.spec.wait_policy,
+            policies=record.spec.limits,
+            rules=record.spec.verify,
+        )
+        transition = self._within_login(transition)
+        return replace(record, state=transition.state), transition.decision
 
     async def _execute(self, record: RunRecord, decision: Decision) -> Step:
         match decision:
@@ -581,3 +571,24 @@ class Runner:
         for event in said:
             self.events.emit(event)
         return record, transition.decision
+
+
+def _started(record: RunRecord) -> RunStarted:
+    spec = record.spec
+    return RunStarted(
+        run_id=record.run_id,
+        cwd=str(spec.cwd),
+        plan=str(spec.plan_path) if spec.plan_path else None,
+        profile=spec.profile,
+        model=spec.model,
+        permission_mode=spec.permission_mode,
+    )
+
+
+def _resumed(record: RunRecord) -> RunResumed:
+    return RunResumed(
+        phase=record.state.phase.value,
+        run_id=record.run_id,
+        cwd=str(record.spec.cwd),
+        turn=record.state.ledger.attempts + 1,
+    )
