@@ -19,6 +19,18 @@ GUIDE = ROOT / "AGENTS.md"
 # request a person sent as the event application/steering.py builds of it.
 SPEAKERS = (
     ROOT / "src" / "claudeloop" / "application" / "runner.py",
+    # The runner's collaborators say what they did: a turn sent, a check run, a commit.
+    *(
+        ROOT / "src" / "claudeloop" / "application" / f"{module}.py"
+        for module in (
+            "turns",
+            "verification",
+            "checkpointing",
+            "plan_keeping",
+            "lost_sessions",
+            "announcements",
+        )
+    ),
     ROOT / "src" / "claudeloop" / "application" / "steering.py",
     ROOT / "src" / "claudeloop" / "adapters" / "notify" / "sender.py",
     # The gateway's watch over a turn says turn.retrying as the CLI retries.

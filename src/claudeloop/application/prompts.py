@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from claudeloop.application.records import RunRecord
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.text import count
 from claudeloop.domain.verification import CheckFailed, CheckResult, Rejected, ReviewDisagreed
@@ -205,3 +206,44 @@ def with_notes(prompt: str, notes: tuple[str, ...]) -> str:
         return prompt
     said = "\n".join(f"- {note}" for note in notes)
     return f"{prompt}\n\n{NOTE_OPENING}\n{said}"
+
+
+def next_prompt(record: RunRecord, plan: WorkPlan | None) -> str:
+    """The prompt of the run's next turn: the first, a handoff, or a continue prompt,
+    after what a rejection or a rewind has to say."""
+    spec = record.spec
+    marker = spec.done_marker if spec.marker_fallback else None
+    plan_name = spec.plan_path.name if spec.plan_path else None
+    # A session whose transcript Claude Code could not save is never resumed: a new one
+    # takes over, told the task again and what the lost one left to do.
+    handed = record.lost_sessions or record.gone_sessions
+    if record.session_id is None and handed and record.state.ledger.attempts:
+        prompt = handoff_prompt(
+            spec.task,
+            gone=bool(record.gone_sessions),
+            plan=plan,
+            plan_name=plan_name,
+            remaining_work=record.state.remaining_work,
+            marker=marker,
+        )
+    # No turn recorded yet: a session saved mid-turn by a first turn a crash cut off
+    # holds at most part of the task, so the task is said again.
+    elif record.session_id is None or record.state.ledger.attempts == 0:
+        prompt = first_prompt(spec.task, plan=plan, plan_name=plan_name, marker=marker)
+    else:
+        rejection = record.state.rejection
+        prompt = continue_prompt(
+            plan=plan,
+            # A reviewer's remaining work is said with its rejection.
+            remaining_work=()
+            if isinstance(rejection, ReviewDisagreed)
+            else record.state.remaining_work,
+            custom=spec.continue_prompt,
+            marker=marker,
+        )
+        if rejection is not None:
+            prompt = f"{rejection_prompt(rejection)}\n\n{prompt}"
+    prompt = with_notes(prompt, record.state.notes)
+    if record.rewound:
+        prompt = f"{record.rewound}\n\n{prompt}"
+    return prompt

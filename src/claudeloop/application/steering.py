@@ -1,5 +1,6 @@
 """What `probe-now`, `raise` and `note` do between parsing and rendering, on the
-`ProjectRuns` port, and the event each request is said as once the run applied it.
+`ProjectRuns` port; how the run applies the requests at a safe point, and the event each
+is said as once it is applied.
 
 Each use case is shaped like `inspection.control` (the runs, the run id, what is asked)
 so the dashboard calls the same functions: the request goes into the run's control
@@ -9,13 +10,14 @@ file, and its driver applies it at the next safe point (domain.steering).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import assert_never
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import CapRaised, Event, NoteAdded, ProbeAsked
-from claudeloop.application.ports import ProjectRuns
+from claudeloop.application.ports import Clock, ControlInbox, EventSink, ProjectRuns, RunStore
+from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Phase, RunState
 from claudeloop.domain.steering import (
@@ -29,6 +31,7 @@ from claudeloop.domain.steering import (
     describe_cap,
     refusal,
     spent_on,
+    steer,
     waited_now,
 )
 
@@ -144,6 +147,41 @@ def steering_event(asked: Steer, steered: Steered) -> Event:
             return NoteAdded(text=text.strip(), applied=steered.applied)
         case _:
             assert_never(asked)
+
+
+def apply_requests(
+    record: RunRecord,
+    control: ControlInbox,
+    *,
+    clock: Clock,
+    store: RunStore,
+    events: EventSink,
+) -> tuple[RunRecord, bool]:
+    """The requests of the control file this run has not applied yet, applied in the
+    order sent (domain.steering), saved, then said; and whether one of them ended the
+    wait going on (probe now). A request applied before a crash is not applied again:
+    the record keeps the number of the last one (`steered`)."""
+    requests = control.requests()
+    fresh = [request for request in requests if request.seq > record.steered]
+    if not fresh:
+        if requests:  # applied and saved before, not let go of yet
+            control.consumed(record.steered)
+        return record, False
+    state, policy = record.state, record.spec.wait_policy
+    said: list[Event] = []
+    probe_now = False
+    for request in fresh:
+        steered = steer(state, policy, request.asked, now=clock.now())
+        state, policy = steered.state, steered.wait_policy
+        probe_now = probe_now or steered.probe
+        said.append(steering_event(request.asked, steered))
+    spec = replace(record.spec, budget=state.ledger.budget, wait_policy=policy)
+    record = replace(record, spec=spec, state=state, steered=fresh[-1].seq)
+    store.save(record)
+    control.consumed(record.steered)
+    for event in said:
+        events.emit(event)
+    return record, probe_now
 
 
 def _live(runs: ProjectRuns, run_id: str | None, doing: str) -> tuple[str, int]:
