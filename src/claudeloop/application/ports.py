@@ -423,7 +423,7 @@ class Fleet(Protocol):
     """
 
     @property
-    def shown(self) -> str:
+    def masked_url(self) -> str:
         """The engine's URL with its password masked."""
         ...
 

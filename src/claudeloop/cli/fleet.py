@@ -49,7 +49,7 @@ def init(engine: str | None) -> None:
     """Create the fleet's tables (DBOS's and the capacity board's)."""
     chosen = _fleet(engine)
     chosen.set_up()
-    click.echo(f"fleet ready: {chosen.shown}")
+    click.echo(f"fleet ready: {chosen.masked_url}")
 
 
 def _text(value: Any) -> str:
@@ -148,7 +148,7 @@ def ls(engine: str | None, as_json: bool) -> None:
         print_json({"runs": [run.to_json() for run in queued]})
         return
     if not queued:
-        click.echo(f"no runs in the queue of {chosen.shown}")
+        click.echo(f"no runs in the queue of {chosen.masked_url}")
         return
     rows = [("RUN", "STATE", "CWD", "ACCOUNT", "WORKER")] + [
         (run.run_id, run.state, run.cwd, run.account, run.worker or "-") for run in queued
@@ -483,10 +483,10 @@ def fleet_status(chosen: Fleet, as_json: bool) -> None:
         for s in seen.capacity
     ]
     if as_json:
-        print_json({"engine": chosen.shown, "runs": rows, "capacity": capacity})
+        print_json({"engine": chosen.masked_url, "runs": rows, "capacity": capacity})
         return
     if not rows:
-        click.echo(f"no runs in the fleet of {chosen.shown}")
+        click.echo(f"no runs in the fleet of {chosen.masked_url}")
     else:
         _table(
             [("RUN", "STATE", "PLAN", "SPEND", "PROBE", "WORKER")]
