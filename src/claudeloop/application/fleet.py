@@ -138,6 +138,15 @@ def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
                 "plan": data.get("plan"),
                 "turns": data.get("turns"),
                 "dollars": data.get("dollars"),
+                # The read model's counts and the probes' share (run_facts.py), as
+                # `status`, `runs` and `report` say them of a run on this machine.
+                "sent": data.get("sent"),
+                "answered": data.get("answered"),
+                "refused": data.get("refused"),
+                "probes": data.get("probes"),
+                "turn_dollars": data.get("turn_dollars"),
+                "probe_dollars": data.get("probe_dollars"),
+                "said": data.get("said"),
                 "cwd": queued.cwd,
                 "account": queued.account,
             }
