@@ -190,19 +190,28 @@ def _until_read(board: LinkedCapacityBoard, seq: int) -> Sighting | None:
 
 def _looks_cost(boards: _CountedBoards, runs: list[LinkedCapacityBoard], seq: int) -> int:
     """The database reads of three rounds of each run reading the record (`seq`) and
-    waiting a moment for news, once a look of the first run reads nothing."""
+    waiting a moment for news, once a look of the first run reads nothing. The runs
+    look side by side, as a worker's runs do: the worker ends a wait at its next look
+    at the deadlines (every half second), so one run after another would take seconds."""
     deadline = time.monotonic() + 10
     before = -1
     while boards.reads != before and time.monotonic() < deadline:
         before = boards.reads
         runs[0].read()
     before = boards.reads
-    for _ in range(3):
-        for run in runs:
+    seen: list[tuple[int | None, Sighting | None]] = []
+
+    def look(run: LinkedCapacityBoard) -> None:
+        for _ in range(3):
             latest = run.read()
-            assert latest is not None
-            assert latest.seq == seq
-            assert run.wait_for_news(seq, 0.05) is None
+            seen.append((latest.seq if latest is not None else None, run.wait_for_news(seq, 0.05)))
+
+    looking = [threading.Thread(target=look, args=(run,)) for run in runs]
+    for thread in looking:
+        thread.start()
+    for thread in looking:
+        thread.join(30)
+    assert seen == [(seq, None)] * 3 * len(runs)
     return boards.reads - before
 
 
