@@ -23,6 +23,7 @@ statements write, without the full-page images a checkpoint adds on a real serve
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import os
@@ -314,10 +315,10 @@ def measure(admin_dsn: str, server_dsn: Callable[[str], str], root: Path, base_u
             raise TimeoutError("the fleet cost benchmark: the runs did not all come to wait")
         taking = _rates(samples, _in_turns)
         waits = _rates(samples, _waiting)
-        from claudeloop.adapters.fleet import travel
+        from claudeloop.adapters.fleet import run_archive
 
         first = machines[0].projects[0] / ".claudeloop" / "runs" / "run0"
-        return Setting(workers, runs, idle, taking, waits, samples, travel.pack_record(first))
+        return Setting(workers, runs, idle, taking, waits, samples, run_archive.pack_record(first))
     finally:
         counters.close()
         for machine in machines:
@@ -392,7 +393,7 @@ def status_at_scale(
 
     import psycopg
 
-    from claudeloop.adapters.fleet import queue, travel
+    from claudeloop.adapters.fleet import queue
     from claudeloop.adapters.fleet.engine import parse_engine
     from claudeloop.adapters.fleet.engine_fleet import EngineFleet, _stored
     from claudeloop.adapters.fleet.leases import Leases
@@ -400,14 +401,18 @@ def status_at_scale(
     from claudeloop.application.fleet import overview
     from claudeloop.application.summary import status_object
 
-    if not hasattr(travel, "summary_of"):  # the code of before issue 27 keeps none
+    try:
+        run_archive = importlib.import_module("claudeloop.adapters.fleet.run_archive")
+    except ImportError:  # the code of before issue 41 named it travel
+        run_archive = importlib.import_module("claudeloop.adapters.fleet.travel")
+    if not hasattr(run_archive, "summary_of"):  # the code of before issue 27 keeps none
         return None
     database = f"fleet_status_{int(time.time())}"
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {database}")
     engine = parse_engine(url.rsplit("/", 1)[0] + "/" + database, "bench")
     queue.init_schema(engine)
-    summary = travel.summary_of(travel.state_in(record))
+    summary = run_archive.summary_of(run_archive.state_in(record))
     leases = Leases(engine)
     leases.start("bench")
     with queue._client(engine) as client:

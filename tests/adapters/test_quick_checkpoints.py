@@ -16,8 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claudeloop.adapters import git_checkpoint
-from claudeloop.adapters.git_checkpoint import GitCheckpoints
+from claudeloop.adapters.git_checkpoint import GitCheckpoints, checkpoints, full_commit
 from claudeloop.domain.checkpoints import commit_message, trailers
 
 SECRET = "sk-test-0123456789abcdef"
@@ -111,13 +110,13 @@ STEPS = st.tuples(
 def full_looks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many commits looked at every file."""
     counted: list[int] = []
-    real = git_checkpoint._commit
+    real = full_commit.commit_everything
 
     def counting(*args: object, **kwargs: object) -> object:
         counted.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(git_checkpoint, "_commit", counting)
+    monkeypatch.setattr(checkpoints, "commit_everything", counting)
     return counted
 
 

@@ -355,7 +355,7 @@ class MemoryFleet:
     of it; `made` says whether anything set it up."""
 
     def __init__(self, *, made: bool = True) -> None:
-        self.shown = "sqlite:///memory"
+        self.masked_url = "sqlite:///memory"
         self.made = made
         self.runs: dict[str, QueuedRun] = {}
         self.records: dict[str, StoredRun] = {}

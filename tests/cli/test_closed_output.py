@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, add, init_schema
@@ -91,7 +91,7 @@ def test_a_closed_output_ends_the_logs_of_a_fleet_run_quietly(tmp_path: Path) ->
     try:
         leases.start("w1")
         epoch = leases.claim("r1", "w1")
-        record = travel.pack_record(a_run_with_many_events(tmp_path / "machine", "r1"))
+        record = run_archive.pack_record(a_run_with_many_events(tmp_path / "machine", "r1"))
         leases.store("r1", epoch, "w1", phase="waiting", record=record, transcript=None)
     finally:
         leases.close()

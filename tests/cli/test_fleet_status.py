@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, add
@@ -40,7 +40,7 @@ def engine(tmp_path: Path) -> str:
     try:
         leases.start("w1")
         epoch = leases.claim(RUN_ID, "w1")
-        record = travel.pack_record(directory.path)
+        record = run_archive.pack_record(directory.path)
         leases.store(RUN_ID, epoch, "w1", phase="waiting", record=record, transcript=None)
     finally:
         leases.close()
@@ -182,7 +182,7 @@ def test_logs_follow_prints_each_event_once_and_follows_until_the_queue_says_it_
         leases = Leases(parse_engine(engine, "test"))
         try:
             epoch = leases.stored(RUN_ID).epoch  # type: ignore[union-attr]
-            packed = travel.pack_record(directory.path)
+            packed = run_archive.pack_record(directory.path)
             leases.store(RUN_ID, epoch, "w1", phase="complete", record=packed, transcript=None)
         finally:
             leases.close()

@@ -185,6 +185,9 @@ def test_a_run_of_the_plan_init_wrote_unedited_is_refused_in_one_line(
     assert not (project / ".claudeloop").exists()
 
 
+# The run starts the real Claude Code CLI (against a closed port): seconds of a real
+# process, run by `make test` and CI.
+@pytest.mark.slow
 def test_the_plan_init_wrote_runs_once_its_items_are_the_task(
     claudeloop: Invoke, project: Path
 ) -> None:

@@ -23,6 +23,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from claudeloop.adapters.fleet import run_archive
+from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.leases import Leases
+from claudeloop.adapters.fleet.queue import Order, add
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.layout import EventLog
@@ -291,3 +295,44 @@ def _unescaped(html: str) -> str:
     from html import unescape
 
     return unescape(html)
+
+
+def test_a_fleet_says_each_run_as_its_own_machine_does(
+    machine: dict[str, RunFacts], claudeloop: Invoke, tmp_path: Path
+) -> None:
+    """Each run stored in a fleet as its worker stores it (its record, and the summary
+    the overview reads instead): `status --engine` says its turns and money, the
+    probes' share apart, in the words of `status`, `runs` and `report`."""
+    url = f"sqlite:///{tmp_path / 'fleet' / 'fleet.sqlite'}"
+    engine = parse_engine(url, "test")
+    for run_id in machine:
+        cwd = tmp_path / run_id.removeprefix("20261130-090000-").replace("-", "_")
+        add(engine, run_id, Order(str(cwd), ["PLAN.md"], account="0123456789abcdef"))
+    leases = Leases(engine)
+    try:
+        leases.start("w1")
+        for run_id, facts in machine.items():
+            cwd = tmp_path / run_id.removeprefix("20261130-090000-").replace("-", "_")
+            record = run_archive.pack_record(cwd / ".claudeloop" / "runs" / run_id)
+            state = run_archive.state_in(record)
+            leases.store(
+                run_id,
+                leases.claim(run_id, "w1"),
+                "w1",
+                phase=facts.phase,
+                record=record,
+                transcript=None,
+                summary=run_archive.summary_of(state),
+            )
+    finally:
+        leases.close()
+    shown = claudeloop("status", "--engine", url, "--json")
+    assert shown.exit_code == 0, shown.err
+    rows = {row["run_id"]: row for row in json.loads(shown.out)["runs"]}
+    table = claudeloop("status", "--engine", url).out
+    for run_id, facts in machine.items():
+        _assert_json(rows[run_id], facts, f"status --engine --json of {run_id}")
+        lines = table.splitlines()
+        under = lines[lines.index(next(line for line in lines if line.startswith(run_id))) + 1]
+        assert under == f"  turns {facts.turns_said} · {facts.dollars_said}", under
+        assert all(len(line) <= 80 for line in lines)

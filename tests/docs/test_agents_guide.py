@@ -161,3 +161,91 @@ def test_the_layer_table_grants_no_import_a_contract_forbids() -> None:
                     assert not re.search(rf"\b{layer}\b", may[source]), (source, forbidden)
                     checked += 1
     assert checked >= 8
+
+
+_LAYERS = ("domain", "application", "adapters", "rehearsal", "cli")
+
+
+def _import_contracts() -> list[dict[str, object]]:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contracts: list[dict[str, object]] = config["contracts"]
+    return contracts
+
+
+def _layers_section() -> str:
+    return GUIDE.read_text(encoding="utf-8").split("## Layers", 1)[1].split("\n## ", 1)[0]
+
+
+def _contract_forbids(contracts: list[dict[str, object]], source: str, target: str) -> bool:
+    """Whether a contract keeps `claudeloop.<source>` from importing `claudeloop.<target>`:
+    a forbidden contract without exceptions, or the layers contract (an outer or a
+    sibling layer)."""
+    for contract in contracts:
+        if contract["type"] == "forbidden" and not contract.get("ignore_imports"):
+            sources = contract["source_modules"]
+            forbidden = contract["forbidden_modules"]
+            assert isinstance(sources, list)
+            assert isinstance(forbidden, list)
+            if f"claudeloop.{source}" in sources and f"claudeloop.{target}" in forbidden:
+                return True
+        if contract["type"] == "layers":
+            layers = contract["layers"]
+            assert isinstance(layers, list)
+            rank = {
+                name.strip().removeprefix("claudeloop."): depth
+                for depth, layer in enumerate(layers)
+                for name in layer.split("|")
+            }
+            if source in rank and target in rank and rank[target] <= rank[source]:
+                return True
+    return False
+
+
+def test_every_layer_the_table_does_not_grant_is_forbidden_by_a_contract() -> None:
+    """The other way round: what the guide's "may import" cell of a layer leaves out,
+    an import contract forbids, so the table says what `lint-imports` holds (the cli
+    may import everything; its one rule is the next test's)."""
+    contracts = _import_contracts()
+    may: dict[str, str] = {}
+    for line in _layers_section().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        found = re.fullmatch(r"`src/claudeloop/([a-z_]+)/`", cells[0]) if len(cells) == 3 else None
+        if found:
+            may[found[1]] = cells[2].split("(")[0]
+    assert set(may) == set(_LAYERS)
+    for source, granted in may.items():
+        if source == "cli":
+            assert granted.startswith("everything"), granted
+            continue
+        for target in _LAYERS:
+            if target == source or re.search(rf"\b{target}\b", granted):
+                continue
+            assert _contract_forbids(contracts, source, target), (
+                f"AGENTS.md lets {source} import no {target}, but no contract forbids it"
+            )
+
+
+def test_the_composition_root_the_guide_names_is_the_contracts_one_exception() -> None:
+    """ "Only the composition root imports an adapter": the cli's contract excepts the
+    package the guide names as the root, and nothing else; "DBOS is imported in one
+    module": the contract on DBOS excepts the module the guide names."""
+    contracts = {str(contract["name"]): contract for contract in _import_contracts()}
+    section = _layers_section()
+    root = re.search(r"the composition root \(the package `src/claudeloop/([a-z_/]+)/`", section)
+    assert root is not None
+    package = "claudeloop." + root[1].replace("/", ".")
+    cli = contracts["cli imports adapters only through the composition root"]
+    excepted = cli["ignore_imports"]
+    assert isinstance(excepted, list)
+    assert excepted
+    for rule in excepted:
+        importer = str(rule).split(" -> ")[0]
+        assert importer in (package, f"{package}.*"), rule
+    said = re.search(
+        r"\(`src/claudeloop/([a-z_/]+)\.py`, the one module that imports DBOS", section
+    )
+    assert said is not None
+    dbos = contracts["DBOS is imported by the fleet's adapter alone"]
+    assert dbos["ignore_imports"] == [f"claudeloop.{said[1].replace('/', '.')} -> dbos"]

@@ -30,7 +30,7 @@ import pytest
 
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.leases import Leases
-from claudeloop.adapters.fleet.travel import unpack_record
+from claudeloop.adapters.fleet.run_archive import unpack_record
 from tests.e2e.conftest import cli_env, wait_for, write_plan
 from tests.e2e.test_fleet import RUN_OPTIONS, Fleet, engine, fleet  # noqa: F401
 

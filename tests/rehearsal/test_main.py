@@ -50,6 +50,9 @@ def test_an_unknown_name_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "neither a built-in scenario" in capsys.readouterr().err
 
 
+# A fresh interpreter importing the rehearsal's server: seconds of a real process, run
+# by `make test` and CI.
+@pytest.mark.slow
 def test_port_zero_prints_where_it_listens_and_serves_there() -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "claudeloop.rehearsal", "--scenario", "window", "--port", "0"],

@@ -5,7 +5,7 @@ A checkpoint of a big repository is a handful of git commands, and each one's st
 them take their requests one after another from a single process, as git made them
 to: `git mktree --batch` (a tree per request, its hash answered) and
 `git update-ref --stdin` (a transaction per request: `start`, `update`, `prepare`,
-`commit`, each answered `...: ok`). A run keeps one of each (adapters/git_checkpoint.py).
+`commit`, each answered `...: ok`). A run keeps one of each (adapters/git_checkpoint/plumbing.py).
 
 A process that fails, ends or says anything but what was asked is ended and the request
 answered None; the next request starts another. git ends `update-ref --stdin` itself

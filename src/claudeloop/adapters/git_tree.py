@@ -1,7 +1,7 @@
 """A commit's tree with some paths changed, written without the index.
 
 After a turn the index holds what `git add` staged of the paths the turn changed
-(adapters/git_checkpoint.py). `git write-tree` would make the commit's tree from the
+(adapters/git_checkpoint/quick_commit.py). `git write-tree` would make the commit's tree from the
 whole index, reading and writing all of it again (a repository of 10,000 files: an
 index of about 900 KB, half of a checkpoint's time). Only the trees on the way to a
 changed path can differ from the last commit's, so only those are read

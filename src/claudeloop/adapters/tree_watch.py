@@ -5,8 +5,8 @@ every file (10,000 `lstat`s take about 22 ms on the machine the benchmark runs o
 find the few a turn changed. While a run works, its tree is watched instead: every
 directory of it has an inotify watch, and after a turn `changes()` says which paths were
 created, written, removed, moved or had their mode changed, so the commit stages those
-alone (adapters/git_checkpoint.py). The watch is read only when asked, never by a thread:
-the kernel queues the events of a turn meanwhile.
+alone (adapters/git_checkpoint/checkpoints.py). The watch is read only when asked,
+never by a thread: the kernel queues the events of a turn meanwhile.
 
 Whenever the watch cannot say for sure, `changes()` says so (None) and the commit looks
 at every file as before: the kernel's queue overflowed (a turn that made more than

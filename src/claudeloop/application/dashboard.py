@@ -121,12 +121,12 @@ def fleet_rows(fleet: Fleet, *, mask: MaskOf) -> tuple[list[dict[str, Any]], str
     not answer): the page says so and keeps serving."""
     try:
         if not fleet.exists():
-            return [], f"{fleet.shown}: no fleet there yet (`claudeloop fleet init` makes one)"
+            return [], f"{fleet.masked_url}: no fleet there yet (`claudeloop fleet init` makes one)"
         queue = fleet.queue()
         # Each run's summary row, never its record (issue 27).
         stored = fleet.summaries()
     except Exception as error:  # a driver's own errors: the engine is away, or refuses
-        return [], f"{fleet.shown}: unreachable ({type(error).__name__}: {error})"
+        return [], f"{fleet.masked_url}: unreachable ({type(error).__name__}: {error})"
     rows: list[dict[str, Any]] = []
     for queued in queue:
         held = stored.get(queued.run_id)

@@ -79,7 +79,7 @@ def require(fleet: Fleet, asked: str) -> None:
     """A command that reads a fleet: one never made is said so, not made by asking."""
     if not fleet.exists():
         raise UsageError(
-            f"{asked}: there is no fleet at {fleet.shown} yet; `claudeloop fleet init` or "
+            f"{asked}: there is no fleet at {fleet.masked_url} yet; `claudeloop fleet init` or "
             "`claudeloop queue add` makes one, or name another with --engine"
         )
 
@@ -94,7 +94,7 @@ def cancel(fleet: Fleet, run_id: str) -> QueuedRun:
     require(fleet, f"queue cancel {run_id}")
     before = fleet.cancel(run_id)
     if before is None:
-        raise UsageError(f"queue cancel {run_id}: no such run in the queue of {fleet.shown}")
+        raise UsageError(f"queue cancel {run_id}: no such run in the queue of {fleet.masked_url}")
     return before
 
 
@@ -102,7 +102,7 @@ def look_up(fleet: Fleet, run_id: str) -> FleetRun:
     queued = fleet.queued(run_id)
     stored = fleet.stored(run_id)
     if queued is None and stored is None:
-        raise UsageError(f"--run-id {run_id}: no such run in the fleet of {fleet.shown}")
+        raise UsageError(f"--run-id {run_id}: no such run in the fleet of {fleet.masked_url}")
     return FleetRun(run_id, queued, stored)
 
 
@@ -138,6 +138,15 @@ def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
                 "plan": data.get("plan"),
                 "turns": data.get("turns"),
                 "dollars": data.get("dollars"),
+                # The read model's counts and the probes' share (run_facts.py), as
+                # `status`, `runs` and `report` say them of a run on this machine.
+                "sent": data.get("sent"),
+                "answered": data.get("answered"),
+                "refused": data.get("refused"),
+                "probes": data.get("probes"),
+                "turn_dollars": data.get("turn_dollars"),
+                "probe_dollars": data.get("probe_dollars"),
+                "said": data.get("said"),
                 "cwd": queued.cwd,
                 "account": queued.account,
             }
@@ -312,7 +321,7 @@ def queue_run(
     try:
         fleet.enqueue(chosen, where, arguments, account, repo=repo, branch=branch)
     except RunIdTaken:
-        raise UsageError(f"--run-id {chosen}: already in the queue of {fleet.shown}") from None
+        raise UsageError(f"--run-id {chosen}: already in the queue of {fleet.masked_url}") from None
     return Queued(chosen, where, account)
 
 

@@ -83,8 +83,9 @@ class Settings(Protocol):
     def of(self, setting: Setting[T]) -> Sourced[T]: ...
 
 
-class Given:
-    """What the sources of some kinds set, each over what a spec already had."""
+class Overrides:
+    """The settings that sources of some kinds set (the command line and the
+    environment, say), each to override what a spec already had."""
 
     def __init__(self, settings: Settings, kinds: tuple[OriginKind, ...]) -> None:
         self.settings = settings
@@ -100,14 +101,15 @@ class Given:
     def __contains__(self, setting: Setting[object]) -> bool:
         return self.set(setting) is not None
 
-    def over(self, setting: Setting[T | None], current: T) -> T:
+    def value_or(self, setting: Setting[T | None], current: T) -> T:
+        """The value set for `setting`, or `current` when none of these sources sets it."""
         given = self.set(setting)
         return current if given is None else given.value
 
 
-def set_by(settings: Settings, *, kinds: tuple[OriginKind, ...] = NEW_SOURCES) -> Given:
+def set_by(settings: Settings, *, kinds: tuple[OriginKind, ...] = NEW_SOURCES) -> Overrides:
     """The settings that a source of the given kinds sets, defaults left out."""
-    return Given(settings, kinds)
+    return Overrides(settings, kinds)
 
 
 # Checks that the profile named can be used as a backend (its variables resolve); raises
@@ -152,14 +154,14 @@ def new_spec(
     )
 
 
-def boundary(given: Given, base: Boundary | None = None) -> Boundary:
+def boundary(given: Overrides, base: Boundary | None = None) -> Boundary:
     """Where the model's commands and the checks run: what `given` says over `base` (a
     resume keeps what the run started with unless a flag or variable says otherwise)."""
     start = base or Boundary()
     return Boundary(
-        on=given.over(SANDBOX, "on" if start.on else "off") == "on",
-        allow_domains=tuple(given.over(SANDBOX_ALLOW_DOMAINS, list(start.allow_domains))),
-        allow_read=tuple(given.over(SANDBOX_ALLOW_READ, list(start.allow_read))),
+        on=given.value_or(SANDBOX, "on" if start.on else "off") == "on",
+        allow_domains=tuple(given.value_or(SANDBOX_ALLOW_DOMAINS, list(start.allow_domains))),
+        allow_read=tuple(given.value_or(SANDBOX_ALLOW_READ, list(start.allow_read))),
     )
 
 
@@ -226,10 +228,10 @@ def resumed_record(
         budget=new_budget,
         wait_policy=wait_policy(overrides, spec.wait_policy),
         model=resumed_model(spec, settings),
-        permission_mode=overrides.over(PERMISSION_MODE, spec.permission_mode),
-        done_marker=overrides.over(DONE_MARKER, spec.done_marker),
-        continue_prompt=overrides.over(CONTINUE_PROMPT, spec.continue_prompt),
-        update_plan=overrides.over(UPDATE_PLAN, spec.update_plan),
+        permission_mode=overrides.value_or(PERMISSION_MODE, spec.permission_mode),
+        done_marker=overrides.value_or(DONE_MARKER, spec.done_marker),
+        continue_prompt=overrides.value_or(CONTINUE_PROMPT, spec.continue_prompt),
+        update_plan=overrides.value_or(UPDATE_PLAN, spec.update_plan),
         profile=profile,
         marker_fallback=marker_fallback if switched else spec.marker_fallback,
         verify=verify,
@@ -249,7 +251,7 @@ def resumed_record(
     return replace(record, spec=spec, state=state)
 
 
-def refuse_new_branch(record: RunRecord, flags: Given) -> None:
+def refuse_new_branch(record: RunRecord, flags: Overrides) -> None:
     """Where a run commits (its worktree, its branch) is chosen when it starts: a flag
     of a resume that would choose otherwise is refused rather than silently ignored.
     (A variable is not refused: it may be set for every run of a shell.)"""
@@ -312,18 +314,22 @@ def pause_and_limits(
     return pause, policies
 
 
-def wait_policy(given: Given, base: WaitPolicyConfig | None = None) -> WaitPolicyConfig:
+def wait_policy(given: Overrides, base: WaitPolicyConfig | None = None) -> WaitPolicyConfig:
     policy = base or WaitPolicyConfig()
     try:
         return replace(
             policy,
-            window_probe_interval=given.over(WINDOW_PROBE_INTERVAL, policy.window_probe_interval),
-            credits_probe_interval=given.over(
+            window_probe_interval=given.value_or(
+                WINDOW_PROBE_INTERVAL, policy.window_probe_interval
+            ),
+            credits_probe_interval=given.value_or(
                 CREDITS_PROBE_INTERVAL, policy.credits_probe_interval
             ),
-            credits_probe_ceiling=given.over(CREDITS_PROBE_CEILING, policy.credits_probe_ceiling),
-            reset_grace=given.over(RESET_GRACE, policy.reset_grace),
-            max_wait=given.over(MAX_WAIT, policy.max_wait),
+            credits_probe_ceiling=given.value_or(
+                CREDITS_PROBE_CEILING, policy.credits_probe_ceiling
+            ),
+            reset_grace=given.value_or(RESET_GRACE, policy.reset_grace),
+            max_wait=given.value_or(MAX_WAIT, policy.max_wait),
         )
     except ValueError as error:
         origins = ", ".join(
@@ -334,17 +340,17 @@ def wait_policy(given: Given, base: WaitPolicyConfig | None = None) -> WaitPolic
         raise UsageError(f"{error} ({origins})" if origins else str(error)) from None
 
 
-def budget(given: Given, base: Budget | None = None) -> Budget:
+def budget(given: Overrides, base: Budget | None = None) -> Budget:
     current = base or Budget()
     return replace(
         current,
-        max_turns=given.over(MAX_TURNS, current.max_turns),
-        max_dollars=given.over(MAX_DOLLARS, current.max_dollars),
-        max_attempts=given.over(MAX_ATTEMPTS, current.max_attempts),
+        max_turns=given.value_or(MAX_TURNS, current.max_turns),
+        max_dollars=given.value_or(MAX_DOLLARS, current.max_dollars),
+        max_attempts=given.value_or(MAX_ATTEMPTS, current.max_attempts),
     )
 
 
-def verification(given: Given, base: RunSpec | None = None) -> tuple[VerifyRules, float]:
+def verification(given: Overrides, base: RunSpec | None = None) -> tuple[VerifyRules, float]:
     """The spec's `verify` (what a Done must pass, the brake) and `verify_timeout_seconds`,
     as the settings say over what `base` had. The checks were split once already, when
     the configuration was read (an unsplittable one is refused there)."""
@@ -357,11 +363,11 @@ def verification(given: Given, base: RunSpec | None = None) -> tuple[VerifyRules
         rules = replace(rules, checks=parse_checks(checks.value))
     rules = replace(
         rules,
-        review=given.over(REVIEW, rules.review),
+        review=given.value_or(REVIEW, rules.review),
         stagnation=replace(
             rules.stagnation,
-            stall_turns=given.over(STALL_TURNS, rules.stagnation.stall_turns),
-            same_failure=given.over(SAME_FAILURE, rules.stagnation.same_failure),
+            stall_turns=given.value_or(STALL_TURNS, rules.stagnation.stall_turns),
+            same_failure=given.value_or(SAME_FAILURE, rules.stagnation.same_failure),
         ),
     )
     timeout_given = given.set(VERIFY_TIMEOUT)
@@ -370,7 +376,7 @@ def verification(given: Given, base: RunSpec | None = None) -> tuple[VerifyRules
     return rules, timeout
 
 
-def silence_seconds(given: Given, base: float | None = None) -> float | None:
+def silence_seconds(given: Overrides, base: float | None = None) -> float | None:
     """How long Claude Code may say nothing in a turn: what `given` says over `base`
     (None: the backend's default, domain.watchdog.silence_for)."""
     silence = given.set(SILENCE_TIMEOUT)

@@ -9,7 +9,7 @@ from typing import Any
 
 from claudeloop.application.ports import RunSummary
 from claudeloop.application.records import RunRecord
-from claudeloop.application.run_facts import RunFacts, run_facts
+from claudeloop.application.run_facts import RunFacts, dollars_words, run_facts, turns_words
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
@@ -192,6 +192,9 @@ def run_summary(record: RunRecord) -> RunSummary:
         next_probe_at=state.next_probe_at,
         plan_done=progress[0] if progress else None,
         plan_total=progress[1] if progress else None,
+        sent=state.ledger.attempts,
+        probes=state.probes,
+        probe_dollars=round(state.ledger.probe_dollars, 6),
     )
 
 
@@ -199,6 +202,10 @@ def summary_object(summary: RunSummary, *, now: datetime) -> dict[str, Any]:
     """What the fleet's overview says of a run from its summary: the same keys, and
     values, that `status --json` gives them."""
     done, total = summary.plan_done, summary.plan_total
+    # A summary a worker of before stored knows neither the prompts sent nor the
+    # probes' share: said as unknown, the dollars as a total.
+    sent = summary.sent
+    probe_dollars = summary.probe_dollars
     return {
         "phase": summary.phase,
         "next_probe_at": summary.next_probe_at.isoformat() if summary.next_probe_at else None,
@@ -206,6 +213,19 @@ def summary_object(summary: RunSummary, *, now: datetime) -> dict[str, Any]:
         "plan": {"done": done, "total": total} if done is not None and total is not None else None,
         "turns": summary.turns,
         "dollars": summary.dollars,
+        "sent": sent,
+        "answered": summary.turns,
+        "refused": None if sent is None else max(sent - summary.turns, 0),
+        "probes": summary.probes,
+        "turn_dollars": None
+        if probe_dollars is None
+        else round(max(summary.dollars - probe_dollars, 0.0), 6),
+        "probe_dollars": probe_dollars,
+        # The same words every view says them in (run_facts.py).
+        "said": {
+            "turns": None if sent is None else turns_words(sent, summary.turns),
+            "dollars": dollars_words(summary.dollars, probe_dollars or 0.0),
+        },
     }
 
 

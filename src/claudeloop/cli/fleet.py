@@ -49,7 +49,7 @@ def init(engine: str | None) -> None:
     """Create the fleet's tables (DBOS's and the capacity board's)."""
     chosen = _fleet(engine)
     chosen.set_up()
-    click.echo(f"fleet ready: {chosen.shown}")
+    click.echo(f"fleet ready: {chosen.masked_url}")
 
 
 def _text(value: Any) -> str:
@@ -148,7 +148,7 @@ def ls(engine: str | None, as_json: bool) -> None:
         print_json({"runs": [run.to_json() for run in queued]})
         return
     if not queued:
-        click.echo(f"no runs in the queue of {chosen.shown}")
+        click.echo(f"no runs in the queue of {chosen.masked_url}")
         return
     rows = [("RUN", "STATE", "CWD", "ACCOUNT", "WORKER")] + [
         (run.run_id, run.state, run.cwd, run.account, run.worker or "-") for run in queued
@@ -483,15 +483,24 @@ def fleet_status(chosen: Fleet, as_json: bool) -> None:
         for s in seen.capacity
     ]
     if as_json:
-        print_json({"engine": chosen.shown, "runs": rows, "capacity": capacity})
+        print_json({"engine": chosen.masked_url, "runs": rows, "capacity": capacity})
         return
     if not rows:
-        click.echo(f"no runs in the fleet of {chosen.shown}")
+        click.echo(f"no runs in the fleet of {chosen.masked_url}")
     else:
-        _table(
+        lines = _table_lines(
             [("RUN", "STATE", "PLAN", "SPEND", "PROBE", "WORKER")]
             + [_fleet_row(row) for row in rows]
         )
+        click.echo(lines[0])
+        for line, row in zip(lines[1:], rows, strict=True):
+            click.echo(line)
+            # Under each run, its turns and money in the words `status`, `runs` and
+            # `report` say them, the probes' share apart (a summary a worker of before
+            # stored has none of these words).
+            said = row.get("said") or {}
+            if said.get("turns"):
+                click.echo(_fit(f"  turns {said['turns']} · {said['dollars']}"))
     if capacity:
         click.echo("")
         _table(
@@ -510,11 +519,18 @@ def fleet_status(chosen: Fleet, as_json: bool) -> None:
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> None:
+    for line in _table_lines(rows):
+        click.echo(line)
+
+
+def _table_lines(rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Columns as wide as their widest cell; the last one as long as it is, within 80."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
     for cells in rows:
         line = "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths, strict=False))
-        click.echo(_fit(f"{line}  {cells[-1]}"))
+        lines.append(_fit(f"{line}  {cells[-1]}"))
+    return lines
 
 
 def _fleet_row(row: dict[str, Any]) -> tuple[str, str, str, str, str, str]:

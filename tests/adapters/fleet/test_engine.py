@@ -79,7 +79,7 @@ def test_a_bad_engine_is_one_line_naming_where_and_what_is_accepted(text: str, s
 
 def test_a_password_is_masked_when_shown() -> None:
     engine = parse_engine("postgresql://fleet:s3cret@db:5432/claudeloop", "--engine")
-    assert engine.shown == "postgresql://fleet:***@db:5432/claudeloop"
+    assert engine.masked_url == "postgresql://fleet:***@db:5432/claudeloop"
     assert masked("postgresql://fleet@db/claudeloop") == "postgresql://fleet@db/claudeloop"
 
 
@@ -97,7 +97,7 @@ def test_every_connection_gives_up_on_a_silent_server_unless_the_url_says_otherw
         "postgresql://a:s3cret@db/fleet?options=-csearch_path%3Dx"
         "&connect_timeout=5&tcp_user_timeout=10000&application_name=claudeloop"
     )
-    assert given.shown == "postgresql://a:***@db/fleet?options=-csearch_path%3Dx"
+    assert given.masked_url == "postgresql://a:***@db/fleet?options=-csearch_path%3Dx"
     own = parse_engine("postgresql://a@db/fleet?connect_timeout=30&application_name=x", "test")
     assert own.connect_url == (
         "postgresql://a@db/fleet?connect_timeout=30&application_name=x&tcp_user_timeout=10000"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.engine import Engine, parse_engine
 from claudeloop.adapters.fleet.engine_fleet import EngineFleet
 from claudeloop.adapters.fleet.leases import Leases
@@ -61,7 +61,7 @@ def test_a_run_is_found_by_id_with_its_record_and_worker_and_the_fleet_lists_it(
     directory = waiting_run(tmp_path / "machine-a", "r1")
     leases.start("w1")
     epoch = leases.claim("r1", "w1")
-    record = travel.pack_record(directory.path)
+    record = run_archive.pack_record(directory.path)
     leases.store("r1", epoch, "w1", phase="waiting", record=record, transcript=None)
     fleet = EngineFleet(engine)
 
@@ -88,12 +88,12 @@ def test_the_overview_reads_the_summary_stored_with_the_record_and_sums_up_rows_
     engine: Engine, leases: Leases, tmp_path: Path
 ) -> None:
     directory = waiting_run(tmp_path / "machine-a", "r1")
-    state = travel.read_state(directory.path)
+    state = run_archive.read_state(directory.path)
     leases.start("w1")
-    record = travel.pack_record(directory.path)
+    record = run_archive.pack_record(directory.path)
     for run_id in ("kept", "before"):
         epoch = leases.claim(run_id, "w1")
-        summary = travel.summary_of(state) if run_id == "kept" else None
+        summary = run_archive.summary_of(state) if run_id == "kept" else None
         leases.store(
             run_id, epoch, "w1", phase="waiting", record=record, transcript=None, summary=summary
         )
@@ -111,19 +111,19 @@ def test_a_summary_this_claudeloop_cannot_read_is_said_unreadable(
     directory = waiting_run(tmp_path / "machine-a", "r1")
     leases.start("w1")
     epoch = leases.claim("r1", "w1")
-    record = travel.pack_record(directory.path)
+    record = run_archive.pack_record(directory.path)
     leases.store(
         "r1", epoch, "w1", phase="waiting", record=record, transcript=None, summary='{"x": 1}'
     )
     assert EngineFleet(engine).summaries()["r1"].readable is False
     (directory.path / "state.json").write_text('{"version": "no"}')
-    assert travel.summary_of(travel.read_state(directory.path)) is None
+    assert run_archive.summary_of(run_archive.read_state(directory.path)) is None
     leases.store(
         "r1",
         epoch,
         "w1",
         phase="waiting",
-        record=travel.pack_record(directory.path),
+        record=run_archive.pack_record(directory.path),
         transcript=None,
         summary=None,
     )
@@ -143,7 +143,7 @@ def test_a_record_this_claudeloop_cannot_read_is_said_unreadable_not_an_error(
         epoch,
         "w1",
         phase="waiting",
-        record=travel.pack_record(directory.path),
+        record=run_archive.pack_record(directory.path),
         transcript=None,
     )
     stored = EngineFleet(engine).stored("r1")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.leases import EVENTS, TRANSCRIPT, Fenced, Leases
 
@@ -197,7 +197,7 @@ def test_what_grew_is_stored_as_chunks_read_back_whole_and_gone_once_stored_whol
 ) -> None:
     leases.start("w1")
     epoch = leases.claim("r1", "w1")
-    base = travel.pack_files({"state.json": b'{"turns": 0}', "events.jsonl": b"one\n"})
+    base = run_archive.pack_files({"state.json": b'{"turns": 0}', "events.jsonl": b"one\n"})
     leases.store("r1", epoch, "w1", phase="running", record=base, transcript=gzip.compress(b"a"))
     for chunks in ([(EVENTS, 4, b"two\n"), (TRANSCRIPT, 1, b"b")], [(TRANSCRIPT, 2, b"c")]):
         leases.append(
@@ -214,8 +214,8 @@ def test_what_grew_is_stored_as_chunks_read_back_whole_and_gone_once_stored_whol
     assert stored.record is not None
     assert stored.transcript is not None
     assert stored.phase == "waiting"
-    assert travel.member_of(stored.record, "state.json") == b'{"turns": 1}'
-    assert travel.member_of(stored.record, "events.jsonl") == b"one\ntwo\nthree\n"
+    assert run_archive.member_of(stored.record, "state.json") == b'{"turns": 1}'
+    assert run_archive.member_of(stored.record, "events.jsonl") == b"one\ntwo\nthree\n"
     assert gzip.decompress(stored.transcript) == b"abc"
     leases.store("r1", epoch, "w1", phase="running", record=base, transcript=gzip.compress(b"x"))
     again = leases.stored("r1")
@@ -236,9 +236,9 @@ def test_what_grew_is_stored_as_chunks_read_back_whole_and_gone_once_stored_whol
 
 
 def test_an_append_only_file_grows_by_its_chunks_in_order_and_ends_at_a_gap() -> None:
-    assert travel.grown(b"ab", [(4, b"ef"), (2, b"cd")]) == b"abcdef"
-    assert travel.grown(b"abcd", [(2, b"cdef")]) == b"abcdef"  # overlaps what is there
-    assert travel.grown(b"ab", [(3, b"d"), (5, b"f")]) == b"ab"  # a gap: nothing past it
-    record = travel.grown_record(None, None, [(0, b"one\n")])
-    assert travel.member_of(record, "events.jsonl") == b"one\n"
-    assert travel.member_of(record, "state.json") is None
+    assert run_archive.grown(b"ab", [(4, b"ef"), (2, b"cd")]) == b"abcdef"
+    assert run_archive.grown(b"abcd", [(2, b"cdef")]) == b"abcdef"  # overlaps what is there
+    assert run_archive.grown(b"ab", [(3, b"d"), (5, b"f")]) == b"ab"  # a gap: nothing past it
+    record = run_archive.grown_record(None, None, [(0, b"one\n")])
+    assert run_archive.member_of(record, "events.jsonl") == b"one\n"
+    assert run_archive.member_of(record, "state.json") is None

@@ -10,7 +10,7 @@ import pytest
 
 from claudeloop.adapters.fleet.children import child_command, child_environment, run_cwd
 from claudeloop.adapters.fleet.engine import parse_engine
-from claudeloop.adapters.fleet.heart import Heart
+from claudeloop.adapters.fleet.heartbeat import Heartbeat
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order
 from claudeloop.adapters.fleet.worker import (
@@ -161,8 +161,8 @@ def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
     now = [1000.0]
     settings = WorkerSettings(engine, 1, 1, "judge", tmp_path, lease_seconds=4.0)
     said: list[str] = []
-    heart = Heart(settings, leases, said.append, clock=lambda: now[0])
-    heart.start()
+    heartbeat = Heartbeat(settings, leases, said.append, clock=lambda: now[0])
+    heartbeat.start()
     leases.start("other", 4_000)
     taken: list[list[str]] = []
 
@@ -173,8 +173,8 @@ def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
     def beats_for(seconds: float) -> None:
         for _ in range(int(seconds * 10)):
             now[0] += 0.1
-            assert heart.beat() is True
-            heart.take_over(recover)
+            assert heartbeat.beat() is True
+            heartbeat.take_over(recover)
 
     beats_for(1)
     leases.away = True  # the database down for 6 s: nobody's beat is written
@@ -183,6 +183,6 @@ def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
     leases._change("UPDATE claudeloop_workers SET beat_at = :now - 7000 WHERE worker = 'other'")
     beats_for(3)  # back 3 s of a 4 s lease: the other may not have reached it yet
     assert taken == []
-    assert heart.up_for_ms() >= 2_900
+    assert heartbeat.up_for_ms() >= 2_900
     beats_for(1.5)  # back a whole lease, and the other silent all along: dead
     assert taken == [["other"]]

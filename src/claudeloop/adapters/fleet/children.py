@@ -5,7 +5,7 @@ The first time a run is taken its child is `claudeloop run ... --run-id ID`; whe
 run directory already holds a record (a worker died or was stopped mid-run) it is
 `claudeloop resume --run-id ID`, which keeps the run's Claude session, ledger and probe
 instant. The child's exit code is the run's result. While a child runs, the engine's
-copy of its record is kept (engine_copy.py), and what was asked of it through the
+copy of its record is kept (record_sync.py), and what was asked of it through the
 engine (a cancel, a stop, a request) is written into its control file.
 """
 
@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from claudeloop.adapters.fleet import repo, travel
+from claudeloop.adapters.fleet import repo, run_archive
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, engine_error
-from claudeloop.adapters.fleet.engine_copy import EngineCopy
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, lease_holds
 from claudeloop.adapters.fleet.leases import Fenced, Leases
 from claudeloop.adapters.fleet.queue import Order
+from claudeloop.adapters.fleet.record_sync import RecordSync
 from claudeloop.adapters.fleet.repo import RepoFailed
 from claudeloop.adapters.fleet.worker_settings import (
     FAILED_EXIT,
@@ -207,7 +207,7 @@ class Drivers:
         if self._boards is not None and board_ours is not None:
             self._boards.serve(board_ours, run_id)
         self._say(f"run {run_id}: {command[3]} in {cwd} (pid {child.pid})")
-        copy = EngineCopy(
+        copy = RecordSync(
             self._leases,
             self._settings.executor_id,
             self._child_env,
@@ -240,14 +240,14 @@ class Drivers:
         return code
 
     def _turns(self, cwd: Path, run_id: str) -> object:
-        state = travel.read_state(runs_root(cwd) / run_id)
+        state = run_archive.read_state(runs_root(cwd) / run_id)
         inner = state.get("state") if state else None
         return inner.get("turns") if isinstance(inner, dict) else None
 
     def _progress(self, cwd: Path, run_id: str) -> object:
         """What a push follows: the turns answered and the last one committed (a run
         that commits its turns itself commits just after the turn is saved)."""
-        state = travel.read_state(runs_root(cwd) / run_id)
+        state = run_archive.read_state(runs_root(cwd) / run_id)
         committed = state.get("checkpointed_turn") if state else None
         return (self._turns(cwd, run_id), committed)
 
@@ -256,7 +256,7 @@ class Drivers:
         what it covers. A push that fails is said and tried after the next turn."""
         progress = self._progress(cwd, run_id)
         turns = self._turns(cwd, run_id)
-        state = travel.read_state(runs_root(cwd) / run_id)
+        state = run_archive.read_state(runs_root(cwd) / run_id)
         spec = state.get("spec") if state else None
         # A run that commits its turns itself (--checkpoint) is only pushed.
         commits = isinstance(spec, dict) and spec.get("checkpoint") is True
@@ -301,8 +301,8 @@ class Drivers:
         if stored.saved_by == self._settings.executor_id and record_exists(cwd, run_id):
             return  # this machine's record is at least as new
         directory = runs_root(cwd) / run_id
-        here = travel.ledger_of(travel.read_state(directory))
-        there = travel.ledger_of(travel.state_in(stored.record))
+        here = run_archive.ledger_of(run_archive.read_state(directory))
+        there = run_archive.ledger_of(run_archive.state_in(stored.record))
         if here is not None and there is not None and here.is_ahead_of(there):
             # A save this machine made whose store in the engine its worker did not live
             # to make: that turn was answered and paid for, and is not sent again.
@@ -310,13 +310,13 @@ class Drivers:
                 f"run {run_id}: this machine's record is newer than the engine's; going on from it"
             )
             return
-        travel.unpack_record(stored.record, directory)
-        was = travel.relocate(directory, cwd)
-        session = travel.session_of(travel.read_state(directory))
+        run_archive.unpack_record(stored.record, directory)
+        was = run_archive.relocate(directory, cwd)
+        session = run_archive.session_of(run_archive.read_state(directory))
         if stored.transcript is not None and session is not None:
-            path = travel.transcript_path(self._child_env, cwd, session)
+            path = run_archive.transcript_path(self._child_env, cwd, session)
             moved = (was, cwd) if was is not None else None
-            travel.unpack_transcript(stored.transcript, path, moved)
+            run_archive.unpack_transcript(stored.transcript, path, moved)
         self._say(f"run {run_id}: taken over from {stored.saved_by} ({stored.phase})")
 
     def _hold(self) -> NoReturn:

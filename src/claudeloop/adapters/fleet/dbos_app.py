@@ -82,7 +82,7 @@ def migrate(engine: Engine) -> None:
         try:
             DBOS.migrate(engine.connect_url)
         except Exception as error:  # DBOS and SQLAlchemy raise many kinds
-            raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
+            raise FleetUnavailable(f"engine {engine.masked_url}: {engine_error(error)}") from None
 
 
 # The queue's client
@@ -101,13 +101,13 @@ def client(engine: Engine) -> Iterator[DBOSClient]:
                 retry_connection_errors=False,
             )
         except Exception as error:
-            raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
+            raise FleetUnavailable(f"engine {engine.masked_url}: {engine_error(error)}") from None
         try:
             yield made
         except (FleetUnavailable, RunIdTaken, BrokenPipeError):  # a closed output is ours
             raise
         except Exception as error:
-            raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
+            raise FleetUnavailable(f"engine {engine.masked_url}: {engine_error(error)}") from None
         finally:
             made.destroy()
 
@@ -183,7 +183,7 @@ def workflows(engine: Engine, leases: Leases | None, run_id: str | None = None) 
             run_id=run_id,
         )
     except Exception as error:  # SQLAlchemy's errors, of either driver
-        raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
+        raise FleetUnavailable(f"engine {engine.masked_url}: {engine_error(error)}") from None
     finally:
         if leases is None:
             reader.close()
@@ -316,7 +316,7 @@ def launch(settings: WorkerSettings) -> None:
             )
         except Exception as error:
             raise FleetUnavailable(
-                f"engine {settings.engine.shown}: {engine_error(error)}"
+                f"engine {settings.engine.masked_url}: {engine_error(error)}"
             ) from None
 
 

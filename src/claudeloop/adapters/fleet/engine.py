@@ -54,7 +54,7 @@ class Engine:
     application: str = "claudeloop"
 
     @property
-    def shown(self) -> str:
+    def masked_url(self) -> str:
         """The URL with its password masked: safe for output and logs."""
         return masked(self.url)
 

@@ -11,7 +11,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 
-from claudeloop.adapters.fleet import queue, travel
+from claudeloop.adapters.fleet import queue, run_archive
 from claudeloop.adapters.fleet.engine import Engine
 from claudeloop.adapters.fleet.leases import Leases, StoredRow
 from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
@@ -37,8 +37,8 @@ class EngineFleet:
         self._made: Leases | None = None
 
     @property
-    def shown(self) -> str:
-        return self.engine.shown
+    def masked_url(self) -> str:
+        return self.engine.masked_url
 
     @contextlib.contextmanager
     def _leases(self) -> Iterator[Leases]:
@@ -52,7 +52,9 @@ class EngineFleet:
         except (FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
             raise
         except Exception as error:  # the driver's errors (sqlite3's, psycopg's)
-            raise FleetUnavailable(f"engine {self.shown}: {queue.engine_error(error)}") from None
+            raise FleetUnavailable(
+                f"engine {self.masked_url}: {queue.engine_error(error)}"
+            ) from None
 
     def exists(self) -> bool:
         path = self.engine.sqlite_file
@@ -118,7 +120,7 @@ class EngineFleet:
             leases.request(run_id, steer_to_json(asked))
 
 
-_member = travel.member_of
+_member = run_archive.member_of
 
 
 def _stored(row: StoredRow) -> StoredRun:
@@ -138,7 +140,7 @@ def _summed_up(row: SummaryRow) -> StoredSummary:
     """A row's summary; a row stored before summaries were kept, summed up from its
     record."""
     if row.summary is not None:
-        summary = travel.summary_in(row.summary)
+        summary = run_archive.summary_in(row.summary)
         return StoredSummary(row.holder, row.phase, summary, readable=summary is not None)
     if row.record is None:
         return StoredSummary(row.holder, row.phase, None)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.dbos_app import cancelled_among
 from claudeloop.adapters.fleet.lease_tables import DEFAULT_LEASE_MS, REQUESTS_TABLE, LeaseTables
 from claudeloop.application.ports import AccountCapacity
@@ -294,9 +294,9 @@ class Leases(LeaseTables):
         transcript = bytes(row[5]) if row[5] is not None else None
         state = bytes(row[6]) if row[6] is not None else None
         if state is not None or chunks[EVENTS]:
-            record = travel.grown_record(record, state, chunks[EVENTS])
+            record = run_archive.grown_record(record, state, chunks[EVENTS])
         if chunks[TRANSCRIPT]:
-            transcript = travel.grown_transcript(transcript, chunks[TRANSCRIPT])
+            transcript = run_archive.grown_transcript(transcript, chunks[TRANSCRIPT])
         return StoredRow(int(row[0]), row[1], row[2], row[3], record, transcript)
 
     def summaries(self) -> dict[str, StoredSummary]:

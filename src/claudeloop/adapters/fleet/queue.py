@@ -82,7 +82,7 @@ def init_schema(engine: Engine) -> None:
             # Made owner-only before SQLite makes it (0644); its -wal and -shm take its mode.
             os.close(os.open(engine.sqlite_file, os.O_CREAT | os.O_WRONLY, 0o600))
         except OSError as error:
-            raise FleetUnavailable(f"engine {engine.shown}: {error}") from None
+            raise FleetUnavailable(f"engine {engine.masked_url}: {error}") from None
     dbos_app.migrate(engine)
     from claudeloop.adapters.fleet.leases import Leases
 
@@ -90,7 +90,7 @@ def init_schema(engine: Engine) -> None:
     try:
         leases.ensure_schema()
     except Exception as error:  # SQLAlchemy's errors, of either driver
-        raise FleetUnavailable(f"engine {engine.shown}: {engine_error(error)}") from None
+        raise FleetUnavailable(f"engine {engine.masked_url}: {engine_error(error)}") from None
     finally:
         leases.close()
     if engine.kind == "postgresql":
@@ -99,7 +99,7 @@ def init_schema(engine: Engine) -> None:
         try:
             ensure_schema(engine.connect_url)
         except OSError as error:
-            raise FleetUnavailable(f"engine {engine.shown}: {error}") from None
+            raise FleetUnavailable(f"engine {engine.masked_url}: {error}") from None
 
 
 def add(engine: Engine, run_id: str, order: Order) -> str:

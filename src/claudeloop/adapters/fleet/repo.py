@@ -4,7 +4,7 @@ The worker clones the repository into a directory of its own and works on the ru
 branch, `claudeloop/RUN_ID`: the branch as last pushed when it exists (a takeover, or
 a run handed back), else a new one from --branch (default: the remote's default
 branch). The run commits each answered turn itself, as `--checkpoint` does
-(adapters/git_checkpoint.py: the same commits, trailers and refusals as a `--worktree`
+(adapters/git_checkpoint/: the same commits, trailers and refusals as a `--worktree`
 run's), and the worker pushes the branch after each turn; only a run queued before
 that, whose record does not checkpoint, has its work committed by the worker, as work
 in progress, through the same code. The run's own files (`.claudeloop/`) are never

@@ -14,8 +14,8 @@ id is stable per machine and state directory), and another worker takes them ove
 once (the stopping worker ends its lease).
 
 The worker is split by concern, each a module of its own: the child runs
-(children.py), the engine's copy of a run's record (engine_copy.py), the heartbeat and
-lease (heart.py), and the DBOS app (dbos_app.py, the one module that imports DBOS);
+(children.py), the engine's copy of a run's record (record_sync.py), the heartbeat and
+lease (heartbeat.py), and the DBOS app (dbos_app.py, the one module that imports DBOS);
 this one holds them together until the worker is stopped.
 
 Leases (adapters/fleet/leases.py): the worker heart-beats in the engine's database;
@@ -23,7 +23,7 @@ a worker whose heartbeat is older than its own lease has its runs taken over by 
 one, which asks DBOS to recover that executor's pending workflows (what DBOS's admin
 API does for another executor's id). While a child runs, the worker stores its record
 and transcript in the engine each time they change, under the run's epoch, and at once
-at each save of the child, which waits for it (EngineCopy); a worker that drives a run
+at each save of the child, which waits for it (RecordSync); a worker that drives a run
 another worker took over finds its epoch stale and is fenced, and a worker taken over
 starts again in place with a new life.
 """
@@ -46,7 +46,7 @@ from typing import NoReturn
 from claudeloop.adapters.fleet import dbos_app
 from claudeloop.adapters.fleet.children import Drivers, child_environment
 from claudeloop.adapters.fleet.engine import Engine, engine_error
-from claudeloop.adapters.fleet.heart import Heart, answer_within
+from claudeloop.adapters.fleet.heartbeat import Heartbeat, answer_within
 from claudeloop.adapters.fleet.lease_file import stop_tree
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, init_schema
@@ -122,15 +122,17 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     settings = replace(settings, engine=replace(settings.engine, application=WORKER_APPLICATION))
     init_schema(settings.engine)
     leases = Leases(settings.engine)
-    heart = Heart(
+    heartbeat = Heartbeat(
         settings,
         Leases(settings.engine, answer_within=answer_within(settings), sharing=leases),
         say,
     )
     try:
-        heart.start()  # before DBOS recovers this worker's own runs: they claim under it
+        heartbeat.start()  # before DBOS recovers this worker's own runs: they claim under it
     except Exception as error:
-        raise FleetUnavailable(f"engine {settings.engine.shown}: {engine_error(error)}") from None
+        raise FleetUnavailable(
+            f"engine {settings.engine.masked_url}: {engine_error(error)}"
+        ) from None
     drivers = Drivers(
         say, child_environment(os.environ), settings, leases, _board_relay(settings.engine)
     )
@@ -150,12 +152,12 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     signal.signal(signal.SIGINT, on_signal)
     dbos_app.launch(settings)
     say(
-        f"worker {settings.executor_id}: taking runs from {settings.engine.shown} "
+        f"worker {settings.executor_id}: taking runs from {settings.engine.masked_url} "
         f"({settings.slots} at once, {settings.per_account} per account, "
         f"lease {settings.lease_seconds:g} s); stop with Ctrl-C or SIGTERM"
     )
 
-    return _until_stopped(settings, drivers, heart, leases, say)
+    return _until_stopped(settings, drivers, heartbeat, leases, say)
 
 
 def _board_relay(engine: Engine) -> BoardRelay | None:
@@ -171,24 +173,24 @@ def _board_relay(engine: Engine) -> BoardRelay | None:
 def _until_stopped(
     settings: WorkerSettings,
     drivers: Drivers,
-    heart: Heart,
+    heartbeat: Heartbeat,
     leases: Leases,
     say: Callable[[str], None],
 ) -> int:
-    """Take over the dead and pass cancellations on, while the heart beats on its own
+    """Take over the dead and pass cancellations on, while the heartbeat beats on its own
     thread, until stopped; a worker taken over starts again in place."""
     stop_beating = threading.Event()
     threading.Thread(
-        target=heart.keep_beating, args=(stop_beating,), name="fleet-heart", daemon=True
+        target=heartbeat.keep_beating, args=(stop_beating,), name="fleet-heartbeat", daemon=True
     ).start()
-    tick = heart.tick
+    tick = heartbeat.tick
     next_ask = time.monotonic()
     # What the engine is asked is one statement for all the runs, never one per run:
     # which are cancelled, what stops and wind-downs and requests were asked.
     while not drivers.stopping.wait(tick):
-        if heart.fenced.is_set():
+        if heartbeat.fenced.is_set():
             _start_again(settings, drivers, say)
-        heart.take_over(dbos_app.recover_pending)
+        heartbeat.take_over(dbos_app.recover_pending)
         running = drivers.running()
         if running and time.monotonic() >= next_ask:
             next_ask = time.monotonic() + _ASK_SECONDS
@@ -202,14 +204,14 @@ def _until_stopped(
                 drivers.deliver(asked.commands, leases.delivered)
                 drivers.deliver_requests(asked.requests, leases.request_delivered)
     while drivers.running():  # each child stops at its safe point, a turn may be long
-        if heart.fenced.is_set():  # the children kept their lease until then
+        if heartbeat.fenced.is_set():  # the children kept their lease until then
             say(f"worker {settings.executor_id}: another worker took over its runs")
             for child in drivers.running_children():
                 stop_tree(child)
             break
         time.sleep(tick)
     stop_beating.set()
-    if not heart.fenced.is_set():
+    if not heartbeat.fenced.is_set():
         with contextlib.suppress(Exception):  # no engine: the lease runs out on its own
             leases.let_go(settings.executor_id)
     say("worker stopped; another worker takes over its unfinished runs, or this one started again")

@@ -1,7 +1,7 @@
 """What every part of a worker shares: its settings, its exit codes and its tick.
 
 The worker (worker.py) is split by concern: the child runs (children.py), the engine's
-copy of a run's record (engine_copy.py), the heartbeat and lease (heart.py), and the
+copy of a run's record (record_sync.py), the heartbeat and lease (heartbeat.py), and the
 DBOS app (dbos_app.py); each reads its settings from here.
 """
 

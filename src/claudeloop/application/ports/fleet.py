@@ -57,6 +57,12 @@ class RunSummary:
     next_probe_at: datetime | None = None
     plan_done: int | None = None
     plan_total: int | None = None
+    # The prompts sent (answered or refused), the probes, and the probes' share of
+    # `dollars`, as the read model says them (run_facts.py); None in a summary a worker
+    # of before stored.
+    sent: int | None = None
+    probes: int | None = None
+    probe_dollars: float | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ class Fleet(Protocol):
     """
 
     @property
-    def shown(self) -> str:
+    def masked_url(self) -> str:
         """The engine's URL with its password masked."""
         ...
 

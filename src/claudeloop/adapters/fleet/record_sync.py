@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from claudeloop.adapters.fleet import travel
+from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.engine import engine_error
 from claudeloop.adapters.fleet.lease_file import REFUSED, STORED, stop_tree
 from claudeloop.adapters.fleet.leases import EVENTS, TRANSCRIPT, Fenced, Leases
@@ -27,7 +27,7 @@ _STORE_EVERY_SECONDS = 5.0
 _TAIL_BYTES = 64
 
 
-class EngineCopy:
+class RecordSync:
     """The engine's copy of one run's record and transcript, kept by the worker that
     drives the run: stored at once each time the child saves its record, the child
     waiting for the answer before that save counts (lease_file.py), and within a turn,
@@ -74,13 +74,13 @@ class EngineCopy:
         self._session: str | None = None
 
     def _fingerprint(self) -> tuple[object, ...]:
-        return travel.fingerprint([*self._paths(travel.read_state(self._directory))])
+        return run_archive.fingerprint([*self._paths(run_archive.read_state(self._directory))])
 
     def _paths(self, state: Mapping[str, object] | None) -> list[Path]:
-        session = travel.session_of(state)
-        paths = [self._directory / name for name in travel.RECORD_FILES]
+        session = run_archive.session_of(state)
+        paths = [self._directory / name for name in run_archive.RECORD_FILES]
         if session is not None:
-            paths.append(travel.transcript_path(self._environ, self._cwd, session))
+            paths.append(run_archive.transcript_path(self._environ, self._cwd, session))
         return paths
 
     def _store(self) -> None:
@@ -95,10 +95,12 @@ class EngineCopy:
             return
         paths = self._paths(state)
         # Marked before it is read: a write in between is stored again next time.
-        now = travel.fingerprint(paths)
-        session = travel.session_of(state)
+        now = run_archive.fingerprint(paths)
+        session = run_archive.session_of(state)
         transcript = (
-            paths[len(travel.RECORD_FILES)] if len(paths) > len(travel.RECORD_FILES) else None
+            paths[len(run_archive.RECORD_FILES)]
+            if len(paths) > len(run_archive.RECORD_FILES)
+            else None
         )
         events = paths[1]
         sent = self._sent
@@ -118,9 +120,9 @@ class EngineCopy:
                     self._run_id,
                     self._epoch,
                     self._executor_id,
-                    phase=travel.phase_of(state),
+                    phase=run_archive.phase_of(state),
                     state=gzip.compress(state_bytes),
-                    summary=travel.summary_of(state),
+                    summary=run_archive.summary_of(state),
                     chunks=chunks,
                 )
                 self._sent = {
@@ -137,10 +139,12 @@ class EngineCopy:
             self._run_id,
             self._epoch,
             self._executor_id,
-            phase=travel.phase_of(state),
-            record=travel.pack_files({"state.json": state_bytes, "events.jsonl": events_bytes}),
+            phase=run_archive.phase_of(state),
+            record=run_archive.pack_files(
+                {"state.json": state_bytes, "events.jsonl": events_bytes}
+            ),
             transcript=gzip.compress(transcript_bytes) if transcript_bytes is not None else None,
-            summary=travel.summary_of(state),
+            summary=run_archive.summary_of(state),
         )
         # Without a transcript file the engine's stays as it was: whole next time.
         whole = transcript_bytes is not None or transcript is None

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from claudeloop.adapters.fleet import children, engine_copy, lease_file, travel
+from claudeloop.adapters.fleet import children, lease_file, record_sync, run_archive
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, write_lease
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order
-from claudeloop.adapters.fleet.travel import pack_record, unpack_record
+from claudeloop.adapters.fleet.run_archive import pack_record, unpack_record
 from claudeloop.adapters.fleet.worker import Drivers, WorkerSettings
 
 # The child: a run that saves a turn in flight, then that turn's outcome, through the
@@ -205,14 +205,14 @@ def test_a_runs_copy_sends_what_grew_and_is_stored_whole_when_its_child_ends(
     record = {"spec": {"cwd": str(cwd)}, "session_id": "s1", "state": {"turns": 0}}
     (run / "state.json").write_text(json.dumps(record))
     (run / "events.jsonl").write_bytes(b'{"type": "run.started"}\n')
-    transcript = travel.transcript_path(environ, cwd, "s1")
+    transcript = run_archive.transcript_path(environ, cwd, "s1")
     transcript.parent.mkdir(parents=True)
     transcript.write_bytes(b'{"message": 1}\n')
     leases.start("w1")
     epoch = leases.claim("r1", "w1")
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        copy = engine_copy.EngineCopy(
+        copy = record_sync.RecordSync(
             leases, "w1", environ, print, run_id="r1", cwd=cwd, epoch=epoch, child=child
         )
 
@@ -226,8 +226,8 @@ def test_a_runs_copy_sends_what_grew_and_is_stored_whole_when_its_child_ends(
             assert stored.record is not None
             assert stored.transcript is not None
             return (
-                travel.member_of(stored.record, "state.json"),
-                travel.member_of(stored.record, "events.jsonl") or b"",
+                run_archive.member_of(stored.record, "state.json"),
+                run_archive.member_of(stored.record, "events.jsonl") or b"",
                 gzip.decompress(stored.transcript),
             )
 

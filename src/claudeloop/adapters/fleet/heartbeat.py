@@ -27,7 +27,7 @@ def answer_within(settings: WorkerSettings) -> float:
     return max(_HEART_ANSWER_SECONDS, settings.lease_seconds / _BEATS_PER_LEASE)
 
 
-class Heart:
+class Heartbeat:
     """The worker's heartbeat: renews its lease in the engine and the file its
     children read, and takes over the runs of workers whose lease ran out.
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeloop.adapters.fleet.travel import (
+from claudeloop.adapters.fleet.run_archive import (
     ledger_of,
     pack_record,
     pack_transcript,

@@ -83,9 +83,16 @@ def ledger_of(state: Mapping[str, object] | None) -> BudgetLedger | None:
 
 
 # A run's summary in the engine (its line in `status --engine`): plan progress only
-# when the run has a plan, the next probe only while it waits.
+# when the run has a plan, the next probe only while it waits; the counts a summary
+# of before lacks are left out while unknown.
 SUMMARY_CODEC = Codec(
-    shapes={RunSummary: Shape(sparse=frozenset({"next_probe_at", "plan_done", "plan_total"}))}
+    shapes={
+        RunSummary: Shape(
+            sparse=frozenset(
+                {"next_probe_at", "plan_done", "plan_total", "sent", "probes", "probe_dollars"}
+            )
+        )
+    }
 )
 
 
