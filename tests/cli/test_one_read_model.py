@@ -333,6 +333,7 @@ def test_a_fleet_says_each_run_as_its_own_machine_does(
     for run_id, facts in machine.items():
         _assert_json(rows[run_id], facts, f"status --engine --json of {run_id}")
         lines = table.splitlines()
-        under = lines[lines.index(next(line for line in lines if line.startswith(run_id))) + 1]
-        assert under == f"  turns {facts.turns_said} · {facts.dollars_said}", under
+        at = lines.index(next(line for line in lines if line.startswith(run_id)))
+        under = lines[at + 1 : at + 3]
+        assert under == [f"  turns {facts.turns_said}", f"  spend {facts.dollars_said}"], under
         assert all(len(line) <= 80 for line in lines)

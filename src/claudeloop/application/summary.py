@@ -195,6 +195,7 @@ def run_summary(record: RunRecord) -> RunSummary:
         sent=state.ledger.attempts,
         probes=state.probes,
         probe_dollars=round(state.ledger.probe_dollars, 6),
+        estimated_dollars=round(state.ledger.estimated_dollars, 6),
     )
 
 
@@ -221,10 +222,13 @@ def summary_object(summary: RunSummary, *, now: datetime) -> dict[str, Any]:
         if probe_dollars is None
         else round(max(summary.dollars - probe_dollars, 0.0), 6),
         "probe_dollars": probe_dollars,
+        "estimated_dollars": summary.estimated_dollars,
         # The same words every view says them in (run_facts.py).
         "said": {
             "turns": None if sent is None else turns_words(sent, summary.turns),
-            "dollars": dollars_words(summary.dollars, probe_dollars or 0.0),
+            "dollars": dollars_words(
+                summary.dollars, probe_dollars or 0.0, summary.estimated_dollars or 0.0
+            ),
         },
     }
 

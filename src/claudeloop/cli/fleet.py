@@ -497,10 +497,11 @@ def fleet_status(chosen: Fleet, as_json: bool) -> None:
             click.echo(line)
             # Under each run, its turns and money in the words `status`, `runs` and
             # `report` say them, the probes' share apart (a summary a worker of before
-            # stored has none of these words).
+            # stored has none of these words). A line each, so neither is cut at 80.
             said = row.get("said") or {}
             if said.get("turns"):
-                click.echo(_fit(f"  turns {said['turns']} · {said['dollars']}"))
+                click.echo(f"  turns {said['turns']}")
+                click.echo(f"  spend {said['dollars']}")
     if capacity:
         click.echo("")
         _table(

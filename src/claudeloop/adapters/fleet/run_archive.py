@@ -89,7 +89,15 @@ SUMMARY_CODEC = Codec(
     shapes={
         RunSummary: Shape(
             sparse=frozenset(
-                {"next_probe_at", "plan_done", "plan_total", "sent", "probes", "probe_dollars"}
+                {
+                    "next_probe_at",
+                    "plan_done",
+                    "plan_total",
+                    "sent",
+                    "probes",
+                    "probe_dollars",
+                    "estimated_dollars",
+                }
             )
         )
     }

@@ -63,6 +63,8 @@ class RunSummary:
     sent: int | None = None
     probes: int | None = None
     probe_dollars: float | None = None
+    # The part of `dollars` that is an estimate (a turn a kill cut off; ADR 0010).
+    estimated_dollars: float | None = None
 
 
 @dataclass(frozen=True)
