@@ -280,8 +280,8 @@ def test_no_network_at_the_first_turn_is_waited_out_and_the_run_ends_done(
         process = rehearsal.start("run", str(write_plan(project)), *FAST_WAITS)
         try:
             wait_for(
-                lambda: sum(e["type"] == "probe.finished" for e in events(rehearsal)) >= 1,
-                "a probe while the network is down",
+                lambda: any(e["type"] == "wait.started" for e in events(rehearsal)),
+                "the run to wait for the network",
             )
             status = subprocess.run(
                 [*rehearsal.command("status"), "--json"],
@@ -306,7 +306,7 @@ def test_no_network_at_the_first_turn_is_waited_out_and_the_run_ends_done(
     assert set(waits) == {"offline"}  # a wait after each probe into the dropped network
     probes = [e["capacity_kind"] for e in seen if e["type"] == "probe.finished"]
     assert probes[-1] == "available"
-    assert set(probes[:-1]) == {"offline"}
+    assert set(probes[:-1]) <= {"offline"}  # a probe may have gone out before the mend
     turns = [(e["turn"], e["capacity_kind"]) for e in seen if e["type"] == "turn.finished"]
     assert turns == [(1, "offline"), (2, "available"), (3, "available")]
     assert (project / "step2.txt").exists()
