@@ -17,7 +17,7 @@ LITELLM_RANGE := tests/e2e/litellm-requirements.in
 LITELLM_LOCK := tests/e2e/litellm-requirements.txt
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: test check gates lint typecheck contracts pytest install browser sandbox litellm bench crash-fuzz rehearse docs clean lock lock-upgrade canary
+.PHONY: test check gates lint typecheck contracts pytest install packages browser sandbox litellm bench crash-fuzz rehearse docs clean lock lock-upgrade canary
 
 # Two jobs: the LiteLLM proxy's venv (minutes, mostly downloads) installs beside the
 # project's venv and the lint and type checks. (Made beside the tests themselves, its
@@ -53,38 +53,42 @@ $(STAMP): $(UV) pyproject.toml uv.lock
 	$(PY) -m compileall -q src >/dev/null
 	touch $(STAMP)
 
-install: $(STAMP) browser sandbox
+install: $(STAMP) packages
 
-# Debian's chromium and its driver, which the dashboard's browser tests drive through
-# selenium (tests/e2e/test_dashboard.py): installed when apt-get is here and we are
-# root; else those tests skip, saying why (with CI=true they fail instead).
-BROWSER_PACKAGES := chromium chromium-driver
+# Debian's packages the tests and the sandbox need, each named by the command it gives:
+# chromium and its driver, which the dashboard's browser tests drive through selenium
+# (tests/e2e/test_dashboard.py), and bubblewrap and socat, which Claude Code's sandbox and
+# claudeloop's own around its checks need on Linux (docs/architecture/threat-model.md).
+# Installed with apt-get when it is here and we are root, in one apt-get for all that are
+# missing: two at once fail on dpkg's lock (make -j2 once ran the browser's and the
+# sandbox's side by side on a fresh machine), and an apt-get of the machine's own (a first
+# boot's upgrades) is waited for, not failed on. Without them those tests skip, saying
+# why (with CI=true they fail), and shell commands are refused.
+BROWSER_PACKAGES := chromium:chromium chromedriver:chromium-driver
+SANDBOX_PACKAGES := bwrap:bubblewrap socat:socat
+APT_GET := apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends
+
+define debian_packages
+	@missing=""; for pair in $(2); do \
+		command -v "$${pair%%:*}" >/dev/null || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -z "$$missing" ]; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		$(APT_GET) $$missing || { apt-get -o DPkg::Lock::Timeout=600 update && $(APT_GET) $$missing; }; \
+	else \
+		echo "make $(1): no apt-get, or not root: install$$missing yourself," \
+			"or the tests that need them skip and shell commands are refused"; \
+	fi
+endef
+
+packages:
+	$(call debian_packages,packages,$(BROWSER_PACKAGES) $(SANDBOX_PACKAGES))
 
 browser:
-	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
-	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		apt-get install -y --no-install-recommends $(BROWSER_PACKAGES) \
-		|| { apt-get update && apt-get install -y --no-install-recommends $(BROWSER_PACKAGES); }; \
-	else \
-		echo "make browser: no apt-get, or not root: install $(BROWSER_PACKAGES) yourself," \
-			"or the dashboard's browser tests skip"; \
-	fi
-
-# bubblewrap and socat, which Claude Code's sandbox and claudeloop's own around its checks
-# need on Linux (docs/architecture/threat-model.md): installed like the browser; without
-# them the confinement tests (tests/e2e/test_confinement.py) skip, saying why, and with
-# CI=true they fail.
-SANDBOX_PACKAGES := bubblewrap socat
+	$(call debian_packages,browser,$(BROWSER_PACKAGES))
 
 sandbox:
-	@if command -v bwrap >/dev/null && command -v socat >/dev/null; then :; \
-	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		apt-get install -y --no-install-recommends $(SANDBOX_PACKAGES) \
-		|| { apt-get update && apt-get install -y --no-install-recommends $(SANDBOX_PACKAGES); }; \
-	else \
-		echo "make sandbox: no apt-get, or not root: install $(SANDBOX_PACKAGES) yourself," \
-			"or shell commands are refused and the confinement tests skip"; \
-	fi
+	$(call debian_packages,sandbox,$(SANDBOX_PACKAGES))
 
 # The LiteLLM proxy's venv: its proxy extra (~120 packages) pins rich below ours. The
 # range is in the .in file, the versions and hashes installed in the .txt compiled from it.
@@ -110,7 +114,7 @@ contracts: $(STAMP)
 # cores with two processes), and each process steals work from the others once its own
 # runs out, so no long test starts last on an otherwise idle process. The 30 slowest
 # tests are listed, so a CI log says where the 20-minute budget goes.
-pytest: $(STAMP) $(LITELLM_STAMP) browser sandbox
+pytest: $(STAMP) $(LITELLM_STAMP) packages
 	$(VENV)/bin/pytest -n 3 --dist worksteal --cov --cov-branch --cov-report=term-missing \
 		--cov-fail-under=0 --durations=30 tests
 	$(VENV)/bin/coverage report --include='src/claudeloop/domain/*' --fail-under=100
