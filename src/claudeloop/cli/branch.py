@@ -122,7 +122,7 @@ def _resolve(
 
 
 def _free_run_id(cwd: Path, wanted: str) -> str:
-    from claudeloop.cli.bootstrap.runs import run_id_used
+    from claudeloop.cli.bootstrap import run_id_used
 
     chosen, number = wanted, 1
     while run_id_used(cwd, chosen):

@@ -12,12 +12,15 @@ import click
 
 from claudeloop.application.doctor import diagnose
 from claudeloop.application.ports import DoctorCheck
-from claudeloop.cli.bootstrap.runs import doctor_checks, run_mask
+from claudeloop.cli.bootstrap import run_mask
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
 
 
 def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool) -> None:
+    # The run's wiring (the SDK among it) is imported only once doctor runs its checks.
+    from claudeloop.cli.bootstrap.runs import doctor_checks
+
     directory = working_directory(cwd)
     diagnosis = diagnose(doctor_checks(directory, profile), probe=probe)
     # A check names a backend's URL (its password too) and says what the model answered.

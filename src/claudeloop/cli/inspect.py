@@ -181,8 +181,7 @@ def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool, mas
 
 def runs(*, cwd: Path | None, as_json: bool) -> None:
     from claudeloop.application.inspection import run_rows
-    from claudeloop.cli.bootstrap import project_runs
-    from claudeloop.cli.bootstrap.runs import run_mask
+    from claudeloop.cli.bootstrap import project_runs, run_mask
 
     directory = working_directory(cwd)
     rows = run_rows(project_runs(directory), now=datetime.now(UTC), mask=run_mask(directory))
@@ -210,8 +209,7 @@ def _said(row: dict[str, Any]) -> str:
 
 def machine_runs(*, as_json: bool) -> None:
     from claudeloop.application.dashboard import machine_rows
-    from claudeloop.cli.bootstrap import project_runs, run_index
-    from claudeloop.cli.bootstrap.runs import run_masks
+    from claudeloop.cli.bootstrap import project_runs, run_index, run_masks
 
     rows = machine_rows(run_index(), project_runs, now=datetime.now(UTC), mask=run_masks())
     if as_json:
@@ -272,8 +270,7 @@ def _say_no_run(none: NoRun, *, as_json: bool, extra: dict[str, Any] | None = No
 
 def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
     from claudeloop.application.inspection import claude_sessions
-    from claudeloop.cli.bootstrap import project_runs
-    from claudeloop.cli.bootstrap.runs import run_mask
+    from claudeloop.cli.bootstrap import project_runs, run_mask
 
     directory = working_directory(cwd)
     found = claude_sessions(project_runs(directory), limit, mask=run_mask(directory))

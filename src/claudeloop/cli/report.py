@@ -26,8 +26,7 @@ def report(
     html: Path | None,
     every: bool = False,
 ) -> None:
-    from claudeloop.cli.bootstrap import project_runs
-    from claudeloop.cli.bootstrap.runs import run_mask
+    from claudeloop.cli.bootstrap import project_runs, run_mask
 
     if every:
         made = _machine_report(since)
@@ -54,8 +53,7 @@ def report(
 def _machine_report(since: timedelta | None) -> Report:
     """Every run this machine's index names, as the dashboard's report page is made."""
     from claudeloop.application.dashboard import machine_report
-    from claudeloop.cli.bootstrap import project_runs, run_index
-    from claudeloop.cli.bootstrap.runs import run_masks
+    from claudeloop.cli.bootstrap import project_runs, run_index, run_masks
 
     return machine_report(
         run_index(), project_runs, now=datetime.now(UTC), since=since, mask=run_masks()

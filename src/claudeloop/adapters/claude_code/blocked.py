@@ -24,18 +24,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
-
-from claude_agent_sdk import (
-    AssistantMessage,
-    Message,
-    ResultMessage,
-    ToolResultBlock,
-    ToolUseBlock,
-    UserMessage,
-)
+from typing import TYPE_CHECKING, Any
 
 from claudeloop.domain.confinement import BlockedAction, BlockedKind
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import Message
 
 _READ_TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})
 _WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
@@ -68,6 +62,15 @@ class Lines:
 
 def blocked_in(messages: Sequence[Message], lines: Lines) -> tuple[BlockedAction, ...]:
     """Each stop the turn's messages tell, once, in the order told."""
+    # Imported here: the run's wiring names `Lines` before it starts any turn.
+    from claude_agent_sdk import (
+        AssistantMessage,
+        ResultMessage,
+        ToolResultBlock,
+        ToolUseBlock,
+        UserMessage,
+    )
+
     found: dict[BlockedAction, None] = {}
     commands: dict[str, str] = {}  # a Bash call's command, by its id
     for message in messages:

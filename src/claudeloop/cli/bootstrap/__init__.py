@@ -126,6 +126,56 @@ def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
     return Redactor.from_environment().data
 
 
+def run_id_used(cwd: Path, run_id: str) -> bool:
+    """Whether `cwd` has a run of that id already (its directory, or its branch)."""
+    from claudeloop.adapters.git_checkpoint import branch_exists, repository_top, run_branch
+    from claudeloop.adapters.run_directory.layout import runs_root
+
+    if (runs_root(cwd) / run_id).exists():
+        return True
+    top = repository_top(cwd)
+    return top is not None and branch_exists(top, run_branch(run_id))
+
+
+def run_mask(
+    cwd: Path, profile: str | None = None
+) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    """What a view of a run of `cwd` (on `profile`, else the one configured), or of
+    Claude Code's sessions there, or doctor's checks, masks: the secrets a run there
+    knows (this environment's, its profile's credentials, its notification URLs); a
+    directory whose configuration cannot be read masks this environment's."""
+    from claudeloop.adapters.claude_code.backend import backend_for
+    from claudeloop.adapters.redaction import Redactor
+    from claudeloop.adapters.run_secrets import run_redactor
+    from claudeloop.application.records import RunSpec
+    from claudeloop.cli.bootstrap.configuration import (
+        backend_profile,
+        configuration,
+        notify_targets,
+    )
+
+    try:
+        config = configuration(cwd, {})
+        backend = backend_for(backend_profile(config, profile))
+        spec = RunSpec(cwd=cwd, task="")
+        redactor = run_redactor(spec, backend, notify_targets(config), None)
+    except (UsageError, OSError):
+        redactor = Redactor.from_environment()
+    return redactor.data
+
+
+def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:
+    """`run_mask` of each working directory, resolved once per directory."""
+    masks: dict[Path, Callable[[dict[str, Any]], Mapping[str, Any]]] = {}
+
+    def mask_of(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+        if cwd not in masks:
+            masks[cwd] = run_mask(cwd)
+        return masks[cwd]
+
+    return mask_of
+
+
 # A project's runs and the fleet ---------------------------------------------------------
 
 

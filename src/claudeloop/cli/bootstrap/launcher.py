@@ -1,6 +1,10 @@
 """The real side of the `Launching` port (application/launching.py): the settings read
 from their files, the backend they name, the run's directory on disk, the Claude Code
-CLI asked whether it has credentials, and the run wired and driven."""
+CLI asked whether it has credentials, and the run wired and driven.
+
+What refuses a start is imported here; the wiring of a run (bootstrap/runs.py, and the
+SDK behind it) only once the run is made: a start refused for its input, a missing plan
+or a bad setting, costs a tenth of what a run's start does."""
 
 from __future__ import annotations
 
@@ -28,13 +32,11 @@ from claudeloop.adapters.run_directory.finding import (
 from claudeloop.adapters.run_directory.layout import keep_out_of_git
 from claudeloop.adapters.run_directory.lock import DriverLock
 from claudeloop.adapters.run_directory.writable import why_no_runs_root, why_not_writable
-from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import NoCredentials
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import ProfileCheck
-from claudeloop.cli.bootstrap.boundary import refuse_unconfined_checks
 from claudeloop.cli.bootstrap.configuration import (
     backend_profile,
     configuration,
@@ -43,13 +45,6 @@ from claudeloop.cli.bootstrap.configuration import (
     profile_check,
     refuse_no_base_url,
     shared_capacity_dir,
-)
-from claudeloop.cli.bootstrap.runs import (
-    create_directory,
-    new_record,
-    refuse_checkpoint_outside_git,
-    wire_run,
-    with_worktree,
 )
 
 if TYPE_CHECKING:
@@ -103,14 +98,20 @@ class Launcher:
         refuse_no_credentials(backend, cwd)
 
     def refuse_no_repository(self, spec: RunSpec) -> None:
+        from claudeloop.cli.bootstrap.runs import refuse_checkpoint_outside_git
+
         refuse_checkpoint_outside_git(spec)
 
     def refuse_unconfined_checks(self, spec: RunSpec) -> None:
+        from claudeloop.cli.bootstrap.boundary import refuse_unconfined_checks
+
         refuse_unconfined_checks(spec)
 
     def into_worktree(
         self, directory: RunDirectory, record: RunRecord, *, carry: bool, merging: str | None
     ) -> tuple[RunRecord, bool]:
+        from claudeloop.cli.bootstrap.runs import with_worktree
+
         return with_worktree(directory, record, carry=carry, merging=merging)
 
     def why_no_runs_root(self, cwd: Path) -> str | None:
@@ -126,9 +127,13 @@ class Launcher:
         return datetime.now(UTC)
 
     def new_record(self, spec: RunSpec, run_id: str | None) -> RunRecord:
+        from claudeloop.cli.bootstrap.runs import new_record
+
         return new_record(spec, run_id)
 
     def create(self, record: RunRecord) -> RunDirectory:
+        from claudeloop.cli.bootstrap.runs import create_directory
+
         return create_directory(record)
 
     def find(self, cwd: Path, run_id: str | None, session_id: str | None) -> RunDirectory:
@@ -160,6 +165,9 @@ class Launcher:
         login_ends_at: datetime | None,
         new_session: bool = False,
     ) -> RunRecord:
+        from claudeloop.application.driving import drive_run
+        from claudeloop.cli.bootstrap.runs import wire_run
+
         wired = wire_run(
             directory,
             record,

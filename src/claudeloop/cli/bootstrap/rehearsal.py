@@ -19,7 +19,6 @@ from claudeloop.application.driving import WiredRun
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.cli.bootstrap.launcher import Launcher, Surroundings
-from claudeloop.cli.bootstrap.runs import create_directory, new_record, unregister_run, wire_run
 
 if TYPE_CHECKING:
     from claudeloop.adapters.notify.sender import NotifyTargets
@@ -128,6 +127,15 @@ def rehearsal_run(
 ) -> Rehearsal:
     """The run of `spec` on the rehearsal's `servers`; `notify`: the --notify targets, as
     `flag_notify_targets` checked them."""
+    # The run's wiring is imported as a rehearsal starts: `resume` looks for a kept
+    # rehearsal before it refuses bad input, and must not load the SDK to do so.
+    from claudeloop.cli.bootstrap.runs import (
+        create_directory,
+        new_record,
+        unregister_run,
+        wire_run,
+    )
+
     own = servers.backend()
     spec = replace(
         spec,

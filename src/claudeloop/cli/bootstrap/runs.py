@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from claudeloop.adapters.atomic_file import remove_leftovers
 from claudeloop.adapters.backend_advice import ProfileAdvisor, profile_in_use
@@ -25,7 +25,6 @@ from claudeloop.adapters.claude_code.backend import (
 from claudeloop.adapters.fleet.lease_file import fenced_by_lease
 from claudeloop.adapters.git_checkpoint import (
     GitCheckpoints,
-    branch_exists,
     repository_top,
     restore_worktree,
 )
@@ -138,17 +137,6 @@ def with_worktree(
     record = replace(record, spec=spec)
     directory.save(record)
     return record, made.left_behind
-
-
-def run_id_used(cwd: Path, run_id: str) -> bool:
-    """Whether `cwd` has a run of that id already (its directory, or its branch)."""
-    from claudeloop.adapters.git_checkpoint import run_branch
-    from claudeloop.adapters.run_directory.layout import runs_root
-
-    if (runs_root(cwd) / run_id).exists():
-        return True
-    top = repository_top(cwd)
-    return top is not None and branch_exists(top, run_branch(run_id))
 
 
 def refuse_checkpoint_outside_git(spec: RunSpec) -> None:
@@ -497,41 +485,6 @@ def remove_temporaries(directory: RunDirectory, record: RunRecord) -> None:
     remove_leftovers(directory.control_path, older_than=60, unmarked=True)
     if record.spec.plan_path is not None:
         remove_leftovers(record.spec.plan_path, older_than=60)
-
-
-def run_mask(
-    cwd: Path, profile: str | None = None
-) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
-    """What a view of a run of `cwd` (on `profile`, else the one configured), or of
-    Claude Code's sessions there, or doctor's checks, masks: the secrets a run there
-    knows (this environment's, its profile's credentials, its notification URLs); a
-    directory whose configuration cannot be read masks this environment's."""
-    from claudeloop.cli.bootstrap.configuration import (
-        backend_profile,
-        configuration,
-        notify_targets,
-    )
-
-    try:
-        config = configuration(cwd, {})
-        backend = backend_for(backend_profile(config, profile))
-        spec = RunSpec(cwd=cwd, task="")
-        redactor = run_redactor(spec, backend, notify_targets(config), None)
-    except (UsageError, OSError):
-        redactor = Redactor.from_environment()
-    return redactor.data
-
-
-def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:
-    """`run_mask` of each working directory, resolved once per directory."""
-    masks: dict[Path, Callable[[dict[str, Any]], Mapping[str, Any]]] = {}
-
-    def mask_of(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
-        if cwd not in masks:
-            masks[cwd] = run_mask(cwd)
-        return masks[cwd]
-
-    return mask_of
 
 
 # doctor -------------------------------------------------------------------------------

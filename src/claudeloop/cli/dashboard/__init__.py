@@ -48,8 +48,13 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
     import uvicorn  # after the port is ours: a mistake is told without loading it
 
     from claudeloop.application.dashboard import machine_rows
-    from claudeloop.cli.bootstrap import account_boards, every_project_runs, fleet_of, run_index
-    from claudeloop.cli.bootstrap.runs import run_masks
+    from claudeloop.cli.bootstrap import (
+        account_boards,
+        every_project_runs,
+        fleet_of,
+        run_index,
+        run_masks,
+    )
     from claudeloop.cli.dashboard.app import Sources, dashboard_app
 
     try:

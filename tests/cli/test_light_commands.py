@@ -1,0 +1,194 @@
+"""Commands that only read, and every error a user can cause, answer without loading
+what a run needs: the Claude Agent SDK (2 s of CPU to import, mostly mcp's models),
+DBOS, starlette and the rehearsal API. What they cost is printed by
+`bench/commands.py`; what keeps it small is this boundary, held here command by command.
+
+One interpreter runs every command line in turn, as `claudeloop` would, and notes after
+each which of those packages it brought in: a package is blamed on the first command
+that imported it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+# What a read-only command or a refusal must never import.
+HEAVY = (
+    "claude_agent_sdk",
+    "mcp",
+    "dbos",
+    "sqlalchemy",
+    "starlette",
+    "uvicorn",
+    "claudeloop.rehearsal",
+)
+
+_RUNNER = """
+import contextlib, io, json, sys
+from claudeloop.cli.main import main
+
+heavy = tuple(json.loads(sys.argv[1]))
+blamed = {}
+for line in json.loads(sys.argv[2]):
+    before = {m for m in sys.modules if m.startswith(heavy)}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            main(line)
+            code = 0
+        except SystemExit as ended:
+            code = ended.code
+    new = sorted({m.split(".")[0] if not m.startswith("claudeloop") else m
+                  for m in sys.modules if m.startswith(heavy)} - before)
+    blamed[" ".join(line)] = {"exit": code, "imported": new, "said": out.getvalue()[-300:]}
+json.dump(blamed, sys.__stdout__)
+"""
+
+
+def _commands_run(
+    cwd: Path, lines: list[list[str]], env: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNNER, json.dumps(HEAVY), json.dumps(lines)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found: dict[str, dict[str, Any]] = json.loads(done.stdout)
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project with a finished run (checks, a review) and one left waiting."""
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "run_done_with_checks" / "project", project)
+    waiting = FIXTURES / "run_waiting" / "project" / ".claudeloop" / "runs"
+    for run in waiting.iterdir():
+        shutil.copytree(run, project / ".claudeloop" / "runs" / run.name)
+    (project / "PLAN.md").write_text("- [ ] Write step3.txt\n")
+    return project
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    environment = {
+        name: value for name, value in os.environ.items() if not name.startswith("CLAUDELOOP_")
+    }
+    environment.update(
+        CLAUDELOOP_CONFIG_DIR=str(tmp_path / "user-config"),
+        CLAUDELOOP_STATE_DIR=str(tmp_path / "state"),
+        CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
+        ANTHROPIC_API_KEY="light-commands-key-not-real",
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9",
+    )
+    return environment
+
+
+def _assert_light(blamed: dict[str, dict[str, Any]]) -> None:
+    heavy = {line: found["imported"] for line, found in blamed.items() if found["imported"]}
+    assert heavy == {}, f"these commands imported what only a run needs: {heavy}"
+
+
+def test_every_read_only_command_answers_without_the_sdk(
+    project: Path, env: dict[str, str]
+) -> None:
+    done = "20261202-142547-0c766e"
+    lines = [
+        ["--help"],
+        ["--version"],
+        ["status"],
+        ["status", "--json"],
+        ["status", done],
+        ["runs"],
+        ["runs", "--json"],
+        ["runs", "--all"],
+        ["runs", "--all", "--json"],
+        ["report"],
+        ["report", "--json"],
+        ["report", "--all"],
+        ["logs", done],
+        ["logs", done, "--json"],
+        ["export", done],
+        ["config", "show"],
+        ["config", "show", "--json"],
+        ["diff", done],
+    ]
+    blamed = _commands_run(project, lines, env)
+    _assert_light(blamed)
+    # They did their work: the runs were read, not refused.
+    assert done in blamed["runs"]["said"]
+    assert blamed["status --json"]["exit"] == 0
+    assert blamed["report --json"]["exit"] == 0
+
+
+def test_every_command_s_help_answers_without_the_sdk(tmp_path: Path, env: dict[str, str]) -> None:
+    from claudeloop.cli.main import cli
+
+    def helps(group: object, path: list[str]) -> list[list[str]]:
+        found = [[*path, "--help"]]
+        for name, command in getattr(group, "commands", {}).items():
+            found += helps(command, [*path, name])
+        return found
+
+    lines = helps(cli, [])
+    assert ["doctor", "--help"] in lines
+    assert ["dashboard", "--help"] in lines
+    blamed = _commands_run(tmp_path, lines, env)
+    _assert_light(blamed)
+    assert all(found["exit"] == 0 for found in blamed.values())
+
+
+def test_every_refusal_of_bad_input_comes_before_the_sdk(
+    project: Path, env: dict[str, str]
+) -> None:
+    fresh = project.parent / "fresh"
+    fresh.mkdir()
+    bad_config = project.parent / "bad-config"
+    bad_config.mkdir()
+    (bad_config / "claudeloop.toml").write_text('max_turns = "5"\n')
+    (bad_config / "PLAN.md").write_text("- [ ] a\n")
+    lines = [
+        # init's PLAN.md, still its template: refused, since a night on "First step" is lost.
+        ["init", "--cwd", str(fresh)],
+        ["run", str(fresh / "PLAN.md"), "--cwd", str(fresh)],
+        ["run", "NOPE.md"],
+        ["run"],
+        ["run", "PLAN.md", "--prompt", "x"],
+        ["run", "--prompt", "x", "--max-dollars", "x"],
+        ["run", "--prompt", "x", "--max-wait", "5x"],
+        ["run", "--prompt", "x", "--profile", "nosuch"],
+        ["run", "--prompt", "x", "--cwd", str(project / "gone")],
+        ["run", "--prompt", "x", "--notify", "nosuchscheme://x"],
+        ["run", "--prompt", "x", "--run-id", "../escape"],
+        ["run", "PLAN.md", "--cwd", str(bad_config)],
+        ["resume", "--session-id", "0000-nope"],
+        ["resume", "--run-id", "20990101-000000-nope00"],
+        ["resume", "--cwd", str(bad_config)],
+        ["status", "20990101-000000-nope00"],
+        ["logs", "nope"],
+        ["stop"],
+        ["probe-now", "20261202-142547-0c766e"],
+        ["rewind", "20261202-142547-0c766e", "--to-turn", "1"],
+        ["nosuchcommand"],
+        ["config", "show", "--cwd", str(bad_config)],
+    ]
+    blamed = _commands_run(project, lines, env)
+    _assert_light(blamed)
+    refused = {line: found["exit"] for line, found in blamed.items() if found["exit"] != 2}
+    # Each was refused as a usage error (exit 2), except what is said as nothing to do.
+    assert set(refused) <= {"stop", f"init --cwd {fresh}"}, refused
+    assert "still the template" in blamed[f"run {fresh / 'PLAN.md'} --cwd {fresh}"]["said"]
