@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -126,11 +127,21 @@ def test_every_read_only_command_answers_without_the_sdk(
         ["config", "show"],
         ["config", "show", "--json"],
         ["diff", done],
+        ["sessions"],
+        ["sessions", "--json"],
     ]
+    session = "0b6a3c1e-8a4f-4c55-9a57-3c0f6a1d2e01"
+    # Claude Code's folder of the project's sessions: its path, each other character a hyphen.
+    name = re.sub(r"[^a-zA-Z0-9]", "-", os.path.realpath(project))
+    kept = Path(env["CLAUDE_CONFIG_DIR"]) / "projects" / name
+    kept.mkdir(parents=True)
+    said = {"type": "user", "message": {"role": "user", "content": "Write step3.txt"}}
+    (kept / f"{session}.jsonl").write_text(json.dumps(said) + "\n")
     blamed = _commands_run(project, lines, env)
     _assert_light(blamed)
     # They did their work: the runs were read, not refused.
     assert done in blamed["runs"]["said"]
+    assert session in blamed["sessions"]["said"]
     assert blamed["status --json"]["exit"] == 0
     assert blamed["report --json"]["exit"] == 0
 

@@ -165,7 +165,7 @@ def test_asked_to_update_the_plan_the_run_checks_its_items_off_in_the_file(
 
 @pytest.mark.scenario("five_steps")
 def test_sessions_lists_the_run_s_claude_session_and_resume_finds_the_run_by_it(
-    rehearsal: Rehearsal,
+    rehearsal: Rehearsal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = write_plan(rehearsal.project, items=5)
     first = rehearsal.run(str(plan), *FAST_WAITS, "--max-turns", "1")
@@ -176,6 +176,14 @@ def test_sessions_lists_the_run_s_claude_session_and_resume_finds_the_run_by_it(
     (entry,) = [entry for entry in json.loads(listed.stdout) if entry["session_id"] == session]
     # Whole for machines (the text listing cuts it at 100): the SDK's is the last prompt.
     assert len(entry["summary"]) > 100, entry
+    # claudeloop reads Claude Code's session files itself: the SDK's listing is the oracle.
+    from claude_agent_sdk import list_sessions
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", rehearsal.env["CLAUDE_CONFIG_DIR"])
+    oracle = list_sessions(directory=str(rehearsal.project), limit=20)
+    assert [(e["session_id"], e["summary"]) for e in json.loads(listed.stdout)] == [
+        (info.session_id, info.summary.strip()) for info in oracle
+    ]
     resumed = rehearsal.claudeloop("resume", "--session-id", session, "--max-turns", "9")
     assert resumed.exit_code == 0, resumed.stderr
     assert resumed.result["session_id"] == session
