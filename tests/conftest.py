@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import settings
 
 from tests.fleet_boards import FleetBoards
-from tests.postgres_server import PostgresServer, postgres_or_skip
+from tests.postgres_server import PostgresServer, shared_postgres
+from tests.shared_services import stop_shared_services
 
 # Locally every run explores new examples (and keeps the failing ones in .hypothesis/);
 # CI replays one fixed set, so a submission lands or not on its own merits. A property
@@ -44,20 +46,61 @@ def isolated_state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One throwaway PostgreSQL for the session, started only when a test asks for it."""
-    yield from postgres_or_skip()
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> PostgresServer:
+    """One throwaway PostgreSQL for the whole run, every worker's, started only when a
+    test first asks for it."""
+    return shared_postgres(tmp_path_factory)
+
+
+# The seconds each of the slowest tests took in one whole run, as pytest's --durations
+# prints them ("93.78s call tests/e2e/...::test_..."): copied from a CI log when the
+# slowest change. Read to start them first.
+SLOWEST = Path(__file__).parent / "slowest.txt"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest tests start first, one on each worker, so none starts last on a
+    worker that would then run it alone while the others are done. xdist's work
+    stealing hands each worker a contiguous share of this order and steals from the
+    ends of the shares: each share is dealt its long tests first."""
+    seconds: dict[str, float] = {}
+    for line in SLOWEST.read_text().splitlines() if SLOWEST.exists() else ():
+        taken, _, rest = line.partition("s ")
+        _, _, nodeid = rest.partition(" ")
+        with contextlib.suppress(ValueError):
+            seconds[nodeid] = seconds.get(nodeid, 0.0) + float(taken)
+    ranked = sorted(items, key=lambda item: -seconds.get(item.nodeid, 0.0))
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    items[:] = [item for share in range(workers) for item in ranked[share::workers]]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The servers the run shared stop once it ends (tests/shared_services.py)."""
+    stop_shared_services(session.config)
+
+
+@pytest.fixture(scope="session")
+def postgres_database(postgres_server: PostgresServer) -> str:
+    """A database of this process's own on the run's server: a NOTIFY reaches every
+    session of its database, so two workers' tests, each in a schema of its own, would
+    hear each other's in one."""
+    import psycopg
+
+    name = f"w_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    return f"{postgres_server.dsn.rsplit('/', 1)[0]}/{name}"
 
 
 @pytest.fixture
-def postgres_dsn(postgres_server: PostgresServer) -> str:
+def postgres_dsn(postgres_database: str) -> str:
     """A connection string whose search path is a schema of this test's own."""
     import psycopg
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as connection:
+    with psycopg.connect(postgres_database, autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {schema}")
-    return f"{postgres_server.dsn}?options=-csearch_path%3D{schema}"
+    return f"{postgres_database}?options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture

@@ -109,9 +109,9 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, port: int | None = None) -> None:
         self.root = root
-        self.port = _free_port()
+        self.port = port or _free_port()
         self._bin = binaries()
         self._as: list[str] = []
         if os.geteuid() == 0:
@@ -154,6 +154,18 @@ class PostgresServer:
         with contextlib.suppress(subprocess.CalledProcessError):
             self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "stop")
 
+    def stop_command(self) -> tuple[str, ...]:
+        """What `stop` runs, for a process that did not start the server."""
+        return (
+            *self._as,
+            str(self._bin / "pg_ctl"),
+            "-D",
+            str(self.root / "data"),
+            "-m",
+            "immediate",
+            "stop",
+        )
+
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run(
             [*self._as, str(self._bin / tool), *args],
@@ -173,6 +185,33 @@ def throwaway_postgres() -> Iterator[PostgresServer]:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def shared_postgres(factory: pytest.TempPathFactory) -> PostgresServer:
+    """The run's one PostgreSQL, every worker's (tests/shared_services.py), or the test
+    skipped saying why; never skipped in CI. Each test works in a schema or a database
+    of its own; a test that stops its server has one of its own (`postgres_or_skip`)."""
+    from tests.shared_services import Started, shared_service
+
+    def start(_folder: Path) -> Started:
+        # Not in the run's temporary folder: the server's user must reach its root.
+        root = Path(tempfile.mkdtemp(prefix="claudeloop-pg-"))
+        server = PostgresServer(root)
+        server.start()
+        return Started(
+            facts={"root": str(root), "port": server.port},
+            stop_commands=(server.stop_command(), ("rm", "-rf", str(root))),
+        )
+
+    try:
+        binaries()
+        _server_user() if os.geteuid() == 0 else None
+    except NoPostgres as missing:
+        if os.environ.get("CI"):
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
+    facts = shared_service("postgresql", factory, start)
+    return PostgresServer(Path(facts["root"]), int(facts["port"]))
 
 
 def postgres_or_skip() -> Iterator[PostgresServer]:

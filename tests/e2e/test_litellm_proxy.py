@@ -11,7 +11,9 @@ Measured with LiteLLM 1.108.7. The proxy listens on 127.0.0.1, reads its price t
 from its own package (LITELLM_LOCAL_MODEL_COST_MAP) and sends no telemetry, so nothing
 leaves the machine. The upstreams are rehearsal APIs, a port that accepts and never
 answers (a timeout), a closed port (unreachable), LiteLLM's own `mock_response`
-exceptions, and the real llama-server of ../shared/backends when it is there.
+exceptions, and the real llama-server of ../shared/backends when it is there. One proxy
+serves the whole run, every worker's (tests/e2e/litellm_stack.py): the tests that need a
+deployment in a state of its own (the budget spent) each use a deployment no other uses.
 
 `pytest -s` or the terminal summary prints the table: case, the proxy's answer, what
 claudeloop did.
@@ -21,40 +23,26 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from claudeloop.rehearsal import RehearsalServer, parse_scenario
 from tests.e2e.conftest import FAST_WAITS, Finished, cli_env
+from tests.e2e.litellm_stack import FACTS, MASTER_KEY, ROOT, free_port
+from tests.shared_services import Started, shared_service
 
 pytestmark = pytest.mark.e2e
 
 Record = Callable[[str, object], None]
 
-ROOT = Path(__file__).resolve().parents[2]
 OWN_LITELLM = ROOT / ".venv-litellm" / "bin" / "litellm"
-MASTER_KEY = "sk-e2e-litellm-master"
-ANSWER = """
-[[turns]]
-[[turns.steps]]
-kind = "verdict"
-complete = true
-summary = "Done."
-"""
-# What a spent deployment budget costs here: the rehearsal bills 200 + 40 tokens, which
-# LiteLLM prices at $0.0012 as claude-sonnet-4-5; any budget below that is spent by one.
-DEPLOYMENT_BUDGET = 0.0001
 
 
 def litellm_executable() -> str:
@@ -72,51 +60,6 @@ def litellm_executable() -> str:
     pytest.skip(f"no LiteLLM proxy: {how}")
 
 
-def shared_backends() -> Path:
-    """The real local servers of ../shared/backends (CLAUDELOOP_E2E_BACKENDS overrides)."""
-    named = os.environ.get("CLAUDELOOP_E2E_BACKENDS")
-    return Path(named) if named else ROOT.parent / "shared" / "backends"
-
-
-def upstream(gate: str | None, message: str = "") -> RehearsalServer:
-    said = f'message = "{message}"\n' if message else ""
-    gates = (
-        f'\n[[gates]]\nkind = "{gate}"\nafter_seconds = 0\nuntil_lift = true\n{said}'
-        if gate
-        else ""
-    )
-    return RehearsalServer(parse_scenario(ANSWER + gates, source=gate or "healthy", fmt="toml"))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class Silent:
-    """A port that accepts connections and never answers: an upstream that times out."""
-
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.socket.getsockname()[1])
-        self.accepted: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.socket.accept()
-            except OSError:
-                return
-            self.accepted.append(connection)
-
-    def close(self) -> None:
-        self.socket.close()
-        for connection in self.accepted:
-            connection.close()
-
-
 @dataclass
 class Proxy:
     url: str
@@ -125,141 +68,29 @@ class Proxy:
     no_llama: str = ""
 
 
-@dataclass(frozen=True)
-class Deployment:
-    name: str
-    api_base: str
-    extra: str = ""
-
-    def yaml(self) -> str:
-        return (
-            f"  - model_name: {self.name}\n    litellm_params:\n"
-            f"      model: anthropic/claude-sonnet-4-5\n      api_base: {self.api_base}\n"
-            f"      api_key: upstream-key\n{self.extra}"
-        )
-
-
-@dataclass
-class LlamaServer:
-    url: str
-    process: subprocess.Popen[bytes]
-
-
-def start_llama_server(model: Path, log: Path) -> LlamaServer:
-    port = free_port()
-    serve = [str(model.parent / "llama-server"), "-m", str(model), "--jinja", "-c", "65536"]
-    process = subprocess.Popen(
-        [*serve, "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    return LlamaServer(f"http://127.0.0.1:{port}", process)
-
-
-def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path, what: str) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail(f"{what} did not start; see {log}")
-            time.sleep(0.3)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        # The proxy can linger on a connection an upstream never answers.
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=20)
-
-
-@pytest.fixture(scope="module")
-def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+@pytest.fixture(scope="session")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Proxy:
+    """The run's one proxy (tests/e2e/litellm_stack.py), every worker's."""
     litellm = litellm_executable()
-    root = tmp_path_factory.mktemp("litellm")
-    # A 500 that does not say a model failed to load: the upstream itself broke.
-    servers = {
-        "healthy": upstream(None),
-        "failing": upstream("local_load_failed", "exploded"),
-        "refusing": upstream("auth"),
-        "budgeted": upstream(None),
-    }
-    for server in servers.values():
-        server.__enter__()
-    silent = Silent()
-    deployments = [
-        Deployment("healthy", servers["healthy"].base_url),
-        Deployment("failing", servers["failing"].base_url),
-        Deployment("refusing", servers["refusing"].base_url),
-        Deployment(
-            "budgeted",
-            servers["budgeted"].base_url,
-            f"      max_budget: {DEPLOYMENT_BUDGET}\n      budget_duration: 1d\n",
-        ),
-        Deployment("hanging", f"http://127.0.0.1:{silent.port}", "      timeout: 2\n"),
-        Deployment("unreachable", "http://127.0.0.1:9"),
-        Deployment(
-            "ratelimited", "http://127.0.0.1:9", "      mock_response: litellm.RateLimitError\n"
-        ),
-        Deployment(
-            "toolong",
-            "http://127.0.0.1:9",
-            "      mock_response: litellm.ContextWindowExceededError\n",
-        ),
-    ]
-    llama: list[LlamaServer] = []
-    backends = shared_backends()
-    no_llama = (
-        ""
-        if (backends / "llama-server").is_file()
-        else f"no llama-server in {backends} (set CLAUDELOOP_E2E_BACKENDS to its folder)"
-    )
-    if not no_llama:
-        for name, model in (("llama", "tiny.gguf"), ("llama-verdict", "tiny-verdict.gguf")):
-            llama_log = root / f"{name}.log"
-            served = start_llama_server(backends / model, llama_log)
-            llama.append(served)
-            wait_until_up(f"{served.url}/health", served.process, llama_log, "llama-server")
-            deployments.append(Deployment(name, served.url))
-    config = root / "config.yaml"
-    config.write_text(
-        "model_list:\n"
-        + "".join(deployment.yaml() for deployment in deployments)
-        + f"general_settings:\n  master_key: {MASTER_KEY}\n"
-    )
-    port = free_port()
-    env = {
-        **os.environ,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "LITELLM_TELEMETRY_DISABLED": "True",
-    }
-    log_path = root / "litellm.log"
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        [litellm, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(f"{url}/health/liveliness", process, log_path, "LiteLLM")
-        yield Proxy(url, log_path, no_llama)
-    finally:
-        stop(process)
-        log.close()
-        for each in llama:
-            stop(each.process)
-        silent.close()
-        for server in servers.values():
-            server.__exit__(None, None, None)
+
+    def start(folder: Path) -> Started:
+        log = folder / "stack.log"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.e2e.litellm_stack", str(folder), litellm],
+            cwd=ROOT,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        while not (folder / FACTS).exists():
+            if process.poll() is not None:
+                raise RuntimeError(f"the LiteLLM proxy did not start; see {log}")
+            time.sleep(0.2)
+        facts = json.loads((folder / FACTS).read_text())
+        return Started(facts=facts, process_groups=(process.pid,))
+
+    facts = shared_service("litellm", tmp_path_factory, start)
+    return Proxy(facts["url"], Path(facts["log"]), facts["no_llama"])
 
 
 def answer(proxy: Proxy, model: str, key: str = MASTER_KEY) -> tuple[int, str]:

@@ -155,10 +155,11 @@ def stop(started: Started) -> None:
 Serve = Callable[..., LlamaServer]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    """Starts a server the first time a test asks for its arguments; the module's tests
-    share it, and all stop when the module ends."""
+    """Starts a server the first time a test asks for its arguments; the tests share
+    it, and all stop when the session ends (the longest tests start first, so this
+    module's tests need not come one after another)."""
     root = tmp_path_factory.mktemp("llama")
     servers: dict[tuple[str, ...], Started] = {}
 
@@ -174,7 +175,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
             stop(started)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A router's models: tiny, and a truncated copy of it (a model that fails to load)."""
     directory = tmp_path_factory.mktemp("models")
