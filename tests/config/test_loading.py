@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.config.files import user_config_dir
 from claudeloop.adapters.config.loading import (
     OTHER_VARIABLES,
-    user_config_dir,
 )
 from claudeloop.application.settings import (
     CONTINUE_PROMPT,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,11 +19,12 @@ from claudeloop.application.launching import (
     start_run,
 )
 from claudeloop.cli.bootstrap import checked_run_id
-from claudeloop.cli.bootstrap.launcher import Launcher
 from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
-from claudeloop.cli.rehearse import kept_rehearsal, resume_kept
+
+if TYPE_CHECKING:
+    from claudeloop.cli.bootstrap.launcher import Launcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,9 @@ class Output:
 
 
 def _launcher(output: Output, seat: FleetSeat) -> Launcher:
+    # Imported once the run's input is read: a missing plan is said before any setting.
+    from claudeloop.cli.bootstrap.launcher import Launcher
+
     return Launcher(seat=seat, quiet=output.quiet or output.as_json, verbose=bool(output.verbose))
 
 
@@ -74,17 +79,20 @@ def resume(
     new_session: bool = False,
 ) -> None:
     """Continue a run (application/launching.py's `resume_run` says how)."""
+    from claudeloop.cli.kept_rehearsal import kept_rehearsal
+
     cwd = working_directory(output.cwd)
     asked = RunToResume(
         cwd=cwd, run_id=run_id, session_id=session_id, flags=flags, new_session=new_session
     )
     # In a kept rehearsal's project the run goes on against its rehearsal API again.
     kept = kept_rehearsal(cwd)
-    launched = (
-        resume_kept(kept, asked, launcher=_launcher(output, seat), warn=_warn)
-        if kept is not None
-        else resume_run(_launcher(output, seat), asked, warn=_warn)
-    )
+    if kept is not None:
+        from claudeloop.cli.rehearse import resume_kept
+
+        launched = resume_kept(kept, asked, launcher=_launcher(output, seat), warn=_warn)
+    else:
+        launched = resume_run(_launcher(output, seat), asked, warn=_warn)
     match launched:
         case AlreadyDone(record):
             click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)

@@ -24,7 +24,7 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
     directory = working_directory(cwd)
     diagnosis = diagnose(doctor_checks(directory, profile), probe=probe)
     # A check names a backend's URL (its password too) and says what the model answered.
-    mask = run_mask(directory, profile)
+    mask = run_mask(directory)
     if as_json:
         print_json(dict(mask(diagnosis.to_json())))
     else:

@@ -8,12 +8,10 @@ so a window that closes mid-run reopens (and the loop resumes by itself) within 
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -36,7 +34,8 @@ from claudeloop.cli.bootstrap.rehearsal import (
     RehearsalServers,
     rehearsal_run,
 )
-from claudeloop.cli.output import finish, json_line
+from claudeloop.cli.kept_rehearsal import KeptRehearsal
+from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules
 from claudeloop.domain.pause import PauseThresholds
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
     from claudeloop.rehearsal import Scenario
 
 # What `rehearse --keep` writes beside the project: the scenario to serve on a resume.
-KEPT = "rehearsal.json"
 
 # Probing a compressed window every few seconds plays what minutes are in a real night.
 REHEARSAL_POLICY = WaitPolicyConfig(
@@ -159,35 +157,6 @@ def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
         f"{text}\nrehearsal: {workdir} is removed as the rehearsal ends, with every path "
         "above; `claudeloop rehearse --keep` keeps it (to resume the run or read its logs)"
     )
-
-
-@dataclass(frozen=True, slots=True)
-class KeptRehearsal:
-    """The folder `rehearse --keep` keeps (its project, its run, the CLI's home) and the
-    scenario it played, written beside the project so `claudeloop resume` there knows
-    what to serve again."""
-
-    workdir: Path
-    scenario: str  # a built-in's name, or a scenario file's absolute path
-
-    def write(self) -> None:
-        (self.workdir / KEPT).write_text(
-            json_line({"scenario": self.scenario}) + "\n", encoding="utf-8"
-        )
-
-
-def kept_rehearsal(cwd: Path) -> KeptRehearsal | None:
-    """The kept rehearsal whose project `cwd` is, or None for any other directory."""
-    marker = cwd.parent / KEPT
-    if cwd.name != "project" or not marker.is_file():
-        return None
-    try:
-        scenario = json.loads(marker.read_text(encoding="utf-8"))["scenario"]
-    except (OSError, ValueError, KeyError, TypeError):
-        scenario = None
-    if not isinstance(scenario, str):
-        raise UsageError(f"{marker}: not what `rehearse --keep` writes; expected a scenario")
-    return KeptRehearsal(cwd.parent, scenario)
 
 
 def _played(scenario: str) -> Scenario:

@@ -20,6 +20,12 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
+from claudeloop.adapters.config.files import (
+    CONFIG_DIR_VARIABLE,
+    PROJECT_FILE,
+    USER_FILE,
+    config_files,
+)
 from claudeloop.adapters.config.schema import (
     ACCEPTED,
     ConfigFile,
@@ -30,7 +36,6 @@ from claudeloop.adapters.config.schema import (
 from claudeloop.adapters.notify.urls import masked_url
 from claudeloop.application.errors import ConfigError, NotToml
 from claudeloop.application.fleet_seat import SEAT_VARIABLES
-from claudeloop.application.project_setup import CONFIG_FILE
 from claudeloop.application.settings import (
     BY_KEY,
     DEFAULT_PROFILE,
@@ -47,9 +52,6 @@ from claudeloop.application.settings import Setting as SettingDescription
 
 T = TypeVar("T")
 
-PROJECT_FILE = CONFIG_FILE
-USER_FILE = "config.toml"
-CONFIG_DIR_VARIABLE = "CLAUDELOOP_CONFIG_DIR"
 # The CLAUDELOOP_* variables that are no setting: where claudeloop keeps its files, which
 # Claude Code it runs, a fleet's engine and board, the lease a worker gives its run and
 # the descriptor its saves reach the worker through, and the PostgreSQL binaries and the
@@ -132,21 +134,6 @@ class Configuration:
     def profile(self) -> DefinedProfile | None:
         """The selected profile's table; None for the default (inherited) profile."""
         return self.profiles.get(self.profile_name)
-
-
-def user_config_dir(environ: Mapping[str, str]) -> Path:
-    """CLAUDELOOP_CONFIG_DIR, else the platform's user config directory."""
-    override = environ.get(CONFIG_DIR_VARIABLE)
-    if override:
-        return Path(override).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("claudeloop"))
-
-
-def config_files(cwd: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:
-    """(the project file, the user file), whether they exist or not."""
-    return cwd / PROJECT_FILE, user_config_dir(environ) / USER_FILE
 
 
 def load_configuration(

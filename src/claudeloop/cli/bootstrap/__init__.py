@@ -67,7 +67,7 @@ def masking() -> Masking:
 def config_view(cwd: Path, profile: str | None) -> ConfigView:
     """The configuration of `cwd` as `config show` shows it, with `profile` (None: the
     selected one)."""
-    from claudeloop.adapters.config.loading import config_files
+    from claudeloop.adapters.config.files import config_files
     from claudeloop.application.config_view import BackendShown, ConfigFile, ConfigView
     from claudeloop.application.settings import MODEL
     from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
@@ -137,31 +137,15 @@ def run_id_used(cwd: Path, run_id: str) -> bool:
     return top is not None and branch_exists(top, run_branch(run_id))
 
 
-def run_mask(
-    cwd: Path, profile: str | None = None
-) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
-    """What a view of a run of `cwd` (on `profile`, else the one configured), or of
-    Claude Code's sessions there, or doctor's checks, masks: the secrets a run there
-    knows (this environment's, its profile's credentials, its notification URLs); a
-    directory whose configuration cannot be read masks this environment's."""
-    from claudeloop.adapters.claude_code.backend import backend_for
+def run_mask(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    """What a view of a run of `cwd`, of Claude Code's sessions there, or doctor's checks
+    masks: every secret a run there could know, read from this environment and the
+    configuration files as written (every profile's, each notification URL), without
+    checking the settings: a view answers at once, and masks a file that does not load."""
+    from claudeloop.adapters.config.files import secrets_written
     from claudeloop.adapters.redaction import Redactor
-    from claudeloop.adapters.run_secrets import run_redactor
-    from claudeloop.application.records import RunSpec
-    from claudeloop.cli.bootstrap.configuration import (
-        backend_profile,
-        configuration,
-        notify_targets,
-    )
 
-    try:
-        config = configuration(cwd, {})
-        backend = backend_for(backend_profile(config, profile))
-        spec = RunSpec(cwd=cwd, task="")
-        redactor = run_redactor(spec, backend, notify_targets(config), None)
-    except (UsageError, OSError):
-        redactor = Redactor.from_environment()
-    return redactor.data
+    return Redactor(secrets_written(cwd)).data
 
 
 def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:

@@ -2,9 +2,10 @@
 from their files, the backend they name, the run's directory on disk, the Claude Code
 CLI asked whether it has credentials, and the run wired and driven.
 
-What refuses a start is imported here; the wiring of a run (bootstrap/runs.py, and the
-SDK behind it) only once the run is made: a start refused for its input, a missing plan
-or a bad setting, costs a tenth of what a run's start does."""
+Each part is imported where it is first needed: the settings (pydantic) once they are
+read, the wiring of a run (bootstrap/runs.py, and the SDK behind it) once the run is
+made. A start refused for its input (a run id no run has, a missing plan) costs about
+what `--help` does, and one refused for a setting a tenth of what a run's start does."""
 
 from __future__ import annotations
 
@@ -15,11 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from claudeloop.adapters import claude_cli
-from claudeloop.adapters.backend_advice import no_credentials
-from claudeloop.adapters.claude_code.backend import Backend, backend_for, login_ends
-from claudeloop.adapters.config.loading import Configuration
-from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.finding import (
     find_run,
@@ -37,17 +33,10 @@ from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import ProfileCheck
-from claudeloop.cli.bootstrap.configuration import (
-    backend_profile,
-    configuration,
-    detours,
-    notify_targets,
-    profile_check,
-    refuse_no_base_url,
-    shared_capacity_dir,
-)
 
 if TYPE_CHECKING:
+    from claudeloop.adapters.claude_code.backend import Backend
+    from claudeloop.adapters.config.loading import Configuration
     from claudeloop.adapters.notify.sender import NotifyTargets
 
 
@@ -55,6 +44,10 @@ def refuse_no_credentials(backend: Backend, cwd: Path) -> None:
     """Exit 77 before any turn when Claude Code would find no credentials: it would only
     answer "Not logged in" to the first turn, which no login could have refused. Any
     doubt lets the run start (a false "no credentials" is worse than none)."""
+    from claudeloop.adapters import claude_cli
+    from claudeloop.adapters.backend_advice import no_credentials
+    from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
+
     if backend.local:
         return  # a local server gets the profile's token or a dummy: no Claude login
     env = claude_cli.environment(backend.env, os.environ)
@@ -78,17 +71,26 @@ class Launcher:
     verbose: bool = False
 
     def settings(self, cwd: Path, flags: Mapping[str, object]) -> Configuration:
+        from claudeloop.cli.bootstrap.configuration import configuration
+
         return configuration(cwd, flags)
 
     def backend(self, settings: Configuration, model: str | None) -> Backend:
+        from claudeloop.adapters.claude_code.backend import backend_for
+        from claudeloop.cli.bootstrap.configuration import backend_profile, refuse_no_base_url
+
         chosen = backend_for(backend_profile(settings, model))
         refuse_no_base_url(chosen)
         return chosen
 
     def check_profile(self, cwd: Path) -> ProfileCheck:
+        from claudeloop.cli.bootstrap.configuration import profile_check
+
         return profile_check(cwd)
 
     def refuse_unusable(self, settings: Configuration) -> None:
+        from claudeloop.cli.bootstrap.configuration import notify_targets
+
         notify_targets(settings)
 
     def refuse_beside_a_live_run(self, cwd: Path) -> None:
@@ -121,6 +123,8 @@ class Launcher:
         return why_not_writable(path)
 
     def login_ends(self, backend: Backend) -> datetime | None:
+        from claudeloop.adapters.claude_code.backend import login_ends
+
         return login_ends(backend)
 
     def now(self) -> datetime:
@@ -183,6 +187,12 @@ class Launcher:
     def surroundings(self, record: RunRecord, settings: Configuration) -> Surroundings:
         """What a run is wired to beyond its backend: where it notifies, the profiles its
         limit policies switch to, the capacity record it shares, its seat in a fleet."""
+        from claudeloop.cli.bootstrap.configuration import (
+            detours,
+            notify_targets,
+            shared_capacity_dir,
+        )
+
         return Surroundings(
             notify=notify_targets(settings),
             detours=detours(record.spec.cwd),
