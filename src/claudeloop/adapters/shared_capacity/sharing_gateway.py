@@ -225,6 +225,14 @@ class SharedCapacityGateway:
                 self._note(f"probe: took the result of process {latest.pid}'s probe")
                 return ProbeOutcome(signals=latest.signals)
 
+    async def get_ready(self, session_id: str | None) -> None:
+        # Started whatever the board says at the instant: a probe that takes another
+        # loop's result leaves its process to the next probe, or to `stand_down`.
+        await self._inner.get_ready(session_id)
+
+    async def stand_down(self) -> None:
+        await self._inner.stand_down()
+
     async def close(self) -> tuple[str, ...]:
         return await self._inner.close()
 
