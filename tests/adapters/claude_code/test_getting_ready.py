@@ -89,6 +89,10 @@ def test_getting_ready_starts_the_probe_and_the_session_and_sends_neither_a_prom
     # No process started at the instant: the probe's and the session's, both ahead.
     assert cli.probes_started() == 1
     assert cli.sessions_started() == [SESSION]
+    log = debug_log.read_text()
+    assert f"started ahead: the probe's and session {SESSION}'s Claude Code, idle" in log
+    assert log.count("probe: sent on the Claude Code process started ahead") == 1
+    assert log.count("turn: sent on the Claude Code process started ahead") == 1
     probe_options = next(options for options in cli.started if options.tools == [])
     assert probe_options.max_turns == 1
     assert "no-session-persistence" in probe_options.extra_args
@@ -227,6 +231,7 @@ def test_a_session_that_cannot_be_started_ahead_is_left_to_the_turn_to_say_why(
         return turn.failure
 
     failure = anyio.run(go)
+    assert "] started ahead:" not in debug_log.read_text()  # nothing was
     assert (
         failure
         == f"Claude Code could not resume session {SESSION}: Command failed with exit code 1"

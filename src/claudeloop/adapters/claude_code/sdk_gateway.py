@@ -379,6 +379,14 @@ class ClaudeCodeGateway:
         async with anyio.create_task_group() as group:
             group.start_soon(self._ready_to_probe)
             group.start_soon(self._ready_for_turn, session_id)
+        session = f"session {session_id}'s" if session_id else "a new session's"
+        ready = [
+            name
+            for name, up in (("the probe's", self._probing), (session, self._keeps(session_id)))
+            if up
+        ]
+        if ready:
+            self._stderr.note(f"started ahead: {' and '.join(ready)} Claude Code, idle")
 
     async def _ready_to_probe(self) -> None:
         """The next probe's process, started and connected; sent nothing."""
@@ -482,6 +490,7 @@ class ClaudeCodeGateway:
                     "starting a new one"
                 )
                 return None
+            self._stderr.note("probe: sent on the Claude Code process started ahead")
             # Its result is all a probe reads: the process is not heard out after it.
             error = await self._watched(started.client.receive_response(), watched)
         finally:
@@ -541,6 +550,8 @@ class ClaudeCodeGateway:
 
     async def _send(self, prompt: str, session_id: str | None) -> ClaudeSDKClient:
         kept = self._keeps(session_id)
+        if kept and not self._prompted:
+            self._stderr.note("turn: sent on the Claude Code process started ahead")
         if not kept:
             await self._connect(session_id)
         assert self._client is not None
