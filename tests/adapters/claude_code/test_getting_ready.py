@@ -98,18 +98,46 @@ def test_getting_ready_starts_the_probe_and_the_session_and_sends_neither_a_prom
     assert "no-session-persistence" in probe_options.extra_args
 
 
-def test_a_probe_on_its_process_started_ahead_ends_that_process_after_its_result(
+def test_a_probes_process_is_ended_once_the_turn_after_it_is_sent_not_before(
     monkeypatch: pytest.MonkeyPatch, debug_log: Path
 ) -> None:
-    cli = StartedCli(probe_answer())
+    # Ending a process takes a moment (its SIGTERM handled): not on the way to the turn.
+    cli = StartedCli(probe_answer(), [answer()])
     gateway = gateway_on(cli, monkeypatch, debug_log)
 
-    async def go() -> int:
+    async def go() -> list[int]:
         await gateway.get_ready(SESSION)
         await gateway.probe()
-        return cli.disconnects
+        after_the_probe = cli.disconnects
+        await gateway.run_turn("go on", session_id=SESSION)
+        after_the_turn = cli.disconnects
+        await gateway.close()
+        return [after_the_probe, after_the_turn, cli.disconnects]
 
-    assert anyio.run(go) == 1  # the probe's; the session's waits for its turn
+    # The probe's once the turn was sent; the session's as the gateway closed.
+    assert anyio.run(go) == [0, 1, 2]
+
+
+def test_a_probes_process_not_followed_by_a_turn_is_ended_as_the_wait_goes_on(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    cli = StartedCli(probe_answer(), probe_answer())
+    gateway = gateway_on(cli, monkeypatch, debug_log)
+
+    async def go() -> list[int]:
+        await gateway.get_ready(SESSION)
+        await gateway.probe()  # finds the window closed: the wait goes on
+        await gateway.get_ready(SESSION)  # the next probe is due within the lead
+        ended = cli.disconnects
+        await gateway.probe()
+        await gateway.stand_down()
+        return [ended, cli.disconnects]
+
+    # The first probe's once the next wait got ready; the second's and the session's
+    # as the gateway stood down.
+    assert anyio.run(go) == [1, 3]
+    assert cli.sessions_started() == [SESSION]
+    assert cli.probes_started() == 2
 
 
 def test_what_nothing_used_is_ended_by_stand_down_and_by_close_unheard(

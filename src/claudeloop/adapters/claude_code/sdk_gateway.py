@@ -158,9 +158,12 @@ class ClaudeCodeGateway:
         self._stderr_lost: tuple[str, ...] | None = None
         self._heard: list[str] = []
         # Whether the live process was sent a prompt (one started ahead is not, yet);
-        # and the next probe's process, started ahead (get_ready).
+        # the next probe's process, started ahead (get_ready); and the last probe's,
+        # its result read, ended once the turn after it is sent (ending a process takes
+        # a moment, which the turn does not wait for).
         self._prompted = False
         self._probing: _Started | None = None
+        self._spent: _Started | None = None
 
     def _stderr_line(self, line: str) -> None:
         """The SDK's stderr callback: into the debug log, and heard for lost writes."""
@@ -214,6 +217,7 @@ class ClaudeCodeGateway:
             return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
         if client is None:  # a signal came while it started
             return self._interrupted_turn()
+        await self._end_spent()  # its prompt sent: the probe's process is ended now
         # Only a new session is told: one resumed is the runner's already.
         told = on_session if session_id is None else None
 
@@ -376,6 +380,7 @@ class ClaudeCodeGateway:
         scope.cancel()
 
     async def get_ready(self, session_id: str | None) -> None:
+        await self._end_spent()
         async with anyio.create_task_group() as group:
             group.start_soon(self._ready_to_probe)
             group.start_soon(self._ready_for_turn, session_id)
@@ -446,14 +451,26 @@ class ClaudeCodeGateway:
             await self._starting.end(patience=0.0, grace=KILL_GRACE_SECONDS)
 
     async def stand_down(self) -> None:
-        await self._stand_down_probe()
-        await self._drop()
+        await self._end_all()
+
+    async def _end_all(self) -> None:
+        """Ends every process, side by side: each may take a moment to exit."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._stand_down_probe)
+            group.start_soon(self._end_spent)
+            group.start_soon(self._drop)
 
     async def _stand_down_probe(self) -> None:
         """Ends the probe's process started ahead, if any: it was sent nothing."""
         started, self._probing = self._probing, None
         if started is not None:
             await self._end_started(started)
+
+    async def _end_spent(self) -> None:
+        """Ends the last probe's process, its result read."""
+        spent, self._spent = self._spent, None
+        if spent is not None:
+            await self._end_started(spent)
 
     async def _end_started(self, started: _Started) -> None:
         """Ends a probe's process at once: it keeps no session, so has nothing to say."""
@@ -464,6 +481,7 @@ class ClaudeCodeGateway:
             self._stderr.note(f"probe: closing Claude Code: {self._say(error)}")
 
     async def probe(self) -> ProbeOutcome:
+        await self._end_spent()
         started, self._probing = self._probing, None
         if started is not None:
             outcome = await self._probe_on(started)
@@ -482,20 +500,22 @@ class ClaudeCodeGateway:
             tells_retries=False,
         )
         try:
-            try:
-                await started.client.query(PROBE_PROMPT)
-            except CLIConnectionError as gone:
-                self._stderr.note(
-                    f"probe: the Claude Code process started ahead was gone ({self._say(gone)}); "
-                    "starting a new one"
-                )
-                return None
+            await started.client.query(PROBE_PROMPT)
             self._stderr.note("probe: sent on the Claude Code process started ahead")
             # Its result is all a probe reads: the process is not heard out after it.
             error = await self._watched(started.client.receive_response(), watched)
-        finally:
+        except CLIConnectionError as gone:
+            await self._end_started(started)
+            self._stderr.note(
+                f"probe: the Claude Code process started ahead was gone ({self._say(gone)}); "
+                "starting a new one"
+            )
+            return None
+        except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._end_started(started)
+            raise
+        self._spent = started
         return self._probe_read(messages, watched, error)
 
     async def _probe_afresh(self) -> ProbeOutcome:
@@ -544,8 +564,7 @@ class ClaudeCodeGateway:
         )
 
     async def close(self) -> tuple[str, ...]:
-        await self._stand_down_probe()
-        await self._drop()
+        await self._end_all()
         return self._told()
 
     async def _send(self, prompt: str, session_id: str | None) -> ClaudeSDKClient:
