@@ -75,6 +75,29 @@ def test_nothing_reaches_the_service_before_the_instant_and_the_probe_is_first_a
 
 
 @pytest.mark.scenario("window_reset_at_2")
+def test_with_claude_codes_nonessential_traffic_on_still_nothing_before_the_instant(
+    rehearsal: Rehearsal,
+) -> None:
+    # As a user's own environment has it: Claude Code then asks more of the service (a
+    # title for the session, say), but only once it has a prompt.
+    del rehearsal.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"]
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(
+        str(plan), *FAST_WAITS, "--window-probe-interval", "60s", "--ready-ahead", "2s"
+    )
+    assert finished.exit_code == 0, finished.stderr
+    requests = rehearsal.requests()
+    (refused,) = [r for r in requests if r["gate"] == "window"]
+    (wait,) = [e for e in finished.events() if e["type"] == "wait.started"]
+    probe_at = instant(wait["probe_at"])
+    after = requests[requests.index(refused) + 1 :]
+    assert [r for r in after if instant(r["at"]) < probe_at] == []
+    assert after[0]["kind"] == "probe"
+    assert any(r["kind"] == "turn" and r["turn"] == 2 and r["gate"] is None for r in after)
+    assert debug_log(finished).count(STARTED_AHEAD["probe"]) == 1
+
+
+@pytest.mark.scenario("window_reset_at_2")
 def test_with_ready_ahead_zero_nothing_is_started_ahead_and_the_order_is_the_same(
     rehearsal: Rehearsal,
 ) -> None:
