@@ -122,6 +122,12 @@ class Scripted:
             self._probed()
         return ProbeOutcome(signals=signals)
 
+    async def get_ready(self, session_id: str | None) -> None:  # noqa: ARG002
+        return  # nothing to start ahead
+
+    async def stand_down(self) -> None:
+        return
+
     async def close(self) -> tuple[str, ...]:
         return ()
 

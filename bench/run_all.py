@@ -19,6 +19,7 @@ from bench import (
     fleet,
     fleet_cost,
     overhead,
+    reset,
     sandbox_cost,
     startup,
     takeover,
@@ -203,6 +204,8 @@ def main() -> None:
     confined = sandbox_cost.run()
     print("a silent answer and a CLI that never exits (real CLI, about 5 min)...", flush=True)
     silent = watchdog.run()
+    print("the instant a window reopens, idle and loaded (real CLI, about 5 min)...", flush=True)
+    reopened = reset.run()
     plot(rows, RESULTS / "waiting.png")
     lines = [
         "# Benchmark results",
@@ -266,6 +269,8 @@ def main() -> None:
         "",
         *watchdog.lines(silent),
         "",
+        *reset.lines(reopened),
+        "",
         f"Whole benchmark: {time.perf_counter() - started:.0f} s.",
     ]
     (RESULTS / "RESULTS.md").write_text("\n".join(lines) + "\n")
@@ -286,7 +291,9 @@ def main() -> None:
             f"{confined.ratio:.2f}x the same turn unconfined. An answer that goes silent "
             f"costs {silent.hang_seconds:.0f} s ({silent.baseline_seconds:.0f} s with "
             "Claude Code's own timeout); one whose first byte never comes "
-            f"{silent.no_first_byte_seconds:.0f} s.",
+            f"{silent.no_first_byte_seconds:.0f} s. After an announced reset the next "
+            f"turn's request reaches the service {reopened.idle_after.turn_seconds:.1f} s "
+            f"later ({reopened.loaded_after.turn_seconds:.1f} s beside two busy processes).",
         ]
     )
     print("\n".join(lines))

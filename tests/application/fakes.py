@@ -174,6 +174,23 @@ class FakeGateway:
     probe_seconds: float = 0.0
     # The sessions whose transcripts the process ended by `close` says it could not save.
     lost_at_close: tuple[str, ...] = ()
+    # What `get_ready` started and nothing used or ended yet: "probe", and the turn's
+    # process as "turn:SESSION" ("turn:new" for a new session); when each `get_ready`
+    # and `stand_down` was asked; whether each probe and turn went on a process started
+    # ahead; and what was ended unused (by `stand_down`, `close`, or a turn elsewhere).
+    ready: set[str] = field(default_factory=set)
+    ready_times: list[datetime] = field(default_factory=list)
+    stood_down: list[datetime] = field(default_factory=list)
+    probes_on_ready: list[bool] = field(default_factory=list)
+    turns_on_ready: list[bool] = field(default_factory=list)
+    ended_unused: list[str] = field(default_factory=list)
+    # How long `get_ready` takes, on the clock (a real one starts two CLI processes).
+    ready_seconds: float = 0.0
+    # `get_ready` takes a while (a thousand turns of the event loop, no time), calling
+    # `while_starting` at its start; and whether it was cancelled meanwhile (a stop).
+    ready_hangs: bool = False
+    while_starting: Callable[[], None] | None = None
+    ready_cancelled: bool = False
 
     async def run_turn(
         self,
@@ -188,6 +205,11 @@ class FakeGateway:
         self.interrupted.append(interrupted_at)
         if self.clock is not None:
             self.turn_times.append(self.clock.now())
+        started = _turn_process(session_id)
+        self.turns_on_ready.append(started in self.ready)
+        self.ready.discard(started)
+        # A process started ahead for another session is ended, as a real gateway does.
+        self._end_unused(lambda name: name.startswith("turn:"))
         named = self.turns[0].session_id if self.turns else None
         if session_id is None and on_session is not None and named:
             on_session(named)  # as Claude Code's init message names a new session
@@ -196,15 +218,50 @@ class FakeGateway:
         return self.turns.popleft()
 
     async def probe(self) -> ProbeOutcome:
+        self.probes_on_ready.append("probe" in self.ready)
+        self.ready.discard("probe")
         if self.clock is not None:
             self.probe_times.append(self.clock.now())
             self.clock.advance(self.probe_seconds)
         return ProbeOutcome(signals=self.probes.popleft(), cost_usd=0.001)
 
+    async def get_ready(self, session_id: str | None) -> None:
+        if self.clock is not None:
+            self.ready_times.append(self.clock.now())
+        if self.ready_hangs:
+            if self.while_starting is not None:
+                self.while_starting()
+            try:
+                for _ in range(1000):
+                    await anyio.sleep(0)
+            except anyio.get_cancelled_exc_class():
+                self.ready_cancelled = True  # what it started is ended
+                raise
+        if self.clock is not None:
+            self.clock.advance(self.ready_seconds)
+        started = _turn_process(session_id)
+        self._end_unused(lambda name: name.startswith("turn:") and name != started)
+        self.ready |= {"probe", started}
+
+    async def stand_down(self) -> None:
+        if self.clock is not None:
+            self.stood_down.append(self.clock.now())
+        self._end_unused(lambda _name: True)
+
     async def close(self) -> tuple[str, ...]:
         self.closed = True
+        self._end_unused(lambda _name: True)
         lost, self.lost_at_close = self.lost_at_close, ()
         return lost
+
+    def _end_unused(self, which: Callable[[str], bool]) -> None:
+        ended = sorted(name for name in self.ready if which(name))
+        self.ended_unused += ended
+        self.ready -= set(ended)
+
+
+def _turn_process(session_id: str | None) -> str:
+    return f"turn:{session_id or 'new'}"
 
 
 @dataclass

@@ -140,6 +140,12 @@ class OwnBackend:
         self.service.served_probe(open_again)
         return ProbeOutcome(signals=TurnSignals() if open_again else WINDOW, cost_usd=0.0005)
 
+    async def get_ready(self, session_id: str | None) -> None:
+        return  # nothing to start ahead
+
+    async def stand_down(self) -> None:
+        return
+
     async def close(self) -> tuple[str, ...]:
         return ()
 
@@ -168,6 +174,12 @@ class LocalBackend:
 
     async def probe(self) -> ProbeOutcome:
         raise AssertionError("probes go to the run's own backend")
+
+    async def get_ready(self, session_id: str | None) -> None:
+        return  # nothing to start ahead
+
+    async def stand_down(self) -> None:
+        return
 
     async def close(self) -> tuple[str, ...]:
         return ()

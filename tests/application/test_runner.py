@@ -42,6 +42,8 @@ WINDOW_REJECTED = TurnSignals(
     assistant_error="rate_limit",
 )
 CREDITS_OUT = TurnSignals(assistant_error="billing_error", api_error_status=400)
+# How long before a probe the gateway gets ready for it: each wait sleeps to then first.
+AHEAD = WaitPolicyConfig().ready_ahead
 AUTH_FAILED = TurnSignals(assistant_error="authentication_failed", api_error_status=401)
 OK = TurnSignals()
 
@@ -154,8 +156,10 @@ def test_closed_window_waits_until_reset_plus_grace_then_probes_then_resumes() -
     )
     final = drive(h, record(policy=policy))
     reset = START + timedelta(hours=2)
-    assert h.sleeper.slept_until == [reset + timedelta(seconds=60)]
-    assert h.gateway.probe_times == [reset + timedelta(seconds=60)]
+    due = reset + timedelta(seconds=60)
+    assert h.sleeper.slept_until == [due - AHEAD, due]
+    assert h.gateway.ready_times == [due - AHEAD]
+    assert h.gateway.probe_times == [due]
     # The Done claimed on the rejected turn did not end the run; the third turn did.
     assert len(h.gateway.prompts) == 3
     assert h.gateway.turn_times[2] >= reset
@@ -182,7 +186,7 @@ def test_a_silent_refusal_waits_for_the_reset_the_answers_before_it_announced() 
     )
     final = drive(h, record())
     due = reset + WaitPolicyConfig().reset_grace
-    assert h.sleeper.slept_until == [due]  # not a whole probe interval
+    assert h.sleeper.slept_until == [due - AHEAD, due]  # not a whole probe interval
     assert h.gateway.probe_times == [due]
     assert h.gateway.turn_times[2] >= reset
     assert final.state.outcome is Outcome.DONE
@@ -199,7 +203,8 @@ def test_a_first_turn_refused_silently_waits_for_the_reset_another_run_heard() -
         probes=[OK],
     )
     final = drive(h, record())
-    assert h.sleeper.slept_until == [reset + WaitPolicyConfig().reset_grace]
+    due = reset + WaitPolicyConfig().reset_grace
+    assert h.sleeper.slept_until == [due - AHEAD, due]
     assert final.state.outcome is Outcome.DONE
 
 
@@ -215,7 +220,7 @@ def test_a_resumed_wait_for_a_remembered_reset_keeps_its_instant() -> None:
     )
     h = harness([verdict_turn(complete=True)], probes=[OK])
     final = drive(h, replace(record(), state=waiting), resumed=True)
-    assert h.sleeper.slept_until == [due]
+    assert h.sleeper.slept_until == [due - AHEAD, due]
     assert h.gateway.probe_times == [due]
     assert final.state.outcome is Outcome.DONE
 
@@ -246,7 +251,8 @@ def test_the_time_waited_runs_from_the_refusal_to_capacity_over_probes_and_resta
     )
     h = harness([rejected_turn(CREDITS_OUT)], probes=[CREDITS_OUT])
     h.gateway.probe_seconds = 5.0
-    h.sleeper.interrupt_at_sleep[1] = ControlCommand.STOP  # stopped in its second sleep
+    # Stopped as its second wait begins (each wait sleeps to its ready instant first).
+    h.sleeper.interrupt_at_sleep[2] = ControlCommand.STOP
     stopped = drive(h, record(policy=policy))
     # 60 s asleep, a 5 s probe, then the stop: 65 s since the refusal.
     assert stopped.state.outcome is Outcome.STOPPED
@@ -450,8 +456,9 @@ def test_resumed_while_waiting_keeps_the_persisted_probe_instant() -> None:
     )
     h = harness([verdict_turn(complete=True)], probes=[OK])
     final = drive(h, replace(rec, state=waiting, session_id="s-9"), resumed=True)
-    assert h.sleeper.slept_until == [probe_at]
+    assert h.sleeper.slept_until == [probe_at - AHEAD, probe_at]
     assert h.gateway.sessions == ["s-9"]
+    assert h.gateway.turns_on_ready == [True]  # the resumed session, started ahead
     assert final.state.outcome is Outcome.DONE
 
 
@@ -466,7 +473,7 @@ def test_a_persisted_probe_instant_years_away_is_clamped_to_the_policy_on_resume
     h = harness([verdict_turn(complete=True)], probes=[OK])
     final = drive(h, replace(record(), state=waiting, session_id="s-9"), resumed=True)
     at = START + WaitPolicyConfig().window_probe_interval
-    assert h.sleeper.slept_until == [at]
+    assert h.sleeper.slept_until == [at - AHEAD, at]
     assert h.store.saved[0].state.next_probe_at == at  # what status shows, too
     assert final.state.outcome is Outcome.DONE
 
@@ -542,8 +549,9 @@ def test_a_window_at_its_pause_threshold_is_waited_out_after_the_turn() -> None:
     final = drive(h, rec)
     assert final.state.outcome is Outcome.DONE
     assert final.state.ledger.turns == 2  # the paused turn counted as answered
-    assert h.sleeper.slept_until == [reset + WaitPolicyConfig().reset_grace]
-    assert h.gateway.probe_times == [reset + WaitPolicyConfig().reset_grace]
+    due = reset + WaitPolicyConfig().reset_grace
+    assert h.sleeper.slept_until == [due - AHEAD, due]
+    assert h.gateway.probe_times == [due]
     ignored = h.events.of("pause.ignored")
     assert [event["windows"] for event in ignored] == [["seven_day_opus"]]  # said once
 
@@ -592,7 +600,9 @@ def test_a_wait_the_machine_slept_through_probes_on_waking() -> None:
 
     async def suspend_through(instant: datetime, **_: object) -> bool:
         h.sleeper.slept_until.append(instant)
-        h.clock.current = instant + timedelta(hours=3)  # woke long after the instant
+        if len(h.sleeper.slept_until) == 1:
+            h.clock.current = instant + timedelta(hours=3)  # woke long after the instant
+        h.clock.current = max(h.clock.current, instant)
         return True
 
     h.runner.sleeper = type("Suspending", (), {"sleep_until": staticmethod(suspend_through)})()
@@ -633,8 +643,9 @@ def test_a_wait_across_a_clock_stepped_back_counts_the_time_the_sleeper_waited()
 
     async def stepped_back(instant: datetime, *, progress: Any = None) -> bool:
         h.sleeper.slept_until.append(instant)
-        progress(60.0)  # a minute waited, by the monotonic clock
-        h.clock.current -= timedelta(hours=1)  # while the wall clock stepped back an hour
+        if len(h.sleeper.slept_until) == 1:  # the sleep to the ready instant
+            progress(60.0)  # a minute waited, by the monotonic clock
+            h.clock.current -= timedelta(hours=1)  # while the wall clock stepped back an hour
         return True
 
     h.runner.sleeper = type("SteppedBack", (), {"sleep_until": staticmethod(stepped_back)})()

@@ -50,8 +50,8 @@ def test_a_note_in_a_wait_keeps_the_wait_and_reaches_the_next_turn() -> None:
     # The note woke the wait; the wait went on to its instant, said once.
     assert h.events.types().count("wait.started") == 1
     first, again = h.sleeper.slept_until[:2]
-    assert first == again  # the same instant, slept to again
-    assert h.gateway.probe_times[0] == first
+    assert first == again  # the same ready instant, slept to again
+    assert h.gateway.probe_times[0] == h.sleeper.slept_until[2]
     assert h.events.of("note.added")[0]["text"] == "the flaky test is known; skip it"
     second, third = h.gateway.prompts[1], h.gateway.prompts[2]
     assert NOTE_OPENING in second
@@ -196,8 +196,10 @@ def test_a_max_wait_lowered_in_a_wait_brings_its_probe_forward() -> None:
     h.sleeper.steer_at_sleep[0] = RaiseCap(Cap.WAIT, 3600)
     h.sleeper.steer_after[0] = timedelta(minutes=10)
     final = drive(h, record(policy=AT_THE_RESET))
-    reset_probe, moved = h.sleeper.slept_until
-    assert reset_probe == START + timedelta(hours=2) + AT_THE_RESET.reset_grace
+    ahead = AT_THE_RESET.ready_ahead
+    ready_for_reset, ready_for_moved, moved = h.sleeper.slept_until
+    assert ready_for_reset == START + timedelta(hours=2) + AT_THE_RESET.reset_grace - ahead
+    assert ready_for_moved == START + timedelta(hours=1) - ahead
     assert moved == START + timedelta(hours=1)  # the wait began at START
     # The instant moved is saved: a resume after a crash keeps it.
     assert any(saved.state.next_probe_at == moved for saved in h.store.saved)

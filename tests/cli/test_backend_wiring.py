@@ -31,6 +31,8 @@ class PricedGateway:
 
     def __init__(self) -> None:
         self.closed = False
+        self.readied: list[str | None] = []
+        self.stood_down = 0
 
     async def run_turn(
         self,
@@ -53,6 +55,12 @@ class PricedGateway:
     async def probe(self) -> ProbeOutcome:
         return ProbeOutcome(signals=TurnSignals(), cost_usd=0.01)
 
+    async def get_ready(self, session_id: str | None) -> None:
+        self.readied.append(session_id)
+
+    async def stand_down(self) -> None:
+        self.stood_down += 1
+
     async def close(self) -> tuple[str, ...]:
         self.closed = True
         return ()
@@ -63,8 +71,10 @@ def test_an_unbilled_gateway_reports_no_cost() -> None:
     gateway = UnbilledGateway(inner)
 
     async def use() -> tuple[TurnOutcome, ProbeOutcome]:
+        await gateway.get_ready("s")
         turn = await gateway.run_turn("go", session_id=None)
         probe = await gateway.probe()
+        await gateway.stand_down()
         await gateway.close()
         return turn, probe
 
@@ -73,6 +83,7 @@ def test_an_unbilled_gateway_reports_no_cost() -> None:
     assert turn.billed is False
     assert (turn.guessed_cost_usd, turn.guessed_models) == (0.0, ())  # no guess to warn of
     assert turn.final_text == "ok"
+    assert (inner.readied, inner.stood_down) == (["s"], 1)  # passed through
     assert inner.closed
 
 

@@ -104,6 +104,12 @@ class FinishingGateway:
     async def probe(self) -> ProbeOutcome:
         return ProbeOutcome(signals=TurnSignals())
 
+    async def get_ready(self, session_id: str | None) -> None:
+        return  # nothing to start ahead
+
+    async def stand_down(self) -> None:
+        return
+
     async def close(self) -> tuple[str, ...]:
         return ()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import click
@@ -28,7 +29,8 @@ EVERY_FLAG = [
     "--profile", "default", "--model", "qwen3", "--permission-mode", "plan",
     "--max-turns", "5", "--max-dollars", "2.5", "--max-attempts", "9", "--max-wait", "8h",
     "--window-probe-interval", "2m", "--credits-probe-interval", "30",
-    "--credits-probe-ceiling", "10m", "--reset-grace", "5s", "--done-marker", "DONE",
+    "--credits-probe-ceiling", "10m", "--reset-grace", "5s", "--ready-ahead", "0",
+    "--done-marker", "DONE",
     "--continue-prompt", "Keep going.", "--notify", "json://127.0.0.1:9/hook",
     "--update-plan", "--pause-at", "5h=90%", "--on-limit", "five_hour=wind-down",
     "--no-share-capacity", "--verify", "make test", "--verify-timeout", "90s",
@@ -58,3 +60,11 @@ def test_every_flag_reaches_its_setting_as_a_value_of_the_settings_type(
             continue
         assert sourced.origin.describe() == f"flag {setting.option}", setting.key
         assert type(sourced.value) is PYTHON_TYPES[setting.kind], setting.key
+
+
+def test_a_duration_that_may_be_off_takes_zero_where_the_others_refuse_it() -> None:
+    group = cli.make_context("claudeloop", ["run"], resilient_parsing=True)
+    off = run.make_context("run", ["--prompt", "x", "--ready-ahead", "0"], parent=group)
+    assert off.params["ready_ahead"] == timedelta(0)
+    with pytest.raises(click.BadParameter, match="'0' must be longer than 0"):
+        run.make_context("run", ["--prompt", "x", "--reset-grace", "0"], parent=group)

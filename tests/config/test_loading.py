@@ -176,6 +176,8 @@ def test_an_unknown_key_in_a_profile_lists_the_profile_keys(project: Path, user_
         ('max_wait = "5x"', 'max_wait = "5x": expected a duration above 0'),
         ("max_wait = 0", "max_wait = 0: expected a duration above 0"),
         ('max_wait = "400d"', 'max_wait = "400d": expected a duration above 0 and at most 365'),
+        ("ready_ahead = -5", "ready_ahead = -5: expected 0 (off) or a duration above 0"),
+        ('ready_ahead = "400d"', 'ready_ahead = "400d": expected 0 (off) or a duration'),
         ('permission_mode = "yolo"', 'permission_mode = "yolo": expected one of default, '),
         ('done_marker = "  "', 'done_marker = "  ": expected non-empty text'),
         ("model = 3", "model = 3: expected a model name"),

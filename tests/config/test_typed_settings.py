@@ -22,6 +22,7 @@ window_probe_interval = "2m"
 credits_probe_interval = 30
 credits_probe_ceiling = "10m"
 reset_grace = "5s"
+ready_ahead = "0"
 done_marker = "DONE"
 continue_prompt = "Keep going."
 notify = ["json://127.0.0.1:9/hook"]
@@ -57,6 +58,7 @@ EVERY_VARIABLE = {
     "CLAUDELOOP_CREDITS_PROBE_INTERVAL": "30",
     "CLAUDELOOP_CREDITS_PROBE_CEILING": "10m",
     "CLAUDELOOP_RESET_GRACE": "5s",
+    "CLAUDELOOP_READY_AHEAD": "45s",
     "CLAUDELOOP_DONE_MARKER": "DONE",
     "CLAUDELOOP_CONTINUE_PROMPT": "Keep going.",
     "CLAUDELOOP_NOTIFY": "json://127.0.0.1:9/hook",

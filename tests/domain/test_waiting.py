@@ -17,6 +17,7 @@ from claudeloop.domain.waiting import (
     credits_backoff,
     next_probe_instant,
     probe_within_max_wait,
+    ready_instant,
     trusted_probe_instant,
     wait_exceeded,
 )
@@ -57,6 +58,7 @@ def test_the_defaults_are_the_documented_policy() -> None:
     assert DEFAULT.credits_probe_factor == 1.5
     assert DEFAULT.credits_probe_ceiling == timedelta(minutes=5)
     assert DEFAULT.max_wait is None
+    assert DEFAULT.ready_ahead == timedelta(seconds=30)
 
 
 @pytest.mark.parametrize(
@@ -74,6 +76,12 @@ def test_intervals_must_be_positive_and_at_most_a_year(field: str, value: timede
 def test_reset_grace_must_be_between_zero_and_a_year(value: timedelta) -> None:
     with pytest.raises(ValueError, match="reset_grace"):
         WaitPolicyConfig(reset_grace=value)
+
+
+@pytest.mark.parametrize("value", [-MICROSECOND, MAX_INTERVAL + MICROSECOND])
+def test_ready_ahead_out_of_its_bounds_is_refused_by_name(value: timedelta) -> None:
+    with pytest.raises(ValueError, match="ready_ahead must be between 0 and 365 days"):
+        WaitPolicyConfig(ready_ahead=value)
 
 
 def test_reset_grace_of_zero_and_of_a_year_are_accepted() -> None:
@@ -119,7 +127,7 @@ def test_an_interval_is_accepted_exactly_above_zero_and_within_a_year(
     assert _accepts(**{field: value}) is valid
 
 
-@pytest.mark.parametrize("field", ["reset_grace", "reset_retry_window"])
+@pytest.mark.parametrize("field", ["reset_grace", "reset_retry_window", "ready_ahead"])
 @settings(max_examples=examples(200))
 @given(value=durations)
 def test_a_grace_is_accepted_exactly_from_zero_to_a_year(field: str, value: timedelta) -> None:
@@ -603,3 +611,43 @@ def test_a_probe_held_to_a_lowered_max_wait_is_the_one_that_max_wait_decides(
     assume(started + new.max_wait > now)
     held = probe_within_max_wait(_next(scenario), started_waiting_at=started, config=new)
     assert held == _next((state, now, started, count, new))
+
+
+# ready_instant: what a probe and the turn after it need, started ahead ---------------
+
+
+def test_the_processes_are_started_ready_ahead_of_the_probe() -> None:
+    at = NOW + timedelta(hours=5)
+    assert ready_instant(at, DEFAULT) == at - timedelta(seconds=30)
+    ahead = WaitPolicyConfig(ready_ahead=timedelta(seconds=5))
+    assert ready_instant(at, ahead) == at - timedelta(seconds=5)
+
+
+def test_nothing_is_started_ahead_when_ready_ahead_is_zero() -> None:
+    assert ready_instant(NOW, WaitPolicyConfig(ready_ahead=timedelta(0))) is None
+
+
+def test_a_probe_instant_at_the_dawn_of_time_is_got_ready_for_at_it() -> None:
+    # A tampered record's instant: no overflow, the processes started at the instant.
+    dawn = datetime.min.replace(tzinfo=UTC) + SECOND
+    assert ready_instant(dawn, DEFAULT) == datetime.min.replace(tzinfo=UTC)
+
+
+@settings(max_examples=examples(500))
+@given(
+    at=st.datetimes(timezones=st.just(UTC)),
+    ahead=st.timedeltas(min_value=timedelta(0), max_value=MAX_INTERVAL),
+)
+def test_the_ready_instant_is_never_after_the_probe_nor_further_ahead_than_said(
+    at: datetime, ahead: timedelta
+) -> None:
+    ready = ready_instant(at, WaitPolicyConfig(ready_ahead=ahead))
+    if ahead == timedelta(0):
+        assert ready is None
+        return
+    assert ready is not None
+    assert ready <= at
+    assert at - ready <= ahead
+    # Exactly `ready_ahead` ahead, wherever there is room for it.
+    if at - datetime.min.replace(tzinfo=UTC) >= ahead:
+        assert at - ready == ahead

@@ -41,5 +41,11 @@ class UnbilledGateway:
         probe = await self._inner.probe()
         return replace(probe, cost_usd=0.0, guessed_cost_usd=0.0, guessed_models=())
 
+    async def get_ready(self, session_id: str | None) -> None:
+        await self._inner.get_ready(session_id)
+
+    async def stand_down(self) -> None:
+        await self._inner.stand_down()
+
     async def close(self) -> tuple[str, ...]:
         return await self._inner.close()

@@ -31,6 +31,7 @@ from claudeloop.application.settings import (
     PAUSE_AT,
     PERMISSION_MODE,
     PROFILE,
+    READY_AHEAD,
     RESET_GRACE,
     REVIEW,
     SAME_FAILURE,
@@ -65,6 +66,7 @@ WAIT_SETTINGS: tuple[Setting[timedelta | None], ...] = (
     CREDITS_PROBE_INTERVAL,
     CREDITS_PROBE_CEILING,
     RESET_GRACE,
+    READY_AHEAD,
     MAX_WAIT,
 )
 # The sources a new run reads, and a resume: the files were read when the run started,
@@ -329,6 +331,7 @@ def wait_policy(given: Overrides, base: WaitPolicyConfig | None = None) -> WaitP
                 CREDITS_PROBE_CEILING, policy.credits_probe_ceiling
             ),
             reset_grace=given.value_or(RESET_GRACE, policy.reset_grace),
+            ready_ahead=given.value_or(READY_AHEAD, policy.ready_ahead),
             max_wait=given.value_or(MAX_WAIT, policy.max_wait),
         )
     except ValueError as error:

@@ -17,6 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import assert_never
 
+import anyio
+
 from claudeloop.application.announcements import announced_by
 from claudeloop.application.checkpointing import Checkpointing
 from claudeloop.application.events import (
@@ -97,6 +99,7 @@ from claudeloop.domain.lost_writes import after_lost_writes
 from claudeloop.domain.pause import was_answered
 from claudeloop.domain.stagnation import Answered, Stagnation
 from claudeloop.domain.verification import AskReview, CheckCommand, RunCheck
+from claudeloop.domain.waiting import ready_instant
 from claudeloop.domain.watchdog import awaited
 
 Step = tuple[RunRecord, Decision | None]
@@ -281,7 +284,8 @@ class Runner:
                 assert_never(decision)
 
     async def _wait(self, record: RunRecord, decision: ScheduleProbe) -> Step:
-        """Sleeps to the probe instant, going on asleep while the domain says so."""
+        """Sleeps to the probe instant, going on asleep while the domain says so; ready
+        by then to send the probe and the turn after it (`_sleep_to_probe`)."""
         at, awaiting = decision.at, decision.awaiting
         self.events.emit(
             WaitStarted(
@@ -298,7 +302,7 @@ class Runner:
             self.store.save(record)
 
         while True:
-            woke_on_time = await self.sleeper.sleep_until(at, progress=progress)
+            woke_on_time = await self._sleep_to_probe(record, at, progress)
             record = with_time_waited(record, now=self.clock.now())
             record, probe_now = self._steer(record)
             if (stopped := self._stop_if_asked(record)) is not None:
@@ -318,6 +322,60 @@ class Runner:
                 at = woke.decision.at
                 record = replace(record, state=woke.state)
                 self.store.save(record)
+
+    async def _sleep_to_probe(
+        self, record: RunRecord, at: datetime, progress: Callable[[float], None]
+    ) -> bool:
+        """Sleeps to the probe instant `at` (False: the control file woke it first).
+        At the ready instant before it (domain.waiting.ready_instant) the gateway gets
+        ready for the probe and the turn after it, so that at `at` only their requests
+        are sent; a wait longer than that first ends what an earlier probe left ready,
+        so that nothing idles through it."""
+        ready_at = ready_instant(at, record.spec.wait_policy)
+        if ready_at is None:
+            return await self.sleeper.sleep_until(at, progress=progress)
+        # Each leg's sleeper counts from its own start: the second goes on from the first.
+        first_leg = 0.0
+
+        def before_ready(seconds: float) -> None:
+            nonlocal first_leg
+            first_leg = seconds
+            progress(seconds)
+
+        if ready_at > self.clock.now():
+            await self.gateway.stand_down()
+            if not await self.sleeper.sleep_until(ready_at, progress=before_ready):
+                return False
+        if not await self._get_ready(record.session_id):
+            return False
+        return await self.sleeper.sleep_until(
+            at, progress=lambda seconds: progress(first_leg + seconds)
+        )
+
+    async def _get_ready(self, session_id: str | None) -> bool:
+        """The gateway made ready for the probe and the turn on `session_id`; False when
+        a stop came first: starting Claude Code takes seconds, which a stop does not
+        wait for (the gateway ends what it started)."""
+        ready = False
+        failure: BaseException | None = None
+        async with anyio.create_task_group() as group:
+
+            async def stop_when_asked() -> None:
+                await self.control.stop_asked()
+                group.cancel_scope.cancel()
+
+            group.start_soon(stop_when_asked)
+            try:
+                await self.gateway.get_ready(session_id)
+                ready = True
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as other:
+                failure = other  # raised as itself (a full disk), not in an exception group
+            group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return ready
 
     async def _probe(self, record: RunRecord) -> Step:
         probe, cost, estimated = await self._turns.probe()

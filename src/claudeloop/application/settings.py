@@ -87,6 +87,7 @@ ValueKind = Literal[
     "whole_or_zero",  # a whole number, 0 for off: int
     "dollars",  # a number above 0: float
     "duration",  # above 0, at most 365 days: timedelta
+    "duration_or_zero",  # 0 for off, at most 365 days: timedelta
     "switch",  # true or false: bool
     "urls",  # apprise URLs: list[str]
     "choices",  # some of `choices`: list[str]
@@ -104,6 +105,7 @@ PYTHON_TYPES: dict[ValueKind, type] = {
     "whole_or_zero": int,
     "dollars": float,
     "duration": timedelta,
+    "duration_or_zero": timedelta,
     "switch": bool,
     "urls": list,
     "choices": list,
@@ -253,6 +255,14 @@ RESET_GRACE: Setting[timedelta] = Setting(
     accepted=_DURATION,
     help="Probe this long after an announced reset "
     f"(default {short_duration(_POLICY.reset_grace)}).",
+)
+READY_AHEAD: Setting[timedelta] = Setting(
+    "ready_ahead",
+    "duration_or_zero",
+    _POLICY.ready_ahead,
+    accepted=f"0 (off) or {_DURATION}",
+    help="Start Claude Code this long before a probe, so only the request waits for "
+    f"its instant (default {short_duration(_POLICY.ready_ahead)}; 0: start it then).",
 )
 DONE_MARKER: Setting[str] = Setting(
     "done_marker",
@@ -466,6 +476,7 @@ SETTINGS: tuple[Setting[object], ...] = (
     CREDITS_PROBE_INTERVAL,
     CREDITS_PROBE_CEILING,
     RESET_GRACE,
+    READY_AHEAD,
     DONE_MARKER,
     CONTINUE_PROMPT,
     NOTIFY,

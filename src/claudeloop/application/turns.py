@@ -89,7 +89,11 @@ class Turns:
                 record = replace(record, session_id=session_id)
                 self.store.save(record)
 
-        outcome = await self._gateway_for(record).run_turn(
+        gateway = self._gateway_for(record)
+        if gateway is not self.gateway:
+            # A detour's turn: what the run's own gateway made ready for it goes unused.
+            await self.gateway.stand_down()
+        outcome = await gateway.run_turn(
             prompt,
             session_id=record.session_id,
             interrupted_at=record.interrupted_at,

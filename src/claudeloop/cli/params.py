@@ -20,6 +20,7 @@ from claudeloop.domain.confinement import domain_problem, read_path_problem
 __all__ = [
     "APPRISE_URL",
     "DURATION",
+    "DURATION_OR_ZERO",
     "POSITIVE_FLOAT",
     "POSITIVE_INT",
     "AppriseUrl",
@@ -44,7 +45,12 @@ class OneLineChoice(click.Choice):  # type: ignore[type-arg]
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]
+    """A duration as people write it; `zero`: 0 is one too (a setting's off)."""
+
     name = "DUR"
+
+    def __init__(self, *, zero: bool = False) -> None:
+        self.zero = zero
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, timedelta):
@@ -53,7 +59,7 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
             duration = parse_duration(str(value))
         except ValueError as error:
             self.fail(str(error), param, ctx)
-        if duration <= timedelta(0):
+        if duration < timedelta(0) or (duration == timedelta(0) and not self.zero):
             self.fail(f"{value!r} must be longer than 0", param, ctx)
         return duration
 
@@ -106,6 +112,7 @@ class AppriseUrl(click.ParamType):  # type: ignore[type-arg]
 
 
 DURATION = Duration()
+DURATION_OR_ZERO = Duration(zero=True)
 APPRISE_URL = AppriseUrl()
 POSITIVE_INT = Positive(int)
 POSITIVE_FLOAT = Positive(float)

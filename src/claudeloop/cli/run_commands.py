@@ -19,6 +19,7 @@ from claudeloop.cli.params import (
     CWD_OPTION,
     DOMAIN,
     DURATION,
+    DURATION_OR_ZERO,
     ON_LIMIT,
     PAUSE_AT,
     POSITIVE_FLOAT,
@@ -54,6 +55,8 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
             return click.option(name, key, type=POSITIVE_FLOAT, default=None, help=help_text)
         case "duration":
             return click.option(name, key, type=DURATION, default=None, help=help_text)
+        case "duration_or_zero":
+            return click.option(name, key, type=DURATION_OR_ZERO, default=None, help=help_text)
         case "pause_at":
             return click.option(name, key, type=PAUSE_AT, default=None, help=help_text)
         case "urls":

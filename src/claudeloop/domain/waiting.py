@@ -28,6 +28,11 @@ class WaitPolicyConfig:
     a little late, probe an unannounced lift every five minutes, back credits off to
     five minutes. That resumes a median of seconds after an announced reset and within
     five minutes otherwise, at under 12 requests per waiting hour.
+
+    `ready_ahead`: how long before a probe's instant the Claude Code processes it and
+    the turn after it need are started (`ready_instant`), so that at the instant only
+    the request is sent: a CLI takes seconds to start, more on a busy machine. 0 starts
+    each at its instant.
     """
 
     window_probe_interval: timedelta = timedelta(seconds=300)
@@ -38,6 +43,7 @@ class WaitPolicyConfig:
     credits_probe_factor: float = 1.5
     credits_probe_ceiling: timedelta = timedelta(seconds=300)
     max_wait: timedelta | None = None
+    ready_ahead: timedelta = timedelta(seconds=30)
 
     def __post_init__(self) -> None:
         _positive("window_probe_interval", self.window_probe_interval)
@@ -63,6 +69,8 @@ class WaitPolicyConfig:
             )
         if self.max_wait is not None:
             _positive("max_wait", self.max_wait)
+        if self.ready_ahead < timedelta(0) or self.ready_ahead > MAX_INTERVAL:
+            raise ValueError(f"ready_ahead must be between 0 and 365 days, not {self.ready_ahead}")
 
 
 def _positive(name: str, value: timedelta) -> None:
@@ -186,6 +194,18 @@ def trusted_probe_instant(
         announced=announced,
     )
     return min(persisted, latest)
+
+
+def ready_instant(probe_at: datetime, config: WaitPolicyConfig) -> datetime | None:
+    """When to get ready for the probe due at `probe_at`: `ready_ahead` before it, the
+    processes it and the turn after it need are started, and sent nothing until
+    `probe_at`. None: nothing is started ahead (`ready_ahead` 0). Never after
+    `probe_at`, and never before the earliest instant there is (a record read back
+    with a probe instant of year 1 must not overflow)."""
+    if config.ready_ahead == timedelta(0):
+        return None
+    earliest = datetime.min.replace(tzinfo=probe_at.tzinfo)
+    return probe_at - min(config.ready_ahead, probe_at - earliest)
 
 
 def _around_reset(resets_at: datetime, *, now: datetime, config: WaitPolicyConfig) -> datetime:

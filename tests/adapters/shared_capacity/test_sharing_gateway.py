@@ -83,6 +83,8 @@ class FakeInner:
         self.hold: anyio.Event | None = None
         self.failure: str | None = None
         self.closed = False
+        self.readied: list[str | None] = []
+        self.stood_down = 0
 
     async def run_turn(
         self,
@@ -108,6 +110,12 @@ class FakeInner:
         if self.hold is not None:
             await self.hold.wait()
         return ProbeOutcome(signals=self.probe_signals, cost_usd=0.001)
+
+    async def get_ready(self, session_id: str | None) -> None:
+        self.readied.append(session_id)
+
+    async def stand_down(self) -> None:
+        self.stood_down += 1
 
     async def close(self) -> tuple[str, ...]:
         self.closed = True
@@ -145,6 +153,15 @@ def test_a_turn_goes_through_and_its_success_is_published_as_open(tmp_path: Path
     assert published(tmp_path) == (1, "turn", "open")
     run(gateway.close)
     assert inner.closed
+
+
+def test_getting_ready_and_standing_down_reach_the_real_gateway(tmp_path: Path) -> None:
+    inner = FakeInner()
+    gateway = loop(tmp_path, inner, Clock())
+    run(lambda: gateway.get_ready("s"))
+    run(gateway.stand_down)
+    assert (inner.readied, inner.stood_down) == (["s"], 1)
+    assert published(tmp_path) is None  # nothing was asked of the service
 
 
 def test_turns_of_the_same_capacity_write_the_record_once_and_a_moved_reset_again(

@@ -119,6 +119,34 @@ def test_a_wait_ends_when_another_loop_finds_capacity_open_and_its_result_is_tak
     assert [prompt for prompt, _ in waiter_inner.prompts] == ["go", "go on"]
 
 
+def test_news_since_the_loop_was_told_closed_wakes_each_sleep_of_the_wait(
+    tmp_path: Path,
+) -> None:
+    # The runner sleeps to the instant it gets ready, then to its probe's: news that
+    # came before a sleep began, and after the window closed, is news to it.
+    clock = Clock()
+    board = Watched(tmp_path, "acct")
+    waiter_inner = FakeInner(turn=SILENT)
+    waiter = sharing(board, waiter_inner, clock)
+    prober = sharing(FileCapacityBoard(tmp_path, "acct"), FakeInner(probe=OPEN), clock)
+    woke: list[bool] = []
+
+    async def main() -> None:
+        await waiter.run_turn("go", session_id=None)  # the window closes
+        clock.advance(minutes=6)
+        await prober.probe()  # finds it open, between two sleeps of the waiter's wait
+        sleeper = waiter.waking(Endless(), watch=0.05)
+        with anyio.fail_after(30):
+            woke.append(await sleeper.sleep_until(clock() + HOUR))
+            woke.append(await sleeper.sleep_until(clock() + HOUR))
+        probe = await waiter.probe()
+        assert classify(probe.signals) == Available()
+
+    anyio.run(main)
+    assert woke == [True, True]
+    assert waiter_inner.probes == 0  # it took the prober's result
+
+
 def test_news_of_a_closed_window_or_of_the_loops_own_does_not_end_the_wait(
     tmp_path: Path,
 ) -> None:

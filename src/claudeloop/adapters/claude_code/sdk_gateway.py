@@ -22,6 +22,13 @@ cuts the turn in flight off at once: told as interrupted, never as a failure.
 
 The usage of each answer is kept as it streams in (responses.py), and a turn sent again
 after one was cut off bills what is knowable of it (cut_off.py).
+
+Ahead of a probe's instant (`get_ready`), the probe's process and the turn's, resuming
+its session, are started and connected side by side, and sent nothing: Claude Code
+sends no model request before its prompt (nor anything at all with its nonessential
+traffic off; else a `HEAD /api/hello`). At the instant only the prompts are written.
+Neither is watched while it idles: the watch begins with its prompt. One never prompted
+has nothing to say as it exits: it is ended at once.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import cast
@@ -91,6 +98,14 @@ SESSION_GONE_REASON = "resume_target_not_found"
 _NO_CONVERSATION = "No conversation found"
 
 
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """A Claude Code process started and connected, and its transport."""
+
+    client: ClaudeSDKClient
+    transport: StartupWatch
+
+
 class ClaudeCodeGateway:
     """Claude Code through claude-agent-sdk, one turn at a time, on one session."""
 
@@ -142,6 +157,13 @@ class ClaudeCodeGateway:
         self._live_session: str | None = None
         self._stderr_lost: tuple[str, ...] | None = None
         self._heard: list[str] = []
+        # Whether the live process was sent a prompt (one started ahead is not, yet);
+        # the next probe's process, started ahead (get_ready); and the last probe's,
+        # its result read, ended once the turn after it is sent (ending a process takes
+        # a moment, which the turn does not wait for).
+        self._prompted = False
+        self._probing: _Started | None = None
+        self._spent: _Started | None = None
 
     def _stderr_line(self, line: str) -> None:
         """The SDK's stderr callback: into the debug log, and heard for lost writes."""
@@ -195,6 +217,7 @@ class ClaudeCodeGateway:
             return self._unanswered(f"Claude Code could not {where}: {self._say(caught)}")
         if client is None:  # a signal came while it started
             return self._interrupted_turn()
+        await self._end_spent()  # its prompt sent: the probe's process is ended now
         # Only a new session is told: one resumed is the runner's already.
         told = on_session if session_id is None else None
 
@@ -356,7 +379,146 @@ class ClaudeCodeGateway:
                 await watched.transport.end(patience=0.0, grace=KILL_GRACE_SECONDS)
         scope.cancel()
 
+    async def get_ready(self, session_id: str | None) -> None:
+        await self._end_spent()
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._ready_to_probe)
+            group.start_soon(self._ready_for_turn, session_id)
+        session = f"session {session_id}'s" if session_id else "a new session's"
+        ready = [
+            name
+            for name, up in (("the probe's", self._probing), (session, self._keeps(session_id)))
+            if up
+        ]
+        if ready:
+            self._stderr.note(f"started ahead: {' and '.join(ready)} Claude Code, idle")
+
+    async def _ready_to_probe(self) -> None:
+        """The next probe's process, started and connected; sent nothing."""
+        if self._probing is not None and not self._probing.transport.exited():
+            return
+        await self._stand_down_probe()
+        options = probe_options(self._settings, stderr=self._stderr)
+        transport = StartupWatch(options)
+        client = ClaudeSDKClient(options, transport=transport)
+        try:
+            await client.connect()
+        except Exception as error:
+            self._stderr.note(
+                f"probe: Claude Code could not be started ahead: {self._say(error)}; "
+                "the probe starts it afresh"
+            )
+            await transport.end(patience=0.0, grace=KILL_GRACE_SECONDS)
+            return
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await transport.end(patience=0.0, grace=KILL_GRACE_SECONDS)
+            raise
+        self._probing = _Started(client, transport)
+
+    async def _ready_for_turn(self, session_id: str | None) -> None:
+        """The process for the turn on `session_id`, started and connected; sent
+        nothing. The kept one when it is on that session already."""
+        if self._keeps(session_id):
+            return
+        try:
+            await self._connect(session_id)
+        except Exception as error:
+            where = f"resuming session {session_id}" if session_id else "for a new session"
+            self._stderr.note(
+                f"Claude Code could not be started ahead, {where}: {self._say(error)}; "
+                "the turn starts it afresh"
+            )
+            await self._end_unconnected()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._end_unconnected()
+            raise
+
+    def _keeps(self, session_id: str | None) -> bool:
+        """Whether the live process is the one for a turn on `session_id`: on that
+        session, or started ahead for a new one and not prompted yet."""
+        return (
+            self._client is not None
+            and session_id == self._session
+            and (session_id is not None or not self._prompted)
+        )
+
+    async def _end_unconnected(self) -> None:
+        """Ends the process `_connect` started and could not connect to (or was
+        cancelled while it connected)."""
+        if self._client is None and self._starting is not None:
+            await self._starting.end(patience=0.0, grace=KILL_GRACE_SECONDS)
+
+    async def stand_down(self) -> None:
+        await self._end_all()
+
+    async def _end_all(self) -> None:
+        """Ends every process, side by side: each may take a moment to exit."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._stand_down_probe)
+            group.start_soon(self._end_spent)
+            group.start_soon(self._drop)
+
+    async def _stand_down_probe(self) -> None:
+        """Ends the probe's process started ahead, if any: it was sent nothing."""
+        started, self._probing = self._probing, None
+        if started is not None:
+            await self._end_started(started)
+
+    async def _end_spent(self) -> None:
+        """Ends the last probe's process, its result read."""
+        spent, self._spent = self._spent, None
+        if spent is not None:
+            await self._end_started(spent)
+
+    async def _end_started(self, started: _Started) -> None:
+        """Ends a probe's process at once: it keeps no session, so has nothing to say."""
+        await started.transport.end(patience=0.0, grace=KILL_GRACE_SECONDS)
+        try:
+            await started.client.disconnect()
+        except Exception as error:
+            self._stderr.note(f"probe: closing Claude Code: {self._say(error)}")
+
     async def probe(self) -> ProbeOutcome:
+        await self._end_spent()
+        started, self._probing = self._probing, None
+        if started is not None:
+            outcome = await self._probe_on(started)
+            if outcome is not None:
+                return outcome
+        return await self._probe_afresh()
+
+    async def _probe_on(self, started: _Started) -> ProbeOutcome | None:
+        """The probe on its process started ahead: only its prompt is sent now. None
+        when that process died while it waited (the probe starts another)."""
+        messages: list[Message] = []
+        watched = Watched(
+            Watch(since=self._monotonic()),
+            heard=messages.append,
+            transport=started.transport,
+            tells_retries=False,
+        )
+        try:
+            await started.client.query(PROBE_PROMPT)
+            self._stderr.note("probe: sent on the Claude Code process started ahead")
+            # Its result is all a probe reads: the process is not heard out after it.
+            error = await self._watched(started.client.receive_response(), watched)
+        except CLIConnectionError as gone:
+            await self._end_started(started)
+            self._stderr.note(
+                f"probe: the Claude Code process started ahead was gone ({self._say(gone)}); "
+                "starting a new one"
+            )
+            return None
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._end_started(started)
+            raise
+        self._spent = started
+        return self._probe_read(messages, watched, error)
+
+    async def _probe_afresh(self) -> ProbeOutcome:
         messages: list[Message] = []
         options = probe_options(self._settings, stderr=self._stderr)
         transport = StartupWatch(options)
@@ -377,6 +539,12 @@ class ClaudeCodeGateway:
         )
         async with contextlib.aclosing(stream):
             error = await self._watched(stream, watched)
+        return self._probe_read(messages, watched, error)
+
+    def _probe_read(
+        self, messages: list[Message], watched: Watched, error: Exception | None
+    ) -> ProbeOutcome:
+        """What a probe's messages say, and what it cost."""
         if watched.silent is not None:
             self._stderr.note(f"probe: {watched.silent.reason}; it was ended")
             error = None  # the SDK's word for the process it ended says nothing more
@@ -396,11 +564,13 @@ class ClaudeCodeGateway:
         )
 
     async def close(self) -> tuple[str, ...]:
-        await self._drop()
+        await self._end_all()
         return self._told()
 
     async def _send(self, prompt: str, session_id: str | None) -> ClaudeSDKClient:
-        kept = self._client is not None and session_id is not None and session_id == self._session
+        kept = self._keeps(session_id)
+        if kept and not self._prompted:
+            self._stderr.note("turn: sent on the Claude Code process started ahead")
         if not kept:
             await self._connect(session_id)
         assert self._client is not None
@@ -414,6 +584,7 @@ class ClaudeCodeGateway:
             await self._connect(session_id)
             assert self._client is not None
             await self._client.query(prompt)
+        self._prompted = True
         self._responses.prompted(session_id)
         return self._client
 
@@ -434,6 +605,7 @@ class ClaudeCodeGateway:
         self._session = session_id
         self._live_session = session_id
         self._stderr_lost = None
+        self._prompted = False
 
     async def _judge(
         self,
@@ -512,7 +684,10 @@ class ClaudeCodeGateway:
         """Ends the live process; `listen`: heard out first, for what it says of a
         transcript it could not save (not when cancelled: it is in an unknown state),
         and ended if it does not exit within the watchdog's exit grace; `end_now`:
-        ended at once (silent, or cut off by a signal)."""
+        ended at once (silent, or cut off by a signal). One never prompted (started
+        ahead) has written nothing to lose, and is ended at once."""
+        if not self._prompted:
+            listen, end_now = False, True
         client, self._client = self._client, None
         self._session = None
         self._previous, self._previous_total = None, 0.0

@@ -59,6 +59,12 @@ class StartupWatch(Transport):
     async def end_input(self) -> None:
         await self._inner.end_input()
 
+    def exited(self) -> bool:
+        """Whether its CLI is known to have exited (as far as the event loop has heard):
+        one started ahead that died while it waited for its prompt."""
+        process = getattr(self._inner, "_process", None)
+        return process is not None and process.returncode is not None
+
     async def end(self, *, patience: float, grace: float) -> bool:
         """Ends the CLI unless it exits within `patience` seconds: SIGTERM, then SIGKILL
         after `grace` more (a process that stopped talking may not listen either).

@@ -76,6 +76,12 @@ def _duration(value: object) -> object:
     return value
 
 
+def _zero_to_a_year(value: timedelta) -> timedelta:
+    if value < timedelta(0) or value > _LONGEST:
+        raise ValueError("out of range")
+    return value
+
+
 def _within_a_year(value: timedelta) -> timedelta:
     if value <= timedelta(0) or value > _LONGEST:
         raise ValueError("out of range")
@@ -138,6 +144,7 @@ def _env_name(value: str) -> str:
 
 
 Duration = Annotated[timedelta, BeforeValidator(_duration), AfterValidator(_within_a_year)]
+DurationOrZero = Annotated[timedelta, BeforeValidator(_duration), AfterValidator(_zero_to_a_year)]
 WholeAboveZero = Annotated[int, Field(ge=1, le=LARGEST_WHOLE)]
 Dollars = Annotated[float, Field(gt=0), AfterValidator(_finite)]
 Text = Annotated[str, AfterValidator(_not_blank)]
@@ -228,6 +235,8 @@ def pydantic_type(setting: Setting[object]) -> Any:
             return Dollars
         case "duration":
             return Duration
+        case "duration_or_zero":
+            return DurationOrZero
         case "switch":
             return bool
         case "urls":

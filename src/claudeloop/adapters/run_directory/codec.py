@@ -146,7 +146,9 @@ RECORD_CODEC = Codec(
         ),
         Budget: Shape(added=_added("max_turns", "max_dollars", "max_attempts")),
         WaitPolicyConfig: Shape(
-            added=_added("reset_retry_interval", "reset_retry_window", "max_wait")
+            # Written when not its default: a record of before stays as it was.
+            sparse=frozenset({"ready_ahead"}),
+            added=_added("reset_retry_interval", "reset_retry_window", "max_wait", "ready_ahead"),
         ),
         RunState: Shape(
             flattened=frozenset({"ledger"}),

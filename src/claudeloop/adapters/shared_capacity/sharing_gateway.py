@@ -19,7 +19,9 @@ turn or a probe and reads the signals it gets back, as ever. Behind that:
   is. When the prober dies its lock dies with it and a waiting loop probes instead.
 - A loop waiting for capacity wakes as soon as another loop finds it open (`waking`
   wraps its sleeper): it takes that result as its probe's and sends its next turn,
-  instead of sleeping on to a probe instant of its own.
+  instead of sleeping on to a probe instant of its own. News is what was published
+  since the loop was told capacity is closed, so every sleep of one wait hears it (the
+  runner sleeps to the instant it gets ready, then to its probe's).
 - The resets other runs' records announce (their answers' windows) go back with every
   outcome (`announced`): a refusal of this run that names its window but no reset waits
   for the one another run heard last (domain.waiting.remembered_reset).
@@ -79,8 +81,9 @@ MAX_AGE = timedelta(hours=6)
 FOLLOW_LIMIT_SECONDS = 120.0
 POLL_SECONDS = 0.2
 # How long one look for news lasts (a thread waits on the board meanwhile): the longest
-# a finished wait leaves that thread behind.
-WATCH_SECONDS = 1.0
+# a finished wait leaves that thread behind, which a run stopped in its wait waits for
+# as it exits (1 s made `claudeloop stop` take 2 s on a loaded machine).
+WATCH_SECONDS = 0.25
 _LOCK_RETRY_SECONDS = 0.02
 # A record stamped this far in the future was written under another clock: ignored.
 _CLOCK_SLACK = timedelta(minutes=1)
@@ -138,8 +141,10 @@ class SharedCapacityGateway:
         self.run_id = run_id if run_id is not None else self.writer
         self._known_at = known_at
         # Whether the runner was last told capacity is closed: only such a wait is one
-        # that news of capacity open ends (not a pause before the wall, say).
+        # that news of capacity open ends (not a pause before the wall, say); and the
+        # board's record then, after which a record is news.
         self._told_closed = False
+        self._closed_seen: int | None = None
         # The resets other runs' records announced, per window, as this loop read them.
         self._heard: tuple[AnnouncedReset, ...] = ()
 
@@ -192,12 +197,12 @@ class SharedCapacityGateway:
         if outcome.failure is None:
             self._known_at = started
             await self._publish_turn(outcome.signals, started)
-        self._told_closed = standing_of(classify(outcome.signals)) == "closed"
+        self._tell_closed(standing_of(classify(outcome.signals)) == "closed")
         return outcome
 
     async def probe(self) -> ProbeOutcome:
         outcome = await self._probe()
-        self._told_closed = standing_of(classify(outcome.signals)) == "closed"
+        self._tell_closed(standing_of(classify(outcome.signals)) == "closed")
         return replace(outcome, announced=self._heard)
 
     async def _probe(self) -> ProbeOutcome:
@@ -225,12 +230,41 @@ class SharedCapacityGateway:
                 self._note(f"probe: took the result of process {latest.pid}'s probe")
                 return ProbeOutcome(signals=latest.signals)
 
+    async def get_ready(self, session_id: str | None) -> None:
+        # Started whatever the board says at the instant: a probe that takes another
+        # loop's result leaves its process to the next probe, or to `stand_down`.
+        await self._inner.get_ready(session_id)
+
+    async def stand_down(self) -> None:
+        await self._inner.stand_down()
+
     async def close(self) -> tuple[str, ...]:
         return await self._inner.close()
 
     def waking(self, sleeper: Sleeper, *, watch: float = WATCH_SECONDS) -> Sleeper:
         """`sleeper`, woken early when another loop of the account finds capacity open."""
-        return WokenByNews(sleeper, self._board, wakes=self.wakes, note=self._note, watch=watch)
+        return WokenByNews(
+            sleeper,
+            self._board,
+            wakes=self.wakes,
+            note=self._note,
+            watch=watch,
+            news_after=self.news_after,
+        )
+
+    def news_after(self) -> int | None:
+        """The board's record as this loop was told capacity is closed: a record after
+        it is news to the wait that began then (None: not told closed)."""
+        return self._closed_seen if self._told_closed else None
+
+    def _tell_closed(self, closed: bool) -> None:
+        if closed and not self._told_closed:
+            try:
+                seen = self._board.read()
+            except OSError:
+                seen = None  # news is then what comes as each sleep begins, as before
+            self._closed_seen = seen.seq if seen is not None else 0
+        self._told_closed = closed
 
     def wakes(self, sighting: Sighting) -> bool:
         """Whether news ends a wait: this loop waits for capacity it was told is closed,
@@ -379,7 +413,7 @@ class SharedCapacityGateway:
         )
         text = f"not sent: {who} found this account's capacity closed: {detail}"
         self._note(f"turn {text}")
-        self._told_closed = True
+        self._tell_closed(True)
         return TurnOutcome(
             signals=replace(signals, is_error=True, result_text=text),
             structured=None,
@@ -412,19 +446,25 @@ class WokenByNews:
         wakes: Callable[[Sighting], bool],
         note: Callable[[str], None],
         watch: float,
+        news_after: Callable[[], int | None] = lambda: None,
     ) -> None:
         self._inner = inner
         self._board = board
         self._wakes = wakes
         self._note = note
         self._watch = watch
+        self._news_after = news_after
 
     async def sleep_until(
         self, instant: datetime, *, progress: Callable[[float], None] | None = None
     ) -> bool:
-        # News is what is published from now on: a record already there was known
-        # (or was this loop's own) when the wait was decided.
+        # News is what was published since the loop was told capacity is closed (the
+        # wait began then), else from now on: a record already there was known (or was
+        # this loop's own) when the wait was decided.
+        after = self._news_after()
         seen = self._board.read()
+        if after is None:
+            after = seen.seq if seen is not None else 0
         woke: list[bool] = []
         async with anyio.create_task_group() as group:
 
@@ -454,7 +494,7 @@ class WokenByNews:
                         return
 
             group.start_soon(sleep)
-            group.start_soon(watch, seen.seq if seen is not None else 0)
+            group.start_soon(watch, after)
         return woke[0]
 
 

@@ -119,10 +119,26 @@ class Gateway(Protocol):
         """A minimal request on the same backend and model; persists no session."""
         ...
 
+    async def get_ready(self, session_id: str | None) -> None:
+        """Ahead of a probe's instant, starts what the probe and the turn after it on
+        `session_id` (a new session when None) need: their Claude Code processes started
+        and connected, the session's options built, so that at the instant only the
+        request is sent. Sends the service nothing. What is ready already stays ready;
+        what fails to start is left to the probe or the turn, which start afresh and
+        say why. Cancelled (a stop), it ends what it started."""
+        ...
+
+    async def stand_down(self) -> None:
+        """Ends the processes nothing is using (started by `get_ready`, or kept from the
+        last turn): a long wait begins, or the turn goes elsewhere. Sends the service
+        nothing. The sessions they say, as they exit, they could not save are told with
+        the next turn or by `close`."""
+        ...
+
     async def close(self) -> tuple[str, ...]:
-        """Ends the Claude Code process kept for the session, if any (a later turn starts
-        another); returns the sessions whose transcripts it said, as it exited, it could
-        not save (as `TurnOutcome.writes_lost`)."""
+        """Ends the Claude Code processes kept for the session or started ahead, if any
+        (a later turn starts another); returns the sessions whose transcripts they said,
+        as they exited, they could not save (as `TurnOutcome.writes_lost`)."""
         ...
 
 
