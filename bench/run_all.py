@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench import (
     checkpoint,
+    commands,
     dashboard,
     fleet,
     fleet_cost,
@@ -186,6 +187,8 @@ def main() -> None:
     cost = overhead.run()
     print("start-up and scale...", flush=True)
     start = startup.run()
+    print("the CPU of each everyday command and refusal...", flush=True)
+    command_costs = commands.run()
     print("a verification command printing 1 GiB...", flush=True)
     verify = verify_memory.run()
     print("takeover after kill -9 (a fleet on SQLite, real CLI, rehearsal API)...", flush=True)
@@ -243,6 +246,13 @@ def main() -> None:
         f"{start.logs_large_mb:.0f} MB |",
         f"| ratio | {start.status_large_seconds / start.status_small_seconds:.2f} | "
         f"{start.logs_large_mb / start.logs_small_mb:.2f} |",
+        "",
+        "## The CPU of everyday commands",
+        "",
+        "Each read-only command on a project with two runs, and refusals of bad input: "
+        "user + system CPU, beside `python -c pass` and `claudeloop --help` in the same run.",
+        "",
+        *commands.table(command_costs),
         "",
         "## Verification output",
         "",
