@@ -292,6 +292,7 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
             == ["waiting"] * 3
         ),
         "the three runs to wait for the window",
+        150,  # three runs' first two turns at once: a loaded machine took over 60 s
     )
     session = run_record(kept, kept_id)["session_id"]
     assert fleet.claudeloop("queue", "cancel", cancelled_id).returncode == 0
@@ -408,7 +409,7 @@ def worker_connections(engine: str) -> int:
 
 
 @pytest.mark.scenario("two_steps_window_until_lift_at_2")
-def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed_window(
+def test_three_workers_run_one_accounts_three_runs_two_at_a_time_through_a_closed_window(
     fleet: Fleet, engine: str
 ) -> None:
     """The account limit holds across workers, no turn goes into the closed window but
@@ -417,7 +418,7 @@ def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed
     machine of its own (its own HOME, configuration, state and work directory): what
     the runs share goes through the engine's board. On SQLite the workers are one
     machine's, sharing its state directory (and its file board)."""
-    projects = [fleet.project(name, items=2) for name in ("alpha", "beta", "gamma", "delta")]
+    projects = [fleet.project(name, items=2) for name in ("alpha", "beta", "gamma")]
     pairs = list(zip(projects, fleet.add_at_once(projects), strict=True))
     one_machine = engine.startswith("sqlite")
     workers = []
@@ -442,7 +443,7 @@ def test_three_workers_run_one_accounts_four_runs_two_at_a_time_through_a_closed
             "two runs to wait for the window",
             150,
         )
-        # The account's other two runs wait in the queue, a worker's slot to spare.
+        # The account's third run waits in the queue, a worker's slot to spare.
         assert sum(1 for project, run_id in pairs if kinds_of(project, run_id)) == 2
         fleet.rehearsal.server.lift()
         wait_for(
