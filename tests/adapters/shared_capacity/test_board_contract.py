@@ -341,11 +341,12 @@ def _eventually(attempt: Callable[[], T | None], tries: int = 50) -> T | None:
     return None
 
 
-def _publish_and_exit(location: Location) -> None:
+def _publish_and_exit(location: Location) -> int:
     written = open_board(location).publish(
         signals=CLOSED, standing="closed", source="turn", writer="gone", now=NOW, run_id="run-a"
     )
     assert written is not None
+    return os.getpid()
 
 
 def test_a_record_says_which_run_wrote_it_and_whether_its_process_still_runs(
@@ -361,11 +362,7 @@ def test_a_record_says_which_run_wrote_it_and_whether_its_process_still_runs(
     assert (read.run_id, read.writer) == ("run-b", "w")
     assert board.writer_alive(read) is True  # this very process
     # A driver that published and is gone: its record says so to whoever reads it.
-    context = multiprocessing.get_context("fork")
-    gone = context.Process(target=_publish_and_exit, args=(location,))
-    gone.start()
-    gone.join(30)
-    assert gone.exitcode == 0
+    (gone,) = _in_children([(_publish_and_exit, (location,))])  # its pid, and it ended
     # On PostgreSQL a run reads what its worker's LISTEN keeps: another process's
     # publication is read once it is announced, a moment after.
     left = board.read()
@@ -374,7 +371,7 @@ def test_a_record_says_which_run_wrote_it_and_whether_its_process_still_runs(
         time.sleep(0.05)
         left = board.read()
     assert left is not None
-    assert (left.run_id, left.pid) == ("run-a", gone.pid)
+    assert (left.run_id, left.pid) == ("run-a", gone)
     assert board.writer_alive(left) is False
 
 
