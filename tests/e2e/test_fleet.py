@@ -85,12 +85,12 @@ class Fleet:
         assert added.returncode == 0, added.stderr
         return added.stdout.strip()
 
-    def add_at_once(self, projects: list[Path]) -> list[str]:
+    def add_at_once(self, projects: list[Path], *options: str) -> list[str]:
         """`queue add` for every project, all at once (a fresh database: they race to
-        set it up)."""
+        set it up), with `options` beside the run options."""
         adding = [
             subprocess.Popen(
-                [sys.executable, "-m", "claudeloop", *self._add(p), "--engine", self.engine],
+                [sys.executable, "-m", "claudeloop", *self._add(p, *options), *self._on],
                 env=self.rehearsal.env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -105,8 +105,13 @@ class Fleet:
             run_ids.append(out.strip())
         return run_ids
 
-    def _add(self, project: Path) -> list[str]:
-        return ["queue", "add", str(project / "PLAN.md"), "--cwd", str(project), *RUN_OPTIONS]
+    def _add(self, project: Path, *options: str) -> list[str]:
+        where = ["--cwd", str(project)]
+        return ["queue", "add", str(project / "PLAN.md"), *where, *RUN_OPTIONS, *options]
+
+    @property
+    def _on(self) -> list[str]:
+        return ["--engine", self.engine]
 
     def runs(self) -> dict[str, dict[str, Any]]:
         listed = self.claudeloop("queue", "ls", "--json")

@@ -17,7 +17,7 @@ import pytest
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.leases import Leases
 from tests.e2e.conftest import Rehearsal, wait_for
-from tests.e2e.test_fleet import RUN_OPTIONS, Fleet, events, finished, project_phase, stop
+from tests.e2e.test_fleet import Fleet, events, finished, project_phase, stop
 from tests.postgres_server import PostgresServer, postgres_or_skip
 
 pytestmark = pytest.mark.e2e
@@ -85,17 +85,11 @@ def test_workers_outlive_database_outages_and_every_run_finishes_once(
     fleet = Fleet(rehearsal, url, root, [])
     try:
         projects = [fleet.project(name) for name in ("alpha", "beta", "gamma")]
-        run_ids = []
-        for project in projects:
-            added = fleet.claudeloop(
-                "queue", "add", str(project / "PLAN.md"), "--cwd", str(project),
-                *RUN_OPTIONS, "--max-wait", "10m",
-            )  # fmt: skip
-            assert added.returncode == 0, added.stderr
-            run_ids.append(added.stdout.strip())
-        pairs = list(zip(projects, run_ids, strict=True))
         limits = ["--lease", f"{LEASE:g}s", "--slots", "1", "--per-account", str(WORKERS)]
+        # The workers start as the runs are queued, all at once: each takes one.
         workers = [fleet.worker("--name", f"w{n}", *limits) for n in range(WORKERS)]
+        run_ids = fleet.add_at_once(projects, "--max-wait", "10m")
+        pairs = list(zip(projects, run_ids, strict=True))
         wait_for(
             lambda: all(project_phase(p, r) in ("waiting", "probing") for p, r in pairs),
             "the three runs to wait for the window",
