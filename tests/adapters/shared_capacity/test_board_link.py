@@ -32,12 +32,14 @@ NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 
 
 def _connections(dsn: str) -> set[int]:
-    """The server's client sessions but this look's own, by process id: a session an
-    earlier test closed may still be ending, so a test counts the ones that are new."""
+    """The client sessions of this test's database but this look's own, by process id:
+    a session an earlier test closed may still be ending, so a test counts the ones
+    that are new. The server is the whole run's: other workers' tests, each in a
+    database of its own, connect to it meanwhile."""
     with psycopg.connect(dsn, autocommit=True) as looking:
         rows = looking.execute(
             "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
-            " AND pid <> pg_backend_pid()"
+            " AND datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
     return {int(row[0]) for row in rows}
 
