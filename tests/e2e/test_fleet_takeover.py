@@ -183,13 +183,14 @@ def test_a_paused_workers_waiting_run_is_taken_over_and_the_paused_one_is_fenced
         assert not alive(child_of(fleet, b))
         sent_by_b = len(requests_from(fleet, b))
         fleet.rehearsal.server.lift()  # the window opens while B is still paused
+        # B goes on as C runs the run in the open window: fenced, B leaves the run and
+        # starts again in place (a new life, same process), sending nothing for it.
+        os.kill(first.pid, signal.SIGCONT)
         wait_for(
             lambda: (c.record(run_id) or {}).get("state", {}).get("outcome") is not None,
             "the run to finish on C",
             120,
         )
-        os.kill(first.pid, signal.SIGCONT)
-        # Fenced, B leaves the run and starts again in place: a new life, same process.
         wait_for(
             lambda: (fleet.root / "worker-b.log").read_text().count("taking runs from") == 2,
             "B to take runs again",
@@ -204,7 +205,8 @@ def test_a_paused_workers_waiting_run_is_taken_over_and_the_paused_one_is_fenced
     finally:
         leases.close()
     assert len(requests_from(fleet, b)) == sent_by_b  # nothing more from the fenced one
-    # C probed no sooner than the instant the run had saved, though it took it over first.
+    # C probed no sooner than the instant the run had saved (PROBE_INTERVAL on: a probe
+    # sent at once on taking the run over would show).
     assert all(datetime.fromisoformat(r["at"]) >= probe_at for r in requests_from(fleet, c))
     final = c.record(run_id)
     assert final is not None
