@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -59,20 +60,38 @@ def all_back(url: str, since: int) -> bool:
     return len(seen) == WORKERS and all(at > since and by is None for at, by in seen.values())
 
 
-def outage(server: PostgresServer, url: str, seconds: float) -> None:
-    """The database away for `seconds`; back, every worker beats again and a whole
-    lease more passes, time enough for a wrong takeover to happen."""
+@dataclass(frozen=True)
+class Back:
+    """The database back: its clock then, and when every worker had beaten again."""
+
+    since: int
+    at: float  # monotonic
+
+
+def back_again(url: str) -> Back:
+    """Once every worker beats again since the database came back."""
+    since = database_now(url)
+    wait_for(lambda: all_back(url, since), "every worker to beat again", 60)
+    return Back(since, time.monotonic())
+
+
+def watched(url: str, back: Back) -> None:
+    """A whole lease and a half since every worker was back, time enough for a wrong
+    takeover to happen, and none happened: what the test does meanwhile counts."""
+    time.sleep(max(0.0, LEASE * 1.5 - (time.monotonic() - back.at)))
+    assert all_back(url, back.since), beating(url)
+
+
+def outage(server: PostgresServer, url: str, seconds: float) -> Back:
+    """The database away for `seconds`; back once every worker beats again."""
     server.down()
     time.sleep(seconds)
     server.up()
-    settle(url)
+    return back_again(url)
 
 
 def settle(url: str) -> None:
-    back = database_now(url)
-    wait_for(lambda: all_back(url, back), "every worker to beat again", 60)
-    time.sleep(LEASE * 1.5)
-    assert all_back(url, back), beating(url)
+    watched(url, back_again(url))
 
 
 @pytest.mark.scenario("window_until_lift_at_2_slow_turn_3")
@@ -96,22 +115,24 @@ def test_workers_outlive_database_outages_and_every_run_finishes_once(
             150,
         )
         # While the runs wait: shorter than the lease, a restart, longer than it.
-        outage(own_server, url, 3)
+        watched(url, outage(own_server, url, 3))
         own_server.restart()
         settle(url)
-        outage(own_server, url, 10)
+        back = outage(own_server, url, 10)
 
-        rehearsal.server.lift()
+        rehearsal.server.lift()  # watched meanwhile: the runs probe and go on
         wait_for(
             lambda: any(r["gate"] == "stall" for r in rehearsal.requests()),
             "a turn 3 to be in flight",
             120,
         )
+        watched(url, back)
         # A turn in flight: a restart, then an outage longer than the lease.
         own_server.restart()
         time.sleep(1)
-        outage(own_server, url, 6)
+        back = outage(own_server, url, 6)
         wait_for(lambda: all(finished(p, r) for p, r in pairs), "every run to finish", 180)
+        watched(url, back)
         wait_for(lambda: fleet.states(run_ids) == ["done"] * 3, "the queue to say so", 60)
         assert [worker.poll() for worker in workers] == [None] * WORKERS  # all serving
         logs = "".join((root / f"worker-{n}.log").read_text() for n in range(WORKERS))
