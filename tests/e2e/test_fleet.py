@@ -288,7 +288,7 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
     fleet: Fleet,
 ) -> None:
     kept, cancelled, stopped = (fleet.project(n) for n in ("kept", "cancelled", "stopped"))
-    kept_id, cancelled_id, stopped_id = fleet.add(kept), fleet.add(cancelled), fleet.add(stopped)
+    kept_id, cancelled_id, stopped_id = fleet.add_at_once([kept, cancelled, stopped])
     first = fleet.worker("--slots", "3", "--per-account", "3")
     wait_for(
         lambda: (
