@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from claudeloop.adapters.fleet.engine import parse_engine
 from claudeloop.adapters.fleet.leases import Leases
 from tests.e2e.conftest import Rehearsal, wait_for
-from tests.e2e.test_fleet import RUN_OPTIONS, Fleet, events, finished, project_phase, stop
+from tests.e2e.test_fleet import Fleet, events, finished, project_phase, stop
 from tests.postgres_server import PostgresServer, postgres_or_skip
 
 pytestmark = pytest.mark.e2e
@@ -59,20 +60,38 @@ def all_back(url: str, since: int) -> bool:
     return len(seen) == WORKERS and all(at > since and by is None for at, by in seen.values())
 
 
-def outage(server: PostgresServer, url: str, seconds: float) -> None:
-    """The database away for `seconds`; back, every worker beats again and a whole
-    lease more passes, time enough for a wrong takeover to happen."""
+@dataclass(frozen=True)
+class Back:
+    """The database back: its clock then, and when every worker had beaten again."""
+
+    since: int
+    at: float  # monotonic
+
+
+def back_again(url: str) -> Back:
+    """Once every worker beats again since the database came back."""
+    since = database_now(url)
+    wait_for(lambda: all_back(url, since), "every worker to beat again", 60)
+    return Back(since, time.monotonic())
+
+
+def watched(url: str, back: Back) -> None:
+    """A whole lease and a half since every worker was back, time enough for a wrong
+    takeover to happen, and none happened: what the test does meanwhile counts."""
+    time.sleep(max(0.0, LEASE * 1.5 - (time.monotonic() - back.at)))
+    assert all_back(url, back.since), beating(url)
+
+
+def outage(server: PostgresServer, url: str, seconds: float) -> Back:
+    """The database away for `seconds`; back once every worker beats again."""
     server.down()
     time.sleep(seconds)
     server.up()
-    settle(url)
+    return back_again(url)
 
 
 def settle(url: str) -> None:
-    back = database_now(url)
-    wait_for(lambda: all_back(url, back), "every worker to beat again", 60)
-    time.sleep(LEASE * 1.5)
-    assert all_back(url, back), beating(url)
+    watched(url, back_again(url))
 
 
 @pytest.mark.scenario("window_until_lift_at_2_slow_turn_3")
@@ -85,39 +104,35 @@ def test_workers_outlive_database_outages_and_every_run_finishes_once(
     fleet = Fleet(rehearsal, url, root, [])
     try:
         projects = [fleet.project(name) for name in ("alpha", "beta", "gamma")]
-        run_ids = []
-        for project in projects:
-            added = fleet.claudeloop(
-                "queue", "add", str(project / "PLAN.md"), "--cwd", str(project),
-                *RUN_OPTIONS, "--max-wait", "10m",
-            )  # fmt: skip
-            assert added.returncode == 0, added.stderr
-            run_ids.append(added.stdout.strip())
-        pairs = list(zip(projects, run_ids, strict=True))
         limits = ["--lease", f"{LEASE:g}s", "--slots", "1", "--per-account", str(WORKERS)]
+        # The workers start as the runs are queued, all at once: each takes one.
         workers = [fleet.worker("--name", f"w{n}", *limits) for n in range(WORKERS)]
+        run_ids = fleet.add_at_once(projects, "--max-wait", "10m")
+        pairs = list(zip(projects, run_ids, strict=True))
         wait_for(
             lambda: all(project_phase(p, r) in ("waiting", "probing") for p, r in pairs),
             "the three runs to wait for the window",
             150,
         )
         # While the runs wait: shorter than the lease, a restart, longer than it.
-        outage(own_server, url, 3)
+        watched(url, outage(own_server, url, 3))
         own_server.restart()
         settle(url)
-        outage(own_server, url, 10)
+        back = outage(own_server, url, 10)
 
-        rehearsal.server.lift()
+        rehearsal.server.lift()  # watched meanwhile: the runs probe and go on
         wait_for(
             lambda: any(r["gate"] == "stall" for r in rehearsal.requests()),
             "a turn 3 to be in flight",
             120,
         )
+        watched(url, back)
         # A turn in flight: a restart, then an outage longer than the lease.
         own_server.restart()
         time.sleep(1)
-        outage(own_server, url, 6)
+        back = outage(own_server, url, 6)
         wait_for(lambda: all(finished(p, r) for p, r in pairs), "every run to finish", 180)
+        watched(url, back)
         wait_for(lambda: fleet.states(run_ids) == ["done"] * 3, "the queue to say so", 60)
         assert [worker.poll() for worker in workers] == [None] * WORKERS  # all serving
         logs = "".join((root / f"worker-{n}.log").read_text() for n in range(WORKERS))

@@ -6,20 +6,24 @@ test_board_contract.py)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import psycopg
 import pytest
 
+from claudeloop.adapters.shared_capacity import board_link
 from claudeloop.adapters.shared_capacity.board_link import (
     BoardLink,
     BoardRelay,
     LinkedCapacityBoard,
 )
 from claudeloop.adapters.shared_capacity.postgres_board import PostgresBoards
+from claudeloop.adapters.shared_capacity.record import BoardBusy, sighting_to_json
 from claudeloop.application.ports import Sighting
 from claudeloop.domain.signals import TurnSignals
 from tests.fleet_boards import FleetBoards
@@ -28,12 +32,14 @@ NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 
 
 def _connections(dsn: str) -> set[int]:
-    """The server's client sessions but this look's own, by process id: a session an
-    earlier test closed may still be ending, so a test counts the ones that are new."""
+    """The client sessions of this test's database but this look's own, by process id:
+    a session an earlier test closed may still be ending, so a test counts the ones
+    that are new. The server is the whole run's: other workers' tests, each in a
+    database of its own, connect to it meanwhile."""
     with psycopg.connect(dsn, autocommit=True) as looking:
         rows = looking.execute(
             "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
-            " AND pid <> pg_backend_pid()"
+            " AND datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
     return {int(row[0]) for row in rows}
 
@@ -254,3 +260,71 @@ def test_what_a_worker_kept_is_read_again_once_its_session_ended(
     latest = _until_read(run, 2)
     assert latest is not None
     assert (latest.seq, latest.writer) == (2, "other")
+
+
+def _beaten_worker(ours: socket.socket, beaten: int) -> threading.Thread:
+    """A worker at `ours` whose record another writer moves before each of the run's
+    first `beaten` publications gets in; the next is written."""
+
+    def serve() -> None:
+        seq = 0
+        with ours, ours.makefile("rwb") as lines:
+            for line in lines:
+                request = json.loads(line)
+                record = Sighting(
+                    seq=seq,
+                    at=NOW,
+                    pid=1,
+                    writer="other",
+                    source="turn",
+                    standing="open",
+                    signals=TurnSignals(),
+                )
+                if request["op"] == "read":
+                    answer = {"sighting": sighting_to_json(record) if seq else None}
+                elif seq < beaten:  # moved under the run again
+                    seq += 1
+                    answer = {"moved": sighting_to_json(replace(record, seq=seq))}
+                else:
+                    seq += 1
+                    answer = {"sighting": sighting_to_json(replace(record, seq=seq, writer="w"))}
+                lines.write(json.dumps({"id": request["id"], **answer}).encode() + b"\n")
+                lines.flush()
+
+    serving = threading.Thread(target=serve, daemon=True)
+    serving.start()
+    return serving
+
+
+def _published_past(beaten: int, patience: float) -> int:
+    ours, theirs = socket.socketpair()
+    serving = _beaten_worker(ours, beaten)
+    board = LinkedCapacityBoard(BoardLink(theirs.detach()), "acct")
+    try:
+        written = board.publish(
+            signals=TurnSignals(),
+            standing="open",
+            source="turn",
+            writer="w",
+            now=NOW,
+            patience=patience,
+        )
+        assert written is not None
+        return written.seq
+    finally:
+        board._link._socket.shutdown(socket.SHUT_RDWR)  # the run's end: the worker's too
+        serving.join(10)
+        assert not serving.is_alive()
+
+
+def test_a_publication_another_writer_keeps_beating_goes_round_while_its_patience_lasts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(board_link, "_BACK_OFF_SECONDS", 0.0)  # the rounds, not their waits
+    # A writer publishing back to back gets in first round after round: the run waits
+    # for it as for a held lock, its patience long (and 20 rounds at least, so one
+    # attempt at the lock, patience 0, still goes round).
+    assert _published_past(30, patience=60) == 31
+    assert _published_past(19, patience=0) == 20
+    with pytest.raises(BoardBusy, match="changed under each of 20 attempts"):
+        _published_past(20, patience=0)

@@ -56,9 +56,12 @@ if TYPE_CHECKING:  # the worker's end only: a run never loads psycopg
 # taken for gone, for this request.
 ANSWER_SECONDS = 10.0
 # A publication goes round again when the record moved between the run's look and the
-# worker's write; this many rounds, then it gives up as on a busy lock.
+# worker's write: while its patience lasts, and at least this many rounds (patience 0 is
+# one attempt at the lock, not one round), then it gives up as on a busy lock. Another
+# writer publishing back to back wins round after round: a writer waits for it as for a
+# held lock, its patience long.
 _PUBLISH_ROUNDS = 20
-_BACK_OFF_SECONDS = 0.005  # a round's wait, at most, times the rounds lost so far
+_BACK_OFF_SECONDS = 0.005  # a round's wait, at most, times the rounds lost so far (to 20)
 # How long a release waits for the worker to say it is done: the lock is freed anyway
 # when the run's link ends.
 _RELEASE_SECONDS = 2.0
@@ -197,26 +200,31 @@ class LinkedCapacityBoard:
             "run_id": run_id,
             "pid": os.getpid(),
             "host": this_host(),
-            "patience": patience,
         }
-        for round_ in range(_PUBLISH_ROUNDS):
+        deadline = time.monotonic() + patience
+        round_ = 0
+        while True:
             if unless(current):
                 return None
+            left = max(0.0, deadline - time.monotonic())
+            if round_ >= _PUBLISH_ROUNDS and left == 0:
+                raise BoardBusy(
+                    f"capacity board: the record of {self.account} changed under each of "
+                    f"{round_} attempts to write it, for over {patience:g}s"
+                )
             if round_:
                 # Out of step with the writer that got in first each time: a faster one
                 # would otherwise win every round.
-                time.sleep(random.uniform(0, _BACK_OFF_SECONDS * round_))
+                time.sleep(random.uniform(0, _BACK_OFF_SECONDS * min(round_, _PUBLISH_ROUNDS)))
             expected = current.seq if current is not None else 0
-            answer = self._link.ask({**request, "expect": expected}, patience + ANSWER_SECONDS)
+            asked = {**request, "expect": expected, "patience": left}
+            answer = self._link.ask(asked, left + ANSWER_SECONDS)
             _raise_for(answer)
             assert answer is not None  # _raise_for said so
             if "moved" not in answer:
                 return _sighting_in(answer, "sighting")
             current = _sighting_in(answer, "moved")
-        raise BoardBusy(
-            f"capacity board: the record of {self.account} changed under each of "
-            f"{_PUBLISH_ROUNDS} attempts to write it"
-        )
+            round_ += 1
 
     def writer_alive(self, sighting: Sighting) -> bool | None:
         """Whether its writer still runs, told only of a process of this machine: of
