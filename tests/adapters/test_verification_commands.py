@@ -310,8 +310,10 @@ def test_a_check_that_kills_its_driver_the_moment_it_starts_still_dies_with_it(
     tmp_path: Path,
 ) -> None:
     # The driver dies before it could start anything after the check: its watchdog must
-    # already be there (a crash or an OOM kill can come at any instant).
-    kills_its_driver = "sh -c 'kill -9 -$PPID; echo $$ > group; sleep 300 & sleep 300'"
+    # already be there (a crash or an OOM kill can come at any instant). The check notes
+    # its group first: a watchdog quicker than the shell's next line would otherwise end
+    # it before the test could learn which group to watch.
+    kills_its_driver = "sh -c 'echo $$ > group; kill -9 -$PPID; sleep 300 & sleep 300'"
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, kills_its_driver], cwd=tmp_path, start_new_session=True
     )
