@@ -504,16 +504,19 @@ def slow_to_load(source: Path, out: Path, n_ff: int = SLOW_N_FF) -> None:
         file.truncate(start + offset)
 
 
-def waiting_connections(url: str) -> int:
-    """Connections made to the server at `url` and not yet taken (its listening socket's
-    backlog, /proc/net/tcp's rx_queue of a socket in LISTEN)."""
+def connections(url: str) -> set[str]:
+    """The clients connected to the server at `url`, whether it took the connection or
+    not (a paused server's thread may have taken one in the kernel and stopped before it
+    read it: its listening socket's backlog does not count them all), by their address:
+    the remote ends of /proc/net/tcp's sockets on its port, but the listening one."""
     port = int(url.rsplit(":", 1)[1])
-    wanted = f"0100007F:{port:04X}"
+    server = f"0100007F:{port:04X}"
+    clients = set()
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        if fields[1] == wanted and fields[3] == "0A":
-            return int(fields[4].split(":")[1], 16)
-    return 0
+        if fields[1] == server and fields[3] != "0A":
+            clients.add(fields[2])
+    return clients
 
 
 def test_a_model_still_loading_is_waited_for_and_the_run_finishes_once_it_loads(
@@ -534,26 +537,29 @@ def test_a_model_still_loading_is_waited_for_and_the_run_finishes_once_it_loads(
         # Paused, mid-load, until the row's request and the run's first turn both wait on
         # it: on a loaded machine the CLI may take longer to start than the model to load,
         # and the turn must meet the load, whatever the machine's speed. Paused, the server
-        # still takes connections (the kernel's backlog); let go on, it answers them at once.
+        # still takes connections (the kernel's); let go on, it answers them at once.
         os.kill(loading.process.pid, signal.SIGSTOP)
+        pool = concurrent.futures.ThreadPoolExecutor(2)
         try:
-            with concurrent.futures.ThreadPoolExecutor(2) as pool:
-                asked = pool.submit(server.answer, "tiny")
-                wait_for(lambda: waiting_connections(server.url) >= 1, "the row's request")
-                running = pool.submit(
-                    project(tmp_path, server, "tiny").run, "--window-probe-interval", "2s"
-                )
+            # The health checks' connections, closing: the ones that count come after.
+            before = connections(server.url)
+            asked = pool.submit(server.answer, "tiny")
+            wait_for(lambda: len(connections(server.url) - before) >= 1, "the row's request")
+            running = pool.submit(
+                project(tmp_path, server, "tiny").run, "--window-probe-interval", "2s"
+            )
 
-                def turn_waits() -> bool:
-                    assert not running.done(), running.result().stderr
-                    return waiting_connections(server.url) >= 2
+            def turn_waits() -> bool:
+                assert not running.done(), running.result().stderr
+                return len(connections(server.url) - before) >= 2
 
-                wait_for(turn_waits, "the run's first turn to ask the server", timeout=120)
-                os.kill(loading.process.pid, signal.SIGCONT)
-                answer = asked.result()
-                finished = running.result()
+            wait_for(turn_waits, "the run's first turn to ask the server", timeout=120)
+            os.kill(loading.process.pid, signal.SIGCONT)
+            answer = asked.result()
+            finished = running.result()
         finally:
             os.kill(loading.process.pid, signal.SIGCONT)
+            pool.shutdown()
         row(record_property, "a model still loading", answer, finished)
     finally:
         stop(loading)
