@@ -151,7 +151,7 @@ def serve(folder: Path, litellm: str) -> None:
             servers["budgeted"].base_url,
             f"      max_budget: {DEPLOYMENT_BUDGET}\n      budget_duration: 1d\n",
         ),
-        Deployment("hanging", f"http://127.0.0.1:{silent.port}", "      timeout: 2\n"),
+        Deployment("hanging", f"http://127.0.0.1:{silent.port}", "      timeout: 1\n"),
         Deployment("unreachable", "http://127.0.0.1:9"),
         Deployment(
             "ratelimited", "http://127.0.0.1:9", "      mock_response: litellm.RateLimitError\n"
@@ -176,6 +176,11 @@ def serve(folder: Path, litellm: str) -> None:
     config.write_text(
         "model_list:\n"
         + "".join(deployment.yaml() for deployment in deployments)
+        # No retries of the proxy's own: each failed request answers at once, in the same
+        # words (measured: the 500s, the timeout, the 429s and the spent budget), where
+        # two retries with their backoff held each 5 to 11 s. An upstream's 401 is never
+        # retried: its cooldown behind it is the same.
+        + "router_settings:\n  num_retries: 0\n"
         + f"general_settings:\n  master_key: {MASTER_KEY}\n"
     )
     port = free_port()

@@ -33,8 +33,10 @@ def events_of(project: Path) -> list[dict[str, object]]:
 
 @pytest.mark.scenario("window_then_overloaded_probes")
 def test_max_wait_holds_when_every_probe_meets_an_overload(rehearsal: Rehearsal) -> None:
+    # The wait's one probe is due at --max-wait's end: were it retried by the CLI (ten
+    # times, with minutes of backoff), the run would end long after its max-wait.
     finished = default_retries(rehearsal).run(
-        "--prompt", "Write step1.txt", "--window-probe-interval", "1s", "--max-wait", "4s"
+        "--prompt", "Write step1.txt", "--window-probe-interval", "1s", "--max-wait", "1s"
     )
     assert finished.exit_code == 4, finished.stderr
     assert finished.result["outcome"] == "max_wait_exceeded"

@@ -151,7 +151,9 @@ def run_through(
     url: str, tmp_path: Path, model: str, key: str = MASTER_KEY, *extra: str
 ) -> Finished:
     project, env = project_env(tmp_path, url, model, key)
-    waits = [*FAST_WAITS[:-2], "--max-wait", "15s"]
+    # A wait ends at --max-wait, its one probe due then (the probe intervals are longer):
+    # a refused turn, a wait, one probe, exit 4.
+    waits = [*FAST_WAITS[:-2], "--max-wait", "1s"]
     command = [sys.executable, "-m", "claudeloop", "run", "--prompt", "Say done."]
     completed = subprocess.run(
         [*command, "--profile", "proxy", *waits, "--cwd", str(project), "--json", *extra],
@@ -188,6 +190,10 @@ def doctor(url: str, tmp_path: Path, model: str) -> Doctor:
 
 def waits(finished: Finished) -> list[str]:
     return [e["capacity"] for e in finished.events() if e["type"] == "wait.started"]
+
+
+def probes(finished: Finished) -> list[str]:
+    return [e["capacity"] for e in finished.events() if e["type"] == "probe.finished"]
 
 
 def outcome(finished: Finished) -> str:
@@ -252,6 +258,7 @@ def test_an_upstream_500_is_waited_out_not_the_end(
     row(record_property, "upstream 5xx", answer(proxy, "failing"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr  # waited until --max-wait
     assert waits(finished)[0].startswith("the service is overloaded")
+    assert probes(finished)  # probed, not given up on
 
 
 def test_an_upstream_401_behind_a_cooldown_exits_77(
@@ -269,6 +276,7 @@ def test_a_429_through_the_proxy_is_waited_out(
     row(record_property, "429 (RateLimitError)", answer(proxy, "ratelimited"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr
     assert waits(finished)[0] == "usage window closed, no reset announced"
+    assert probes(finished)
 
 
 def test_a_context_too_long_exits_78_with_the_context_fix(
@@ -301,8 +309,10 @@ def test_an_upstream_timeout_is_an_outage_waited_out_and_probed(
     finished = run_through(proxy.url, tmp_path / "run", "hanging")
     row(record_property, "upstream timeout", answer(proxy, "hanging"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr  # waited until --max-wait, no error turns
-    assert set(waits(finished)) == {"the upstream timed out (408), no reset announced"}
-    assert "probe.finished" in finished.event_types()  # probed, not given up on
+    said = "the upstream timed out (408), no reset announced"
+    # Probed, not given up on, and every probe met the same timeout.
+    assert probes(finished)
+    assert set(waits(finished) + probes(finished)) == {said}
     assert finished.result["turns"] == 0
     checked = doctor(proxy.url, tmp_path / "doctor", "hanging")
     assert checked.exit_code == 0, checked
@@ -316,7 +326,9 @@ def test_an_unreachable_upstream_is_waited_for_in_those_words_and_doctor_names_i
     finished = run_through(proxy.url, tmp_path / "run", "unreachable")
     row(record_property, "upstream unreachable", answer(proxy, "unreachable"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr
-    assert set(waits(finished)) == {"the proxy's upstream is unreachable, no reset announced"}
+    said = "the proxy's upstream is unreachable, no reset announced"
+    assert probes(finished)
+    assert set(waits(finished) + probes(finished)) == {said}
     checked = doctor(proxy.url, tmp_path / "doctor", "unreachable")
     assert checked.exit_code == 78, checked
     assert checked.model["status"] == "fail"
@@ -335,46 +347,45 @@ def test_a_spent_deployment_budget_is_the_proxys_credits_out_backed_off(
     finished = run_through(proxy.url, tmp_path, "budgeted")
     row(record_property, "deployment budget spent", answer(proxy, "budgeted"), outcome(finished))
     assert finished.exit_code == 4, finished.stderr
-    # Backed off as credits, the proxy's: no longer a cooldown of a few seconds.
-    assert set(waits(finished)) == {"the proxy's budget is spent (credits out)"}
+    # Backed off as credits, the proxy's: no longer a cooldown of a few seconds; its
+    # probe found the same.
+    assert probes(finished)
+    assert set(waits(finished) + probes(finished)) == {"the proxy's budget is spent (credits out)"}
     # Its kind says money ran out, which a notification tells as credits (issue 41).
-    kinds = {e.get("capacity_kind") for e in finished.events() if e["type"] == "wait.started"}
+    kinds = {
+        e.get("capacity_kind")
+        for e in finished.events()
+        if e["type"] in ("wait.started", "probe.finished")
+    }
     assert kinds == {"proxy_budget"}
     checked = doctor(proxy.url, tmp_path / "doctor", "budgeted")
     assert checked.exit_code == 1, checked
     assert checked.model["detail"].endswith("says the budget for 'budgeted' is spent")
 
 
-@pytest.mark.parametrize(
-    ("model", "case"),
-    [
-        ("llama-verdict", "llama-server behind it (verdict model)"),
-        ("llama", "llama-server behind it (marker model, fallback on)"),
-    ],
-)
-def test_llama_server_behind_the_proxy_finishes_done(
-    proxy: Proxy, tmp_path: Path, record_property: Record, model: str, case: str
-) -> None:
-    if proxy.no_llama:
-        pytest.skip(proxy.no_llama)
-    finished = run_through(proxy.url, tmp_path, model)
-    row(record_property, case, answer(proxy, model), outcome(finished))
-    assert finished.exit_code == 0, finished.stderr
-    assert finished.result["outcome"] == "done"
-
-
-def test_a_done_that_wrote_nothing_through_the_proxy_is_caught_by_verify(
+def test_llama_server_behind_the_proxy_finishes_done_and_verify_catches_a_done_that_wrote_nothing(
     proxy: Proxy, tmp_path: Path, record_property: Record
 ) -> None:
     if proxy.no_llama:
         pytest.skip(proxy.no_llama)
-    # The verdict model claims done on every turn and writes nothing.
-    check = ["--verify", "test -f step1.txt", "--max-turns", "2"]
-    finished = run_through(proxy.url, tmp_path, "llama-verdict", MASTER_KEY, *check)
+    verdict = answer(proxy, "llama-verdict")
+    for model, case, said in [
+        ("llama-verdict", "llama-server behind it (verdict model)", verdict),
+        ("llama", "llama-server behind it (marker model, fallback on)", answer(proxy, "llama")),
+    ]:
+        finished = run_through(proxy.url, tmp_path / model, model)
+        row(record_property, case, said, outcome(finished))
+        assert finished.exit_code == 0, finished.stderr
+        assert finished.result["outcome"] == "done"
+
+    # The verdict model claims done on every turn and writes nothing: its one turn's
+    # Done is checked and refused, and the cap ends the run.
+    check = ["--verify", "test -f step1.txt", "--max-turns", "1"]
+    checked = run_through(proxy.url, tmp_path / "verify", "llama-verdict", MASTER_KEY, *check)
     case = "llama-server verdict model, --verify fails"
-    row(record_property, case, answer(proxy, "llama-verdict"), outcome(finished))
-    assert finished.exit_code == 3, finished.stderr  # the turns ran out, never done
-    verified = [e for e in finished.events() if e["type"] == "verify.finished"]
-    assert verified, finished.event_types()
+    row(record_property, case, verdict, outcome(checked))
+    assert checked.exit_code == 3, checked.stderr  # the turns ran out, never done
+    verified = [e for e in checked.events() if e["type"] == "verify.finished"]
+    assert verified, checked.event_types()
     assert not any(e["passed"] for e in verified)
-    assert not (finished.project / "step1.txt").exists()
+    assert not (checked.project / "step1.txt").exists()

@@ -1,11 +1,12 @@
 """A real llama.cpp `llama-server` behind a `llamacpp` profile: the real Claude Code CLI
-driven through claudeloop against it, one test per answer the server gives, each ending
-the way docs/guides/local-models.md's llama-server table says.
+driven through claudeloop against it, a run per answer the server gives (a test per
+server started, its runs one after another), each ending the way
+docs/guides/local-models.md's llama-server table says.
 
 The server and its two tiny models live outside the repository, in `../shared/backends`
 (or $CLAUDELOOP_TEST_BACKENDS): `tiny.gguf` answers the done marker whatever it is asked,
 `tiny-verdict.gguf` answers a StructuredOutput verdict (complete, writing nothing). Where
-the directory is absent (a user's machine) these tests skip. Every test prints its row
+the directory is absent (a user's machine) these tests skip. Every run prints its row
 of the table: case, the server's own answer to a request like the CLI's (status, first
 line of the body), and claudeloop's outcome (exit code, reason).
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import FAST_WAITS, Finished, cli_env
+from tests.e2e.conftest import FAST_WAITS, Finished, cli_env, wait_for
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BACKENDS = Path(
@@ -209,7 +210,7 @@ class Project:
 
 def project(tmp_path: Path, server: LlamaServer, model: str, extra: str = "") -> Project:
     path = tmp_path / "project"
-    path.mkdir()
+    path.mkdir(parents=True)
     (path / "claudeloop.toml").write_text(
         f'[profiles.local]\npreset = "llamacpp"\nbase_url = "{server.url}"\n'
         f'model = "{model}"\n{extra}'
@@ -241,13 +242,13 @@ def answered_turn(finished: Finished) -> dict[str, object]:
     return turn
 
 
-def test_the_marker_model_is_done_through_the_marker_fallback(
+def test_the_marker_model_is_done_through_the_marker_fallback_and_doctor_passes_its_context(
     serve: Serve, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     server = serve("-m", model_of("tiny.gguf"), "-c", "32768")
     # A local profile trusts the marker only when told to (the guide's "Why the marker
     # fallback is off").
-    local = project(tmp_path, server, "tiny", "done_marker_fallback = true\n")
+    local = project(tmp_path / "run", server, "tiny", "done_marker_fallback = true\n")
     finished = local.run()
     row(record_property, "200, marker model", server.answer("tiny"), finished)
     assert finished.exit_code == 0, finished.stderr
@@ -255,14 +256,23 @@ def test_the_marker_model_is_done_through_the_marker_fallback(
     turn = answered_turn(finished)
     assert (turn["verdict"], turn["summary"]) == ("done", "All done.")
     assert finished.result["dollars"] == 0
+    # The same server, asked by doctor: a context that holds a turn passes.
+    checked = project(tmp_path / "doctor", server, "tiny").claudeloop(
+        "doctor", "--profile", "local"
+    )
+    checks = {check["name"]: check for check in checked.result["checks"]}
+    assert checked.exit_code == 0, checks
+    assert checks["context"]["status"] == "ok"
+    assert checks["context"]["detail"].startswith("llama-server gives a request 32,768 tokens")
 
 
-def test_the_verdict_model_is_done_through_the_structured_verdict(
+def test_the_verdict_model_is_done_through_the_structured_verdict_and_verify_rejects_it(
     serve: Serve, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     server = serve("-m", model_of("tiny-verdict.gguf"), "-c", "32768")
-    finished = project(tmp_path, server, "tiny").run()
-    row(record_property, "200, verdict model", server.answer("tiny"), finished)
+    answer = server.answer("tiny")
+    finished = project(tmp_path / "trusted", server, "tiny").run()
+    row(record_property, "200, verdict model", answer, finished)
     assert finished.exit_code == 0, finished.stderr
     turn = answered_turn(finished)
     assert turn["verdict"] == "done"
@@ -270,29 +280,25 @@ def test_the_verdict_model_is_done_through_the_structured_verdict(
     # The model claimed the work without doing it: nothing but a check would notice.
     assert not (finished.project / "step1.txt").exists()
 
-
-def test_a_done_that_wrote_nothing_is_rejected_by_verify(
-    serve: Serve, tmp_path: Path, record_property: Callable[[str, object], None]
-) -> None:
-    server = serve("-m", model_of("tiny-verdict.gguf"), "-c", "32768")
-    local = project(tmp_path, server, "tiny")
-    finished = local.run("--verify", "test -f step1.txt", "--max-turns", "2")
-    row(record_property, "200, verdict model, --verify fails", server.answer("tiny"), finished)
-    assert finished.exit_code == 3, finished.stderr
-    assert finished.result["outcome"] == "budget_exhausted"
-    events = finished.events()
+    # The same model under a check: a Done that wrote nothing is refused, every time.
+    local = project(tmp_path / "checked", server, "tiny")
+    checked = local.run("--verify", "test -f step1.txt", "--max-turns", "2")
+    row(record_property, "200, verdict model, --verify fails", answer, checked)
+    assert checked.exit_code == 3, checked.stderr
+    assert checked.result["outcome"] == "budget_exhausted"
+    events = checked.events()
     verdicts = [e["verdict"] for e in events if e["type"] == "turn.finished"]
     checks = [e["passed"] for e in events if e["type"] == "verify.finished"]
     assert verdicts == ["done", "done"]
     assert checks == [False, False]  # each Done was checked, and refused
-    assert not (finished.project / "step1.txt").exists()
+    assert not (checked.project / "step1.txt").exists()
 
 
-def test_a_context_smaller_than_a_turn_exits_78_prompt_too_long(
+def test_a_context_smaller_than_a_turn_exits_78_prompt_too_long_and_doctor_fails_it(
     serve: Serve, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     server = serve("-m", model_of("tiny.gguf"), "-c", "2048")
-    finished = project(tmp_path, server, "tiny").run()
+    finished = project(tmp_path / "run", server, "tiny").run()
     answer = server.answer("tiny", long=True)
     row(record_property, "-c 2048", answer, finished)
     assert answer.startswith("400 exceed_context_size_error: request (")
@@ -304,14 +310,11 @@ def test_a_context_smaller_than_a_turn_exits_78_prompt_too_long(
     assert "`llama-server -c 32768`" in reason
     assert finished.event_types().count("turn.started") == 1
 
-
-def test_doctor_fails_a_context_smaller_than_a_turn(serve: Serve, tmp_path: Path) -> None:
-    server = serve("-m", model_of("tiny.gguf"), "-c", "2048")
-    finished = project(tmp_path, server, "tiny").claudeloop("doctor", "--profile", "local")
-    checks = {check["name"]: check for check in finished.result["checks"]}
+    doctor = project(tmp_path / "doctor", server, "tiny").claudeloop("doctor", "--profile", "local")
+    checks = {check["name"]: check for check in doctor.result["checks"]}
     # The probe is short enough to pass: only the server's own figure tells.
     assert checks["model"]["status"] == "ok"
-    assert finished.exit_code == 78, checks
+    assert doctor.exit_code == 78, checks
     assert checks["context"] == {
         "name": "context",
         "status": "fail",
@@ -322,23 +325,15 @@ def test_doctor_fails_a_context_smaller_than_a_turn(serve: Serve, tmp_path: Path
     }
 
 
-def test_doctor_passes_a_context_that_holds_a_turn(serve: Serve, tmp_path: Path) -> None:
-    server = serve("-m", model_of("tiny.gguf"), "-c", "32768")
-    finished = project(tmp_path, server, "tiny").claudeloop("doctor", "--profile", "local")
-    checks = {check["name"]: check for check in finished.result["checks"]}
-    assert finished.exit_code == 0, checks
-    assert checks["context"]["status"] == "ok"
-    assert checks["context"]["detail"].startswith("llama-server gives a request 32,768 tokens")
-
-
-def test_a_router_without_the_model_exits_78_naming_the_models_it_has(
+def test_a_router_without_the_model_or_with_a_broken_one_exits_78_saying_which(
     serve: Serve,
     models_dir: Path,
     tmp_path: Path,
     record_property: Callable[[str, object], None],
 ) -> None:
     server = serve("--models-dir", str(models_dir), "-c", "32768")
-    finished = project(tmp_path, server, "nosuch").run()
+    # A model it does not have: the line names the models it has.
+    finished = project(tmp_path / "nosuch", server, "nosuch").run()
     answer = server.answer("nosuch")
     row(record_property, "router, unknown model", answer, finished)
     assert answer == "400 invalid_request_error: model 'nosuch' not found"
@@ -349,6 +344,18 @@ def test_a_router_without_the_model_exits_78_naming_the_models_it_has(
         "or fix `model` in [profiles.local]"
     )
     assert finished.event_types().count("turn.started") == 1
+    # A model that fails to load (a truncated GGUF): no wait, the server's words.
+    broken = project(tmp_path / "broken", server, "broken").run()
+    answer = server.answer("broken")
+    row(record_property, "router, truncated GGUF", answer, broken)
+    assert answer == "500 server_error: model name=broken failed to load"
+    assert broken.exit_code == 78, broken.stderr
+    assert broken.result["reason"] == (
+        f"the model 'broken' failed to load on {server.url} (model name=broken failed to "
+        "load): check the server's log and free memory, or pick a smaller `model` in "
+        "[profiles.local]"
+    )
+    assert "wait.started" not in broken.event_types()
 
 
 def test_a_router_that_will_not_load_the_model_exits_78_saying_load_it(
@@ -370,69 +377,48 @@ def test_a_router_that_will_not_load_the_model_exits_78_saying_load_it(
     )
 
 
-def test_a_router_model_that_fails_to_load_exits_78(
-    serve: Serve,
-    models_dir: Path,
-    tmp_path: Path,
-    record_property: Callable[[str, object], None],
+def test_a_server_that_refuses_the_key_exits_77_with_the_fix_for_none_and_for_a_wrong_one(
+    serve: Serve, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
-    server = serve("--models-dir", str(models_dir), "-c", "32768")
-    finished = project(tmp_path, server, "broken").run()
-    answer = server.answer("broken")
-    row(record_property, "router, truncated GGUF", answer, finished)
-    assert answer == "500 server_error: model name=broken failed to load"
-    assert finished.exit_code == 78, finished.stderr
-    assert finished.result["reason"] == (
-        f"the model 'broken' failed to load on {server.url} (model name=broken failed to "
-        "load): check the server's log and free memory, or pick a smaller `model` in "
-        "[profiles.local]"
-    )
-    assert "wait.started" not in finished.event_types()
-
-
-@pytest.mark.parametrize(
-    ("setting", "fix"),
-    [
+    server = serve("-m", model_of("tiny.gguf"), "-c", "32768", "--api-key", KEY)
+    cases = [
         (
+            "--api-key, no key",
             "",
+            None,
             "the server wants the key it was started with (`llama-server --api-key`): "
             "set `auth_token_env` or `auth_token` in [profiles.local]",
         ),
         (
+            "--api-key, wrong key",
             'auth_token = "sk-e2e-wrong-key-not-real"\n',
+            "sk-e2e-wrong-key-not-real",
             "replace `auth_token` in [profiles.local]",
         ),
-    ],
-)
-def test_a_server_that_refuses_the_key_exits_77_with_the_fix(
-    serve: Serve,
-    tmp_path: Path,
-    record_property: Callable[[str, object], None],
-    setting: str,
-    fix: str,
-) -> None:
-    case = "--api-key, wrong key" if setting else "--api-key, no key"
-    server = serve("-m", model_of("tiny.gguf"), "-c", "32768", "--api-key", KEY)
-    finished = project(tmp_path, server, "tiny", setting).run()
-    answer = server.answer("tiny", key="sk-e2e-wrong-key-not-real" if setting else None)
-    row(record_property, case, answer, finished)
-    assert answer == "401 authentication_error: Invalid API Key"
-    assert finished.exit_code == 77, finished.stderr
-    assert finished.result["reason"] == (
-        f"authentication failed: the credentials were refused: {fix}"
-    )
-    assert (
-        "sk-e2e-wrong-key-not-real" not in (finished.run_directory() / "events.jsonl").read_text()
-    )
+    ]
+    for n, (case, setting, key, fix) in enumerate(cases):
+        finished = project(tmp_path / str(n), server, "tiny", setting).run()
+        answer = server.answer("tiny", key=key)
+        row(record_property, case, answer, finished)
+        assert answer == "401 authentication_error: Invalid API Key"
+        assert finished.exit_code == 77, finished.stderr
+        assert finished.result["reason"] == (
+            f"authentication failed: the credentials were refused: {fix}"
+        )
+        events = (finished.run_directory() / "events.jsonl").read_text()
+        assert "sk-e2e-wrong-key-not-real" not in events
 
 
-# A model that takes seconds to load, for a real window of 503 "Loading model": the
-# verdict model with its feed-forward tensors (all zeros) grown to 6 GB (twice what
-# make_tiny_gguf.py's TINY_N_FF=4194304 makes). Written here as a sparse file (the
-# zeros are holes), it costs no disk and no second of writing, and needs no `gguf`
-# package; llama-server still maps and checks every byte of it. At 3 GB (6 to 16 s on
-# two busy cores) a loaded CI machine once started the run's CLI after the load ended.
-SLOW_N_FF = 8_388_608
+# A model that takes a moment to load, for a real window of 503 "Loading model": the
+# verdict model with its feed-forward tensors (all zeros) grown to 0.4 GB. Written here
+# as a sparse file (the zeros are holes), it costs no disk and no second of writing, and
+# needs no `gguf` package; llama-server still maps and checks every byte of it
+# (`--check-tensors`: about a second of CPU on two busy cores). The window need not be
+# long, whatever the machine's speed: the server is paused the moment it first says 503
+# and let go on only once the requests that must meet the load wait on it, which its
+# HTTP threads answer at once while the load still has most of its second to go. (At
+# 6 GB, before that pause, the load alone cost 16 s of CPU, and the run probed it as long.)
+SLOW_N_FF = 524_288
 _GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q"}
 _GGUF_SCALARS |= {11: "q", 12: "d"}
 _GGUF_ALIGNMENT = 32
@@ -518,16 +504,19 @@ def slow_to_load(source: Path, out: Path, n_ff: int = SLOW_N_FF) -> None:
         file.truncate(start + offset)
 
 
-def waiting_connections(url: str) -> int:
-    """Connections made to the server at `url` and not yet taken (its listening socket's
-    backlog, /proc/net/tcp's rx_queue of a socket in LISTEN)."""
+def connections(url: str) -> set[str]:
+    """The clients connected to the server at `url`, whether it took the connection or
+    not (a paused server's thread may have taken one in the kernel and stopped before it
+    read it: its listening socket's backlog does not count them all), by their address:
+    the remote ends of /proc/net/tcp's sockets on its port, but the listening one."""
     port = int(url.rsplit(":", 1)[1])
-    wanted = f"0100007F:{port:04X}"
+    server = f"0100007F:{port:04X}"
+    clients = set()
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        if fields[1] == wanted and fields[3] == "0A":
-            return int(fields[4].split(":")[1], 16)
-    return 0
+        if fields[1] == server and fields[3] != "0A":
+            clients.add(fields[2])
+    return clients
 
 
 def test_a_model_still_loading_is_waited_for_and_the_run_finishes_once_it_loads(
@@ -544,26 +533,33 @@ def test_a_model_still_loading_is_waited_for_and_the_run_finishes_once_it_loads(
         while health(server.url) != 503:  # listening, and still loading
             assert loading.process.poll() is None, server.log.read_text()[-2000:]
             assert time.monotonic() < deadline, "llama-server never answered 503 while loading"
-            time.sleep(0.05)
-        answer = server.answer("tiny")
-        local = project(tmp_path, server, "tiny")
-        # The server is paused, mid-load, until the run's first request waits on it: on a
-        # loaded machine the CLI may take longer to start than the model to load, and the
-        # turn must meet the load, whatever the machine's speed. Paused, the server still
-        # takes connections (the kernel's backlog); let go on, it answers them at once.
+            time.sleep(0.01)
+        # Paused, mid-load, until the row's request and the run's first turn both wait on
+        # it: on a loaded machine the CLI may take longer to start than the model to load,
+        # and the turn must meet the load, whatever the machine's speed. Paused, the server
+        # still takes connections (the kernel's); let go on, it answers them at once.
         os.kill(loading.process.pid, signal.SIGSTOP)
+        pool = concurrent.futures.ThreadPoolExecutor(2)
         try:
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                running = pool.submit(local.run, "--window-probe-interval", "2s")
-                deadline = time.monotonic() + 120
-                while not waiting_connections(server.url):
-                    assert not running.done(), running.result().stderr
-                    assert time.monotonic() < deadline, "the run never asked the server"
-                    time.sleep(0.05)
-                os.kill(loading.process.pid, signal.SIGCONT)
-                finished = running.result()
+            # The health checks' connections, closing: the ones that count come after.
+            before = connections(server.url)
+            asked = pool.submit(server.answer, "tiny")
+            wait_for(lambda: len(connections(server.url) - before) >= 1, "the row's request")
+            running = pool.submit(
+                project(tmp_path, server, "tiny").run, "--window-probe-interval", "2s"
+            )
+
+            def turn_waits() -> bool:
+                assert not running.done(), running.result().stderr
+                return len(connections(server.url) - before) >= 2
+
+            wait_for(turn_waits, "the run's first turn to ask the server", timeout=120)
+            os.kill(loading.process.pid, signal.SIGCONT)
+            answer = asked.result()
+            finished = running.result()
         finally:
             os.kill(loading.process.pid, signal.SIGCONT)
+            pool.shutdown()
         row(record_property, "a model still loading", answer, finished)
     finally:
         stop(loading)

@@ -43,11 +43,28 @@ def run_local(rehearsal: Rehearsal, *args: str) -> Finished:
     return isolated(rehearsal).run("--prompt", "Write step1.txt", "--profile", "local", *args)
 
 
+def doctor(rehearsal: Rehearsal, *args: str) -> tuple[int, dict[str, dict[str, str]], str]:
+    finished = isolated(rehearsal).claudeloop("doctor", *args)
+    data = finished.result
+    checks = {check["name"]: check for check in data["checks"]}
+    assert data["exit_code"] == finished.exit_code
+    return finished.exit_code, checks, finished.stderr
+
+
 @pytest.mark.scenario("one_step", credentials="api_key")
-def test_a_local_profile_sends_its_models_no_api_key_and_costs_nothing(
+def test_a_local_profile_passes_doctor_sends_its_models_no_api_key_and_costs_nothing(
     rehearsal: Rehearsal,
 ) -> None:
     write_config(rehearsal.project, local_profile(rehearsal.server.base_url))
+    code, checks, stderr = doctor(rehearsal, "--profile", "local")
+    assert code == 0, (checks, stderr)
+    # A local server's dummy token has no end that Claude Code knows: no login to check.
+    assert checks.pop("login")["status"] == "skip"
+    assert [c["status"] for c in checks.values()] == ["ok"] * 9  # the sandbox too
+    assert checks["model"]["detail"] == f"'{MODEL}' answered a probe"
+    assert checks["credentials"]["detail"] == "a dummy auth token (the server needs none)"
+    assert [r["model"] for r in rehearsal.requests()] == [MODEL]  # doctor's one probe
+
     finished = run_local(rehearsal, *FAST_WAITS)
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
@@ -61,26 +78,6 @@ def test_a_local_profile_sends_its_models_no_api_key_and_costs_nothing(
     assert started["type"] == "run.started"
     assert started["profile"] == "local"
     assert started["model"] == MODEL
-
-
-@pytest.mark.scenario("local_model_missing")
-def test_missing_model_exits_78_naming_the_model_the_server_and_the_pull(
-    rehearsal: Rehearsal,
-) -> None:
-    url = rehearsal.server.base_url
-    write_config(rehearsal.project, local_profile(url))
-    finished = run_local(rehearsal, *FAST_WAITS)
-    assert finished.exit_code == 78, finished.stderr
-    reason = finished.result["reason"]
-    assert reason == (
-        f"the model '{MODEL}' was not found on {url}: pull it (`ollama pull {MODEL}`) "
-        "or fix `model` in [profiles.local]"
-    )
-    # The same line in the event log, state.json and summary.md.
-    assert finished.events()[-1]["reason"] == reason
-    state = json.loads((finished.run_directory() / "state.json").read_text())
-    assert reason in json.dumps(state)
-    assert reason in (finished.run_directory() / "summary.md").read_text()
 
 
 @pytest.mark.scenario("one_step")
@@ -138,10 +135,10 @@ def test_connection_refused_exits_78_and_says_to_start_the_server(
     )
 
 
-@pytest.mark.scenario("local_busy_at_2")
+@pytest.mark.scenario("local_busy_once")
 def test_a_full_local_queue_waits_probes_and_finishes(rehearsal: Rehearsal) -> None:
     write_config(rehearsal.project, local_profile(rehearsal.server.base_url))
-    finished = run_local(rehearsal, *FAST_WAITS, "--window-probe-interval", "2s")
+    finished = run_local(rehearsal, *FAST_WAITS, "--window-probe-interval", "1s")
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     waits = [e for e in finished.events() if e["type"] == "wait.started"]
@@ -154,12 +151,34 @@ def test_a_full_local_queue_waits_probes_and_finishes(rehearsal: Rehearsal) -> N
 
 
 @pytest.mark.scenario("local_model_missing")
-def test_resume_on_another_profile_needs_it_named_with_profile(rehearsal: Rehearsal) -> None:
+def test_a_missing_model_exits_78_like_doctor_and_a_resume_on_another_profile_needs_it_named(
+    rehearsal: Rehearsal,
+) -> None:
     url = rehearsal.server.base_url
     profiles = local_profile(url) + local_profile(url, name="bigger", model="qwen3-32b")
-    write_config(rehearsal.project, profiles)
+    # Doctor, on the profile the configuration names: the same finding as the run's.
+    write_config(rehearsal.project, 'profile = "local"\n' + profiles)
+    code, checks, _ = doctor(rehearsal)
+    assert code == 78
+    assert checks["model"]["status"] == "fail"
+    assert checks["model"]["detail"] == f"the model '{MODEL}' was not found on {url}"
+    assert checks["model"]["fix"] == (
+        f"pull it (`ollama pull {MODEL}`) or fix `model` in [profiles.local]"
+    )
+
     first = run_local(rehearsal, *FAST_WAITS)
     assert first.exit_code == 78, first.stderr
+    reason = first.result["reason"]
+    assert reason == (
+        f"the model '{MODEL}' was not found on {url}: pull it (`ollama pull {MODEL}`) "
+        "or fix `model` in [profiles.local]"
+    )
+    # The same line in the event log, state.json and summary.md.
+    assert first.events()[-1]["reason"] == reason
+    state = json.loads((first.run_directory() / "state.json").read_text())
+    assert reason in json.dumps(state)
+    assert reason in (first.run_directory() / "summary.md").read_text()
+
     write_config(rehearsal.project, 'profile = "bigger"\n' + profiles)
     refused = rehearsal.claudeloop("resume")
     assert refused.exit_code == 2
@@ -174,40 +193,6 @@ def test_resume_on_another_profile_needs_it_named_with_profile(rehearsal: Rehear
     lifted = rehearsal.server.state()["lifted_at"]
     after = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["at"] >= lifted]
     assert {r["model"] for r in after} == {"qwen3-32b"}
-
-
-def doctor(rehearsal: Rehearsal, *args: str) -> tuple[int, dict[str, dict[str, str]], str]:
-    finished = isolated(rehearsal).claudeloop("doctor", *args)
-    data = finished.result
-    checks = {check["name"]: check for check in data["checks"]}
-    assert data["exit_code"] == finished.exit_code
-    return finished.exit_code, checks, finished.stderr
-
-
-@pytest.mark.scenario("one_step")
-def test_doctor_passes_on_a_working_local_profile(rehearsal: Rehearsal) -> None:
-    write_config(rehearsal.project, local_profile(rehearsal.server.base_url))
-    code, checks, stderr = doctor(rehearsal, "--profile", "local")
-    assert code == 0, (checks, stderr)
-    # A local server's dummy token has no end that Claude Code knows: no login to check.
-    assert checks.pop("login")["status"] == "skip"
-    assert [c["status"] for c in checks.values()] == ["ok"] * 9  # the sandbox too
-    assert checks["model"]["detail"] == f"'{MODEL}' answered a probe"
-    assert checks["credentials"]["detail"] == "a dummy auth token (the server needs none)"
-    assert [r["model"] for r in rehearsal.requests()] == [MODEL]
-
-
-@pytest.mark.scenario("local_model_missing")
-def test_doctor_exits_78_when_the_model_is_missing(rehearsal: Rehearsal) -> None:
-    url = rehearsal.server.base_url
-    write_config(rehearsal.project, 'profile = "local"\n' + local_profile(url))
-    code, checks, _ = doctor(rehearsal)
-    assert code == 78
-    assert checks["model"]["status"] == "fail"
-    assert checks["model"]["detail"] == f"the model '{MODEL}' was not found on {url}"
-    assert checks["model"]["fix"] == (
-        f"pull it (`ollama pull {MODEL}`) or fix `model` in [profiles.local]"
-    )
 
 
 @pytest.mark.scenario("one_step")
@@ -279,25 +264,6 @@ def test_doctor_exits_77_when_there_are_no_credentials_at_all(rehearsal: Rehears
     assert rehearsal.requests() == []
 
 
-@pytest.mark.scenario("one_step")
-def test_doctor_takes_an_api_key_helper_for_credentials(rehearsal: Rehearsal) -> None:
-    """What the CLI accepts, doctor accepts: the CLI itself is asked (it said "none"
-    with a key helper in the project's settings, and the probe then passed)."""
-    del rehearsal.env["CLAUDE_CODE_OAUTH_TOKEN"]
-    settings = rehearsal.project / ".claude" / "settings.json"
-    settings.parent.mkdir()
-    settings.write_text('{"apiKeyHelper": "echo e2e-helper-key-not-real"}')
-    code, checks, _ = doctor(rehearsal)
-    assert checks["credentials"] == {
-        "name": "credentials",
-        "status": "ok",
-        "detail": "Claude Code's own: api_key_helper",
-        "fix": "",
-    }
-    assert checks["model"]["status"] == "ok"
-    assert code == 0
-
-
 # A LiteLLM proxy, as one (1.108) answered in front of this rehearsal: the gates replay
 # its bodies, so these run without LiteLLM installed.
 KEY_VARIABLE = "E2E_LITELLM_KEY"
@@ -316,12 +282,20 @@ def with_key(rehearsal: Rehearsal) -> Rehearsal:
 
 
 @pytest.mark.scenario("litellm_unknown_model")
-def test_a_proxy_that_does_not_know_the_model_exits_78_with_the_model_list_fix(
+def test_a_proxy_that_does_not_know_the_model_exits_78_with_the_model_list_fix_like_doctor(
     rehearsal: Rehearsal,
 ) -> None:
     url = rehearsal.server.base_url
     write_config(rehearsal.project, litellm_profile(url))
-    finished = run_local(with_key(rehearsal), *FAST_WAITS)
+    code, checks, _ = doctor(with_key(rehearsal), "--profile", "local")
+    assert code == 78
+    assert checks["model"]["status"] == "fail"
+    assert checks["model"]["detail"] == f"the model '{MODEL}' was not found on {url}"
+    assert checks["model"]["fix"] == (
+        "add it to the proxy's model_list or fix `model` in [profiles.local]"
+    )
+
+    finished = run_local(rehearsal, *FAST_WAITS)
     assert finished.exit_code == 78, finished.stderr
     assert finished.result["reason"] == (
         f"the model '{MODEL}' was not found on {url}: add it to the proxy's model_list "
@@ -331,11 +305,41 @@ def test_a_proxy_that_does_not_know_the_model_exits_78_with_the_model_list_fix(
 
 
 @pytest.mark.scenario("litellm_no_db")
-def test_a_key_the_proxy_refuses_exits_77_naming_the_profiles_variable(
+def test_a_litellm_profile_needs_a_key_and_one_the_proxy_refuses_exits_77_like_doctor(
     rehearsal: Rehearsal,
 ) -> None:
-    write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
-    finished = run_local(with_key(rehearsal), *FAST_WAITS)
+    url = rehearsal.server.base_url
+    # Without the proxy's key, a configuration error naming the setting: the run is
+    # refused and doctor says so, and neither asks the proxy anything.
+    write_config(
+        rehearsal.project,
+        f'[profiles.local]\npreset = "litellm"\nbase_url = "{url}"\nmodel = "{MODEL}"\n',
+    )
+    keyless = run_local(rehearsal, *FAST_WAITS)
+    assert keyless.exit_code == 2, keyless.stderr
+    (line,) = keyless.stderr.strip().splitlines()
+    assert 'preset "litellm" needs the proxy\'s key' in line
+    assert "auth_token_env" in line
+    code, checks, _ = doctor(rehearsal, "--profile", "local")
+    assert code == 2
+    assert checks["profile"]["status"] == "fail"
+    assert 'preset "litellm" needs the proxy\'s key' in checks["profile"]["detail"]
+    assert rehearsal.requests() == []
+
+    # With a key the proxy cannot check (it has no database): exit 77, naming the
+    # profile's variable, in doctor as in the run.
+    write_config(rehearsal.project, litellm_profile(url))
+    code, checks, _ = doctor(with_key(rehearsal), "--profile", "local")
+    assert code == 77
+    assert checks["model"] == {
+        "name": "model",
+        "status": "fail",
+        "detail": "the credentials were refused (API Error: 400 No connected db.)",
+        "fix": f"replace the token in ${KEY_VARIABLE}, which [profiles.local] reads (or, if "
+        "its upstream refused, the api_key in the proxy's model_list)",
+    }
+    asked_before = len(rehearsal.requests())  # doctor's probe
+    finished = run_local(rehearsal, *FAST_WAITS)
     assert finished.exit_code == 77, finished.stderr
     reason = finished.result["reason"]
     assert reason.endswith(
@@ -345,54 +349,29 @@ def test_a_key_the_proxy_refuses_exits_77_naming_the_profiles_variable(
     assert (
         "sk-e2e-proxy-key-not-real" not in (finished.run_directory() / "events.jsonl").read_text()
     )
-    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+    # The run sent no probe: a refused key is no wait.
+    assert [r for r in rehearsal.requests()[asked_before:] if r["kind"] == "probe"] == []
 
 
-@pytest.mark.parametrize(
-    ("gate", "capacity"),
-    [
-        pytest.param(
-            "litellm_upstream_error",
-            "the service is overloaded",
-            marks=pytest.mark.scenario("litellm_upstream_error_at_2"),
-        ),
-        pytest.param(
-            "litellm_cooldown",
-            "the proxy is cooling down",
-            marks=pytest.mark.scenario("litellm_cooldown_at_2"),
-        ),
-    ],
-)
-def test_a_passing_proxy_outage_or_cooldown_waits_probes_and_finishes(
-    rehearsal: Rehearsal, gate: str, capacity: str
-) -> None:
-    write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
-    finished = run_local(with_key(rehearsal), *FAST_WAITS, "--window-probe-interval", "2s")
-    assert finished.exit_code == 0, finished.stderr
-    assert finished.result["outcome"] == "done"
-    waits = [e for e in finished.events() if e["type"] == "wait.started"]
-    assert waits
-    assert waits[0]["capacity"].startswith(capacity)
-    requests = rehearsal.requests()
-    assert next(r for r in requests if r["gate"] == gate)["kind"] == "turn"
-    assert [r for r in requests if r["kind"] == "probe"][-1]["gate"] is None
-
-
-@pytest.mark.scenario("one_step")
-def test_a_litellm_profile_without_a_key_is_a_config_error_naming_the_setting(
+@pytest.mark.scenario("litellm_outage_then_cooldown")
+def test_a_passing_proxy_outage_and_cooldown_are_each_waited_probed_and_the_run_finishes(
     rehearsal: Rehearsal,
 ) -> None:
-    write_config(
-        rehearsal.project,
-        f'[profiles.local]\npreset = "litellm"\nbase_url = "{rehearsal.server.base_url}"\n'
-        f'model = "{MODEL}"\n',
-    )
-    finished = run_local(rehearsal, *FAST_WAITS)
-    assert finished.exit_code == 2, finished.stderr
-    (line,) = finished.stderr.strip().splitlines()
-    assert 'preset "litellm" needs the proxy\'s key' in line
-    assert "auth_token_env" in line
-    assert rehearsal.requests() == []
+    write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
+    finished = run_local(with_key(rehearsal), *FAST_WAITS, "--window-probe-interval", "1s")
+    assert finished.exit_code == 0, finished.stderr
+    assert finished.result["outcome"] == "done"
+    waits = [e["capacity"] for e in finished.events() if e["type"] == "wait.started"]
+    assert len(waits) == 2, waits
+    assert waits[0].startswith("the service is overloaded")  # the upstream's 500, turn 1
+    assert waits[1].startswith("the proxy is cooling down")  # the proxy's 429, turn 2
+    requests = rehearsal.requests()
+    for gate in ("litellm_upstream_error", "litellm_cooldown"):
+        assert next(r for r in requests if r["gate"] == gate)["kind"] == "turn"
+    # Each wait ended on a probe that went through.
+    probes = [r for r in requests if r["kind"] == "probe"]
+    assert len(probes) == 2
+    assert all(r["gate"] is None for r in probes)
 
 
 @pytest.mark.scenario("one_step")
@@ -411,50 +390,6 @@ def test_nothing_answering_at_anthropic_base_url_exits_78_like_doctor(
     code, checks, _ = doctor(rehearsal)
     assert code == 78
     assert checks["backend"]["status"] == "fail"
-
-
-@pytest.mark.scenario("litellm_unknown_model")
-def test_doctor_fails_a_probe_the_proxy_answers_with_an_unknown_model(
-    rehearsal: Rehearsal,
-) -> None:
-    url = rehearsal.server.base_url
-    write_config(rehearsal.project, litellm_profile(url))
-    code, checks, _ = doctor(with_key(rehearsal), "--profile", "local")
-    assert code == 78
-    assert checks["model"]["status"] == "fail"
-    assert checks["model"]["detail"] == f"the model '{MODEL}' was not found on {url}"
-    assert checks["model"]["fix"] == (
-        "add it to the proxy's model_list or fix `model` in [profiles.local]"
-    )
-
-
-@pytest.mark.scenario("litellm_no_db")
-def test_doctor_fails_a_key_the_proxy_refuses_naming_the_variable(
-    rehearsal: Rehearsal,
-) -> None:
-    write_config(rehearsal.project, litellm_profile(rehearsal.server.base_url))
-    code, checks, _ = doctor(with_key(rehearsal), "--profile", "local")
-    assert code == 77
-    assert checks["model"] == {
-        "name": "model",
-        "status": "fail",
-        "detail": "the credentials were refused (API Error: 400 No connected db.)",
-        "fix": f"replace the token in ${KEY_VARIABLE}, which [profiles.local] reads (or, if "
-        "its upstream refused, the api_key in the proxy's model_list)",
-    }
-
-
-@pytest.mark.scenario("litellm_no_db")
-def test_doctor_exits_2_when_a_litellm_profile_has_no_key(rehearsal: Rehearsal) -> None:
-    url = rehearsal.server.base_url
-    write_config(
-        rehearsal.project,
-        f'[profiles.local]\npreset = "litellm"\nbase_url = "{url}"\nmodel = "{MODEL}"\n',
-    )
-    code, checks, _ = doctor(rehearsal, "--profile", "local")
-    assert code == 2
-    assert checks["profile"]["status"] == "fail"
-    assert 'preset "litellm" needs the proxy\'s key' in checks["profile"]["detail"]
 
 
 @pytest.mark.scenario("malformed_always")

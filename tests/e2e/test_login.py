@@ -73,13 +73,28 @@ def test_a_run_without_credentials_ends_77_before_any_turn_in_one_line(
 
 
 @pytest.mark.scenario("one_step")
-def test_an_api_key_helper_is_credentials_and_the_run_is_done(rehearsal: Rehearsal) -> None:
+def test_an_api_key_helper_is_credentials_for_doctor_and_the_run_is_done(
+    rehearsal: Rehearsal,
+) -> None:
     """Claude Code takes a key from an `apiKeyHelper` command in a settings file; the
-    check must not refuse what the CLI accepts (the old doctor said "none" here)."""
+    check must not refuse what the CLI accepts. What the CLI accepts, doctor accepts:
+    the CLI itself is asked (the old doctor said "none" here, and the probe then passed)."""
     del rehearsal.env["CLAUDE_CODE_OAUTH_TOKEN"]
+    rehearsal.env["CLAUDELOOP_CONFIG_DIR"] = str(rehearsal.project.parent / "user-config")
     settings = rehearsal.project / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"apiKeyHelper": "echo e2e-helper-key-not-real"}))
+    checked = rehearsal.claudeloop("doctor")
+    checks = {check["name"]: check for check in checked.result["checks"]}
+    assert checks["credentials"] == {
+        "name": "credentials",
+        "status": "ok",
+        "detail": "Claude Code's own: api_key_helper",
+        "fix": "",
+    }
+    assert checks["model"]["status"] == "ok"
+    assert checked.exit_code == 0, checks
+
     write_plan(rehearsal.project, items=1)
     finished = rehearsal.run("PLAN.md")
     assert finished.exit_code == 0, finished.stderr

@@ -38,12 +38,12 @@ def store_login(rehearsal: Rehearsal, *, ends_in: timedelta) -> None:
     path.chmod(0o600)
 
 
-@pytest.mark.scenario("three_steps")
+@pytest.mark.scenario("one_step")
 def test_a_login_that_ends_before_the_run_could_is_warned_of_and_the_run_goes_on(
     rehearsal: Rehearsal,
 ) -> None:
     store_login(rehearsal, ends_in=timedelta(days=2))
-    plan = write_plan(rehearsal.project)
+    plan = write_plan(rehearsal.project, items=1)
     # No --max-wait: the run could wait out a seven-day window, past the login's end.
     finished = rehearsal.run(str(plan))
     assert finished.exit_code == 0, finished.stderr
@@ -53,12 +53,12 @@ def test_a_login_that_ends_before_the_run_could_is_warned_of_and_the_run_goes_on
     assert "`claudeloop login`" in warnings[0]
 
 
-@pytest.mark.scenario("window_five_hours_at_2")
+@pytest.mark.scenario("window_five_hours_at_1")
 def test_a_window_that_reopens_after_the_login_ends_is_never_waited_for(
     rehearsal: Rehearsal,
 ) -> None:
     store_login(rehearsal, ends_in=timedelta(hours=1))
-    plan = write_plan(rehearsal.project)
+    plan = write_plan(rehearsal.project, items=1)
     finished = rehearsal.run(str(plan), *FAST_WAITS)
     assert finished.exit_code == 77, finished.stderr
     result = finished.result
@@ -74,12 +74,12 @@ def test_a_window_that_reopens_after_the_login_ends_is_never_waited_for(
     assert "claudeloop login" in status.stdout, status.stdout
 
 
-@pytest.mark.scenario("three_steps")
+@pytest.mark.scenario("one_step")
 def test_a_login_whose_end_has_passed_ends_the_run_before_any_turn(
     rehearsal: Rehearsal,
 ) -> None:
     store_login(rehearsal, ends_in=-timedelta(hours=1))
-    plan = write_plan(rehearsal.project)
+    plan = write_plan(rehearsal.project, items=1)
     finished = rehearsal.run(str(plan), *FAST_WAITS)
     assert finished.exit_code == 77, finished.stderr
     assert "the Claude login ended at" in finished.result["reason"]

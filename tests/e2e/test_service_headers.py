@@ -5,6 +5,8 @@ wait until the day's reset, never credits (docs/architecture/claude-code-signals
 from __future__ import annotations
 
 import json
+import os
+import signal
 from datetime import datetime
 
 import pytest
@@ -38,51 +40,61 @@ def test_answers_in_a_grace_period_go_on_with_a_warning_and_no_wait(
     assert {r["turn"] for r in requests if r["gate"] == "grace"} == {2, 3}
 
 
-@pytest.mark.scenario("daily_cap_until_lift_at_2")
-def test_a_daily_cap_without_a_reset_is_probed_as_a_wait_until_it_lifts(
+@pytest.mark.scenario("daily_cap_reset_then_until_lift")
+def test_a_daily_cap_waits_for_its_announced_reset_and_without_one_is_probed_until_it_lifts(
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
-    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "1s")
-    wait_for(
-        lambda: sum(r["kind"] == "probe" for r in rehearsal.requests()) >= 2,
-        "two probes refused by the daily cap",
-        timeout=120,
-    )
-    rehearsal.server.lift()
-    out, err = process.communicate(timeout=180)
+    # Turn 2 meets the cap with its reset announced a second later; turn 3 meets it with
+    # none, until the test lifts it. The probe interval (3 s) is longer than the first
+    # wait (the reset and its grace, 2 s): no probe the interval brings can come before
+    # that reset.
+    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    try:
+        wait_for(
+            lambda: any(
+                r["kind"] == "probe" and r["gate_index"] == 1 for r in rehearsal.requests()
+            ),
+            "a probe refused by the daily cap without a reset",
+            timeout=120,
+        )
+        rehearsal.server.lift()
+        out, err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
     assert process.returncode == 0, err
     assert json.loads(out)["outcome"] == "done"
     (log,) = (rehearsal.project / ".claudeloop").rglob("events.jsonl")
     every = [json.loads(line) for line in log.read_text().splitlines()]
     events = [e for e in every if e["type"] in ("wait.started", "probe.finished")]
+    assert not any("credits" in e["capacity"] for e in events)  # a wait, never credits
+
+    # The reset announced: waited for, then one probe, which finds the day begun.
     assert events[0]["type"] == "wait.started"
-    said = "the organization's usage is paused for the day (its daily cap), no reset announced"
-    assert events[0]["capacity"] == said
-    assert not any("credits" in e["capacity"] for e in events)
-    probes = [e for e in events if e["type"] == "probe.finished"]
-    assert probes[-1]["capacity"] == "available"
-    assert all(p["capacity"] == said for p in probes[:-1])
-    refused = [r for r in rehearsal.requests() if r["gate"] == "daily_cap"]
-    assert {(r["kind"], r["turn"]) for r in refused if r["kind"] == "turn"} == {("turn", 2)}
-
-
-@pytest.mark.scenario("daily_cap_reset_at_2")
-def test_a_daily_cap_with_its_reset_announced_waits_for_that_reset(rehearsal: Rehearsal) -> None:
-    plan = write_plan(rehearsal.project)
-    # A probe interval longer than the wait: the one probe is the one at the reset, not
-    # one the interval brought first (on a quick machine, before the gate ended).
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
-    assert finished.exit_code == 0, finished.stderr
-    (wait,) = [e for e in finished.events() if e["type"] == "wait.started"]
-    assert wait["capacity"].startswith(
+    assert events[0]["capacity"].startswith(
         "the organization's usage is paused for the day (its daily cap) until "
     )
+    assert (events[1]["type"], events[1]["capacity"]) == ("probe.finished", "available")
     requests = rehearsal.requests()
     gate = rehearsal.server.state()["gates"][0]
-    refused = [r for r in requests if r["gate"] == "daily_cap"]
+    refused = [r for r in requests if r["gate_index"] == 0]
     assert [(r["kind"], r["turn"]) for r in refused] == [("turn", 2)]
     after = requests[requests.index(refused[-1]) + 1 :]
     # Nothing until the announced reset, then one probe that finds the day begun.
     assert after[0]["kind"] == "probe"
+    assert after[0]["gate"] is None
     assert datetime.fromisoformat(after[0]["at"]) >= datetime.fromisoformat(gate["ended_at"])
+
+    # No reset announced: a wait in those words, probed until the cap lifts.
+    second = events[2:]
+    said = "the organization's usage is paused for the day (its daily cap), no reset announced"
+    assert second[0]["type"] == "wait.started"
+    assert all(e["capacity"] == said for e in second if e["type"] == "wait.started")
+    probes = [e for e in second if e["type"] == "probe.finished"]
+    assert probes[-1]["capacity"] == "available"
+    assert len(probes) >= 2  # one refused at least, before the lift
+    assert all(p["capacity"] == said for p in probes[:-1])
+    refused = [r for r in requests if r["gate_index"] == 1]
+    assert {(r["kind"], r["turn"]) for r in refused if r["kind"] == "turn"} == {("turn", 3)}
