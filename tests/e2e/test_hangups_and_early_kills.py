@@ -10,6 +10,7 @@ import pty
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,31 +33,60 @@ def only_run(project: Path) -> Path:
     return run
 
 
+def events_of(run: Path) -> list[dict[str, Any]]:
+    lines = (run / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+def waits(run: Path) -> int:
+    return [e["type"] for e in events_of(run)].count("wait.started")
+
+
+def stopped_summary(run: Path, before: int) -> int:
+    """The summary's mtime: written again since `before` (its last), and saying stopped."""
+    written = (run / "summary.md").stat().st_mtime_ns
+    assert written != before
+    assert "**stopped**" in (run / "summary.md").read_text()
+    return written
+
+
 @pytest.mark.scenario("window_until_lift_at_2")
-def test_sighup_during_a_wait_stops_the_run_with_130_and_a_summary(rehearsal: Rehearsal) -> None:
+def test_a_wait_ended_by_ctrl_c_a_hangup_or_a_closed_terminal_stops_with_130_and_a_summary(
+    rehearsal: Rehearsal,
+) -> None:
+    """A run waiting for its window (its next probe a minute away) is stopped by a
+    terminal's Ctrl-C; resumed, it waits again and a hangup stops it; resumed on a
+    terminal that then goes away, it stops again. Each time 130, a summary, no probe."""
     plan = write_plan(rehearsal.project)
     process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
-    wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
-    os.killpg(process.pid, signal.SIGHUP)
-    out, err = process.communicate(timeout=30)
+    try:
+        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal sends the foreground group
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            kill_hard(process)
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
+    run = only_run(rehearsal.project)
+    written = stopped_summary(run, 0)
+
+    process = rehearsal.start("resume")
+    try:
+        wait_for(lambda: waits(run) == 2, "the resumed run to wait")
+        os.killpg(process.pid, signal.SIGHUP)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            kill_hard(process)
     assert process.returncode == 130, err
     assert json.loads(out)["outcome"] == "stopped"
     assert "Traceback" not in err
-    assert "**stopped**" in (only_run(rehearsal.project) / "summary.md").read_text()
-    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
+    written = stopped_summary(run, written)
 
-
-@pytest.mark.scenario("window_until_lift_at_2")
-def test_closing_the_terminal_mid_run_stops_it_with_130_and_a_summary(
-    rehearsal: Rehearsal,
-) -> None:
-    plan = write_plan(rehearsal.project)
     terminal, screen = pty.openpty()
     process = subprocess.Popen(
-        [
-            *rehearsal.command("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s"),
-            "--json",
-        ],
+        [*rehearsal.command("resume"), "--json"],
         env=rehearsal.env,
         stdin=subprocess.DEVNULL,
         stdout=screen,
@@ -66,7 +96,7 @@ def test_closing_the_terminal_mid_run_stops_it_with_130_and_a_summary(
     )
     os.close(screen)
     try:
-        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+        wait_for(lambda: waits(run) == 3, "the run resumed on a terminal to wait")
         # The terminal goes away: every write to it fails from now on, then the hangup.
         os.close(terminal)
         os.killpg(process.pid, signal.SIGHUP)
@@ -74,11 +104,12 @@ def test_closing_the_terminal_mid_run_stops_it_with_130_and_a_summary(
     finally:
         if process.poll() is None:
             kill_hard(process)
-    run = only_run(rehearsal.project)
-    assert "**stopped**" in (run / "summary.md").read_text()
-    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    stopped_summary(run, written)
+    events = events_of(run)
     assert events[-1]["type"] == "run.finished"
     assert events[-1]["outcome"] == "stopped"
+    assert [e["outcome"] for e in events if e["type"] == "run.finished"] == ["stopped"] * 3
+    assert [r for r in rehearsal.requests() if r["kind"] == "probe"] == []
 
 
 @pytest.mark.scenario("three_steps")
