@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -37,9 +37,11 @@ def test_answers_on_paid_overage_and_a_spend_cap_are_waited_out_to_the_instant_t
     for turn, gate in ((2, gates[0]), (3, gates[1])):
         last = [r for r in on_overage if r["turn"] == turn][-1]
         after = requests[requests.index(last) + 1 :]
-        # Nothing between the answer on overage and the window's reset, then one probe.
+        # Nothing between the answer on overage and the window's reset (announced 4 s
+        # after the gate's first answer), then one probe.
+        reset = datetime.fromisoformat(gate["started_at"]) + timedelta(seconds=4)
         assert after[0]["kind"] == "probe", turn
-        assert datetime.fromisoformat(after[0]["at"]) >= datetime.fromisoformat(gate["ended_at"])
+        assert datetime.fromisoformat(after[0]["at"]) >= reset
         assert after[1]["kind"] == "turn", turn
     summary = (finished.run_directory() / "summary.md").read_text()
     assert "Paid overage: 2 turns answered on it" in summary
