@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Rehearsal
+from tests.e2e.patience import COMMAND
 
 pytestmark = pytest.mark.e2e
 
@@ -25,7 +26,7 @@ def test_a_prompt_over_200_kb_on_stdin_reaches_claude_code_whole(rehearsal: Rehe
         env=rehearsal.env,
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=COMMAND,
         check=False,
     )
     assert finished.returncode == 0, finished.stderr
@@ -37,7 +38,7 @@ def test_a_prompt_over_200_kb_on_stdin_reaches_claude_code_whole(rehearsal: Rehe
 
 @pytest.mark.scenario("prompt_too_long")
 def test_a_prompt_the_model_cannot_take_ends_the_run_at_once(rehearsal: Rehearsal) -> None:
-    finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS)
+    finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 78, finished.stderr
     result = finished.result
     assert result["outcome"] == "backend_misconfigured"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+from tests.e2e.patience import COMMAND
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +49,7 @@ def test_happy_plan_is_done_with_three_files_and_plan_three_of_three_and_no_secr
     rehearsal.env["CLAUDELOOP_CLI_PATH"] = str(wrapper)
     plan = write_plan(rehearsal.project)
     before = plan.read_text()
-    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     result = finished.result
     assert result["outcome"] == "done"
@@ -80,7 +81,7 @@ def test_window_with_reset_waits_past_the_reset_probes_and_resumes_the_session(
     plan = write_plan(rehearsal.project)
     # A probe interval longer than the window: the announced reset alone decides.
     finished = rehearsal.run(
-        str(plan), *FAST_WAITS, "--window-probe-interval", "60s", "--update-plan"
+        str(plan), *FAST_WAITS, "--window-probe-interval", "60s", "--update-plan", timeout=COMMAND
     )
     assert finished.exit_code == 0, finished.stderr
     # Asked to update the plan, the run checked its items off in the file.
@@ -107,7 +108,9 @@ def test_window_without_reset_probes_at_the_interval_until_it_lifts(
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--window-probe-interval", "1s")
+    finished = rehearsal.run(
+        str(plan), *FAST_WAITS, "--window-probe-interval", "1s", timeout=COMMAND
+    )
     assert finished.exit_code == 0, finished.stderr
     requests = rehearsal.requests()
     probes = [r for r in requests if r["kind"] == "probe"]
@@ -123,7 +126,9 @@ def test_credits_out_back_off_and_resume_within_one_probe_of_the_top_up(
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--credits-probe-ceiling", "2s")
+    finished = rehearsal.run(
+        str(plan), *FAST_WAITS, "--credits-probe-ceiling", "2s", timeout=COMMAND
+    )
     assert finished.exit_code == 0, finished.stderr
     requests = rehearsal.requests()
     probes = [r for r in requests if r["kind"] == "probe"]
@@ -150,7 +155,7 @@ def test_credits_out_back_off_and_resume_within_one_probe_of_the_top_up(
 
 @pytest.mark.scenario("auth")
 def test_bad_credentials_exit_77_after_one_turn_without_probing(rehearsal: Rehearsal) -> None:
-    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 77, finished.stderr
     assert finished.result["outcome"] == "auth_failed"
     requests = rehearsal.requests()
@@ -160,7 +165,9 @@ def test_bad_credentials_exit_77_after_one_turn_without_probing(rehearsal: Rehea
 
 @pytest.mark.scenario("model_missing")
 def test_missing_model_exit_78(rehearsal: Rehearsal) -> None:
-    finished = rehearsal.run("--prompt", "Write hello.txt", "--model", "qwen-nope", *FAST_WAITS)
+    finished = rehearsal.run(
+        "--prompt", "Write hello.txt", "--model", "qwen-nope", *FAST_WAITS, timeout=COMMAND
+    )
     assert finished.exit_code == 78, finished.stderr
     assert finished.result["outcome"] == "backend_misconfigured"
     assert "model" in finished.result["reason"]
@@ -169,7 +176,7 @@ def test_missing_model_exit_78(rehearsal: Rehearsal) -> None:
 
 @pytest.mark.scenario("blocked")
 def test_blocked_verdict_exit_1_with_the_blocker_in_the_summary(rehearsal: Rehearsal) -> None:
-    finished = rehearsal.run("--prompt", "Deploy to staging", *FAST_WAITS)
+    finished = rehearsal.run("--prompt", "Deploy to staging", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 1, finished.stderr
     assert finished.result["outcome"] == "blocked"
     assert "deploy key" in finished.result["blocked_on"]
@@ -185,7 +192,7 @@ def test_turn_caps_say_what_is_left_and_the_run_goes_on_by_session_and_by_the_su
     `resume --session-id` finds the run by it and stops at its own cap saying what is
     left, and the summary's "To continue" command, pasted, goes on past the cap."""
     plan = write_plan(rehearsal.project, items=5)
-    first = rehearsal.run(str(plan), *FAST_WAITS, "--max-turns", "1")
+    first = rehearsal.run(str(plan), *FAST_WAITS, "--max-turns", "1", timeout=COMMAND)
     assert first.exit_code == 3, first.stderr
     session = first.result["session_id"]
     listed = rehearsal.claudeloop("sessions")
@@ -202,7 +209,9 @@ def test_turn_caps_say_what_is_left_and_the_run_goes_on_by_session_and_by_the_su
         (info.session_id, info.summary.strip()) for info in oracle
     ]
 
-    capped = rehearsal.claudeloop("resume", "--session-id", session, "--max-turns", "3")
+    capped = rehearsal.claudeloop(
+        "resume", "--session-id", session, "--max-turns", "3", timeout=COMMAND
+    )
     assert capped.exit_code == 3, capped.stderr
     result = capped.result
     assert result["session_id"] == session
@@ -222,7 +231,7 @@ def test_turn_caps_say_what_is_left_and_the_run_goes_on_by_session_and_by_the_su
         env=rehearsal.env,
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=COMMAND,
         check=False,
     )
     assert resumed.returncode == 0, resumed.stderr

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+from tests.e2e.patience import COMMAND
 
 pytestmark = pytest.mark.e2e
 
@@ -19,7 +20,7 @@ def test_answers_on_paid_overage_and_a_spend_cap_are_waited_out_to_the_instant_t
     the other (a rejected window, overage allowed): each stops the turns until its
     window resets. Turn 4 meets a spend cap until an instant: waited out to it."""
     plan = write_plan(rehearsal.project, items=5)
-    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     assert finished.result["overage_turns"] == 2
@@ -52,7 +53,9 @@ def test_a_wind_down_policy_for_paid_overage_ends_the_run_at_the_first_answer_on
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--on-limit", "overage_in_use=wind-down")
+    finished = rehearsal.run(
+        str(plan), *FAST_WAITS, "--on-limit", "overage_in_use=wind-down", timeout=COMMAND
+    )
     assert finished.exit_code == 75, finished.stderr
     assert "overage_in_use limit met" in finished.result["reason"]
     assert finished.result["overage_turns"] == 1
@@ -67,6 +70,7 @@ def test_a_go_on_policy_for_paid_overage_goes_on_and_a_model_weekly_window_has_i
     finished = rehearsal.run(
         str(plan), *FAST_WAITS,
         "--on-limit", "overage_in_use=go-on", "--on-limit", "seven_day_opus=wind-down",
+        timeout=COMMAND,
     )  # fmt: skip
     # Paid overage from turn 2 on: said once, and turn 3 sent on it at once.
     assert "wait.started" not in finished.event_types()
@@ -91,6 +95,7 @@ def test_switch_model_goes_on_with_another_model_then_back_when_the_window_lifts
     finished = rehearsal.run(
         str(plan), *FAST_WAITS, "--window-probe-interval", "0.1s", "--model", "opus",
         "--on-limit", "seven_day_opus=switch-model sonnet",
+        timeout=COMMAND,
     )  # fmt: skip
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.patience import COMMAND, STATE
+
 pytestmark = pytest.mark.e2e
 
 
@@ -29,7 +31,7 @@ def rehearse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=rehearsal_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=COMMAND,
         check=False,
     )
 
@@ -179,7 +181,7 @@ def test_a_full_local_queue_is_waited_out_and_a_kept_rehearsal_stopped_there_res
                 break
         assert any(line.startswith("waiting: ") for line in said), "\n".join(said)
         started.send_signal(signal.SIGTERM)
-        _out, rest = started.communicate(timeout=60)
+        _out, rest = started.communicate(timeout=STATE)
     finally:
         if started.poll() is None:
             started.kill()
@@ -198,7 +200,7 @@ def test_a_full_local_queue_is_waited_out_and_a_kept_rehearsal_stopped_there_res
             env=rehearsal_env(tmp_path),
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=COMMAND,
             check=False,
         )
         assert resumed.returncode == 0, resumed.stderr

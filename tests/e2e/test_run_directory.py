@@ -20,6 +20,7 @@ from tests.e2e.conftest import (
     wait_for,
     write_plan,
 )
+from tests.e2e.patience import COMMAND, STATE
 
 pytestmark = pytest.mark.e2e
 
@@ -49,6 +50,10 @@ def sends_kept(rehearsal: Rehearsal) -> int:
     )
 
 
+# A wait whose probe no test outlives, however loaded the machine.
+AN_HOUR_TO_THE_PROBE = ("--window-probe-interval", "1h", "--max-wait", "10h")
+
+
 def stalled(rehearsal: Rehearsal) -> int:
     return len([r for r in rehearsal.requests() if r["gate"] == "stall"])
 
@@ -67,10 +72,17 @@ def test_ctrl_c_then_kill_9_mid_turn_and_resume_finishes_with_the_persisted_ledg
     next resume finishes with each turn counted once."""
     plan = write_plan(rehearsal.project)
     process = rehearsal.start("run", str(plan), *FAST_WAITS)
-    wait_for(lambda: stalled(rehearsal) == 1, "turn 2 to be in flight")
+    wait_for(lambda: stalled(rehearsal) == 1, "turn 2 to be in flight", timeout=STATE)
+    # Claude Code writes that it sent the request a moment after sending it: from then on
+    # the request cut off is known, and billed at an estimate once resumed.
+    wait_for(
+        lambda: in_flight_kept(rehearsal) == 1,
+        "the transcript to keep the stalled send",
+        timeout=STATE,
+    )
     process.send_signal(signal.SIGINT)  # only claudeloop: it ends its turn itself
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=15)  # the stall lasts 20 s: this is at once
+    out, err = process.communicate(timeout=60)  # the stall lasts 2 min: this is at once
     assert process.returncode == 130, err
     assert json.loads(out)["outcome"] == "stopped"
     # What resume needs is intact: the state of before the interrupted turn.
@@ -80,17 +92,18 @@ def test_ctrl_c_then_kill_9_mid_turn_and_resume_finishes_with_the_persisted_ledg
 
     sent = sends_kept(rehearsal)
     process = rehearsal.start("resume")
-    wait_for(lambda: stalled(rehearsal) == 2, "turn 2 to be in flight again")
-    # Claude Code writes that it sent the request a moment after sending it. (The resumed
-    # CLI closed the request the Ctrl-C cut off with an answer of its own.)
+    wait_for(lambda: stalled(rehearsal) == 2, "turn 2 to be in flight again", timeout=STATE)
+    # And again for the resume's send. (The resumed CLI closed the request the Ctrl-C cut
+    # off with an answer of its own, so the transcript keeps one in flight, not two.)
     wait_for(
         lambda: sends_kept(rehearsal) == sent + 1 and in_flight_kept(rehearsal) == 1,
         "the transcript to keep the stalled send",
+        timeout=STATE,
     )
     kill_hard(process)
     before = state_of(rehearsal.project)
     assert before["state"]["turns"] == 1  # type: ignore[index]
-    finished = rehearsal.claudeloop("resume")
+    finished = rehearsal.claudeloop("resume", timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     result = finished.result
     assert result["outcome"] == "done"
@@ -115,7 +128,7 @@ def test_ctrl_c_then_kill_9_mid_turn_and_resume_finishes_with_the_persisted_ledg
 def test_kill_9_during_a_wait_keeps_the_probe_instant(rehearsal: Rehearsal) -> None:
     plan = write_plan(rehearsal.project)
     process = rehearsal.start("run", str(plan), *FAST_WAITS)
-    wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+    wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait", timeout=STATE)
     kill_hard(process)
     killed = cast("dict[str, object]", state_of(rehearsal.project)["state"])
     persisted = killed["next_probe_at"]
@@ -124,7 +137,7 @@ def test_kill_9_during_a_wait_keeps_the_probe_instant(rehearsal: Rehearsal) -> N
     cut_off = int(killed["phase"] == "probing")
     probes_before = len([r for r in rehearsal.requests() if r["kind"] == "probe"])
     rehearsal.server.lift()
-    finished = rehearsal.claudeloop("resume")
+    finished = rehearsal.claudeloop("resume", timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     resumed_waits = [e for e in finished.events() if e["type"] == "wait.started"][-1]
     assert resumed_waits["probe_at"] == persisted  # the same instant: no burst, no fresh wait
@@ -138,16 +151,16 @@ def test_kill_9_during_a_wait_keeps_the_probe_instant(rehearsal: Rehearsal) -> N
 def test_a_waiting_run_is_shown_refuses_a_second_driver_and_stop_ends_it_without_probing(
     rehearsal: Rehearsal,
 ) -> None:
-    """One run waiting for its window (the next probe a minute away), watched and
+    """One run waiting for its window (the next probe an hour away), watched and
     steered from another terminal: status and logs show the wait; a second driver is
     refused with the live pid, a second run naming the live one unless it is named
     itself; `claudeloop stop` ends it with 130, no probe sent."""
     plan = write_plan(rehearsal.project)
     runs = rehearsal.project / ".claudeloop" / "runs"
-    process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")
+    process = rehearsal.start("run", str(plan), *FAST_WAITS, *AN_HOUR_TO_THE_PROBE)
     named: subprocess.Popen[str] | None = None
     try:
-        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait")
+        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait", timeout=STATE)
         (live,) = list(runs.iterdir())
 
         status = rehearsal.claudeloop("status")
@@ -166,12 +179,12 @@ def test_a_waiting_run_is_shown_refuses_a_second_driver_and_stop_ends_it_without
         assert "wait.started" in logs.stdout
         assert "window closed" in logs.stdout
 
-        second = rehearsal.claudeloop("resume")
+        second = rehearsal.claudeloop("resume", timeout=COMMAND)
         assert second.exit_code == 2
         assert str(process.pid) in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
 
-        beside = rehearsal.run(str(plan), *FAST_WAITS, timeout=60)
+        beside = rehearsal.run(str(plan), *FAST_WAITS, timeout=COMMAND)
         assert beside.exit_code == 2
         (line,) = beside.stderr.strip().splitlines()
         assert live.name in line
@@ -179,14 +192,14 @@ def test_a_waiting_run_is_shown_refuses_a_second_driver_and_stop_ends_it_without
         assert list(runs.iterdir()) == [live]
         # Asked for by name, a second run starts beside the live one.
         named = rehearsal.start("run", str(plan), *FAST_WAITS, "--run-id", "on-purpose")
-        wait_for((runs / "on-purpose" / "state.json").exists, "the named run")
+        wait_for((runs / "on-purpose" / "state.json").exists, "the named run", timeout=STATE)
         assert process.poll() is None
         kill_hard(named)
 
         # `stop` acts on the run a live driver drives.
         stop = rehearsal.claudeloop("stop")
         assert stop.exit_code == 0, stop.stderr
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=STATE)
     finally:
         if process.poll() is None:
             kill_hard(process)
@@ -207,12 +220,14 @@ def test_wind_down_mid_run_finishes_the_turn_and_exits_75_with_a_handoff(
     # Turn 2 stalls until the lift: the wind-down lands while it is in flight, however
     # long the command takes to start on a loaded machine.
     wait_for(
-        lambda: any(r["gate"] == "stall" for r in rehearsal.requests()), "turn 2 to be in flight"
+        lambda: any(r["gate"] == "stall" for r in rehearsal.requests()),
+        "turn 2 to be in flight",
+        timeout=STATE,
     )
     wind = rehearsal.claudeloop("wind-down")
     assert wind.exit_code == 0, wind.stderr
     rehearsal.server.lift()
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=COMMAND)
     assert process.returncode == 75, err
     result = json.loads(out)
     assert result["outcome"] == "wound_down"
@@ -238,7 +253,7 @@ def test_every_directory_claudeloop_makes_is_owner_only_and_the_state_holds_the_
         env=env,
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=COMMAND,
         check=False,
         preexec_fn=lambda: os.umask(0o022),  # a umask that leaves files readable by all
     )

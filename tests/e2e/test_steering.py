@@ -9,6 +9,7 @@ import pytest
 
 from claudeloop.application.prompts import NOTE_OPENING
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+from tests.e2e.patience import COMMAND, STATE
 from tests.e2e.test_run_directory import kill_hard, phase
 
 pytestmark = pytest.mark.e2e
@@ -29,13 +30,14 @@ def test_a_wait_is_steered_a_note_a_turn_cap_then_probe_now_and_the_run_finishes
     )
     note = "the flaky test in test_io.py is known"
     try:
-        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait", timeout=120)
+        wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait", timeout=STATE)
         noted = rehearsal.claudeloop("note", note)
         assert noted.exit_code == 0, noted.stderr
         assert noted.result["will"].startswith("the note waits for the next turn")
         wait_for(
             lambda: any(e["type"] == "note.added" for e in _events(rehearsal)),
             "the run to take the note",
+            timeout=STATE,
         )
         waiting = rehearsal.claudeloop("status")
         assert waiting.exit_code == 0, waiting.stderr
@@ -45,7 +47,7 @@ def test_a_wait_is_steered_a_note_a_turn_cap_then_probe_now_and_the_run_finishes
         assert answered == 1
         raised = rehearsal.claudeloop("raise", "--max-turns", str(answered))
         assert raised.exit_code == 0, raised.stderr
-        out, err = process.communicate(timeout=150)
+        out, err = process.communicate(timeout=COMMAND)
     except BaseException:
         kill_hard(process)
         raise
@@ -83,13 +85,13 @@ def test_a_wait_is_steered_a_note_a_turn_cap_then_probe_now_and_the_run_finishes
         wait_for(
             lambda: [e["type"] for e in _events(rehearsal)].count("wait.started") == 2,
             "the resumed run to wait",
-            timeout=120,
+            timeout=STATE,
         )
         rehearsal.server.lift()  # capacity is back, and the person knows it
         asked = rehearsal.claudeloop("probe-now")
         assert asked.exit_code == 0, asked.stderr
         assert asked.result["effective"] is True
-        out, err = process.communicate(timeout=150)
+        out, err = process.communicate(timeout=COMMAND)
     except BaseException:
         kill_hard(process)
         raise

@@ -23,6 +23,7 @@ from tests.e2e.conftest import (
     wait_for,
     write_plan,
 )
+from tests.e2e.patience import COMMAND, STATE
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +59,7 @@ def test_a_silent_answer_is_ended_and_sent_again_on_the_same_session(
     # Turn 2's answer starts, then goes silent (hang); turn 3's never starts, not even
     # its status line (no first byte). Each is ended and its turn sent again.
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, *SILENCE)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, *SILENCE, timeout=COMMAND)
 
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
@@ -100,7 +101,7 @@ def test_the_clis_own_idle_timeout_retries_a_stalled_stream_within_the_turn(
     # stream and asks again itself, before the turn's own watchdog would end the turn.
     rehearsal.env["CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS"] = "10000"
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--silence-timeout", "5m")
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--silence-timeout", "5m", timeout=COMMAND)
 
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
@@ -130,7 +131,7 @@ def test_a_cli_that_never_exits_after_its_result_is_ended_and_the_run_goes_on(
     wrapper.chmod(0o755)
     rehearsal.env["CLAUDELOOP_CLI_PATH"] = str(wrapper)
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=300)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=COMMAND)
 
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
@@ -158,7 +159,11 @@ def stopped_mid_turn(
         start_new_session=True,
     )
     try:
-        wait_for(lambda: len(turn_requests(rehearsal, 2)) == in_flight, "turn 2 to be in flight")
+        wait_for(
+            lambda: len(turn_requests(rehearsal, 2)) == in_flight,
+            "turn 2 to be in flight",
+            timeout=STATE,
+        )
         match how:
             case "SIGINT":  # what a terminal's Ctrl-C sends: the CLI child gets it too
                 os.killpg(process.pid, signal.SIGINT)
@@ -166,7 +171,7 @@ def stopped_mid_turn(
                 process.send_signal(signal.SIGTERM)
             case _:  # a supervisor stopping the whole group
                 os.killpg(process.pid, signal.SIGTERM)
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=STATE)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -211,7 +216,7 @@ def test_a_signal_mid_turn_stops_the_run_in_one_line_and_resume_goes_on(
         assert [e["turn"] for e in finished_turns] == [1], how
     (session,) = sessions  # each resume went on in the run's one session
 
-    resumed = rehearsal.claudeloop("resume")
+    resumed = rehearsal.claudeloop("resume", timeout=COMMAND)
     assert resumed.exit_code == 0, resumed.stderr
     assert resumed.result["outcome"] == "done"
     assert resumed.result["session_id"] == session
