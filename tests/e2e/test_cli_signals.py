@@ -9,6 +9,7 @@ import os
 import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+from tests.e2e.patience import COMMAND
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.e2e
 def test_an_account_the_service_will_not_serve_ends_77_with_its_own_fix(
     rehearsal: Rehearsal, reason: str, fix: str
 ) -> None:
-    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 77, finished.stderr
     result = finished.result
     assert result["outcome"] == "auth_failed"
@@ -55,7 +56,7 @@ def test_an_account_the_service_will_not_serve_ends_77_with_its_own_fix(
 def test_a_429_the_cli_retries_on_its_own_is_no_plan_limit(rehearsal: Rehearsal) -> None:
     rehearsal.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
     write_plan(rehearsal.project, items=2)
-    finished = rehearsal.run("PLAN.md", *FAST_WAITS)
+    finished = rehearsal.run("PLAN.md", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     result = finished.result
     assert result["outcome"] == "done"
@@ -78,7 +79,7 @@ def test_a_turn_cut_at_the_clis_inner_turn_cap_goes_on(rehearsal: Rehearsal) -> 
     # CLAUDE_CODE_MAX_TURNS caps the CLI's inner agent turns: it ends the turn with
     # error_max_turns (terminal_reason max_turns), which is no failure of the run.
     rehearsal.env["CLAUDE_CODE_MAX_TURNS"] = "1"
-    finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS)
+    finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     assert (rehearsal.project / "step1.txt").read_text() == "step 1\n"
@@ -97,7 +98,12 @@ def test_a_cli_that_refuses_to_start_says_why_and_the_fix(rehearsal: Rehearsal) 
         pytest.skip("the CLI refuses bypassPermissions only to root")
     rehearsal.env.pop("IS_SANDBOX")
     finished = rehearsal.run(
-        "--prompt", "Write step1.txt", "--permission-mode", "bypassPermissions", *FAST_WAITS
+        "--prompt",
+        "Write step1.txt",
+        "--permission-mode",
+        "bypassPermissions",
+        *FAST_WAITS,
+        timeout=COMMAND,
     )
     assert finished.exit_code == 1, finished.stderr
     result = finished.result
@@ -119,7 +125,9 @@ def test_answers_cut_at_the_output_cap_are_no_error_turns(rehearsal: Rehearsal) 
     # hit. Resume directly"), then ends the turn with the assistant error
     # max_output_tokens. Three such turns in a row are no "3 turns ended in an error":
     # each wrote its file, and the fourth finishes the task.
-    finished = rehearsal.run("--prompt", "Write step1.txt to step4.txt", *FAST_WAITS)
+    finished = rehearsal.run(
+        "--prompt", "Write step1.txt to step4.txt", *FAST_WAITS, timeout=COMMAND
+    )
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     for n in range(1, 5):
@@ -169,7 +177,7 @@ def test_cloud_credentials_that_cannot_be_loaded_end_77_with_the_fix(
     rehearsal.env.update(
         NO_AWS_CREDENTIALS, ANTHROPIC_BEDROCK_BASE_URL=rehearsal.env["ANTHROPIC_BASE_URL"]
     )
-    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 77, finished.stderr
     result = finished.result
     assert result["outcome"] == "auth_failed"
@@ -192,7 +200,7 @@ def test_a_conversation_at_the_blocking_limit_ends_78_with_the_fix(
     (CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE) under the 199,000 tokens every answer reports;
     the same prompt would meet it again, so the backend cannot serve the run: 78."""
     rehearsal.env.update(DISABLE_AUTO_COMPACT="1", CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE="50000")
-    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS)
+    finished = rehearsal.run("--prompt", "Write hello.txt", *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 78, finished.stderr
     result = finished.result
     assert result["outcome"] == "backend_misconfigured"
@@ -218,7 +226,7 @@ def test_a_turn_the_model_refuses_ends_the_run_blocked_with_the_category(
     # safeguards flagged this message"). The same prompt would be refused again: the run
     # ends blocked at once, not after three error turns.
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=COMMAND)
     assert finished.exit_code == 1, finished.stderr
     assert finished.result["outcome"] == "blocked"
     assert "the model refused to answer: cyber" in finished.result["reason"]

@@ -6,25 +6,32 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.patience import COMMAND, STATE
+
 pytestmark = pytest.mark.e2e
 
 
-def rehearse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def rehearsal_env(home: Path) -> dict[str, str]:
     # Nothing of the user's reaches a rehearsal; the command blanks credentials itself.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
-    env["HOME"] = str(tmp_path)
+    env["HOME"] = str(home)
+    return env
+
+
+def rehearse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "claudeloop", "rehearse", *args],
-        env=env,
+        env=rehearsal_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=COMMAND,
         check=False,
     )
 
@@ -41,7 +48,9 @@ def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -
     assert "plan: 3/3 items done" in finished.stderr
 
 
-def test_the_warning_rehearsal_says_how_used_the_window_is_and_goes_on(tmp_path: Path) -> None:
+def test_the_warning_rehearsal_says_how_used_the_window_is_goes_on_and_is_not_listed(
+    tmp_path: Path,
+) -> None:
     finished = rehearse(tmp_path, "warning")
     assert finished.returncode == 0, finished.stderr
     lines = finished.stderr.splitlines()
@@ -53,6 +62,20 @@ def test_the_warning_rehearsal_says_how_used_the_window_is_and_goes_on(tmp_path:
         i for i, line in enumerate(lines) if line.startswith("turn 2 answered")
     )
     assert "claudeloop: done (exit 0)" in finished.stderr
+    # A rehearsal that removed its folder is not listed as gone: the machine's index
+    # (runs --all, the dashboard) keeps only what is still there.
+    started = next(line for line in lines if line.startswith("claudeloop: run "))
+    run_id = started.split()[2]
+    listed = subprocess.run(
+        [sys.executable, "-m", "claudeloop", "runs", "--all", "--json"],
+        env=rehearsal_env(tmp_path),  # as rehearse() runs it: the index under this HOME
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert run_id not in listed.stdout
 
 
 def test_the_pause_rehearsal_pauses_at_the_threshold(tmp_path: Path) -> None:
@@ -134,89 +157,72 @@ def test_a_local_model_that_fails_to_load_ends_in_78_with_the_fix(tmp_path: Path
     assert not Path(gone.split()[1]).exists()
 
 
-def test_a_full_local_queue_is_waited_out(tmp_path: Path) -> None:
-    finished = rehearse(tmp_path, "local-busy")
-    assert finished.returncode == 0, finished.stderr
-    lines = finished.stderr.splitlines()
-    refused = next(i for i, line in enumerate(lines) if "refused: the local server is busy" in line)
-    waiting = next(
-        i for i, line in enumerate(lines) if line.startswith("waiting: the local server is busy")
-    )
-    resumed = next(i for i, line in enumerate(lines) if line == "probe: capacity is back")
-    assert refused < waiting < resumed
-    assert "claudeloop: done (exit 0)" in finished.stderr
-
-
-def test_a_rehearsal_that_removed_its_folder_is_not_listed_as_gone(tmp_path: Path) -> None:
-    # The machine's index (runs --all, the dashboard) keeps only what is still there.
-    finished = rehearse(tmp_path, "happy", "--json")
-    assert finished.returncode == 0, finished.stderr
-    # As rehearse() runs it: the index is the one under this HOME.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
-    env["HOME"] = str(tmp_path)
-    listed = subprocess.run(
-        [sys.executable, "-m", "claudeloop", "runs", "--all", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert listed.returncode == 0, listed.stderr
-    run_id = json.loads(finished.stdout)["run_id"]
-    assert run_id not in listed.stdout
-
-
-def test_a_kept_rehearsal_stopped_midway_resumes_to_done(tmp_path: Path) -> None:
+def test_a_full_local_queue_is_waited_out_and_a_kept_rehearsal_stopped_there_resumes(
+    tmp_path: Path,
+) -> None:
     """`rehearse --keep` says the kept run can be resumed: stopped by SIGTERM while it
-    waits for its window, `claudeloop resume` in the kept project goes on against a new
-    rehearsal API of the same scenario, keeping its turns, and finishes the plan."""
-    import signal
-    import time
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
-    env["HOME"] = str(tmp_path)
+    waits for a full local queue, `claudeloop resume` in the kept project goes on
+    against a new rehearsal API of the same scenario (which plays again from its first
+    request: the queue is full again at turn 2), waits the queue out, keeping its turns,
+    and finishes the plan."""
     started = subprocess.Popen(
-        [sys.executable, "-m", "claudeloop", "rehearse", "window", "--keep"],
-        env=env,
+        [sys.executable, "-m", "claudeloop", "rehearse", "local-busy", "--keep"],
+        env=rehearsal_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     assert started.stderr is not None
     said: list[str] = []
-    deadline = time.monotonic() + 90
-    for line in started.stderr:
-        said.append(line)
-        if line.startswith("waiting: ") or time.monotonic() > deadline:
-            break
-    assert any(line.startswith("waiting: ") for line in said), "".join(said)
-    started.send_signal(signal.SIGTERM)
-    _out, rest = started.communicate(timeout=60)
-    assert started.returncode == 143, "".join(said) + rest
+    try:
+        for line in started.stderr:
+            said.append(line.rstrip("\n"))
+            if line.startswith("waiting: "):
+                break
+        assert any(line.startswith("waiting: ") for line in said), "\n".join(said)
+        started.send_signal(signal.SIGTERM)
+        _out, rest = started.communicate(timeout=STATE)
+    finally:
+        if started.poll() is None:
+            started.kill()
+            started.wait(10)
+    assert started.returncode == 143, "\n".join(said) + rest
+    assert any("refused: the local server is busy" in line for line in said)
     project = Path(
         next(line for line in said if "working in " in line).split("working in ")[1].strip()
     )
     workdir = project.parent
     try:
         assert f"claudeloop resume --cwd {project}" in rest
+        # What a person sees: the resume's lines, as the rehearsal's own would be.
         resumed = subprocess.run(
-            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project), "--json"],
-            env=env,
+            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project)],
+            env=rehearsal_env(tmp_path),
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=COMMAND,
             check=False,
         )
         assert resumed.returncode == 0, resumed.stderr
-        result = json.loads(resumed.stdout)
-        assert result["outcome"] == "done"
-        assert result["plan"] == {"done": 3, "total": 3}
+        lines = resumed.stderr.splitlines()
+        refused = next(
+            i for i, line in enumerate(lines) if "refused: the local server is busy" in line
+        )
+        waiting = next(
+            i
+            for i, line in enumerate(lines)
+            if line.startswith("waiting: the local server is busy")
+        )
+        back = next(i for i, line in enumerate(lines) if line == "probe: capacity is back")
+        assert refused < waiting < back
+        assert "claudeloop: done (exit 0)" in resumed.stderr
+        assert "plan: 3/3 items done" in resumed.stderr
         assert (project / "step3.txt").is_file()
+        (run,) = list((project / ".claudeloop" / "runs").iterdir())
         # The run went on where it stopped: turn 1's answer is kept, not sent again.
-        assert result["turns"] >= 3
-        events = (next((project / ".claudeloop" / "runs").iterdir()) / "events.jsonl").read_text()
+        assert json.loads((run / "state.json").read_text())["state"]["turns"] >= 3
+        events = (run / "events.jsonl").read_text()
         assert events.count('"type": "run.started"') == 1
-        assert '"type": "run.resumed"' in events
+        assert events.count('"type": "run.resumed"') == 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, wait_for, write_plan
+from tests.e2e.patience import COMMAND, STATE
 from tests.e2e.test_run_directory import kill_hard
 
 pytestmark = pytest.mark.e2e
@@ -34,13 +35,17 @@ def recorded_session(rehearsal: Rehearsal) -> str | None:
     return session if isinstance(session, str) else None
 
 
-@pytest.mark.scenario("slow_first_turn")
+@pytest.mark.scenario("stall_at_1")
 def test_a_run_killed_in_its_first_turn_before_the_prompt_was_kept_resumes_and_finishes(
     rehearsal: Rehearsal,
 ) -> None:
-    plan = write_plan(rehearsal.project, items=5)
+    plan = write_plan(rehearsal.project)
     process = rehearsal.start("run", str(plan), *FAST_WAITS)
-    wait_for(lambda: recorded_session(rehearsal) is not None, "the session id to be recorded")
+    wait_for(
+        lambda: recorded_session(rehearsal) is not None,
+        "the session id to be recorded",
+        timeout=STATE,
+    )
     kill_hard(process)
     session = recorded_session(rehearsal)
     # What the CLI had written of the session by the instant it was named: its lines
@@ -51,7 +56,7 @@ def test_a_run_killed_in_its_first_turn_before_the_prompt_was_kept_resumes_and_f
         before = kept.index(False) if False in kept else len(lines)
         transcript.write_text("".join(f"{line}\n" for line in lines[:before]))
 
-    finished = rehearsal.claudeloop("resume")
+    finished = rehearsal.claudeloop("resume", timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     # The session no CLI could resume was started afresh, not resumed and not failed.
@@ -60,7 +65,7 @@ def test_a_run_killed_in_its_first_turn_before_the_prompt_was_kept_resumes_and_f
     assert session not in answered
     assert len(answered) == 1
     assert "turn.failed" not in finished.event_types()
-    assert finished.result["plan"] == {"done": 5, "total": 5}
+    assert finished.result["plan"] == {"done": 3, "total": 3}
 
 
 @pytest.mark.scenario("three_steps")
@@ -68,14 +73,14 @@ def test_a_run_whose_session_vanished_says_how_to_go_on_and_goes_on_in_a_new_one
     rehearsal: Rehearsal,
 ) -> None:
     plan = write_plan(rehearsal.project)
-    capped = rehearsal.run(str(plan), "--max-turns", "1", *FAST_WAITS)
+    capped = rehearsal.run(str(plan), "--max-turns", "1", *FAST_WAITS, timeout=COMMAND)
     assert capped.exit_code == 3, capped.stderr
     session = capped.result["session_id"]
     assert (rehearsal.project / "step1.txt").exists()
     for transcript in transcripts(rehearsal):
         transcript.unlink()  # as Claude Code's cleanup after cleanupPeriodDays does
 
-    refused = rehearsal.claudeloop("resume", "--max-turns", "9")
+    refused = rehearsal.claudeloop("resume", "--max-turns", "9", timeout=COMMAND)
     assert refused.exit_code == 1, refused.stderr
     said = refused.result["reason"]
     assert said.startswith(f"Claude Code cannot resume session {session}: it has no transcript")
@@ -87,7 +92,7 @@ def test_a_run_whose_session_vanished_says_how_to_go_on_and_goes_on_in_a_new_one
     assert "--new-session" in summary.split("## To continue", 1)[1]
     assert not [r for r in rehearsal.requests() if r["kind"] == "turn" and r["turn"] > 1]
 
-    finished = rehearsal.claudeloop("resume", "--new-session", "--max-turns", "9")
+    finished = rehearsal.claudeloop("resume", "--new-session", "--max-turns", "9", timeout=COMMAND)
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     events = finished.events()

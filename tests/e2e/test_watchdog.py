@@ -23,10 +23,13 @@ from tests.e2e.conftest import (
     wait_for,
     write_plan,
 )
+from tests.e2e.patience import COMMAND, STATE
 
 pytestmark = pytest.mark.e2e
 
-SILENCE = ["--silence-timeout", "3s"]
+# Long enough that a CLI starved of CPU on a loaded machine is not taken for silent
+# between its messages; the gated answers are silent until the watchdog ends them.
+SILENCE = ["--silence-timeout", "5s"]
 
 
 def events_of(project: Path) -> list[dict[str, Any]]:
@@ -45,49 +48,49 @@ def debug_of(project: Path) -> str:
     return (run / "debug.log").read_text()
 
 
-def turn_two_requests(rehearsal: Rehearsal) -> list[dict[str, Any]]:
-    return [r for r in rehearsal.requests() if r["kind"] == "turn" and r["turn"] == 2]
+def turn_requests(rehearsal: Rehearsal, turn: int) -> list[dict[str, Any]]:
+    return [r for r in rehearsal.requests() if r["kind"] == "turn" and r["turn"] == turn]
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    [
-        pytest.param("hang_at_2", marks=pytest.mark.scenario("hang_at_2")),
-        pytest.param("no_first_byte_at_2", marks=pytest.mark.scenario("no_first_byte_at_2")),
-    ],
-)
+@pytest.mark.scenario("silent_at_2_and_3")
 def test_a_silent_answer_is_ended_and_sent_again_on_the_same_session(
-    rehearsal: Rehearsal, scenario: str
+    rehearsal: Rehearsal,
 ) -> None:
+    # Turn 2's answer starts, then goes silent (hang); turn 3's never starts, not even
+    # its status line (no first byte). Each is ended and its turn sent again.
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, *SILENCE)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, *SILENCE, timeout=COMMAND)
 
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     assert all((rehearsal.project / f"step{n}.txt").exists() for n in (1, 2, 3))
-    # The rehearsal saw turn 2's first request twice: the one left silent, then the same
-    # turn sent again (the CLI merges the unanswered prompt with the new one).
-    first_requests = [r for r in turn_two_requests(rehearsal) if r["step"] == 0]
-    assert [r["gate"] for r in first_requests] == [scenario.removesuffix("_at_2"), None]
+    # The rehearsal saw each turn's first request twice: the one left silent, then the
+    # same turn sent again (the CLI merges the unanswered prompt with the new one).
+    for turn, gate in ((2, "hang"), (3, "no_first_byte")):
+        first_requests = [r for r in turn_requests(rehearsal, turn) if r["step"] == 0]
+        assert [r["gate"] for r in first_requests] == [gate, None], turn
     events = finished.events()
     silent = [e for e in events if e["type"] == "turn.silent"]
+    # A turn that came back between them: neither is a silence in a row, each sent again.
     assert [(e["turn"], e["awaiting"], e["action"]) for e in silent] == [
-        (2, "the model's answer", "sent_again")
+        (2, "the model's answer", "sent_again"),
+        (3, "the model's answer", "sent_again"),
     ]
-    at = events.index(silent[0])
-    assert [e["type"] for e in events[at - 1 : at + 2]] == [
-        "turn.started",
-        "turn.silent",
-        "turn.started",
-    ]
-    assert events[at + 1]["turn"] == 2
+    for each in silent:
+        at = events.index(each)
+        assert [e["type"] for e in events[at - 1 : at + 2]] == [
+            "turn.started",
+            "turn.silent",
+            "turn.started",
+        ]
+        assert events[at + 1]["turn"] == each["turn"]
     # Not a failure of the run, and always the one session.
     types = [e["type"] for e in events]
     assert "turn.failed" not in types
     sessions = {e["session_id"] for e in events if e["type"] == "turn.finished"}
     assert sessions == {finished.result["session_id"]}
-    # The silent request is billed at an estimate with the turn sent again.
-    assert_ledger_is_what_was_served(finished, rehearsal, in_flight=1)
+    # Each silent request is billed at an estimate with its turn sent again.
+    assert_ledger_is_what_was_served(finished, rehearsal, in_flight=2)
 
 
 @pytest.mark.scenario("hang_at_2")
@@ -98,11 +101,11 @@ def test_the_clis_own_idle_timeout_retries_a_stalled_stream_within_the_turn(
     # stream and asks again itself, before the turn's own watchdog would end the turn.
     rehearsal.env["CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS"] = "10000"
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--silence-timeout", "5m")
+    finished = rehearsal.run(str(plan), *FAST_WAITS, "--silence-timeout", "5m", timeout=COMMAND)
 
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
-    assert [r["gate"] for r in turn_two_requests(rehearsal) if r["step"] == 0] == ["hang", None]
+    assert [r["gate"] for r in turn_requests(rehearsal, 2) if r["step"] == 0] == ["hang", None]
     assert "turn.silent" not in finished.event_types()
     assert finished.result["turns"] == 3
 
@@ -128,7 +131,7 @@ def test_a_cli_that_never_exits_after_its_result_is_ended_and_the_run_goes_on(
     wrapper.chmod(0o755)
     rehearsal.env["CLAUDELOOP_CLI_PATH"] = str(wrapper)
     plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=300)
+    finished = rehearsal.run(str(plan), *FAST_WAITS, timeout=COMMAND)
 
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
@@ -145,12 +148,13 @@ def test_a_cli_that_never_exits_after_its_result_is_ended_and_the_run_goes_on(
     assert debug.count("did not exit within") >= 2
 
 
-def stopped_mid_turn(rehearsal: Rehearsal, how: str) -> subprocess.CompletedProcess[str]:
-    """`claudeloop run` on the screen a person sees (no --json), stopped by `how` while
-    turn 2's answer hangs."""
-    plan = write_plan(rehearsal.project)
+def stopped_mid_turn(
+    rehearsal: Rehearsal, command: tuple[str, ...], how: str, *, in_flight: int
+) -> subprocess.CompletedProcess[str]:
+    """`claudeloop COMMAND` on the screen a person sees (no --json), stopped by `how`
+    once the rehearsal holds its `in_flight`-th request of turn 2 (its answer hangs)."""
     process = subprocess.Popen(
-        rehearsal.command("run", str(plan), *FAST_WAITS),
+        rehearsal.command(*command),
         env=rehearsal.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -158,7 +162,11 @@ def stopped_mid_turn(rehearsal: Rehearsal, how: str) -> subprocess.CompletedProc
         start_new_session=True,
     )
     try:
-        wait_for(lambda: len(turn_two_requests(rehearsal)) == 1, "turn 2 to be in flight")
+        wait_for(
+            lambda: len(turn_requests(rehearsal, 2)) == in_flight,
+            "turn 2 to be in flight",
+            timeout=STATE,
+        )
         match how:
             case "SIGINT":  # what a terminal's Ctrl-C sends: the CLI child gets it too
                 os.killpg(process.pid, signal.SIGINT)
@@ -166,7 +174,7 @@ def stopped_mid_turn(rehearsal: Rehearsal, how: str) -> subprocess.CompletedProc
                 process.send_signal(signal.SIGTERM)
             case _:  # a supervisor stopping the whole group
                 os.killpg(process.pid, signal.SIGTERM)
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=STATE)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -174,43 +182,51 @@ def stopped_mid_turn(rehearsal: Rehearsal, how: str) -> subprocess.CompletedProc
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-@pytest.mark.parametrize(
-    ("how", "code", "said"),
-    [
-        ("SIGINT", 130, "Ctrl-C (SIGINT)"),
-        ("SIGTERM", 143, "SIGTERM"),
-        ("SIGTERM to the group", 143, "SIGTERM"),
-    ],
-)
-@pytest.mark.scenario("hang_at_2")
+SIGNALS = [
+    ("SIGINT", 130, "Ctrl-C (SIGINT)"),
+    ("SIGTERM", 143, "SIGTERM"),
+    ("SIGTERM to the group", 143, "SIGTERM"),
+]
+
+
+@pytest.mark.scenario("hang_at_2_thrice")
 def test_a_signal_mid_turn_stops_the_run_in_one_line_and_resume_goes_on(
-    rehearsal: Rehearsal, how: str, code: int, said: str
+    rehearsal: Rehearsal,
 ) -> None:
-    stopped = stopped_mid_turn(rehearsal, how)
+    """Each signal while turn 2's answer hangs: the run, then each resume of it, stops
+    in one line, keeps turn 2 in flight, and the next resume goes on in its session."""
+    plan = write_plan(rehearsal.project)
+    sessions: set[str] = set()
+    for in_flight, (how, code, said) in enumerate(SIGNALS, start=1):
+        command = ("run", str(plan), *FAST_WAITS) if in_flight == 1 else ("resume",)
+        stopped = stopped_mid_turn(rehearsal, command, how, in_flight=in_flight)
 
-    assert stopped.returncode == code, stopped.stderr
-    lines = stopped.stderr.splitlines()
-    # After the turn it cut off, one line: the run's end, and why.
-    after = lines[lines.index("turn 2: started") + 1 :]
-    assert after == [
-        f"claudeloop: stopped (exit {code}): stopped by {said} in turn 2, "
-        "which a resume sends again"
-    ]
-    for noise in ("Fatal error in message reader", "Error output", "failed", "Traceback"):
-        assert noise not in stopped.stderr
-    state = state_of(rehearsal.project)
-    assert state["turn_in_flight"] == 2
-    session = state["session_id"]
-    assert session is not None
-    finished_turns = [e for e in events_of(rehearsal.project) if e["type"] == "turn.finished"]
-    assert [e["turn"] for e in finished_turns] == [1]
+        assert stopped.returncode == code, (how, stopped.stderr)
+        lines = stopped.stderr.splitlines()
+        # After the turn it cut off, one line: the run's end, and why.
+        after = lines[lines.index("turn 2: started") + 1 :]
+        assert after == [
+            f"claudeloop: stopped (exit {code}): stopped by {said} in turn 2, "
+            "which a resume sends again"
+        ], how
+        for noise in ("Fatal error in message reader", "Error output", "failed", "Traceback"):
+            assert noise not in stopped.stderr, how
+        state = state_of(rehearsal.project)
+        assert state["turn_in_flight"] == 2
+        assert state["session_id"] is not None
+        sessions.add(state["session_id"])
+        finished_turns = [e for e in events_of(rehearsal.project) if e["type"] == "turn.finished"]
+        assert [e["turn"] for e in finished_turns] == [1], how
+    (session,) = sessions  # each resume went on in the run's one session
 
-    resumed = rehearsal.claudeloop("resume")
+    resumed = rehearsal.claudeloop("resume", timeout=COMMAND)
     assert resumed.exit_code == 0, resumed.stderr
     assert resumed.result["outcome"] == "done"
     assert resumed.result["session_id"] == session
     events = resumed.events()
-    at = next(i for i, e in enumerate(events) if e["type"] == "run.resumed")
+    # Each resume found turn 2 cut off, and sent it again.
+    assert [e["turn"] for e in events if e["type"] == "turn.interrupted"] == [2, 2, 2]
+    at = max(i for i, e in enumerate(events) if e["type"] == "run.resumed")
     after_resume = events[at:]
     assert [e["turn"] for e in after_resume if e["type"] == "turn.interrupted"] == [2]
     assert {e["session_id"] for e in after_resume if e["type"] == "turn.finished"} == {session}
