@@ -122,7 +122,7 @@ def _events(project: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def _settled(browser: Any, condition: Any, message: str = "", timeout: float = 10) -> Any:
+def _settled(browser: Any, condition: Any, message: str = "", timeout: float = 60) -> Any:
     """`condition(browser)` once it holds; the page redraws its main part as events
     come, so an element found a moment ago may be gone: looked up again."""
     from selenium.common.exceptions import StaleElementReferenceException
