@@ -32,6 +32,10 @@ from tests.notification_receiver import notification_receiver
 RUN = RunSoFar(run_id="r1", cwd="/work/app")
 DONE = RunFinished(outcome=Outcome.DONE, exit_code=0, reason="complete")
 TEN = datetime(2026, 11, 30, 10)
+# How long `close` may wait for a real delivery: it returns the moment the delivery is
+# done, and on a loaded machine apprise's import and its POST took longer than the
+# seconds a run gives them (FLUSH_SECONDS).
+DELIVERED_WITHIN = 300.0
 
 
 class Recorder:
@@ -164,6 +168,7 @@ def test_apprise_delivers_to_a_json_url_on_loopback(tmp_path: Path) -> None:
             failures=log,
             redactor=Redactor(),
             debug_log=tmp_path / "debug.log",
+            flush_seconds=DELIVERED_WITHIN,
         )
         sink.emit(DONE)
         sink.close()
@@ -188,6 +193,7 @@ def test_a_refusing_receiver_becomes_a_notify_failed_event_and_a_debug_line(
             failures=log,
             redactor=Redactor(),
             debug_log=debug_log,
+            flush_seconds=DELIVERED_WITHIN,
         )
         sink.emit(DONE)
         sink.close()

@@ -226,10 +226,14 @@ def blocked(finished: Finished) -> dict[str, set[str]]:
 
 
 @needs_sandbox
-def test_every_harm_is_stopped_and_told_and_the_harmless_commands_and_the_tests_run(
+def test_every_harm_is_stopped_and_told_in_a_turn_and_in_its_check_and_the_tests_run(
     world: World,
 ) -> None:
-    finished, _ = run_claudeloop(world, harms(world), "--max-turns", "3")
+    # The check the Done must pass tries the same harms, from code the model wrote.
+    (world.project / "check.sh").write_text(
+        CHECK_SCRIPT.format(outside=world.outside, port=world.listener.port)
+    )
+    finished, _ = run_claudeloop(world, harms(world), "--verify", "sh check.sh", "--max-turns", "3")
     assert finished.exit_code == 0, finished.stderr
     assert finished.result["outcome"] == "done"
     results = tool_results(world.home)
@@ -263,16 +267,7 @@ def test_every_harm_is_stopped_and_told_and_the_harmless_commands_and_the_tests_
     assert "Sandbox: commands run confined" in summary
     assert f"blocked: {status['blocked']}" in summary
 
-
-@needs_sandbox
-def test_a_check_runs_inside_the_same_boundary(world: World) -> None:
-    (world.project / "check.sh").write_text(
-        CHECK_SCRIPT.format(outside=world.outside, port=world.listener.port)
-    )
-    steps = [WRITE_STEP, done("Wrote step1.txt.")]
-    finished, _ = run_claudeloop(world, steps, "--verify", "sh check.sh", "--max-turns", "3")
-    assert finished.exit_code == 0, finished.stderr
-    assert finished.result["outcome"] == "done"
+    # The check ran inside the same boundary: refused each harm, and the tests passed.
     (log,) = (finished.run_directory() / "checks").glob("*.log")
     output = log.read_text()
     for canary in READ_CANARIES:

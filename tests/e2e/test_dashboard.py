@@ -122,7 +122,7 @@ def _events(project: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def _settled(browser: Any, condition: Any, message: str = "", timeout: float = 10) -> Any:
+def _settled(browser: Any, condition: Any, message: str = "", timeout: float = 60) -> Any:
     """`condition(browser)` once it holds; the page redraws its main part as events
     come, so an element found a moment ago may be gone: looked up again."""
     from selenium.common.exceptions import StaleElementReferenceException
@@ -147,20 +147,45 @@ def _whole_page(browser: Any, width: int) -> None:
     browser.set_window_size(width, min(int(tall) + 140, 3000))
 
 
-@pytest.mark.scenario("window_until_lift_at_2")
-def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
+def _phase(project: Path) -> str | None:
+    phase = (_state(project) or {}).get("state", {}).get("phase")
+    return None if phase is None else str(phase)
+
+
+def _waits(project: Path) -> int:
+    runs = project / ".claudeloop" / "runs"
+    return sum(e["type"] == "wait.started" for e in _events(project)) if runs.is_dir() else 0
+
+
+@pytest.mark.scenario("windows_at_2_and_3_until_lift")
+def test_the_list_shows_a_waiting_run_its_page_follows_it_probe_now_ends_the_wait_and_stop_ends_it(
     rehearsal: Rehearsal, dashboard: Dashboard, browser: Any, tmp_path: Path
 ) -> None:
+    """One run on the dashboard: a request without the token is refused; the list shows
+    the run waiting on its 5-hour window, the run's page follows it live, probe-now
+    ends the five-hour wait (the window reopened) and the run goes on, and when it waits
+    again, on a window that announces no reset, the stop button ends it."""
     from selenium.webdriver.common.by import By
 
+    direct = urllib.request.ProxyHandler({})  # 127.0.0.1 itself, whatever the proxy
+    for path in ("/", "/accounts", "/stream", "/static/dashboard.js", "/?token=wrong"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.build_opener(direct).open(dashboard.base + path, timeout=30)
+        assert refused.value.code == 403, path
+    # The printed URL sets the cookie, and the page it sends on to is let through.
+    opener = urllib.request.build_opener(direct, urllib.request.HTTPCookieProcessor())
+    with opener.open(dashboard.url, timeout=30) as answer:
+        assert answer.status == 200
+        assert answer.url == dashboard.base + "/"
+
     plan = write_plan(rehearsal.project)
-    # Probes every 3 s while the window stays closed: the next event is never far off.
-    process = rehearsal.start("run", str(plan), *FAST_WAITS)
+    # The next probe an hour away, the reset five: only the button ends the first wait,
+    # and the page shows the run waiting however slowly it is read.
+    process = rehearsal.start(
+        "run", str(plan), *FAST_WAITS, "--window-probe-interval", "1h", "--max-wait", "10h"
+    )
     try:
-        wait_for(
-            lambda: (_state(rehearsal.project) or {}).get("state", {}).get("phase") == "waiting",
-            "the run to wait",
-        )
+        wait_for(lambda: _phase(rehearsal.project) == "waiting", "the run to wait")
         run_id = str((_state(rehearsal.project) or {})["run_id"])
 
         browser.get(dashboard.url)  # the token, then the cookie
@@ -183,19 +208,6 @@ def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
 
         _settled(browser, lambda page: page.find_element(By.LINK_TEXT, run_id).click() or True)
         _settled(browser, lambda page: page.find_element(By.ID, "live").text == "live")
-        shown = len(_events(rehearsal.project))
-        # The next event the run writes reaches the open page, without a reload.
-        wait_for(lambda: len(_events(rehearsal.project)) > shown, "the run's next event")
-        following = _events(rehearsal.project)[shown]
-        _settled(
-            browser,
-            lambda page: any(
-                item.get_attribute("data-ts") == following["ts"]
-                for item in page.find_elements(By.CSS_SELECTOR, "ol.events li")
-            ),
-            f"{following['type']} at {following['ts']} on the page within 2 s",
-            timeout=2,
-        )
         assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.wait")
         for width in (1400, 800):
             browser.set_window_size(width, 1000)
@@ -232,6 +244,35 @@ def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
         _screenshot(browser, "accounts", tmp_path)
 
         browser.back()
+        rehearsal.server.lift()  # capacity is back, and the person at the page knows it
+        _settled(
+            browser,
+            lambda page: page.find_element(By.CSS_SELECTOR, "button.probe-now").click() or True,
+        )
+        _settled(browser, lambda page: "probe now" in page.find_element(By.ID, "main").text)
+        _settled(browser, lambda page: page.find_element(By.ID, "live").text == "live")
+        shown = len(_events(rehearsal.project))
+        # The next event the run writes reaches the open page, without a reload: the
+        # page has no timer that reloads it, only its stream of events.
+        wait_for(lambda: len(_events(rehearsal.project)) > shown, "the run's next event")
+        following = _events(rehearsal.project)[shown]
+        _settled(
+            browser,
+            lambda page: any(
+                item.get_attribute("data-ts") == following["ts"]
+                for item in page.find_elements(By.CSS_SELECTOR, "ol.events li")
+            ),
+            f"{following['type']} at {following['ts']} on the page, by its stream",
+            timeout=60,
+        )
+
+        # Turn 2 answered, turn 3 meets the window again: no reset, the next probe an
+        # hour away, and the stop button ends the run.
+        wait_for(
+            lambda: _waits(rehearsal.project) == 2 and _phase(rehearsal.project) == "waiting",
+            "the run to wait again",
+            timeout=120,
+        )
         _settled(
             browser, lambda page: page.find_element(By.CSS_SELECTOR, "button.stop").click() or True
         )
@@ -243,62 +284,34 @@ def test_the_list_shows_the_run_its_page_follows_it_and_stop_ends_it(
             process.wait(timeout=10)
     assert process.returncode == 130, err
     assert json.loads(out)["outcome"] == "stopped"
-
-
-@pytest.mark.scenario("one_step")
-def test_a_request_without_the_token_gets_403(dashboard: Dashboard) -> None:
-    direct = urllib.request.ProxyHandler({})  # 127.0.0.1 itself, whatever the proxy
-    for path in ("/", "/accounts", "/stream", "/static/dashboard.js", "/?token=wrong"):
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.build_opener(direct).open(dashboard.base + path, timeout=10)
-        assert refused.value.code == 403, path
-    # The printed URL sets the cookie, and the page it sends on to is let through.
-    opener = urllib.request.build_opener(direct, urllib.request.HTTPCookieProcessor())
-    with opener.open(dashboard.url, timeout=10) as answer:
-        assert answer.status == 200
-        assert answer.url == dashboard.base + "/"
-
-
-@pytest.mark.scenario("window_five_hours_at_2")
-def test_probe_now_on_the_runs_page_ends_a_five_hour_wait(
-    rehearsal: Rehearsal, dashboard: Dashboard, browser: Any
-) -> None:
-    from selenium.webdriver.common.by import By
-
-    plan = write_plan(rehearsal.project)
-    # The next probe an hour away, the reset five: only the button can end this wait.
-    process = rehearsal.start(
-        "run", str(plan), *FAST_WAITS, "--window-probe-interval", "1h", "--max-wait", "10h"
-    )
-    try:
-        wait_for(
-            lambda: (_state(rehearsal.project) or {}).get("state", {}).get("phase") == "waiting",
-            "the run to wait",
-        )
-        run_id = str((_state(rehearsal.project) or {})["run_id"])
-        rehearsal.server.lift()  # capacity is back, and the person at the page knows it
-        browser.get(dashboard.url)
-        _settled(browser, lambda page: page.find_element(By.LINK_TEXT, run_id).click() or True)
-        _settled(
-            browser,
-            lambda page: page.find_element(By.CSS_SELECTOR, "button.probe-now").click() or True,
-        )
-        _settled(browser, lambda page: "probe now" in page.find_element(By.ID, "main").text)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
-    assert process.returncode == 0, err
-    assert json.loads(out)["outcome"] == "done"
-    types = [event["type"] for event in _events(rehearsal.project)]
-    assert types.count("wait.started") == 1
-    assert types.index("wait.started") < types.index("probe.asked") < types.index("probe.finished")
+    events = _events(rehearsal.project)
+    types = [event["type"] for event in events]
+    assert types.count("wait.started") == 2
+    first_wait = types.index("wait.started")
+    assert first_wait < types.index("probe.asked") < types.index("probe.finished")
     probes = [r for r in rehearsal.requests() if r["kind"] == "probe"]
     assert len(probes) == 1  # the one the button asked for, not one at the reset
+    # The button's probe found the window open, and the run went on: the next turn was
+    # answered before the window closed again.
+    probed = types.index("probe.finished")
+    assert events[probed]["capacity_kind"] == "available"
+    after = [e for e in events[probed:] if e["type"] == "turn.finished"]
+    assert after[0]["verdict"] != "refused", after
+    assert probed < types.index("wait.started", first_wait + 1)
 
 
-def test_the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: Path) -> None:
+def test_the_front_page_a_runs_page_and_the_report_read_at_both_widths(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Runs a driven script made, each set in a state directory and a dashboard of its
+    own, read in one browser."""
+    for each in ("front", "run-page"):
+        (tmp_path / each).mkdir()
+    _the_front_page_reads_in_ten_seconds_at_both_widths(browser, tmp_path / "front")
+    _a_runs_page_and_the_report_read_at_both_widths(browser, tmp_path / "run-page")
+
+
+def _the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: Path) -> None:
     """Runs that ended every way, and one whose directory is gone, on the front page: what
     needs a person first and red, then what is done, then what ended and can go on, and
     the gone run folded and grey at the end; the same at 1400 and 800 px wide."""
@@ -350,7 +363,7 @@ def test_the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_pa
         shown.close()
 
 
-def test_a_runs_page_and_the_report_read_at_both_widths(browser: Any, tmp_path: Path) -> None:
+def _a_runs_page_and_the_report_read_at_both_widths(browser: Any, tmp_path: Path) -> None:
     """A run's events as `claudeloop logs` says them, each one's JSON a click away; its
     pictures and the report's with legends; the report's run ids whole on one line and
     its labels inside the picture; the same at 1400 and 800 px wide."""

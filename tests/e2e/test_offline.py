@@ -153,7 +153,9 @@ def _drop_and_mend(rehearsal: Rehearsal, cable: Cable) -> None:
             env=rehearsal.env, capture_output=True, text=True, check=True,
         )  # fmt: skip
         said = json.loads(status.stdout)
-        assert said["phase"] == "waiting"
+        # Waits of a second or two between probes: the status may land in either, and
+        # says what is wrong in both.
+        assert said["phase"] in ("waiting", "probing")
         assert said["capacity"] == f"no network: 127.0.0.1:{cable.port} cannot be reached"
         cable.mend()
         stdout, stderr = process.communicate(timeout=150)
@@ -288,7 +290,9 @@ def test_no_network_at_the_first_turn_is_waited_out_and_the_run_ends_done(
                 env=env, capture_output=True, text=True, check=True,
             )  # fmt: skip
             said = json.loads(status.stdout)
-            assert said["phase"] == "waiting"
+            # The first wait may be over by the time status reads it: it says what is
+            # wrong while the run probes too.
+            assert said["phase"] in ("waiting", "probing")
             assert said["capacity"] == "no network: api.anthropic.com cannot be reached"
             assert server.state()["requests"] == []  # nothing got through
             network.mend()

@@ -33,7 +33,7 @@ def assert_no_canary(text: str, where: str) -> None:
 
 
 @pytest.mark.scenario("secrets_in_output")
-def test_a_credential_in_the_models_output_appears_nowhere(
+def test_a_credential_in_the_models_output_appears_nowhere_and_no_planted_link_is_followed(
     rehearsal: Rehearsal, tmp_path: Path
 ) -> None:
     rehearsal.env["NO_PROXY"] = rehearsal.env["no_proxy"] = "127.0.0.1,localhost"
@@ -79,6 +79,15 @@ def test_a_credential_in_the_models_output_appears_nowhere(
     assert "[redacted]" in shown.stderr  # the summaries were shown, masked
     assert_no_canary(shown.stdout + shown.stderr, "the console")
 
+    (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
+    assert (run / "summary.md").stat().st_mode & 0o777 == 0o600
+    # A link planted in the run's directory is replaced, never written through.
+    outside = tmp_path / "someone-elses.txt"
+    outside.write_text("theirs\n")
+    outside.chmod(0o644)
+    (run / "summary.md").unlink()
+    (run / "summary.md").symlink_to(outside)
+
     # The --json result of the same run, resumed (the model names the blocker again).
     resumed = rehearsal.claudeloop("resume")
     assert resumed.exit_code == 1, resumed.stderr
@@ -89,6 +98,7 @@ def test_a_credential_in_the_models_output_appears_nowhere(
     assert_no_canary(resumed.stdout, "the --json result")
     assert_no_canary(resumed.stderr, "the resume's stderr")
 
+    said: dict[str, str] = {}
     for args in (("status",), ("status", "--json"), ("logs",), ("logs", "--json")):
         seen = subprocess.run(
             rehearsal.command(*args),
@@ -100,18 +110,12 @@ def test_a_credential_in_the_models_output_appears_nowhere(
         )
         assert seen.returncode == 0, seen.stderr
         assert_no_canary(seen.stdout + seen.stderr, " ".join(args))
-    status = json.loads(
-        subprocess.run(
-            rehearsal.command("status", "--json"),
-            env=rehearsal.env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
-    assert "[redacted]" in status["summary"]
+        said[" ".join(args)] = seen.stdout
+    assert "[redacted]" in json.loads(said["status --json"])["summary"]
 
-    run = resumed.run_directory()
+    assert not (run / "summary.md").is_symlink()  # replaced by a file of its own
+    assert "# claudeloop run" in (run / "summary.md").read_text()
+    assert outside.read_text() == "theirs\n"
     names = {path.name for path in run.iterdir()}
     assert {"state.json", "events.jsonl", "debug.log", "summary.md"} <= names
     for path in run.iterdir():
@@ -122,26 +126,7 @@ def test_a_credential_in_the_models_output_appears_nowhere(
     assert "notify.failed" in (run / "events.jsonl").read_text()
     assert os.stat(run / "summary.md").st_mode & 0o777 == 0o600
 
-
-@pytest.mark.scenario("blocked")
-def test_links_planted_in_the_run_directory_are_never_written_through(
-    rehearsal: Rehearsal, tmp_path: Path
-) -> None:
-    first = rehearsal.run(str(write_plan(rehearsal.project)), *FAST_WAITS)
-    assert first.exit_code == 1, first.stderr
-    run = first.run_directory()
-    outside = tmp_path / "someone-elses.txt"
-    outside.write_text("theirs\n")
-    outside.chmod(0o644)
-
-    (run / "summary.md").unlink()
-    (run / "summary.md").symlink_to(outside)
-    again = rehearsal.claudeloop("resume")
-    assert again.exit_code == 1, again.stderr
-    assert not (run / "summary.md").is_symlink()  # replaced by a file of its own
-    assert "# claudeloop run" in (run / "summary.md").read_text()
-    assert (run / "summary.md").stat().st_mode & 0o777 == 0o600
-
+    # A link where the events go: the resume is refused before it writes anything.
     (run / "events.jsonl").rename(tmp_path / "events.jsonl")
     (run / "events.jsonl").symlink_to(outside)
     refused = rehearsal.claudeloop("resume")

@@ -9,12 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.adapters.test_verification_commands import live_in_group, until_gone
+from tests.adapters.test_verification_commands import live_in_group, once_running, until_gone
 from tests.e2e.conftest import Rehearsal, wait_for
 from tests.e2e.test_run_directory import kill_hard
 
@@ -106,57 +107,39 @@ def test_a_reviewer_who_disagrees_once_sends_the_work_back_then_agrees(
     assert len(review_requests) >= 3  # the first working turn and each fresh review session
 
 
-@pytest.mark.scenario("one_step")
-def test_a_kill_during_a_check_then_resume_runs_it_again_and_sends_no_turn_again(
-    rehearsal: Rehearsal,
-) -> None:
-    # The check waits for a file the test writes once the driver is dead.
-    check = "sh -c 'while [ ! -f go ]; do sleep 0.1; done'"
-    process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", check)
-    runs = rehearsal.project / ".claudeloop" / "runs"
-    # The run's directory comes a moment before its event log: only logs that exist.
-    wait_for(
-        lambda: any("verify.started" in log.read_text() for log in runs.glob("*/events.jsonl")),
-        "the check to start",
-    )
-    kill_hard(process)
-    (rehearsal.project / "go").write_text("")
-    finished = rehearsal.claudeloop("resume")
-    assert finished.exit_code == 0, finished.stderr
-    assert finished.result["outcome"] == "done"
-    assert finished.result["turns"] == 1
-    types = finished.event_types()
-    assert types.count("turn.started") == 1  # the turn was not sent again
-    assert "turn.interrupted" not in types
-    assert types.count("verify.started") == 2  # the check ran again after the resume
-    assert types.count("verify.finished") == 1
-    turns = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["verdict"]]
-    assert len(turns) == 1
+def _groups_are(project: Path, count: int) -> bool:
+    return len(check_groups(project)) == count
+
+
+# Each way a person or a supervisor stops a run, and the exit code it ends with.
+STOPS = (("stop", 130), ("SIGTERM", 143), ("SIGINT", 130), ("SIGHUP", 130))
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
-@pytest.mark.parametrize(
-    ("how", "code"), [("stop", 130), ("SIGTERM", 143), ("SIGINT", 130), ("SIGHUP", 130)]
-)
 @pytest.mark.scenario("one_step")
-def test_a_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_again(
-    rehearsal: Rehearsal, how: str, code: int
+def test_each_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_again(
+    rehearsal: Rehearsal,
 ) -> None:
+    """One run, stopped during its check each way in turn: by `claudeloop stop`, then,
+    each time it is resumed, by SIGTERM, SIGINT and SIGHUP; the last resume passes."""
     process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", LONG_CHECK)
-    wait_for(lambda: len(check_groups(rehearsal.project)) == 1, "the check to start")
-    stop_by(how, process, rehearsal)
-    out, err = process.communicate(timeout=120)
+    for stopped, (how, code) in enumerate(STOPS, start=1):
+        wait_for(partial(_groups_are, rehearsal.project, stopped), f"check {stopped} to start")
+        stop_by(how, process, rehearsal)
+        out, err = process.communicate(timeout=120)
 
-    assert process.returncode == code, err
-    assert json.loads(out)["outcome"] == "stopped"
-    types = [e["type"] for e in events_of(rehearsal.project)]
-    # The check was ended, not waited for: it never finished, the run did.
-    assert types[-2:] == ["verify.started", "run.finished"]
-    assert "verify.finished" not in types
-    (group,) = check_groups(rehearsal.project)
-    assert until_gone(group) == []
-    (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
-    assert "stopped" in (run / "summary.md").read_text()
+        assert process.returncode == code, (how, err)
+        assert json.loads(out)["outcome"] == "stopped", how
+        types = [e["type"] for e in events_of(rehearsal.project)]
+        # The check was ended, not waited for: it never finished, the run did.
+        assert types[-2:] == ["verify.started", "run.finished"], how
+        assert "verify.finished" not in types, how
+        group = check_groups(rehearsal.project)[-1]
+        assert until_gone(group) == [], how
+        (run,) = list((rehearsal.project / ".claudeloop" / "runs").iterdir())
+        assert "stopped" in (run / "summary.md").read_text(), how
+        if stopped < len(STOPS):
+            process = rehearsal.start("resume")
 
     (rehearsal.project / "go").write_text("")
     finished = rehearsal.claudeloop("resume")
@@ -164,10 +147,10 @@ def test_a_stop_during_a_check_ends_its_group_and_the_run_and_resume_runs_it_aga
     assert finished.result["outcome"] == "done"
     types = finished.event_types()
     assert types.count("turn.started") == 1  # the Done was verified again, not redone
-    assert types.count("verify.started") == 2
+    assert types.count("verify.started") == len(STOPS) + 1
     checks = [e for e in finished.events() if e["type"] == "verify.finished"]
     assert [(e["passed"], e["exit_code"]) for e in checks] == [(True, 0)]
-    assert len(check_groups(rehearsal.project)) == 2
+    assert len(check_groups(rehearsal.project)) == len(STOPS) + 1
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads process groups in /proc")
@@ -185,7 +168,7 @@ def test_a_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy(
     wait_for(lambda: len(check_groups(rehearsal.project)) == 1, "the check to start")
     (first,) = check_groups(rehearsal.project)
     try:
-        assert len(live_in_group(first)) == 3  # the shell and its two sleeps
+        assert len(once_running(first, 3)) == 3  # the shell and its two sleeps
         kill_hard(process)  # claudeloop's process group, as a crash or a reboot would
         assert until_gone(first) == []
 
@@ -220,10 +203,11 @@ def sleeping(marker: str) -> list[int]:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads processes in /proc")
 @pytest.mark.scenario("one_step")
-def test_a_confined_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy(
+def test_a_confined_check_dies_with_its_killed_driver_and_the_resume_runs_one_copy_and_no_turn(
     rehearsal: Rehearsal,
 ) -> None:
-    marker = "301.5"  # a sleep no other test runs
+    # The check waits for a file the test writes once the driver is dead.
+    marker = f"301.{os.getpid()}"  # a sleep no other test runs
     check = f"sh -c 'echo started >> starts; test -f go && exit 0; sleep {marker} & sleep {marker}'"
     process = rehearsal.start("run", "--prompt", "Write step1.txt.", "--verify", check)
     wait_for(lambda: len(sleeping(marker)) == 2, "the check to start")
@@ -235,9 +219,17 @@ def test_a_confined_check_dies_with_its_killed_driver_and_the_resume_runs_one_co
         finished = rehearsal.claudeloop("resume")
         assert finished.exit_code == 0, finished.stderr
         assert finished.result["outcome"] == "done"
+        assert finished.result["turns"] == 1
         starts = (rehearsal.project / "starts").read_text().split()
         assert len(starts) == 2  # the resume started exactly one copy
         assert sleeping(marker) == []
+        types = finished.event_types()
+        assert types.count("turn.started") == 1  # the turn was not sent again
+        assert "turn.interrupted" not in types
+        assert types.count("verify.started") == 2  # the check ran again after the resume
+        assert types.count("verify.finished") == 1
+        turns = [r for r in rehearsal.requests() if r["kind"] == "turn" and r["verdict"]]
+        assert len(turns) == 1
     finally:
         for pid in sleeping(marker):
             with contextlib.suppress(ProcessLookupError):

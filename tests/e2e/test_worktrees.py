@@ -63,58 +63,6 @@ def commits(project: Path, branch: str) -> list[tuple[str, str, str]]:
     return [(subject, run.strip(), turn.strip()) for subject, run, turn in rows]
 
 
-@pytest.mark.scenario("three_steps")
-def test_a_worktree_run_of_three_turns_leaves_three_commits_and_the_checkout_as_it_was(
-    rehearsal: Rehearsal,
-) -> None:
-    project = rehearsal.project
-    plan = repository(project)
-    (project / "README.md").write_text("edited, never committed\n")  # a dirty checkout
-    before, head = checkout(project), git(project, "rev-parse", "HEAD")
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--worktree", "--run-id", "wt1")
-    assert finished.exit_code == 0, finished.stderr
-    assert finished.result["outcome"] == "done"
-    assert "uncommitted changes stay where they are" in finished.stderr
-    assert commits(project, "claudeloop/wt1") == [
-        ("Wrote step1.txt.", "wt1", "1"),
-        ("Wrote step2.txt.", "wt1", "2"),
-        ("Wrote step3.txt.", "wt1", "3"),
-    ]
-    # Each commit holds its turn's file, and the run's files are in none.
-    for n in (1, 2, 3):
-        shown = git(project, "show", "--name-only", "--format=", f"claudeloop/wt1~{3 - n}")
-        assert shown.split() == [f"step{n}.txt"]
-    # The checkout: the same files, the same bytes, the same branch and HEAD.
-    assert checkout(project) == before
-    assert git(project, "rev-parse", "HEAD") == head
-    assert git(project, "symbolic-ref", "--short", "HEAD").strip() == "main"
-    assert not (project / "step1.txt").exists()
-    committed = [e for e in finished.events() if e["type"] == "turn.committed"]
-    assert [(e["turn"], e["branch"], e["files_changed"]) for e in committed] == [
-        (1, "claudeloop/wt1", 1),
-        (2, "claudeloop/wt1", 1),
-        (3, "claudeloop/wt1", 1),
-    ]
-    state = json.loads((finished.run_directory() / "state.json").read_text())
-    worktree = Path(state["spec"]["worktree"])
-    assert (worktree / "step3.txt").read_text() == "step 3\n"
-    assert state["spec"]["base_branch"] == "main"
-    assert state["checkpointed_turn"] == 3
-
-
-@pytest.mark.scenario("three_steps")
-def test_worktree_outside_a_repository_is_one_line_exit_2(rehearsal: Rehearsal) -> None:
-    plan = write_plan(rehearsal.project)
-    finished = rehearsal.run(str(plan), *FAST_WAITS, "--worktree")
-    assert finished.exit_code == 2
-    (line,) = finished.stderr.strip().splitlines()
-    assert "not in a git repository" in line
-    assert not rehearsal.requests()
-    assert not (rehearsal.project / ".claudeloop" / "runs").exists() or not list(
-        (rehearsal.project / ".claudeloop" / "runs").iterdir()
-    )
-
-
 def resumed_to_a_commit_per_answered_turn(rehearsal: Rehearsal, run_id: str) -> list[int]:
     """Resume the killed run to its end: every answered turn that changed files is one
     commit, none twice, the record says the last, nothing is left uncommitted. The
@@ -197,8 +145,21 @@ def test_kill_9_in_the_middle_of_a_commit_then_resume_commits_each_answered_turn
 def test_three_runs_in_parallel_then_one_merges_cleanly_and_one_lists_its_conflict(
     rehearsal: Rehearsal,
 ) -> None:
+    """Three worktree runs at once from a dirty checkout: each leaves a commit per turn
+    on its branch and the checkout as it was; one merges cleanly, one conflicts and is
+    resolved by a run of its own. Before the repository exists, --worktree is refused."""
     project = rehearsal.project
+    outside = rehearsal.run(str(write_plan(project)), *FAST_WAITS, "--worktree")
+    assert outside.exit_code == 2
+    (line,) = outside.stderr.strip().splitlines()
+    assert "not in a git repository" in line
+    assert not rehearsal.requests()
+    runs = project / ".claudeloop" / "runs"
+    assert not runs.exists() or not list(runs.iterdir())
+
     plan = repository(project)
+    (project / "README.md").write_text("edited, never committed\n")  # a dirty checkout
+    before, head = checkout(project), git(project, "rev-parse", "HEAD")
     started = [
         rehearsal.start(
             "run",
@@ -216,8 +177,38 @@ def test_three_runs_in_parallel_then_one_merges_cleanly_and_one_lists_its_confli
         out, err = process.communicate(timeout=300)
         assert process.returncode == 0, err
         assert json.loads(out)["outcome"] == "done"
+        assert "uncommitted changes stay where they are" in err
     for n in (1, 2, 3):
-        assert [turn for _, _, turn in commits(project, f"claudeloop/p{n}")] == ["1", "2", "3"]
+        assert commits(project, f"claudeloop/p{n}") == [
+            ("Wrote step1.txt.", f"p{n}", "1"),
+            ("Wrote step2.txt.", f"p{n}", "2"),
+            ("Wrote step3.txt.", f"p{n}", "3"),
+        ]
+    # Each commit holds its turn's file, and the run's files are in none.
+    for n in (1, 2, 3):
+        shown = git(project, "show", "--name-only", "--format=", f"claudeloop/p1~{3 - n}")
+        assert shown.split() == [f"step{n}.txt"]
+    # The checkout: the same files, the same bytes, the same branch and HEAD.
+    assert checkout(project) == before
+    assert git(project, "rev-parse", "HEAD") == head
+    assert git(project, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert not (project / "step1.txt").exists()
+    p1_run = runs / "p1"
+    events = [json.loads(line) for line in (p1_run / "events.jsonl").read_text().splitlines()]
+    committed = [e for e in events if e["type"] == "turn.committed"]
+    assert [(e["turn"], e["branch"], e["files_changed"]) for e in committed] == [
+        (1, "claudeloop/p1", 1),
+        (2, "claudeloop/p1", 1),
+        (3, "claudeloop/p1", 1),
+    ]
+    state = json.loads((p1_run / "state.json").read_text())
+    worktree = Path(state["spec"]["worktree"])
+    assert (worktree / "step3.txt").read_text() == "step 3\n"
+    assert state["spec"]["base_branch"] == "main"
+    assert state["checkpointed_turn"] == 3
+
+    # The person's own edit is theirs to keep or drop: dropped here, before the merges.
+    git(project, "checkout", "--", "README.md")
     merged = rehearsal.claudeloop("merge", "p1")
     assert merged.exit_code == 0, merged.stderr
     assert json.loads(merged.stdout)["conflicts"] == []
@@ -241,7 +232,7 @@ def test_three_runs_in_parallel_then_one_merges_cleanly_and_one_lists_its_confli
     assert resolved.exit_code == 0, resolved.stderr
     assert resolved.result["outcome"] == "done"
     assert resolved.result["run_id"] == "p2-resolve"
-    resolver = project / ".claudeloop" / "runs" / "p2-resolve" / "events.jsonl"
+    resolver = runs / "p2-resolve" / "events.jsonl"
     events = [json.loads(line) for line in resolver.read_text().splitlines()]
     checks = [e for e in events if e["type"] == "verify.finished"]
     assert checks
