@@ -30,12 +30,15 @@ gates: $(LITELLM_STAMP) $(STAMP) lint typecheck contracts pytest
 # The fast gate while working (under a minute on 2 cores): lint, formatting, types,
 # import contracts and every test but the end-to-end ones (tests/e2e and tests/contract
 # start the real Claude Code CLI; those marked slow take seconds in real processes),
-# with at most 20 examples per Hypothesis property (tests/examples.py). CI: `make test`.
+# with at most 20 examples per Hypothesis property (tests/examples.py). Three processes
+# on two cores: a fifth of the tests' time is waits (PostgreSQL's notices, processes that
+# end, the gateway's watchdog), and a third process fills it (46 s with two, 37 s with
+# three, measured on this machine idle). CI: `make test`.
 check: $(STAMP) lint typecheck contracts
 	@# PYTHONDONTWRITEBYTECODE emptied for the tests: pytest keeps each test module with
 	@# its asserts rewritten in __pycache__ and reads it back next time; with it set (this
 	@# machine sets it) each worker rewrites all 170 modules at every start, 8 s of CPU.
-	PYTHONDONTWRITEBYTECODE= HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 2 -q -m "not slow" \
+	PYTHONDONTWRITEBYTECODE= HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 3 -q -m "not slow" \
 		--ignore=tests/e2e --ignore=tests/contract tests
 
 $(UV): requirements/uv.txt
