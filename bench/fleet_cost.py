@@ -384,6 +384,40 @@ class StatusAtScale:
     read_before_seconds: float  # the path before: every record fetched and read
 
 
+def _queue_and_store(
+    engine: Any, leases: Any, runs: int, record: bytes, summary: str | None
+) -> None:
+    """`runs` runs queued as `queue add` queues them, each claimed and stored as a worker
+    does: one DBOS client for all (queue.add makes one a run, and sets the schema up
+    again)."""
+    from claudeloop.adapters.fleet import dbos_app, queue
+
+    with dbos_app.client(engine) as client:
+        for number in range(runs):
+            run_id = f"run{number:04d}"
+            order = queue.Order(f"/work/{run_id}", ["PLAN.md"], "bench").to_json()
+            options: Any = {
+                "workflow_name": dbos_app.WORKFLOW,
+                "queue_name": dbos_app.QUEUE,
+                "workflow_id": run_id,
+                "queue_partition_key": "bench",
+                "application_name": dbos_app.APPLICATION,
+            }
+            leases.add_to_queue(
+                run_id,
+                json.dumps(order),
+                "bench",
+                lambda connection, options=options, order=order: client.enqueue_in_transaction(
+                    connection, options, order
+                ),
+            )
+            epoch = leases.claim(run_id, "bench")
+            leases.store(
+                run_id, epoch, "bench", phase="waiting", record=record, transcript=None,
+                summary=summary,
+            )  # fmt: skip
+
+
 def status_at_scale(
     admin_dsn: str, url: str, record: bytes, runs: int = 1000
 ) -> StatusAtScale | None:
@@ -415,24 +449,7 @@ def status_at_scale(
     summary = run_archive.summary_of(run_archive.state_in(record))
     leases = Leases(engine)
     leases.start("bench")
-    with queue._client(engine) as client:
-        for number in range(runs):
-            run_id = f"run{number:04d}"
-            client.enqueue(
-                {
-                    "workflow_name": queue.WORKFLOW,
-                    "queue_name": queue.QUEUE,
-                    "workflow_id": run_id,
-                    "queue_partition_key": "bench",
-                    "application_name": queue.APPLICATION,
-                },
-                queue.Order(f"/work/{run_id}", ["PLAN.md"], "bench").to_json(),
-            )
-            epoch = leases.claim(run_id, "bench")
-            leases.store(
-                run_id, epoch, "bench", phase="waiting", record=record, transcript=None,
-                summary=summary,
-            )  # fmt: skip
+    _queue_and_store(engine, leases, runs, record, summary)
     fleet = EngineFleet(engine)
 
     def read() -> None:

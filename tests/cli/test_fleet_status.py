@@ -53,7 +53,7 @@ def test_status_of_a_run_of_the_fleet_is_the_local_status_and_its_worker(
     shown = claudeloop("status", "--engine", engine, "--run-id", RUN_ID)
     assert shown.exit_code == 0, shown.err
     first = shown.out.splitlines()[0]
-    assert first == f"run {RUN_ID}: waiting · worker w1 (queued)"
+    assert first == f"run {RUN_ID}: waiting · worker w1 (running)"
     assert "next probe in" in shown.out
     # The instant as people read it (the tests run in UTC), not an ISO string.
     assert re.search(
@@ -103,7 +103,7 @@ def test_status_of_the_fleet_lists_every_run_newest_first_within_80_columns(
     assert lines[0].split() == ["RUN", "STATE", "PLAN", "SPEND", "PROBE", "WORKER"]
     assert lines[1].split() == ["later", "queued", "-", "-", "-", "-"]
     cells = lines[2].split()
-    assert cells[:4] == [RUN_ID, "queued", "1/2", "$0.42"]
+    assert cells[:4] == [RUN_ID, "waiting", "1/2", "$0.42"]
     assert cells[5] == "w1"
     assert all(len(line) <= 80 for line in lines)
     listed = json.loads(claudeloop("status", "--engine", engine, "--json").out)

@@ -4,6 +4,7 @@ engine reaching the worker that holds the run, and the capacity board's accounts
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +67,8 @@ def test_a_run_is_found_by_id_with_its_record_and_worker_and_the_fleet_lists_it(
     fleet = EngineFleet(engine)
 
     found = look_up(fleet, "r1")
-    assert (found.worker, found.state, found.phase) == ("w1", "queued", "waiting")
+    # The worker's claim is what says it runs the run.
+    assert (found.worker, found.state, found.phase) == ("w1", "running", "waiting")
     assert found.stored is not None
     assert found.stored.record is not None
     assert found.stored.record.state.phase.value == "waiting"
@@ -293,3 +295,103 @@ def test_the_worker_writes_a_request_asked_into_the_control_file(
     assert RunDirectory(here.path).requests() == (Request(1, ProbeNow()),)
     assert delivered == [1, 2]  # a newer claudeloop's request is let go; r2 is not here
     assert said == ["run r1: passed a request on through the engine"]
+
+
+def _states(engine: Engine) -> dict[str, tuple[str, str | None]]:
+    return {run.run_id: (run.state, run.worker) for run in EngineFleet(engine).queue()}
+
+
+def test_the_queue_says_each_state_a_worker_leaves_a_run_in(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    from claudeloop.adapters.fleet import queue
+
+    for run_id in ("done", "exit3", "fails", "runs", "later", "cancelled"):
+        queued(engine, run_id, tmp_path)
+    leases.start("w1")
+    for run_id in ("done", "exit3", "fails", "runs"):
+        leases.claim(run_id, "w1")
+    leases.ended("done", "w1", 0)
+    leases.ended("exit3", "w1", 3)
+    leases.ended("fails", "w1", None)
+    queue.cancel(engine, "cancelled")
+    assert _states(engine) == {
+        "done": ("done", "w1"),
+        "exit3": ("exit 3", "w1"),
+        "fails": ("failed", "w1"),
+        "runs": ("running", "w1"),
+        "later": ("queued", None),
+        "cancelled": ("cancelled", None),
+    }
+    found = queue.find(engine, "exit3")
+    assert found is not None
+    assert (found.state, found.cwd) == ("exit 3", str(tmp_path))
+    assert queue.find(engine, "nothing") is None
+
+
+def test_a_run_cancelled_is_never_started_and_its_end_does_not_undo_the_cancel(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    from claudeloop.adapters.fleet import queue
+    from claudeloop.adapters.fleet.leases import Cancelled
+
+    queued(engine, "waits", tmp_path)
+    queued(engine, "runs", tmp_path)
+    leases.start("w1")
+    leases.claim("runs", "w1")
+    queue.cancel(engine, "waits")
+    queue.cancel(engine, "runs")
+    # The engine may hand a cancelled run out (handed back meanwhile): it is not started.
+    with pytest.raises(Cancelled):
+        leases.claim("waits", "w1")
+    leases.ended("runs", "w1", 143)  # its child stopped by the cancel
+    assert _states(engine) == {"waits": ("cancelled", None), "runs": ("cancelled", "w1")}
+
+
+def test_a_taken_over_workers_runs_are_queued_again_and_its_late_end_changes_nothing(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    queued(engine, "r1", tmp_path)
+    leases.start("w1")
+    leases.start("w2")
+    leases.claim("r1", "w1")
+    leases.let_go("w1")
+    assert leases.take_over("w1", "w2", 3_600_000) == ["w1"]
+    assert _states(engine) == {"r1": ("queued", None)}
+    leases.claim("r1", "w2")
+    leases.ended("r1", "w1", 0)  # the worker taken over, late
+    assert _states(engine) == {"r1": ("running", "w2")}
+
+
+def test_a_worker_claiming_a_run_its_queue_lacks_lists_it(engine: Engine, leases: Leases) -> None:
+    """A run queued by a claudeloop of before, whose queue kept no row of it."""
+    order = Order("/x", ["PLAN.md"], account="0123456789abcdef")
+    leases.start("w1")
+    leases.claim("old", "w1", json.dumps(order.to_json()), order.account)
+    (listed,) = EngineFleet(engine).queue()
+    assert (listed.run_id, listed.state, listed.cwd, listed.worker) == (
+        "old",
+        "running",
+        "/x",
+        "w1",
+    )
+
+
+def test_a_fleet_set_up_before_the_queue_was_kept_is_read_once_set_up_again(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    """Its runs are in the engine alone: reading says how to bring it up to date, and
+    setting it up again copies them in, each in its state."""
+    from claudeloop.adapters.fleet import queue
+
+    queued(engine, "r1", tmp_path)
+    queued(engine, "r2", tmp_path)
+    queue.cancel(engine, "r2")
+    with leases._begin() as c:  # as a claudeloop of before left it
+        c.execute("DROP TABLE claudeloop_queue")
+    before = EngineFleet(engine)
+    with pytest.raises(UsageError, match="set up by an older claudeloop; `claudeloop fleet init"):
+        before.queue()
+    init_schema(engine)
+    assert _states(engine) == {"r1": ("queued", None), "r2": ("cancelled", None)}
+    assert {run.cwd for run in EngineFleet(engine).queue()} == {str(tmp_path)}

@@ -12,6 +12,7 @@ engine (a cancel, a stop, a request) is written into its control file.
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import socket
 import subprocess
@@ -25,7 +26,7 @@ from typing import NoReturn, TypeVar
 from claudeloop.adapters.fleet import repo, run_archive
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, engine_error
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, lease_holds
-from claudeloop.adapters.fleet.leases import Fenced, Leases
+from claudeloop.adapters.fleet.leases import Cancelled, Fenced, Leases
 from claudeloop.adapters.fleet.queue import Order
 from claudeloop.adapters.fleet.record_sync import RecordSync
 from claudeloop.adapters.fleet.repo import RepoFailed
@@ -33,6 +34,7 @@ from claudeloop.adapters.fleet.worker_settings import (
     FAILED_EXIT,
     POLL_SECONDS,
     SIGNALLED_EXITS,
+    STOPPED_EXIT,
     USAGE_EXIT,
     WorkerSettings,
 )
@@ -138,7 +140,11 @@ class Drivers:
         if cwd is None:
             self._say(f"run {run_id}: queued as checkout {order.cwd}; start with --work-root")
             return USAGE_EXIT
-        epoch = self._claim(run_id)
+        try:
+            epoch = self._claim(run_id, order)
+        except Cancelled:
+            self._say(f"run {run_id}: cancelled before it started")
+            return STOPPED_EXIT
         if order.repo is not None:
             try:
                 repo.prepare(order.repo, order.branch, run_id, cwd)
@@ -268,10 +274,13 @@ class Drivers:
             self._say(f"run {run_id}: {failed}")
         return progress
 
-    def _claim(self, run_id: str) -> int:
+    def _claim(self, run_id: str, order: Order) -> int:
+        """The run this worker's from now (its epoch); Cancelled when it was cancelled."""
+        me = self._settings.executor_id
+        data = json.dumps(order.to_json())
         try:
             return self._retried(
-                run_id, lambda: self._leases.claim(run_id, self._settings.executor_id)
+                run_id, lambda: self._leases.claim(run_id, me, data, order.account)
             )
         except Fenced:
             self._hold()
@@ -284,7 +293,7 @@ class Drivers:
         while True:
             try:
                 return ask()
-            except Fenced:
+            except (Fenced, Cancelled):
                 raise
             except Exception as error:  # SQLAlchemy's errors, of either driver
                 self._say(

@@ -52,6 +52,12 @@ class Result:
 class Transaction(Protocol):
     def execute(self, statement: str, values: Mapping[str, Any] | None = None) -> Result: ...
 
+    @property
+    def connection(self) -> Any:
+        """What the transaction runs on (SQLAlchemy's connection, on a pool), for the
+        queue's engine to write its own rows in the same transaction."""
+        ...
+
 
 class Database(Protocol):
     kind: str
@@ -102,6 +108,10 @@ class _PooledTransaction:
     def __init__(self, connection: sa.Connection, sqlalchemy: Any) -> None:
         self._connection = connection
         self._sa = sqlalchemy
+
+    @property
+    def connection(self) -> sa.Connection:
+        return self._connection
 
     def execute(self, statement: str, values: Mapping[str, Any] | None = None) -> Result:
         done = self._connection.execute(self._sa.text(statement), dict(values or {}))
@@ -191,6 +201,10 @@ class _SingleTransaction:
     def __init__(self, connection: Any, *, postgresql: bool) -> None:
         self._connection = connection
         self._postgresql = postgresql
+
+    @property
+    def connection(self) -> Any:
+        return self._connection
 
     def execute(self, statement: str, values: Mapping[str, Any] | None = None) -> Result:
         if self._postgresql and values:

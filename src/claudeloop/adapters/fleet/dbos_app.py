@@ -1,51 +1,47 @@
-"""The fleet's one door to DBOS Transact: no other module imports `dbos`, or reads its
-tables (tests/adapters/fleet/test_one_door.py keeps it so).
+"""The fleet's queue on DBOS Transact (`QueueEngine`, adapters/fleet/queue_engine.py):
+the one module that imports `dbos` (tests/adapters/fleet/test_one_door.py keeps it so),
+through DBOS's public API alone.
 
 A run in the fleet's queue is a DBOS workflow whose id is the run id, in the engine's
 database. What is here:
 
-- the queue's client: DBOS's tables made (`migrate`), a run enqueued or cancelled
-  (`DBOSClient`, so no worker need be running);
-- the worker's DBOS app: its workflow and step, its queue, launched (`configure`,
-  `launch`), and what it asks of DBOS once launched;
-- what DBOS offers no public way to do, each behind a named function, and pinned for the
-  DBOS version we lock by the contract tests (tests/contract/test_dbos.py, which
-  `make canary` runs):
-  - `recover_pending`: a dead worker's pending runs handed back to the queue
-    (`DBOS._recover_pending_workflows`, what DBOS's admin API does for another
-    executor's id). The public `DBOS.resume_workflow` is not it: it would also resume a
-    run cancelled meanwhile, and re-enqueue one a live worker already took;
-  - `workflows`, `decoded` and `cancelled_among`: DBOS's table of workflows read with
-    plain SQL. The public `DBOSClient.list_workflows` reads the same, but the commands
-    that only look (`status --engine`, `queue ls`, the dashboard) would import DBOS and
-    make a client, half a second of each call; and a worker asks which of its runs were
-    cancelled in the one statement it asks its own tables with, once a second.
+- the queue's client: DBOS's tables made, a run enqueued (in the transaction that writes
+  claudeloop's own row of it: `DBOSClient.enqueue_in_transaction`) or cancelled, and the
+  runs DBOS holds listed, once, for a fleet set up before claudeloop kept its queue;
+- the worker's DBOS app: its workflow and step, its queue, launched (DBOS recovers this
+  executor's own pending runs), and a dead worker's runs handed back to the queue
+  (`DBOS.list_workflows` of those pending under its executor id, each resumed on the
+  runs' queue with `DBOS.resume_workflow`).
 
-DBOS itself is imported inside the functions that need it: `claudeloop run`, and the
-commands that only look, never load it.
+claudeloop reads none of DBOS's tables: what its commands show of the queue is in its
+own table (leases.py). DBOS itself is imported inside the functions that need it:
+`claudeloop run`, and the commands that only look, never load it.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import io
 import json
 import logging
-import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters.fleet.engine import Engine, engine_error
+from claudeloop.adapters.fleet.leases import (
+    CANCELLED,
+    FAILED,
+    FINISHED,
+    QUEUED,
+    RUNNING,
+    QueueRow,
+)
 from claudeloop.application.errors import FleetUnavailable
 from claudeloop.application.ports import RunIdTaken
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
-    from dbos import DBOSClient
+    from dbos import DBOSClient, WorkflowStatus
 
-    from claudeloop.adapters.fleet.leases import Leases
     from claudeloop.adapters.fleet.worker_settings import WorkerSettings
 
 APPLICATION = "claudeloop"
@@ -54,8 +50,6 @@ QUEUE = "claudeloop-runs"
 # Pinned, not DBOS's hash of the code: a worker of a newer claudeloop must still
 # recover the runs an older one left unfinished. Bump it when an order's shape changes.
 APPLICATION_VERSION = "fleet-1"
-# DBOS's tables: in the schema `dbos` on PostgreSQL, unqualified in SQLite.
-DBOS_SCHEMA = {"postgresql": "dbos.", "sqlite": ""}
 # How often DBOS looks in the queue for a run to start (its default is each second):
 # each look is two or three commits (the queue's settings, its accounts, a dequeue), a
 # worker's largest cost while it waits, and a run queued starts this much later at most.
@@ -112,14 +106,18 @@ def client(engine: Engine) -> Iterator[DBOSClient]:
             made.destroy()
 
 
-def enqueue(engine: Engine, run_id: str, order: dict[str, Any], account: str) -> None:
-    """The run's workflow in the queue, its account the partition its per-account limit
-    counts in; RunIdTaken for a run id already in the queue."""
+def enqueue(
+    engine: Engine, connection: Any, run_id: str, order: dict[str, Any], account: str
+) -> None:
+    """The run's workflow in the queue, in the transaction of `connection`, its account
+    the partition its per-account limit counts in; RunIdTaken for a run id already in
+    the queue."""
     from dbos import error as dbos_errors
 
     with client(engine) as queue:
         try:
-            queue.enqueue(
+            queue.enqueue_in_transaction(
+                connection,
                 {
                     "workflow_name": WORKFLOW,
                     "queue_name": QUEUE,
@@ -136,123 +134,50 @@ def enqueue(engine: Engine, run_id: str, order: dict[str, Any], account: str) ->
 
 
 def cancel(engine: Engine, run_id: str) -> None:
-    """The run's workflow cancelled: queued, it never starts; running, its worker hears
-    it (`cancelled_among`) and stops it at the next safe point."""
-    with client(engine) as queue:
+    """The run's workflow cancelled: queued, DBOS never starts it (one a worker runs,
+    its worker stops: it reads claudeloop's queue)."""
+    from dbos import error as dbos_errors
+
+    with client(engine) as queue, contextlib.suppress(dbos_errors.DBOSNonExistentWorkflowError):
         queue.cancel_workflow(run_id)
 
 
-# DBOS's table of workflows, read without DBOS
+def held(engine: Engine) -> list[QueueRow]:
+    """Every run's workflow DBOS holds, as claudeloop's queue says it."""
+    with client(engine) as queue:
+        return [_row(status) for status in queue.list_workflows(name=WORKFLOW)]
 
 
-@dataclass(frozen=True)
-class Workflow:
-    """A run's workflow as DBOS's table holds it, in the queue's words."""
-
-    run_id: str
-    state: str  # queued, running, done, exit N, cancelled, failed
-    worker: str | None  # its executor, once a worker took it
-    order: Any  # the workflow's one argument, decoded (None: unreadable)
-
-
-# What `DBOSClient.list_workflows(name=WORKFLOW)` reads. An input or output moved to its
-# own table (DBOS 3 keeps them there) is read from it, else from the status row.
-_WORKFLOWS = """
-SELECT s.workflow_uuid, s.status, s.executor_id, COALESCE(i.inputs, s.inputs),
-       COALESCE(o.output, s.output), s.serialization
-FROM {schema}workflow_status s
-LEFT JOIN {schema}workflow_input i ON i.workflow_uuid = s.workflow_uuid
-LEFT JOIN {schema}workflow_output o ON o.workflow_uuid = s.workflow_uuid
-WHERE s.name = :name AND (s.application_name = :application OR s.application_name IS NULL)
-"""
-
-
-def workflows(engine: Engine, leases: Leases | None, run_id: str | None = None) -> list[Workflow]:
-    """The queue's runs, oldest first (or the one `run_id`), read through `leases` when
-    given (a fleet's own connection), else through a connection of its own."""
-    from claudeloop.adapters.fleet.leases import Leases
-
-    statement = _WORKFLOWS.format(schema=DBOS_SCHEMA[engine.kind])
-    statement += " AND s.workflow_uuid = :run_id" if run_id is not None else ""
-    reader = leases if leases is not None else Leases(engine)
+def _row(status: WorkflowStatus) -> QueueRow:
     try:
-        rows = reader.read(
-            statement + " ORDER BY s.created_at, s.workflow_uuid",
-            name=WORKFLOW,
-            application=APPLICATION,
-            run_id=run_id,
-        )
-    except Exception as error:  # SQLAlchemy's errors, of either driver
-        raise FleetUnavailable(f"engine {engine.masked_url}: {engine_error(error)}") from None
-    finally:
-        if leases is None:
-            reader.close()
-    return [_workflow(row) for row in rows]
-
-
-def _workflow(row: Any) -> Workflow:
-    run_id, status, executor, inputs, output, serialization = row
-    arguments = decoded(inputs, serialization)
-    if isinstance(arguments, dict) and "positionalArgs" in arguments:  # portable JSON
-        arguments = {"args": arguments["positionalArgs"]}
-    try:
-        order = arguments["args"][0]
+        order = status.input["args"][0] if status.input is not None else None
     except (TypeError, KeyError, IndexError):
         order = None
-    return Workflow(
-        run_id=str(run_id),
-        state=state_of(str(status), decoded(output, serialization)),
-        worker=executor if status != "ENQUEUED" else None,
-        order=order,
+    account = order.get("account") if isinstance(order, dict) else None
+    return QueueRow(
+        run_id=str(status.workflow_id),
+        status=status_of(str(status.status)),
+        worker=status.executor_id if status.status != "ENQUEUED" else None,
+        exit_code=status.output if isinstance(status.output, int) else None,
+        order=json.dumps(order),
+        account=account if isinstance(account, str) else "",
+        queued_at=status.created_at or 0,
     )
 
 
-def state_of(status: str, output: Any) -> str:
-    """A run's state in the user's words, from DBOS's status and the child's exit code."""
+def status_of(status: str) -> str:
+    """A run's status in claudeloop's queue, from DBOS's status of its workflow."""
     match status:
         case "ENQUEUED" | "DELAYED":
-            return "queued"
+            return QUEUED
         case "PENDING":
-            return "running"
+            return RUNNING
         case "SUCCESS":
-            return "done" if output == 0 else f"exit {output}"
+            return FINISHED
         case "CANCELLED":
-            return "cancelled"
+            return CANCELLED
         case _:
-            return "failed"
-
-
-class _PlainValues(pickle.Unpickler):
-    """DBOS's default serialization is a pickle: of an order (a dict of lists and
-    strings) and an exit code, which name no class. One that names a class is not
-    ours and is not loaded (loading it could run any code)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"{module}.{name} is not a plain value")
-
-
-def decoded(text: str | None, serialization: str | None) -> Any:
-    """A value as DBOS serialized it ("portable_json", else a base64 pickle); None for
-    one that cannot be read."""
-    if text is None:
-        return None
-    try:
-        if serialization == "portable_json":
-            return json.loads(text)
-        return _PlainValues(io.BytesIO(base64.b64decode(text))).load()
-    except (ValueError, pickle.UnpicklingError, EOFError, TypeError):
-        return None
-
-
-def cancelled_among(kind: str, among: str) -> str:
-    """A SELECT of the runs among the placeholders `among` whose workflow was cancelled,
-    as rows of ('cancelled', run id, NULL, NULL): a part of the UNION a worker asks its
-    inbox with (Leases.asked), in one statement."""
-    return (
-        f"SELECT 'cancelled', workflow_uuid, CAST(NULL AS BIGINT), NULL FROM"
-        f" {DBOS_SCHEMA[kind]}workflow_status"
-        f" WHERE status = 'CANCELLED' AND workflow_uuid IN ({among})"
-    )
+            return FAILED
 
 
 # The worker's DBOS app
@@ -320,20 +245,78 @@ def launch(settings: WorkerSettings) -> None:
             ) from None
 
 
-def recover_pending(executors: list[str]) -> int:
-    """Hand the pending runs of these (dead) executors back to the queue, for any live
-    worker to take; returns how many. DBOS's private `_recover_pending_workflows`: no
-    public call does this (see the module's docstring); pinned by
-    tests/contract/test_dbos.py."""
+def hand_back(workers: list[str]) -> list[str]:
+    """Hand the runs pending under these (dead) workers' executor ids back to the runs'
+    queue, for any live worker to take; returns their ids. Each is looked at again just
+    before it is resumed (`DBOS.resume_workflow` re-enqueues whatever is not finished):
+    a dead worker started again under its own name recovers its own runs meanwhile. A
+    run cancelled meanwhile may go back to the queue: no worker starts it (its claim
+    reads claudeloop's queue)."""
     from dbos import DBOS
 
-    return len(DBOS._recover_pending_workflows(executors))
+    handed = []
+    for run_id in _pending(workers):
+        if _pending(workers, run_id):
+            DBOS.resume_workflow(run_id, queue_name=QUEUE)
+            handed.append(run_id)
+    return handed
+
+
+def _pending(workers: list[str], run_id: str | None = None) -> list[str]:
+    """The runs (or the one `run_id`) DBOS counts as running under these executors."""
+    from dbos import DBOS
+
+    return [
+        status.workflow_id
+        for status in DBOS.list_workflows(
+            workflow_ids=[run_id] if run_id is not None else None,
+            name=WORKFLOW,
+            status="PENDING",
+            executor_id=workers,
+            app_version=APPLICATION_VERSION,
+            load_input=False,
+            load_output=False,
+        )
+    ]
 
 
 def pending_under(run_id: str, executor: str) -> bool:
     """Whether DBOS still counts the run as running under `executor` (not handed back
     yet); the database's errors as they come."""
-    from dbos import DBOS
+    return bool(_pending([executor], run_id))
 
-    status = DBOS.get_workflow_status(run_id)
-    return status is not None and status.status == "PENDING" and status.executor_id == executor
+
+class DbosQueue:
+    """The fleet's queue on DBOS (`QueueEngine`) in the database `engine` names."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def set_up(self) -> None:
+        migrate(self._engine)
+
+    def held(self) -> list[QueueRow]:
+        return held(self._engine)
+
+    def enqueue(self, connection: Any, run_id: str, order: dict[str, Any], account: str) -> None:
+        enqueue(self._engine, connection, run_id, order, account)
+
+    def cancel(self, run_id: str) -> None:
+        cancel(self._engine, run_id)
+
+    def configure(
+        self,
+        settings: WorkerSettings,
+        pool: sa.Engine | None,
+        drive: Callable[[str, dict[str, Any]], int],
+    ) -> None:
+        configure(settings, pool, drive)
+
+    def launch(self, settings: WorkerSettings) -> None:
+        launch(settings)
+
+    def hand_back(self, workers: list[str]) -> list[str]:
+        return hand_back(workers)
+
+    def held_by(self, run_id: str, worker: str) -> bool:
+        return pending_under(run_id, worker)

@@ -1,5 +1,6 @@
-"""The `Fleet` port on an engine's database: DBOS's queue, and the tables of leases,
-run records and controls beside it (adapters/fleet/queue.py, leases.py).
+"""The `Fleet` port on an engine's database: the queue (adapters/fleet/queue.py, on
+its engine, DBOS), and the tables of leases, run records, controls and the queue as
+claudeloop keeps it (leases.py).
 
 A stored record is read where it lies, in memory: nothing is unpacked to disk, and
 nothing is set up by reading. Only `set_up` and `enqueue` create the schema.
@@ -12,12 +13,12 @@ import json
 from collections.abc import Iterator
 
 from claudeloop.adapters.fleet import queue, run_archive
-from claudeloop.adapters.fleet.engine import Engine
+from claudeloop.adapters.fleet.engine import Engine, engine_error
 from claudeloop.adapters.fleet.leases import Leases, StoredRow
 from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
 from claudeloop.adapters.run_directory.control import steer_to_json
-from claudeloop.application.errors import FleetUnavailable
+from claudeloop.application.errors import FleetUnavailable, UsageError
 from claudeloop.application.ports import (
     AccountCapacity,
     QueuedRun,
@@ -49,12 +50,10 @@ class EngineFleet:
             if self._made is None:
                 self._made = Leases(self.engine, pooled=False)  # no SQLAlchemy to import
             yield self._made
-        except (FleetUnavailable, BrokenPipeError):  # a closed output is not the database's
+        except (FleetUnavailable, UsageError, BrokenPipeError):  # a closed output is ours
             raise
         except Exception as error:  # the driver's errors (sqlite3's, psycopg's)
-            raise FleetUnavailable(
-                f"engine {self.masked_url}: {queue.engine_error(error)}"
-            ) from None
+            raise FleetUnavailable(f"engine {self.masked_url}: {engine_error(error)}") from None
 
     def exists(self) -> bool:
         path = self.engine.sqlite_file

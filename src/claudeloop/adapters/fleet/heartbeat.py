@@ -32,12 +32,12 @@ class Heartbeat:
     children read, and takes over the runs of workers whose lease ran out.
 
     It beats on a thread of its own, through a connection of its own that gives up
-    within seconds: the worker's main loop asks DBOS, which waits out a database away
-    with a backoff of its own (up to a minute), and a heartbeat held up behind it would
-    make a live worker look dead. A worker back from a time it could not reach the
-    engine judges no one by the heartbeats that could not be written meanwhile: it
-    takes over a worker only once it has itself reached the engine without a break for
-    that worker's whole lease."""
+    within seconds: the worker's main loop asks the queue's engine (DBOS), which waits
+    out a database away with a backoff of its own (up to a minute), and a heartbeat held
+    up behind it would make a live worker look dead. A worker back from a time it could
+    not reach the engine judges no one by the heartbeats that could not be written
+    meanwhile: it takes over a worker only once it has itself reached the engine without
+    a break for that worker's whole lease."""
 
     def __init__(
         self,
@@ -118,10 +118,12 @@ class Heartbeat:
             if not self.fenced.is_set() and not self.beat():
                 self.fenced.set()
 
-    def take_over(self, recover: Callable[[list[str]], int]) -> None:
-        """Take the runs of each worker whose lease ran out, when this worker wins it.
-        The engine is asked once a heartbeat interval, not at every tick: a lease runs
-        out a whole lease after a worker's last beat, and a sixth of it later is soon."""
+    def take_over(self, hand_back: Callable[[list[str]], list[str]]) -> None:
+        """Take the runs of each worker whose lease ran out, when this worker wins it:
+        `hand_back` (the queue's engine's) returns the runs those workers had taken to
+        the queue. The engine is asked once a heartbeat interval, not at every tick: a
+        lease runs out a whole lease after a worker's last beat, and a sixth of it later
+        is soon."""
         me = self._settings.executor_id
         up_for = self.up_for_ms()
         if up_for == 0 or self.fenced.is_set():
@@ -134,7 +136,7 @@ class Heartbeat:
             for dead in self._leases.dead(me, up_for):
                 executors = self._leases.take_over(dead, me, up_for)
                 if executors is not None:
-                    count = recover(executors)
+                    count = len(hand_back(executors))
                     self._say(f"worker {dead} stopped heart-beating: taking over {count} run(s)")
         except Exception:  # the database away for a moment: look again next time
             return

@@ -54,10 +54,21 @@ def _tables(kind: str) -> list[str]:
         "CREATE TABLE IF NOT EXISTS claudeloop_chunks ("
         f" run_id TEXT NOT NULL, file TEXT NOT NULL, byte BIGINT NOT NULL, data {binary},"
         " PRIMARY KEY (run_id, file, byte))",
+        # The queue as claudeloop knows it, beside the engine's own record of it (which
+        # only the engine reads): a row per run, written in the transaction that queues
+        # it, and by the worker's claim and end of it (leases.py says each state).
+        QUEUE_TABLE,
         "CREATE TABLE IF NOT EXISTS claudeloop_controls ("
         " run_id TEXT PRIMARY KEY, command TEXT NOT NULL, asked_at BIGINT NOT NULL)",
         REQUESTS_TABLE[kind],
     ]
+
+
+QUEUE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS claudeloop_queue ("
+    " run_id TEXT PRIMARY KEY, queued_at BIGINT NOT NULL, account TEXT NOT NULL,"
+    " orders TEXT NOT NULL, status TEXT NOT NULL, worker TEXT, exit_code BIGINT)"
+)
 
 
 # Made by `fleet init`, and by the first request of a fleet made before it (IF NOT EXISTS).
@@ -134,6 +145,7 @@ class LeaseTables:
         self.kind = engine.kind
         self._columns: set[tuple[str, str]] = set()
         self._requests_made = False  # claudeloop_requests, made by the first steer
+        self._queue_kept = False  # claudeloop_queue, made by a set-up since it was kept
         self._answer_ms: int | None = None
         if engine.kind == "postgresql" and answer_within is not None:
             self._answer_ms = int(answer_within * 1000)
@@ -192,6 +204,13 @@ class LeaseTables:
         """Whether the fleet's tables are there (reading asks this, never makes them)."""
         return self._db.has_table("claudeloop_runs")
 
+    def keeps_its_queue(self) -> bool:
+        """Whether claudeloop's table of the queue is there (a fleet set up by a
+        claudeloop of before has none until it is set up again)."""
+        if not self._queue_kept:  # asked until it is there (it stays), not at every look
+            self._queue_kept = self._db.has_table("claudeloop_queue")
+        return self._queue_kept
+
     def _add_column(self, table: str, column: str, statement: str) -> None:
         """A table made before the column was kept gets it (its rows of before take the
         default). SQLite has no ADD COLUMN IF NOT EXISTS: a set-up racing this one may
@@ -248,8 +267,3 @@ class LeaseTables:
     def _rows(self, statement: str, **values: Any) -> list[Any]:
         with self._begin() as c:
             return list(c.execute(self._sql(statement), values).fetchall())
-
-    def read(self, statement: str, **values: Any) -> list[Any]:
-        """The rows a query of another table of this database returns (DBOS's table of
-        workflows, which adapters/fleet/dbos_app.py reads without importing DBOS)."""
-        return self._rows(statement, **values)

@@ -20,6 +20,14 @@ Two tables beside DBOS's, in the same database (a SQLite file or PostgreSQL):
 - `claudeloop_requests`: a probe now, a cap raised or a note asked from any machine
   (domain.steering, as the control file's JSON writes it), each a row of its own in the
   order asked, until the worker holding the run writes it into the control file.
+- `claudeloop_queue`: the queue as claudeloop knows it, one row per run: its order,
+  account, and status: `queued` (written in the transaction the engine queues it in),
+  `running` under a worker (its claim, in the claim's transaction), `finished` with its
+  exit code or `failed` (the worker, as the drive ends), `cancelled` (`queue cancel`,
+  before it asks the engine; a worker never starts a run cancelled here, whatever the
+  engine hands it), and back to `queued` when its worker is taken over (in the
+  takeover's transaction). The commands that look read it, never the engine's own
+  tables: the engine is reached only through its public API (queue_engine.py).
 
 The statements are plain SQL for both dialects, run on a worker's SQLAlchemy pool or on
 one DB-API connection (adapters/fleet/connections.py); the tables are made, and the
@@ -29,11 +37,11 @@ alone import this module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from claudeloop.adapters.fleet import run_archive
-from claudeloop.adapters.fleet.dbos_app import cancelled_among
 from claudeloop.adapters.fleet.lease_tables import DEFAULT_LEASE_MS, REQUESTS_TABLE, LeaseTables
 from claudeloop.application.ports import AccountCapacity
 
@@ -44,6 +52,28 @@ _DEAD = "taken_by IS NULL AND (beat_at = 0 OR (beat_at < :now - lease_ms AND lea
 
 class Fenced(RuntimeError):
     """This worker was taken over, or this run's epoch is no longer the one it holds."""
+
+
+class Cancelled(RuntimeError):
+    """The run was cancelled before this worker could start it."""
+
+
+# A run's status in claudeloop_queue (the module's docstring says who writes each).
+QUEUED, RUNNING, FINISHED = "queued", "running", "finished"
+FAILED, CANCELLED = "failed", "cancelled"
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A run of the queue as claudeloop_queue holds it."""
+
+    run_id: str
+    status: str
+    worker: str | None  # the worker that runs or ran it
+    exit_code: int | None  # once finished
+    order: str  # the order's JSON
+    account: str = ""
+    queued_at: int = 0  # ms since the epoch
 
 
 @dataclass(frozen=True)
@@ -155,13 +185,20 @@ class Leases(LeaseTables):
                     ),
                     {"x": executor},
                 )
+                c.execute(
+                    f"UPDATE claudeloop_queue SET status = '{QUEUED}', worker = NULL"
+                    f" WHERE worker = :x AND status = '{RUNNING}'",
+                    {"x": executor},
+                )
             return executors
 
     # Runs
 
-    def claim(self, run_id: str, me: str) -> int:
-        """This worker drives the run from now: a new epoch, unless this worker itself
-        was taken over (Fenced)."""
+    def claim(self, run_id: str, me: str, order: str | None = None, account: str = "") -> int:
+        """This worker drives the run from now: a new epoch, and the run `running` under
+        it in the queue; Fenced when this worker itself was taken over, Cancelled when
+        the run was. `order` (its JSON) and `account`: the run's row is made with them
+        when the queue has none (a run queued by a claudeloop of before)."""
         with self._begin() as c:
             alive = c.execute(
                 ("SELECT 1 FROM claudeloop_workers WHERE worker = :me AND taken_by IS NULL"),
@@ -169,6 +206,28 @@ class Leases(LeaseTables):
             ).first()
             if alive is None:
                 raise Fenced(f"worker {me} was taken over")
+            cancelled = c.execute(
+                f"SELECT 1 FROM claudeloop_queue WHERE run_id = :r AND status = '{CANCELLED}'",
+                {"r": run_id},
+            ).first()
+            if cancelled is not None:
+                raise Cancelled(f"run {run_id} was cancelled")
+            if order is None:
+                c.execute(
+                    f"UPDATE claudeloop_queue SET status = '{RUNNING}', worker = :me,"
+                    " exit_code = NULL WHERE run_id = :r",
+                    {"r": run_id, "me": me},
+                )
+            else:
+                c.execute(
+                    self._sql(
+                        "INSERT INTO claudeloop_queue"
+                        " (run_id, queued_at, account, orders, status, worker)"
+                        f" VALUES (:r, :now, :a, :o, '{RUNNING}', :me) ON CONFLICT (run_id)"
+                        f" DO UPDATE SET status = '{RUNNING}', worker = :me, exit_code = NULL"
+                    ),
+                    {"r": run_id, "me": me, "a": account, "o": order},
+                )
             c.execute(
                 (
                     "INSERT INTO claudeloop_runs (run_id, epoch, holder) VALUES (:r, 1, :me)"
@@ -344,11 +403,84 @@ class Leases(LeaseTables):
     def request_delivered(self, request_id: int) -> None:
         self._change("DELETE FROM claudeloop_requests WHERE id = :i", i=request_id)
 
+    # The queue as claudeloop knows it
+
+    def add_to_queue(
+        self, run_id: str, order: str, account: str, engine_queues: Callable[[Any], None]
+    ) -> None:
+        """The run `queued`, in the transaction `engine_queues(connection)` queues it in
+        the engine with; a run id already in the queue is the engine's to refuse."""
+        with self._begin() as c:
+            engine_queues(c.connection)
+            c.execute(
+                self._sql(
+                    "INSERT INTO claudeloop_queue (run_id, queued_at, account, orders, status)"
+                    f" VALUES (:r, :now, :a, :o, '{QUEUED}') ON CONFLICT (run_id) DO NOTHING"
+                ),
+                {"r": run_id, "a": account, "o": order},
+            )
+
+    def copy_into_queue(self, rows: list[QueueRow]) -> None:
+        """The runs an engine held before claudeloop kept its queue, copied once (a
+        row written since stays as it is)."""
+        with self._begin() as c:
+            for row in rows:
+                c.execute(
+                    "INSERT INTO claudeloop_queue"
+                    " (run_id, queued_at, account, orders, status, worker, exit_code)"
+                    " VALUES (:r, :q, :a, :o, :s, :w, :x) ON CONFLICT (run_id) DO NOTHING",
+                    {"r": row.run_id, "q": row.queued_at, "a": row.account, "o": row.order,
+                     "s": row.status, "w": row.worker, "x": row.exit_code},
+                )  # fmt: skip
+
+    def queue_rows(self, run_id: str | None = None) -> list[QueueRow]:
+        """The queue's runs, oldest first (or the one `run_id`)."""
+        where, values = (" WHERE run_id = :r", {"r": run_id}) if run_id is not None else ("", {})
+        rows = self._rows(
+            "SELECT run_id, status, worker, exit_code, orders, account, queued_at"
+            f" FROM claudeloop_queue{where} ORDER BY queued_at, run_id",
+            **values,
+        )
+        return [
+            QueueRow(
+                str(row[0]),
+                str(row[1]),
+                row[2],
+                None if row[3] is None else int(row[3]),
+                str(row[4]),
+                str(row[5]),
+                int(row[6]),
+            )
+            for row in rows
+        ]
+
+    def mark_cancelled(self, run_id: str) -> None:
+        """A queued or running run cancelled: no worker starts it, its worker stops it."""
+        self._change(
+            f"UPDATE claudeloop_queue SET status = '{CANCELLED}'"
+            f" WHERE run_id = :r AND status IN ('{QUEUED}', '{RUNNING}')",
+            r=run_id,
+        )
+
+    def ended(self, run_id: str, me: str, exit_code: int | None) -> None:
+        """The drive of the run by `me` ended: `finished` with its exit code (None:
+        `failed`, the drive itself raised); a run `me` could not start was never its.
+        A run cancelled, or another worker's since, stays as it is."""
+        status = FAILED if exit_code is None else FINISHED
+        self._change(
+            f"UPDATE claudeloop_queue SET status = '{status}', exit_code = :x"
+            f" WHERE run_id = :r AND status IN ('{RUNNING}', '{QUEUED}')"
+            " AND (worker = :me OR worker IS NULL)",
+            r=run_id,
+            me=me,
+            x=exit_code,
+        )
+
     def asked(self, worker: str, running: list[str]) -> Inbox:
         """What was asked of the runs `worker` holds, in one statement (a worker asks
-        once a second): which of `running` were cancelled (DBOS's table of workflows, a run
-        being its workflow), the commands asked of its runs, and its runs' requests in
-        the order asked (none on a fleet whose table of them is not made yet)."""
+        once a second): which of `running` were cancelled, the commands asked of its
+        runs, and its runs' requests in the order asked (none on a fleet whose table of
+        them is not made yet)."""
         if not self._requests_made:
             # Asked once it is there (it stays), not at every tick.
             self._requests_made = self._db.has_table("claudeloop_requests")
@@ -360,7 +492,10 @@ class Leases(LeaseTables):
         if running:
             values |= {f"r{n}": run_id for n, run_id in enumerate(running)}
             among = ", ".join(f":r{n}" for n in range(len(running)))
-            parts.append(cancelled_among(self.kind, among))
+            parts.append(
+                "SELECT 'cancelled', run_id, CAST(NULL AS BIGINT), NULL FROM claudeloop_queue"
+                f" WHERE status = '{CANCELLED}' AND run_id IN ({among})"
+            )
         if self._requests_made:
             parts.append(
                 "SELECT 'request', q.run_id, q.id, q.asked FROM claudeloop_requests q"

@@ -1,5 +1,6 @@
-"""A worker: a DBOS application that takes runs from the fleet's queue and drives each
-with the unchanged claudeloop command line, as a child process in the run's directory.
+"""A worker: an application of the queue's engine (DBOS) that takes runs from the
+fleet's queue and drives each with the unchanged claudeloop command line, as a child
+process in the run's directory.
 
 The first time a run is taken its child is `claudeloop run ... --run-id ID`; when the
 run directory already holds a record (a worker died or was stopped mid-run) it is
@@ -15,13 +16,14 @@ once (the stopping worker ends its lease).
 
 The worker is split by concern, each a module of its own: the child runs
 (children.py), the engine's copy of a run's record (record_sync.py), the heartbeat and
-lease (heartbeat.py), and the DBOS app (dbos_app.py, the one module that imports DBOS);
-this one holds them together until the worker is stopped.
+lease (heartbeat.py), and the queue's engine (queue_engine.py, the port; DBOS in
+dbos_app.py, the one module that imports it); this one holds them together until the
+worker is stopped.
 
 Leases (adapters/fleet/leases.py): the worker heart-beats in the engine's database;
 a worker whose heartbeat is older than its own lease has its runs taken over by a live
-one, which asks DBOS to recover that executor's pending workflows (what DBOS's admin
-API does for another executor's id). While a child runs, the worker stores its record
+one, which asks the queue's engine to hand the runs that worker had taken back to the
+queue. While a child runs, the worker stores its record
 and transcript in the engine each time they change, under the run's epoch, and at once
 at each save of the child, which waits for it (RecordSync); a worker that drives a run
 another worker took over finds its epoch stale and is fenced, and a worker taken over
@@ -41,15 +43,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from claudeloop.adapters.fleet import dbos_app
 from claudeloop.adapters.fleet.children import Drivers, child_environment
 from claudeloop.adapters.fleet.engine import Engine, engine_error
 from claudeloop.adapters.fleet.heartbeat import Heartbeat, answer_within
 from claudeloop.adapters.fleet.lease_file import stop_tree
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, init_schema
+from claudeloop.adapters.fleet.queue_engine import QueueEngine, queue_engine
 from claudeloop.adapters.fleet.worker_settings import (
     FAILED_EXIT,
     POLL_SECONDS,
@@ -137,9 +139,21 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         say, child_environment(os.environ), settings, leases, _board_relay(settings.engine)
     )
     pool = leases.pool if settings.engine.kind == "postgresql" else None
-    dbos_app.configure(
-        settings, pool, lambda run_id, order: drivers.drive(run_id, Order.from_json(order))
-    )
+    engine = queue_engine(settings.engine)
+
+    def drive(run_id: str, order: dict[str, Any]) -> int:
+        """The run driven; its end said in claudeloop's queue (failed: it raised)."""
+        try:
+            code = drivers.drive(run_id, Order.from_json(order))
+        except Exception:
+            with contextlib.suppress(Exception):  # the database away: the engine has it
+                leases.ended(run_id, settings.executor_id, None)
+            raise
+        with contextlib.suppress(Exception):
+            leases.ended(run_id, settings.executor_id, code)
+        return code
+
+    engine.configure(settings, pool, drive)
 
     def on_signal(number: int, _frame: FrameType | None) -> None:
         if drivers.stopping.is_set():
@@ -150,14 +164,14 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    dbos_app.launch(settings)
+    engine.launch(settings)
     say(
         f"worker {settings.executor_id}: taking runs from {settings.engine.masked_url} "
         f"({settings.slots} at once, {settings.per_account} per account, "
         f"lease {settings.lease_seconds:g} s); stop with Ctrl-C or SIGTERM"
     )
 
-    return _until_stopped(settings, drivers, heartbeat, leases, say)
+    return _until_stopped(settings, drivers, heartbeat, leases, say, engine=engine)
 
 
 def _board_relay(engine: Engine) -> BoardRelay | None:
@@ -176,6 +190,8 @@ def _until_stopped(
     heartbeat: Heartbeat,
     leases: Leases,
     say: Callable[[str], None],
+    *,
+    engine: QueueEngine,
 ) -> int:
     """Take over the dead and pass cancellations on, while the heartbeat beats on its own
     thread, until stopped; a worker taken over starts again in place."""
@@ -189,8 +205,8 @@ def _until_stopped(
     # which are cancelled, what stops and wind-downs and requests were asked.
     while not drivers.stopping.wait(tick):
         if heartbeat.fenced.is_set():
-            _start_again(settings, drivers, say)
-        heartbeat.take_over(dbos_app.recover_pending)
+            _start_again(settings, drivers, engine, say)
+        heartbeat.take_over(engine.hand_back)
         running = drivers.running()
         if running and time.monotonic() >= next_ask:
             next_ask = time.monotonic() + _ASK_SECONDS
@@ -219,12 +235,12 @@ def _until_stopped(
 
 
 def _start_again(
-    settings: WorkerSettings, drivers: Drivers, say: Callable[[str], None]
+    settings: WorkerSettings, drivers: Drivers, engine: QueueEngine, say: Callable[[str], None]
 ) -> NoReturn:
     """Taken over (this worker was cut off past its lease: its network, a pause): its
     runs are another worker's. Their children stop (they ended on their own at the
-    lease), and once the taker has handed them back to the queue (DBOS no longer counts
-    them as this worker's; a lease at most), the worker starts again in place, the same
+    lease), and once the taker has handed them back to the queue (the engine no longer
+    counts them as this worker's; a lease at most), the worker starts again in place, the same
     process with a new life: a service ends when it is told to, not when it is cut off."""
     me = settings.executor_id
     say(f"worker {me}: another worker took over its runs; fenced, leaving them and starting again")
@@ -234,7 +250,7 @@ def _start_again(
 
     def still_mine(run_id: str) -> bool:
         try:
-            return dbos_app.pending_under(run_id, me)
+            return engine.held_by(run_id, me)
         except Exception:  # the database away again: the taker has not been seen to
             return True
 
@@ -255,7 +271,7 @@ def _start_again(
 
 
 def exit_now(code: int) -> None:
-    """End the process without letting DBOS finish the workflows held for hand-back."""
+    """End the process without letting the engine finish the runs held for hand-back."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
