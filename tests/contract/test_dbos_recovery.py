@@ -1,22 +1,18 @@
-"""The one private call of DBOS the fleet relies on, pinned to DBOS's version.
+"""A dead worker's runs handed back through DBOS's public API, with the DBOS installed
+(`make canary` runs this with the newest DBOS pyproject.toml allows).
 
-A worker that takes over a dead one asks DBOS to recover that executor's pending
-workflows: `recover_pending` in adapters/fleet/dbos_app.py, which calls
-`DBOS._recover_pending_workflows` (ADR 0006 says why; DBOS has no public call that does
-it). It is not public API: this test fails when a DBOS release changes what it does, and
-`make canary` runs it (tests/contract) beside the newest Claude Code. The version it was
-last read against is CHECKED: a DBOS of another version fails
-`test_dbos_is_the_version_these_pins_were_read_against` until someone reads what changed
-in `_recover_pending_workflows` and DBOS's tables (tests/contract/test_dbos_tables.py)
-and moves CHECKED. Each executor runs in a process of its own, as workers do (DBOS is
-one per process).
+A worker that takes over a dead one asks DBOS for the workflows pending under the dead
+executor's id (`DBOS.list_workflows`) and resumes each on the runs' queue
+(`DBOS.resume_workflow`): `hand_back` in adapters/fleet/dbos_app.py. Here a real DBOS
+executor dies mid-run and another, in a process of its own (DBOS is one per process, as
+workers are), hands its run back and finishes it from the queue, within the queue's
+limits; a run finished is not handed back.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -24,43 +20,33 @@ import pytest
 EXECUTOR = """
 import os, sys, time
 from dbos import DBOS
-from claudeloop.adapters.fleet.dbos_app import recover_pending
+from claudeloop.adapters.fleet.dbos_app import APPLICATION_VERSION, QUEUE, WORKFLOW, hand_back
 
 url, me, role = sys.argv[1:4]
-DBOS(config={"name": "pin", "system_database_url": url, "executor_id": me,
-              "application_version": "pin-1", "log_level": "ERROR"})
+DBOS(config={"name": "claudeloop", "system_database_url": url, "executor_id": me,
+              "application_version": APPLICATION_VERSION, "log_level": "ERROR"})
 
-@DBOS.workflow(name="pin.run", max_recovery_attempts=None)
+@DBOS.workflow(name=WORKFLOW, max_recovery_attempts=None)
 def run(order: int) -> str:
-    if role == "dies":
+    if role == "dies" and order == 7:
         print("started", flush=True)
         os._exit(9)  # killed mid-run: the workflow stays PENDING under this executor
     return f"order {order} finished by {me}"
 
 DBOS.launch()
-queue = DBOS.register_queue("pin-runs", worker_concurrency=1, on_conflict="always_update")
+queue = DBOS.register_queue(QUEUE, worker_concurrency=1, on_conflict="always_update")
 if role == "dies":
+    print(queue.enqueue(run, 6).get_result(), flush=True)
     queue.enqueue(run, 7)
     time.sleep(60)
 else:
-    count = recover_pending([sys.argv[4]])
-    print(count, DBOS.retrieve_workflow(DBOS.list_workflows()[0].workflow_id).get_result(),
-          flush=True)
+    handed = hand_back([sys.argv[4]])
+    results = [DBOS.retrieve_workflow(run_id).get_result() for run_id in handed]
+    (seven,) = [w for w in DBOS.list_workflows() if w.input["args"] == (7,)]
+    print(handed == [seven.workflow_id], seven.queue_name == QUEUE, results,
+          hand_back([sys.argv[4]]), flush=True)
     DBOS.destroy()
 """
-
-
-# The DBOS release whose private call and tables these pins were read against.
-CHECKED = "3.4.0"
-
-
-def test_dbos_is_the_version_these_pins_were_read_against() -> None:
-    assert version("dbos") == CHECKED, (
-        f"DBOS is {version('dbos')}, not {CHECKED}: read what changed in "
-        "DBOS._recover_pending_workflows and in its tables workflow_status, "
-        "workflow_input and workflow_output (adapters/fleet/dbos_app.py relies on them), "
-        "run tests/contract/test_dbos_*.py, then move CHECKED"
-    )
 
 
 def _executor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,11 +63,15 @@ def _executor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_a_dead_executors_pending_workflow_is_recovered_and_finished_by_another(
+def test_a_dead_executors_pending_run_is_handed_back_and_finished_by_another(
     tmp_path: Path,
 ) -> None:
     died = _executor(tmp_path, "worker-a", "dies")
-    assert (died.returncode, died.stdout) == (9, "started\n"), died.stderr
+    assert (died.returncode, died.stdout) == (9, "order 6 finished by worker-a\nstarted\n"), (
+        died.stderr
+    )
     recovered = _executor(tmp_path, "worker-b", "recovers", "worker-a")
     assert recovered.returncode == 0, recovered.stderr
-    assert recovered.stdout == "1 order 7 finished by worker-b\n"
+    # Only the run left pending (7) went back, and once: a second hand-back finds none.
+    # On the runs' queue (its limits hold), not DBOS's internal one.
+    assert recovered.stdout == "True True ['order 7 finished by worker-b'] []\n"
