@@ -152,10 +152,11 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run_all
 
-# The newest Claude Code beside the locked one: builds .venv-canary (uv.lock's versions but
-# the newest claude-agent-sdk, and its CLI) and .venv-canary-litellm, runs the tests that
-# pin what the CLI emits with each, reads what each binary can emit, and prints what
-# differs (also in bench/results/canary.md). It reports; it never fails on a difference.
+# The newest Claude Code and DBOS beside the locked ones: builds .venv-canary (uv.lock's
+# versions but the newest claude-agent-sdk, its CLI, and dbos) and .venv-canary-litellm,
+# runs the tests that pin what the CLI emits and the fleet's tests with each, reads what
+# each binary can emit, and prints what differs (also in bench/results/canary.md). It
+# reports; it never fails on a difference.
 canary: $(STAMP) $(LITELLM_STAMP)
 	$(PY) -m bench.canary
 

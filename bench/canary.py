@@ -1,13 +1,15 @@
-"""The canary for the newest Claude Code: what changes if the lock took it today.
+"""The canary for the newest Claude Code and DBOS: what changes if the lock took them today.
 
 uv.lock pins claude-agent-sdk, and with it the Claude Code CLI its wheel bundles, the one
-our facts and tests were measured on. The canary builds `.venv-canary`: the project with
-the dev extra, every package at the version uv.lock says except claude-agent-sdk, which
-takes the newest version pyproject's range allows; and `.venv-canary-litellm`, the newest
-LiteLLM its range (tests/e2e/litellm-requirements.in) allows. Then it:
+our facts and tests were measured on, and DBOS, the fleet's queue. The canary builds
+`.venv-canary`: the project with the dev extra, every package at the version uv.lock
+says except claude-agent-sdk and dbos, which take the newest version pyproject's range
+allows; and `.venv-canary-litellm`, the newest LiteLLM its range
+(tests/e2e/litellm-requirements.in) allows. Then it:
 
-- runs the tests that pin what the CLI emits (TESTS) once with `.venv` (the locked CLI)
-  and once with `.venv-canary` (the newest), and compares the outcome of each test;
+- runs the tests that pin what the CLI emits (TESTS) and the fleet's tests on DBOS
+  (FLEET_TESTS) once with `.venv` (the locked CLI and DBOS) and once with
+  `.venv-canary` (the newest), and compares the outcome of each test;
 - reads from each CLI binary the words it can emit (startup failure reasons, result
   subtypes, terminal reasons, rate-limit windows, the rate-limit headers it reads, its
   environment variables) and says which are new in the newest and which are gone;
@@ -46,6 +48,9 @@ NEWEST_LITELLM_VENV = ROOT / ".venv-canary-litellm"
 LITELLM_RANGE = ROOT / "tests" / "e2e" / "litellm-requirements.in"
 REPORT = ROOT / "bench" / "results" / "canary.md"
 SDK = "claude-agent-sdk"
+DBOS = "dbos"
+# What the newest side takes at the newest version its range allows; the rest as locked.
+NEWEST = (SDK, DBOS)
 # test_litellm_proxy.py runs the litellm this variable names, before its own .venv-litellm.
 LITELLM_VARIABLE = "CLAUDELOOP_E2E_LITELLM"
 
@@ -77,6 +82,16 @@ TESTS = (
     "tests/e2e/test_ledger.py",
     # Its stop on a user's hook (prevent_continuation).
     "tests/e2e/test_hook_stops.py",
+)
+# The fleet on the DBOS of each side, through DBOS's public API alone (issue 49): its
+# adapter's tests, its queue, a worker's takeover and database outages end to end, on
+# SQLite and PostgreSQL (tests/contract/test_dbos_*.py, in TESTS, pin the calls
+# themselves). About 6 minutes per venv with `-n 2` on 2 cores.
+FLEET_TESTS = (
+    "tests/adapters/fleet",
+    "tests/e2e/test_fleet.py",
+    "tests/e2e/test_fleet_takeover.py",
+    "tests/e2e/test_fleet_outage.py",
 )
 # Its reading of a LiteLLM proxy's every error: a pytest run of their own (run_tests).
 LITELLM_TESTS = ("tests/e2e/test_litellm_proxy.py",)
@@ -116,6 +131,7 @@ class Side:
     name: str
     venv: Path
     sdk_version: str
+    dbos_version: str
     cli_version: str
     cli: Path
     litellm: Path
@@ -235,7 +251,7 @@ def _resolve_and_sync(venv: Path, resolve: list[str], work: Path, editable: bool
 
 def build_newest(work: Path) -> None:
     """`.venv-canary`: the project editable with the dev extra, every package at the
-    version uv.lock says (as constraints) but claude-agent-sdk, at the newest
+    version uv.lock says (as constraints) but claude-agent-sdk and dbos, at the newest
     pyproject.toml's range allows."""
     exported = _uv(
         ["export", "--frozen", "--extra", "dev", "--no-hashes", "--no-emit-project"],
@@ -243,12 +259,17 @@ def build_newest(work: Path) -> None:
         NEWEST_VENV.name,
     )
     constraints = work / "constraints.txt"
-    kept = [line for line in exported.splitlines() if not line.startswith(f"{SDK}==")]
+    kept = [
+        line
+        for line in exported.splitlines()
+        if not line.startswith(tuple(f"{package}==" for package in NEWEST))
+    ]
     constraints.write_text("\n".join(kept) + "\n")
+    upgrades = [option for package in NEWEST for option in ("--upgrade-package", package)]
     resolve = [
         str(ROOT / "pyproject.toml"), "--extra", "dev",
         "--constraint", str(constraints),
-        "--upgrade-package", SDK,
+        *upgrades,
     ]  # fmt: skip
     _resolve_and_sync(NEWEST_VENV, resolve, work, editable=True)
 
@@ -262,7 +283,7 @@ def build_newest_litellm(work: Path) -> None:
 _ASK_SDK = (
     "import importlib.metadata as m, importlib.util as u, json; "
     "spec = u.find_spec('claude_agent_sdk'); "
-    "print(json.dumps({'version': m.version('claude-agent-sdk'), "
+    "print(json.dumps({'version': m.version('claude-agent-sdk'), 'dbos': m.version('dbos'), "
     "'package': list(spec.submodule_search_locations)[0]}))"
 )
 _ASK_LITELLM = "import importlib.metadata as m; print(m.version('litellm'))"
@@ -289,6 +310,7 @@ def side(name: str, venv: Path, litellm_venv: Path) -> Side:
         name=name,
         venv=venv,
         sdk_version=sdk["version"],
+        dbos_version=sdk["dbos"],
         cli_version=cli_version,
         cli=bundled / "claude",
         litellm=litellm_venv / "bin" / "litellm",
@@ -315,7 +337,7 @@ def run_tests(side: Side, work: Path) -> TestRun:
     exit_codes: list[int] = []
     started = time.monotonic()
     for part, tests, variables in (
-        ("", TESTS, {}),
+        ("", (*TESTS, *FLEET_TESTS), {}),
         ("-litellm", LITELLM_TESTS, {LITELLM_VARIABLE: str(side.litellm)}),
     ):
         junit = work / f"{side.name}{part}.xml"
@@ -504,20 +526,23 @@ def render(
     locked_run, newest_run = runs["locked"], runs["newest"]
     day = datetime.now(UTC).date().isoformat()
     lines = [
-        "# Canary: the newest Claude Code beside the locked one",
+        "# Canary: the newest Claude Code and DBOS beside the locked ones",
         "",
         f"`make canary` on {day} at {code}, {minutes:.0f} minutes (bench/canary.py). "
         f"Locked (uv.lock, "
-        f"`.venv`): claude-agent-sdk {locked.sdk_version}, Claude Code {locked.cli_version}. "
+        f"`.venv`): claude-agent-sdk {locked.sdk_version}, Claude Code {locked.cli_version}, "
+        f"DBOS {locked.dbos_version}. "
         f"Newest pyproject.toml allows (`.venv-canary`, every other package as locked): "
-        f"claude-agent-sdk {newest.sdk_version}, Claude Code {newest.cli_version}. "
+        f"claude-agent-sdk {newest.sdk_version}, Claude Code {newest.cli_version}, "
+        f"DBOS {newest.dbos_version}. "
         f"test_litellm_proxy.py ran LiteLLM {locked.litellm_version} (`.venv-litellm`, locked) "
         f"with the locked CLI and {newest.litellm_version} (`.venv-canary-litellm`, the newest "
         f"tests/e2e/litellm-requirements.in allows) with the newest, through {LITELLM_VARIABLE}.",
         "",
         "## Tests whose outcome differs",
         "",
-        f"The tests run on each side (`pytest -n 2`): {', '.join((*TESTS, *LITELLM_TESTS))}.",
+        "The tests run on each side (`pytest -n 2`): "
+        f"{', '.join((*TESTS, *FLEET_TESTS, *LITELLM_TESTS))}.",
         "",
     ]
     differences = _differences(locked_run, newest_run)
@@ -623,7 +648,7 @@ def main() -> int:
     code = tested_code()
     work = Path(tempfile.mkdtemp(prefix="claudeloop-canary-"))
     try:
-        _say(f"building {NEWEST_VENV.name} (the newest {SDK} pyproject.toml allows)")
+        _say(f"building {NEWEST_VENV.name} (the newest {SDK} and {DBOS} pyproject.toml allows)")
         build_newest(work)
         _say(f"building {NEWEST_LITELLM_VENV.name} (the newest LiteLLM its range allows)")
         build_newest_litellm(work)

@@ -40,6 +40,8 @@ tree above, a run's outcome with its reason, or something the loop goes on witho
 - `RunIdTaken`: a run id already in the fleet's queue; a UsageError.
 - `Fenced`, `WorkerRunning`: a fleet worker that was taken over, or a second worker of
   one name; the run is handed back, or the worker says so in one line.
+- `Cancelled`: a fleet's run cancelled before its worker could start it; the worker
+  says so in one line and does not start it.
 - `BoardBusy`, `BoardUnavailable`: the capacity board could not be read or written; the
   loop goes on alone and says so.
 - `NotifyUnavailable`: notifications configured that cannot be sent; a UsageError at

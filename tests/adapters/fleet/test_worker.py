@@ -166,9 +166,9 @@ def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
     leases.start("other", 4_000)
     taken: list[list[str]] = []
 
-    def recover(executors: list[str]) -> int:
+    def recover(executors: list[str]) -> list[str]:
         taken.append(executors)
-        return 0
+        return []
 
     def beats_for(seconds: float) -> None:
         for _ in range(int(seconds * 10)):
