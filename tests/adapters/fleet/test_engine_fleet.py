@@ -395,3 +395,19 @@ def test_a_fleet_set_up_before_the_queue_was_kept_is_read_once_set_up_again(
     init_schema(engine)
     assert _states(engine) == {"r1": ("queued", None), "r2": ("cancelled", None)}
     assert {run.cwd for run in EngineFleet(engine).queue()} == {str(tmp_path)}
+
+
+def test_a_worker_handed_a_cancelled_run_does_not_start_it(
+    engine: Engine, leases: Leases, tmp_path: Path
+) -> None:
+    from claudeloop.adapters.fleet import queue
+
+    queued(engine, "r1", tmp_path)
+    queue.cancel(engine, "r1")
+    said: list[str] = []
+    leases.start("w1")
+    drivers = Drivers(said.append, {}, WorkerSettings(engine, 1, 1, "w1", tmp_path), leases)
+    code = drivers.drive("r1", Order(str(tmp_path), ["PLAN.md"], account="0123456789abcdef"))
+    assert (code, said) == (130, ["run r1: cancelled before it started"])
+    assert drivers.running() == []
+    assert _states(engine) == {"r1": ("cancelled", None)}
