@@ -8,8 +8,9 @@ keeps in its own table (claudeloop_queue, leases.py), so nothing reads the engin
 tables, and the engine is asked only through its public API.
 
 Another engine (Procrastinate, Temporal's Python SDK) is one module that implements
-`QueueEngine`, the one line of `queue_engine` that makes it, and its name in the import
-contract that keeps it in that module (pyproject.toml).
+`QueueEngine`; here, the line of `queue_engine` that makes it and its package's name;
+and in pyproject.toml, the package in the `fleet` extra and the import contract that
+keeps it in that module.
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ if TYPE_CHECKING:
     from claudeloop.adapters.fleet.engine import Engine
     from claudeloop.adapters.fleet.leases import QueueRow
     from claudeloop.adapters.fleet.worker_settings import WorkerSettings
+
+
+# The package the engine is (the `fleet` extra installs it), and its name for people.
+ENGINE_PACKAGE, ENGINE_NAME = "dbos", "DBOS"
+
+
+def engine_installed() -> bool:
+    """Whether the engine's package is installed, asked without importing it."""
+    import importlib.util
+
+    return importlib.util.find_spec(ENGINE_PACKAGE) is not None
 
 
 class QueueEngine(Protocol):

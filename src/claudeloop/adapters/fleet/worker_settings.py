@@ -2,7 +2,7 @@
 
 The worker (worker.py) is split by concern: the child runs (children.py), the engine's
 copy of a run's record (record_sync.py), the heartbeat and lease (heartbeat.py), and the
-DBOS app (dbos_app.py); each reads its settings from here.
+queue's engine (queue_engine.py); each reads its settings from here.
 """
 
 from __future__ import annotations

@@ -201,14 +201,14 @@ def account_boards() -> AccountBoards:
 
 def engine_of(option: str | None) -> Engine:
     """The engine --engine names, else CLAUDELOOP_ENGINE, else the SQLite file in the
-    user state directory; DBOS (the `fleet` extra) must be installed."""
-    import importlib.util
+    user state directory; the queue's engine (the `fleet` extra) must be installed."""
+    from claudeloop.adapters.fleet.queue_engine import ENGINE_NAME, engine_installed
 
-    if importlib.util.find_spec("dbos") is None:
+    if not engine_installed():
         from claudeloop.adapters.installation import extra_hint
 
         raise UsageError(
-            f"the fleet commands need DBOS (the fleet extra): {extra_hint('fleet')}",
+            f"the fleet commands need {ENGINE_NAME} (the fleet extra): {extra_hint('fleet')}",
             exit_code=2,
         )
     from claudeloop.adapters.fleet.engine import engine_from
