@@ -64,3 +64,30 @@ def test_the_pattern_finds_what_it_names() -> None:
         assert INSIDES.search(insider), insider
     for public in ("DBOS.list_workflows(name=WORKFLOW)", "from dbos import error as errors"):
         assert not INSIDES.search(public), public
+
+
+def _imports_the_dbos_app(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module == "claudeloop.adapters.fleet.dbos_app" or (
+                module == "claudeloop.adapters.fleet"
+                and any(alias.name == "dbos_app" for alias in node.names)
+            ):
+                return True
+        if isinstance(node, ast.Import) and any(
+            alias.name == "claudeloop.adapters.fleet.dbos_app" for alias in node.names
+        ):
+            return True
+    return False
+
+
+def test_only_the_port_wires_the_engine() -> None:
+    """The worker and the queue ask the `QueueEngine` port, never DBOS's module: another
+    engine is a module of its own and the port's line that makes it."""
+    wiring = [
+        path.relative_to(SOURCE).as_posix()
+        for path in sorted(SOURCE.rglob("*.py"))
+        if _imports_the_dbos_app(ast.parse(path.read_text()))
+    ]
+    assert wiring == ["adapters/fleet/queue_engine.py"]
