@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.overhead import environment
+from bench.scenario_turns import write_turn
 from claudeloop.rehearsal import RehearsalServer, parse_scenario
 
 # How far ahead of the refusal the reset is announced: past the default lead, so the
@@ -72,22 +73,11 @@ class Figures:
     stop_loaded_after: Stop
 
 
-def _write_turn(n: int, *, complete: bool) -> dict[str, Any]:
-    return {
-        "steps": [
-            {"kind": "tool", "name": "Write",
-             "input": {"file_path": f"{{cwd}}/step{n}.txt", "content": f"step {n}\n"}},
-            {"kind": "verdict", "complete": complete, "summary": f"Wrote step{n}.txt.",
-             "remaining_work": [] if complete else ["the next step"]},
-        ]
-    }  # fmt: skip
-
-
 def _scenario(gate: dict[str, Any]) -> str:
     return json.dumps(
         {
             "description": "the 5-hour window closes at turn 2, its reset announced",
-            "turns": [_write_turn(n, complete=n == 3) for n in (1, 2, 3)],
+            "turns": [write_turn(n, complete=n == 3) for n in (1, 2, 3)],
             "gates": [{"kind": "window", "at_turn": 2, **gate}],
         }
     )

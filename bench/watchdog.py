@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.overhead import environment
+from bench.scenario_turns import write_turn
 from claudeloop.rehearsal import RehearsalServer, parse_scenario
 
 WAITS = ["--window-probe-interval", "3s", "--reset-grace", "1s", "--max-wait", "10m"]
@@ -49,17 +50,6 @@ class WatchdogCost:
     @property
     def ratio(self) -> float:
         return self.hang_seconds / self.baseline_seconds
-
-
-def _write_turn(*, complete: bool, n: int) -> dict[str, Any]:
-    return {
-        "steps": [
-            {"kind": "tool", "name": "Write",
-             "input": {"file_path": f"{{cwd}}/step{n}.txt", "content": f"step {n}\n"}},
-            {"kind": "verdict", "complete": complete, "summary": f"Wrote step{n}.txt.",
-             "remaining_work": [] if complete else ["the next step"]},
-        ]
-    }  # fmt: skip
 
 
 def _run(
@@ -92,7 +82,7 @@ def _run(
 def _silent_cost(root: Path, gate: str, *, flags: list[str], env: dict[str, str]) -> float:
     """From the silent request to the same turn's request sent again."""
     scenario = {
-        "turns": [_write_turn(complete=True, n=1)],
+        "turns": [write_turn(complete=True, n=1)],
         "gates": [{"kind": gate, "at_turn": 1, "for_requests": 1}],
     }
     _, requests, _ = _run(root, scenario, flags=flags, env=env)
@@ -122,7 +112,7 @@ def _lingering_cli(root: Path) -> Path:
 def _linger_scenario() -> dict[str, Any]:
     # Turn 2 is refused once (its process ended), the wait probes once, the run ends.
     return {
-        "turns": [_write_turn(complete=False, n=1), _write_turn(complete=True, n=2)],
+        "turns": [write_turn(complete=False, n=1), write_turn(complete=True, n=2)],
         "gates": [
             {"kind": "window", "at_turn": 2, "match": "turns", "for_requests": 1,
              "announce_reset_seconds": 1}

@@ -17,8 +17,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import assert_never
 
-import anyio
-
 from claudeloop.application.announcements import announced_by
 from claudeloop.application.checkpointing import Checkpointing
 from claudeloop.application.events import (
@@ -52,6 +50,7 @@ from claudeloop.application.ports import (
 from claudeloop.application.prompts import next_prompt
 from claudeloop.application.records import RunRecord
 from claudeloop.application.steering import apply_requests
+from claudeloop.application.stopping import unless_stopped
 from claudeloop.application.turns import Turns, turn_said
 from claudeloop.application.verification import (
     NO_CHECKS,
@@ -356,26 +355,10 @@ class Runner:
         """The gateway made ready for the probe and the turn on `session_id`; False when
         a stop came first: starting Claude Code takes seconds, which a stop does not
         wait for (the gateway ends what it started)."""
-        ready = False
-        failure: BaseException | None = None
-        async with anyio.create_task_group() as group:
-
-            async def stop_when_asked() -> None:
-                await self.control.stop_asked()
-                group.cancel_scope.cancel()
-
-            group.start_soon(stop_when_asked)
-            try:
-                await self.gateway.get_ready(session_id)
-                ready = True
-            except anyio.get_cancelled_exc_class():
-                raise
-            except BaseException as other:
-                failure = other  # raised as itself (a full disk), not in an exception group
-            group.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        return ready
+        ready = await unless_stopped(
+            self.control.stop_asked, lambda: self.gateway.get_ready(session_id)
+        )
+        return ready is not None
 
     async def _probe(self, record: RunRecord) -> Step:
         probe, cost, estimated = await self._turns.probe()

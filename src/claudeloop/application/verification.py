@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-
 from claudeloop.application.events import (
     ReviewFinished,
     ReviewStarted,
@@ -18,6 +16,7 @@ from claudeloop.application.events import (
 from claudeloop.application.ports import Checks, ControlInbox, EventSink, Gateway, TurnOutcome
 from claudeloop.application.prompts import review_prompt
 from claudeloop.application.records import RunRecord
+from claudeloop.application.stopping import unless_stopped
 from claudeloop.application.turns import Read
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.completion import Continue
@@ -52,32 +51,10 @@ class Verification:
         logs = self.check_logs or record.spec.cwd
         output = logs / f"turn-{turn}-check-{len(verifying.results) + 1}.log"
         self.events.emit(VerifyStarted(turn=turn, command=check.text, output=str(output)))
-        return await self._unless_stopped(checks, check, output)
-
-    async def _unless_stopped(
-        self, checks: Checks, check: CheckCommand, output: Path
-    ) -> CheckResult | None:
-        """The check's result, or None when a stop came first (cancelled, the check has
-        ended its process group)."""
-        results: list[CheckResult] = []
-        failure: BaseException | None = None
-        async with anyio.create_task_group() as group:
-
-            async def stop_when_asked() -> None:
-                await self.control.stop_asked()
-                group.cancel_scope.cancel()
-
-            group.start_soon(stop_when_asked)
-            try:
-                results.append(await checks.run(check, output=output))
-            except anyio.get_cancelled_exc_class():
-                raise
-            except BaseException as other:
-                failure = other  # raised as itself (a full disk), not in an exception group
-            group.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        return results[0] if results else None
+        result = await unless_stopped(
+            self.control.stop_asked, lambda: checks.run(check, output=output)
+        )
+        return None if result is None else result.value
 
     async def review(
         self, record: RunRecord, reviewer: Gateway, plan: WorkPlan | None, turn: int
