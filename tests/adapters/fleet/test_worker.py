@@ -186,3 +186,40 @@ def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
     assert heartbeat.up_for_ms() >= 2_900
     beats_for(1.5)  # back a whole lease, and the other silent all along: dead
     assert taken == [["other"]]
+
+
+def test_a_takeover_won_whose_hand_back_failed_is_handed_back_at_the_next_look(
+    tmp_path: Path,
+) -> None:
+    """Won, the dead worker is no other's to take: the winner tries again until the
+    engine hands its runs back."""
+    engine = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
+    leases = Leases(engine)
+    leases.ensure_schema()
+    (tmp_path / "workers").mkdir()
+    now = [1000.0]
+    settings = WorkerSettings(engine, 1, 1, "judge", tmp_path, lease_seconds=4.0)
+    said: list[str] = []
+    heartbeat = Heartbeat(settings, leases, said.append, clock=lambda: now[0])
+    heartbeat.start()
+    leases.start("other", 4_000)
+    leases.let_go("other")
+    asked: list[list[str]] = []
+
+    def hand_back(executors: list[str]) -> list[str]:
+        asked.append(executors)
+        if len(asked) == 1:
+            raise ConnectionError("the engine went away")
+        return ["r1"]
+
+    now[0] += 0.1
+    heartbeat.take_over(hand_back)
+    assert (asked, said) == ([["other"]], [])
+    now[0] += 1.0  # the next look, a heartbeat interval later
+    heartbeat.take_over(hand_back)
+    assert asked == [["other"], ["other"]]
+    assert said == ["worker other stopped heart-beating: taking over 1 run(s)"]
+    now[0] += 1.0
+    heartbeat.take_over(hand_back)
+    assert len(asked) == 2
+    leases.close()

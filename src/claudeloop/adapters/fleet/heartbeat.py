@@ -54,6 +54,9 @@ class Heartbeat:
         self._up_since: float | None = None  # the first beat since the engine was last away
         self._last_beat: float | None = None  # the last beat that reached the engine
         self._next_look = 0.0  # when to look for dead workers next
+        # A worker won, whose runs are not handed back yet (the engine failed meanwhile):
+        # no other worker will take it now, so this one tries again at each look.
+        self._owed: tuple[str, list[str]] | None = None
         self.fenced = threading.Event()  # another worker took this one over
 
     @property
@@ -133,10 +136,19 @@ class Heartbeat:
             return
         self._next_look = now + self._interval
         try:
+            if self._owed is not None:
+                self._hand_back(hand_back, *self._owed)
             for dead in self._leases.dead(me, up_for):
                 executors = self._leases.take_over(dead, me, up_for)
                 if executors is not None:
-                    count = len(hand_back(executors))
-                    self._say(f"worker {dead} stopped heart-beating: taking over {count} run(s)")
+                    self._owed = (dead, executors)
+                    self._hand_back(hand_back, dead, executors)
         except Exception:  # the database away for a moment: look again next time
             return
+
+    def _hand_back(
+        self, hand_back: Callable[[list[str]], list[str]], dead: str, executors: list[str]
+    ) -> None:
+        count = len(hand_back(executors))
+        self._owed = None
+        self._say(f"worker {dead} stopped heart-beating: taking over {count} run(s)")
