@@ -25,13 +25,12 @@ from claudeloop.application.launching import Launched, RunToResume, resume_run
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
-from claudeloop.cli.bootstrap.configuration import flag_notify_targets
-from claudeloop.cli.bootstrap.launcher import Launcher
+from claudeloop.cli.bootstrap import notify_flag_targets
 from claudeloop.cli.bootstrap.rehearsal import (
     LOCAL_PROFILE,
     Rehearsal,
-    RehearsalLauncher,
     RehearsalServers,
+    rehearsal_launching,
     rehearsal_run,
 )
 from claudeloop.cli.kept_rehearsal import KeptRehearsal
@@ -83,7 +82,7 @@ def rehearse(
     played = _played(scenario)
     # --notify URLs, checked as `run` checks them (the config files are not read: a
     # rehearsal plays the same whatever the project says), before anything starts.
-    targets = flag_notify_targets(notify)
+    targets = notify_flag_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
     rehearsal: Rehearsal | None = None
     try:
@@ -204,16 +203,19 @@ def served(kept: KeptRehearsal, played: Scenario | None = None) -> Iterator[Rehe
 
 
 def resume_kept(
-    kept: KeptRehearsal, asked: RunToResume, *, launcher: Launcher, warn: Callable[[str], None]
+    kept: KeptRehearsal,
+    asked: RunToResume,
+    *,
+    quiet: bool,
+    verbose: bool,
+    warn: Callable[[str], None],
 ) -> Launched:
     """`claudeloop resume` in a kept rehearsal's project: the run goes on as any resume
     does (its ledger, session and plan kept), against a new rehearsal API of the same
     scenario, wired as the rehearsal wired it (its own capacity record, its local
     profile). The API starts afresh: its scenario plays again from its first request."""
     with served(kept) as servers:
-        rehearsing = RehearsalLauncher(
-            seat=launcher.seat, quiet=launcher.quiet, verbose=launcher.verbose, servers=servers
-        )
+        rehearsing = rehearsal_launching(servers, quiet=quiet, verbose=verbose)
         return resume_run(rehearsing, asked, warn=warn, backend=servers.backend())
 
 

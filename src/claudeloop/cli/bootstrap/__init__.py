@@ -7,26 +7,34 @@ or hands a command a wired object; it passes on no adapter's own name
   commands: each imports what it wires when it is called, so that `status --engine` or
   `queue ls` start without what a run needs;
 - `runs`: the wiring of a run (run, resume, rehearse) and of doctor's checks;
-- `configuration`: the settings and what they name; `launcher`: a run's start;
-  `rehearsal`: a rehearsal's backends and its run.
+- `rehearsal`: a rehearsal's run, wired on its own servers.
+
+It only wires: each function names the adapters that fill a port, or that a use case is
+handed, and decides nothing (tests/cli/test_root_only_wires.py).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from claudeloop.application.errors import UsageError
-
 if TYPE_CHECKING:
+    from claudeloop.adapters.claude_code.backend import Backend
+    from claudeloop.adapters.config.loading import Configuration
     from claudeloop.adapters.fleet.engine import Engine
+    from claudeloop.adapters.notify.sender import NotifyTargets
+    from claudeloop.adapters.run_directory import RunDirectory
     from claudeloop.application.branch import RunBranches
     from claudeloop.application.bundled_cli import BundledCli
     from claudeloop.application.config_view import ConfigView, Masking
+    from claudeloop.application.driving import WiredRun
     from claudeloop.application.fleet import QueueSupport
+    from claudeloop.application.fleet_seat import FleetSeat
+    from claudeloop.application.launching import Launching, RunLock, Wiring
     from claudeloop.application.ports import (
         AccountBoards,
         Fleet,
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
         WorkerHost,
     )
     from claudeloop.application.project_setup import ProjectFolder
+    from claudeloop.application.records import RunRecord
     from claudeloop.application.task_files import TaskFiles
 
 
@@ -50,11 +59,11 @@ def bundled_cli_of(cwd: Path, profile: str | None) -> BundledCli:
     start, with its environment: what `login` and `claude` run."""
     from claudeloop.adapters.bundled_cli import BundledCliOfBackend
     from claudeloop.adapters.claude_code.backend import backend_for
+    from claudeloop.adapters.config import reading
     from claudeloop.application.settings import MODEL
-    from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
 
-    config = configuration(cwd, {"profile": profile})
-    return BundledCliOfBackend(backend_for(backend_profile(config, config.get(MODEL))))
+    config = reading.configuration(cwd, {"profile": profile})
+    return BundledCliOfBackend(backend_for(reading.backend_profile(config, config.get(MODEL))))
 
 
 def masking() -> Masking:
@@ -67,35 +76,23 @@ def masking() -> Masking:
 def config_view(cwd: Path, profile: str | None) -> ConfigView:
     """The configuration of `cwd` as `config show` shows it, with `profile` (None: the
     selected one)."""
-    from claudeloop.adapters.config.files import config_files
-    from claudeloop.application.config_view import BackendShown, ConfigFile, ConfigView
-    from claudeloop.application.settings import MODEL
-    from claudeloop.cli.bootstrap.configuration import backend_profile, configuration
+    from claudeloop.adapters.config.reading import config_view as read
 
-    config = configuration(cwd, {"profile": profile})
-    backend = backend_profile(config, config.get(MODEL))
-    project, user = config_files(cwd, os.environ)
-    return ConfigView(
-        settings=config,
-        project=ConfigFile(project, project in config.files),
-        user=ConfigFile(user, user in config.files),
-        profiles={
-            name: (str(defined.source), defined.table.model_dump(exclude_none=True))
-            for name, defined in sorted(config.profiles.items())
-        },
-        backend=BackendShown(
-            profile=backend.name,
-            defined_in=backend.where,
-            local=backend.local,
-            base_url=backend.base_url,
-            model=backend.model,
-            small_fast_model=backend.small_fast_model,
-            credentials=backend.credentials,
-            marker_fallback=backend.marker_fallback,
-            zero_cost=backend.zero_cost,
-            env=dict(backend.env),
-        ),
-    )
+    return read(cwd, profile)
+
+
+def configuration(cwd: Path, flags: Mapping[str, object]) -> Configuration:
+    """The settings of `cwd`, `flags` over the variables over the files."""
+    from claudeloop.adapters.config.reading import configuration as read
+
+    return read(cwd, flags)
+
+
+def notify_flag_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
+    """--notify URLs alone, checked as `run` checks them (`rehearse` reads no files)."""
+    from claudeloop.adapters.config.reading import flag_notify_targets
+
+    return flag_notify_targets(urls)
 
 
 def project_folder(cwd: Path) -> ProjectFolder:
@@ -128,13 +125,9 @@ def shown_masked() -> Callable[[dict[str, Any]], Mapping[str, Any]]:
 
 def run_id_used(cwd: Path, run_id: str) -> bool:
     """Whether `cwd` has a run of that id already (its directory, or its branch)."""
-    from claudeloop.adapters.git_checkpoint import branch_exists, repository_top, run_branch
-    from claudeloop.adapters.run_directory.layout import runs_root
+    from claudeloop.adapters.run_directory.starting import run_id_used as used
 
-    if (runs_root(cwd) / run_id).exists():
-        return True
-    top = repository_top(cwd)
-    return top is not None and branch_exists(top, run_branch(run_id))
+    return used(cwd, run_id)
 
 
 def run_mask(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
@@ -150,14 +143,7 @@ def run_mask(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
 
 def run_masks() -> Callable[[Path], Callable[[dict[str, Any]], Mapping[str, Any]]]:
     """`run_mask` of each working directory, resolved once per directory."""
-    masks: dict[Path, Callable[[dict[str, Any]], Mapping[str, Any]]] = {}
-
-    def mask_of(cwd: Path) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
-        if cwd not in masks:
-            masks[cwd] = run_mask(cwd)
-        return masks[cwd]
-
-    return mask_of
+    return functools.cache(run_mask)
 
 
 # A project's runs and the fleet ---------------------------------------------------------
@@ -175,14 +161,7 @@ def every_project_runs() -> Callable[[Path], ProjectRuns]:
     again and again decodes a record only when it was saved since."""
     from claudeloop.adapters.run_directory.project_runs import ProjectRunDirectories
 
-    kept: dict[Path, ProjectRuns] = {}
-
-    def runs_of(cwd: Path) -> ProjectRuns:
-        if cwd not in kept:
-            kept[cwd] = ProjectRunDirectories(cwd)
-        return kept[cwd]
-
-    return runs_of
+    return functools.cache(ProjectRunDirectories)
 
 
 def run_index() -> RunIndex:
@@ -202,15 +181,9 @@ def account_boards() -> AccountBoards:
 def engine_of(option: str | None) -> Engine:
     """The engine --engine names, else CLAUDELOOP_ENGINE, else the SQLite file in the
     user state directory; DBOS (the `fleet` extra) must be installed."""
-    import importlib.util
+    from claudeloop.adapters.installation import require_fleet_extra
 
-    if importlib.util.find_spec("dbos") is None:
-        from claudeloop.adapters.installation import extra_hint
-
-        raise UsageError(
-            f"the fleet commands need DBOS (the fleet extra): {extra_hint('fleet')}",
-            exit_code=2,
-        )
+    require_fleet_extra()
     from claudeloop.adapters.fleet.engine import engine_from
 
     return engine_from(option, os.environ)
@@ -250,3 +223,67 @@ def worker_host(option: str | None) -> WorkerHost:
     from claudeloop.adapters.fleet.worker_host import MachineWorkerHost
 
     return MachineWorkerHost(engine_of(option))
+
+
+# A run's start ---------------------------------------------------------------------------
+
+
+def launching(
+    seat: FleetSeat, *, quiet: bool, verbose: bool = False
+) -> Launching[Configuration, Backend, RunDirectory]:
+    """What `run` and `resume` are handed (application/launching.py): the settings files,
+    the run directories, Claude Code's login, git, the sandbox, the clock, and the
+    wiring of a run with what its settings name; `quiet`/`verbose`: what the terminal
+    shows of the run; `seat`: its seat in a fleet, read once at the entry point. Each
+    adapter's module imports what it needs as it is asked: a start refused for a setting
+    costs what the settings cost."""
+    from claudeloop.adapters.config import reading
+
+    def wire(
+        directory: RunDirectory,
+        record: RunRecord,
+        backend: Backend,
+        settings: Configuration,
+        *,
+        lock: RunLock | None,
+        login_ends_at: datetime | None,
+    ) -> WiredRun:
+        from claudeloop.cli.bootstrap.runs import wire_run
+
+        return wire_run(
+            directory,
+            record,
+            backend=backend,
+            quiet=quiet,
+            verbose=verbose,
+            lock=lock,
+            login_ends_at=login_ends_at,
+            notify=reading.notify_targets(settings),
+            detours=reading.detours(record.spec.cwd),
+            capacity_dir=reading.shared_capacity_dir(settings),
+            seat=seat,
+        )
+
+    return launching_with(wire)
+
+
+def launching_with(
+    wire: Wiring[Configuration, Backend, RunDirectory],
+) -> Launching[Configuration, Backend, RunDirectory]:
+    """The launching of this machine with `wire` (a rehearsal's wires its own)."""
+    from claudeloop.adapters import run_boundary
+    from claudeloop.adapters.claude_code import backend
+    from claudeloop.adapters.config import reading
+    from claudeloop.adapters.git_checkpoint import worktree
+    from claudeloop.adapters.run_directory import starting
+    from claudeloop.application.launching import Launching
+
+    return Launching(
+        config=reading,
+        runs=starting,
+        login=backend,
+        repository=worktree,
+        sandbox=run_boundary,
+        now=lambda: datetime.now(UTC),
+        wire=wire,
+    )

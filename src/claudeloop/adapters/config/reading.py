@@ -1,8 +1,10 @@
 """The settings a command runs with, read from their sources: flags over CLAUDELOOP_*
 variables over ./claudeloop.toml over the user's file; and what the settings name
 outside claudeloop (a backend profile, notification URLs, the shared capacity record),
-checked before the run starts. Part of the composition root: the configuration's
-adapters load pydantic, so only the commands that read settings import this module."""
+checked before the run starts. Its module-level `settings`, `backend`, `check_profile`
+and `refuse_unusable` are the `SettingsSource` of `run` and `resume`
+(application/launching.py). The configuration loads pydantic, so only the commands
+that read settings import this module."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from claudeloop.adapters.config.loading import Configuration
 from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.application.errors import ConfigError, UsageError
 from claudeloop.application.settings import (
+    MODEL,
     NOTIFY,
     NOTIFY_ON,
     REPEATABLE,
@@ -26,6 +29,7 @@ from claudeloop.application.settings import (
 
 if TYPE_CHECKING:
     from claudeloop.adapters.notify.sender import NotifyTargets
+    from claudeloop.application.config_view import ConfigView
 
 
 def configuration(cwd: Path, flags: Mapping[str, object]) -> Configuration:
@@ -124,3 +128,56 @@ def flag_notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
     except NotifyUnavailable as error:
         raise UsageError(f"--notify: {error}") from None
     return NotifyTargets(urls=urls)
+
+
+# The settings as `run` and `resume` read them (the `SettingsSource` port) -------------
+
+
+def settings(cwd: Path, flags: Mapping[str, object]) -> Configuration:
+    return configuration(cwd, flags)
+
+
+def backend(settings: Configuration, model: str | None) -> Backend:
+    chosen = backend_for(backend_profile(settings, model))
+    refuse_no_base_url(chosen)
+    return chosen
+
+
+def check_profile(cwd: Path) -> Callable[[str, str], Backend]:
+    return profile_check(cwd)
+
+
+def refuse_unusable(settings: Configuration) -> None:
+    notify_targets(settings)
+
+
+def config_view(cwd: Path, profile: str | None) -> ConfigView:
+    """The configuration of `cwd` as `config show` shows it, with `profile` (None: the
+    selected one)."""
+    from claudeloop.adapters.config.files import config_files
+    from claudeloop.application.config_view import BackendShown, ConfigFile, ConfigView
+
+    config = configuration(cwd, {"profile": profile})
+    chosen = backend_profile(config, config.get(MODEL))
+    project, user = config_files(cwd, os.environ)
+    return ConfigView(
+        settings=config,
+        project=ConfigFile(project, project in config.files),
+        user=ConfigFile(user, user in config.files),
+        profiles={
+            name: (str(defined.source), defined.table.model_dump(exclude_none=True))
+            for name, defined in sorted(config.profiles.items())
+        },
+        backend=BackendShown(
+            profile=chosen.name,
+            defined_in=chosen.where,
+            local=chosen.local,
+            base_url=chosen.base_url,
+            model=chosen.model,
+            small_fast_model=chosen.small_fast_model,
+            credentials=chosen.credentials,
+            marker_fallback=chosen.marker_fallback,
+            zero_cost=chosen.zero_cost,
+            env=dict(chosen.env),
+        ),
+    )

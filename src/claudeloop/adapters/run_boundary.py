@@ -1,5 +1,6 @@
-"""Wires a run's boundary (domain.confinement, adapters/sandbox.py): the posture of this
-start, Claude Code's settings for it, and the checks inside bubblewrap."""
+"""A run's boundary on this machine (domain.confinement, adapters/sandbox.py): the posture
+of this start, Claude Code's settings for it, the checks inside bubblewrap, and the
+refusal of checks that would run unconfined (the `Sandbox` of `run` and `resume`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from pathlib import Path
 
 from claudeloop.adapters import sandbox
 from claudeloop.adapters.claude_code.blocked import Lines
-from claudeloop.adapters.git_checkpoint import repository_top
 from claudeloop.application.errors import UsageError
 from claudeloop.application.records import RunSpec
 from claudeloop.domain.confinement import (
@@ -70,6 +70,8 @@ class TurnBoundary:
 def _reads(spec: RunSpec, home: Path) -> list[str]:
     """Outside the tree, what commands may read: the toolchains, and a worktree's git
     directory (its `.git` file points there; git reads it, never writes it)."""
+    from claudeloop.adapters.git_checkpoint import repository_top
+
     reads = sandbox.home_reads(home, spec.sandbox.allow_read)
     if spec.worktree is not None and (top := repository_top(spec.cwd)) is not None:
         reads.append(str(top / ".git"))
