@@ -21,6 +21,7 @@ from claudeloop.application.launching import (
     NewRun,
     RunLock,
     RunToResume,
+    rehearse_run,
     resume_run,
     start_run,
 )
@@ -403,3 +404,50 @@ def test_a_resume_given_a_backend_needs_no_profile_of_the_files() -> None:
     assert isinstance(ended, Driven)
     assert "backend None" not in world.said
     assert [step for step in world.said if step.startswith("settings")] == ["settings default"]
+
+
+def a_spec() -> RunSpec:
+    return RunSpec(cwd=CWD, task="Rehearse it.")
+
+
+def test_a_rehearsal_is_made_wired_and_driven_without_reading_a_setting() -> None:
+    world, forgotten = World(), list[FakeDirectory]()
+    rehearsed = rehearse_run(
+        world,
+        a_spec(),
+        wire=lambda d, r: world.wire(
+            d, r, FakeBackend(), settings(), lock=None, login_ends_at=None
+        ),
+        forget=forgotten.append,
+        keep=True,
+    )
+    assert rehearsed.record.state.outcome is Outcome.DONE
+    assert rehearsed.directory.path.name == "r1"
+    assert world.said == ["create r1", "drive resumed=False locked=False"]
+    assert forgotten == []  # kept: `runs --all` lists it
+
+
+def test_a_rehearsal_not_kept_is_forgotten_once_driven() -> None:
+    world, forgotten = World(), list[FakeDirectory]()
+    rehearse_run(
+        world,
+        a_spec(),
+        wire=lambda d, r: world.wire(
+            d, r, FakeBackend(), settings(), lock=None, login_ends_at=None
+        ),
+        forget=forgotten.append,
+        keep=False,
+    )
+    assert [directory.path.name for directory in forgotten] == ["r1"]
+
+
+def test_a_rehearsal_whose_wiring_fails_is_forgotten_even_kept() -> None:
+    world, forgotten = World(), list[FakeDirectory]()
+
+    def broken(directory: FakeDirectory, record: RunRecord) -> WiredRun:
+        raise UsageError("events.jsonl: cannot be written")
+
+    with pytest.raises(UsageError):
+        rehearse_run(world, a_spec(), wire=broken, forget=forgotten.append, keep=True)
+    assert [directory.path.name for directory in forgotten] == ["r1"]
+    assert not any(said.startswith("drive") for said in world.said)

@@ -9,9 +9,10 @@ import json
 import os
 import platform
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from claudeloop.adapters import sandbox
 from claudeloop.adapters.claude_code.blocked import Lines
@@ -26,6 +27,9 @@ from claudeloop.domain.confinement import (
     checks_refusal,
     posture,
 )
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.verification_commands import VerificationCommands
 
 
 @functools.cache
@@ -115,3 +119,19 @@ def check_wrapper(spec: RunSpec, chosen: Posture) -> sandbox.CheckBoundary | Non
             )
         case _:
             return None
+
+
+def run_checks(
+    spec: RunSpec, checks_dir: Path, redact: Callable[[str], str]
+) -> VerificationCommands:
+    """The checks of a Done, run in the run's work directory inside its boundary, each
+    noted in `checks_dir` while it runs (so the run's next driver ends one a crash left)."""
+    from claudeloop.adapters.verification_commands import VerificationCommands
+
+    return VerificationCommands(
+        spec.work_dir,
+        timeout_seconds=spec.verify_timeout_seconds,
+        redact=redact,
+        note=checks_dir / "running.json",
+        boundary=check_wrapper(spec, start_posture(spec)),
+    )

@@ -335,6 +335,42 @@ def resume_run(
         raise
 
 
+@dataclass(frozen=True, slots=True)
+class Rehearsed(Generic[D]):
+    """A rehearsal's run driven to its end: where it ended, and its directory."""
+
+    record: RunRecord
+    directory: D
+
+
+def rehearse_run(
+    runs: RunDirectories[D],
+    spec: RunSpec,
+    *,
+    wire: Callable[[D, RunRecord], WiredRun],
+    forget: Callable[[D], None],
+    keep: bool,
+) -> Rehearsed[D]:
+    """`rehearse`: the run of `spec` (the rehearsal's own: no setting is read, nothing
+    refused) made, wired on the rehearsal's servers and driven. Its folder is removed as
+    the rehearsal ends unless it is kept: the machine's index of runs `forget`s it then,
+    and at once when its wiring fails, never to list it as a run gone."""
+    from claudeloop.application.driving import drive_run
+
+    record = runs.new_record(spec, None)
+    directory = runs.create(record)
+    try:
+        wired = wire(directory, record)
+    except BaseException:
+        forget(directory)
+        raise
+    try:
+        return Rehearsed(drive_run(wired, record, resumed=False), directory)
+    finally:
+        if not keep:
+            forget(directory)
+
+
 def _drive(
     world: Launching[C, B, D],
     directory: D,

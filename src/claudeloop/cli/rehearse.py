@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import UsageError
 from claudeloop.application.launching import Launched, RunToResume, resume_run
 from claudeloop.application.prompts import plan_task
@@ -27,13 +26,11 @@ from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
 from claudeloop.cli.bootstrap import notify_flag_targets
 from claudeloop.cli.bootstrap.rehearsal import (
-    LOCAL_PROFILE,
-    Rehearsal,
-    RehearsalServers,
+    rehearsal_backend,
     rehearsal_launching,
-    rehearsal_run,
+    rehearsing,
 )
-from claudeloop.cli.kept_rehearsal import KeptRehearsal
+from claudeloop.cli.kept_rehearsal import LOCAL_PROFILE, KeptRehearsal, RehearsalServers
 from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules
@@ -84,7 +81,6 @@ def rehearse(
     # rehearsal plays the same whatever the project says), before anything starts.
     targets = notify_flag_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
-    rehearsal: Rehearsal | None = None
     try:
         project = workdir / "project"
         project.mkdir()
@@ -114,8 +110,8 @@ def rehearse(
                 limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
                 verify=VERIFY if scenario == "verify" else VerifyRules(),
             )
-            rehearsal = rehearsal_run(spec, servers, notify=targets, quiet=as_json)
-            ended = drive_run(rehearsal.wired, rehearsal.record, resumed=False)
+            rehearsed = rehearsing(servers, notify=targets, quiet=as_json)(spec, keep)
+            ended = rehearsed.record
             state = servers.state()
         if not as_json:
             result = result_object(ended)
@@ -131,14 +127,14 @@ def rehearse(
             written = sorted(p.name for p in project.iterdir() if p.is_file())
             click.echo(f"rehearsal: files in the project: {', '.join(written)}", err=True)
             click.echo("", err=True)
-            click.echo(_summary_shown(rehearsal.summary_path, workdir, keep=keep), err=True)
+            click.echo(
+                _summary_shown(rehearsed.directory.summary_path, workdir, keep=keep), err=True
+            )
         finish(ended, as_json=as_json, extra={"kept": str(workdir)} if keep else None)
     finally:
         if not keep:
+            # Removed on purpose: `rehearse_run` took it out of the machine's index.
             shutil.rmtree(workdir, ignore_errors=True)
-            if rehearsal is not None:
-                # Removed on purpose: not listed by `runs --all` or the dashboard as gone.
-                rehearsal.forget()
 
 
 def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
@@ -216,7 +212,7 @@ def resume_kept(
     profile). The API starts afresh: its scenario plays again from its first request."""
     with served(kept) as servers:
         rehearsing = rehearsal_launching(servers, quiet=quiet, verbose=verbose)
-        return resume_run(rehearsing, asked, warn=warn, backend=servers.backend())
+        return resume_run(rehearsing, asked, warn=warn, backend=rehearsal_backend(servers))
 
 
 def scenario_list(width: int = 80) -> str:

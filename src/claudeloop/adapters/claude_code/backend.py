@@ -19,7 +19,9 @@ from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 if TYPE_CHECKING:
     from claudeloop.adapters.redaction import Redactor
     from claudeloop.adapters.run_boundary import TurnBoundary
+    from claudeloop.adapters.run_directory import RunDirectory
     from claudeloop.application.ports import ControlInbox, EventSink, Gateway
+    from claudeloop.application.records import RunSpec
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,11 @@ class Backend:
     marker_fallback: bool = True
     zero_cost: bool = False
     profile: BackendProfile | None = None
+
+    @property
+    def model(self) -> str | None:
+        """The model its profile names (None: the CLI's own choice)."""
+        return self.profile.model if self.profile is not None else None
 
 
 def cli_path_from_environment() -> Path | None:
@@ -141,3 +148,34 @@ def claude_code(
     )
     gateway = ClaudeCodeGateway(settings, control=control, events=events)
     return UnbilledGateway(gateway) if backend.zero_cost else gateway
+
+
+def run_gateway(
+    backend: Backend,
+    spec: RunSpec,
+    directory: RunDirectory,
+    *,
+    events: EventSink | None = None,
+    read_only: bool = False,
+) -> Gateway:
+    """The gateway of a run's turns on `backend`, inside the run's boundary; `read_only`:
+    of its independent reviews."""
+    from claudeloop.adapters.run_boundary import start_posture, turn_boundary
+
+    return claude_code(
+        backend,
+        cwd=spec.work_dir,
+        model=spec.model,
+        permission_mode=spec.permission_mode,
+        done_marker=spec.done_marker,
+        stderr_log=directory.debug_log_path,
+        redactor=directory.redactor,
+        read_only=read_only,
+        # The run directory's control file: a stop ends a turn stuck in the CLI's retries.
+        control=directory,
+        events=events,
+        boundary=turn_boundary(spec, start_posture(spec), [os.environ, backend.env]),
+        silence_seconds=spec.silence_seconds,
+        # A review's session is never billed from a cut: nothing of it is kept.
+        responses_log=None if read_only else directory.responses_log_path,
+    )

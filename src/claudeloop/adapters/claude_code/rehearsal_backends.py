@@ -80,3 +80,8 @@ def local_detours(local_url: str | None, home: Path, name: str) -> Callable[[str
     if local_url is None:
         return None
     return lambda _name: local_backend(local_url, home, name)
+
+
+def profile_name(backend: Backend) -> str:
+    """The profile a rehearsal's run says it is on: the local one's, else "rehearsal"."""
+    return backend.profile.name if backend.profile is not None else "rehearsal"

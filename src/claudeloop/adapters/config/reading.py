@@ -59,6 +59,13 @@ def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
     return resolve_profile(config, os.environ, model=model)
 
 
+def profile_named(cwd: Path, profile: str | None) -> Backend:
+    """The backend a run of `cwd` with `profile` (None: the selected one) would use,
+    its base URL not checked: what `login` and `claude` start the CLI with."""
+    config = configuration(cwd, {"profile": profile})
+    return backend_for(backend_profile(config, config.get(MODEL)))
+
+
 def profile_backend(cwd: Path, name: str, *, where: str) -> Backend:
     """The backend of profile `name` (a limit policy's detour), or a one-line error
     naming `where` the profile was named."""

@@ -29,7 +29,7 @@ what writing a commit takes (plumbing.py), the commit that looks at every file
 merge of the branch (review.py). The names others use are here.
 """
 
-from claudeloop.adapters.git_checkpoint.checkpoints import GitCheckpoints
+from claudeloop.adapters.git_checkpoint.checkpoints import GitCheckpoints, run_checkpoints
 from claudeloop.adapters.git_checkpoint.full_commit import commit_all
 from claudeloop.adapters.git_checkpoint.git_cli import GitFailed, git, run_branch
 from claudeloop.adapters.git_checkpoint.plumbing import MAX_SCANNED_BYTES, GitLayout, tracked_paths
@@ -67,6 +67,7 @@ __all__ = [
     "restore_worktree",
     "rewind_to",
     "run_branch",
+    "run_checkpoints",
     "run_diff",
     "tracked_paths",
     "turn_commits",
