@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from claudeloop.adapters import sandbox
 from claudeloop.adapters.claude_code.blocked import Lines
 from claudeloop.application.errors import UsageError
-from claudeloop.application.records import RunSpec
 from claudeloop.domain.confinement import (
     CommandsRefused,
     Confined,
@@ -30,6 +29,7 @@ from claudeloop.domain.confinement import (
 
 if TYPE_CHECKING:
     from claudeloop.adapters.verification_commands import VerificationCommands
+    from claudeloop.application.records import RunSpec
 
 
 @functools.cache

@@ -12,11 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.application.errors import NoCredentials
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 
 if TYPE_CHECKING:
+    from claudeloop.adapters.config.profiles import BackendProfile
     from claudeloop.adapters.redaction import Redactor
     from claudeloop.adapters.run_boundary import TurnBoundary
     from claudeloop.adapters.run_directory import RunDirectory

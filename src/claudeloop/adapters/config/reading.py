@@ -3,8 +3,8 @@ variables over ./claudeloop.toml over the user's file; and what the settings nam
 outside claudeloop (a backend profile, notification URLs, the shared capacity record),
 checked before the run starts. Its module-level `settings`, `backend`, `check_profile`
 and `refuse_unusable` are the `SettingsSource` of `run` and `resume`
-(application/launching.py). The configuration loads pydantic, so only the commands
-that read settings import this module."""
+(application/launching.py). The configuration loads pydantic when the settings are
+first read, not when this module is imported: a resume of no run costs none of it."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from claudeloop.adapters.claude_code.backend import Backend, backend_for
-from claudeloop.adapters.config.loading import Configuration
-from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.application.errors import ConfigError, UsageError
 from claudeloop.application.settings import (
     MODEL,
@@ -28,6 +25,9 @@ from claudeloop.application.settings import (
 )
 
 if TYPE_CHECKING:
+    from claudeloop.adapters.claude_code.backend import Backend
+    from claudeloop.adapters.config.loading import Configuration
+    from claudeloop.adapters.config.profiles import BackendProfile
     from claudeloop.adapters.notify.sender import NotifyTargets
     from claudeloop.application.config_view import ConfigView
 
@@ -62,6 +62,8 @@ def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
 def profile_named(cwd: Path, profile: str | None) -> Backend:
     """The backend a run of `cwd` with `profile` (None: the selected one) would use,
     its base URL not checked: what `login` and `claude` start the CLI with."""
+    from claudeloop.adapters.claude_code.backend import backend_for
+
     config = configuration(cwd, {"profile": profile})
     return backend_for(backend_profile(config, config.get(MODEL)))
 
@@ -69,6 +71,7 @@ def profile_named(cwd: Path, profile: str | None) -> Backend:
 def profile_backend(cwd: Path, name: str, *, where: str) -> Backend:
     """The backend of profile `name` (a limit policy's detour), or a one-line error
     naming `where` the profile was named."""
+    from claudeloop.adapters.claude_code.backend import backend_for
     from claudeloop.adapters.config.loading import load_configuration
     from claudeloop.adapters.config.profiles import resolve_profile
 
@@ -145,6 +148,8 @@ def settings(cwd: Path, flags: Mapping[str, object]) -> Configuration:
 
 
 def backend(settings: Configuration, model: str | None) -> Backend:
+    from claudeloop.adapters.claude_code.backend import backend_for
+
     chosen = backend_for(backend_profile(settings, model))
     refuse_no_base_url(chosen)
     return chosen

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
 
 def refuse_beside_a_live_run(cwd: Path) -> None:
-    from claudeloop.adapters.run_directory import finding
+    from claudeloop.adapters.run_directory import live
 
-    finding.refuse_beside_a_live_run(cwd)
+    live.refuse_beside_a_live_run(cwd)
 
 
 def why_no_runs_root(cwd: Path) -> str | None:
