@@ -3,28 +3,33 @@ resume does with its lock and with a run already done, on a world that behaves."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 
+from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import NoCredentials, UsageError
 from claudeloop.application.launching import (
     AlreadyDone,
     Driven,
+    Launching,
     NewRun,
     RunLock,
     RunToResume,
+    rehearse_run,
     resume_run,
     start_run,
 )
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import ProfileCheck
 from claudeloop.domain.budget import BudgetLedger
-from claudeloop.domain.loop import Outcome, Phase, RunState
-from tests.application.fakes import START
+from claudeloop.domain.loop import Interrupt, Outcome, Phase, RunState
+from tests.application.fakes import START, FakeGateway
 from tests.application.test_run_spec import Settings, no_check, settings
 
 CWD = Path("/work/app")
@@ -146,26 +151,75 @@ class World:
     def tell_missing_end(self, directory: FakeDirectory, record: RunRecord) -> None:
         self.said.append("end told")
 
-    def drive(
+    def wire(
         self,
         directory: FakeDirectory,
         record: RunRecord,
         backend: FakeBackend,
         settings: Settings,
         *,
-        resumed: bool,
         lock: RunLock | None,
         login_ends_at: datetime | None,
-        new_session: bool = False,
-    ) -> RunRecord:
-        self.said.append(f"drive resumed={resumed} locked={lock is not None}")
-        if new_session:
-            self.said.append("new session")
-        ended = replace(
-            record, state=replace(record.state, phase=Phase.COMPLETE, outcome=self.ends_as)
+    ) -> WiredRun:
+        return WiredRun(
+            runner=Drive(self, locked=lock is not None),
+            gateway=FakeGateway(deque()),
+            files=NoFiles(),
+            interrupts=NoInterrupts(),
+            failure_sinks=(),
+            write_summary=lambda _ended: None,
+            mask_secrets=lambda ended: ended,
+            close=lambda: None,
         )
-        self.records[record.run_id] = ended
+
+
+@dataclass
+class Drive:
+    """Drives a run of `world` to the end it says, as the runner would."""
+
+    world: World
+    locked: bool
+
+    async def drive(
+        self, record: RunRecord, *, resumed: bool = False, new_session: bool = False
+    ) -> RunRecord:
+        self.world.said.append(f"drive resumed={resumed} locked={self.locked}")
+        if new_session:
+            self.world.said.append("new session")
+        state = replace(record.state, phase=Phase.COMPLETE, outcome=self.world.ends_as)
+        ended = replace(record, state=state)
+        self.world.records[record.run_id] = ended
         return ended
+
+
+class NoFiles:
+    def load(self) -> RunRecord:
+        raise FileNotFoundError("state.json")
+
+    def save(self, record: RunRecord) -> None:
+        pass
+
+    def interrupt(self, interrupt: Interrupt) -> None:
+        pass
+
+
+class NoInterrupts:
+    async def each(self) -> AsyncIterator[Interrupt]:
+        await anyio.sleep_forever()
+        yield Interrupt.CTRL_C  # never reached: what makes this an async generator
+
+
+def handed(world: World) -> Launching[Settings, FakeBackend, FakeDirectory]:
+    """`world` handed to the use cases, each of its parts one of their collaborators."""
+    return Launching(
+        config=world,
+        runs=world,
+        login=world,
+        repository=world,
+        sandbox=world,
+        now=world.now,
+        wire=world.wire,
+    )
 
 
 def asked_to_run(run_id: str | None = None) -> NewRun:
@@ -178,7 +232,7 @@ def asked_to_resume(**flags: object) -> RunToResume:
 
 def stopped(world: World) -> RunRecord:
     """A run of `world` that was stopped: one a resume continues."""
-    start_run(world, asked_to_run(), warn=print)
+    start_run(handed(world), asked_to_run(), warn=print)
     record = world.records["r1"]
     state = replace(record.state, phase=Phase.COMPLETE, outcome=Outcome.STOPPED)
     world.records["r1"] = replace(record, state=state)
@@ -188,7 +242,7 @@ def stopped(world: World) -> RunRecord:
 
 def test_a_run_is_made_then_driven_and_ends_where_the_drive_ended() -> None:
     world = World()
-    ended = start_run(world, asked_to_run(), warn=print)
+    ended = start_run(handed(world), asked_to_run(), warn=print)
     assert isinstance(ended, Driven)
     assert ended.record.state.outcome is Outcome.DONE
     assert world.said == [
@@ -203,14 +257,14 @@ def test_a_run_is_made_then_driven_and_ends_where_the_drive_ended() -> None:
 def test_a_run_refused_for_its_credentials_leaves_no_run_directory() -> None:
     world = World(backend_of=FakeBackend(logged_in=False))
     with pytest.raises(NoCredentials):
-        start_run(world, asked_to_run(), warn=print)
+        start_run(handed(world), asked_to_run(), warn=print)
     assert world.records == {}
 
 
 def test_a_run_whose_files_cannot_be_written_is_refused_before_it_is_made() -> None:
     world = World(unwritable={CWD / ".claudeloop"})
     with pytest.raises(UsageError, match="cannot write the run's files: read-only"):
-        start_run(world, asked_to_run(), warn=print)
+        start_run(handed(world), asked_to_run(), warn=print)
     assert world.records == {}
 
 
@@ -220,8 +274,8 @@ def test_a_second_run_beside_a_live_one_is_refused_unless_it_names_its_own_id() 
     live = world.records["r1"]
     world.records["r1"] = replace(live, state=replace(live.state, phase=Phase.RUNNING))
     with pytest.raises(UsageError, match="a live run drives it"):
-        start_run(world, asked_to_run(), warn=print)
-    assert isinstance(start_run(world, asked_to_run("r2"), warn=print), Driven)
+        start_run(handed(world), asked_to_run(), warn=print)
+    assert isinstance(start_run(handed(world), asked_to_run("r2"), warn=print), Driven)
 
 
 def test_a_login_ending_before_the_run_could_is_warned_of_before_the_first_turn() -> None:
@@ -232,7 +286,7 @@ def test_a_login_ending_before_the_run_could_is_warned_of_before_the_first_turn(
         warned.append(text)
         world.said.append("warned")
 
-    start_run(world, asked_to_run(), warn=warn)
+    start_run(handed(world), asked_to_run(), warn=warn)
     assert len(warned) == 1
     assert world.said[-2:] == ["warned", "drive resumed=False locked=False"]
 
@@ -240,14 +294,14 @@ def test_a_login_ending_before_the_run_could_is_warned_of_before_the_first_turn(
 def test_no_warning_when_the_login_outlasts_the_run() -> None:
     world = World(login_ends_at=START + timedelta(days=400))
     warned: list[str] = []
-    start_run(world, asked_to_run(), warn=warned.append)
+    start_run(handed(world), asked_to_run(), warn=warned.append)
     assert warned == []
 
 
 def test_a_resume_reads_the_record_with_the_lock_held_and_hands_the_lock_to_the_drive() -> None:
     world = World()
     stopped(world)
-    ended = resume_run(world, asked_to_resume(), warn=print)
+    ended = resume_run(handed(world), asked_to_resume(), warn=print)
     assert isinstance(ended, Driven)
     assert world.said[:3] == ["lock", "load", "summary"]
     assert world.said[-1] == "drive resumed=True locked=True"
@@ -256,9 +310,9 @@ def test_a_resume_reads_the_record_with_the_lock_held_and_hands_the_lock_to_the_
 
 def test_a_run_already_done_is_told_never_driven_and_its_lock_released() -> None:
     world = World()
-    start_run(world, asked_to_run(), warn=print)
+    start_run(handed(world), asked_to_run(), warn=print)
     world.said.clear()
-    answer = resume_run(world, asked_to_resume(), warn=print)
+    answer = resume_run(handed(world), asked_to_resume(), warn=print)
     assert isinstance(answer, AlreadyDone)
     assert world.said == ["lock", "load", "summary", "end told"]
     assert world.locks[0].released == 1
@@ -269,7 +323,7 @@ def test_a_resume_refused_after_the_lock_was_taken_releases_it() -> None:
     stopped(world)
     world.backend_of = FakeBackend(logged_in=False)
     with pytest.raises(NoCredentials):
-        resume_run(world, asked_to_resume(), warn=print)
+        resume_run(handed(world), asked_to_resume(), warn=print)
     assert world.locks[0].released == 1
     assert world.records["r1"].state.outcome is Outcome.STOPPED
 
@@ -279,19 +333,19 @@ def test_a_resume_of_a_run_whose_directory_became_read_only_is_refused_before_th
     stopped(world)
     world.unwritable = {CWD / ".claudeloop" / "runs" / "r1"}
     with pytest.raises(UsageError, match="cannot write the run's files"):
-        resume_run(world, asked_to_resume(), warn=print)
+        resume_run(handed(world), asked_to_resume(), warn=print)
     assert world.locks == []
 
 
 def test_a_resume_reads_the_settings_of_the_runs_own_profile_again() -> None:
     world = World(given={"default": settings(("box",)), "box": settings(("box",))})
-    start_run(world, asked_to_run(), warn=print)
+    start_run(handed(world), asked_to_run(), warn=print)
     record = world.records["r1"]
     spec = replace(record.spec, profile="box")
     state = replace(record.state, phase=Phase.COMPLETE, outcome=Outcome.STOPPED)
     world.records["r1"] = replace(record, spec=spec, state=state)
     world.said.clear()
-    resume_run(world, asked_to_resume(), warn=print)
+    resume_run(handed(world), asked_to_resume(), warn=print)
     assert [step for step in world.said if step.startswith("settings")] == [
         "settings default",
         "settings box",
@@ -304,7 +358,7 @@ def test_a_worktree_run_is_made_in_its_worktree_after_its_directory_beside_a_liv
     live = world.records["r1"]
     world.records["r1"] = replace(live, state=replace(live.state, phase=Phase.RUNNING))
     warned: list[str] = []
-    ended = start_run(world, asked_to_run("r2"), warn=warned.append)
+    ended = start_run(handed(world), asked_to_run("r2"), warn=warned.append)
     assert ended.record.spec.worktree == Path("/state/worktrees/app/r2")
     assert world.said[-3:] == [
         "create r2",
@@ -314,14 +368,14 @@ def test_a_worktree_run_is_made_in_its_worktree_after_its_directory_beside_a_liv
     (line,) = warned
     assert "uncommitted changes stay where they are" in line
     # No --run-id needed beside a live run: the two share no file.
-    assert isinstance(start_run(world, asked_to_run(), warn=print), Driven)
+    assert isinstance(start_run(handed(world), asked_to_run(), warn=print), Driven)
 
 
 def test_working_tree_carries_the_changes_and_says_nothing_left_behind() -> None:
     flags = settings(worktree=(True, "flag"), worktree_from=("working-tree", "flag"))
     world = World(given={"default": flags})
     warned: list[str] = []
-    start_run(world, asked_to_run(), warn=warned.append)
+    start_run(handed(world), asked_to_run(), warn=warned.append)
     assert "worktree carry=True" in world.said
     assert warned == []
 
@@ -329,10 +383,10 @@ def test_working_tree_carries_the_changes_and_says_nothing_left_behind() -> None
 def test_checkpoint_outside_a_repository_is_refused_before_the_run_is_made() -> None:
     world = World(given={"default": settings(checkpoint=(True, "flag"))})
     with pytest.raises(UsageError, match="not in a git repository"):
-        start_run(world, asked_to_run(), warn=print)
+        start_run(handed(world), asked_to_run(), warn=print)
     assert world.records == {}
     world.repositories.add(CWD)
-    assert start_run(world, asked_to_run(), warn=print).record.spec.checkpoint
+    assert start_run(handed(world), asked_to_run(), warn=print).record.spec.checkpoint
 
 
 def test_a_resume_given_a_backend_needs_no_profile_of_the_files() -> None:
@@ -343,10 +397,57 @@ def test_a_resume_given_a_backend_needs_no_profile_of_the_files() -> None:
     record = world.records["r1"]
     world.records["r1"] = replace(record, spec=replace(record.spec, profile="rehearsal"))
     with pytest.raises(UsageError, match="which no configuration file defines now"):
-        resume_run(world, asked_to_resume(), warn=print)
+        resume_run(handed(world), asked_to_resume(), warn=print)
     world.said.clear()
     given = FakeBackend(marker_fallback=False)
-    ended = resume_run(world, asked_to_resume(), warn=print, backend=given)
+    ended = resume_run(handed(world), asked_to_resume(), warn=print, backend=given)
     assert isinstance(ended, Driven)
     assert "backend None" not in world.said
     assert [step for step in world.said if step.startswith("settings")] == ["settings default"]
+
+
+def a_spec() -> RunSpec:
+    return RunSpec(cwd=CWD, task="Rehearse it.")
+
+
+def test_a_rehearsal_is_made_wired_and_driven_without_reading_a_setting() -> None:
+    world, forgotten = World(), list[FakeDirectory]()
+    rehearsed = rehearse_run(
+        world,
+        a_spec(),
+        wire=lambda d, r: world.wire(
+            d, r, FakeBackend(), settings(), lock=None, login_ends_at=None
+        ),
+        forget=forgotten.append,
+        keep=True,
+    )
+    assert rehearsed.record.state.outcome is Outcome.DONE
+    assert rehearsed.directory.path.name == "r1"
+    assert world.said == ["create r1", "drive resumed=False locked=False"]
+    assert forgotten == []  # kept: `runs --all` lists it
+
+
+def test_a_rehearsal_not_kept_is_forgotten_once_driven() -> None:
+    world, forgotten = World(), list[FakeDirectory]()
+    rehearse_run(
+        world,
+        a_spec(),
+        wire=lambda d, r: world.wire(
+            d, r, FakeBackend(), settings(), lock=None, login_ends_at=None
+        ),
+        forget=forgotten.append,
+        keep=False,
+    )
+    assert [directory.path.name for directory in forgotten] == ["r1"]
+
+
+def test_a_rehearsal_whose_wiring_fails_is_forgotten_even_kept() -> None:
+    world, forgotten = World(), list[FakeDirectory]()
+
+    def broken(directory: FakeDirectory, record: RunRecord) -> WiredRun:
+        raise UsageError("events.jsonl: cannot be written")
+
+    with pytest.raises(UsageError):
+        rehearse_run(world, a_spec(), wire=broken, forget=forgotten.append, keep=True)
+    assert [directory.path.name for directory in forgotten] == ["r1"]
+    assert not any(said.startswith("drive") for said in world.said)

@@ -14,13 +14,15 @@ import anyio
 from claudeloop.adapters.backend_advice import ProfileAdvisor, profile_in_use
 from claudeloop.adapters.claude_code.backend import backend_for
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
+from claudeloop.adapters.run_directory.starting import create as create_directory
+from claudeloop.adapters.run_directory.starting import new_record
 from claudeloop.application.billing import UnbilledGateway
 from claudeloop.application.driving import drive_run
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import result_object
-from claudeloop.cli.bootstrap.runs import create_directory, new_record, wire_run
+from claudeloop.cli.bootstrap.runs import wire_run
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals

@@ -318,17 +318,16 @@ def test_a_bad_verification_flag_is_one_line_before_any_turn(
 def test_verification_flags_and_keys_reach_the_runs_spec(
     claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from claudeloop.cli.bootstrap.launcher import Launcher
+    from claudeloop.application.driving import WiredRun
 
     kept: list[RunRecord] = []
 
-    def drive(
-        self: Launcher, directory: object, record: RunRecord, *_: object, **__: object
-    ) -> RunRecord:
+    def drive(wired: WiredRun, record: RunRecord, **_: object) -> RunRecord:
+        wired.close()
         kept.append(record)
         return record
 
-    monkeypatch.setattr(Launcher, "drive", drive)
+    monkeypatch.setattr("claudeloop.application.driving.drive_run", drive)
     (tmp_path / "claudeloop.toml").write_text('verify = ["make lint"]\nsame_failure = 4\n')
     claudeloop(
         "run", "--prompt", "x", "--cwd", tmp_path, "--verify", "make test", "--verify",

@@ -15,10 +15,12 @@ import pytest
 from claudeloop.adapters.claude_code.backend import backend_for
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.run_directory import RunDirectory
+from claudeloop.adapters.run_directory.starting import create as create_directory
+from claudeloop.adapters.run_directory.starting import new_record
 from claudeloop.application.driving import drive_run
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap.runs import create_directory, new_record, wire_run
+from claudeloop.cli.bootstrap.runs import wire_run
 from claudeloop.domain.loop import Outcome, Phase
 from tests.application.fakes import FakeGateway, verdict_turn
 from tests.cli.conftest import Invocation

@@ -15,11 +15,13 @@ import pytest
 from claudeloop.adapters.claude_code.backend import backend_for
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND
 from claudeloop.adapters.notify.sender import NotifyTargets
+from claudeloop.adapters.run_directory.starting import create as create_directory
+from claudeloop.adapters.run_directory.starting import new_record
 from claudeloop.application.driving import drive_run
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.ports import ProbeOutcome, TurnOutcome
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap.runs import create_directory, new_record, wire_run
+from claudeloop.cli.bootstrap.runs import wire_run
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.signals import TurnSignals

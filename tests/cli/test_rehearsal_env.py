@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.claude_code.rehearsal_backends import rehearsal_env
 from claudeloop.adapters.credentials import CREDENTIAL_VARIABLES, PROVIDER_VARIABLES
-from claudeloop.cli.bootstrap.rehearsal import rehearsal_env
 
 
 @pytest.mark.parametrize("name", [*PROVIDER_VARIABLES, "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"])

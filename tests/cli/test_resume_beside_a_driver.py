@@ -13,8 +13,9 @@ import pytest
 
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.lock import DriverLock, acquire
+from claudeloop.adapters.run_directory.starting import create as create_directory
+from claudeloop.adapters.run_directory.starting import new_record
 from claudeloop.application.records import RunRecord, RunSpec
-from claudeloop.cli.bootstrap.runs import create_directory, new_record
 from claudeloop.domain.loop import Outcome, Phase
 
 from .conftest import Invocation

@@ -44,8 +44,8 @@ EVERY_FLAG = [
 def test_every_flag_reaches_its_setting_as_a_value_of_the_settings_type(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from claudeloop.adapters.config.reading import configuration
     from claudeloop.application.settings import PYTHON_TYPES
-    from claudeloop.cli.bootstrap.configuration import configuration
 
     monkeypatch.setenv("CLAUDELOOP_CONFIG_DIR", str(tmp_path / "user"))
     # Under the group, as the real command line parses it (click keeps the first help

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.claude_code.backend import Backend
+from claudeloop.adapters.config.reading import configuration, shared_capacity_dir
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.shared_capacity import FileCapacityBoard, SharedCapacityGateway
 from claudeloop.adapters.shared_capacity.board import account_key
 from claudeloop.adapters.shared_capacity.board_link import LinkedCapacityBoard
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
 from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap.configuration import configuration, shared_capacity_dir
 from claudeloop.cli.bootstrap.runs import make_gateway
 
 

@@ -10,15 +10,15 @@ import pytest
 
 from claudeloop.adapters.claude_code.backend import backend_for
 from claudeloop.adapters.config.files import secrets_written
-from claudeloop.adapters.redaction import MASK, Redactor
-from claudeloop.adapters.run_secrets import run_redactor
-from claudeloop.application.records import RunSpec
-from claudeloop.cli.bootstrap.configuration import (
+from claudeloop.adapters.config.reading import (
     backend_profile,
     configuration,
     detours,
     notify_targets,
 )
+from claudeloop.adapters.redaction import MASK, Redactor
+from claudeloop.adapters.run_secrets import run_redactor
+from claudeloop.application.records import RunSpec
 
 PROJECT = """\
 notify = ["json://me:notify-pass-1@127.0.0.1:9/hook"]

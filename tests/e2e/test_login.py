@@ -121,7 +121,7 @@ def login_file(config: Path) -> None:
 def test_setups_the_cli_accepts_start_a_run(
     setup: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from claudeloop.cli.bootstrap.launcher import refuse_no_credentials
+    from claudeloop.adapters.claude_code.backend import refuse_no_credentials
 
     env = no_credentials_env(tmp_path / "home")
     project = tmp_path / "project"
@@ -144,8 +144,8 @@ def test_setups_the_cli_accepts_start_a_run(
 def test_with_none_the_check_says_where_the_cli_looked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from claudeloop.adapters.claude_code.backend import refuse_no_credentials
     from claudeloop.application.errors import NoCredentials
-    from claudeloop.cli.bootstrap.launcher import refuse_no_credentials
 
     env = no_credentials_env(tmp_path / "home")
     for name in list(os.environ):

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import assert_never
 
@@ -70,6 +70,20 @@ class ProbeSetup:
 
 # The gateway a probe goes through (the composition root's, as a run's).
 ProbeGateway = Callable[[ProbeSetup], Gateway]
+
+
+def probe_through_claude_code(setup: ProbeSetup) -> Gateway:
+    """The gateway a run's turns go through; the probe sets the CLI's retries low itself,
+    so a doctor answers in seconds."""
+    from claudeloop.adapters.claude_code.backend import backend_for, claude_code
+
+    return claude_code(
+        replace(backend_for(setup.profile), cli_path=setup.cli_path),
+        cwd=setup.cwd,
+        model=setup.model,
+        permission_mode=setup.permission_mode,
+        stderr_log=setup.stderr_log,
+    )
 
 
 class MachineChecks:

@@ -161,3 +161,17 @@ def extra_requirements(extra: str) -> list[str]:
 def extra_hint(extra: str) -> str:
     """The command that adds `extra` to this claudeloop."""
     return install_command(current(), extra, extra_requirements(extra))
+
+
+def require_fleet_extra() -> None:
+    """Exit 2, with the command that adds it, when the queue's engine (the `fleet` extra)
+    is missing: what every fleet command needs before it reads anything."""
+    from claudeloop.adapters.fleet.queue_engine import ENGINE_NAME, engine_installed
+
+    if not engine_installed():
+        from claudeloop.application.errors import UsageError
+
+        raise UsageError(
+            f"the fleet commands need {ENGINE_NAME} (the fleet extra): {extra_hint('fleet')}",
+            exit_code=2,
+        )

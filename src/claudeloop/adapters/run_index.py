@@ -5,6 +5,7 @@ never meet, and a file a crash left half-written is one unreadable entry, left o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ from claudeloop.adapters.atomic_file import write_atomically
 from claudeloop.adapters.private_file import make_private_directory
 from claudeloop.adapters.shared_capacity.board import STATE_DIR_VARIABLE
 from claudeloop.application.ports import IndexedRun
+from claudeloop.application.records import RunRecord
 
 
 def state_directory(environ: Mapping[str, str]) -> Path:
@@ -95,3 +97,27 @@ def _entry(path: Path) -> IndexedRun | None:
         )
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def register_run(directory: Path, record: RunRecord, *, account: str | None) -> None:
+    """The run in `directory` into the machine's index of runs (`runs --all`, the
+    dashboard), with the account whose capacity board it shares (None: none); an index
+    that cannot be written costs the run nothing."""
+    from claudeloop.adapters.shared_capacity.record import this_host
+
+    entry = IndexedRun(
+        run_id=record.run_id,
+        directory=directory.absolute(),
+        cwd=record.spec.cwd.absolute(),
+        account=account,
+        host=this_host(),
+        registered_at=record.started_at,
+    )
+    with contextlib.suppress(OSError):
+        RunIndexDirectory.of_environment().register(entry)
+
+
+def unregister_run(run_id: str, directory: Path) -> None:
+    """The run out of the machine's index again, its folder removed on purpose."""
+    with contextlib.suppress(OSError):
+        RunIndexDirectory.of_environment().forget(run_id, directory.absolute())

@@ -1,6 +1,6 @@
 """Driving a run to its end: what a person's interrupts do, what a failing disk does,
-and what the run tells last. The composition root wires the parts (cli/bootstrap/);
-this says what happens with them."""
+and what the run tells last. The composition root wires the parts (cli/bootstrap/), the
+use cases of `run`, `resume` and `rehearse` drive them; this says what happens with them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import anyio
 from claudeloop.application.events import RunFinished
 from claudeloop.application.ports import EventSink, Gateway
 from claudeloop.application.records import RunRecord
-from claudeloop.application.runner import Runner
 from claudeloop.domain.loop import (
     Interrupt,
     RunState,
@@ -22,6 +21,14 @@ from claudeloop.domain.loop import (
     decide_on_failure,
     decide_on_second_interrupt,
 )
+
+
+class Drives(Protocol):
+    """What drives a run's turns to its end (application/runner.py's `Runner`)."""
+
+    async def drive(
+        self, record: RunRecord, *, resumed: bool = False, new_session: bool = False
+    ) -> RunRecord: ...
 
 
 class Interrupts(Protocol):
@@ -53,7 +60,7 @@ class WiredRun:
     `close`: closes what was opened for the run and releases its lock.
     """
 
-    runner: Runner
+    runner: Drives
     gateway: Gateway
     files: RunFiles
     interrupts: Interrupts

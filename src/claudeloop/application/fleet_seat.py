@@ -44,6 +44,12 @@ class FleetSeat:
     sync: int | None = None
     board: int | None = None
 
+    @property
+    def unattended(self) -> bool:
+        """A worker's run has nobody at hand: taken over where its transcript is not, it
+        goes on in a new session rather than stop to ask."""
+        return self.lease is not None
+
     def environment(self) -> dict[str, str]:
         """The variables that tell a child process this seat (the unset ones left out)."""
         told = {

@@ -1,5 +1,6 @@
 """`run` and `resume` between parsing and rendering: in which order a run is refused,
-made or found, and driven, on the `Launching` port the composition root fills.
+made or found, wired and driven, with the collaborators (`Launching`) the composition
+root hands over once.
 
 Every refusal comes before the first turn, and before a new run's directory exists:
 a run that could not save what it does, or whose backend has no credentials, leaves
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import (
@@ -30,6 +31,9 @@ from claudeloop.application.run_spec import (
 from claudeloop.application.settings import MODEL, PROFILE, WORKTREE, WORKTREE_FROM
 from claudeloop.domain.login import login_standing, login_warning, run_could_end_by
 from claudeloop.domain.loop import Outcome
+
+if TYPE_CHECKING:
+    from claudeloop.application.driving import WiredRun
 
 
 class ChosenBackend(Protocol):
@@ -53,17 +57,21 @@ class OpenRun(Protocol):
 B = TypeVar("B", bound=ChosenBackend)
 C = TypeVar("C", bound=Settings)
 D = TypeVar("D", bound=OpenRun)
+# Each port's own variance: a backend it makes, a backend, settings, a directory it takes.
+B_co = TypeVar("B_co", bound=ChosenBackend, covariant=True)
+B_contra = TypeVar("B_contra", bound=ChosenBackend, contravariant=True)
+C_contra = TypeVar("C_contra", bound=Settings, contravariant=True)
+D_contra = TypeVar("D_contra", bound=OpenRun, contravariant=True)
 
 
-class Launching(Protocol[C, B, D]):
-    """What starting or resuming a run asks of the world. `C`: the settings read from
-    every source; `B`: the backend chosen; `D`: the run's directory."""
+class SettingsSource(Protocol[C, B_co]):
+    """The settings files, and the backend and notifications they name."""
 
     def settings(self, cwd: Path, flags: Mapping[str, object]) -> C:
         """The settings: flags over CLAUDELOOP_* variables over the TOML files."""
         ...
 
-    def backend(self, settings: C, model: str | None) -> B:
+    def backend(self, settings: C, model: str | None) -> B_co:
         """The backend the settings' profile names, for `model`; refuses one that
         cannot be used (no base URL)."""
         ...
@@ -75,40 +83,17 @@ class Launching(Protocol[C, B, D]):
         service serves."""
         ...
 
+
+class RunDirectories(Protocol[D]):
+    """The runs' directories of a working directory, and the records in them."""
+
     def refuse_beside_a_live_run(self, cwd: Path) -> None:
         """Refuses a new run in a working directory a live run drives."""
-        ...
-
-    def refuse_no_credentials(self, backend: B, cwd: Path) -> None: ...
-
-    def refuse_no_repository(self, spec: RunSpec) -> None:
-        """Refuses a run that commits on the current branch (--checkpoint) outside a git
-        repository."""
-        ...
-
-    def refuse_unconfined_checks(self, spec: RunSpec) -> None:
-        """Refuses a run whose checks would execute the model's code unconfined: the
-        sandbox asked for and unable to run here (domain.confinement.checks_refusal)."""
-        ...
-
-    def into_worktree(
-        self, directory: D, record: RunRecord, *, carry: bool, merging: str | None
-    ) -> tuple[RunRecord, bool]:
-        """The record of a --worktree run, its worktree made and saved in it (a worktree
-        that cannot be made leaves no run), and whether the checkout's uncommitted
-        changes were left behind (`carry`: they are copied in). `merging`: a branch
-        merged into the worktree at once, its conflicts left for the run to resolve."""
         ...
 
     def why_no_runs_root(self, cwd: Path) -> str | None: ...
 
     def why_not_writable(self, path: Path) -> str | None: ...
-
-    def login_ends(self, backend: B) -> datetime | None:
-        """When the stored claude.ai login ends; None when unknown or not one."""
-        ...
-
-    def now(self) -> datetime: ...
 
     def new_record(self, spec: RunSpec, run_id: str | None) -> RunRecord:
         """The new run's first record: its id (`run_id`, or one made from the time)."""
@@ -133,21 +118,73 @@ class Launching(Protocol[C, B, D]):
         """run.finished of a run that ended without saying so, said now."""
         ...
 
-    def drive(
+
+class Login(Protocol[B_contra]):
+    """What Claude Code knows of the account a backend's turns are sent on."""
+
+    def refuse_no_credentials(self, backend: B_contra, cwd: Path) -> None: ...
+
+    def login_ends(self, backend: B_contra) -> datetime | None:
+        """When the stored claude.ai login ends; None when unknown or not one."""
+        ...
+
+
+class Repository(Protocol[D_contra]):
+    """The git repository a run commits in."""
+
+    def refuse_no_repository(self, spec: RunSpec) -> None:
+        """Refuses a run that commits on the current branch (--checkpoint) outside a git
+        repository."""
+        ...
+
+    def into_worktree(
+        self, directory: D_contra, record: RunRecord, *, carry: bool, merging: str | None
+    ) -> tuple[RunRecord, bool]:
+        """The record of a --worktree run, its worktree made and saved in it (a worktree
+        that cannot be made leaves no run), and whether the checkout's uncommitted
+        changes were left behind (`carry`: they are copied in). `merging`: a branch
+        merged into the worktree at once, its conflicts left for the run to resolve."""
+        ...
+
+
+class Sandbox(Protocol):
+    """The boundary this machine puts around the model's commands and the checks."""
+
+    def refuse_unconfined_checks(self, spec: RunSpec) -> None:
+        """Refuses a run whose checks would execute the model's code unconfined: the
+        sandbox asked for and unable to run here (domain.confinement.checks_refusal)."""
+        ...
+
+
+class Wiring(Protocol[C_contra, B_contra, D_contra]):
+    def __call__(
         self,
-        directory: D,
+        directory: D_contra,
         record: RunRecord,
-        backend: B,
-        settings: C,
+        backend: B_contra,
+        settings: C_contra,
         *,
-        resumed: bool,
         lock: RunLock | None,
         login_ends_at: datetime | None,
-        new_session: bool = False,
-    ) -> RunRecord:
-        """The run driven to its end (application/driving.py), its record returned.
-        `new_session`: its session let go of first (`resume --new-session`)."""
+    ) -> WiredRun:
+        """The run's parts wired, its lock held (`lock`, or taken now): what
+        application/driving.py drives."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Launching(Generic[C, B, D]):
+    """What starting or resuming a run asks of the world, handed over once by the
+    composition root. `C`: the settings read from every source; `B`: the backend
+    chosen; `D`: the run's directory."""
+
+    config: SettingsSource[C, B]
+    runs: RunDirectories[D]
+    login: Login[B]
+    repository: Repository[D]
+    sandbox: Sandbox
+    now: Callable[[], datetime]
+    wire: Wiring[C, B, D]
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,33 +240,35 @@ def start_run(
 ) -> Driven:
     """`run`: every refusal before the run's directory exists, then the run driven.
     `backend`: the one to use instead of the one the settings name (the rehearsal's)."""
-    settings = world.settings(asked.cwd, asked.flags)
+    settings = world.config.settings(asked.cwd, asked.flags)
     worktree = settings.of(WORKTREE).value
     if asked.run_id is None and not worktree:
         # Runs in worktrees of their own edit no file of each other's.
-        world.refuse_beside_a_live_run(asked.cwd)
-    chosen = backend or world.backend(settings, settings.of(MODEL).value)
+        world.runs.refuse_beside_a_live_run(asked.cwd)
+    chosen = backend or world.config.backend(settings, settings.of(MODEL).value)
     spec = new_spec(
         settings,
         cwd=asked.cwd,
         task=asked.task,
         plan_path=asked.plan_path,
         marker_fallback=chosen.marker_fallback,
-        check_profile=world.check_profile(asked.cwd),
+        check_profile=world.config.check_profile(asked.cwd),
     )
-    world.refuse_unusable(settings)
+    world.config.refuse_unusable(settings)
     refuse_unwritable(
-        spec, run_files=world.why_no_runs_root(asked.cwd), why_not_writable=world.why_not_writable
+        spec,
+        run_files=world.runs.why_no_runs_root(asked.cwd),
+        why_not_writable=world.runs.why_not_writable,
     )
-    world.refuse_no_credentials(chosen, asked.cwd)
-    world.refuse_unconfined_checks(spec)
+    world.login.refuse_no_credentials(chosen, asked.cwd)
+    world.sandbox.refuse_unconfined_checks(spec)
     if not worktree:
-        world.refuse_no_repository(spec)
-    record = world.new_record(spec, asked.run_id)
-    directory = world.create(record)
+        world.repository.refuse_no_repository(spec)
+    record = world.runs.new_record(spec, asked.run_id)
+    directory = world.runs.create(record)
     if worktree:
         carry = settings.of(WORKTREE_FROM).value == "working-tree"
-        record, left_behind = world.into_worktree(
+        record, left_behind = world.repository.into_worktree(
             directory, record, carry=carry, merging=asked.merging
         )
         if left_behind:
@@ -248,36 +287,36 @@ def resume_run(
     CLAUDELOOP_* variables change them (the files were read when it started). Its
     profile changes only when --profile names the new one. A run already done is
     only told (its missing summary or end written), never sent a turn."""
-    directory = world.find(asked.cwd, asked.run_id, asked.session_id)
-    refuse_unwritable_run_files(world.why_not_writable(directory.path))
-    lock = world.lock(directory)
+    directory = world.runs.find(asked.cwd, asked.run_id, asked.session_id)
+    refuse_unwritable_run_files(world.runs.why_not_writable(directory.path))
+    lock = world.runs.lock(directory)
     try:
-        record = world.load(directory)
-        world.write_missing_summary(directory, record)
+        record = world.runs.load(directory)
+        world.runs.write_missing_summary(directory, record)
         if record.state.outcome is Outcome.DONE:
-            world.tell_missing_end(directory, record)
+            world.runs.tell_missing_end(directory, record)
             lock.release()
             return AlreadyDone(record)
-        settings = world.settings(asked.cwd, asked.flags)
+        settings = world.config.settings(asked.cwd, asked.flags)
         # A backend given (a kept rehearsal's) stands in for the profile the run named.
         profile = profile_to_resume_with(record, settings) if backend is None else None
         if profile is not None:
-            settings = world.settings(asked.cwd, {**asked.flags, PROFILE.key: profile})
-        chosen = backend or world.backend(settings, resumed_model(record.spec, settings))
-        world.refuse_unusable(settings)
+            settings = world.config.settings(asked.cwd, {**asked.flags, PROFILE.key: profile})
+        chosen = backend or world.config.backend(settings, resumed_model(record.spec, settings))
+        world.config.refuse_unusable(settings)
         record = resumed_record(
             record,
             settings,
             marker_fallback=chosen.marker_fallback,
-            check_profile=world.check_profile(asked.cwd),
+            check_profile=world.config.check_profile(asked.cwd),
         )
         refuse_unwritable(
             record.spec,
-            run_files=world.why_not_writable(directory.path),
-            why_not_writable=world.why_not_writable,
+            run_files=world.runs.why_not_writable(directory.path),
+            why_not_writable=world.runs.why_not_writable,
         )
-        world.refuse_no_credentials(chosen, record.spec.cwd)
-        world.refuse_unconfined_checks(record.spec)
+        world.login.refuse_no_credentials(chosen, record.spec.cwd)
+        world.sandbox.refuse_unconfined_checks(record.spec)
         return Driven(
             _drive(
                 world,
@@ -296,6 +335,42 @@ def resume_run(
         raise
 
 
+@dataclass(frozen=True, slots=True)
+class Rehearsed(Generic[D]):
+    """A rehearsal's run driven to its end: where it ended, and its directory."""
+
+    record: RunRecord
+    directory: D
+
+
+def rehearse_run(
+    runs: RunDirectories[D],
+    spec: RunSpec,
+    *,
+    wire: Callable[[D, RunRecord], WiredRun],
+    forget: Callable[[D], None],
+    keep: bool,
+) -> Rehearsed[D]:
+    """`rehearse`: the run of `spec` (the rehearsal's own: no setting is read, nothing
+    refused) made, wired on the rehearsal's servers and driven. Its folder is removed as
+    the rehearsal ends unless it is kept: the machine's index of runs `forget`s it then,
+    and at once when its wiring fails, never to list it as a run gone."""
+    from claudeloop.application.driving import drive_run
+
+    record = runs.new_record(spec, None)
+    directory = runs.create(record)
+    try:
+        wired = wire(directory, record)
+    except BaseException:
+        forget(directory)
+        raise
+    try:
+        return Rehearsed(drive_run(wired, record, resumed=False), directory)
+    finally:
+        if not keep:
+            forget(directory)
+
+
 def _drive(
     world: Launching[C, B, D],
     directory: D,
@@ -309,18 +384,14 @@ def _drive(
     new_session: bool = False,
 ) -> RunRecord:
     # Warned before the first turn when the login ends before the run could.
-    ends_at, now = world.login_ends(backend), world.now()
+    ends_at, now = world.login.login_ends(backend), world.now()
     could_end_by = run_could_end_by(now, record.spec.wait_policy.max_wait)
     warning = login_warning(login_standing(ends_at, now=now, could_end_by=could_end_by))
     if warning is not None:
         warn(warning)
-    return world.drive(
-        directory,
-        record,
-        backend,
-        settings,
-        resumed=resumed,
-        lock=lock,
-        login_ends_at=ends_at,
-        new_session=new_session,
-    )
+    # The driver is imported once every refusal is behind: a start refused costs
+    # only what it read.
+    from claudeloop.application.driving import drive_run
+
+    wired = world.wire(directory, record, backend, settings, lock=lock, login_ends_at=ends_at)
+    return drive_run(wired, record, resumed=resumed, new_session=new_session)

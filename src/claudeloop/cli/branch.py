@@ -88,7 +88,7 @@ def _resolve(
     merged run's own --verify checks; its first commit concludes the merge, and
     `claudeloop merge` of it then applies cleanly."""
     from claudeloop.application.launching import NewRun, start_run
-    from claudeloop.cli.bootstrap.launcher import Launcher
+    from claudeloop.cli.bootstrap import launching
     from claudeloop.cli.output import finish
 
     spec = record.spec
@@ -117,7 +117,7 @@ def _resolve(
     def warn(text: str) -> None:
         click.echo(f"claudeloop: warning: {text}", err=True)
 
-    ended = start_run(Launcher(seat=seat or FleetSeat(), quiet=as_json), asked, warn=warn)
+    ended = start_run(launching(seat or FleetSeat(), quiet=as_json), asked, warn=warn)
     finish(ended.record, as_json=as_json)
 
 

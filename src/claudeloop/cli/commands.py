@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -23,9 +22,6 @@ from claudeloop.cli.output import finish
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
 
-if TYPE_CHECKING:
-    from claudeloop.cli.bootstrap.launcher import Launcher
-
 
 @dataclass(frozen=True, slots=True)
 class Output:
@@ -35,13 +31,6 @@ class Output:
     as_json: bool = False
     verbose: int = 0
     quiet: bool = False
-
-
-def _launcher(output: Output, seat: FleetSeat) -> Launcher:
-    # Imported once the run's input is read: a missing plan is said before any setting.
-    from claudeloop.cli.bootstrap.launcher import Launcher
-
-    return Launcher(seat=seat, quiet=output.quiet or output.as_json, verbose=bool(output.verbose))
 
 
 def _warn(text: str) -> None:
@@ -65,7 +54,11 @@ def run(
     cwd = working_directory(output.cwd)
     plan_path, task = task_from_options(plan, prompt, prompt_file, cwd=cwd)
     asked = NewRun(cwd=cwd, task=task, plan_path=plan_path, run_id=run_id, flags=flags)
-    ended = start_run(_launcher(output, seat), asked, warn=_warn)
+    # The run's wiring is asked for once its input is read: a missing plan is said first.
+    from claudeloop.cli.bootstrap import launching
+
+    world = launching(seat, quiet=output.quiet or output.as_json, verbose=bool(output.verbose))
+    ended = start_run(world, asked, warn=_warn)
     finish(ended.record, as_json=output.as_json)
 
 
@@ -79,6 +72,7 @@ def resume(
     new_session: bool = False,
 ) -> None:
     """Continue a run (application/launching.py's `resume_run` says how)."""
+    from claudeloop.cli.bootstrap import launching
     from claudeloop.cli.kept_rehearsal import kept_rehearsal
 
     cwd = working_directory(output.cwd)
@@ -87,12 +81,13 @@ def resume(
     )
     # In a kept rehearsal's project the run goes on against its rehearsal API again.
     kept = kept_rehearsal(cwd)
+    quiet, verbose = output.quiet or output.as_json, bool(output.verbose)
     if kept is not None:
         from claudeloop.cli.rehearse import resume_kept
 
-        launched = resume_kept(kept, asked, launcher=_launcher(output, seat), warn=_warn)
+        launched = resume_kept(kept, asked, quiet=quiet, verbose=verbose, warn=_warn)
     else:
-        launched = resume_run(_launcher(output, seat), asked, warn=_warn)
+        launched = resume_run(launching(seat, quiet=quiet, verbose=verbose), asked, warn=_warn)
     match launched:
         case AlreadyDone(record):
             click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)

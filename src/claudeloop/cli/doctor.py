@@ -19,7 +19,7 @@ from claudeloop.cli.params import working_directory
 
 def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool) -> None:
     # The run's wiring (the SDK among it) is imported only once doctor runs its checks.
-    from claudeloop.cli.bootstrap.runs import doctor_checks
+    from claudeloop.cli.bootstrap import doctor_checks
 
     directory = working_directory(cwd)
     diagnosis = diagnose(doctor_checks(directory, profile), probe=probe)

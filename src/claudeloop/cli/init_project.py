@@ -20,8 +20,7 @@ from claudeloop.application.project_setup import (
     set_up,
     toml_string,
 )
-from claudeloop.cli.bootstrap import project_folder
-from claudeloop.cli.bootstrap.configuration import configuration
+from claudeloop.cli.bootstrap import configuration, project_folder
 from claudeloop.cli.params import working_directory
 
 

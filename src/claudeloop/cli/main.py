@@ -89,10 +89,23 @@ def _show_version(ctx: click.Context, _param: click.Parameter, asked: bool) -> N
         return
     import importlib.metadata
 
-    from claudeloop.cli.bootstrap.version import version_line
-
-    click.echo(version_line(importlib.metadata.version("claudeloop")))
+    click.echo(_version_line(importlib.metadata.version("claudeloop")))
     ctx.exit()
+
+
+def _version_line(claudeloop_version: str) -> str:
+    """claudeloop's version, the Claude Code bundled with it, and whether that is the one
+    it was tested with."""
+    from claudeloop.cli.bootstrap import bundled_claude_code
+    from claudeloop.domain.tested_cli import standing_note
+
+    bundled = bundled_claude_code()
+    if bundled is None:
+        return f"claudeloop {claudeloop_version} (no Claude Code bundled with claude-agent-sdk)"
+    return (
+        f"claudeloop {claudeloop_version}\nClaude Code {bundled} (bundled with claude-agent-"
+        f"sdk): {standing_note(bundled)}"
+    )
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)

@@ -19,22 +19,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from claudeloop.application.driving import drive_run
 from claudeloop.application.errors import UsageError
 from claudeloop.application.launching import Launched, RunToResume, resume_run
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
 from claudeloop.application.summary import duration_text, result_object
-from claudeloop.cli.bootstrap.configuration import flag_notify_targets
-from claudeloop.cli.bootstrap.launcher import Launcher
+from claudeloop.cli.bootstrap import notify_flag_targets
 from claudeloop.cli.bootstrap.rehearsal import (
-    LOCAL_PROFILE,
-    Rehearsal,
-    RehearsalLauncher,
-    RehearsalServers,
-    rehearsal_run,
+    rehearsal_backend,
+    rehearsal_launching,
+    rehearsing,
 )
-from claudeloop.cli.kept_rehearsal import KeptRehearsal
+from claudeloop.cli.kept_rehearsal import LOCAL_PROFILE, KeptRehearsal, RehearsalServers
 from claudeloop.cli.output import finish
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile
 from claudeloop.domain.loop import VerifyRules
@@ -83,9 +79,8 @@ def rehearse(
     played = _played(scenario)
     # --notify URLs, checked as `run` checks them (the config files are not read: a
     # rehearsal plays the same whatever the project says), before anything starts.
-    targets = flag_notify_targets(notify)
+    targets = notify_flag_targets(notify)
     workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
-    rehearsal: Rehearsal | None = None
     try:
         project = workdir / "project"
         project.mkdir()
@@ -115,8 +110,8 @@ def rehearse(
                 limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
                 verify=VERIFY if scenario == "verify" else VerifyRules(),
             )
-            rehearsal = rehearsal_run(spec, servers, notify=targets, quiet=as_json)
-            ended = drive_run(rehearsal.wired, rehearsal.record, resumed=False)
+            rehearsed = rehearsing(servers, notify=targets, quiet=as_json)(spec, keep)
+            ended = rehearsed.record
             state = servers.state()
         if not as_json:
             result = result_object(ended)
@@ -132,14 +127,14 @@ def rehearse(
             written = sorted(p.name for p in project.iterdir() if p.is_file())
             click.echo(f"rehearsal: files in the project: {', '.join(written)}", err=True)
             click.echo("", err=True)
-            click.echo(_summary_shown(rehearsal.summary_path, workdir, keep=keep), err=True)
+            click.echo(
+                _summary_shown(rehearsed.directory.summary_path, workdir, keep=keep), err=True
+            )
         finish(ended, as_json=as_json, extra={"kept": str(workdir)} if keep else None)
     finally:
         if not keep:
+            # Removed on purpose: `rehearse_run` took it out of the machine's index.
             shutil.rmtree(workdir, ignore_errors=True)
-            if rehearsal is not None:
-                # Removed on purpose: not listed by `runs --all` or the dashboard as gone.
-                rehearsal.forget()
 
 
 def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
@@ -204,17 +199,20 @@ def served(kept: KeptRehearsal, played: Scenario | None = None) -> Iterator[Rehe
 
 
 def resume_kept(
-    kept: KeptRehearsal, asked: RunToResume, *, launcher: Launcher, warn: Callable[[str], None]
+    kept: KeptRehearsal,
+    asked: RunToResume,
+    *,
+    quiet: bool,
+    verbose: bool,
+    warn: Callable[[str], None],
 ) -> Launched:
     """`claudeloop resume` in a kept rehearsal's project: the run goes on as any resume
     does (its ledger, session and plan kept), against a new rehearsal API of the same
     scenario, wired as the rehearsal wired it (its own capacity record, its local
     profile). The API starts afresh: its scenario plays again from its first request."""
     with served(kept) as servers:
-        rehearsing = RehearsalLauncher(
-            seat=launcher.seat, quiet=launcher.quiet, verbose=launcher.verbose, servers=servers
-        )
-        return resume_run(rehearsing, asked, warn=warn, backend=servers.backend())
+        rehearsing = rehearsal_launching(servers, quiet=quiet, verbose=verbose)
+        return resume_run(rehearsing, asked, warn=warn, backend=rehearsal_backend(servers))
 
 
 def scenario_list(width: int = 80) -> str:

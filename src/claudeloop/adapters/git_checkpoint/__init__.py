@@ -29,26 +29,36 @@ what writing a commit takes (plumbing.py), the commit that looks at every file
 merge of the branch (review.py). The names others use are here.
 """
 
-from claudeloop.adapters.git_checkpoint.checkpoints import GitCheckpoints
-from claudeloop.adapters.git_checkpoint.full_commit import commit_all
-from claudeloop.adapters.git_checkpoint.git_cli import GitFailed, git, run_branch
-from claudeloop.adapters.git_checkpoint.plumbing import MAX_SCANNED_BYTES, GitLayout, tracked_paths
-from claudeloop.adapters.git_checkpoint.review import (
-    TurnCommit,
-    branch_facts,
-    merge_branch,
-    rewind_to,
-    run_diff,
-    turn_commits,
-)
-from claudeloop.adapters.git_checkpoint.worktree import (
-    Worktree,
-    branch_exists,
-    make_worktree,
-    repository_top,
-    restore_worktree,
-    worktrees_root,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.git_checkpoint.checkpoints import GitCheckpoints, run_checkpoints
+    from claudeloop.adapters.git_checkpoint.full_commit import commit_all
+    from claudeloop.adapters.git_checkpoint.git_cli import GitFailed, git, run_branch
+    from claudeloop.adapters.git_checkpoint.plumbing import (
+        MAX_SCANNED_BYTES,
+        GitLayout,
+        tracked_paths,
+    )
+    from claudeloop.adapters.git_checkpoint.review import (
+        TurnCommit,
+        branch_facts,
+        merge_branch,
+        rewind_to,
+        run_diff,
+        turn_commits,
+    )
+    from claudeloop.adapters.git_checkpoint.worktree import (
+        Worktree,
+        branch_exists,
+        make_worktree,
+        repository_top,
+        restore_worktree,
+        worktrees_root,
+    )
 
 __all__ = [
     "MAX_SCANNED_BYTES",
@@ -67,8 +77,41 @@ __all__ = [
     "restore_worktree",
     "rewind_to",
     "run_branch",
+    "run_checkpoints",
     "run_diff",
     "tracked_paths",
     "turn_commits",
     "worktrees_root",
 ]
+
+# Each name is imported from its module when first asked for: a start refused before it
+# commits (the worktree's module alone) does not pay for the commits' machinery.
+_HOME = {
+    "GitCheckpoints": "checkpoints",
+    "run_checkpoints": "checkpoints",
+    "commit_all": "full_commit",
+    "GitFailed": "git_cli",
+    "git": "git_cli",
+    "run_branch": "git_cli",
+    "MAX_SCANNED_BYTES": "plumbing",
+    "GitLayout": "plumbing",
+    "tracked_paths": "plumbing",
+    "TurnCommit": "review",
+    "branch_facts": "review",
+    "merge_branch": "review",
+    "rewind_to": "review",
+    "run_diff": "review",
+    "turn_commits": "review",
+    "Worktree": "worktree",
+    "branch_exists": "worktree",
+    "make_worktree": "worktree",
+    "repository_top": "worktree",
+    "restore_worktree": "worktree",
+    "worktrees_root": "worktree",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from claudeloop.adapters.git_checkpoint.full_commit import commit_everything
 from claudeloop.adapters.git_checkpoint.git_cli import GitFailed, git
@@ -21,6 +22,10 @@ from claudeloop.adapters.git_checkpoint.quick_commit import commit_changed
 from claudeloop.adapters.tree_watch import Changed, TreeWatch
 from claudeloop.application.ports import Checkpoint
 from claudeloop.domain.checkpoints import RUN_TRAILER, TURN_TRAILER, turn_of
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.redaction import Redactor
+    from claudeloop.application.records import RunSpec
 
 
 class GitCheckpoints:
@@ -150,3 +155,17 @@ class GitCheckpoints:
             if said:
                 self._committed_turn = turn_of(said[-1].split(":", 1)[1])
         return done
+
+
+def run_checkpoints(spec: RunSpec, run_id: str, redactor: Redactor) -> GitCheckpoints | None:
+    """A commit per answered turn of a committing run (None: it commits nothing), on the
+    worktree's branch or the current one; a file holding a secret it knows stays out."""
+    if not spec.checkpoint:
+        return None
+    return GitCheckpoints(
+        spec.work_dir,
+        run_id,
+        holds_secret=redactor.knows_one_in,
+        redact=redactor.text,
+        own=spec.worktree is not None,
+    )

@@ -1,5 +1,7 @@
 """A run's worktree: where a `--worktree` run works, on its branch `claudeloop/RUN_ID`,
-in the user state directory (`CLAUDELOOP_STATE_DIR/worktrees/`), never in the checkout."""
+in the user state directory (`CLAUDELOOP_STATE_DIR/worktrees/`), never in the checkout.
+`refuse_no_repository` and `into_worktree` are the `Repository` of `run` and `resume`
+(application/launching.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ import hashlib
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from claudeloop.adapters.git_checkpoint.git_cli import (
     IDENTITY,
@@ -20,6 +23,10 @@ from claudeloop.adapters.git_checkpoint.git_cli import (
     run_branch,
 )
 from claudeloop.application.errors import UsageError
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.run_directory.layout import RunDirectory
+    from claudeloop.application.records import RunRecord, RunSpec
 
 
 def worktrees_root(environ: Mapping[str, str]) -> Path:
@@ -151,3 +158,49 @@ def restore_worktree(worktree: Path, run_id: str, *, repository: Path) -> None:
         raise UsageError(
             f"the run's worktree {worktree} is gone and cannot be made again: {failed}"
         ) from None
+
+
+def refuse_no_repository(spec: RunSpec) -> None:
+    """--checkpoint commits on the current branch: the directory must be in a repository."""
+    if spec.checkpoint and spec.worktree is None and repository_top(spec.cwd) is None:
+        raise UsageError(
+            f"--checkpoint: {spec.cwd} is not in a git repository (or git is not "
+            "installed); run it in a repository, or leave out --checkpoint"
+        )
+
+
+def into_worktree(
+    directory: RunDirectory, record: RunRecord, *, carry: bool, merging: str | None = None
+) -> tuple[RunRecord, bool]:
+    """The record of a --worktree run, its worktree made (on claudeloop/RUN_ID from
+    HEAD, under the user state directory) and saved in it; a plan file inside the
+    repository is read from the worktree's copy. Also whether uncommitted changes of
+    the checkout were left behind. A worktree that cannot be made leaves no run."""
+    spec = record.spec
+    try:
+        made = make_worktree(
+            spec.cwd,
+            record.run_id,
+            root=worktrees_root(os.environ),
+            carry=carry,
+            merging=merging,
+        )
+    except BaseException:
+        shutil.rmtree(directory.path, ignore_errors=True)
+        raise
+    plan_path = spec.plan_path
+    top = repository_top(spec.cwd)
+    if plan_path is not None and top is not None and plan_path.is_relative_to(top):
+        # The worktree's copy, when HEAD has one; else the checkout's (never committed).
+        copy = made.top / plan_path.relative_to(top)
+        plan_path = copy if copy.is_file() else plan_path
+    spec = replace(
+        spec,
+        worktree=made.work_dir,
+        base_branch=made.base_branch,
+        checkpoint=True,
+        plan_path=plan_path,
+    )
+    record = replace(record, spec=spec)
+    directory.save(record)
+    return record, made.left_behind

@@ -29,6 +29,7 @@ from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import Redactor
 from claudeloop.application.events import Event, NotifyFailed
 from claudeloop.application.ports import EventSink
+from claudeloop.application.records import RunRecord
 from claudeloop.application.settings import NOTIFY_KINDS
 from claudeloop.domain.text import first_line
 
@@ -261,3 +262,34 @@ def _quiet_apprise() -> Iterator[None]:
 def _secrets_of(urls: Sequence[str]) -> tuple[str, ...]:
     found = {secret for url in urls for secret in url_secrets(url)}
     return tuple(sorted(found, key=len, reverse=True))
+
+
+class NoNotifications:
+    """The events of a run that notifies nobody: told to no one."""
+
+    def emit(self, event: Event) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def notifier_for(
+    notify: NotifyTargets | None,
+    record: RunRecord,
+    *,
+    failures: EventSink,
+    redactor: Redactor,
+    debug_log: Path,
+) -> Notifier | NoNotifications:
+    """The run's notifier when notifications are configured; what failed to go is told
+    to `failures`."""
+    if notify is None or not notify.urls:
+        return NoNotifications()
+    so_far = RunSoFar(
+        run_id=record.run_id,
+        cwd=str(record.spec.cwd),
+        dollars=record.state.ledger.dollars,
+        plan=record.plan_progress,
+    )
+    return Notifier(notify, so_far, failures=failures, redactor=redactor, debug_log=debug_log)

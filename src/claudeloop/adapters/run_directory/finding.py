@@ -21,6 +21,7 @@ from claudeloop.adapters.run_directory.layout import (
     run_id_problem,
     runs_root,
 )
+from claudeloop.adapters.run_directory.live import newest_live
 from claudeloop.adapters.run_directory.lock import DriverLock, RunLocked, acquire, live_driver
 from claudeloop.adapters.system_clock import SystemClock
 from claudeloop.application.errors import NoRun, UsageError
@@ -62,11 +63,8 @@ def find_run(cwd: Path, run_id: str | None, session_id: str | None) -> RunDirect
 
 def live_run(cwd: Path) -> tuple[RunDirectory, int] | None:
     """The newest run of `cwd` a live driver is driving, and the driver's pid."""
-    for directory in list_runs(cwd):
-        pid = live_driver(directory.lock_path)
-        if pid is not None:
-            return directory, pid
-    return None
+    live = newest_live(cwd)
+    return (RunDirectory(live[0]), live[1]) if live is not None else None
 
 
 def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
@@ -77,18 +75,6 @@ def watched_run(cwd: Path, run_id: str | None) -> RunDirectory:
         if live is not None:
             return live[0]
     return find_run(cwd, run_id, None)
-
-
-def refuse_beside_a_live_run(cwd: Path) -> None:
-    """A second run in one directory is a mistake unless asked for by name: the two
-    would edit the same files, and status, logs and stop could pick the wrong one."""
-    live = live_run(cwd)
-    if live is not None:
-        directory, pid = live
-        raise UsageError(
-            f"run {directory.run_id} is live in {cwd} (process {pid}); watch it with "
-            "`claudeloop status`, or give --run-id NAME to start another beside it on purpose"
-        )
 
 
 def load_record(directory: RunDirectory) -> RunRecord:

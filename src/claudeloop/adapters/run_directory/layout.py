@@ -30,6 +30,8 @@ from claudeloop.adapters.run_directory.control import (
     let_go,
     read_control,
 )
+from claudeloop.adapters.run_directory.live import LOCK_FILE
+from claudeloop.adapters.run_directory.live import runs_root as _runs_root
 from claudeloop.adapters.run_directory.redacted import redacted_record
 from claudeloop.application.events import Event, event_fields
 from claudeloop.application.ports import Clock, Request
@@ -38,14 +40,13 @@ from claudeloop.application.summary import summary_markdown
 from claudeloop.domain.loop import ControlCommand, Interrupt
 from claudeloop.domain.steering import Steer
 
+# Where a working directory's runs are (said once, in live.py, which reads no record).
+runs_root = _runs_root
+
 # Long text (a summary, a model's answer) is capped in events: the log is for reading.
 MAX_FIELD_CHARS = 2000
 # How often a check in flight looks for a stop in the control file.
 STOP_POLL_SECONDS = 0.5
-
-
-def runs_root(cwd: Path) -> Path:
-    return cwd / ".claudeloop" / "runs"
 
 
 # What `.claudeloop/.gitignore` says: everything in the folder, itself too, is kept out
@@ -143,7 +144,7 @@ class RunDirectory:
 
     @property
     def lock_path(self) -> Path:
-        return self.path / "driver.pid"
+        return self.path / LOCK_FILE
 
     @property
     def summary_path(self) -> Path:

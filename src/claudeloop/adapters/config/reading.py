@@ -1,8 +1,10 @@
 """The settings a command runs with, read from their sources: flags over CLAUDELOOP_*
 variables over ./claudeloop.toml over the user's file; and what the settings name
 outside claudeloop (a backend profile, notification URLs, the shared capacity record),
-checked before the run starts. Part of the composition root: the configuration's
-adapters load pydantic, so only the commands that read settings import this module."""
+checked before the run starts. Its module-level `settings`, `backend`, `check_profile`
+and `refuse_unusable` are the `SettingsSource` of `run` and `resume`
+(application/launching.py). The configuration loads pydantic when the settings are
+first read, not when this module is imported: a resume of no run costs none of it."""
 
 from __future__ import annotations
 
@@ -11,11 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from claudeloop.adapters.claude_code.backend import Backend, backend_for
-from claudeloop.adapters.config.loading import Configuration
-from claudeloop.adapters.config.profiles import BackendProfile
 from claudeloop.application.errors import ConfigError, UsageError
 from claudeloop.application.settings import (
+    MODEL,
     NOTIFY,
     NOTIFY_ON,
     REPEATABLE,
@@ -25,7 +25,11 @@ from claudeloop.application.settings import (
 )
 
 if TYPE_CHECKING:
+    from claudeloop.adapters.claude_code.backend import Backend
+    from claudeloop.adapters.config.loading import Configuration
+    from claudeloop.adapters.config.profiles import BackendProfile
     from claudeloop.adapters.notify.sender import NotifyTargets
+    from claudeloop.application.config_view import ConfigView
 
 
 def configuration(cwd: Path, flags: Mapping[str, object]) -> Configuration:
@@ -55,9 +59,19 @@ def backend_profile(config: Configuration, model: str | None) -> BackendProfile:
     return resolve_profile(config, os.environ, model=model)
 
 
+def profile_named(cwd: Path, profile: str | None) -> Backend:
+    """The backend a run of `cwd` with `profile` (None: the selected one) would use,
+    its base URL not checked: what `login` and `claude` start the CLI with."""
+    from claudeloop.adapters.claude_code.backend import backend_for
+
+    config = configuration(cwd, {"profile": profile})
+    return backend_for(backend_profile(config, config.get(MODEL)))
+
+
 def profile_backend(cwd: Path, name: str, *, where: str) -> Backend:
     """The backend of profile `name` (a limit policy's detour), or a one-line error
     naming `where` the profile was named."""
+    from claudeloop.adapters.claude_code.backend import backend_for
     from claudeloop.adapters.config.loading import load_configuration
     from claudeloop.adapters.config.profiles import resolve_profile
 
@@ -124,3 +138,58 @@ def flag_notify_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
     except NotifyUnavailable as error:
         raise UsageError(f"--notify: {error}") from None
     return NotifyTargets(urls=urls)
+
+
+# The settings as `run` and `resume` read them (the `SettingsSource` port) -------------
+
+
+def settings(cwd: Path, flags: Mapping[str, object]) -> Configuration:
+    return configuration(cwd, flags)
+
+
+def backend(settings: Configuration, model: str | None) -> Backend:
+    from claudeloop.adapters.claude_code.backend import backend_for
+
+    chosen = backend_for(backend_profile(settings, model))
+    refuse_no_base_url(chosen)
+    return chosen
+
+
+def check_profile(cwd: Path) -> Callable[[str, str], Backend]:
+    return profile_check(cwd)
+
+
+def refuse_unusable(settings: Configuration) -> None:
+    notify_targets(settings)
+
+
+def config_view(cwd: Path, profile: str | None) -> ConfigView:
+    """The configuration of `cwd` as `config show` shows it, with `profile` (None: the
+    selected one)."""
+    from claudeloop.adapters.config.files import config_files
+    from claudeloop.application.config_view import BackendShown, ConfigFile, ConfigView
+
+    config = configuration(cwd, {"profile": profile})
+    chosen = backend_profile(config, config.get(MODEL))
+    project, user = config_files(cwd, os.environ)
+    return ConfigView(
+        settings=config,
+        project=ConfigFile(project, project in config.files),
+        user=ConfigFile(user, user in config.files),
+        profiles={
+            name: (str(defined.source), defined.table.model_dump(exclude_none=True))
+            for name, defined in sorted(config.profiles.items())
+        },
+        backend=BackendShown(
+            profile=chosen.name,
+            defined_in=chosen.where,
+            local=chosen.local,
+            base_url=chosen.base_url,
+            model=chosen.model,
+            small_fast_model=chosen.small_fast_model,
+            credentials=chosen.credentials,
+            marker_fallback=chosen.marker_fallback,
+            zero_cost=chosen.zero_cost,
+            env=dict(chosen.env),
+        ),
+    )

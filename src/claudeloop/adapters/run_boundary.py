@@ -1,5 +1,6 @@
-"""Wires a run's boundary (domain.confinement, adapters/sandbox.py): the posture of this
-start, Claude Code's settings for it, and the checks inside bubblewrap."""
+"""A run's boundary on this machine (domain.confinement, adapters/sandbox.py): the posture
+of this start, Claude Code's settings for it, the checks inside bubblewrap, and the
+refusal of checks that would run unconfined (the `Sandbox` of `run` and `resume`)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,14 @@ import json
 import os
 import platform
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from claudeloop.adapters import sandbox
 from claudeloop.adapters.claude_code.blocked import Lines
-from claudeloop.adapters.git_checkpoint import repository_top
 from claudeloop.application.errors import UsageError
-from claudeloop.application.records import RunSpec
 from claudeloop.domain.confinement import (
     CommandsRefused,
     Confined,
@@ -26,6 +26,10 @@ from claudeloop.domain.confinement import (
     checks_refusal,
     posture,
 )
+
+if TYPE_CHECKING:
+    from claudeloop.adapters.verification_commands import VerificationCommands
+    from claudeloop.application.records import RunSpec
 
 
 @functools.cache
@@ -70,6 +74,8 @@ class TurnBoundary:
 def _reads(spec: RunSpec, home: Path) -> list[str]:
     """Outside the tree, what commands may read: the toolchains, and a worktree's git
     directory (its `.git` file points there; git reads it, never writes it)."""
+    from claudeloop.adapters.git_checkpoint import repository_top
+
     reads = sandbox.home_reads(home, spec.sandbox.allow_read)
     if spec.worktree is not None and (top := repository_top(spec.cwd)) is not None:
         reads.append(str(top / ".git"))
@@ -113,3 +119,19 @@ def check_wrapper(spec: RunSpec, chosen: Posture) -> sandbox.CheckBoundary | Non
             )
         case _:
             return None
+
+
+def run_checks(
+    spec: RunSpec, checks_dir: Path, redact: Callable[[str], str]
+) -> VerificationCommands:
+    """The checks of a Done, run in the run's work directory inside its boundary, each
+    noted in `checks_dir` while it runs (so the run's next driver ends one a crash left)."""
+    from claudeloop.adapters.verification_commands import VerificationCommands
+
+    return VerificationCommands(
+        spec.work_dir,
+        timeout_seconds=spec.verify_timeout_seconds,
+        redact=redact,
+        note=checks_dir / "running.json",
+        boundary=check_wrapper(spec, start_posture(spec)),
+    )
