@@ -9,8 +9,8 @@ database. What is here:
 - the worker's DBOS app: its workflow and step, its queue, launched (`configure`,
   `launch`), and what it asks of DBOS once launched;
 - what DBOS offers no public way to do, each behind a named function, and pinned for the
-  DBOS version we lock by the contract tests (tests/contract/test_dbos.py, which
-  `make canary` runs):
+  DBOS version we lock by the contract tests (tests/contract/test_dbos_recovery.py and
+  tests/contract/test_dbos_tables.py, which `make canary` runs):
   - `recover_pending`: a dead worker's pending runs handed back to the queue
     (`DBOS._recover_pending_workflows`, what DBOS's admin API does for another
     executor's id). The public `DBOS.resume_workflow` is not it: it would also resume a
