@@ -52,7 +52,13 @@ from claudeloop.application.settings import (
 )
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.confinement import Boundary
-from claudeloop.domain.limits import GoOn, LimitPolicies, SwitchProfile, parse_action
+from claudeloop.domain.limits import (
+    GoOn,
+    LimitPolicies,
+    SwitchProfile,
+    limit_named,
+    parse_action,
+)
 from claudeloop.domain.loop import VerifyRules, reopen
 from claudeloop.domain.overage import PAID_OVERAGE
 from claudeloop.domain.pause import PauseThresholds
@@ -286,7 +292,9 @@ def pause_and_limits(
     must exist and resolve, checked now rather than when the limit is met at 3 a.m."""
     pause = PauseThresholds.parse(settings.of(PAUSE_AT).value or "")
     limits = settings.of(LIMITS)
-    actions = tuple((kind, parse_action(action)) for kind, action in (limits.value or {}).items())
+    actions = tuple(
+        (limit_named(kind), parse_action(action)) for kind, action in (limits.value or {}).items()
+    )
     where = limits.origin.describe()
     for kind, action in actions:
         if isinstance(action, GoOn) and kind != PAID_OVERAGE:

@@ -20,7 +20,6 @@ from claudeloop.application import events
 from claudeloop.application.events import Event, event_fields, event_from
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
-from claudeloop.domain.capacity import AVAILABLE
 from claudeloop.domain.confinement import BlockedAction, blocked_line
 from claudeloop.domain.text import first_line
 from claudeloop.domain.verification import how_it_ended
@@ -115,11 +114,9 @@ class _Status:
 
 
 def _open(event: events.TurnFinished | events.ProbeFinished) -> bool:
-    """Whether the capacity an event says is open: by its kind, or by its words in a line
-    written before events carried the kind."""
-    if event.capacity_kind is None:
-        return event.capacity == AVAILABLE
-    return event.capacity_kind == "available"
+    """Whether the capacity an event says is open, by its kind (a line written before
+    events carried the kind: the kind its words say)."""
+    return events.capacity_kind_of(event) == "available"
 
 
 def _session_line(event: events.SessionWritesLost | events.SessionReplaced) -> str:
