@@ -319,8 +319,10 @@ def _finished_line(event: events.TurnFinished) -> str:
         # Capacity explains nothing here: the verdict is not trusted and the turn is retried.
         return f"{turn}: error: {error[:200]}, {cost}"
     summary = event.summary.strip().splitlines()
-    # What the capacity already quotes is not said twice (a missing model's message).
-    said = summary[0] if summary and summary[0] not in event.capacity else ""
+    # A misconfigured backend's words already quote the server's message (a missing
+    # model's, domain.classify): it is not said twice.
+    quoted = events.capacity_kind_of(event) == "misconfigured"
+    said = summary[0] if summary and not quoted else ""
     first = f" — {_shortened(said, 100)}" if said else ""
     if event.verdict == "refused":
         # A refusal costs nothing as a rule: a price is said only when there is one.

@@ -57,8 +57,8 @@ def service_name(window: NamedWindow) -> str:
 # proxy's cooldown, the API unreachable). A new kind is added here, with its words in
 # `_WAITS_SAID` (or `_WINDOW_NAMES` for a window): the limits a policy may name
 # (domain.limits.LimitKind), the kinds events carry (CapacityKind), the configuration's
-# schema and the flags' help follow (the rehearsal keeps a list of its own, which
-# tests/rehearsal/test_gates.py holds to domain.limits.LIMIT_KINDS).
+# schema and the flags' help follow (the rehearsal plays windows from a list of its own,
+# which tests/rehearsal/test_gates.py holds to WINDOW_KINDS).
 WaitKind = Literal[
     ServiceWindow,
     "overage_in_use",
