@@ -56,7 +56,6 @@ from claudeloop.domain.limits import (
     GoOn,
     LimitPolicies,
     SwitchProfile,
-    limit_named,
     parse_action,
 )
 from claudeloop.domain.loop import VerifyRules, reopen
@@ -292,9 +291,7 @@ def pause_and_limits(
     must exist and resolve, checked now rather than when the limit is met at 3 a.m."""
     pause = PauseThresholds.parse(settings.of(PAUSE_AT).value or "")
     limits = settings.of(LIMITS)
-    actions = tuple(
-        (limit_named(kind), parse_action(action)) for kind, action in (limits.value or {}).items()
-    )
+    actions = tuple((kind, parse_action(action)) for kind, action in (limits.value or {}).items())
     where = limits.origin.describe()
     for kind, action in actions:
         if isinstance(action, GoOn) and kind != PAID_OVERAGE:

@@ -320,7 +320,7 @@ PAUSE_AT: Setting[str | None] = Setting(
     help="Pause before the wall: when a window's utilization reaches its threshold, "
     "finish the turn and wait for that window's reset (e.g. 5h=90%,7d=95%).",
 )
-LIMITS: Setting[dict[str, str] | None] = Setting(
+LIMITS: Setting[dict[LimitKind, str] | None] = Setting(
     "limits",
     "limits",
     None,
