@@ -35,7 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from xml.etree import ElementTree
 
-from claudeloop.domain.limits import LIMIT_KINDS, WINDOW_KINDS
+from claudeloop.domain.capacity import WINDOW_KINDS
+from claudeloop.domain.limits import LIMIT_KINDS
 from claudeloop.domain.startup import STARTUP_FAILURE_REASONS
 from claudeloop.domain.turn_end import TERMINAL_REASONS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -172,8 +173,11 @@ def test_a_review_and_a_check_say_how_they_ended() -> None:
         timed_out=False,
         error=None,
     )
+    # A review of before says its kind in words only; one of now carries it.
     said = event_row(line(review))
     assert (said.capacity_kind, said.outcome, said.cost_usd) == ("seven_day", "refused", 0.02)
+    kept = replace(review, capacity="a window of a name this test made up", capacity_kind="unknown")
+    assert event_row(line(kept)).capacity_kind == "unknown"
     assert event_row(line(check)).outcome == "failed: exit 2"
     # An event with no capacity, no turn, no cost: those columns are empty.
     retrying = event_row(line(TurnRetrying(1, 10, 529, "overloaded", 500.0)))

@@ -21,7 +21,7 @@ from claudeloop.application.run_spec import (
 )
 from claudeloop.application.settings import SETTINGS, Origin, OriginKind, Setting, Sourced
 from claudeloop.domain.budget import Budget, BudgetLedger
-from claudeloop.domain.limits import SwitchProfile, Wait
+from claudeloop.domain.limits import SwitchProfile, Wait, WindDown
 from claudeloop.domain.loop import Outcome, Phase, RunState
 from tests.application.fakes import START
 
@@ -118,6 +118,11 @@ def test_a_switch_profile_is_checked_to_resolve_before_the_run_starts() -> None:
     spec = spec_of(config, check=lambda name, where: checked.append((name, where)))
     assert checked == [("spare", "limits.credits (project)")]
     assert spec.limits.actions == (("credits", SwitchProfile("spare")),)
+
+
+def test_a_window_the_service_did_not_name_or_claudeloop_does_not_know_takes_a_policy() -> None:
+    spec = spec_of(settings(limits=({"unknown": "wind-down"}, "project")))
+    assert spec.limits.actions == (("unknown", WindDown()),)
 
 
 # resume: which profile ------------------------------------------------------------------

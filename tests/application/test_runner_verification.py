@@ -244,7 +244,10 @@ def test_a_limit_met_during_the_review_is_waited_out_and_the_review_runs_again()
     assert len(reviewer.prompts) == 2
     assert checks.ran == [STEP_3]  # the checks had passed: not run again
     assert (final.state.ledger.turns, final.state.ledger.attempts) == (2, 3)
-    assert [e["verdict"] for e in h.events.of("review.finished")] == ["refused", "done"]
+    reviews = h.events.of("review.finished")
+    assert [e["verdict"] for e in reviews] == ["refused", "done"]
+    # Each review says the kind of the capacity it met, as a turn does.
+    assert [e["capacity_kind"] for e in reviews] == ["five_hour", "available"]
     assert "wait.started" in h.events.types()
 
 

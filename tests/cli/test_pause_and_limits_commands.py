@@ -33,6 +33,18 @@ def test_switching_to_a_profile_that_does_not_exist_is_refused_before_the_run(
     assert not (tmp_path / ".claudeloop").exists()  # no run was started
 
 
+def test_an_on_limit_for_a_limit_that_does_not_exist_names_those_that_do(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    result = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, "--on-limit", "ten_hour=wait")
+    assert result.exit_code == 2
+    assert len(result.err.strip().splitlines()) == 1
+    assert "'ten_hour=wait' is not LIMIT=ACTION" in result.err
+    assert "five_hour" in result.err
+    assert "unknown" in result.err  # a window not named, or one claudeloop does not know
+    assert not (tmp_path / ".claudeloop").exists()
+
+
 def test_config_show_names_the_pause_and_the_policies(claudeloop: Invoke, tmp_path: Path) -> None:
     (tmp_path / "claudeloop.toml").write_text(
         'pause_at = "5h=90%"\n[limits]\ncredits = "wind-down"\n'

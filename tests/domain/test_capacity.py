@@ -11,17 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeloop.domain.capacity import (
+    SERVICE_WINDOWS,
+    WAIT_KINDS,
     AuthenticationFailed,
     AuthFailureKind,
     Available,
     BackendMisconfigured,
-    CapacityKind,
     CapacityState,
     CreditsExhausted,
+    UnknownWindow,
     WindowExhausted,
     auth_failure_reason,
     describe,
     is_waitable,
+    window_named,
 )
 from tests.examples import examples
 
@@ -140,8 +143,8 @@ def test_a_usage_warning_says_the_window_how_used_and_when_it_resets() -> None:
 
 
 def test_every_capacity_has_one_kind_of_a_closed_set() -> None:
-    from claudeloop.domain.capacity import CAPACITY_KINDS, CREDIT_KINDS, capacity_kind
-    from claudeloop.domain.limits import LIMIT_KINDS, WINDOW_KINDS
+    from claudeloop.domain.capacity import CAPACITY_KINDS, CREDIT_KINDS, WINDOW_KINDS, capacity_kind
+    from claudeloop.domain.limits import LIMIT_KINDS
 
     assert capacity_kind(Available()) == "available"
     assert capacity_kind(CreditsExhausted()) == "credits"
@@ -153,8 +156,10 @@ def test_every_capacity_has_one_kind_of_a_closed_set() -> None:
         assert capacity_kind(WindowExhausted(rate_limit_type=kind)) == kind
     # A window the service names that claudeloop does not know yet (seen in 2.1.337's
     # binary) is a usage window all the same; never credits, never a stop.
-    assert capacity_kind(WindowExhausted(rate_limit_type="seven_day_cowork")) == "unknown"
-    assert capacity_kind(WindowExhausted(rate_limit_type="credits")) == "unknown"
+    cowork = window_named("seven_day_cowork")
+    assert cowork == UnknownWindow("seven_day_cowork")
+    assert capacity_kind(WindowExhausted(rate_limit_type=cowork)) == "unknown"
+    assert capacity_kind(WindowExhausted(rate_limit_type=window_named("credits"))) == "unknown"
     # Every window and every limit a policy can name is a kind.
     assert set(WINDOW_KINDS) <= set(CAPACITY_KINDS)
     assert set(LIMIT_KINDS) <= set(CAPACITY_KINDS)
@@ -162,7 +167,7 @@ def test_every_capacity_has_one_kind_of_a_closed_set() -> None:
 
 _CAPACITIES = st.one_of(
     st.just(Available()),
-    st.builds(WindowExhausted, rate_limit_type=st.text(max_size=30)),
+    st.builds(WindowExhausted, rate_limit_type=st.text(max_size=30).map(window_named)),
     st.builds(CreditsExhausted, source=st.sampled_from(["account", "proxy_budget"])),
     st.builds(AuthenticationFailed),
     st.builds(BackendMisconfigured, reason=st.text(max_size=20)),
@@ -179,8 +184,11 @@ def test_money_run_out_is_a_credit_kind_and_nothing_else_is(state: CapacityState
     assert (kind == "available") == isinstance(state, Available)
 
 
-# Windows the service may name: every kind, and names claudeloop does not know yet.
-_NAMED = st.sampled_from([*get_args(CapacityKind), "seven_day_cowork", "some_new_window"])
+# Every kind a closed window or a wait is, and windows the service may name that
+# claudeloop does not know yet (some of them named like a kind that is no window).
+_NAMED = st.sampled_from(WAIT_KINDS) | st.sampled_from(
+    ["seven_day_cowork", "some_new_window", "credits", "available"]
+).map(UnknownWindow)
 _SAID = st.one_of(
     st.just(Available()),
     st.builds(
@@ -235,3 +243,24 @@ def test_words_of_before_are_read_as_their_kind(words: str, kind: str | None) ->
     from claudeloop.domain.capacity import kind_in_words
 
     assert kind_in_words(words) == kind
+
+
+@settings(max_examples=examples(300))
+@given(name=st.text(max_size=30) | st.sampled_from(SERVICE_WINDOWS))
+def test_a_window_the_service_names_is_one_it_knows_or_unknown_and_keeps_its_name(
+    name: str,
+) -> None:
+    """The service's name is read once into a closed kind: a window claudeloop knows, or
+    an UnknownWindow whose kind is `unknown`; either gives the name back unchanged (what
+    the files hold), and no name becomes a kind of its own."""
+    from claudeloop.domain.capacity import capacity_kind, service_name
+
+    window = window_named(name)
+    assert service_name(window) == name
+    assert window_named(service_name(window)) == window
+    kind = capacity_kind(WindowExhausted(window))
+    if name in SERVICE_WINDOWS:
+        assert window == kind == name
+    else:
+        assert window == UnknownWindow(name)
+        assert kind == "unknown"

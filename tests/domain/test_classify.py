@@ -19,6 +19,7 @@ from claudeloop.domain.capacity import (
     capacity_kind,
     describe,
     is_waitable,
+    window_named,
 )
 from claudeloop.domain.classify import (
     backend_misconfiguration,
@@ -480,7 +481,7 @@ def test_allowed_warning_does_not_mask_a_rejection_another_source_reports(
 def test_credits_signal_with_reset_time_credits_win(credit_signal: dict[str, str]) -> None:
     signals = TurnSignals(
         rate_limit_status="rejected",
-        rate_limit_type=credit_signal.get("rate_limit_type", "five_hour"),
+        rate_limit_type=window_named(credit_signal.get("rate_limit_type", "five_hour")),
         resets_at=RESET,
         error_code=credit_signal.get("error_code"),
         overage_disabled_reason=credit_signal.get("overage_disabled_reason"),

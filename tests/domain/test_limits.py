@@ -5,24 +5,32 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import (
+    WAIT_KINDS,
     AuthenticationFailed,
     Available,
     CreditsExhausted,
+    WaitableState,
     WindowExhausted,
+    capacity_kind,
+    window_named,
 )
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.limits import (
     LIMIT_KINDS,
     GoOn,
+    LimitAction,
     LimitPolicies,
     SwitchModel,
     SwitchProfile,
     Wait,
     WindDown,
     limit_kind,
+    limit_named,
     parse_action,
     render_action,
 )
@@ -41,6 +49,7 @@ from claudeloop.domain.loop import (
     resume_decision,
 )
 from claudeloop.domain.waiting import WaitPolicyConfig
+from tests.examples import examples
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 CONFIG = WaitPolicyConfig()
@@ -64,9 +73,10 @@ def test_an_unknown_action_is_refused_naming_what_is_accepted(text: str) -> None
         parse_action(text)
 
 
-def test_an_unknown_limit_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown limit"):
-        LimitPolicies((("ten_hour", Wait()),))
+def test_a_limit_no_policy_can_name_is_refused_naming_those_it_can() -> None:
+    with pytest.raises(ValueError, match=r"unknown limit 'ten_hour'; limits: five_hour, .*credits"):
+        limit_named("ten_hour")
+    assert limit_named(" unknown ") == "unknown"
 
 
 def test_limit_kinds_name_the_windows_credits_and_local() -> None:
@@ -76,7 +86,7 @@ def test_limit_kinds_name_the_windows_credits_and_local() -> None:
 
 
 def test_every_window_and_paid_overage_are_limit_kinds_and_a_pause_names_each_window() -> None:
-    from claudeloop.domain.limits import WINDOW_KINDS
+    from claudeloop.domain.capacity import WINDOW_KINDS
     from claudeloop.domain.overage import PAID_OVERAGE
     from claudeloop.domain.pause import WINDOW_ALIASES, PauseThresholds
 
@@ -268,3 +278,44 @@ def test_every_wait_the_classifier_makes_can_be_given_a_policy() -> None:
     assert policies.action_for(WindowExhausted("timeout")) == Wait()  # none named: it waits
     with pytest.raises(ValueError, match="go-on is only for overage_in_use, not 'daily_cap'"):
         LimitPolicies((("daily_cap", GoOn()),))
+
+
+# Every waitable capacity: each kind of closed window or wait (paused or not), windows
+# the service named that claudeloop does not know, and credits of either source.
+_WAITABLE: st.SearchStrategy[WaitableState] = st.one_of(
+    st.builds(
+        WindowExhausted,
+        rate_limit_type=st.sampled_from(WAIT_KINDS) | st.text(max_size=20).map(window_named),
+        paused_at=st.none() | st.floats(min_value=0, max_value=1),
+    ),
+    st.builds(CreditsExhausted, source=st.sampled_from(["account", "proxy_budget"])),
+)
+_ACTIONS = st.sampled_from([Wait(), WindDown(), SwitchProfile("spare"), SwitchModel("sonnet")])
+
+
+@settings(max_examples=examples(300))
+@given(capacity=_WAITABLE, action=_ACTIONS)
+def test_every_waitable_limit_is_a_kind_a_policy_can_name_and_acts_on(
+    capacity: WaitableState, action: LimitAction
+) -> None:
+    """No limit is beyond a policy: whatever the service names, its kind is one of
+    LIMIT_KINDS, the kind its capacity says (credits whoever's money it was), and a policy
+    for that kind decides it, but for the user's own pause, which always waits."""
+    kind = limit_kind(capacity)
+    assert kind in LIMIT_KINDS
+    assert kind == (
+        "credits" if isinstance(capacity, CreditsExhausted) else capacity_kind(capacity)
+    )
+    paused = isinstance(capacity, WindowExhausted) and capacity.paused_at is not None
+    expected = Wait() if paused and kind != "overage_in_use" else action
+    assert LimitPolicies(((kind, action),)).action_for(capacity) == expected
+
+
+@settings(max_examples=examples(300))
+@given(name=st.text(max_size=30))
+def test_a_limit_a_person_writes_is_one_of_the_kinds_or_refused_naming_them(name: str) -> None:
+    if name.strip() in LIMIT_KINDS:
+        assert limit_named(name) == name.strip()
+    else:
+        with pytest.raises(ValueError, match="limits: five_hour, "):
+            limit_named(name)

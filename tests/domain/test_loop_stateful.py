@@ -27,6 +27,8 @@ from claudeloop.domain.capacity import (
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
+    UnknownWindow,
+    WaitKind,
     WindowExhausted,
 )
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
@@ -77,7 +79,9 @@ preflight_kinds = st.sampled_from(["available"] * 10 + KINDS)
 reset_offsets = st.none() | st.timedeltas(
     min_value=timedelta(hours=-6), max_value=timedelta(days=8)
 )
-window_types = st.sampled_from(["five_hour", "seven_day", "overage", "local", "unknown"])
+window_types: st.SearchStrategy[WaitKind | UnknownWindow] = st.sampled_from(
+    ["five_hour", "seven_day", "overage", "local", "unknown", UnknownWindow("seven_day_cowork")]
+)
 continues = st.builds(Continue, st.lists(st.sampled_from("abc"), max_size=3).map(tuple))
 verdicts: st.SearchStrategy[CompletionVerdict] = st.one_of(
     continues,
@@ -136,7 +140,7 @@ class RunLoopMachine(RuleBasedStateMachine):
         self.was_on_detour = False
 
     def capacity(
-        self, kind: str, window_type: str, reset_offset: timedelta | None
+        self, kind: str, window_type: WaitKind | UnknownWindow, reset_offset: timedelta | None
     ) -> CapacityState:
         match kind:
             case "available":
@@ -177,7 +181,7 @@ class RunLoopMachine(RuleBasedStateMachine):
         budget: Budget,
         config: WaitPolicyConfig,
         kind: str,
-        window_type: str,
+        window_type: WaitKind | UnknownWindow,
         reset_offset: timedelta | None,
         policies: LimitPolicies,
     ) -> None:
@@ -204,7 +208,7 @@ class RunLoopMachine(RuleBasedStateMachine):
         self,
         *,
         kind: str,
-        window_type: str,
+        window_type: WaitKind | UnknownWindow,
         reset_offset: timedelta | None,
         verdict: CompletionVerdict,
         cost: float,
@@ -293,7 +297,7 @@ class RunLoopMachine(RuleBasedStateMachine):
         self,
         *,
         kind: str,
-        window_type: str,
+        window_type: WaitKind | UnknownWindow,
         reset_offset: timedelta | None,
         cost: float,
         duration: timedelta,

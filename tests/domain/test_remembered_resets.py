@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+from claudeloop.domain.capacity import (
+    CreditsExhausted,
+    NamedWindow,
+    UnknownWindow,
+    WaitableState,
+    WaitKind,
+    WindowExhausted,
+)
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.loop import (
     Phase,
@@ -36,7 +43,14 @@ from tests.examples import examples
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 DEFAULT = WaitPolicyConfig()
 SILENT = WindowExhausted("five_hour")  # a thin 429 that names its window, no reset
-WINDOWS = ("five_hour", "seven_day", "seven_day_opus", "overage")
+# A window the service names that claudeloop does not know is a window of its own too.
+WINDOWS: tuple[NamedWindow, ...] = (
+    "five_hour",
+    "seven_day",
+    "seven_day_opus",
+    "overage",
+    UnknownWindow("seven_day_cowork"),
+)
 
 
 def probe_at(
@@ -247,7 +261,8 @@ def known_resets(draw: st.DrawFn, now: datetime) -> tuple[AnnouncedReset, ...]:
 def refusals(draw: st.DrawFn, now: datetime) -> WaitableState:
     if draw(st.booleans()):
         return CreditsExhausted()
-    window = draw(st.sampled_from((*WINDOWS, "unknown")))
+    unnamed: tuple[WaitKind, ...] = ("unknown",)
+    window = draw(st.sampled_from((*WINDOWS, *unnamed)))
     reset = draw(st.none() | offsets.map(lambda offset: now + offset))
     paused = draw(st.none() | st.floats(min_value=0.5, max_value=1.0))
     return WindowExhausted(window, reset, paused_at=paused)
@@ -289,7 +304,7 @@ def test_a_remembered_reset_is_never_another_windows_instant(case: Case) -> None
     remembered = remembered_reset(state, known, now=now)
     if remembered is not None:
         assert isinstance(state, WindowExhausted)
-        assert AnnouncedReset(state.rate_limit_type, remembered) in known
+        assert any(r.window == state.rate_limit_type and r.at == remembered for r in known)
     # Forgetting every other window's reset changes nothing.
     named = state.rate_limit_type if isinstance(state, WindowExhausted) else None
     own = tuple(reset for reset in known if reset.window == named)
@@ -320,7 +335,7 @@ def test_a_remembered_reset_ahead_within_the_interval_is_waited_for(case: Case) 
     )
 )
 def test_each_window_keeps_the_reset_last_announced_for_it(
-    pairs: list[tuple[str, datetime]],
+    pairs: list[tuple[NamedWindow, datetime]],
 ) -> None:
     known = remember_resets((), (AnnouncedReset(w, at) for w, at in pairs))
     last = dict(pairs)

@@ -610,7 +610,7 @@ def test_a_model_weekly_gate_can_reject_every_window_of_one_model_the_domain_kno
     # a model's weekly window the domain learns must become playable, and no other.
     from typing import get_args
 
-    from claudeloop.domain.limits import WINDOW_KINDS
+    from claudeloop.domain.capacity import WINDOW_KINDS
     from claudeloop.rehearsal.scenario import RateLimitGate
 
     played = set(get_args(RateLimitGate.model_fields["window"].annotation))

@@ -24,6 +24,7 @@ from claudeloop.application.report import Report, merged, night_report
 from claudeloop.application.run_facts import dollars_words, turns_words
 from claudeloop.application.summary import status_object
 from claudeloop.application.verbs import VERBS, verb_forms
+from claudeloop.domain.capacity import service_name
 
 # The runs of one working directory, by the directory.
 RunsOf = Callable[[Path], ProjectRuns]
@@ -315,14 +316,16 @@ def accounts_view(
                 "run_id": sighting.run_id,
                 "host": sighting.host,
                 "status": signals.rate_limit_status,
-                "window": signals.rate_limit_type,
+                "window": service_name(signals.rate_limit_type)
+                if signals.rate_limit_type is not None
+                else None,
                 "resets_at": signals.resets_at.isoformat() if signals.resets_at else None,
                 "utilization": signals.utilization,
                 "overage_in_use": signals.overage_in_use,
                 "overage_status": signals.overage_status,
                 "windows": [
                     {
-                        "window": window.window,
+                        "window": service_name(window.window),
                         "utilization": window.utilization,
                         "resets_at": window.resets_at.isoformat() if window.resets_at else None,
                         "status": window.status,

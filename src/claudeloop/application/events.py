@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, ClassVar, cast, get_args
 
 from claudeloop.application.codec import Codec, DecodeError, Shape
-from claudeloop.domain.capacity import CapacityKind
+from claudeloop.domain.capacity import CapacityKind, kind_in_words
 from claudeloop.domain.confinement import BlockedKind
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.plan import PlanHistory, PlanSaid, RewoundTo
@@ -296,6 +296,8 @@ class ReviewFinished:
     summary: str
     remaining_work: tuple[str, ...]
     cost_usd: float
+    # As on turn.finished; written since 2026-12-07: a line from before has none.
+    capacity_kind: CapacityKind | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,9 +437,21 @@ EVENT_CODEC = Codec(
         TurnFinished: _KIND,
         WaitStarted: _KIND,
         ProbeFinished: _KIND,
+        ReviewFinished: _KIND,
         RunResumed: Shape(sparse=frozenset({"turn"})),
     },
 )
+
+
+# The events that say a capacity: each that ends a turn, a probe or a review, and a wait.
+SaysCapacity = TurnFinished | WaitStarted | ProbeFinished | ReviewFinished
+
+
+def capacity_kind_of(event: SaysCapacity) -> CapacityKind | None:
+    """The kind of the capacity `event` says: its own, else, on a line written before
+    events carried the kind, the kind its words say (domain.capacity.kind_in_words): what
+    reads events matches on this, never on the words."""
+    return event.capacity_kind or kind_in_words(event.capacity)
 
 
 def event_fields(event: Event) -> dict[str, Any]:

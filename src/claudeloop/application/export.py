@@ -6,7 +6,7 @@ what a table is sorted, filtered and summed by gets a column of its own: the ins
 the type, the turn, the capacity's kind and words, the cost, and how the thing ended (a
 turn's or a review's verdict, a check's ending, the run's outcome); the rest of the
 event stays beside them. A line written before events carried `capacity_kind` is given
-the kind its words say (`kind_in_words`), as the screen reads such a line by its words.
+the kind its words say (`capacity_kind_of`), as the screen reads such a line.
 
 events.jsonl is masked as it is written: what is exported is what is on disk, and
 nothing else is read.
@@ -27,11 +27,12 @@ from claudeloop.application.events import (
     TurnFinished,
     VerifyFinished,
     WaitStarted,
+    capacity_kind_of,
     event_fields,
     event_from,
 )
 from claudeloop.application.ports import ProjectRuns
-from claudeloop.domain.capacity import CapacityKind, kind_in_words
+from claudeloop.domain.capacity import CapacityKind
 from claudeloop.domain.verification import how_it_ended
 
 # The table's columns, in order; `rest` is every other field of the event.
@@ -115,14 +116,8 @@ def event_row(line: Mapping[str, Any]) -> EventRow:
 def _kind(event: Event) -> CapacityKind | None:
     """The capacity's kind: the event's own, else (a line of before) what its words say."""
     match event:
-        case (
-            TurnFinished(capacity=words, capacity_kind=kind)
-            | WaitStarted(capacity=words, capacity_kind=kind)
-            | ProbeFinished(capacity=words, capacity_kind=kind)
-        ):
-            return kind or kind_in_words(words)
-        case ReviewFinished(capacity=words):
-            return kind_in_words(words)
+        case TurnFinished() | WaitStarted() | ProbeFinished() | ReviewFinished():
+            return capacity_kind_of(event)
         case _:
             return None
 

@@ -52,7 +52,12 @@ from claudeloop.application.settings import (
 )
 from claudeloop.domain.budget import Budget
 from claudeloop.domain.confinement import Boundary
-from claudeloop.domain.limits import GoOn, LimitPolicies, SwitchProfile, parse_action
+from claudeloop.domain.limits import (
+    GoOn,
+    LimitPolicies,
+    SwitchProfile,
+    parse_action,
+)
 from claudeloop.domain.loop import VerifyRules, reopen
 from claudeloop.domain.overage import PAID_OVERAGE
 from claudeloop.domain.pause import PauseThresholds

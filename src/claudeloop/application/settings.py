@@ -20,7 +20,7 @@ from typing import Generic, Literal, TypeVar
 from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.confinement import SANDBOX_SWITCHES
-from claudeloop.domain.limits import LIMIT_KINDS
+from claudeloop.domain.limits import LIMIT_KINDS, LimitKind
 from claudeloop.domain.overage import PAID_OVERAGE
 from claudeloop.domain.pause import WINDOW_SHORT_NAMES
 from claudeloop.domain.stagnation import DEFAULT_SAME_FAILURE, DEFAULT_STALL_TURNS
@@ -169,13 +169,17 @@ _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
 _STOPS = "Stop (exit 3)"
 
 
+# What the help says of the limits whose names do not say it.
+_LIMITS_SAID: dict[LimitKind, str] = {
+    PAID_OVERAGE: "an answer on paid extra usage; default: wait for the window's reset",
+    "unknown": "a window the service did not name, or one this claudeloop does not know",
+}
+
+
 def _limit_words() -> str:
-    """five_hour, ..., overage_in_use (an answer on paid extra usage; ...), credits or local."""
+    """five_hour, ..., overage_in_use (an answer on paid extra usage; ...), ... or credits."""
     named = [
-        kind + (" (an answer on paid extra usage; default: wait for the window's reset)")
-        if kind == PAID_OVERAGE
-        else kind
-        for kind in LIMIT_KINDS
+        f"{kind} ({_LIMITS_SAID[kind]})" if kind in _LIMITS_SAID else kind for kind in LIMIT_KINDS
     ]
     return ", ".join(named[:-1]) + " or " + named[-1]
 
@@ -316,7 +320,7 @@ PAUSE_AT: Setting[str | None] = Setting(
     help="Pause before the wall: when a window's utilization reaches its threshold, "
     "finish the turn and wait for that window's reset (e.g. 5h=90%,7d=95%).",
 )
-LIMITS: Setting[dict[str, str] | None] = Setting(
+LIMITS: Setting[dict[LimitKind, str] | None] = Setting(
     "limits",
     "limits",
     None,

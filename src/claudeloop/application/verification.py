@@ -18,7 +18,7 @@ from claudeloop.application.prompts import review_prompt
 from claudeloop.application.records import RunRecord
 from claudeloop.application.stopping import unless_stopped
 from claudeloop.application.turns import Read
-from claudeloop.domain.capacity import describe
+from claudeloop.domain.capacity import capacity_kind, describe
 from claudeloop.domain.completion import Continue
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.verification import CheckCommand, CheckResult
@@ -99,4 +99,5 @@ def review_finished(turn: int, read: Read, *, answered: bool, cost: float) -> Re
         summary=verdict.summary,
         remaining_work=verdict.remaining_work if isinstance(verdict, Continue) else (),
         cost_usd=cost,
+        capacity_kind=capacity_kind(read.capacity),
     )

@@ -20,7 +20,6 @@ from claudeloop.application import events
 from claudeloop.application.events import Event, event_fields, event_from
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
-from claudeloop.domain.capacity import AVAILABLE
 from claudeloop.domain.confinement import BlockedAction, blocked_line
 from claudeloop.domain.text import first_line
 from claudeloop.domain.verification import how_it_ended
@@ -115,11 +114,9 @@ class _Status:
 
 
 def _open(event: events.TurnFinished | events.ProbeFinished) -> bool:
-    """Whether the capacity an event says is open: by its kind, or by its words in a line
-    written before events carried the kind."""
-    if event.capacity_kind is None:
-        return event.capacity == AVAILABLE
-    return event.capacity_kind == "available"
+    """Whether the capacity an event says is open, by its kind (a line written before
+    events carried the kind: the kind its words say)."""
+    return events.capacity_kind_of(event) == "available"
 
 
 def _session_line(event: events.SessionWritesLost | events.SessionReplaced) -> str:
@@ -322,8 +319,10 @@ def _finished_line(event: events.TurnFinished) -> str:
         # Capacity explains nothing here: the verdict is not trusted and the turn is retried.
         return f"{turn}: error: {error[:200]}, {cost}"
     summary = event.summary.strip().splitlines()
-    # What the capacity already quotes is not said twice (a missing model's message).
-    said = summary[0] if summary and summary[0] not in event.capacity else ""
+    # A misconfigured backend's words already quote the server's message (a missing
+    # model's, domain.classify): it is not said twice.
+    quoted = events.capacity_kind_of(event) == "misconfigured"
+    said = summary[0] if summary and not quoted else ""
     first = f" — {_shortened(said, 100)}" if said else ""
     if event.verdict == "refused":
         # A refusal costs nothing as a rule: a price is said only when there is one.

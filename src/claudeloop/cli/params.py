@@ -138,11 +138,21 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
     name = "LIMIT=ACTION"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from claudeloop.domain.limits import LIMIT_KINDS, GoOn, parse_action, render_action
+        from claudeloop.domain.limits import (
+            LIMIT_KINDS,
+            GoOn,
+            limit_named,
+            parse_action,
+            render_action,
+        )
         from claudeloop.domain.overage import PAID_OVERAGE
 
-        kind, sep, action = str(value).partition("=")
-        if not sep or kind.strip() not in LIMIT_KINDS:
+        name, sep, action = str(value).partition("=")
+        try:
+            kind = limit_named(name)
+        except ValueError:
+            kind = None
+        if not sep or kind is None:
             self.fail(
                 f"{value!r} is not LIMIT=ACTION; LIMIT is one of {', '.join(LIMIT_KINDS)}",
                 param,
@@ -152,9 +162,9 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
             parsed = parse_action(action)
         except ValueError as error:
             self.fail(str(error), param, ctx)
-        if isinstance(parsed, GoOn) and kind.strip() != PAID_OVERAGE:
+        if isinstance(parsed, GoOn) and kind != PAID_OVERAGE:
             self.fail(f"{value!r}: go-on is only for {PAID_OVERAGE}", param, ctx)
-        return (kind.strip(), render_action(parsed))
+        return (kind, render_action(parsed))
 
 
 class Check(click.ParamType):  # type: ignore[type-arg]

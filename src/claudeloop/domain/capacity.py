@@ -5,7 +5,73 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal, assert_never, get_args
+from typing import Final, Literal, assert_never, get_args
+
+# The usage windows the service reports and rejects by (a `rateLimitType` of the bundled
+# CLI, 2.1.332): the plan's 5-hour and 7-day windows and the weekly windows of one model.
+WindowKind = Literal[
+    "five_hour",
+    "seven_day",
+    "seven_day_opus",
+    "seven_day_sonnet",
+    "seven_day_overage_included",
+]
+WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
+# Every window the service names: its windows and its extra-usage (overage) limit.
+ServiceWindow = Literal[WindowKind, "overage"]
+SERVICE_WINDOWS: tuple[ServiceWindow, ...] = get_args(ServiceWindow)
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownWindow:
+    """A window the service named that this claudeloop does not know yet (a new one): its
+    kind is `unknown`, which a policy may name; `name` is kept only to say it."""
+
+    name: str
+
+
+# A window as the service named it, read once where its name comes in (`window_named`).
+NamedWindow = ServiceWindow | UnknownWindow
+
+
+def window_named(name: str) -> NamedWindow:
+    """The window the service calls `name`: one of SERVICE_WINDOWS, else an UnknownWindow.
+    Where a name comes in (Claude Code's rate-limit events, a file of before) it is read
+    by this, once: no name the service sends is passed on as a kind."""
+    for window in SERVICE_WINDOWS:
+        if name == window:
+            return window
+    return UnknownWindow(name)
+
+
+def service_name(window: NamedWindow) -> str:
+    """The name the service gave `window`: what a file holds and a page shows."""
+    return window.name if isinstance(window, UnknownWindow) else window
+
+
+# What a closed window or a wait is (`WindowExhausted.rate_limit_type`): a window the
+# service names, an answer served on paid overage, a window the signals did not name
+# (or one this claudeloop does not know: an UnknownWindow), then claudeloop's own: the
+# organization's daily cap, a full local queue, and the outages a probe waits out (the
+# service overloaded or failing, an upstream that timed out or cannot be reached, a
+# proxy's cooldown, the API unreachable). A new kind is added here, with its words in
+# `_WAITS_SAID` (or `_WINDOW_NAMES` for a window): the limits a policy may name
+# (domain.limits.LimitKind), the kinds events carry (CapacityKind), the configuration's
+# schema and the flags' help follow (the rehearsal plays windows from a list of its own,
+# which tests/rehearsal/test_gates.py holds to WINDOW_KINDS).
+WaitKind = Literal[
+    ServiceWindow,
+    "overage_in_use",
+    "unknown",
+    "daily_cap",
+    "local",
+    "overloaded",
+    "timeout",
+    "upstream_unreachable",
+    "cooldown",
+    "offline",
+]
+WAIT_KINDS: tuple[WaitKind, ...] = get_args(WaitKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +83,9 @@ class Available:
 class WindowExhausted:
     """A usage window is closed; a clock fixes it.
 
-    `rate_limit_type` is the window as the service names it (`five_hour`, `seven_day`,
-    `seven_day_opus`, `seven_day_sonnet`, `seven_day_overage_included`, `overage`),
+    `rate_limit_type` is its kind (`WaitKind`): the window as the service names it
+    (`five_hour`, `seven_day`, `seven_day_opus`, `seven_day_sonnet`,
+    `seven_day_overage_included`, `overage`, or an `UnknownWindow` it named),
     `overage_in_use` for an answer served on paid overage (with `paused_at`: it was
     answered; see domain.overage), `local` for a full local queue, `overloaded` for a
     5xx/529 from the service itself, `timeout` for a 408 (an upstream that did not answer
@@ -29,7 +96,7 @@ class WindowExhausted:
     announced reset, when there is one.
     """
 
-    rate_limit_type: str
+    rate_limit_type: WaitKind | UnknownWindow
     resets_at: datetime | None = None
     # Set when claudeloop paused before the wall: the window is still open, used up to
     # this fraction, at or past the user's threshold (see domain.pause).
@@ -131,8 +198,8 @@ def is_waitable(state: CapacityState) -> bool:
 
 
 # The windows in the words people use for them; a window the service names that is not
-# here yet is said by its own name.
-_WINDOW_NAMES = {
+# here yet (an UnknownWindow), or a wait said as no window, is said by its own name.
+_WINDOW_NAMES: dict[WaitKind, str] = {
     "five_hour": "5-hour window",
     "seven_day": "weekly window",
     "seven_day_opus": "weekly Opus window",
@@ -143,10 +210,10 @@ _WINDOW_NAMES = {
 }
 # The limit kind of a refusal while the organization's usage is paused for the day (the
 # CLI's `dailyCapPaused`): a wait until the day's reset, never credits (domain.classify).
-DAILY_CAP = "daily_cap"
+DAILY_CAP: Final = "daily_cap"
 
 # The waits that are no usage window, each said as what it is.
-_WAITS_SAID = {
+_WAITS_SAID: dict[WaitKind, str] = {
     DAILY_CAP: "the organization's usage is paused for the day (its daily cap)",
     "upstream_unreachable": "the proxy's upstream is unreachable",
     "timeout": "the upstream timed out (408)",
@@ -157,14 +224,23 @@ _WAITS_SAID = {
 }
 
 
-def window_name(kind: str) -> str:
+def window_name(window: WaitKind | UnknownWindow) -> str:
     """`5-hour window`, `weekly window`, ...: a limit kind as a person calls it."""
-    return _WINDOW_NAMES.get(kind, f"{kind} window")
+    if isinstance(window, UnknownWindow):
+        return f"{window.name} window"
+    return _WINDOW_NAMES.get(window, f"{window} window")
+
+
+def wait_kind(state: WindowExhausted) -> WaitKind:
+    """The kind of a closed window or a wait: a window of a name this claudeloop does not
+    know is `unknown`."""
+    window = state.rate_limit_type
+    return "unknown" if isinstance(window, UnknownWindow) else window
 
 
 def usage_warning(
     status: str | None,
-    window: str | None,
+    window: NamedWindow | None,
     utilization: float | None,
     resets_at: datetime | None,
 ) -> str | None:
@@ -179,7 +255,9 @@ def usage_warning(
     return f"{name} {used}{reset}"
 
 
-def grace_warning(window: str | None, utilization: float | None, resets_at: datetime | None) -> str:
+def grace_warning(
+    window: NamedWindow | None, utilization: float | None, resets_at: datetime | None
+) -> str:
     """What an answer served in the service's grace period says, in words: `the 5-hour
     window is past its limit (110% used), answered in a grace period; it resets ...`."""
     name = f"the {window_name(window)}" if window else "a usage window"
@@ -198,21 +276,7 @@ AVAILABLE = "available"
 # money run out, and the two that need a person.
 CapacityKind = Literal[
     "available",
-    "five_hour",
-    "seven_day",
-    "seven_day_opus",
-    "seven_day_sonnet",
-    "seven_day_overage_included",
-    "overage",
-    "overage_in_use",
-    "unknown",
-    "daily_cap",
-    "local",
-    "overloaded",
-    "timeout",
-    "upstream_unreachable",
-    "cooldown",
-    "offline",
+    WaitKind,
     "credits",
     "proxy_budget",
     "auth_failed",
@@ -221,12 +285,6 @@ CapacityKind = Literal[
 CAPACITY_KINDS: tuple[CapacityKind, ...] = get_args(CapacityKind)
 # The kinds whose money ran out: no clock refills them, a person does.
 CREDIT_KINDS: tuple[CapacityKind, ...] = ("credits", "proxy_budget")
-# The kinds a closed window or a wait is (`WindowExhausted.rate_limit_type`).
-_WINDOW_OR_WAIT: dict[str, CapacityKind] = {
-    kind: kind
-    for kind in CAPACITY_KINDS
-    if kind not in (*CREDIT_KINDS, "available", "auth_failed", "misconfigured")
-}
 
 
 def capacity_kind(state: CapacityState) -> CapacityKind:
@@ -234,8 +292,8 @@ def capacity_kind(state: CapacityState) -> CapacityKind:
     match state:
         case Available():
             return "available"
-        case WindowExhausted(rate_limit_type=kind):
-            return _WINDOW_OR_WAIT.get(kind, "unknown")
+        case WindowExhausted():
+            return wait_kind(state)
         case CreditsExhausted(source="proxy_budget"):
             return "proxy_budget"
         case CreditsExhausted():
@@ -266,9 +324,9 @@ def describe(state: CapacityState) -> str:
             return f"{window_name(kind)} {used:.0%} used: paused{until}"
         case WindowExhausted(rate_limit_type="offline", detail=str() as detail):
             return f"no network: {detail}"
-        case WindowExhausted(rate_limit_type=kind, resets_at=reset) if kind in _WAITS_SAID:
+        case WindowExhausted(resets_at=reset) if wait_kind(state) in _WAITS_SAID:
             until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
-            return f"{_WAITS_SAID[kind]}{until or ', no reset announced'}"
+            return f"{_WAITS_SAID[wait_kind(state)]}{until or ', no reset announced'}"
         case WindowExhausted(rate_limit_type=kind, resets_at=datetime() as resets_at):
             when = f"{resets_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
             return f"{window_name(kind)} closed until {when}"
@@ -293,7 +351,7 @@ def describe(state: CapacityState) -> str:
 # `local window closed`, read below).
 _SAID_FIRST: tuple[tuple[str, CapacityKind], ...] = (
     ("paid overage in use", "overage_in_use"),
-    *((said, _WINDOW_OR_WAIT[kind]) for kind, said in _WAITS_SAID.items()),
+    *((said, kind) for kind, said in _WAITS_SAID.items()),
     ("the proxy's budget is spent", "proxy_budget"),
     ("credits exhausted", "credits"),
     ("authentication failed", "auth_failed"),
@@ -302,8 +360,8 @@ _SAID_FIRST: tuple[tuple[str, CapacityKind], ...] = (
 # A window by the name people use, or by the service's own (`five_hour window`), as
 # events said it before `window_name` named it.
 _WINDOW_BY_NAME: dict[str, CapacityKind] = {
-    **{f"{kind} window": kind for kind in _WINDOW_OR_WAIT.values()},
-    **{window_name(kind): kind for kind in _WINDOW_OR_WAIT.values()},
+    **{f"{kind} window": kind for kind in WAIT_KINDS},
+    **{window_name(kind): kind for kind in WAIT_KINDS},
 }
 # A window's words: its name, then `closed ...` or `92% used: paused ...`.
 _WINDOW_SAID = re.compile(r"(?P<name>.+?) (?:closed\b|\S+% used: paused)")

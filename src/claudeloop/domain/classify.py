@@ -59,6 +59,7 @@ from claudeloop.domain.capacity import (
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
+    WaitKind,
     WindowExhausted,
     grace_warning,
     usage_warning,
@@ -237,7 +238,7 @@ def _proxy_budget_spent(signals: TurnSignals) -> bool:
     )
 
 
-def _outage(signals: TurnSignals) -> str:
+def _outage(signals: TurnSignals) -> WaitKind:
     if signals.api_error_status == 408:
         return "timeout"
     if _UPSTREAM_UNREACHABLE.search(signals.result_text):

@@ -7,40 +7,22 @@ import re
 from dataclasses import dataclass
 from typing import Literal, assert_never, get_args
 
-from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+from claudeloop.domain.capacity import (
+    CreditsExhausted,
+    WaitableState,
+    WaitKind,
+    WindowExhausted,
+    wait_kind,
+)
 from claudeloop.domain.overage import PAID_OVERAGE, is_paid_overage
 
-# The usage windows the service reports and rejects by (a `rateLimitType` of the bundled
-# CLI, 2.1.332): the plan's 5-hour and 7-day windows and the weekly windows of one model.
-WindowKind = Literal[
-    "five_hour",
-    "seven_day",
-    "seven_day_opus",
-    "seven_day_sonnet",
-    "seven_day_overage_included",
-]
-WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
-# The limits a person can give a policy, in the service's words: every window, overage,
-# then claudeloop's own: paid overage in use (PAID_OVERAGE), an empty credit balance (an
-# account's or a proxy's budget), a full local queue, the organization's daily cap, and
-# the outages a detour can go around (the service overloaded or failing, an upstream that
-# timed out or cannot be reached, a proxy's cooldown, the API unreachable). Each is a kind of
-# domain.capacity.CapacityKind. Defined here once: the configuration's schema, the flags'
-# help and the pause thresholds take them from here (the rehearsal keeps a list of its
-# own, which tests/rehearsal/test_gates.py holds to this one).
-LimitKind = Literal[
-    WindowKind,
-    "overage",
-    "overage_in_use",
-    "credits",
-    "local",
-    "daily_cap",
-    "overloaded",
-    "timeout",
-    "upstream_unreachable",
-    "cooldown",
-    "offline",
-]
+# The limits a person can give a policy: every kind of closed window or wait
+# (domain.capacity.WaitKind: the service's windows, paid overage in use, a window
+# unnamed or unknown, the daily cap, a full local queue, the outages), then an empty
+# credit balance (an account's or a proxy's budget). Each is a kind of
+# domain.capacity.CapacityKind. The configuration's schema and the flags' help take them
+# from here.
+LimitKind = Literal[WaitKind, "credits"]
 LIMIT_KINDS: tuple[LimitKind, ...] = get_args(LimitKind)
 _SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")
 # A model name or alias as Claude Code takes it (`sonnet`, `claude-sonnet-4-5`, `opus[1m]`).
@@ -119,32 +101,41 @@ def render_action(action: LimitAction) -> str:
             assert_never(action)
 
 
-def limit_kind(capacity: WaitableState) -> str:
-    """The limit a waitable state is, in the words of LIMIT_KINDS (or the service's)."""
+def limit_kind(capacity: WaitableState) -> LimitKind:
+    """The limit a waitable state is, one of LIMIT_KINDS (a window the service named that
+    this claudeloop does not know is `unknown`)."""
     match capacity:
         case CreditsExhausted():
             return "credits"
-        case WindowExhausted(rate_limit_type=kind):
-            return kind
+        case WindowExhausted():
+            return wait_kind(capacity)
         case _:
             assert_never(capacity)
+
+
+def limit_named(text: str) -> LimitKind:
+    """The limit kind a person wrote (a key of `on_limit`, a flag's LIMIT); ValueError
+    names the ones accepted."""
+    name = text.strip()
+    for kind in LIMIT_KINDS:
+        if name == kind:
+            return kind
+    raise ValueError(f"unknown limit {text!r}; limits: {', '.join(LIMIT_KINDS)}")
 
 
 @dataclass(frozen=True, slots=True)
 class LimitPolicies:
     """Per limit kind, the action; any limit not named waits."""
 
-    actions: tuple[tuple[str, LimitAction], ...] = ()
+    actions: tuple[tuple[LimitKind, LimitAction], ...] = ()
 
     def __post_init__(self) -> None:
         for kind, action in self.actions:
-            if kind not in LIMIT_KINDS:
-                raise ValueError(f"unknown limit {kind!r}; limits: {', '.join(LIMIT_KINDS)}")
             # Only an answer on paid overage still comes: a closed window has no going on.
             if isinstance(action, GoOn) and kind != PAID_OVERAGE:
                 raise ValueError(f"go-on is only for {PAID_OVERAGE}, not {kind!r}")
 
-    def switch_to_itself(self, own_profile: str) -> str | None:
+    def switch_to_itself(self, own_profile: str) -> LimitKind | None:
         """The limit whose policy switches to the run's own profile, if one does: a detour
         to where the limit was met goes nowhere, so such a policy is refused."""
         return next(

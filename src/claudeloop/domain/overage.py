@@ -12,13 +12,13 @@ default, wind down, go on, or switch profile).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, TypeGuard
+from typing import Final, Literal, TypeGuard
 
 from claudeloop.domain.capacity import CapacityState, WindowExhausted
 from claudeloop.domain.signals import TurnSignals
 
 # The limit kind of an answer served on paid overage.
-PAID_OVERAGE = "overage_in_use"
+PAID_OVERAGE: Final = "overage_in_use"
 
 # What a refusal of overage means for the loop: `credits` (the money is out or the cap
 # is zero: only a person refills it), `until` (a spend cap that lifts at an instant, the

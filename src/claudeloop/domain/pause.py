@@ -10,18 +10,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from claudeloop.domain.capacity import Available, CapacityState, WindowExhausted
+from claudeloop.domain.capacity import (
+    WINDOW_KINDS,
+    Available,
+    CapacityState,
+    WindowExhausted,
+    WindowKind,
+)
 from claudeloop.domain.classify import classify
-from claudeloop.domain.limits import WINDOW_KINDS
 from claudeloop.domain.overage import on_paid_overage, overage_limit
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 
 # What people type (`5h`, `7d_opus`, or the window's own name), and the window names the
 # service reports.
-WINDOW_SHORT_NAMES: dict[str, str] = {
+WINDOW_SHORT_NAMES: dict[WindowKind, str] = {
     window: window.replace("five_hour", "5h").replace("seven_day", "7d") for window in WINDOW_KINDS
 }
-WINDOW_ALIASES: dict[str, str] = {
+WINDOW_ALIASES: dict[str, WindowKind] = {
     **{short: window for window, short in WINDOW_SHORT_NAMES.items()},
     **{window: window for window in WINDOW_KINDS},
 }
@@ -32,7 +37,7 @@ _ENTRY = re.compile(r"^\s*(?P<window>[a-z0-9_]+)\s*=\s*(?P<value>\d+(?:\.\d+)?)\
 class PauseThresholds:
     """Per window, the utilization (0 < t <= 1) at which to pause."""
 
-    limits: tuple[tuple[str, float], ...] = ()
+    limits: tuple[tuple[WindowKind, float], ...] = ()
 
     def __post_init__(self) -> None:
         for window, threshold in self.limits:
@@ -44,7 +49,7 @@ class PauseThresholds:
     @classmethod
     def parse(cls, text: str) -> PauseThresholds:
         """`5h=90%,7d=95%` (or fractions: `five_hour=0.9`). ValueError says what is accepted."""
-        limits: list[tuple[str, float]] = []
+        limits: list[tuple[WindowKind, float]] = []
         for entry in filter(None, (part.strip() for part in text.split(","))):
             match = _ENTRY.match(entry.lower())
             window = WINDOW_ALIASES.get(match["window"]) if match else None
@@ -60,7 +65,7 @@ class PauseThresholds:
             limits.append((window, fraction))
         return cls(tuple(limits))
 
-    def unreported(self, windows: tuple[WindowUsage, ...]) -> tuple[str, ...]:
+    def unreported(self, windows: tuple[WindowUsage, ...]) -> tuple[WindowKind, ...]:
         """Windows with a threshold that the event did not report (their thresholds are
         ignored)."""
         seen = {usage.window for usage in windows if usage.utilization is not None}

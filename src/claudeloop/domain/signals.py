@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from claudeloop.domain.capacity import NamedWindow
+
 # Epoch values above this are milliseconds: as seconds it would be the year 5138.
 _MILLISECONDS_THRESHOLD = 100_000_000_000
 
@@ -23,7 +25,7 @@ def instant_from_epoch(value: float) -> datetime:
 class WindowUsage:
     """One usage window as the rate-limit event reports it (`unifiedWindows`)."""
 
-    window: str  # five_hour, seven_day, seven_day_opus, ...
+    window: NamedWindow  # five_hour, seven_day, seven_day_opus, ...
     utilization: float | None = None  # 0..1
     resets_at: datetime | None = None
     status: str | None = None
@@ -53,7 +55,9 @@ class TurnSignals:
     """
 
     rate_limit_status: str | None = None
-    rate_limit_type: str | None = None
+    # The window the service named, read once where it came in (domain.capacity
+    # `window_named`): a name this claudeloop does not know is an UnknownWindow.
+    rate_limit_type: NamedWindow | None = None
     resets_at: datetime | None = None
     utilization: float | None = None
     overage_status: str | None = None

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import assert_never
 
-from claudeloop.domain.capacity import CreditsExhausted, WaitableState, WindowExhausted
+from claudeloop.domain.capacity import (
+    CreditsExhausted,
+    NamedWindow,
+    WaitableState,
+    WindowExhausted,
+)
 from claudeloop.domain.signals import TurnSignals
 
 # Far beyond any wait anyone means; keeps every computed instant representable.
@@ -85,7 +90,7 @@ class AnnouncedReset:
     Kept in the run's state, so that a refusal of that window which omits its reset
     (a thin 429) is still waited out to the instant the service gave."""
 
-    window: str
+    window: NamedWindow
     at: datetime
 
     def __post_init__(self) -> None:

@@ -28,10 +28,14 @@ from claudeloop.domain.capacity import (
     Available,
     BackendMisconfigured,
     CreditsExhausted,
+    UnknownWindow,
     WindowExhausted,
+    capacity_kind,
+    describe,
 )
 from claudeloop.domain.classify import classify, turn_warning
 from claudeloop.domain.completion import StructuredVerdict
+from claudeloop.domain.limits import LimitPolicies, WindDown, limit_kind
 from claudeloop.domain.pause import PauseThresholds, capacity_of
 from claudeloop.domain.signals import WindowUsage
 
@@ -244,6 +248,34 @@ def test_an_out_of_credits_rejection_reads_as_credits() -> None:
     text = "You've hit your 5-hour limit · resets 12:59pm (UTC)"
     reading = read_turn([event, *api_failure("rate_limit", 429, text)], local_backend=False)
     assert isinstance(classify(reading.signals), CreditsExhausted)
+
+
+def test_a_window_claudeloop_does_not_know_is_read_as_unknown_keeping_its_name() -> None:
+    """A newer CLI names a window this claudeloop does not know: it is the limit
+    `unknown` (a policy for `unknown` acts on it), said by the service's own name."""
+    text = "You've hit your Cowork limit · resets 12:59pm (UTC)"
+    event = rate_limit(
+        {
+            "status": "rejected",
+            "resetsAt": RESET,
+            "rateLimitType": "seven_day_cowork",
+            "unifiedWindows": {
+                "seven_day_cowork": {"utilization": 1, "resetsAt": RESET, "status": "rejected"}
+            },
+        }
+    )
+    reading = read_turn([event, *api_failure("rate_limit", 429, text)], local_backend=False)
+
+    cowork = UnknownWindow("seven_day_cowork")
+    assert reading.signals.rate_limit_type == cowork
+    assert [usage.window for usage in reading.signals.windows] == [cowork]
+    capacity = classify(reading.signals)
+    assert capacity == WindowExhausted(cowork, resets_at=RESET_INSTANT)
+    assert isinstance(capacity, WindowExhausted)
+    assert capacity_kind(capacity) == limit_kind(capacity) == "unknown"
+    assert describe(capacity).startswith("seven_day_cowork window closed until ")
+    policies = LimitPolicies((("unknown", WindDown()),))
+    assert policies.action_for(capacity) == WindDown()
 
 
 def test_an_api_key_429_without_event_reads_as_an_unknown_window() -> None:

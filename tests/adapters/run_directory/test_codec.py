@@ -24,6 +24,7 @@ from claudeloop.domain.capacity import (
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
+    UnknownWindow,
     WindowExhausted,
 )
 from claudeloop.domain.limits import LimitPolicies, SwitchProfile, WindDown
@@ -90,6 +91,7 @@ def full_record(capacity: CapacityState) -> RunRecord:
         Available(),
         WindowExhausted("five_hour", NOW, paused_at=0.93),
         WindowExhausted("unknown"),
+        WindowExhausted(UnknownWindow("seven_day_cowork"), NOW),
         CreditsExhausted("Credit balance is too low"),
         CreditsExhausted("Budget has been exceeded!", "proxy_budget"),
         WindowExhausted("upstream_unreachable"),
@@ -102,6 +104,24 @@ def full_record(capacity: CapacityState) -> RunRecord:
 def test_a_record_reads_back_as_it_was_written(capacity: CapacityState) -> None:
     record = full_record(capacity)
     assert record_from_json(json.loads(json.dumps(record_to_json(record)))) == record
+
+
+def test_a_window_of_a_name_claudeloop_does_not_know_is_kept_by_that_name() -> None:
+    """As every version wrote it: the service's name, in state.json and in the windows
+    whose resets were heard, so a record of before reads, and writes back the same."""
+    written = record_to_json(full_record(WindowExhausted("five_hour")))
+    written["state"]["capacity"]["rate_limit_type"] = "seven_day_cowork"
+    written["state"]["announced_resets"] = [
+        {"window": "seven_day_cowork", "at": NOW.isoformat()},
+        {"window": "five_hour", "at": NOW.isoformat()},
+    ]
+    read = record_from_json(json.loads(json.dumps(written)))
+    assert read.state.capacity == WindowExhausted(UnknownWindow("seven_day_cowork"))
+    assert [reset.window for reset in read.state.announced_resets] == [
+        UnknownWindow("seven_day_cowork"),
+        "five_hour",
+    ]
+    assert json.dumps(record_to_json(read)) == json.dumps(written)
 
 
 def test_credits_written_before_their_source_was_kept_are_the_accounts() -> None:

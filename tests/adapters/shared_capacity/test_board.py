@@ -234,6 +234,24 @@ def test_the_overage_signals_survive_the_board_and_an_older_record_has_none() ->
     assert older.overage_in_use is False
 
 
+def test_a_window_claudeloop_does_not_know_is_on_the_board_by_the_services_name() -> None:
+    """An older claudeloop on the account reads what this one writes, and the other way
+    round: the window is the name the service gave it."""
+    from claudeloop.adapters.shared_capacity.record import signals_from_dict, signals_to_dict
+    from claudeloop.domain.capacity import UnknownWindow
+    from claudeloop.domain.signals import TurnSignals, WindowUsage
+
+    cowork = UnknownWindow("seven_day_cowork")
+    signals = TurnSignals(
+        rate_limit_status="rejected", rate_limit_type=cowork,
+        windows=(WindowUsage(cowork, 1.0), WindowUsage("five_hour", 0.5)),
+    )  # fmt: skip
+    data = json.loads(json.dumps(signals_to_dict(signals)))
+    assert data["rate_limit_type"] == "seven_day_cowork"
+    assert [window["window"] for window in data["windows"]] == ["seven_day_cowork", "five_hour"]
+    assert signals_from_dict(data) == signals
+
+
 def test_a_grace_period_and_a_daily_cap_survive_the_board_so_other_runs_read_them_alike() -> None:
     from datetime import UTC, datetime
 

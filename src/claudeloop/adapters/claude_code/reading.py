@@ -26,6 +26,7 @@ from claude_agent_sdk import (
 from claudeloop.adapters.claude_code.blocked import Lines, blocked_in
 from claudeloop.adapters.claude_code.pricing import ModelSpend, model_spends
 from claudeloop.adapters.claude_code.verdict import verdict_from
+from claudeloop.domain.capacity import NamedWindow, window_named
 from claudeloop.domain.completion import StructuredVerdict
 from claudeloop.domain.confinement import BlockedAction
 from claudeloop.domain.signals import TurnSignals, WindowUsage, instant_from_epoch
@@ -183,7 +184,7 @@ def read_turn(
 @dataclass(frozen=True, slots=True)
 class _Window:
     status: str | None = None
-    rate_limit_type: str | None = None
+    rate_limit_type: NamedWindow | None = None
     resets_at: datetime | None = None
     utilization: float | None = None
     overage_status: str | None = None
@@ -224,7 +225,10 @@ def _window_of(info: RateLimitInfo) -> _Window:
     needs it back, with the warned window's own type, reset and utilization.
     """
     status: str | None = info.status if isinstance(info.status, str) else None
-    rate_limit_type: str | None = info.rate_limit_type
+    # The service's names become windows here, once (a name this claudeloop does not
+    # know is an UnknownWindow, never a kind of its own).
+    named = info.rate_limit_type
+    rate_limit_type = window_named(named) if isinstance(named, str) and named else None
     resets_at = info.resets_at
     utilization = info.utilization
     for name, detail in _unified_windows(info.raw).items():
@@ -233,10 +237,14 @@ def _window_of(info: RateLimitInfo) -> _Window:
             continue
         if _severity(window_status) > _severity(status):
             status = window_status
-            rate_limit_type = name
+            rate_limit_type = window_named(name)
             resets_at = detail.get("resetsAt", resets_at)
             utilization = detail.get("utilization", utilization)
-        elif window_status == status and name == rate_limit_type and utilization is None:
+        elif (
+            window_status == status
+            and window_named(name) == rate_limit_type
+            and utilization is None
+        ):
             utilization = detail.get("utilization")
     return _Window(
         status=status,
@@ -272,7 +280,7 @@ def _window_usages(events: list[RateLimitInfo]) -> tuple[WindowUsage, ...]:
         if windows:
             return tuple(
                 WindowUsage(
-                    window=name,
+                    window=window_named(name),
                     utilization=_number(detail.get("utilization")),
                     resets_at=_instant(detail.get("resetsAt")),
                     status=status if isinstance(status := detail.get("status"), str) else None,

@@ -43,8 +43,9 @@ class RunSoFar:
     dollars: float = 0.0
     # (items done, items in all) of the plan file, when the run has one.
     plan: tuple[int, int] | None = None
-    # The wait a person has been told of; None while turns are being sent.
-    wait_notified: str | None = None
+    # The wait a person has been told of, as its kind and, but for credits, its words (a
+    # window's words change when its reset moved); None while turns are being sent.
+    wait_notified: tuple[CapacityKind | None, str] | None = None
 
     @property
     def progress(self) -> str:
@@ -71,9 +72,10 @@ def notification_for(
         case events.TurnStarted():
             run = replace(run, wait_notified=None)
         case events.WaitStarted(capacity=capacity, probe_at=probe_at, capacity_kind=kind):
+            # A line of before carries no kind: whatever its words, it is told as a wait.
             capacity = capacity or "capacity"
             # Credits are told once however their words change between probes.
-            awaited = kind if kind in CREDIT_KINDS else capacity
+            awaited = (kind, "" if kind in CREDIT_KINDS else capacity)
             if awaited != run.wait_notified:
                 notification = _wait(capacity, kind, probe_at, run)
             run = replace(run, wait_notified=awaited)

@@ -36,9 +36,11 @@ from claudeloop.domain.capacity import (
     BackendMisconfigured,
     CapacityState,
     CreditsExhausted,
+    UnknownWindow,
     WindowExhausted,
+    service_name,
 )
-from claudeloop.domain.limits import LimitPolicies, parse_action, render_action
+from claudeloop.domain.limits import LimitPolicies, limit_named, parse_action, render_action
 from claudeloop.domain.loop import Detour, Outcome, Phase, RunState, VerifyRules
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
@@ -84,7 +86,9 @@ def _limits_in(value: object) -> LimitPolicies:
     if not isinstance(value, dict):
         raise TypeError("not an object of limit kinds")
     return LimitPolicies(
-        tuple((str(kind), _text(parse_action)(action)) for kind, action in value.items())
+        tuple(
+            (limit_named(str(kind)), _text(parse_action)(action)) for kind, action in value.items()
+        )
     )
 
 
@@ -190,6 +194,9 @@ RECORD_CODEC = Codec(
         WorkPlan: Form(WorkPlan.render, _text(WorkPlan.parse)),
         PauseThresholds: Form(PauseThresholds.render, _text(PauseThresholds.parse)),
         CheckCommand: Form(lambda check: check.text, _text(CheckCommand.parse)),
+        # A window the service named that this claudeloop does not know is written by its
+        # name, as every version wrote it (and one of before is read as unknown).
+        UnknownWindow: Form(service_name, _text(UnknownWindow)),
         LimitPolicies: Form(
             lambda limits: {kind: render_action(action) for kind, action in limits.actions},
             _limits_in,

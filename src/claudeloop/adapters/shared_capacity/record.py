@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, cast
 
-from claudeloop.application.codec import Codec, Shape, Versioned
+from claudeloop.application.codec import Codec, Form, Shape, Versioned
 from claudeloop.application.ports import Sighting
+from claudeloop.domain.capacity import UnknownWindow, service_name
 from claudeloop.domain.signals import TurnSignals
 from claudeloop.domain.text import first_line
 
@@ -50,6 +51,12 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def _unknown_window(name: object) -> UnknownWindow:
+    if not isinstance(name, str):
+        raise TypeError("not text")
+    return UnknownWindow(name)
+
+
 # The record's format: version 1 since the board began. The run id and host were added
 # as keys an older reader skips, and a record an older version wrote (without them)
 # reads with None for each; the overage's reset and use likewise.
@@ -65,6 +72,9 @@ RECORD_CODEC = Codec(
             sparse=frozenset({"grace_active", "daily_cap_paused"}),
         )
     },
+    # A window the service named that this claudeloop does not know is written by its
+    # name, as every version wrote it: an older reader reads the record unchanged.
+    forms={UnknownWindow: Form(service_name, _unknown_window)},
     in_utc=True,
 )
 
