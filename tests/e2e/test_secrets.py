@@ -318,4 +318,4 @@ def test_a_profiles_token_shows_in_no_output_whole_or_cut(rehearsal: Rehearsal) 
     # The session's prompt was cut inside the token, and shown masked up to the cut.
     (session,) = json.loads(shown["sessions --json"])
     assert session["summary"].endswith("the key [redacted]\u2026"), session
-    assert "[redacted]" in json.loads(shown["report --json"])["runs"][0]["left"][0]
+    assert "[redacted]" in json.loads(shown["status --json"])["reason"]
