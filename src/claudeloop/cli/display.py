@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.text import Text
 
 from claudeloop.application import events
-from claudeloop.application.durations import duration_said
+from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.events import Event, event_fields, event_from
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
@@ -186,12 +186,12 @@ def event_line(event: Event) -> str | None:
         case events.ModelSwitched(model=model, because=because, check_at=at):
             return (
                 f"switched to model {model} ({because}); "
-                f"asking the run's own model again at {at:%H:%M:%S} UTC"
+                f"asking the run's own model again at {local_instant(at, now=datetime.now(UTC))}"
             )
         case events.ModelRestored(model=model):
             return f"back on the run's own model (from {model})"
         case events.OverageStarted(turn=turn, resets_at=resets_at, action=action):
-            reset = f"; the window resets {resets_at:%Y-%m-%d %H:%M:%S} UTC" if resets_at else ""
+            reset = f"; the window resets {instant_said(resets_at)}" if resets_at else ""
             return (
                 f"turn {turn} was answered on paid overage (extra usage billed to the "
                 f"account){reset}; overage_in_use policy: {action}"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from claudeloop.application.durations import duration_said
+from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.errors import NoRun
 from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
 from claudeloop.cli.display import log_line
@@ -289,4 +289,4 @@ def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
         return
     for s in found:
         summary = first_line(s.summary, longest=100)
-        click.echo(f"{s.last_modified:%Y-%m-%d %H:%M}  {s.session_id}  {summary}")
+        click.echo(f"{instant_said(s.last_modified)}  {s.session_id}  {summary}")

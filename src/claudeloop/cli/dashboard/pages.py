@@ -102,7 +102,7 @@ def overview_main(
     what ended and can go on, and, folded and grey, the runs whose directory is gone;
     `recent`: what the last hours' runs did and cost (application.dashboard.last_hours)."""
     sections = front_page([dict(row) for row in rows])
-    body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {now:%H:%M:%S} UTC</p>"]
+    body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {instant_said(now)}</p>"]
     if sections:
         glance = " · ".join(
             f'<a href="#{section.name}" class="glance {section.name}">'
