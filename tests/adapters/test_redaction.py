@@ -110,3 +110,21 @@ def test_data_masks_the_keys_of_a_mapping_too() -> None:
     # What a report counts its waits by: the words a service answered with.
     waited = {"credits out: canary-pat-5d1e2f9a": 60.0, 3: "x"}
     assert Redactor(("canary-pat-5d1e2f9a",)).data(waited) == {f"credits out: {MASK}": 60.0, 3: "x"}
+
+
+@pytest.mark.parametrize("kept", [3, 7, 18])
+def test_a_secret_cut_short_before_it_was_masked_shows_none_of_itself(kept: int) -> None:
+    # Claude Code keeps a session's last prompt cut at 200 characters, and a cut may
+    # fall inside a token: what is left of it is masked, up to the cut.
+    secret = "CNRYboxProfileToken9f3e1d0c7b"
+    redactor = Redactor((secret,))
+    assert redactor.text(f"call the hook with {secret[:kept]}\u2026") == (
+        f"call the hook with {MASK}\u2026"
+    )
+
+
+def test_an_ordinary_word_cut_short_stays() -> None:
+    redactor = Redactor(("CNRYboxProfileToken9f3e1d0c7b",))
+    # Two letters a secret begins with are no trace of it; a word no secret begins
+    # with, cut, is the text as it was.
+    assert redactor.text("CN\u2026 and Box\u2026") == "CN\u2026 and Box\u2026"

@@ -75,7 +75,8 @@ def test_every_run_of_the_machine_newest_first_a_gone_one_and_an_unreadable_one_
     ]
     assert "gone" in rows[0]["problem"]
     live = rows[2]
-    assert (live["driver_alive"], live["plan"], live["turns"]) == (True, {"done": 1, "total": 2}, 2)
+    plan = {"done": 1, "total": 2}
+    assert (live["driver_alive"], live["plan"], live["answered"]) == (True, plan, 2)
     assert live["next_probe_in_seconds"] == 300.0
     assert live["waiting_for"].startswith("5-hour window closed")
     assert live["last_verification"] is None
@@ -313,7 +314,7 @@ def test_the_machines_report_has_every_present_run_and_its_totals() -> None:
     made = machine_report(index, _runs_of(runs), now=START, since=None, mask=_masked)
     assert sorted(run.run_id for run in made.runs) == ["r1", "r2"]  # r3: its directory is gone
     assert made.totals["runs"] == 2
-    assert made.totals["turns"] == 4
+    assert made.totals["answered"] == 4
     rows = machine_rows(index, _runs_of(runs), now=START, mask=_masked)
     recent = last_hours(rows, now=START + timedelta(hours=13))
     assert recent["runs"] == 0  # started more than 12 hours before

@@ -53,13 +53,15 @@ def test_the_rows_are_newest_first_and_an_unreadable_record_is_a_row_saying_so()
     runs.unreadable.add("r2")
     runs.drivers["r1"] = 7
     rows = run_rows(runs, now=START, mask=_masked)
-    assert rows[0] == {"run_id": "r2", "phase": "unreadable"}
+    assert rows[0]["run_id"] == "r2"
+    assert rows[0]["phase"] == "unreadable"
+    assert "unreadable" in rows[0]["problem"]
     assert {key: rows[1][key] for key in _ROW_KEYS} == {
         "run_id": "r1",
         "started_at": START.isoformat(),
         "phase": "complete",
         "outcome": "done",
-        "turns": 2,
+        "answered": 2,
         "dollars": 0.42,
         "session_id": None,
         "driver_alive": True,
@@ -70,13 +72,14 @@ def test_the_rows_are_newest_first_and_an_unreadable_record_is_a_row_saying_so()
     assert run_rows(MemoryRuns(), now=START, mask=_masked) == []
 
 
-# The keys `runs --json` had before the read model, which scripts may read.
+# The keys `runs --json` had before the read model, which scripts may read; `turns`
+# is `answered` now, named for what it counts.
 _ROW_KEYS = (
     "run_id",
     "started_at",
     "phase",
     "outcome",
-    "turns",
+    "answered",
     "dollars",
     "session_id",
     "driver_alive",

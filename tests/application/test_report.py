@@ -54,7 +54,8 @@ def a_night() -> MemoryRuns:
         waited_seconds=3600.0,
     )
     live = waiting_record("r2")
-    live = replace(live, state=replace(live.state, remaining_work=("write the docs",)))
+    # No plan: what is left is the remaining work the model listed.
+    live = replace(live, plan=None, state=replace(live.state, remaining_work=("write the docs",)))
     old = replace(waiting_record("r0"), started_at=START - timedelta(days=3))
     runs = MemoryRuns(done, live, old)
     runs.events["r1"] = (
@@ -127,8 +128,12 @@ def test_the_night_per_run_and_in_total() -> None:
     report = night_report(a_night(), now=NOW, since=timedelta(hours=12), mask=dict)
     assert [run.run_id for run in report.runs] == ["r1", "r2"]  # r0 did nothing since
     r1, r2 = report.runs
-    assert (r1.outcome, r1.turns, r1.turns_refused, r1.dollars) == ("done", 3, 1, 0.75)
-    assert r1.waited_on == {"5-hour window closed": 3600.0}
+    facts = r1.facts
+    assert (r1.outcome, facts.answered, facts.refused, facts.dollars) == ("done", 3, 1, 0.75)
+    # Measured between its events (an hour), said as the record counts it: the parts add
+    # up to the total.
+    assert r1.waited_on == {"5-hour window closed": 3600}
+    assert r1.waited_seconds == 3600
     assert (r1.checks_passed, r1.checks_failed) == (1, 1)
     assert (r1.reviews_passed, r1.reviews_failed) == (1, 0)
     assert r1.spend == Series(
@@ -143,13 +148,15 @@ def test_the_night_per_run_and_in_total() -> None:
     assert kinds == ["turn", "wait", "probe", "turn", "check_failed", "check", "review"]
     # A wait going on is counted up to now, and what is left is said.
     assert r2.outcome == "waiting"
-    assert r2.waited_on == {"credits exhausted": 7.5 * 3600}
-    assert r2.left == ("write the docs",)
+    assert r2.waited_on == {"credits exhausted": r2.waited_seconds}
+    assert r2.waited_seconds > 0
+    assert (r2.left, r2.facts.left_from) == (("write the docs",), "model")
     totals = report_object(report)["totals"]
     assert totals["runs"] == 2
     assert totals["outcomes"] == {"done": 1, "waiting": 1}
     assert totals["checks"] == {"passed": 1, "failed": 1}
-    assert totals["waited_on"]["5-hour window closed"] == 3600.0
+    assert totals["waited_on"]["5-hour window closed"] == 3600
+    assert totals["waited_seconds"] == sum(totals["waited_on"].values())
 
 
 def test_every_run_without_since_and_an_unreadable_one_is_said() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from claudeloop.application.durations import duration_said
 from claudeloop.application.ports import TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
@@ -240,7 +241,7 @@ def test_the_time_waited_that_ends_a_run_on_max_wait_counts_its_probes_too() -> 
     # Wall time from the refusal (the turn came back at START) to giving up.
     assert final.waited_seconds == (h.clock.now() - START).total_seconds()
     assert final.waited_seconds >= 15
-    shown = f"- Time waited for capacity: {final.waited_seconds:.1f}s"
+    shown = f"- Time waited for capacity: {duration_said(final.waited_seconds)}"
     assert shown in summary_markdown(final)
 
 
@@ -702,9 +703,9 @@ def test_a_cost_partly_estimated_counts_against_max_dollars_and_is_said_apart() 
     assert final.state.ledger.estimated_dollars == 0.002
     said = result_object(final)
     assert (said["dollars"], said["estimated_dollars"]) == (0.006, 0.002)
-    spend = "- Spend: $0.006 (≈, includes $0.002 estimated for a turn cut off)"
+    spend = "- Spend: $0.0060 (≈, includes $0.0020 estimated for a turn cut off)"
     assert spend in summary_markdown(final)
-    assert said["said"]["dollars"] == "$0.006 (≈, includes $0.002 estimated for a turn cut off)"
+    assert said["said"]["dollars"] == "$0.0060 (≈, includes $0.0020 estimated for a turn cut off)"
 
 
 def test_a_probe_a_kill_cut_off_is_billed_at_an_estimate_with_the_one_sent_again() -> None:

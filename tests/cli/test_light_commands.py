@@ -51,7 +51,7 @@ for line in json.loads(sys.argv[2]):
             code = ended.code
     new = sorted({m.split(".")[0] if not m.startswith("claudeloop") else m
                   for m in sys.modules if m.startswith(heavy)} - before)
-    blamed[" ".join(line)] = {"exit": code, "imported": new, "said": out.getvalue()[-300:]}
+    blamed[" ".join(line)] = {"exit": code, "imported": new, "said": out.getvalue()[-3000:]}
 json.dump(blamed, sys.__stdout__)
 """
 

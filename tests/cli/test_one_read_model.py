@@ -6,13 +6,16 @@ them killed mid-turn and resumed by a second runner, as `claudeloop resume` does
 view a person reads is rendered: `status`, `runs`, `runs --all`, `report`, `report
 --all`, their `--json`, summary.md, the `--json` result of `run`, and the dashboard's
 front page, run page and report. Each must carry the same turns ("4 sent, 3 answered,
-1 refused") and the same money, the probes' share said apart, so no two can seem to
-disagree.
+1 refused") and the same money, the probes' share said apart, the same times (a date
+and seconds), the same time waited (its parts adding up to it), the same words for
+what is left and where that comes from, and each quantity in its one format, so no two
+can seem to disagree.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -191,11 +194,14 @@ def machine(tmp_path: Path) -> dict[str, RunFacts]:
 def test_the_run_of_issue_42_says_its_probe_and_adds_up(machine: dict[str, RunFacts]) -> None:
     facts = machine["20261130-090000-refused-then-probed"]
     assert facts.turns_said == "4 sent, 3 answered, 1 refused"
-    assert facts.dollars_said == "$0.0058 (turns $0.0048 + probes $0.001)"
+    assert facts.dollars_said == "$0.0058 (turns $0.0048 + probes $0.0010)"
     assert facts.title == "Build the 20261130-090000-refused-then-probed thing."
     assert facts.outcome == "done"
     assert facts.duration_seconds is not None
     assert facts.duration_seconds > 0
+    # It waited for the window: every view says the same time waited (below).
+    assert facts.waited_seconds > 0
+    assert (facts.left, facts.left_from) == ((), None)  # done: nothing is left
 
 
 def test_a_wound_down_run_and_a_killed_one_count_their_turns_once(
@@ -203,6 +209,8 @@ def test_a_wound_down_run_and_a_killed_one_count_their_turns_once(
 ) -> None:
     wound = machine["20261130-090000-wound-down"]
     assert (wound.outcome, wound.turns_said) == ("wound_down", "2 sent, 2 answered, 0 refused")
+    # No plan: what is left is the remaining work the model listed last.
+    assert (wound.left, wound.left_from) == (("c",), "model")
     killed = machine["20261130-090000-killed-and-resumed"]
     # The turn the kill cut off was sent again under its number: one turn, not two, and
     # its dollars hold what the cut-off request was served.
@@ -210,18 +218,73 @@ def test_a_wound_down_run_and_a_killed_one_count_their_turns_once(
     assert killed.dollars == pytest.approx(TURN + TURN + 0.0008)
 
 
-def _assert_says(text: str, facts: RunFacts, where: str) -> None:
+# What each quantity never looks like, in any view: a duration with a decimal or a
+# space before its unit, or minutes of nothing (`15.1s`, `0.5 s`, `0m35s`, `4:59`); a
+# start without its date or seconds; money cut short of its precision beside another.
+_NOT_OUR_FORMATS = re.compile(
+    r"\b\d+\.\d+ ?s\b|\b0m\d\ds\b|(?<![\d:+])\d{1,2}:\d\d(?![\d:])|\$0\.\d{3}(?!\d)"
+    r"|started \d\d:\d\d|\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+)
+
+
+def _assert_says(
+    text: str, facts: RunFacts, where: str, *, waits: bool = True, left: bool = True
+) -> None:
     assert facts.turns_said in text, f"{where} lacks {facts.turns_said!r}"
     assert facts.dollars_said in text, f"{where} lacks {facts.dollars_said!r}"
+    assert facts.times_said in text, f"{where} lacks {facts.times_said!r}"
+    if waits:
+        assert any(
+            said in text
+            for said in (
+                f"waited {facts.waited_said}",
+                f"Time waited for capacity: {facts.waited_said}",
+                # The report's table: its column says what it is.
+                f'<td class="n">{facts.waited_said}<',
+            )
+        ), f"{where} lacks the time waited {facts.waited_said!r}"
+    if left and facts.left:
+        assert facts.left_from_said in text, f"{where} lacks {facts.left_from_said!r}"
+        assert all(item in text for item in facts.left), f"{where} lacks {facts.left}"
+    wrong = _NOT_OUR_FORMATS.findall(text)
+    assert not wrong, f"{where} says {wrong}"
 
 
-def _assert_json(row: dict[str, object], facts: RunFacts, where: str) -> None:
+def _assert_counts_json(row: dict[str, object], facts: RunFacts, where: str) -> None:
+    """The counts and the money, all a fleet's stored summary of a run knows."""
     expected = facts.to_json()
     for key in ("sent", "answered", "refused", "probes", "dollars", "probe_dollars"):
         assert row[key] == expected[key], f"{where}: {key}"
     said = row["said"]
     assert isinstance(said, dict)
     assert (said["turns"], said["dollars"]) == (facts.turns_said, facts.dollars_said), where
+
+
+def _assert_json(row: dict[str, object], facts: RunFacts, where: str) -> None:
+    expected = facts.to_json()
+    for key in (
+        "sent",
+        "answered",
+        "refused",
+        "probes",
+        "dollars",
+        "probe_dollars",
+        "started_at",
+        "ended_at",
+        "waited_seconds",
+        "left",
+        "left_from",
+        "plan",
+    ):
+        assert row[key] == expected[key], f"{where}: {key}"
+    assert "turns_refused" not in row, f"{where}: a second name for `refused`"
+    # `turns` and `attempts` are the run's result's older names of `answered` and `sent`
+    # (README), kept there and in `status --json` alone.
+    assert row.get("turns", facts.answered) == facts.answered, where
+    assert row.get("attempts", facts.sent) == facts.sent, where
+    said = row["said"]
+    assert isinstance(said, dict)
+    assert said == expected["said"], where
 
 
 def test_every_view_says_the_same_turns_and_money(
@@ -244,11 +307,13 @@ def test_every_view_says_the_same_turns_and_money(
         status = claudeloop("status", "--cwd", cwd)
         _assert_says(status.out, facts, f"status of {run_id}")
         _assert_json(json.loads(claudeloop("status", "--cwd", cwd, "--json").out), facts, "status")
-        _assert_says(claudeloop("runs", "--cwd", cwd).out, facts, f"runs of {run_id}")
+        # A row of `runs` says no time waited nor what is left: `status` does.
+        shown = claudeloop("runs", "--cwd", cwd).out
+        _assert_says(shown, facts, f"runs of {run_id}", waits=False, left=False)
         (row,) = json.loads(claudeloop("runs", "--cwd", cwd, "--json").out)
         _assert_json(row, facts, f"runs --json of {run_id}")
         _assert_json(every_row[run_id], facts, f"runs --all --json of {run_id}")
-        _assert_says(every_text, facts, "runs --all")
+        _assert_says(every_text, facts, "runs --all", waits=False, left=False)
         report = claudeloop("report", "--cwd", cwd, "--since", "100000d")
         _assert_says(report.out, facts, f"report of {run_id}")
         (reported,) = json.loads(
@@ -258,12 +323,16 @@ def test_every_view_says_the_same_turns_and_money(
         (in_all,) = [run for run in machine_json["runs"] if run["run_id"] == run_id]
         _assert_json(in_all, facts, f"report --all --json of {run_id}")
         _assert_says(machine_text, facts, "report --all")
+        # The time waited on each thing adds up to the time waited, in every form.
+        assert sum(reported["waited_on"].values()) == facts.waited_seconds, run_id
+        (run_text,) = [r for r in made.runs if r.run_id == run_id]
+        assert sum(run_text.waited_on.values()) == run_text.waited_seconds
         summary = (cwd / ".claudeloop" / "runs" / run_id / "summary.md").read_text()
         _assert_says(summary, facts, f"summary.md of {run_id}")
         ended = RunDirectory(cwd / ".claudeloop" / "runs" / run_id).load()
         _assert_json(result_object(ended), facts, f"the --json result of {run_id}")
         (entry,) = [each for each in index.runs() if each.run_id == run_id]
-        _assert_says(_unescaped(front), facts, "the dashboard's front page")
+        _assert_says(_unescaped(front), facts, "the front page", waits=False, left=False)
         page = run_main(run_view(entry, index, project_runs, now=START, mask=no_mask), None)
         _assert_says(_unescaped(page), facts, f"the dashboard's page of {run_id}")
         _assert_says(_unescaped(dashboard_report), facts, "the dashboard's report")
@@ -331,7 +400,7 @@ def test_a_fleet_says_each_run_as_its_own_machine_does(
     rows = {row["run_id"]: row for row in json.loads(shown.out)["runs"]}
     table = claudeloop("status", "--engine", url).out
     for run_id, facts in machine.items():
-        _assert_json(rows[run_id], facts, f"status --engine --json of {run_id}")
+        _assert_counts_json(rows[run_id], facts, f"status --engine --json of {run_id}")
         lines = table.splitlines()
         at = lines.index(next(line for line in lines if line.startswith(run_id)))
         under = lines[at + 1 : at + 3]

@@ -23,8 +23,9 @@ def test_the_report_as_lines(claudeloop: Invoke, tmp_path: Path) -> None:
     # The run's line says what it is for, then its turns as every view says them.
     at = lines.index(next(line for line in lines if line.startswith(f"{RUN}  waiting: ")))
     assert lines[at + 1].startswith("  turns 3 sent, 2 answered, 1 refused, 0 probes, $0.42")
-    assert "  waited on: 5-hour window closed " in result.out
-    assert "  left: b" in result.out
+    # A wait begun a moment ago: nothing yet to say it was waited on.
+    assert ", waited 0s" in lines[at + 1]
+    assert "  left (the plan's open items): b" in result.out
 
 
 def test_the_report_as_json_and_html(claudeloop: Invoke, tmp_path: Path) -> None:
@@ -34,7 +35,7 @@ def test_the_report_as_json_and_html(claudeloop: Invoke, tmp_path: Path) -> None
     assert result.exit_code == 0, result.err
     data = json.loads(result.out)
     assert [run["run_id"] for run in data["runs"]] == [RUN]
-    assert data["totals"]["turns"] == 2
+    assert (data["totals"]["sent"], data["totals"]["answered"]) == (3, 2)
     html = page.read_text()
     assert html.startswith("<!doctype html>")
     assert html.count("<svg") == 2
@@ -73,13 +74,15 @@ def test_the_report_masks_a_secret_of_the_directorys_profile_in_every_form(
     )
     directory = waiting_run(tmp_path)
     record = directory.load()
-    directory.save(replace(record, state=replace(record.state, remaining_work=(f"use {canary}",))))
+    # No plan: what is left is the model's remaining work.
+    remaining = replace(record.state, remaining_work=(f"use {canary}",))
+    directory.save(replace(record, plan=None, state=remaining))
     assert canary in directory.state_path.read_text()
     page = tmp_path / "night.html"
     shown = claudeloop("report", "--cwd", tmp_path)
     data = claudeloop("report", "--cwd", tmp_path, "--json", "--html", page)
     assert shown.exit_code == data.exit_code == 0, shown.err + data.err
-    assert "  left: use [redacted]" in shown.out
+    assert "  left (the remaining work the model listed last turn): use [redacted]" in shown.out
     (run,) = json.loads(data.out)["runs"]
     assert run["left"] == ["use [redacted]"]
     for text in (shown.out, shown.err, data.out, data.err, page.read_text()):

@@ -118,7 +118,9 @@ def test_runs_lists_newest_first(claudeloop: Invoke, tmp_path: Path) -> None:
     waiting_run(tmp_path, "20261130-100000-bbbbbb")
     lines = claudeloop("runs", "--cwd", tmp_path).out.strip().splitlines()
     assert lines[0].startswith("20261130-100000-bbbbbb")
-    assert lines[1].startswith("20261130-090000-aaaaaa")
+    # Under each run's line, indented, when it started and how long it has been running.
+    assert lines[1].startswith("  started ")
+    assert lines[2].startswith("20261130-090000-aaaaaa")
 
 
 def test_stop_without_a_live_driver_says_so_and_exits_0(claudeloop: Invoke, tmp_path: Path) -> None:

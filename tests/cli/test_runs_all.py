@@ -45,7 +45,8 @@ def test_every_run_of_every_directory_newest_first_and_a_gone_one_says_so(
     shutil.rmtree(tmp_path / "old")
     result = claudeloop("runs", "--all")
     assert result.exit_code == 0, result.err
-    lines = result.out.strip().splitlines()
+    # Each run's line; under it, indented, its times and why it stopped.
+    lines = [line for line in result.out.strip().splitlines() if not line.startswith("  ")]
     assert lines[0].startswith("20261130-110000-cccccc  gone")
     assert lines[1].startswith("20261130-100000-bbbbbb  waiting")
     assert lines[1].endswith(str(tmp_path / "api"))
@@ -83,7 +84,7 @@ def test_runs_columns_line_up_for_a_custom_run_id_and_a_gone_run(
     waiting_run(tmp_path / "app", "nightly")
     mine = claudeloop("runs", "--cwd", tmp_path / "app")
     assert mine.exit_code == 0, mine.err
-    lines = mine.out.strip().splitlines()
+    lines = [line for line in mine.out.strip().splitlines() if not line.startswith("  ")]
     assert len(lines) == 2
     # The outcome and the turns start in the same column, whatever the run id's length.
     assert len({line.index("waiting") for line in lines}) == 1
@@ -91,7 +92,11 @@ def test_runs_columns_line_up_for_a_custom_run_id_and_a_gone_run(
 
     registered(tmp_path / "old", "20261130-110000-cccccc")
     shutil.rmtree(tmp_path / "old")
-    every = claudeloop("runs", "--all").out.strip().splitlines()
+    every = [
+        line
+        for line in claudeloop("runs", "--all").out.strip().splitlines()
+        if not line.startswith("  ")
+    ]
     gone = next(line for line in every if "gone" in line)
     waiting = next(line for line in every if "waiting" in line)
     # A gone run's short row keeps the columns: its outcome and its folder where the

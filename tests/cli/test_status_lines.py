@@ -36,9 +36,9 @@ def test_status_says_each_check_as_the_summary_does(
     record = replace(record, state=replace(record.state, last_checks=checks))
     show_status(status_object(record, now=datetime.now(UTC), driver_pid=None), "no driver")
     out = capsys.readouterr().out
-    assert "verify: make test: failed: exit 2 (1.2 s); output in /logs/turn-2-check-1.log" in out
-    assert "verify: ruff check: failed: could not start (No such file: ruff) (0.0 s)\n" in out
-    assert "failed: exit 2 (1.2 s); output in /logs/turn-2-check-1.log" in check_line(checks[0])
+    assert "verify: make test: failed: exit 2 (1s); output in /logs/turn-2-check-1.log" in out
+    assert "verify: ruff check: failed: could not start (No such file: ruff) (0s)\n" in out
+    assert "failed: exit 2 (1s); output in /logs/turn-2-check-1.log" in check_line(checks[0])
 
 
 def test_status_and_the_summary_name_the_branch_its_commits_and_the_diffstat(

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.application.durations import format_duration, parse_duration
+from claudeloop.application.durations import (
+    duration_said,
+    format_duration,
+    instant_said,
+    parse_duration,
+)
 from claudeloop.application.settings import DURATION_FORMS
 from claudeloop.cli.params import parse_duration as cli_parse_duration
 
@@ -52,3 +57,25 @@ def test_a_formatted_duration_reads_back(seconds: int) -> None:
 def test_a_duration_too_long_to_hold_names_the_accepted_forms(text: str) -> None:
     with pytest.raises(ValueError, match=re.escape(f"too long a duration; use {DURATION_FORMS}")):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (0.0, "0s"),
+        (-3.0, "0s"),
+        (42.4, "42s"),
+        (64.0, "1m04s"),
+        (299.6, "5m00s"),
+        (7210.0, "2h00m10s"),
+        # The accounts page said `resets in 10071m21s`.
+        (604281.0, "6d23h51m"),
+    ],
+)
+def test_a_duration_is_said_one_way_everywhere(seconds: float, said: str) -> None:
+    assert duration_said(seconds) == said
+
+
+def test_an_instant_is_said_with_its_date_and_seconds_in_utc() -> None:
+    at = datetime(2026, 11, 30, 10, 0, 12, 900000, tzinfo=timezone(timedelta(hours=1)))
+    assert instant_said(at) == "2026-11-30 09:00:12 UTC"

@@ -334,7 +334,7 @@ def test_a_proxy_cooldown_is_a_short_wait_no_policy_acts_on() -> None:
         (
             "model_not_found",
             BackendMisconfigured(
-                reason=f"the model was not found ({LITELLM_COOLDOWN[:200]})", kind="not_found"
+                reason=f"the model was not found ({LITELLM_COOLDOWN[:199]}\u2026)", kind="not_found"
             ),
         ),
         ("server_error", WindowExhausted(rate_limit_type="cooldown", resets_at=None)),

@@ -347,7 +347,7 @@ def _the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: 
             assert badge.value_of_css_property("background-color") == "rgba(196, 60, 60, 1)"
             done = browser.find_element(By.ID, "done").text
             assert "4 sent, 3 answered, 1 refused" in done
-            assert "$0.0058 (turns $0.0048 + probes $0.001)" in done
+            assert "$0.0058 (turns $0.0048 + probes $0.0010)" in done
             gone = browser.find_element(By.ID, "gone")
             assert gone.get_attribute("open") is None  # folded
             assert "20261130-090000-removed" not in gone.text

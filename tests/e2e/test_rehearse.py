@@ -114,7 +114,7 @@ def test_the_verify_rehearsal_sends_an_early_done_back_then_verifies_and_reviews
     assert "test -f step3.txt: failed: exit 1" in finished.stderr
     assert "test -f step3.txt: passed" in finished.stderr
     assert "the reviewer agrees the task is complete" in finished.stderr
-    assert "rehearsal: done after 4 turns" in finished.stderr  # three working, one review
+    assert "rehearsal: done after turns 4 sent" in finished.stderr  # three working, one review
 
 
 def test_the_switch_profile_rehearsal_switches_and_comes_back(tmp_path: Path) -> None:

@@ -262,3 +262,60 @@ def test_no_output_of_claudeloop_prints_a_secret_or_a_token(rehearsal: Rehearsal
     assert "deploying with and [redacted]" in shown["checks/turn-2-check-1.log"]
     assert log.count("Claudeloop-Turn:") == 3, log  # one commit per turn that wrote a file
     assert "[redacted]" in log
+
+
+# The token of a profile that is not the default, written in the project's file; the
+# model quotes it in its remaining work, which the next prompt carries, and Claude Code
+# keeps that prompt cut at 200 characters, the cut inside the token.
+PROFILE_TOKEN = "CNRYboxProfileToken9f3e1d0c7b"
+
+
+@pytest.mark.scenario("secret_of_a_profile")
+def test_a_profiles_token_shows_in_no_output_whole_or_cut(rehearsal: Rehearsal) -> None:
+    rehearsal.env["CLAUDELOOP_CONFIG_DIR"] = str(rehearsal.project.parent / "user-config")
+    (rehearsal.project / "claudeloop.toml").write_text(
+        "[profiles.box]\n"
+        f'base_url = "{rehearsal.server.base_url}"\n'
+        'model = "claude-sonnet-4-5"\n'
+        f'auth_token = "{PROFILE_TOKEN}"\n'
+    )
+    plan = write_plan(rehearsal.project)
+    finished = rehearsal.run(str(plan), "--profile", "box", *FAST_WAITS)
+    assert finished.exit_code == 1, finished.stderr  # blocked
+    shown = {"the run's --json result": finished.stdout + finished.stderr}
+    for args in (
+        ("sessions",),
+        ("sessions", "--json"),
+        ("status",),
+        ("status", "--json"),
+        ("logs",),
+        ("logs", "--json"),
+        ("runs",),
+        ("runs", "--json"),
+        ("report",),
+        ("report", "--json"),
+    ):
+        shown[" ".join(args)] = _shown(rehearsal, *args)
+    shown["runs --all"] = _shown(rehearsal, "runs", "--all", cwd=False)
+    shown["runs --all --json"] = _shown(rehearsal, "runs", "--all", "--json", cwd=False)
+    page = rehearsal.project.parent / "report.html"
+    _shown(rehearsal, "report", "--html", str(page))
+    shown["report --html"] = page.read_text()
+    run = finished.run_directory()
+    shown |= {
+        str(path.relative_to(run)): path.read_text(errors="replace")
+        for path in run.rglob("*")
+        if path.is_file()
+    }
+    shown |= {
+        f"the dashboard's {where}": text
+        for where, text in _dashboard_texts(rehearsal.env, len(finished.events())).items()
+    }
+    # Its first four characters are a trace too: where a cut fell inside it.
+    leaks = [where for where, text in shown.items() if PROFILE_TOKEN[:4] in text]
+    assert not leaks, leaks
+
+    # The session's prompt was cut inside the token, and shown masked up to the cut.
+    (session,) = json.loads(shown["sessions --json"])
+    assert session["summary"].endswith("the key [redacted]\u2026"), session
+    assert "[redacted]" in json.loads(shown["status --json"])["reason"]

@@ -12,6 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+# What ends a text cut short (`first_line`; Claude Code's own 200-character prompts).
+from claudeloop.domain.text import CUT
+
 # A variable holds a secret when one of the words of its name (split at `_`) says so:
 # MY_SERVICE_PAT, DB_PASS, AWS_SECRET_ACCESS_KEY, AWS_BEARER_TOKEN_BEDROCK. Whole words,
 # so PATH, CLAUDE_CODE_MAX_OUTPUT_TOKENS or TOKENIZERS_PARALLELISM are not secrets.
@@ -50,6 +53,9 @@ _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s/:@]*:)([^\s/@
 # ?token=...&api_key=...: a query parameter whose name says it is a secret.
 _SECRET_PARAMETER = re.compile(r"[?&;]([A-Za-z0-9_\-]+)=([^&#;\s]+)")
 MASK = "[redacted]"
+# The shortest beginning of a secret masked where a cut ends it: shorter, it is as
+# likely the beginning of an ordinary word (and tells next to nothing of the secret).
+_MIN_CUT_PREFIX = 3
 # Values this short are too likely to be ordinary words to mask everywhere.
 _MIN_SECRET_LENGTH = 6
 
@@ -120,9 +126,20 @@ class Redactor:
     def text(self, value: str) -> str:
         for secret in self._secrets:
             value = value.replace(secret, MASK)
+        if CUT in value:
+            value = self._cut_secrets(value)
         if "://" in value:
             value = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<3>", value)
         return _TOKEN_SHAPES.sub(MASK, value)
+
+    def _cut_secrets(self, value: str) -> str:
+        """A secret's beginning where a cut ends the text: a text cut short before it
+        was masked (Claude Code keeps a session's last prompt cut at 200 characters)
+        still shows no part of a secret, `...key CNRYtok…` being `...key [redacted]…`."""
+        for secret in self._secrets:
+            for length in range(len(secret) - 1, _MIN_CUT_PREFIX - 1, -1):
+                value = value.replace(secret[:length] + CUT, MASK + CUT)
+        return value
 
     def data(self, value: Any) -> Any:
         if isinstance(value, str):

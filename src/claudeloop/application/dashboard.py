@@ -16,13 +16,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from claudeloop.application.durations import duration_said
 from claudeloop.application.errors import UsageError
 from claudeloop.application.inspection import Mask
 from claudeloop.application.ports import AccountBoards, Fleet, IndexedRun, ProjectRuns, RunIndex
 from claudeloop.application.records import RunRecord
 from claudeloop.application.report import Report, merged, night_report
 from claudeloop.application.run_facts import dollars_words, turns_words
-from claudeloop.application.summary import status_object
+from claudeloop.application.summary import row_fields
 from claudeloop.application.verbs import VERBS, verb_forms
 from claudeloop.domain.capacity import service_name
 
@@ -65,56 +66,9 @@ def run_row(
         record = runs.record(entry.run_id)
     except UsageError as error:
         return dict(masked({**row, "phase": "unreadable", "problem": str(error)}))
-    status = status_object(record, now=now, driver_pid=runs.driver(entry.run_id))
-    checks = status["verification"]
     return dict(
-        masked(
-            {
-                **row,
-                **{key: status[key] for key in _ROW_FIELDS},
-                "waiting_for": status["capacity"] if status["next_probe_at"] else None,
-                "last_verification": _verification_word(checks),
-            }
-        )
+        masked({**row, **row_fields(record, now=now, driver_pid=runs.driver(entry.run_id))})
     )
-
-
-_ROW_FIELDS = (
-    # The read model's (application.run_facts), as every view says them.
-    "title",
-    "started_at",
-    "ended_at",
-    "duration_seconds",
-    "sent",
-    "answered",
-    "refused",
-    "probes",
-    "turn_dollars",
-    "probe_dollars",
-    "estimated_dollars",
-    "said",
-    "phase",
-    "outcome",
-    "capacity",
-    "next_probe_at",
-    "next_probe_in_seconds",
-    "plan",
-    "turns",
-    "attempts",
-    "dollars",
-    "driver_alive",
-    "overage_in_use",
-    "reason",
-    "sandbox",
-    "blocked",
-)
-
-
-def _verification_word(checks: list[dict[str, Any]]) -> str | None:
-    if not checks:
-        return None
-    passed = sum(1 for check in checks if check["passed"])
-    return f"{passed}/{len(checks)} passed"
 
 
 def fleet_rows(fleet: Fleet, *, mask: MaskOf) -> tuple[list[dict[str, Any]], str | None]:
@@ -207,16 +161,20 @@ def last_hours(rows: list[dict[str, Any]], *, now: datetime, hours: int = 12) ->
     dollars = sum(float(row.get("dollars") or 0.0) for row in recent)
     probe_dollars = sum(float(row.get("probe_dollars") or 0.0) for row in recent)
     estimated = sum(float(row.get("estimated_dollars") or 0.0) for row in recent)
+    waited = sum(int(row.get("waited_seconds") or 0) for row in recent)
     return {
         "hours": hours,
         "runs": len(recent),
         "outcomes": dict(sorted(outcomes.items())),
-        "turns": sum(int(row.get("turns") or 0) for row in recent),
+        "sent": sent,
+        "answered": answered,
         "dollars": round(dollars, 6),
+        "waited_seconds": waited,
         # In the read model's words (application.run_facts), as each run's row says them.
         "said": {
             "turns": turns_words(sent, answered),
             "dollars": dollars_words(dollars, probe_dollars, estimated),
+            "waited": duration_said(waited),
         },
     }
 

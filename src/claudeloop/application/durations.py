@@ -1,12 +1,14 @@
-"""Durations as people write them: `90`, `90s`, `5m`, `1h30m`, `1.5h`, `2d`.
+"""Durations as people write them: `90`, `90s`, `5m`, `1h30m`, `1.5h`, `2d`; and how
+every view says a duration and an instant (`duration_said`, `instant_said`).
 
-Pure, so the command line and the configuration files read durations the same way.
+Pure, so the command line and the configuration files read durations the same way, and
+every view (status, runs, report, summary.md, the dashboard) says them the same way.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from claudeloop.application.settings import DURATION_FORMS
 
@@ -45,3 +47,24 @@ def format_duration(value: timedelta) -> str:
     minutes, secs = divmod(rest, 60)
     parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
     return "".join(f"{amount}{unit}" for amount, unit in parts if amount)
+
+
+def duration_said(seconds: float) -> str:
+    """A time taken, waited or left, as every view says it, to the nearest second:
+    `42s`, `1m04s`, `2h00m10s`, `6d23h51m` (a week says no seconds)."""
+    whole = max(round(seconds), 0)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h{minutes:02d}m"
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def instant_said(at: datetime) -> str:
+    """When something happened, as every view says it: `2026-11-30 09:00:12 UTC`."""
+    return f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"

@@ -14,8 +14,7 @@ from typing import Any
 
 from claudeloop.application.errors import NoRun, UsageError
 from claudeloop.application.ports import ClaudeSession, ProjectRuns
-from claudeloop.application.run_facts import run_facts
-from claudeloop.application.summary import status_object
+from claudeloop.application.summary import row_fields, status_object
 from claudeloop.domain.loop import ControlCommand
 
 # What a view shown to the user masks (the run's secrets).
@@ -53,20 +52,20 @@ def run_rows(runs: ProjectRuns, *, now: datetime, mask: Mask) -> list[dict[str, 
     for run_id in runs.run_ids():
         try:
             record = runs.record(run_id)
-        except UsageError:
-            rows.append({"run_id": run_id, "phase": "unreadable"})
+        except UsageError as error:
+            rows.append(
+                dict(mask({"run_id": run_id, "phase": "unreadable", "problem": str(error)}))
+            )
             continue
-        state = record.state
         row = {
-            **run_facts(record, now=now).to_json(),
-            "run_id": record.run_id,
-            "started_at": record.started_at.isoformat(),
-            "phase": state.phase.value,
-            "outcome": state.outcome.value if state.outcome else None,
-            "turns": state.ledger.turns,
-            "dollars": round(state.ledger.dollars, 6),
-            "session_id": record.session_id,
-            "driver_alive": runs.driver(run_id) is not None,
+            # Where the machine's index puts it, as `runs --all` says: one shape.
+            "key": None,
+            "cwd": str(record.spec.cwd),
+            "directory": None,
+            "host": None,
+            "account": None,
+            "problem": None,
+            **row_fields(record, now=now, driver_pid=runs.driver(run_id)),
         }
         rows.append(dict(mask(row)))
     return rows

@@ -16,11 +16,18 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from claudeloop.application import events
+from claudeloop.application.durations import duration_said
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import event_from
 from claudeloop.application.pictures import Series, Span
 from claudeloop.application.records import RunRecord
-from claudeloop.application.run_facts import RunFacts, dollars_words, run_facts, turns_words
+from claudeloop.application.run_facts import (
+    RunFacts,
+    apportioned,
+    dollars_words,
+    run_facts,
+    turns_words,
+)
 
 Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
 
@@ -40,7 +47,7 @@ class ReportSource(Protocol):
 @dataclass(frozen=True, slots=True)
 class RunReport:
     # What every view says of the run (application.run_facts): its title, counts,
-    # money and times; the fields below that repeat them are kept for their readers.
+    # money, times, the time waited, what is left and the plan's progress.
     facts: RunFacts
     run_id: str
     cwd: str
@@ -49,21 +56,24 @@ class RunReport:
     outcome: str
     ended: bool
     reason: str
-    turns: int
-    turns_refused: int
-    dollars: float
-    waited_seconds: float
-    # Seconds waited on each thing waited for ("5-hour window closed"), from the events.
-    waited_on: dict[str, float]
+    # Whole seconds waited on each thing waited for ("5-hour window closed"), measured
+    # between its events and apportioned so they add up to the facts' time waited.
+    waited_on: dict[str, int]
     checks_passed: int
     checks_failed: int
     reviews_passed: int
     reviews_failed: int
-    left: tuple[str, ...]
-    plan: tuple[int, int] | None
     spend: Series
     spans: tuple[Span, ...]
     last_event_at: datetime | None
+
+    @property
+    def left(self) -> tuple[str, ...]:
+        return self.facts.left
+
+    @property
+    def waited_seconds(self) -> int:
+        return self.facts.waited_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,21 +148,12 @@ def report_object(report: Report) -> dict[str, Any]:
         "runs": [
             {
                 **run.facts.to_json(),
-                "run_id": run.run_id,
                 "cwd": run.cwd,
-                "started_at": run.started_at.isoformat(),
                 "outcome": run.outcome,
                 "ended": run.ended,
-                "reason": run.reason,
-                "turns": run.turns,
-                "turns_refused": run.turns_refused,
-                "dollars": round(run.dollars, 6),
-                "waited_seconds": round(run.waited_seconds, 1),
-                "waited_on": {k: round(v, 1) for k, v in run.waited_on.items()},
+                "waited_on": run.waited_on,
                 "checks": {"passed": run.checks_passed, "failed": run.checks_failed},
                 "reviews": {"passed": run.reviews_passed, "failed": run.reviews_failed},
-                "left": list(run.left),
-                "plan": {"done": run.plan[0], "total": run.plan[1]} if run.plan else None,
             }
             for run in report.runs
         ],
@@ -162,11 +163,12 @@ def report_object(report: Report) -> dict[str, Any]:
 
 def _totals(runs: list[RunReport]) -> dict[str, Any]:
     outcomes: dict[str, int] = {}
-    waited_on: dict[str, float] = {}
+    waited_on: dict[str, int] = {}
     for run in runs:
         outcomes[run.outcome] = outcomes.get(run.outcome, 0) + 1
         for what, seconds in run.waited_on.items():
-            waited_on[what] = waited_on.get(what, 0.0) + seconds
+            waited_on[what] = waited_on.get(what, 0) + seconds
+    waited = sum(run.waited_seconds for run in runs)
     sent = sum(run.facts.sent for run in runs)
     answered = sum(run.facts.answered for run in runs)
     dollars = sum(run.facts.dollars for run in runs)
@@ -175,8 +177,6 @@ def _totals(runs: list[RunReport]) -> dict[str, Any]:
     return {
         "runs": len(runs),
         "outcomes": dict(sorted(outcomes.items())),
-        "turns": answered,
-        "turns_refused": sum(run.turns_refused for run in runs),
         "sent": sent,
         "answered": answered,
         "refused": sum(run.facts.refused for run in runs),
@@ -187,9 +187,11 @@ def _totals(runs: list[RunReport]) -> dict[str, Any]:
         "said": {
             "turns": turns_words(sent, answered),
             "dollars": dollars_words(dollars, probe_dollars, estimated),
+            "waited": duration_said(waited),
         },
-        "waited_seconds": round(sum(run.waited_seconds for run in runs), 1),
-        "waited_on": {k: round(v, 1) for k, v in sorted(waited_on.items())},
+        # Whole seconds, the parts adding up to the total as each run's do.
+        "waited_seconds": waited,
+        "waited_on": dict(sorted(waited_on.items())),
         "checks": {
             "passed": sum(run.checks_passed for run in runs),
             "failed": sum(run.checks_failed for run in runs),
@@ -298,15 +300,12 @@ def _run_report(
     tally.finish()
     state = record.state
     facts = run_facts(record, now=now, ended_at=tally.finished)
-    left = state.remaining_work or (
-        tuple(item.text for item in record.plan.open_items) if record.plan else ()
-    )
     texts = dict(
         mask(
             {
                 "reason": state.reason,
                 "title": facts.title,
-                "left": list(left),
+                "left": list(facts.left),
                 "waited_on": tally.waited_on,
                 "spans": [span.label for span in tally.spans],
             }
@@ -318,26 +317,26 @@ def _run_report(
         if begins is None or span.end >= begins
     )
     outcome = state.outcome.value if state.outcome else state.phase.value
+    shown = replace(
+        facts,
+        reason=str(texts["reason"]),
+        title=str(texts["title"]),
+        left=tuple(str(item) for item in texts["left"]),
+    )
+    waited_on = {str(k): float(v) for k, v in dict(texts["waited_on"]).items()}
     return RunReport(
-        facts=replace(facts, reason=str(texts["reason"]), title=str(texts["title"])),
+        facts=shown,
         run_id=record.run_id,
         cwd=str(record.spec.cwd),
         started_at=record.started_at,
         outcome=outcome,
         ended=state.phase.terminal,
         reason=str(texts["reason"]),
-        turns=state.ledger.turns,
-        # Said by the read model: sent and not answered (a limit or an error).
-        turns_refused=facts.refused,
-        dollars=state.ledger.dollars,
-        waited_seconds=record.waited_seconds,
-        waited_on={str(k): float(v) for k, v in dict(texts["waited_on"]).items()},
+        waited_on=apportioned(facts.waited_seconds, waited_on),
         checks_passed=sum(tally.checks),
         checks_failed=len(tally.checks) - sum(tally.checks),
         reviews_passed=sum(tally.reviews),
         reviews_failed=len(tally.reviews) - sum(tally.reviews),
-        left=tuple(str(item) for item in texts["left"]),
-        plan=record.plan_progress,
         spend=Series(record.run_id, tuple(tally.points)),
         spans=spans,
         last_event_at=tally.last,

@@ -5,18 +5,24 @@ summary.md, the dashboard, and each `--json`), made once from its record by
 The counts and the money are said in the same words everywhere (`turns_said`,
 `dollars_said`): "4 sent, 3 answered, 1 refused"; "$0.0056 (turns $0.0048 + probes
 $0.0008)", each sum at the precision of `money` (cents from a dollar up, else up to
-four decimals), and the parts adding up to the total as written.
+four decimals), and the parts adding up to the total as written. So are the time
+waited (whole seconds; what it was waited on, `apportioned`, adds up to it), the times
+(`instant_said`, `duration_said`: "running for 42s" while it goes on), what is left
+and the plan's progress.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from claudeloop.application.durations import format_duration
+from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.records import RunRecord
+from claudeloop.application.waiting import with_time_waited
 from claudeloop.domain.budget import money
+from claudeloop.domain.loop import Outcome
 from claudeloop.domain.text import first_line
 
 # How long a title may be: a prompt's first line can be a paragraph.
@@ -50,6 +56,16 @@ class RunFacts:
     ended_at: datetime | None
     # From its start to its end, or to now while it goes on; None: the end is unknown.
     duration_seconds: float | None
+    # The time waited for capacity, in whole seconds, as every view says it.
+    waited_seconds: int = 0
+    # What is left: the plan's open items, else the remaining work the model listed
+    # last turn (`left_from` says which); nothing once it is done.
+    left: tuple[str, ...] = ()
+    left_from: Literal["plan", "model"] | None = None
+    # The plan's items checked and in all, by the run's own count (None: no plan).
+    plan: tuple[int, int] | None = None
+    # Whether the run writes its checkmarks into the plan file (`--update-plan`).
+    plan_written: bool = False
 
     @property
     def refused(self) -> int:
@@ -77,7 +93,48 @@ class RunFacts:
     def duration_said(self) -> str:
         if self.duration_seconds is None:
             return "-"
-        return format_duration(timedelta(seconds=round(self.duration_seconds)))
+        return duration_said(self.duration_seconds)
+
+    @property
+    def times_said(self) -> str:
+        """`started 2026-11-30 09:00:00 UTC, ended ... UTC, took 1m04s`; while it goes
+        on, `started ..., running for 42s`."""
+        started = f"started {instant_said(self.started_at)}"
+        if self.ended_at is not None:
+            return f"{started}, ended {instant_said(self.ended_at)}, took {self.duration_said}"
+        if self.outcome is None:
+            return f"{started}, running for {self.duration_said}"
+        return f"{started}, ended at a time not recorded"
+
+    @property
+    def waited_said(self) -> str:
+        return duration_said(self.waited_seconds)
+
+    @property
+    def left_from_said(self) -> str:
+        """Where what is left comes from, in words (a view says it beside the list)."""
+        match self.left_from:
+            case "plan":
+                return "the plan's open items"
+            case "model":
+                return "the remaining work the model listed last turn"
+            case None:
+                return "nothing"
+
+    @property
+    def plan_said(self) -> str | None:
+        """`2/3 items done`, saying where "done" comes from when the file is not kept
+        in step: the run's own count (an accepted Done checks every item) is not what
+        the file shows unless the model ticked it or the run writes it."""
+        if self.plan is None:
+            return None
+        done, total = self.plan
+        if self.plan_written:
+            return f"{done}/{total} items done"
+        return (
+            f"{done}/{total} items done (the run's count; the plan file gets checkmarks "
+            "only with --update-plan)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The facts as every `--json` carries them, beside its own keys."""
@@ -100,11 +157,19 @@ class RunFacts:
             "duration_seconds": None
             if self.duration_seconds is None
             else round(self.duration_seconds, 1),
+            "waited_seconds": self.waited_seconds,
+            "left": list(self.left),
+            "left_from": self.left_from,
+            "plan": None if self.plan is None else {"done": self.plan[0], "total": self.plan[1]},
             # The same words every view says them in.
             "said": {
                 "turns": self.turns_said,
                 "dollars": self.dollars_said,
                 "duration": self.duration_said,
+                "times": self.times_said,
+                "waited": self.waited_said,
+                "plan": self.plan_said,
+                "left_from": self.left_from_said,
             },
         }
 
@@ -160,7 +225,42 @@ def run_facts(record: RunRecord, *, now: datetime, ended_at: datetime | None = N
         started_at=record.started_at,
         ended_at=end,
         duration_seconds=None if duration is None else max(duration, 0.0),
+        # Counted as the runner counts it, up to now while a wait goes on.
+        waited_seconds=max(round(with_time_waited(record, now=now).waited_seconds), 0)
+        if not terminal
+        else max(round(record.waited_seconds), 0),
+        **_left(record),
+        plan=record.plan_progress,
+        plan_written=record.spec.update_plan,
     )
+
+
+def _left(record: RunRecord) -> dict[str, Any]:
+    """What is left of `record`, and where that comes from: the plan is the person's
+    own list, so its open items come first; the model's remaining work, without one."""
+    state = record.state
+    if state.outcome is Outcome.DONE:
+        return {"left": (), "left_from": None}
+    if record.plan is not None and record.plan.open_items:
+        return {"left": tuple(item.text for item in record.plan.open_items), "left_from": "plan"}
+    if state.remaining_work:
+        return {"left": tuple(state.remaining_work), "left_from": "model"}
+    return {"left": (), "left_from": None}
+
+
+def apportioned(total: int, parts: Mapping[str, float]) -> dict[str, int]:
+    """`parts` (seconds waited on each thing, measured between events) in whole seconds
+    that add up to `total` (the record's count): each its share, the seconds the
+    rounding leaves given to the largest remainders. A part of nothing is left out."""
+    weight = sum(max(seconds, 0.0) for seconds in parts.values())
+    if total <= 0 or weight <= 0:
+        return {}
+    exact = {what: max(seconds, 0.0) * total / weight for what, seconds in parts.items()}
+    whole = {what: int(share) for what, share in exact.items()}
+    short = total - sum(whole.values())
+    for what in sorted(exact, key=lambda key: exact[key] - whole[key], reverse=True)[:short]:
+        whole[what] += 1
+    return {what: seconds for what, seconds in whole.items() if seconds > 0}
 
 
 def task_title(record: RunRecord) -> str:

@@ -7,6 +7,7 @@ import shlex
 from datetime import datetime
 from typing import Any
 
+from claudeloop.application.durations import duration_said
 from claudeloop.application.ports import RunSummary
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_facts import RunFacts, dollars_words, run_facts, turns_words
@@ -50,22 +51,16 @@ def _spent(record: RunRecord, facts: RunFacts) -> dict[str, Any]:
     """What `status --json` and the `--json` result both say of a run, once: the read
     model's facts (application.run_facts), and what else they know."""
     state = record.state
-    progress = record.plan_progress
     return {
         **facts.to_json(),
-        "run_id": record.run_id,
         "session_id": record.session_id,
+        # The turns answered and the prompts sent, as before the read model's `answered`
+        # and `sent` (README, the --json result).
         "turns": state.ledger.turns,
         "attempts": state.ledger.attempts,
-        "probes": state.probes,
-        "dollars": round(state.ledger.dollars, 6),
-        # The part of `dollars` that is an estimate (requests a crash cut off in flight).
-        "estimated_dollars": round(state.ledger.estimated_dollars, 6),
         # Turns answered on paid overage: extra usage billed to the account.
         "overage_turns": state.overage_turns,
         "summary": state.summary,
-        "reason": state.reason,
-        "plan": {"done": progress[0], "total": progress[1]} if progress else None,
         # The last verification round: each command, how it ended, where its output is.
         "verification": [_check_object(result) for result in state.last_checks],
         "turns_without_progress": state.stagnation.turns_without_progress,
@@ -91,7 +86,7 @@ def _check_object(result: CheckResult) -> dict[str, Any]:
 def check_line(result: CheckResult) -> str:
     """One verification, in a line: command, how it ended, seconds, where its output is."""
     where = f"; output in {result.output_path}" if result.output_path else ""
-    return f"`{result.command.text}` {result.ended} ({result.seconds:.1f} s){where}"
+    return f"`{result.command.text}` {result.ended} ({duration_said(result.seconds)}){where}"
 
 
 def ended_facts(record: RunRecord) -> RunFacts:
@@ -104,12 +99,13 @@ def result_object(record: RunRecord) -> dict[str, Any]:
     """The object `--json` prints at the end, with the fields the design page lists."""
     state = record.state
     outcome = state.outcome or Outcome.FAILED
+    facts = ended_facts(record)
     return {
-        **_spent(record, ended_facts(record)),
+        **_spent(record, facts),
         "outcome": outcome.value,
         "exit_code": state.exit_code,
-        "waited_seconds": round(record.waited_seconds, 3),
-        "remaining_work": list(_remaining(record)),
+        # What is left (`left`), by the name the result has always given it.
+        "remaining_work": list(facts.left),
         "blocked_on": state.blocked_on if outcome is Outcome.BLOCKED else None,
     }
 
@@ -145,6 +141,55 @@ def status_object(record: RunRecord, *, now: datetime, driver_pid: int | None) -
             "check_at": detour.check_at.isoformat(),
             "check_in_seconds": _seconds_until(detour.check_at, now),
         },
+    }
+
+
+# What a row of `runs`, `runs --all` and the dashboard's front page says of a run: the
+# read model's facts (application.run_facts), as every view says them, and where it
+# stands now. One shape, whichever listing it is in.
+ROW_FIELDS = (
+    "run_id",
+    "title",
+    "started_at",
+    "ended_at",
+    "duration_seconds",
+    "sent",
+    "answered",
+    "refused",
+    "probes",
+    "dollars",
+    "turn_dollars",
+    "probe_dollars",
+    "estimated_dollars",
+    "waited_seconds",
+    "left",
+    "left_from",
+    "said",
+    "phase",
+    "outcome",
+    "reason",
+    "capacity",
+    "next_probe_at",
+    "next_probe_in_seconds",
+    "plan",
+    "session_id",
+    "driver_alive",
+    "overage_in_use",
+    "sandbox",
+    "blocked",
+)
+
+
+def row_fields(record: RunRecord, *, now: datetime, driver_pid: int | None) -> dict[str, Any]:
+    """A run's row in every listing of runs (`ROW_FIELDS`), with what it waits for and
+    how its last verification round went."""
+    status = status_object(record, now=now, driver_pid=driver_pid)
+    checks = status["verification"]
+    passed = sum(1 for check in checks if check["passed"])
+    return {
+        **{key: status[key] for key in ROW_FIELDS},
+        "waiting_for": status["capacity"] if status["next_probe_at"] else None,
+        "last_verification": f"{passed}/{len(checks)} passed" if checks else None,
     }
 
 
@@ -247,12 +292,11 @@ def summary_markdown(record: RunRecord) -> str:
         "",
         f"- Outcome: **{outcome.value}** (exit {state.exit_code})",
         f"- Reason: {state.reason or '-'}",
-        f"- Started: {_utc(facts.started_at)}; ended: "
-        f"{_utc(facts.ended_at) if facts.ended_at else '-'}; took {facts.duration_said}",
+        f"- Times: {facts.times_said}",
         f"- Session: {record.session_id or '-'}",
         f"- Turns: {facts.turns_said}; {count(state.probes, 'probe')}",
         f"- Spend: {facts.dollars_said}",
-        f"- Time waited for capacity: {duration_text(record.waited_seconds)}",
+        f"- Time waited for capacity: {facts.waited_said}",
         f"- Last capacity: {describe(state.capacity)}",
     ]
     if record.sandbox:
@@ -268,23 +312,18 @@ def summary_markdown(record: RunRecord) -> str:
     if record.gone_sessions:
         lines.append(f"- {gone_sessions_line(record.gone_sessions)}")
     lines += _branch_lines(record)
-    progress = record.plan_progress
-    if progress is not None:
-        lines.append(f"- Plan: {progress[0]}/{progress[1]} items done")
+    if facts.plan_said is not None:
+        lines.append(f"- Plan: {facts.plan_said}")
     if state.last_checks:
         lines += ["", "## Verification", "", *(f"- {check_line(r)}" for r in state.last_checks)]
     if state.summary:
         lines += ["", "## Last summary", "", state.summary]
-    remaining = _remaining(record)
-    if remaining:
-        lines += ["", "## Remaining work", "", *(f"- {entry}" for entry in remaining)]
+    if facts.left:
+        lines += ["", f"## Remaining work ({facts.left_from_said})", ""]
+        lines += [f"- {entry}" for entry in facts.left]
     if outcome is not Outcome.DONE:
         lines += ["", "## To continue", "", "```sh", continue_command(record), "```"]
     return "\n".join(lines) + "\n"
-
-
-def _utc(instant: datetime) -> str:
-    return f"{instant:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def gone_sessions_line(sessions: tuple[str, ...] | list[str]) -> str:
@@ -302,23 +341,3 @@ def lost_sessions_line(sessions: tuple[str, ...] | list[str]) -> str:
         "disk or quota under its config directory); never resumed, the run went on in a "
         "new session"
     )
-
-
-def _remaining(record: RunRecord) -> tuple[str, ...]:
-    if record.state.outcome is Outcome.DONE:
-        return ()
-    if record.plan is not None and record.plan.open_items:
-        return tuple(item.text for item in record.plan.open_items)
-    return record.state.remaining_work
-
-
-def duration_text(seconds: float) -> str:
-    """A time waited as the summary says it: `9.5s`, `4m05s`, `2h00m10s`."""
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{secs:02d}s"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{seconds:.1f}s"

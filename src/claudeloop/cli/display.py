@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.text import Text
 
 from claudeloop.application import events
+from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.events import Event, event_fields, event_from
 from claudeloop.cli.instants import local_instant
 from claudeloop.domain.budget import money
@@ -98,7 +99,7 @@ class _Status:
         if self.probe_at is None:
             return " · ".join([*parts, "working"])
         left = max((self.probe_at - datetime.now(UTC)).total_seconds(), 0.0)
-        countdown = f"; next probe in {_clock(left)}"
+        countdown = f"; next probe in {duration_said(left)}"
         room = width - len(countdown)
         awaited = f"waiting: {self.waiting_for}"
         if len(awaited) > room:
@@ -182,12 +183,12 @@ def event_line(event: Event) -> str | None:
         case events.ModelSwitched(model=model, because=because, check_at=at):
             return (
                 f"switched to model {model} ({because}); "
-                f"asking the run's own model again at {at:%H:%M:%S} UTC"
+                f"asking the run's own model again at {local_instant(at, now=datetime.now(UTC))}"
             )
         case events.ModelRestored(model=model):
             return f"back on the run's own model (from {model})"
         case events.OverageStarted(turn=turn, resets_at=resets_at, action=action):
-            reset = f"; the window resets {resets_at:%Y-%m-%d %H:%M:%S} UTC" if resets_at else ""
+            reset = f"; the window resets {instant_said(resets_at)}" if resets_at else ""
             return (
                 f"turn {turn} was answered on paid overage (extra usage billed to the "
                 f"account){reset}; overage_in_use policy: {action}"
@@ -305,7 +306,7 @@ def _verified_line(event: events.VerifyFinished) -> str:
         exit_code=event.exit_code, timed_out=event.timed_out, start_error=event.error
     )
     where = f"; output in {event.output}" if event.output else ""
-    return f"turn {event.turn}: {event.command}: {how} ({event.seconds:.1f}s){where}"
+    return f"turn {event.turn}: {event.command}: {how} ({duration_said(event.seconds)}){where}"
 
 
 def _finished_line(event: events.TurnFinished) -> str:
@@ -351,13 +352,6 @@ def _shortened(text: str, longest: int) -> str:
         return text
     cut = text[: longest - 1]
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,.;:—-") + "…"
-
-
-def _clock(seconds: float) -> str:
-    whole = int(seconds + 0.5)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 class Tee:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from claudeloop.application.durations import duration_said
 from claudeloop.application.errors import UsageError
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import DURATION, POSITIVE_INT, cwd_parameter
@@ -540,7 +541,7 @@ def _fleet_row(row: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
     plan = f"{row['plan']['done']}/{row['plan']['total']}" if row["plan"] else "-"
     spend = money(row["dollars"]) if row["dollars"] is not None else "-"
     seconds = row["next_probe_in_seconds"]
-    probe = "-" if seconds is None else f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+    probe = "-" if seconds is None else duration_said(seconds)
     return (row["run_id"], state, plan, spend, probe, row["worker"] or "-")
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.errors import NoRun
 from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
 from claudeloop.cli.display import log_line
@@ -75,10 +76,8 @@ def show_status(data: dict[str, Any], driver: str) -> None:
         + f" · {driver}",
         f"task: {data['title']}",
         f"turns {data['said']['turns']} · {count(data['probes'], 'probe')} · "
-        f"{data['said']['dollars']}",
-        f"started {_when(data['started_at'])}"
-        + (f", ended {_when(data['ended_at'])}" if data["ended_at"] else "")
-        + f" · took {data['said']['duration']}",
+        f"{data['said']['dollars']} · waited {data['said']['waited']}",
+        data["said"]["times"],
         f"capacity: {data['capacity']}",
     ]
     if data["overage_turns"]:
@@ -94,32 +93,30 @@ def show_status(data: dict[str, Any], driver: str) -> None:
     if data.get("gone_sessions"):
         lines.append(gone_sessions_line(data["gone_sessions"]))
     if data["next_probe_in_seconds"] is not None:
-        seconds = int(data["next_probe_in_seconds"])
+        in_ = duration_said(data["next_probe_in_seconds"])
         at = local_instant(datetime.fromisoformat(data["next_probe_at"]), now=datetime.now(UTC))
-        lines.append(f"waiting; next probe in {seconds // 60}m{seconds % 60:02d}s (at {at})")
+        lines.append(f"waiting; next probe in {in_} (at {at})")
     if data["detour"]:
         detour = data["detour"]
-        seconds = int(detour["check_in_seconds"])
         lines.append(
             f"on {detour['to']} while the run's own backend waits: "
-            f"{detour['awaiting']}; next check in {seconds // 60}m{seconds % 60:02d}s"
+            f"{detour['awaiting']}; next check in {duration_said(detour['check_in_seconds'])}"
         )
-    if data["plan"]:
-        lines.append(f"plan: {data['plan']['done']}/{data['plan']['total']} items done")
+    if data["said"]["plan"]:
+        lines.append(f"plan: {data['said']['plan']}")
+    if data["left"]:
+        lines.append(f"left ({data['said']['left_from']}): {'; '.join(data['left'])}")
     lines += [_note_line(note) for note in data.get("pending_notes", [])]
     for check in data["verification"]:
         where = f"; output in {check['output']}" if check["output"] else ""
         lines.append(
-            f"verify: {check['command']}: {check['ended']} ({check['seconds']:.1f} s){where}"
+            f"verify: {check['command']}: {check['ended']} "
+            f"({duration_said(check['seconds'])}){where}"
         )
     if data["summary"]:
         lines.append(f"last summary: {first_line(data['summary'], longest=200)}")
     lines += _branch_status(data.get("branch"))
     click.echo("\n".join(lines))
-
-
-def _when(instant: str) -> str:
-    return local_instant(datetime.fromisoformat(instant), now=datetime.now(UTC))
 
 
 def _note_line(note: str) -> str:
@@ -195,16 +192,27 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
             f"no claudeloop runs in {directory}; every run of this machine: claudeloop runs --all"
         )
         return
-    for line in aligned([_columns(row) for row in rows]):
-        click.echo(line)
+    _echo_rows(rows, [_columns(row) for row in rows])
 
 
 def _said(row: dict[str, Any]) -> str:
-    """A row's turns, money and title, in the words of the read model."""
+    """A row's turns, probes, money and title, in the words of the read model."""
     said = row.get("said")
     if not said:
         return "-"
-    return f"turns {said['turns']} · {said['dollars']} · {row['title']}"
+    probes = count(row["probes"], "probe")
+    return f"turns {said['turns']} · {probes} · {said['dollars']} · {row['title']}"
+
+
+def _echo_rows(rows: list[dict[str, Any]], columns: list[list[str]]) -> None:
+    """Each run's line, aligned, and under it when it started and ended (or how long it
+    has been running) and why it stopped."""
+    for row, line in zip(rows, aligned(columns), strict=True):
+        click.echo(line)
+        said = row.get("said")
+        if said:
+            why = f"; {row['reason']}" if row.get("reason") and row.get("outcome") else ""
+            click.echo(f"  {said['times']}{why}")
 
 
 def machine_runs(*, as_json: bool) -> None:
@@ -218,8 +226,7 @@ def machine_runs(*, as_json: bool) -> None:
     if not rows:
         click.echo("no claudeloop runs started on this machine")
         return
-    for line in aligned([[*_columns(row), str(row["cwd"])] for row in rows]):
-        click.echo(line)
+    _echo_rows(rows, [[*_columns(row), str(row["cwd"])] for row in rows])
 
 
 def _columns(row: dict[str, Any]) -> list[str]:
@@ -282,4 +289,4 @@ def sessions(*, cwd: Path | None, as_json: bool, limit: int) -> None:
         return
     for s in found:
         summary = first_line(s.summary, longest=100)
-        click.echo(f"{s.last_modified:%Y-%m-%d %H:%M}  {s.session_id}  {summary}")
+        click.echo(f"{instant_said(s.last_modified)}  {s.session_id}  {summary}")

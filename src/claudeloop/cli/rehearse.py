@@ -23,7 +23,7 @@ from claudeloop.application.errors import UsageError
 from claudeloop.application.launching import Launched, RunToResume, resume_run
 from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
-from claudeloop.application.summary import duration_text, result_object
+from claudeloop.application.summary import ended_facts
 from claudeloop.cli.bootstrap import notify_flag_targets
 from claudeloop.cli.bootstrap.rehearsal import (
     rehearsal_backend,
@@ -114,14 +114,15 @@ def rehearse(
             ended = rehearsed.record
             state = servers.state()
         if not as_json:
-            result = result_object(ended)
+            facts = ended_facts(ended)
+            # The run's words for its turns and probes; the API's count of requests in
+            # another noun: a probe of the run is one request, a turn may be several,
+            # and a check before the first turn is a request no probe of the run made.
             click.echo(
-                # Turns as the lines above numbered them: every turn sent.
-                f"rehearsal: {result['outcome']} after {count(result['attempts'], 'turn')} "
-                f"({result['turns']} answered), {count(result['probes'], 'probe')}, "
-                f"{duration_text(ended.waited_seconds)} waited; the rehearsal API saw "
-                f"{count(state.get('turn_requests', 0), 'model request')} and "
-                f"{count(state.get('probes', 0), 'probe')}",
+                f"rehearsal: {facts.state} after turns {facts.turns_said}, "
+                f"{count(facts.probes, 'probe')}, waited {facts.waited_said}; the rehearsal "
+                f"API answered {count(state.get('turn_requests', 0), 'request')} for turns "
+                f"and {count(state.get('probes', 0), 'request')} for probes or checks",
                 err=True,
             )
             written = sorted(p.name for p in project.iterdir() if p.is_file())

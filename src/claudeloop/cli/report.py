@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from claudeloop.application.durations import format_duration
+from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.errors import UsageError
 from claudeloop.application.pictures import spend_svg, timeline_svg
 from claudeloop.application.report import Report, RunReport, night_report, report_object
@@ -60,21 +60,18 @@ def _machine_report(since: timedelta | None) -> Report:
     )
 
 
-def _waited(seconds: float) -> str:
-    return format_duration(timedelta(seconds=round(seconds)))
-
-
 def _run_lines(run: RunReport) -> list[str]:
-    plan = f", plan {run.plan[0]}/{run.plan[1]}" if run.plan else ""
     facts = run.facts
     lines = [
         f"{run.run_id}  {run.outcome}: {facts.title}",
         f"  turns {facts.turns_said}, {count(facts.probes, 'probe')}, {facts.dollars_said}, "
-        f"waited {_waited(run.waited_seconds)}{plan}",
-        f"  started {facts.started_at:%Y-%m-%d %H:%M} UTC, took {facts.duration_said}",
+        f"waited {facts.waited_said}",
+        f"  {facts.times_said}",
     ]
+    if facts.plan_said:
+        lines.append(f"  plan: {facts.plan_said}")
     if run.waited_on:
-        on = ", ".join(f"{what} {_waited(s)}" for what, s in run.waited_on.items())
+        on = ", ".join(f"{what} {duration_said(s)}" for what, s in run.waited_on.items())
         lines.append(f"  waited on: {on}")
     if run.checks_passed or run.checks_failed or run.reviews_passed or run.reviews_failed:
         lines.append(
@@ -84,17 +81,18 @@ def _run_lines(run: RunReport) -> list[str]:
     if run.reason:
         lines.append(f"  {run.reason}")
     if run.left:
-        lines.append(f"  left: {'; '.join(run.left[:5])}" + (" ..." if len(run.left) > 5 else ""))
+        more = f"; and {len(run.left) - 5} more" if len(run.left) > 5 else ""
+        lines.append(f"  left ({facts.left_from_said}): {'; '.join(run.left[:5])}{more}")
     return lines
 
 
 def _heading(made: Report) -> str:
-    since = f"since {made.since:%Y-%m-%d %H:%M} UTC" if made.since else "of every run"
+    since = f"since {instant_said(made.since)}" if made.since else "of every run"
     totals = made.totals
     return (
         f"claudeloop report {since}: {count(totals['runs'], 'run')}, "
         f"turns {totals['said']['turns']}, {count(totals['probes'], 'probe')}, "
-        f"{totals['said']['dollars']}, waited {_waited(totals['waited_seconds'])}"
+        f"{totals['said']['dollars']}, waited {totals['said']['waited']}"
     )
 
 
@@ -139,20 +137,22 @@ def report_main(made: Report) -> str:
     rows = []
     for run in made.runs:
         on = "".join(
-            f"<br><small>{escape(what)}: {_waited(s)}</small>" for what, s in run.waited_on.items()
+            f"<br><small>{escape(what)}: {duration_said(s)}</small>"
+            for what, s in run.waited_on.items()
         )
         left = "<br>".join(escape(item) for item in run.left[:10])
+        if run.left:
+            left = f"<small>{escape(run.facts.left_from_said)}:</small><br>{left}"
         rows.append(
             f"<tr><td><strong>{escape(run.facts.title)}</strong><br>"
             f'<span class="run-id">{escape(run.run_id)}</span>'
-            f'<br><small class="path">{escape(run.cwd)}</small><br><small>started '
-            f"{run.facts.started_at:%Y-%m-%d %H:%M} UTC, took {run.facts.duration_said}"
-            "</small></td>"
+            f'<br><small class="path">{escape(run.cwd)}</small><br>'
+            f"<small>{escape(run.facts.times_said)}</small></td>"
             f'<td class="{escape(run.outcome)}">{escape(run.outcome)}<br>'
             f"<small>{escape(run.reason)}</small></td>"
             f'<td class="n turns">{escape(run.facts.turns_said)}</td>'
             f'<td class="n dollars">{escape(run.facts.dollars_said)}</td>'
-            f'<td class="n">{_waited(run.waited_seconds)}{on}</td>'
+            f'<td class="n">{run.facts.waited_said}{on}</td>'
             f'<td class="n">{run.checks_passed} / {run.checks_failed}<br>'
             f"{run.reviews_passed} / {run.reviews_failed}</td>"
             f"<td>{left}</td></tr>"
@@ -168,5 +168,5 @@ def report_main(made: Report) -> str:
         f"{''.join(rows)}</table>"
         + (f"<h2>Unreadable</h2><ul>{unreadable}</ul>" if unreadable else "")
         + f"<h2>Spend over time</h2>{spend}<h2>Timeline</h2>{timeline}"
-        f"<p><small>made {made.now:%Y-%m-%d %H:%M:%S} UTC</small></p>"
+        f"<p><small>made {instant_said(made.now)}</small></p>"
     )

@@ -7,13 +7,15 @@ from dataclasses import dataclass, replace
 
 
 def money(dollars: float) -> str:
-    """Spend as every place says it: cents from a dollar up; below that up to four
-    decimals ($0.42, $0.0048), so a night of cheap turns never reads as $0.00."""
+    """Spend as every place says it: cents from a dollar up; below that cents when it
+    is whole cents, else four decimals ($0.42, $0.0048, $0.0040: never three, so
+    amounts side by side compare at a glance), so a night of cheap turns never reads
+    as $0.00."""
     if dollars >= 1:
         return f"${dollars:,.2f}"
-    text = f"{dollars:.4f}".rstrip("0")
-    whole, _, cents = text.partition(".")
-    return f"${whole}.{cents.ljust(2, '0')}"
+    if round(dollars, 4) == round(dollars, 2):
+        return f"${dollars:.2f}"
+    return f"${dollars:.4f}"
 
 
 @dataclass(frozen=True, slots=True)

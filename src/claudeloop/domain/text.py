@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+# What ends a text cut short.
+CUT = "\u2026"
+
 
 def first_line(text: str, *, longest: int, empty: str = "") -> str:
-    """The first line of `text` that holds something, stripped and cut to `longest`
-    characters; `empty` when no line does."""
+    """The first line of `text` that holds something, stripped and at most `longest`
+    characters, a cut one ending in `…`; `empty` when no line does. The mark says it
+    was cut to a person, and to the mask: a secret the cut fell inside is masked up
+    to it (adapters/redaction.py), whichever of the two came first."""
     for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:longest]
+        said = line.strip()
+        if said:
+            return said if len(said) <= longest else said[: longest - 1] + CUT
     return empty
 
 

@@ -276,13 +276,16 @@ class EventLog:
             self._handle.flush()
 
     def emit(self, event: Event) -> None:
+        # Masked before it is capped: a cap that fell inside a secret would leave its
+        # beginning, which no mask knows for one.
+        masked = self._redactor.data(event_fields(event))
         line_fields = {
-            **{key: _capped(value) for key, value in event_fields(event).items()},
+            **{key: _capped(value) for key, value in masked.items()},
             "ts": self._clock.now().isoformat(),
             "run_id": self._directory.run_id,
             "type": event.type,
         }
-        line = json.dumps(self._redactor.data(line_fields), ensure_ascii=False)
+        line = json.dumps(line_fields, ensure_ascii=False)
         self._handle.write(line + "\n")
         self._handle.flush()
 

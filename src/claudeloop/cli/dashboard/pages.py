@@ -12,9 +12,11 @@ from typing import Any
 from urllib.parse import quote
 
 from claudeloop.application.dashboard import front_page, section_of
+from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.cli.dashboard.svg import spend_svg, timeline_svg
 from claudeloop.cli.display import event_words
 from claudeloop.domain.budget import money
+from claudeloop.domain.text import count
 
 Row = Mapping[str, Any]
 
@@ -75,7 +77,8 @@ def _turns(row: Row) -> str:
 def _countdown(at: object) -> str:
     if not at:
         return ""
-    return f'<span class="countdown" data-until="{_e(at)}">at {_e(str(at)[11:19])} UTC</span>'
+    when = instant_said(datetime.fromisoformat(str(at)))
+    return f'<span class="countdown" data-until="{_e(at)}">at {_e(when)}</span>'
 
 
 def _waits(row: Row) -> str:
@@ -99,7 +102,7 @@ def overview_main(
     what ended and can go on, and, folded and grey, the runs whose directory is gone;
     `recent`: what the last hours' runs did and cost (application.dashboard.last_hours)."""
     sections = front_page([dict(row) for row in rows])
-    body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {now:%H:%M:%S} UTC</p>"]
+    body = [f"<h1>Runs</h1><p class=muted>{len(rows)} on this machine · {instant_said(now)}</p>"]
     if sections:
         glance = " · ".join(
             f'<a href="#{section.name}" class="glance {section.name}">'
@@ -207,24 +210,12 @@ def _until(row: Row) -> str:
 
 
 def _times(row: Row) -> str:
-    """When the run started, ended (or goes on) and how long it took."""
-    started = str(row.get("started_at") or "")
-    if not started:
-        return "-"
+    """When the run started, ended (or how long it has been running) and how long it
+    took, in the read model's words."""
     said = row.get("said") or {}
-    ended = row.get("ended_at")
-    end = f"<br>ended <span class=clock>{_e(_clock(ended))}</span>" if ended else ""
-    took = f"<br>took {_e(said['duration'])}" if said.get("duration") else ""
-    return (
-        f'<span class="times">started <span class=clock>{_e(_clock(started))}</span>'
-        f"{end}{took}</span>"
-    )
-
-
-def _clock(instant: object) -> str:
-    """An instant as the page says it: `2026-11-30 09:00 UTC`."""
-    text = str(instant)
-    return f"{text[:10]} {text[11:16]} UTC"
+    if not said.get("times"):
+        return "-"
+    return f'<span class="times">{_e(said["times"])}</span>'
 
 
 def _buttons(action: str, verbs: Sequence[Mapping[str, Any]]) -> str:
@@ -262,17 +253,28 @@ def _form(action: str, verb: Mapping[str, Any]) -> str:
 def run_main(view: Mapping[str, Any], said: str | None) -> str:
     """One run: where it stands, its buttons, plan, pictures, checks and events."""
     row = view["row"]
+    row_said = row.get("said") or {}
     key = quote(str(row["key"]))
     body = [f"<h1>Run {_e(row['run_id'])} {_phase(row)}</h1>"]
+    if row.get("title"):
+        body.append(f'<p class="title">{_e(row["title"])}</p>')
     if said:
         body.append(f'<p class="said">{_e(said)}</p>')
     if row.get("problem"):
         body.append(f'<p class="problem">{_e(row["problem"])}</p>')
     body.append(
         f'<div class="card"><div class=muted>{_e(row["cwd"])} · {_e(row["host"])}</div>'
-        f'<div>turns <span class="turns">{_turns(row)}</span> · spend '
-        f'<span class="dollars">{_money(row)}</span> · plan {_plan(row)}</div>'
-        f"<div>capacity: {_e(row.get('capacity', '-'))}</div>"
+        f'<div>turns <span class="turns">{_turns(row)}</span> · '
+        f"{_e(count(row.get('probes') or 0, 'probe'))} · spend "
+        f'<span class="dollars">{_money(row)}</span> · waited {_e(row_said.get("waited", "-"))}'
+        f"</div><div>{_times(row)}</div>"
+        + (f"<div>plan: {_e(row_said['plan'])}</div>" if row_said.get("plan") else "")
+        + (
+            f"<div>left ({_e(row_said.get('left_from'))}): {_e('; '.join(row['left']))}</div>"
+            if row.get("left")
+            else ""
+        )
+        + f"<div>capacity: {_e(row.get('capacity', '-'))}</div>"
         + (
             f"<div>waiting; next probe {_countdown(row.get('next_probe_at'))}</div>"
             if row.get("next_probe_at")
@@ -308,7 +310,7 @@ def run_main(view: Mapping[str, Any], said: str | None) -> str:
             verdict = "passed" if check["passed"] else "failed"
             body.append(
                 f'<div class="card check {verdict}"><code>{_e(check["command"])}</code> '
-                f"{_e(check['ended'])} ({check['seconds']} s)"
+                f"{_e(check['ended'])} ({duration_said(check['seconds'])})"
                 f"<pre>{_e(check['tail']) or '(no output)'}</pre></div>"
             )
     events = view["events"]
@@ -343,8 +345,9 @@ def accounts_main(accounts: Sequence[Row]) -> str:
             continue
         overage = "paid overage in use" if account["overage_in_use"] else "no paid overage"
         body.append(
-            f"<p>{_e(account['standing'])} as last seen {_e(account['at'][:19])} UTC "
-            f"({_e(account['age_seconds'])} s ago, by a {_e(account['source'])} of run "
+            f"<p>{_e(account['standing'])} as last seen "
+            f"{_e(instant_said(datetime.fromisoformat(account['at'])))} "
+            f"({duration_said(account['age_seconds'])} ago, by a {_e(account['source'])} of run "
             f"{_e(account['run_id'] or '?')} on {_e(account['host'] or '?')}) · {overage}</p>"
         )
         windows = list(account["windows"])

@@ -32,10 +32,21 @@
     const now = Date.now();
     for (const element of document.querySelectorAll("[data-until]")) {
       const left = Math.max(0, Math.round((Date.parse(element.dataset.until) - now) / 1000));
-      const minutes = Math.floor(left / 60);
-      const seconds = String(left % 60).padStart(2, "0");
-      element.textContent = "in " + minutes + "m" + seconds + "s";
+      element.textContent = "in " + durationSaid(left);
     }
+  }
+  // A duration as every view says it (application/durations.py duration_said): 42s,
+  // 1m04s, 2h00m10s, 6d23h51m.
+  function durationSaid(whole) {
+    const two = (n) => String(n).padStart(2, "0");
+    const days = Math.floor(whole / 86400);
+    const hours = Math.floor((whole % 86400) / 3600);
+    const minutes = Math.floor((whole % 3600) / 60);
+    const seconds = whole % 60;
+    if (days) return days + "d" + two(hours) + "h" + two(minutes) + "m";
+    if (hours) return hours + "h" + two(minutes) + "m" + two(seconds) + "s";
+    if (minutes) return minutes + "m" + two(seconds) + "s";
+    return seconds + "s";
   }
   if (stream) {
     const source = new EventSource(stream);
