@@ -139,3 +139,18 @@ def test_a_cli_that_dies_at_once_is_a_one_line_failure(tmp_path: Path) -> None:
     assert outcome.failure.startswith("Claude Code ")
     assert "\n" not in outcome.failure
     assert "fatal: cannot start" in (tmp_path / "debug.log").read_text()
+
+
+def test_the_sdk_waits_for_a_start_as_long_as_claudeloop_gives_it() -> None:
+    """The SDK reads its initialize timeout from CLAUDE_CODE_STREAM_CLOSE_TIMEOUT at each
+    connect (sdk_gateway.be_patient_at_start relies on it); a release that renames it
+    would put a busy machine's runs back on one minute, and the canary says so here."""
+    import inspect
+    import sys
+
+    from claude_agent_sdk import ClaudeSDKClient
+
+    from claudeloop.adapters.claude_code.sdk_gateway import START_PATIENCE
+
+    client = inspect.getsource(sys.modules[ClaudeSDKClient.__module__])
+    assert f'os.environ.get("{START_PATIENCE}"' in client

@@ -7,6 +7,7 @@ or started afresh, how cost is split per turn, and which turns are failures.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -248,6 +249,18 @@ def test_another_session_or_a_new_one_starts_a_fresh_process(
     assert other.failure is None
     assert other.cost_usd == pytest.approx(0.001)
     assert fresh.cost_usd == pytest.approx(0.0016)
+
+
+def test_a_busy_machine_gives_claude_code_five_minutes_to_start_and_a_users_setting_wins(
+    monkeypatch: pytest.MonkeyPatch, debug_log: Path
+) -> None:
+    # The SDK's one minute was not enough at load 15-20 (the run failed at its start).
+    monkeypatch.delenv(gateway_module.START_PATIENCE, raising=False)
+    gateway_on(FakeCli(), monkeypatch, debug_log)
+    assert os.environ[gateway_module.START_PATIENCE] == "300000"
+    monkeypatch.setenv(gateway_module.START_PATIENCE, "90000")
+    gateway_on(FakeCli(), monkeypatch, debug_log)
+    assert os.environ[gateway_module.START_PATIENCE] == "90000"
 
 
 def test_a_failed_turn_ends_the_process_and_the_next_turn_resumes(

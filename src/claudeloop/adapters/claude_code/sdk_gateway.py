@@ -132,6 +132,7 @@ class ClaudeCodeGateway:
         self._stderr = StderrLog(settings.stderr_log, redactor=redactor)
         # What the SDK logs (a CLI killed under it) goes to the debug log, not the screen.
         route_sdk_logging(self._stderr)
+        be_patient_at_start()
         self._client: ClaudeSDKClient | None = None
         # The session the live process is on, and the running totals of its last result
         # (None before its first): a turn's cost is their growth within one process,
@@ -754,6 +755,21 @@ class ClaudeCodeGateway:
         """One redacted line about an SDK error, for events and the debug log."""
         text = error.result if isinstance(error, ResultError) and error.result else str(error)
         return self._stderr.redact(first_line(text, longest=300, empty=type(error).__name__))
+
+
+# How long the SDK waits for a starting Claude Code to answer its initialize request: it
+# reads this (milliseconds) from our environment at each connect, and waits at least
+# 60 s. On a machine busy with the model's own builds a minute is not enough (at load
+# 15-20 on two cores a start took longer, and the run failed, exit 1, "Control request
+# timeout: initialize"), while a CLI that is truly stuck is rare and costs only this wait.
+# The CLI itself does not read it. A value the user set is theirs.
+START_PATIENCE = "CLAUDE_CODE_STREAM_CLOSE_TIMEOUT"
+START_PATIENCE_MS = 300_000
+
+
+def be_patient_at_start() -> None:
+    """Give every Claude Code this process starts five minutes to answer its start-up."""
+    os.environ.setdefault(START_PATIENCE, str(START_PATIENCE_MS))
 
 
 def _price(
