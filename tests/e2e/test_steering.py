@@ -116,7 +116,7 @@ def test_a_wait_is_steered_a_note_a_turn_cap_then_probe_now_and_the_run_finishes
     assert report.exit_code == 0, report.stderr
     (run,) = report.result["runs"]
     assert run["outcome"] == "done"
-    assert run["turns_refused"] >= 1
+    assert run["refused"] >= 1
     (waited_on,) = run["waited_on"]
     assert waited_on.startswith("5-hour window closed")
 
