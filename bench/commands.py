@@ -4,8 +4,8 @@ the refusals of bad input.
 
 CPU (user + system, the command's process and its children), not wall time: it is what
 a command costs whatever else the machine does, and what a busy machine multiplies into
-seconds. Each figure is the median of RUNS runs. `python -m bench.commands` prints the
-table alone; `make bench` writes it into RESULTS.md.
+seconds. Each figure is the median of RUNS rounds, each round every command once.
+`python -m bench.commands` prints the table alone; `make bench` writes it into RESULTS.md.
 """
 
 from __future__ import annotations
@@ -42,8 +42,12 @@ def cpu_of(command: list[str], *, cwd: Path, env: dict[str, str]) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def median_cpu(command: list[str], *, cwd: Path, env: dict[str, str]) -> float:
-    return statistics.median(cpu_of(command, cwd=cwd, env=env) for _ in range(RUNS))
+def median_cpus(commands: list[list[str]], *, cwd: Path, env: dict[str, str]) -> list[float]:
+    """Each command's median CPU over RUNS rounds, every command once a round: this
+    machine's CPU speed drifts by a third over a minute (a VM's neighbours), and rounds
+    taken command by command gave one command the slow minute and the next the fast."""
+    rounds = [[cpu_of(command, cwd=cwd, env=env) for command in commands] for _ in range(RUNS)]
+    return [statistics.median(taken) for taken in zip(*rounds, strict=True)]
 
 
 def project(root: Path) -> Path:
@@ -98,16 +102,12 @@ def run() -> list[Cost]:
         subprocess.run(
             [entry, "init", "--cwd", str(template)], env=env, check=True, capture_output=True
         )
-        costs = [
-            Cost("python -c pass", median_cpu([sys.executable, "-c", "pass"], cwd=where, env=env))
-        ]
+        named = {"python -c pass": [sys.executable, "-c", "pass"]}
         for line in (*COMMANDS, *REFUSALS):
             words = [word.format(template=template) for word in line]
-            shown = " ".join(line).replace("{template}", "T")
-            costs.append(
-                Cost(f"claudeloop {shown}", median_cpu([entry, *words], cwd=where, env=env))
-            )
-        return costs
+            named["claudeloop " + " ".join(line).replace("{template}", "T")] = [entry, *words]
+        cpus = median_cpus(list(named.values()), cwd=where, env=env)
+        return [Cost(name, cpu) for name, cpu in zip(named, cpus, strict=True)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

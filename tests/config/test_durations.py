@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claudeloop.application.durations import (
+    DURATION_FORMS,
     duration_said,
     format_duration,
     instant_said,
     parse_duration,
 )
-from claudeloop.application.settings import DURATION_FORMS
 from claudeloop.cli.params import parse_duration as cli_parse_duration
 
 

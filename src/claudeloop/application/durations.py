@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from claudeloop.application.settings import DURATION_FORMS
+# How a duration is written, in a file, a variable or a flag.
+DURATION_FORMS = "90, 90s, 5m, 1h30m, 1.5h or 2d"
+
 
 _AMOUNT = r"\d+(?:\.\d+)?"
 # Every amount carries its unit, but a bare number alone (seconds): `5h30` is refused,

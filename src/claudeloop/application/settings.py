@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Generic, Literal, TypeVar
 
+from claudeloop.application.durations import DURATION_FORMS
 from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.confinement import SANDBOX_SWITCHES
@@ -159,10 +160,7 @@ def short_duration(value: timedelta) -> str:
 _POLICY = WaitPolicyConfig()
 # The largest whole number a setting takes: TOML's largest integer (64 bits, signed).
 # Python's TOML reader takes any, and a larger cap is no cap a person meant.
-LARGEST_WHOLE = 2**63 - 1
 _WHOLE = "a whole number from 1 to 2^63-1"
-# How a duration is written, in a file, a variable or a flag.
-DURATION_FORMS = "90, 90s, 5m, 1h30m, 1.5h or 2d"
 _DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
 _TEXT = "non-empty text"
 _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"

@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
+from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
-from claudeloop.application.settings import LARGEST_WHOLE
 from claudeloop.domain.confinement import domain_problem, read_path_problem
 
 __all__ = [

@@ -10,8 +10,9 @@ from typing import assert_never
 
 import click
 
+from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
-from claudeloop.application.settings import LARGEST_WHOLE, SETTINGS, Setting
+from claudeloop.application.settings import SETTINGS, Setting
 from claudeloop.cli.options import JSON_OPTION, F, names_a_run, with_options
 from claudeloop.cli.params import (
     APPRISE_URL,

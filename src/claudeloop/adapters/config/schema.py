@@ -28,8 +28,9 @@ from pydantic import (
 )
 
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
+from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.durations import parse_duration
-from claudeloop.application.settings import LARGEST_WHOLE, SETTINGS, NotifyKind, Setting
+from claudeloop.application.settings import SETTINGS, NotifyKind, Setting
 from claudeloop.domain.confinement import domain_problem, read_path_problem
 from claudeloop.domain.limits import LimitKind, parse_action, render_action
 from claudeloop.domain.pause import PauseThresholds
