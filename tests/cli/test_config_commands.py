@@ -194,7 +194,7 @@ def test_doctor_without_a_probe_finds_nothing_listening(claudeloop: Invoke, tmp_
         f"FAIL  backend      nothing answers at {url} (connection refused) — fix: start "
         "`llama-server -m MODEL.gguf --jinja --port 8080` or fix `base_url` in [profiles.local]"
     )
-    assert lines[-1] == "claudeloop doctor: 1 check(s) failed (exit 78)"
+    assert lines[-1] == "claudeloop doctor: 1 check failed (exit 78)"
     assert "skip  model        not probed (--no-probe)" in lines
 
 

@@ -161,7 +161,9 @@ def test_queue_add_wants_a_plan_or_a_prompt_and_a_plan_that_exists(
     claudeloop: Invoke, engine: str, plan: Path, tmp_path: Path
 ) -> None:
     both = claudeloop("queue", "add", plan, "--prompt", "x", "--engine", engine)
-    assert_one_line_error(both, "either a PLAN file or --prompt")
+    assert_one_line_error(both, "a PLAN file or --prompt TEXT, not both")
+    neither = claudeloop("queue", "add", "--engine", engine)
+    assert_one_line_error(neither, "what the run is to do", "PLAN", "--prompt")
     missing = claudeloop("queue", "add", tmp_path / "NOPE.md", "--engine", engine)
     assert_one_line_error(missing, "NOPE.md", "not found")
     assert not (tmp_path / "fleet").exists()  # refused before the engine was touched

@@ -15,6 +15,7 @@ from claudeloop.application.ports import DoctorCheck
 from claudeloop.cli.bootstrap import run_mask
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
+from claudeloop.domain.text import count
 
 
 def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool) -> None:
@@ -31,7 +32,7 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
         for check in diagnosis.checks:
             click.echo(mask({"line": _line(check)})["line"])
         failed = len(diagnosis.failed)
-        verdict = "all checks passed" if not failed else f"{failed} check(s) failed"
+        verdict = "all checks passed" if not failed else f"{count(failed, 'check')} failed"
         click.echo(f"claudeloop doctor: {verdict} (exit {diagnosis.exit_code})")
     sys.exit(diagnosis.exit_code)
 

@@ -102,8 +102,12 @@ def add(forwarded: list[click.Parameter], values: dict[str, Any]) -> None:
     checkout, repo, branch = values.pop("checkout"), values.pop("repo"), values.pop("branch")
     given_cwd: Path | None = values.pop("cwd")
     plan, prompt = values.get("plan"), values.get("prompt")
-    if (plan is None) == (prompt is None):
-        raise UsageError("give either a PLAN file or --prompt TEXT, not both and not neither")
+    if plan is None and prompt is None:
+        raise UsageError("say what the run is to do: a PLAN file, or --prompt TEXT")
+    if plan is not None and prompt is not None:
+        raise UsageError(
+            "give a PLAN file or --prompt TEXT, not both: a plan's checklist is the task"
+        )
     if branch is not None and repo is None:
         raise UsageError("--branch names a branch of --repo URL; give --repo too")
     place: RunPlace

@@ -34,10 +34,14 @@ def task_from_options(
     plan: Path | None, prompt: str | None, prompt_file: Path | None, *, cwd: Path
 ) -> tuple[Path | None, str]:
     """(the plan file or None, the task as the model is told it) of `run`'s arguments."""
-    if (plan is None) == (prompt is None and prompt_file is None):
+    if plan is None and prompt is None and prompt_file is None:
         raise UsageError(
-            "give either a PLAN file or --prompt TEXT (or --prompt-file PATH), "
-            "not both and not neither"
+            "say what the run is to do: a PLAN file, or --prompt TEXT (or --prompt-file PATH)"
+        )
+    if plan is not None and (prompt is not None or prompt_file is not None):
+        raise UsageError(
+            "give a PLAN file or --prompt TEXT (or --prompt-file PATH), not both: "
+            "a plan's checklist is the task"
         )
     if plan is not None:
         plan_path, text = read_plan(plan, cwd)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from claudeloop.adapters.fleet.children import child_command, child_environment, run_cwd
-from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.engine import Engine, parse_engine
 from claudeloop.adapters.fleet.heartbeat import Heartbeat
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order
@@ -151,11 +151,11 @@ class Outage(Leases):
         return super().beat(worker)
 
 
-def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
-    tmp_path: Path,
-) -> None:
-    engine = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
-    leases = Outage(engine)
+def judge_beside_other(
+    tmp_path: Path, engine: Engine, leases: Leases
+) -> tuple[Heartbeat, list[float], list[str]]:
+    """Worker "judge" heart-beating on a 4 s lease beside worker "other", on a clock the
+    test moves (`now[0]`); what the heartbeat says is in the list returned with it."""
     leases.ensure_schema()
     (tmp_path / "workers").mkdir()
     now = [1000.0]
@@ -164,6 +164,15 @@ def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
     heartbeat = Heartbeat(settings, leases, said.append, clock=lambda: now[0])
     heartbeat.start()
     leases.start("other", 4_000)
+    return heartbeat, now, said
+
+
+def test_a_worker_back_from_an_outage_takes_over_only_after_a_whole_lease_back(
+    tmp_path: Path,
+) -> None:
+    engine = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
+    leases = Outage(engine)
+    heartbeat, now, _ = judge_beside_other(tmp_path, engine, leases)
     taken: list[list[str]] = []
 
     def recover(executors: list[str]) -> list[str]:
@@ -195,14 +204,7 @@ def test_a_takeover_won_whose_hand_back_failed_is_handed_back_at_the_next_look(
     engine hands its runs back."""
     engine = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
     leases = Leases(engine)
-    leases.ensure_schema()
-    (tmp_path / "workers").mkdir()
-    now = [1000.0]
-    settings = WorkerSettings(engine, 1, 1, "judge", tmp_path, lease_seconds=4.0)
-    said: list[str] = []
-    heartbeat = Heartbeat(settings, leases, said.append, clock=lambda: now[0])
-    heartbeat.start()
-    leases.start("other", 4_000)
+    heartbeat, now, said = judge_beside_other(tmp_path, engine, leases)
     leases.let_go("other")
     asked: list[list[str]] = []
 
