@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import FAST_WAITS, Rehearsal, write_plan
+from tests.e2e.conftest import FAST_WAITS, Finished, Rehearsal, write_plan
 
 pytestmark = pytest.mark.e2e
 
@@ -149,6 +149,38 @@ CHECK = (
 )
 
 
+# Each command that shows a run or its sessions, in each of its forms.
+SHOWING_A_RUN = (
+    ("sessions",),
+    ("sessions", "--json"),
+    ("status",),
+    ("status", "--json"),
+    ("logs",),
+    ("logs", "--json"),
+    ("runs",),
+    ("runs", "--json"),
+    ("report",),
+    ("report", "--json"),
+)
+
+
+def _every_view(rehearsal: Rehearsal, finished: Finished) -> dict[str, str]:
+    """What each command that shows a run prints of it (its project's and the machine's),
+    the report's page, and every file of its run directory, by where it was read."""
+    shown = {" ".join(args): _shown(rehearsal, *args) for args in SHOWING_A_RUN}
+    shown["runs --all"] = _shown(rehearsal, "runs", "--all", cwd=False)
+    shown["runs --all --json"] = _shown(rehearsal, "runs", "--all", "--json", cwd=False)
+    page = rehearsal.project.parent / "report.html"
+    _shown(rehearsal, "report", "--html", str(page))
+    shown["report --html"] = page.read_text()
+    run = finished.run_directory()
+    return shown | {
+        str(path.relative_to(run)): path.read_text(errors="replace")
+        for path in run.rglob("*")
+        if path.is_file()
+    }
+
+
 def _shown(rehearsal: Rehearsal, *args: str, cwd: bool = True) -> str:
     """What `claudeloop ARGS` prints, on stdout and stderr, once it exited 0."""
     seen = subprocess.run(
@@ -206,35 +238,8 @@ def test_no_output_of_claudeloop_prints_a_secret_or_a_token(rehearsal: Rehearsal
     assert finished.result["outcome"] == "blocked"
     leaks = _leaks(finished.stdout + finished.stderr, "the run's --json result")
 
-    # Each command that shows a run or its sessions, in each of its forms.
-    shown = {
-        " ".join(args): _shown(rehearsal, *args)
-        for args in (
-            ("sessions",),
-            ("sessions", "--json"),
-            ("status",),
-            ("status", "--json"),
-            ("logs",),
-            ("logs", "--json"),
-            ("runs",),
-            ("runs", "--json"),
-            ("report",),
-            ("report", "--json"),
-        )
-    }
-    shown["runs --all"] = _shown(rehearsal, "runs", "--all", cwd=False)
-    shown["runs --all --json"] = _shown(rehearsal, "runs", "--all", "--json", cwd=False)
-    page = rehearsal.project.parent / "report.html"
-    _shown(rehearsal, "report", "--html", str(page))
-    shown["report --html"] = page.read_text()
-
-    # The run's files, its checks' output, and the commits it made.
-    run = finished.run_directory()
-    shown |= {
-        str(path.relative_to(run)): path.read_text(errors="replace")
-        for path in run.rglob("*")
-        if path.is_file()
-    }
+    # Every view of the run, and its files and its checks' output; then its commits.
+    shown = _every_view(rehearsal, finished)
     log = git(rehearsal.project, "log", "--format=%B")
     shown["the messages of the run's commits"] = log
 
@@ -283,30 +288,7 @@ def test_a_profiles_token_shows_in_no_output_whole_or_cut(rehearsal: Rehearsal) 
     finished = rehearsal.run(str(plan), "--profile", "box", *FAST_WAITS)
     assert finished.exit_code == 1, finished.stderr  # blocked
     shown = {"the run's --json result": finished.stdout + finished.stderr}
-    for args in (
-        ("sessions",),
-        ("sessions", "--json"),
-        ("status",),
-        ("status", "--json"),
-        ("logs",),
-        ("logs", "--json"),
-        ("runs",),
-        ("runs", "--json"),
-        ("report",),
-        ("report", "--json"),
-    ):
-        shown[" ".join(args)] = _shown(rehearsal, *args)
-    shown["runs --all"] = _shown(rehearsal, "runs", "--all", cwd=False)
-    shown["runs --all --json"] = _shown(rehearsal, "runs", "--all", "--json", cwd=False)
-    page = rehearsal.project.parent / "report.html"
-    _shown(rehearsal, "report", "--html", str(page))
-    shown["report --html"] = page.read_text()
-    run = finished.run_directory()
-    shown |= {
-        str(path.relative_to(run)): path.read_text(errors="replace")
-        for path in run.rglob("*")
-        if path.is_file()
-    }
+    shown |= _every_view(rehearsal, finished)
     shown |= {
         f"the dashboard's {where}": text
         for where, text in _dashboard_texts(rehearsal.env, len(finished.events())).items()
