@@ -41,6 +41,8 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 # A whole number in a file is one of 64 bits, as TOML's are: a count beyond it (a damaged
 # state.json's attempts = 10^300) is no count any run reached, and is refused, not used.
+# The settings take no larger either: Python's TOML reader takes any, and a larger cap is
+# no cap a person meant.
 LARGEST_WHOLE = 2**63 - 1
 WHOLE_NUMBER = "a whole number from -(2^63-1) to 2^63-1"
 

@@ -158,8 +158,7 @@ def short_duration(value: timedelta) -> str:
 
 
 _POLICY = WaitPolicyConfig()
-# The largest whole number a setting takes: TOML's largest integer (64 bits, signed).
-# Python's TOML reader takes any, and a larger cap is no cap a person meant.
+# The largest whole number a setting takes is codec.LARGEST_WHOLE, TOML's largest integer.
 _WHOLE = "a whole number from 1 to 2^63-1"
 _DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
 _TEXT = "non-empty text"
