@@ -14,6 +14,7 @@ from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.loop import Outcome, Phase
 from tests.application.fakes import START, MemoryRuns
 from tests.application.test_fleet import waiting_record
+from tests.json_view import plain
 
 NOW = START + timedelta(hours=8)
 AT = START.isoformat()
@@ -151,7 +152,7 @@ def test_the_night_per_run_and_in_total() -> None:
     assert r2.waited_on == {"credits exhausted": r2.waited_seconds}
     assert r2.waited_seconds > 0
     assert (r2.left, r2.facts.left_from) == (("write the docs",), "model")
-    totals = report_object(report)["totals"]
+    totals = plain(report_object(report))["totals"]
     assert totals["runs"] == 2
     assert totals["outcomes"] == {"done": 1, "waiting": 1}
     assert totals["checks"] == {"passed": 1, "failed": 1}

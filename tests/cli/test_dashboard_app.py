@@ -14,6 +14,8 @@ from starlette.testclient import TestClient
 from claudeloop.application.dashboard import front_page, section_of
 from claudeloop.application.ports import ProjectRuns
 from claudeloop.application.records import RunRecord
+from claudeloop.application.run_rows import RunPlace, RunRow
+from claudeloop.application.run_status import run_status_of
 from claudeloop.cli.dashboard import exposure
 from claudeloop.cli.dashboard.app import Sources, cookie_name, dashboard_app
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase
@@ -320,11 +322,18 @@ def test_the_front_page_puts_what_needs_a_person_first_in_red_and_folds_the_gone
     assert page.index("Needs you: 2") < page.index("Waiting: 1") < page.index("Done: 1")
 
 
+def _row(record: RunRecord, driver: int | None = None) -> RunRow:
+    status = run_status_of(record, now=START, driver_pid=driver)
+    return RunRow(record.run_id, RunPlace("/src/app"), status, status.facts.phase)
+
+
 def test_a_run_killed_mid_run_needs_a_person_to_resume_it() -> None:
-    assert section_of({"phase": "running", "outcome": None, "driver_alive": False}) == "needs-you"
-    assert section_of({"phase": "running", "outcome": None, "driver_alive": True}) == "running"
-    assert section_of({"phase": "complete", "outcome": "stopped"}) == "ended"
-    assert section_of({"phase": "unreadable"}) == "needs-you"
+    record = waiting_record("r1")
+    running = replace(record, state=replace(record.state, phase=Phase.RUNNING))
+    assert section_of(_row(running)) == "needs-you"
+    assert section_of(_row(running, driver=7)) == "running"
+    assert section_of(_row(_ended("r1", Outcome.STOPPED, "stopped"))) == "ended"
+    assert section_of(RunRow("r1", None, None, "unreadable", "cannot be read")) == "needs-you"
     assert [s.name for s in front_page([])] == []
 
 

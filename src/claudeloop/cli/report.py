@@ -90,15 +90,15 @@ def _heading(made: Report) -> str:
     since = f"since {instant_said(made.since)}" if made.since else "of every run"
     totals = made.totals
     return (
-        f"claudeloop report {since}: {count(totals['runs'], 'run')}, "
-        f"turns {totals['said']['turns']}, {count(totals['probes'], 'probe')}, "
-        f"{totals['said']['dollars']}, waited {totals['said']['waited']}"
+        f"claudeloop report {since}: {count(totals.runs, 'run')}, "
+        f"turns {totals.turns_said}, {count(totals.probes, 'probe')}, "
+        f"{totals.dollars_said}, waited {totals.waited_said}"
     )
 
 
 def text_lines(made: Report) -> list[str]:
     lines = [_heading(made)]
-    outcomes = ", ".join(f"{n} {what}" for what, n in made.totals["outcomes"].items())
+    outcomes = ", ".join(f"{n} {what}" for what, n in made.totals.outcomes.items())
     if outcomes:
         lines.append(f"  {outcomes}")
     for run in made.runs:
