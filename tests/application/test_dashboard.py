@@ -160,8 +160,13 @@ def test_a_runs_page_reads_the_tail_draws_its_timeline_and_spend() -> None:
     ]
     assert view.timeline[-1].label == "turn 2 (in flight)"
     assert view.timeline[-1].end == START + timedelta(minutes=8)
-    # The record's 0.42 ends the series; what came before the tail is its start.
-    assert [dollars for _, dollars in view.spend] == [0.4, 0.42]
+    # The record's 0.42 ends the series; what came before the tail is its start, at the
+    # first event's instant (the timeline's start: both pictures share one axis).
+    assert view.spend == (
+        (START, 0.3),
+        (START + timedelta(minutes=1), 0.4),
+        (START + timedelta(minutes=3), 0.42),
+    )
     assert view.plan == (PlanItem("a", True), PlanItem("b", False))
     assert len(view.events) == 8
     assert view.offset == len(runs.events["r1"])
@@ -198,7 +203,7 @@ def test_a_failed_turn_and_an_erring_turn_are_not_ok() -> None:
 
 def test_spend_never_starts_below_nothing() -> None:
     events = [json.loads(line("turn.finished", 0, cost_usd=1.0))]
-    assert spend_series(events, total=0.5) == [(START, 1.0)]
+    assert spend_series(events, total=0.5) == [(START, 0.0), (START, 1.0)]
 
 
 def test_the_verbs_ask_a_live_run_and_say_when_it_takes_effect() -> None:

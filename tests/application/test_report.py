@@ -146,7 +146,8 @@ def test_the_night_per_run_and_in_total() -> None:
         ),
     )
     kinds = [span.kind for span in r1.spans]
-    assert kinds == ["turn", "wait", "probe", "turn", "check_failed", "check", "review"]
+    # The turn the window refused is marked, as the failed check is.
+    assert kinds == ["turn", "wait", "probe", "turn_refused", "check_failed", "check", "review"]
     # A wait going on is counted up to now, and what is left is said.
     assert r2.outcome == "waiting"
     assert r2.waited_on == {"credits exhausted": r2.waited_seconds}

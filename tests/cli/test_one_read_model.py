@@ -127,10 +127,16 @@ SCRIPTS = {
 
 
 def driven(
-    cwd: Path, run_id: str, script: Script, index: RunIndexDirectory | None = None
+    cwd: Path,
+    run_id: str,
+    script: Script,
+    index: RunIndexDirectory | None = None,
+    *,
+    profile: str = "default",
 ) -> RunRecord:
     """A run of `script`, by the runner, into a real run directory under `cwd`,
-    registered in this machine's index (`index`: another machine's)."""
+    registered in this machine's index (`index`: another machine's), on `profile` (a
+    rehearsal's run is on the rehearsal's)."""
     directory = RunDirectory.create(cwd, run_id)
     clock = FakeClock()
     control = FakeControl()
@@ -143,7 +149,12 @@ def driven(
             raise Killed
 
     gateway.on_turn = during_turn
-    spec = RunSpec(cwd=cwd, task=f"Build the {run_id} thing.\nIn detail.", budget=script.budget)
+    spec = RunSpec(
+        cwd=cwd,
+        task=f"Build the {run_id} thing.\nIn detail.",
+        budget=script.budget,
+        profile=profile,
+    )
     record = RunRecord(
         run_id=run_id,
         spec=spec,

@@ -247,21 +247,35 @@ SECTIONS = (
     ("running", "Running"),
     ("done", "Done"),
     ("ended", "Ended, can go on"),
+    ("rehearsals", "Rehearsals kept (rehearse --keep)"),
     ("gone", "Gone (directory removed)"),
 )
+
+
+def severity(outcome: str | None) -> str | None:
+    """How an outcome reads to a person, the colour every view gives it: `needs-you`
+    (red: credentials, a backend, a blocker, a failure), `done`, or `ended` (a cap, a
+    wait, a stop: it can go on); None for a run that has not ended."""
+    if outcome is None:
+        return None
+    if outcome in NEEDS_YOU:
+        return "needs-you"
+    return "done" if outcome == "done" else "ended"
 
 
 def section_of(row: RunRow) -> str:
     """Which part of the front page a run's row belongs to."""
     if row.phase == "gone":
         return "gone"
-    outcome = row.outcome
-    if row.phase == "unreadable" or outcome in NEEDS_YOU:
+    if row.rehearsal and not row.driver_alive:
+        # A rehearsal kept with --keep: a tryout, whatever it ended in, never beside
+        # the real runs that need a person.
+        return "rehearsals"
+    if row.phase == "unreadable":
         return "needs-you"
-    if outcome == "done":
-        return "done"
-    if outcome is not None:
-        return "ended"
+    ended = severity(row.outcome)
+    if ended is not None:
+        return ended
     if not row.driver_alive:
         return "needs-you"  # killed mid-run: it goes on only with a resume
     return "waiting" if row.phase == "waiting" else "running"
@@ -280,10 +294,19 @@ def front_page(rows: list[RunRow]) -> tuple[Section, ...]:
 
 
 def find_entry(index: RunIndex, key: str) -> IndexedRun:
-    """The run of the index named `key`; UsageError when there is none."""
-    for entry in index.runs():
+    """The run of the index named `key`: its key, or its run id when one run alone has
+    it (a link a person types, or copies from `claudeloop runs`); UsageError when there
+    is none, or when the id names runs of several directories (each one's key said)."""
+    entries = index.runs()
+    for entry in entries:
         if entry.key == key:
             return entry
+    named = [entry for entry in entries if entry.run_id == key]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        keys = ", ".join(sorted(entry.key for entry in named))
+        raise UsageError(f"run id {key!r} names {len(named)} runs of this machine: {keys}")
     raise UsageError(f"no run {key!r} in this machine's index of runs")
 
 

@@ -272,12 +272,15 @@ class _Tally:
     # What began and has not ended yet: (kind, since, label).
     open: dict[str, tuple[datetime, str]] = field(default_factory=dict)
 
-    def close(self, kind: str, at: datetime, label: str | None = None) -> None:
+    def close(
+        self, kind: str, at: datetime, label: str | None = None, *, refused: bool = False
+    ) -> None:
         began = self.open.pop(kind, None)
         if began is None:
             return
         since, said = began
-        self.spans.append(Span(kind, since, max(at, since), label or said))
+        drawn = "turn_refused" if refused else kind
+        self.spans.append(Span(drawn, since, max(at, since), label or said))
         if kind == "wait":
             seconds = max((at - since).total_seconds(), 0.0)
             # What was waited on, without when it was to end: one line per limit.
@@ -295,9 +298,13 @@ class _Tally:
             case events.TurnStarted(turn=turn):
                 self.close("wait", at)
                 self.open["turn"] = (at, f"turn {turn}")
-            case events.TurnFinished(turn=turn, verdict=verdict, cost_usd=cost):
-                self.close("turn", at, f"turn {turn}: {verdict}")
+            case events.TurnFinished(turn=turn, verdict=verdict, cost_usd=cost, error=error):
+                # A turn a limit or an error refused is marked, as a failed check is.
+                refused = verdict == "refused" or bool(error)
+                self.close("turn", at, f"turn {turn}: {verdict}", refused=refused)
                 self.bill(at, cost)
+            case events.TurnFailed(turn=turn, reason=reason):
+                self.close("turn", at, f"turn {turn}: failed: {reason}", refused=True)
             case events.WaitStarted(capacity=capacity):
                 self.close("wait", at)
                 self.open["wait"] = (at, capacity)

@@ -193,16 +193,20 @@ def _dollars(value: Json) -> float:
 
 
 def spend_series(events: list[JsonObject], *, total: float) -> list[tuple[datetime, float]]:
-    """The run's spend over the time the events span: each costed event's instant and
-    the dollars spent by then, ending at the record's `total` (what came before the
-    tail is the series' start)."""
+    """The run's spend over the time the events span: from the first event's instant at
+    what was spent before the tail (nothing, for a tail that is the whole run), then
+    each costed event's instant and the dollars spent by then, ending at the record's
+    `total`. No costed event: no series."""
     costed = [
         (at, _dollars(event.get("cost_usd")))
         for event in events
         if event.get("type") in _COSTED and (at := _instant(event)) is not None
     ]
+    if not costed:
+        return []
     spent = max(total - sum(cost for _, cost in costed), 0.0)
-    series: list[tuple[datetime, float]] = []
+    began = min(at for event in events if (at := _instant(event)) is not None)
+    series: list[tuple[datetime, float]] = [(began, round(spent, 6))]
     for at, cost in costed:
         spent += cost
         series.append((at, round(spent, 6)))

@@ -92,6 +92,11 @@ class RunRow:
         return self.place.registered_at if self.place is not None else None
 
     @property
+    def rehearsal(self) -> bool:
+        """Whether it is a rehearsal's run (`rehearse --keep` kept it)."""
+        return self.status is not None and self.status.rehearsal
+
+    @property
     def key(self) -> str | None:
         return self.place.key if self.place is not None else None
 

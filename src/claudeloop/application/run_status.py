@@ -137,6 +137,12 @@ class Detour:
         }
 
 
+# The profiles a rehearsal's run is on (the rehearsal API's own, and the local server's
+# it plays): a record on one of them is a rehearsal's (tests/cli/test_dashboard_app.py
+# holds them to the names the rehearsal gives them).
+REHEARSAL_PROFILES = frozenset({"rehearsal", "rehearsal-local"})
+
+
 def seconds_until(instant: datetime | None, now: datetime) -> float | None:
     return round(max((instant - now).total_seconds(), 0.0), 1) if instant else None
 
@@ -175,6 +181,8 @@ class RunStatus:
     # turn is answered (a wait for capacity holds them till then).
     pending_notes: tuple[str, ...]
     detour: Detour | None
+    # A rehearsal's run (`claudeloop rehearse`, kept with --keep): no real work.
+    rehearsal: bool = False
 
     @property
     def run_id(self) -> str:
@@ -267,4 +275,5 @@ def run_status_of(
             check_at=detour.check_at,
             check_in_seconds=seconds_until(detour.check_at, now),
         ),
+        rehearsal=record.spec.profile in REHEARSAL_PROFILES,
     )

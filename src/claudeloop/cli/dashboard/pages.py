@@ -21,7 +21,7 @@ from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.run_page import RunView
 from claudeloop.application.run_rows import RunRow
 from claudeloop.application.verbs import Verb
-from claudeloop.cli.dashboard.svg import spend_svg, timeline_svg
+from claudeloop.cli.dashboard.svg import axis_of, spend_svg, timeline_svg
 from claudeloop.cli.display import event_words
 from claudeloop.domain.budget import money
 from claudeloop.domain.capacity import service_name
@@ -41,7 +41,10 @@ def page(title: str, here: str, main: str, *, stream: str | None) -> str:
         f"<title>{escape(title)} · claudeloop</title>"
         '<link rel="stylesheet" href="/static/dashboard.css"></head>'
         f"<body{follow}><header><strong>claudeloop</strong>{links}"
-        '<span class="live" id="live">not live</span></header>'
+        # A page that follows a stream says whether it does (the script says "live");
+        # one that does not (the report) says when it was made, in its main part.
+        + ('<span class="live" id="live">connecting...</span>' if stream else "")
+        + "</header>"
         f'<main id="main">{main}</main>'
         '<script src="/static/dashboard.js"></script></body></html>'
     )
@@ -123,10 +126,11 @@ def overview_main(
     for section in sections:
         table = _runs_table(section.rows)
         heading = f"{_e(section.heading)} ({len(section.rows)})"
-        if section.name == "gone":
+        if section.name in ("gone", "rehearsals"):
+            # Folded and grey: nothing there asks anything of a person.
             body.append(
-                f'<details class="section gone" id="gone"><summary>{heading}</summary>'
-                f"{table}</details>"
+                f'<details class="section {section.name}" id="{section.name}">'
+                f"<summary>{heading}</summary>{table}</details>"
             )
         else:
             body.append(
@@ -294,8 +298,10 @@ def run_main(view: RunView, said: str | None) -> str:
             for item in view.plan
         )
         body.append(f'<h2>Plan</h2><ul class="plan">{items}</ul>')
-    body.append(f"<h2>Timeline</h2>{timeline_svg(list(view.timeline))}")
-    body.append(f"<h2>Spend over time</h2>{spend_svg(list(view.spend))}")
+    # One time axis for both pictures: a moment is at the same place in each.
+    axis = axis_of(view.timeline, view.spend)
+    body.append(f"<h2>Timeline</h2>{timeline_svg(view.timeline, axis)}")
+    body.append(f"<h2>Spend over time</h2>{spend_svg(view.spend, axis)}")
     if view.checks:
         body.append("<h2>Last verification</h2>")
         for check in view.checks:
