@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -197,3 +198,40 @@ def test_a_sessions_summary_is_masked_it_is_a_prompt_the_run_sent() -> None:
 
 def _never(_seconds: float) -> None:
     raise AssertionError("no wait without --follow and a live driver")
+
+
+def _committing(run_id: str) -> Any:
+    record = waiting_record(run_id)
+    spec = replace(record.spec, checkpoint=True, worktree=Path("/src/app-wt"))
+    return replace(record, spec=spec, checkpointed_turn=2)
+
+
+def test_status_of_a_committing_run_says_its_commits_as_git_has_them_masked() -> None:
+    runs = MemoryRuns(_committing("r1"))
+    asked: list[tuple[Path, str]] = []
+
+    def git_facts(work_dir: Path, run_id: str) -> dict[str, object]:
+        asked.append((work_dir, run_id))
+        commits = [{"turn": 1, "sha": "a" * 40, "subject": "uses the key SECRET"}]
+        return {"branch": "claudeloop/r1", "commits": commits, "diffstat": "1 file changed"}
+
+    found = run_status(runs, "r1", now=START, mask=_masked, git_facts=git_facts)
+    assert asked == [(Path("/src/app-wt"), "r1")]
+    assert found.branch is not None
+    assert found.branch.git is not None
+    assert [(c.turn, c.subject) for c in found.branch.git.commits] == [(1, "uses the key ***")]
+    shown = plain(found.to_json())["branch"]
+    assert (shown["commits"][0]["sha"], shown["diffstat"]) == ("a" * 40, "1 file changed")
+
+
+def test_status_of_a_committing_run_whose_worktree_is_gone_keeps_the_records_facts() -> None:
+    runs = MemoryRuns(_committing("r1"))
+
+    def gone(_work_dir: Path, _run_id: str) -> dict[str, object]:
+        raise FileNotFoundError("no worktree")
+
+    found = run_status(runs, "r1", now=START, mask=_masked, git_facts=gone)
+    assert found.branch is not None
+    assert (found.branch.name, found.branch.git) == ("claudeloop/r1", None)
+    # Without git, status --json says what it always did: no commits key to read.
+    assert "commits" not in plain(found.to_json())["branch"]
