@@ -38,4 +38,4 @@ def finish(record: RunRecord, *, as_json: bool, extra: dict[str, object] | None 
     result = result_object(record)
     if as_json:
         print_json(dict(shown_masked()({**result, **(extra or {})})))
-    sys.exit(result["exit_code"])
+    sys.exit(record.state.exit_code)
