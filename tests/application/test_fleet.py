@@ -25,6 +25,7 @@ from claudeloop.application.fleet import (
     overview,
     queue_listing,
     queue_run,
+    queued_place,
     serve_worker,
     status_view,
     steer,
@@ -120,6 +121,13 @@ def test_a_runs_status_is_masked_and_none_before_its_first_record() -> None:
     assert (view["phase"], view["state"], view["worker"]) == ("waiting", "running", "w1")
     assert view["summary"] == "masked"
     assert status_view(look_up(fleet, "r2"), now=START, mask=mask) is None
+
+
+def test_a_runs_record_its_worker_stored_unreadable_is_one_line_not_a_view() -> None:
+    fleet = fleet_of_two()
+    fleet.records["r1"] = StoredRun("w1", "waiting", None, readable=False)
+    with pytest.raises(UsageError, match="run r1: the record its worker stored cannot be read"):
+        status_view(look_up(fleet, "r1"), now=START, mask=_shown)
 
 
 def test_an_unknown_run_is_named_with_the_fleet() -> None:
@@ -279,6 +287,46 @@ def test_a_checkout_is_a_relative_path_under_the_work_root(name: str) -> None:
 def test_the_plan_of_a_run_elsewhere_is_named_relative_to_it(place: RunPlace, what: str) -> None:
     with pytest.raises(UsageError, match=f"name it relative to the {what}"):
         _queue(MemoryFleet(), place, plan=Path("/home/me/PLAN.md"))
+
+
+def _place(**given: Any) -> RunPlace:
+    options: dict[str, Any] = {
+        "plan": Path("PLAN.md"),
+        "prompt": None,
+        "cwd": None,
+        "checkout": None,
+        "repo": None,
+        "branch": None,
+        "directory": lambda cwd: Path("/here") if cwd is None else Path("/src") / cwd,
+    }
+    return queued_place(**(options | given))
+
+
+def test_a_run_is_placed_in_the_directory_found_a_checkout_or_a_clone() -> None:
+    assert _place() == InDirectory(Path("/here"))
+    assert _place(cwd=Path("app"), plan=None, prompt="go") == InDirectory(Path("/src/app"))
+    assert _place(checkout="app") == InCheckout("app")
+    assert _place(repo="git@h:app.git", branch="main") == InClone("git@h:app.git", "main")
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"plan": None}, "say what the run is to do: a PLAN file, or --prompt TEXT"),
+        ({"prompt": "go"}, "give a PLAN file or --prompt TEXT, not both"),
+        ({"branch": "main"}, "--branch names a branch of --repo URL; give --repo too"),
+        ({"checkout": "app", "cwd": Path("app")}, "give one of --cwd PATH, --checkout NAME"),
+        ({"checkout": "app", "repo": "git@h:app.git"}, "give one of --cwd PATH, --checkout"),
+    ],
+)
+def test_a_run_without_one_task_or_one_place_is_refused_in_one_line(
+    given: dict[str, Any], said: str
+) -> None:
+    def nowhere(cwd: Path | None) -> Path:
+        raise AssertionError("no directory is looked for")
+
+    with pytest.raises(UsageError, match=re.escape(said)):
+        _place(**given, directory=nowhere)
 
 
 def _serve(host: FakeWorkerHost, **given: Any) -> int:

@@ -108,7 +108,10 @@ def look_up(fleet: Fleet, run_id: str) -> FleetRun:
 
 def status_view(found: FleetRun, *, now: datetime, mask: Mask) -> dict[str, Any] | None:
     """What local `status --json` says of the run, from its stored record, and where it
-    is in the fleet; None before the run's first record."""
+    is in the fleet; None before the run's first record. A record its worker stored
+    that cannot be read is said in one line."""
+    if found.stored is not None and not found.stored.readable:
+        raise UsageError(f"run {found.run_id}: the record its worker stored cannot be read")
     if found.stored is None or found.stored.record is None:
         return None
     view = status_object(found.stored.record, now=now, driver_pid=None)
@@ -251,6 +254,38 @@ class InClone:
 
 
 RunPlace = InDirectory | InCheckout | InClone
+
+
+def queued_place(
+    *,
+    plan: Path | None,
+    prompt: str | None,
+    cwd: Path | None,
+    checkout: str | None,
+    repo: str | None,
+    branch: str | None,
+    directory: Callable[[Path | None], Path],
+) -> RunPlace:
+    """`queue add`: the run has a task (a PLAN file or --prompt TEXT, one of them) and
+    one place: a checkout or a clone on the workers' machines, where nothing of it is
+    looked for here, or else a directory of this machine (`directory` finds --cwd, or
+    the current one, and refuses one that is not a directory)."""
+    if plan is None and prompt is None:
+        raise UsageError("say what the run is to do: a PLAN file, or --prompt TEXT")
+    if plan is not None and prompt is not None:
+        raise UsageError(
+            "give a PLAN file or --prompt TEXT, not both: a plan's checklist is the task"
+        )
+    if branch is not None and repo is None:
+        raise UsageError("--branch names a branch of --repo URL; give --repo too")
+    if checkout is None and repo is None:
+        return InDirectory(directory(cwd))
+    if cwd is not None or (checkout is not None and repo is not None):
+        raise UsageError("give one of --cwd PATH, --checkout NAME and --repo URL")
+    if repo is not None:
+        return InClone(repo, branch)
+    assert checkout is not None  # one of the two, as the test above says
+    return InCheckout(checkout)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 module adds its commands (`register(cli)`): run_commands (run, resume, rehearse),
 inspect_commands (status, logs, runs, sessions, stop, wind-down, report, dashboard),
 steer_commands (probe-now, raise, note), branch_commands (diff, rewind, merge),
-setup_commands (init, config, doctor, login, claude, completion), export and fleet."""
+setup_commands (init, config, doctor, login, claude, completion), export and
+fleet_commands (fleet init, queue, worker)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from claudeloop.application.fleet_seat import take_fleet_seat
 from claudeloop.cli import (
     branch_commands,
     export,
-    fleet,
+    fleet_commands,
     inspect_commands,
     run_commands,
     setup_commands,
@@ -172,4 +173,4 @@ steer_commands.register(cli)
 branch_commands.register(cli)
 setup_commands.register(cli)
 export.register(cli)
-fleet.register(cli, run)
+fleet_commands.register(cli, run)

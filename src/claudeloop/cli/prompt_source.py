@@ -25,6 +25,7 @@ from claudeloop.application.task_files import (
     NotATaskFile,
     TaskTooLarge,
 )
+from claudeloop.cli.params import located
 from claudeloop.domain.plan import WorkPlan
 
 STDIN = "-"
@@ -86,9 +87,7 @@ def read_task_file(
     relative to the cwd when it is not where the shell is; one line when it cannot be
     used. `named` is how the message names it, `kind` what was expected of it, `empty`
     what to write in an empty one."""
-    path = given.expanduser()
-    if not path.is_absolute() and not path.exists() and (cwd / path).exists():
-        path = cwd / path
+    path = located(given, cwd)
     where = f"{named} {given}"
     from claudeloop.cli.bootstrap import task_files
 
