@@ -305,7 +305,8 @@ def _login_check(config: Configuration, backend: BackendProfile, cli_path: Path 
         run_could_end_by,
     )
 
-    ends_at = login_ends_at(cli_path, {**os.environ, **backend.env}) if cli_path else None
+    env = claude_cli.environment(backend.env, os.environ)
+    ends_at = login_ends_at(cli_path, env) if cli_path else None
     if ends_at is None:
         return Check("login", "skip", "no stored claude.ai login with a known end")
     now = datetime.now(UTC)
