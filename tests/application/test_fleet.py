@@ -94,12 +94,36 @@ def test_the_overview_is_newest_first_with_each_runs_status_and_the_capacity() -
     fleet = fleet_of_two()
     fleet.sightings = [AccountCapacity("acct", "closed", "t", "probe", "w1", None)]
     seen = overview(fleet, now=START, mask=_shown)
-    assert [row["run_id"] for row in seen.runs] == ["r2", "r1"]
+    assert [row.run_id for row in seen.runs] == ["r2", "r1"]
     r2, r1 = seen.runs
-    assert (r1["state"], r1["phase"], r1["worker"], r1["turns"]) == ("running", "waiting", "w1", 2)
-    assert r1["plan"] == {"done": 1, "total": 2}
-    assert r1["next_probe_in_seconds"] == 300
-    assert (r2["state"], r2["phase"], r2["turns"], r2["cwd"]) == ("queued", None, None, "/src/api")
+    assert (r1.state, r1.phase, r1.worker, r1.turns) == ("running", "waiting", "w1", 2)
+    assert r1.plan == (1, 2)
+    assert r1.to_json()["plan"] == {"done": 1, "total": 2}
+    assert r1.next_probe_in_seconds == 300
+    assert (r2.state, r2.phase, r2.turns, r2.cwd) == ("queued", None, None, "/src/api")
+    assert (r2.to_json()["plan"], r2.to_json()["said"]) == (None, None)
+    # What `status --engine --json` lists, keys in this order, as `status --json` says
+    # the values.
+    assert list(r1.to_json().items()) == [
+        ("run_id", "r1"),
+        ("state", "running"),
+        ("phase", "waiting"),
+        ("worker", "w1"),
+        ("next_probe_at", "2026-11-30T09:05:00+00:00"),
+        ("next_probe_in_seconds", 300.0),
+        ("plan", {"done": 1, "total": 2}),
+        ("turns", 2),
+        ("dollars", 0.42),
+        ("sent", 3),
+        ("answered", 2),
+        ("refused", 1),
+        ("probes", 0),
+        ("turn_dollars", 0.42),
+        ("probe_dollars", 0.0),
+        ("said", {"turns": "3 sent, 2 answered, 1 refused", "dollars": "$0.42"}),
+        ("cwd", "/src/app"),
+        ("account", "acct"),
+    ]
     assert seen.capacity == fleet.sightings
 
 
@@ -107,7 +131,7 @@ def test_a_record_that_cannot_be_read_is_a_row_that_says_so() -> None:
     fleet = fleet_of_two()
     fleet.records["r1"] = StoredRun("w1", "waiting", None, readable=False)
     r1 = overview(fleet, now=START, mask=_shown).runs[1]
-    assert (r1["run_id"], r1["phase"], r1["turns"]) == ("r1", "unreadable", None)
+    assert (r1.run_id, r1.phase, r1.turns) == ("r1", "unreadable", None)
 
 
 def test_a_runs_status_is_masked_and_none_before_its_first_record() -> None:

@@ -67,11 +67,64 @@ class FleetRun:
 
 
 @dataclass(frozen=True)
-class FleetOverview:
-    """Every run of the fleet, newest first (each as `status --json` would say it, with
-    its place in the fleet), and each account's capacity."""
+class FleetRow:
+    """A run of the fleet's overview: its place in the queue, and what the summary its
+    worker stored says of it (masked), in the values `status --json` gives them; None
+    where there is no summary yet, or a worker of before stored none of it. `phase`
+    "unreadable": the summary cannot be read. `said_turns` and `said_dollars`: its
+    turns and money in the words every view says them (run_facts.py)."""
 
-    runs: list[dict[str, Any]]
+    run_id: str
+    state: str
+    phase: str | None
+    worker: str | None
+    cwd: str
+    account: str
+    next_probe_at: str | None = None
+    next_probe_in_seconds: float | None = None
+    plan: tuple[int, int] | None = None  # (done, total)
+    turns: int | None = None
+    dollars: float | None = None
+    sent: int | None = None
+    answered: int | None = None
+    refused: int | None = None
+    probes: int | None = None
+    turn_dollars: float | None = None
+    probe_dollars: float | None = None
+    said_turns: str | None = None
+    said_dollars: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as `status --engine --json` lists it."""
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "phase": self.phase,
+            "worker": self.worker,
+            "next_probe_at": self.next_probe_at,
+            "next_probe_in_seconds": self.next_probe_in_seconds,
+            "plan": None if self.plan is None else {"done": self.plan[0], "total": self.plan[1]},
+            "turns": self.turns,
+            "dollars": self.dollars,
+            "sent": self.sent,
+            "answered": self.answered,
+            "refused": self.refused,
+            "probes": self.probes,
+            "turn_dollars": self.turn_dollars,
+            "probe_dollars": self.probe_dollars,
+            "said": None
+            if self.said_dollars is None
+            else {"turns": self.said_turns, "dollars": self.said_dollars},
+            "cwd": self.cwd,
+            "account": self.account,
+        }
+
+
+@dataclass(frozen=True)
+class FleetOverview:
+    """Every run of the fleet, newest first, and each account's capacity."""
+
+    runs: list[FleetRow]
     capacity: list[AccountCapacity]
 
 
@@ -130,29 +183,31 @@ def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
         summary = stored.summary if stored is not None else None
         data = dict(mask(summary_object(summary, now=now))) if summary is not None else {}
         holder = stored.holder if stored is not None else None
+        plan, said = data.get("plan"), data.get("said")
         rows.append(
-            {
-                "run_id": queued.run_id,
-                "state": queued.state,
-                "phase": data.get("phase") if readable else "unreadable",
-                "worker": holder if holder is not None else queued.worker,
-                "next_probe_at": data.get("next_probe_at"),
-                "next_probe_in_seconds": data.get("next_probe_in_seconds"),
-                "plan": data.get("plan"),
-                "turns": data.get("turns"),
-                "dollars": data.get("dollars"),
+            FleetRow(
+                run_id=queued.run_id,
+                state=queued.state,
+                phase=data.get("phase") if readable else "unreadable",
+                worker=holder if holder is not None else queued.worker,
+                cwd=queued.cwd,
+                account=queued.account,
+                next_probe_at=data.get("next_probe_at"),
+                next_probe_in_seconds=data.get("next_probe_in_seconds"),
+                plan=None if plan is None else (plan["done"], plan["total"]),
+                turns=data.get("turns"),
+                dollars=data.get("dollars"),
                 # The read model's counts and the probes' share (run_facts.py), as
                 # `status`, `runs` and `report` say them of a run on this machine.
-                "sent": data.get("sent"),
-                "answered": data.get("answered"),
-                "refused": data.get("refused"),
-                "probes": data.get("probes"),
-                "turn_dollars": data.get("turn_dollars"),
-                "probe_dollars": data.get("probe_dollars"),
-                "said": data.get("said"),
-                "cwd": queued.cwd,
-                "account": queued.account,
-            }
+                sent=data.get("sent"),
+                answered=data.get("answered"),
+                refused=data.get("refused"),
+                probes=data.get("probes"),
+                turn_dollars=data.get("turn_dollars"),
+                probe_dollars=data.get("probe_dollars"),
+                said_turns=said["turns"] if said else None,
+                said_dollars=said["dollars"] if said else None,
+            )
         )
     return FleetOverview(rows, fleet.capacity())
 

@@ -10,6 +10,7 @@ fleet command runs (dbos is the `fleet` extra, and `claudeloop run` never loads 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from claudeloop.cli.params import located, working_directory
 from claudeloop.domain.budget import money
 
 if TYPE_CHECKING:
-    from claudeloop.application.fleet import FleetRun
+    from claudeloop.application.fleet import FleetRow, FleetRun
     from claudeloop.application.ports import Fleet
     from claudeloop.domain.loop import ControlCommand
 
@@ -248,19 +249,14 @@ def fleet_status(chosen: Fleet, as_json: bool) -> None:
 
     seen = overview(chosen, now=datetime.now(UTC), mask=shown_masked())
     rows = seen.runs
-    capacity: list[dict[str, Any]] = [
-        {
-            "account": s.account,
-            "standing": s.standing,
-            "at": s.at,
-            "source": s.source,
-            "writer": s.writer,
-            "resets_at": s.resets_at,
-        }
-        for s in seen.capacity
-    ]
     if as_json:
-        print_json({"engine": chosen.masked_url, "runs": rows, "capacity": capacity})
+        print_json(
+            {
+                "engine": chosen.masked_url,
+                "runs": [row.to_json() for row in rows],
+                "capacity": [asdict(account) for account in seen.capacity],
+            }
+        )
         return
     if not rows:
         click.echo(f"no runs in the fleet of {chosen.masked_url}")
@@ -275,23 +271,22 @@ def fleet_status(chosen: Fleet, as_json: bool) -> None:
             # Under each run, its turns and money in the words `status`, `runs` and
             # `report` say them, the probes' share apart (a summary a worker of before
             # stored has none of these words). A line each, so neither is cut at 80.
-            said = row.get("said") or {}
-            if said.get("turns"):
-                click.echo(f"  turns {said['turns']}")
-                click.echo(f"  spend {said['dollars']}")
-    if capacity:
+            if row.said_turns:
+                click.echo(f"  turns {row.said_turns}")
+                click.echo(f"  spend {row.said_dollars}")
+    if seen.capacity:
         click.echo("")
         _table(
             [("ACCOUNT", "CAPACITY", "SEEN", "BY", "RESETS")]
             + [
                 (
-                    s["account"],
-                    s["standing"],
-                    _minute(s["at"]),
-                    s["source"],
-                    _minute(s["resets_at"]) if s["resets_at"] else "-",
+                    s.account,
+                    s.standing,
+                    _minute(s.at),
+                    s.source,
+                    _minute(s.resets_at) if s.resets_at else "-",
                 )
-                for s in capacity
+                for s in seen.capacity
             ]
         )
 
@@ -315,14 +310,14 @@ def _aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
     ]
 
 
-def _fleet_row(row: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
+def _fleet_row(row: FleetRow) -> tuple[str, str, str, str, str, str]:
     # A running run by its phase (waiting, probing...); an ended one by how it ended.
-    state = row["phase"] if row["state"] == "running" and row["phase"] else row["state"]
-    plan = f"{row['plan']['done']}/{row['plan']['total']}" if row["plan"] else "-"
-    spend = money(row["dollars"]) if row["dollars"] is not None else "-"
-    seconds = row["next_probe_in_seconds"]
+    state = row.phase if row.state == "running" and row.phase else row.state
+    plan = f"{row.plan[0]}/{row.plan[1]}" if row.plan else "-"
+    spend = money(row.dollars) if row.dollars is not None else "-"
+    seconds = row.next_probe_in_seconds
     probe = "-" if seconds is None else duration_said(seconds)
-    return (row["run_id"], state, plan, spend, probe, row["worker"] or "-")
+    return (row.run_id, state, plan, spend, probe, row.worker or "-")
 
 
 def _minute(instant: str) -> str:
