@@ -82,16 +82,13 @@ def _resolve(resolving: Resolving, *, as_json: bool, seat: FleetSeat | None) -> 
     """The run that resolves the conflicts, said, started and its end shown as `run`'s."""
     from claudeloop.application.launching import start_run
     from claudeloop.cli.bootstrap import launching
-    from claudeloop.cli.output import finish
+    from claudeloop.cli.output import finish, warn
 
     click.echo(
         f"claudeloop: {resolving.branch} conflicts with {resolving.base} in "
         f"{', '.join(resolving.conflicts)}; a run resolves them",
         err=True,
     )
-
-    def warn(text: str) -> None:
-        click.echo(f"claudeloop: warning: {text}", err=True)
 
     ended = start_run(launching(seat or FleetSeat(), quiet=as_json), resolving.run, warn=warn)
     finish(ended.record, as_json=as_json)
