@@ -1,6 +1,7 @@
 """`diff`, `rewind` and `merge`: a run's branch (--worktree, --checkpoint) reviewed,
 turns undone, and merged back into the branch the run came from, on the `RunBranches`
-port (the repository and the run's directory; the composition root fills it)."""
+port (the repository and the run's directory; the composition root fills it); and the
+run `merge --resolve` starts when the merge conflicts (`resolving_run`)."""
 
 from __future__ import annotations
 
