@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import assert_never
 
 from claudeloop.adapters.backend_http import NotFound, served_models, why_not_found
 from claudeloop.adapters.claude_code.backend import Backend
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 from claudeloop.application.errors import UsageError
+from claudeloop.application.ports import Advice
 from claudeloop.domain.capacity import AuthenticationFailed, AuthFailureKind, BackendMisconfigured
 from claudeloop.domain.text import first_line
 
@@ -70,16 +70,6 @@ def misconfiguration_kind(reason: str) -> str | None:
         if reason.startswith(prefix):
             return kind
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Advice:
-    problem: str
-    fix: str = ""
-
-    @property
-    def line(self) -> str:
-        return f"{self.problem}: {self.fix}" if self.fix else self.problem
 
 
 def advise(
@@ -346,6 +336,23 @@ class ProfileAdvisor:
     def __init__(self, profile_of: ProfileInUse) -> None:
         self._profile_of = profile_of
 
+    def advice(
+        self,
+        reason: str,
+        capacity: AuthenticationFailed | BackendMisconfigured,
+        *,
+        detour: str | None,
+    ) -> Advice:
+        """The `Advising` port: the problem and its fix, typed."""
+        profile = self._profile_of(detour)
+        match capacity:
+            case BackendMisconfigured(kind=kind):
+                return advise(reason, profile, kind=kind) if profile is not None else Advice(reason)
+            case AuthenticationFailed(kind=kind, detail=detail):
+                return Advice(reason, auth_fix(profile, kind, detail))
+            case _:
+                assert_never(capacity)
+
     def advised(
         self,
         reason: str,
@@ -353,11 +360,4 @@ class ProfileAdvisor:
         *,
         detour: str | None,
     ) -> str:
-        profile = self._profile_of(detour)
-        match capacity:
-            case BackendMisconfigured(kind=kind):
-                return advise(reason, profile, kind=kind).line if profile is not None else reason
-            case AuthenticationFailed(kind=kind, detail=detail):
-                return f"{reason}: {auth_fix(profile, kind, detail)}"
-            case _:
-                assert_never(capacity)
+        return self.advice(reason, capacity, detour=detour).line

@@ -29,6 +29,8 @@ from claudeloop.application.ports.machine_runs import (
 )
 from claudeloop.application.ports.project_runs import ClaudeSession, ProjectRuns
 from claudeloop.application.ports.run import (
+    Advice,
+    Advising,
     Advisor,
     Checkpoint,
     Checkpoints,
@@ -50,6 +52,8 @@ __all__ = [
     "AccountBoards",
     "AccountCapacity",
     "AccountSighting",
+    "Advice",
+    "Advising",
     "Advisor",
     "CapacityBoard",
     "CheckStatus",
