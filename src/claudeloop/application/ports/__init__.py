@@ -9,7 +9,15 @@ from claudeloop.application.ports.capacity import (
     Source,
     Standing,
 )
-from claudeloop.application.ports.doctor import CheckStatus, DoctorCheck, DoctorChecks
+from claudeloop.application.ports.doctor import (
+    CheckStatus,
+    CliFound,
+    DoctorCheck,
+    DoctorChecks,
+    ModelAnswered,
+    ModelProbe,
+    ModelSilent,
+)
 from claudeloop.application.ports.fleet import (
     AccountCapacity,
     Fleet,
@@ -61,6 +69,7 @@ __all__ = [
     "Checkpoints",
     "Checks",
     "ClaudeSession",
+    "CliFound",
     "Clock",
     "ControlInbox",
     "DoctorCheck",
@@ -69,6 +78,9 @@ __all__ = [
     "Fleet",
     "Gateway",
     "IndexedRun",
+    "ModelAnswered",
+    "ModelProbe",
+    "ModelSilent",
     "PlanFiles",
     "ProbeHold",
     "ProbeOutcome",
