@@ -247,8 +247,15 @@ def test_a_kept_rehearsal_of_refused_credentials_resumes_saying_it_plays_the_reh
     scenario's, what a real one would need said after "in a real run"."""
     kept = rehearse(tmp_path, "auth", "--keep", "--json")
     assert kept.returncode == 77, kept.stderr
-    project = Path(json.loads(kept.stdout)["kept"]) / "project"
+    result = json.loads(kept.stdout)
+    project = Path(result["kept"]) / "project"
     try:
+        # --json says what the text says of the rehearsal, as fields.
+        played = result["rehearsal"]
+        assert played["scenario"] == "auth"
+        assert played["files"] == ["PLAN.md", "step1.txt"]
+        assert played["requests_for_turns"] >= 2
+        assert "the rehearsal API scripts this failure (scenario auth)" in result["reason"]
         resumed = subprocess.run(
             [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project)],
             env=rehearsal_env(tmp_path),

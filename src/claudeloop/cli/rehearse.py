@@ -77,9 +77,18 @@ def rehearse(
     )
     if not as_json:
         click.echo(_ended(rehearsal), err=True)
-    finish(
-        rehearsal.record, as_json=as_json, extra={"kept": str(rehearsal.workdir)} if keep else None
-    )
+    kept = {"kept": str(rehearsal.workdir)} if keep else {}
+    finish(rehearsal.record, as_json=as_json, extra={**kept, "rehearsal": _json(rehearsal)})
+
+
+def _json(rehearsal: Rehearsal) -> dict[str, object]:
+    """What --json adds of the rehearsal to the run's result: what the text says."""
+    return {
+        "scenario": rehearsal.scenario,
+        "requests_for_turns": rehearsal.requests.turns,
+        "requests_for_probes": rehearsal.requests.probes,
+        "files": list(rehearsal.files),
+    }
 
 
 def _say(*, quiet: bool) -> Callable[[RehearsalStarted], None]:
