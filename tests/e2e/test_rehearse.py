@@ -276,3 +276,32 @@ def test_a_kept_rehearsal_of_refused_credentials_resumes_saying_it_plays_the_reh
         assert real.startswith("log in again with `claudeloop login`")
     finally:
         shutil.rmtree(project.parent, ignore_errors=True)
+
+
+def test_a_kept_rehearsal_of_a_missing_model_resumes_into_the_scenarios_failure_said_as_its(
+    tmp_path: Path,
+) -> None:
+    """A kept `model-missing` rehearsal (a local profile the rehearsal made, not the
+    user's) ends 78; its resume meets the scripted 404 again and says it as the
+    rehearsal's: editing [profiles.rehearsal-local] is what a real run would need."""
+    kept = rehearse(tmp_path, "model-missing", "--keep", "--json")
+    assert kept.returncode == 78, kept.stderr
+    project = Path(json.loads(kept.stdout)["kept"]) / "project"
+    try:
+        resumed = subprocess.run(
+            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project), "--json"],
+            env=rehearsal_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=COMMAND,
+            check=False,
+        )
+        assert resumed.returncode == 78, resumed.stderr
+        reason = json.loads(resumed.stdout)["reason"]
+        scripted, _, real = reason.partition("; in a real run, ")
+        assert "the model 'qwen3' was not found on http://127.0.0.1:" in scripted
+        assert "the rehearsal API scripts this failure (scenario model-missing)" in scripted
+        assert "[profiles.rehearsal-local]" not in scripted
+        assert real.startswith("pull it (`ollama pull qwen3`)")
+    finally:
+        shutil.rmtree(project.parent, ignore_errors=True)
