@@ -201,7 +201,7 @@ Examples:
   claudeloop rehearse --notify ntfy://ntfy.sh/my-topic    try notifications
 """
 )
-@click.argument("scenario", required=False, default="window")
+@click.argument("scenario", required=False)
 @click.option("--list", "list_them", is_flag=True, help="List the built-in scenarios.")
 @click.option("--keep", is_flag=True, help="Keep the folder; `resume --cwd` there goes on.")
 @click.option(
@@ -212,7 +212,7 @@ Examples:
 )
 @JSON_OPTION
 def rehearse(
-    scenario: str, list_them: bool, keep: bool, notify: tuple[str, ...], as_json: bool
+    scenario: str | None, list_them: bool, keep: bool, notify: tuple[str, ...], as_json: bool
 ) -> None:
     """A complete run against the built-in rehearsal API: no Claude account needed.
 

@@ -34,7 +34,7 @@ from claudeloop.adapters.config.schema import (
     defined_profiles,
 )
 from claudeloop.adapters.notify.urls import masked_url
-from claudeloop.application.errors import ConfigError, NotToml
+from claudeloop.application.errors import ConfigError, NotToml, ProfileNotDefined
 from claudeloop.application.fleet_seat import SEAT_VARIABLES
 from claudeloop.application.settings import (
     BY_KEY,
@@ -336,8 +336,10 @@ def _check_profile(
     if name in profiles:
         return profiles[name]
     defined = ", ".join(sorted(profiles)) or "none"
-    raise ConfigError(
+    raise ProfileNotDefined(
         f"profile {name!r} (from {chosen.origin.describe()}) is not defined; "
         f"defined profiles: {defined}; add a [profiles.{name}] table to {PROJECT_FILE} "
-        f"or to the user {USER_FILE}"
+        f"or to the user {USER_FILE}",
+        name=name,
+        defined=tuple(sorted(profiles)),
     )
