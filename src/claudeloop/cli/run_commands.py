@@ -156,7 +156,8 @@ Examples:
   claudeloop resume --new-session    # Claude Code no longer has the session
 \b
 RUN: the run to continue (default: the most recent); --run-id RUN, the
-older form, is read too.
+older form, is read too. A run at a cap sends nothing (exit 3) until a
+flag raises it above what was spent: resume RUN --max-turns 4.
 """
 )
 @click.option("--session-id", default=None, help="Continue the run of this Claude session.")
