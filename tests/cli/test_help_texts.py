@@ -39,3 +39,29 @@ def test_every_command_shows_an_example() -> None:
         if "claudeloop" not in (command.epilog or "") and path != "claudeloop claude"
     ]
     assert without == []
+
+
+def _help_of(path: str, command: click.Command) -> str:
+    with click.Context(command, info_name=path, terminal_width=80, max_content_width=80) as ctx:
+        return command.get_help(ctx)
+
+
+def test_no_help_cuts_a_word_at_its_hyphen_nor_shows_the_largest_integer() -> None:
+    """`wind-` / `down`, `--sandbox-allow-` / `read`: a word cut in two cannot be copied;
+    `[0<=x<=9223372036854775807]` says nothing a person needs."""
+    cut, ranges = [], []
+    for path, command in commands(cli):
+        text = _help_of(path, command)
+        cut += [f"{path}: {line}" for line in text.splitlines() if line.rstrip().endswith("-")]
+        ranges += [path for line in text.splitlines() if "9223372036854775807" in line]
+    assert cut == []
+    assert ranges == []
+
+
+def test_the_permission_mode_says_what_the_readme_says_of_shell_commands() -> None:
+    """Shell commands run without asking, inside the sandbox (README, Confinement)."""
+    run = cli.get_command(click.Context(cli), "run")
+    assert run is not None
+    text = " ".join(_help_of("claudeloop run", run).split())
+    assert "no unapproved shell" not in text
+    assert "shell commands run without asking, inside the sandbox" in text

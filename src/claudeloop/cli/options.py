@@ -23,6 +23,23 @@ def with_options(options: list[Callable[[Any], Any]], command: F) -> F:
     return command
 
 
+# A hyphen held while --help is wrapped: click's wrapper breaks lines after a hyphen,
+# which cuts a flag or a word a person copies in two ("wind-" / "down",
+# "--sandbox-allow-" / "read"). U+2011 is one column wide, as the hyphen it holds.
+_HELD_HYPHEN = "\u2011"
+
+
+def _whole_at_hyphens(wrap: Callable[..., str]) -> Callable[..., str]:
+    @functools.wraps(wrap)
+    def wrapped(text: str, *args: Any, **kwargs: Any) -> str:
+        return wrap(text.replace("-", _HELD_HYPHEN), *args, **kwargs).replace(_HELD_HYPHEN, "-")
+
+    return wrapped
+
+
+click.formatting.wrap_text = _whole_at_hyphens(click.formatting.wrap_text)
+
+
 class HelpGroup(click.Group):
     """A group whose --help says each command's description whole, wrapped to the
     terminal, where click's own cuts it with "..." to fit one line. Its groups too."""
