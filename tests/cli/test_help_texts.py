@@ -41,17 +41,21 @@ def test_every_command_shows_an_example() -> None:
     assert without == []
 
 
-def _help_of(path: str, command: click.Command) -> str:
-    with click.Context(command, info_name=path, terminal_width=80, max_content_width=80) as ctx:
-        return command.get_help(ctx)
+def _helps() -> Iterator[tuple[str, str]]:
+    """Each command's --help at 80 columns, as `claudeloop X --help` prints it: in the
+    context of its group (a context without it would give the command a help option
+    of its own, without -h, that click keeps)."""
+    from claudeloop.cli.reference import _contexts
+
+    for context in _contexts(cli, "claudeloop"):
+        yield context.command_path, context.command.get_help(context)
 
 
 def test_no_help_cuts_a_word_at_its_hyphen_nor_shows_the_largest_integer() -> None:
     """`wind-` / `down`, `--sandbox-allow-` / `read`: a word cut in two cannot be copied;
     `[0<=x<=9223372036854775807]` says nothing a person needs."""
     cut, ranges = [], []
-    for path, command in commands(cli):
-        text = _help_of(path, command)
+    for path, text in _helps():
         cut += [f"{path}: {line}" for line in text.splitlines() if line.rstrip().endswith("-")]
         ranges += [path for line in text.splitlines() if "9223372036854775807" in line]
     assert cut == []
@@ -60,8 +64,6 @@ def test_no_help_cuts_a_word_at_its_hyphen_nor_shows_the_largest_integer() -> No
 
 def test_the_permission_mode_says_what_the_readme_says_of_shell_commands() -> None:
     """Shell commands run without asking, inside the sandbox (README, Confinement)."""
-    run = cli.get_command(click.Context(cli), "run")
-    assert run is not None
-    text = " ".join(_help_of("claudeloop run", run).split())
+    text = " ".join(dict(_helps())["claudeloop run"].split())
     assert "no unapproved shell" not in text
     assert "shell commands run without asking, inside the sandbox" in text

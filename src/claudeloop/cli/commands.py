@@ -46,10 +46,12 @@ def at_its_caps(run_id: str, reached: tuple[ReachedCap, ...], *, cwd: Path | Non
     if cwd is not None:
         words += ["--cwd", str(cwd)]
     words += [word for cap in reached for word in raised_flag(cap)]
-    above = " and ".join(_above(cap) for cap in reached)
-    return (
-        f"run {run_id} is at its cap ({caps}): no turn was sent. To go on, raise it "
-        f"above {above}: {shlex.join(words)}"
+    if len(reached) == 1:
+        at, lift = "its cap", f"raise it above {_above(reached[0])}"
+    else:
+        at, lift = "its caps", "raise each above what was spent"
+    return f"run {run_id} is at {at} ({caps}): no turn was sent. To go on, {lift}: " + (
+        shlex.join(words)
     )
 
 
