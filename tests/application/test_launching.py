@@ -340,6 +340,7 @@ def test_a_resume_at_the_runs_turn_cap_sends_nothing_and_says_the_cap() -> None:
     answer = resume_run(handed(world), asked_to_resume(), warn=print)
     assert answer == AtItsCaps(capped, (ReachedCap("max-turns", 2, 2),))
     assert not any(step.startswith("drive") for step in world.said)
+    assert "end told" in world.said  # a run.finished the run never wrote
     assert world.locks[0].released == 1
     assert world.records["r1"] == capped  # nothing written
 

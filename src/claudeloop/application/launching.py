@@ -324,9 +324,11 @@ def resume_run(
             check_profile=world.config.check_profile(asked.cwd),
         )
         # Said before anything resumes: a run at its cap would resume only to stop. (A
-        # run cut off mid-way is driven on all the same: the driver writes its end.)
+        # run cut off mid-way is driven on all the same: the driver writes its end.) Its
+        # end is told if it was not, as a run done's is.
         reached = record.state.ledger.reached_caps()
         if reached and found.state.phase.terminal:
+            world.runs.tell_missing_end(directory, found)
             lock.release()
             return AtItsCaps(found, reached)
         refuse_unwritable(
