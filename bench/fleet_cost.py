@@ -433,7 +433,11 @@ def status_at_scale(
     from claudeloop.adapters.fleet.leases import Leases
     from claudeloop.adapters.fleet.leases import StoredRow as Row
     from claudeloop.application.fleet import overview
-    from claudeloop.application.summary import status_object
+
+    try:
+        status_object = importlib.import_module("claudeloop.application.run_status").run_status_of
+    except ImportError:  # the code of before issue 49 said a status as a dict
+        status_object = importlib.import_module("claudeloop.application.summary").status_object
 
     try:
         run_archive = importlib.import_module("claudeloop.adapters.fleet.run_archive")

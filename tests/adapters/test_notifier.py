@@ -43,7 +43,7 @@ class Recorder:
         self.events: list[tuple[str, dict[str, Any]]] = []
 
     def emit(self, event: Event) -> None:
-        self.events.append((event.type, event_fields(event)))
+        self.events.append((event.type, dict(event_fields(event))))
 
 
 class Inbox:

@@ -11,16 +11,23 @@ from typing import Any
 
 import pytest
 
-from claudeloop.application.dashboard import accounts_view, find_entry, fleet_rows, machine_rows
+from claudeloop.application.dashboard import (
+    AccountView,
+    accounts_view,
+    find_entry,
+    fleet_rows,
+    machine_rows,
+)
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import AccountSighting, IndexedRun, ProjectRuns, Sighting
-from claudeloop.application.run_page import run_view, spend_series, timeline
+from claudeloop.application.run_page import PlanItem, run_view, spend_series, timeline
 from claudeloop.application.verbs import VERBS, verb_named
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.signals import TurnSignals, WindowUsage
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from tests.application.fakes import START, MemoryBoards, MemoryFleet, MemoryIndex, MemoryRuns
 from tests.application.test_fleet import fleet_of_two, waiting_record
+from tests.json_view import plain
 
 APP = Path("/src/app")
 
@@ -67,7 +74,9 @@ def test_every_run_of_the_machine_newest_first_a_gone_one_and_an_unreadable_one_
     index, runs = machine()
     runs.unreadable.add("r2")
     runs.drivers["r1"] = 7
-    rows = machine_rows(index, _runs_of(runs), now=START, mask=_masked)
+    rows = [
+        plain(row.to_json()) for row in machine_rows(index, _runs_of(runs), now=START, mask=_masked)
+    ]
     assert [(row["run_id"], row["phase"]) for row in rows] == [
         ("r3", "gone"),
         ("r2", "unreadable"),
@@ -89,9 +98,10 @@ def test_a_row_is_masked() -> None:
         MemoryIndex(entry("r1")),
         _runs_of(runs),
         now=START,
-        mask=lambda _cwd: lambda v: {**v, "cwd": "x"},
+        mask=lambda _cwd: lambda v: {k: "x" if val == "/src/app" else val for k, val in v.items()},
     )
-    assert rows[0]["cwd"] == "x"
+    assert rows[0].place is not None
+    assert rows[0].place.cwd == "x"
 
 
 def test_a_key_not_in_the_index_is_a_usage_error() -> None:
@@ -104,7 +114,7 @@ def test_a_key_not_in_the_index_is_a_usage_error() -> None:
 def test_the_fleets_rows_and_an_engine_that_does_not_answer() -> None:
     rows, problem = fleet_rows(fleet_of_two(), mask=_masked)
     assert problem is None
-    assert [(row["run_id"], row["phase"], row["turns"]) for row in rows] == [
+    assert [(row.queued.run_id, row.phase, row.turns) for row in rows] == [
         ("r1", "waiting", 2),
         ("r2", "queued", None),
     ]
@@ -140,7 +150,7 @@ def test_a_runs_page_reads_the_tail_draws_its_timeline_and_spend() -> None:
     view = run_view(
         entry("r1"), index, _runs_of(runs), now=START + timedelta(minutes=8), mask=_masked
     )
-    assert [(span.kind, span.ok) for span in view["timeline"]] == [
+    assert [(span.kind, span.ok) for span in view.timeline] == [
         ("turn", True),
         ("wait", True),
         ("probe", True),
@@ -148,14 +158,19 @@ def test_a_runs_page_reads_the_tail_draws_its_timeline_and_spend() -> None:
         ("review", True),
         ("turn", True),
     ]
-    assert view["timeline"][-1].label == "turn 2 (in flight)"
-    assert view["timeline"][-1].end == START + timedelta(minutes=8)
-    # The record's 0.42 ends the series; what came before the tail is its start.
-    assert [dollars for _, dollars in view["spend"]] == [0.4, 0.42]
-    assert view["plan"] == [{"text": "a", "done": True}, {"text": "b", "done": False}]
-    assert len(view["events"]) == 8
-    assert view["offset"] == len(runs.events["r1"])
-    assert [verb["name"] for verb in view["verbs"]] == ALL_VERBS
+    assert view.timeline[-1].label == "turn 2 (in flight)"
+    assert view.timeline[-1].end == START + timedelta(minutes=8)
+    # The record's 0.42 ends the series; what came before the tail is its start, at the
+    # first event's instant (the timeline's start: both pictures share one axis).
+    assert view.spend == (
+        (START, 0.3),
+        (START + timedelta(minutes=1), 0.4),
+        (START + timedelta(minutes=3), 0.42),
+    )
+    assert view.plan == (PlanItem("a", True), PlanItem("b", False))
+    assert len(view.events) == 8
+    assert view.offset == len(runs.events["r1"])
+    assert [verb.name for verb in view.verbs] == ALL_VERBS
 
 
 def test_a_runs_page_has_the_notes_waiting_for_its_next_turn_masked() -> None:
@@ -163,16 +178,16 @@ def test_a_runs_page_has_the_notes_waiting_for_its_next_turn_masked() -> None:
     before = runs.records["r1"]
     runs.records["r1"] = replace(before, state=replace(before.state, notes=("s3cret", "hi")))
     view = run_view(entry("r1"), index, _runs_of(runs), now=START, mask=_masked)
-    assert view["notes"] == ["***", "hi"]
-    assert run_view(entry("r2"), index, _runs_of(runs), now=START, mask=_masked)["notes"] == []
+    assert view.notes == ("***", "hi")
+    assert run_view(entry("r2"), index, _runs_of(runs), now=START, mask=_masked).notes == ()
 
 
 def test_a_gone_runs_page_says_so_and_reads_nothing() -> None:
     index, runs = machine()
     index.gone.add(entry("r1").key)
     view = run_view(entry("r1"), index, _runs_of(runs), now=START, mask=_masked)
-    assert view["row"]["phase"] == "gone"
-    assert view["events"] == []
+    assert view.row.phase == "gone"
+    assert view.events == ()
 
 
 def test_a_failed_turn_and_an_erring_turn_are_not_ok() -> None:
@@ -188,7 +203,7 @@ def test_a_failed_turn_and_an_erring_turn_are_not_ok() -> None:
 
 def test_spend_never_starts_below_nothing() -> None:
     events = [json.loads(line("turn.finished", 0, cost_usd=1.0))]
-    assert spend_series(events, total=0.5) == [(START, 1.0)]
+    assert spend_series(events, total=0.5) == [(START, 0.0), (START, 1.0)]
 
 
 def test_the_verbs_ask_a_live_run_and_say_when_it_takes_effect() -> None:
@@ -218,28 +233,18 @@ def test_accounts_show_their_windows_and_which_runs_wait_on_them() -> None:
     rows = machine_rows(index, _runs_of(runs), now=START, mask=_masked)
     accounts = accounts_view(boards, rows, now=START + timedelta(seconds=30))
     first, second = accounts
-    assert first["waiting"] == ["r2", "r1"]
-    assert first["next_probe_at"] == (START + timedelta(minutes=5)).isoformat()
-    assert (first["standing"], first["overage_in_use"], first["age_seconds"]) == (
-        "closed",
-        True,
-        30,
-    )
-    assert first["windows"][0]["window"] == "seven_day"
-    assert second == {
-        "account": "other",
-        "readable": False,
-        "waiting": [],
-        "next_probe_at": None,
-        "runs": [],
-    }
+    assert first.waiting == ("r2", "r1")
+    assert first.next_probe_at == START + timedelta(minutes=5)
+    assert first.sighting is sighting
+    assert first.age_seconds == 30
+    assert second == AccountView("other", None, None, (), (), None)
 
 
 def test_a_fleets_running_run_has_the_verbs_and_they_ask_its_worker() -> None:
     fleet = fleet_of_two()
     rows, _ = fleet_rows(fleet, mask=_masked)
-    assert [verb["name"] for verb in rows[0]["verbs"]] == ALL_VERBS
-    assert rows[1]["verbs"] == []  # queued: nothing to stop yet
+    assert [verb.name for verb in rows[0].verbs] == ALL_VERBS
+    assert rows[1].verbs == ()  # queued: nothing to stop yet
     stop = verb_named("stop")
     assert stop is not None
     assert stop.ask_fleet is not None
@@ -313,9 +318,9 @@ def test_the_machines_report_has_every_present_run_and_its_totals() -> None:
     runs.events["r1"] = line("turn.finished", 1, turn=1, cost_usd=0.42)
     made = machine_report(index, _runs_of(runs), now=START, since=None, mask=_masked)
     assert sorted(run.run_id for run in made.runs) == ["r1", "r2"]  # r3: its directory is gone
-    assert made.totals["runs"] == 2
-    assert made.totals["answered"] == 4
+    assert made.totals.runs == 2
+    assert made.totals.answered == 4
     rows = machine_rows(index, _runs_of(runs), now=START, mask=_masked)
     recent = last_hours(rows, now=START + timedelta(hours=13))
-    assert recent["runs"] == 0  # started more than 12 hours before
-    assert last_hours(rows, now=START)["outcomes"] == {"gone": 1, "waiting": 2}
+    assert recent.runs == 0  # started more than 12 hours before
+    assert last_hours(rows, now=START).outcomes == (("gone", 1), ("waiting", 2))

@@ -37,6 +37,7 @@ from claudeloop.domain.loop import ControlCommand, Phase, RunState
 from claudeloop.domain.plan import WorkPlan
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap, Steer
 from tests.application.fakes import START, FakeWorkerHost, MemoryFleet
+from tests.json_view import plain
 
 
 def _shown(view: dict[str, Any]) -> dict[str, Any]:
@@ -53,6 +54,7 @@ def waiting_record(run_id: str) -> RunRecord:
             capacity=WindowExhausted("five_hour", START + timedelta(minutes=30)),
             waiting_since=START,
             next_probe_at=START + timedelta(minutes=5),
+            summary="wrote a; the key is SECRET",
         ),
         started_at=START,
         plan=WorkPlan.parse("- [x] a\n- [ ] b\n"),
@@ -113,12 +115,13 @@ def test_a_runs_status_is_masked_and_none_before_its_first_record() -> None:
     fleet = fleet_of_two()
 
     def mask(view: dict[str, Any]) -> dict[str, Any]:
-        return {**view, "summary": "masked"}
+        return {k: v.replace("SECRET", "***") if isinstance(v, str) else v for k, v in view.items()}
 
-    view = status_view(look_up(fleet, "r1"), now=START, mask=mask)
-    assert view is not None
+    found = status_view(look_up(fleet, "r1"), now=START, mask=mask)
+    assert found is not None
+    view = plain(found.to_json())
     assert (view["phase"], view["state"], view["worker"]) == ("waiting", "running", "w1")
-    assert view["summary"] == "masked"
+    assert view["summary"] == "wrote a; the key is ***"
     assert status_view(look_up(fleet, "r2"), now=START, mask=mask) is None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,10 +21,14 @@ from claudeloop.application.ports import ClaudeSession
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase
 from tests.application.fakes import START, MemoryRuns
 from tests.application.test_fleet import waiting_record
+from tests.json_view import plain
 
 
 def _masked(view: dict[str, Any]) -> dict[str, Any]:
-    return {**view, "summary": "***"}
+    return {
+        k: v.replace("SECRET", "***").replace("s3cret", "***") if isinstance(v, str) else v
+        for k, v in view.items()
+    }
 
 
 def two_runs() -> MemoryRuns:
@@ -35,16 +40,16 @@ def two_runs() -> MemoryRuns:
 def test_status_is_of_the_live_run_masked_and_says_its_driver() -> None:
     runs = two_runs()
     runs.drivers["r2"] = 4242
-    view = run_status(runs, None, now=START, mask=_masked)
+    view = plain(run_status(runs, None, now=START, mask=_masked).to_json())
     assert (view["run_id"], view["phase"], view["driver_pid"]) == ("r2", "waiting", 4242)
-    assert view["summary"] == "***"
+    assert view["summary"] == "wrote a; the key is ***"
     assert runs.summaries == []  # not ended: no summary to finish
 
 
 def test_status_of_a_run_that_ended_without_its_summary_writes_it() -> None:
     runs = two_runs()
     view = run_status(runs, "r1", now=START, mask=_masked)
-    assert (view["outcome"], view["driver_alive"]) == ("done", False)
+    assert (view.facts.outcome, view.driver_alive) == ("done", False)
     assert runs.summaries == ["r1"]
 
 
@@ -52,7 +57,7 @@ def test_the_rows_are_newest_first_and_an_unreadable_record_is_a_row_saying_so()
     runs = two_runs()
     runs.unreadable.add("r2")
     runs.drivers["r1"] = 7
-    rows = run_rows(runs, now=START, mask=_masked)
+    rows = [plain(row.to_json()) for row in run_rows(runs, now=START, mask=_masked)]
     assert rows[0]["run_id"] == "r2"
     assert rows[0]["phase"] == "unreadable"
     assert "unreadable" in rows[0]["problem"]
@@ -188,8 +193,45 @@ def test_a_sessions_summary_is_masked_it_is_a_prompt_the_run_sent() -> None:
     runs = two_runs()
     runs.sessions = [ClaudeSession("s1", "Remaining work: rotate s3cret", START)]
     (shown,) = claude_sessions(runs, 5, mask=_masked)
-    assert (shown.session_id, shown.summary) == ("s1", "***")
+    assert (shown.session_id, shown.summary) == ("s1", "Remaining work: rotate ***")
 
 
 def _never(_seconds: float) -> None:
     raise AssertionError("no wait without --follow and a live driver")
+
+
+def _committing(run_id: str) -> Any:
+    record = waiting_record(run_id)
+    spec = replace(record.spec, checkpoint=True, worktree=Path("/src/app-wt"))
+    return replace(record, spec=spec, checkpointed_turn=2)
+
+
+def test_status_of_a_committing_run_says_its_commits_as_git_has_them_masked() -> None:
+    runs = MemoryRuns(_committing("r1"))
+    asked: list[tuple[Path, str]] = []
+
+    def git_facts(work_dir: Path, run_id: str) -> dict[str, object]:
+        asked.append((work_dir, run_id))
+        commits = [{"turn": 1, "sha": "a" * 40, "subject": "uses the key SECRET"}]
+        return {"branch": "claudeloop/r1", "commits": commits, "diffstat": "1 file changed"}
+
+    found = run_status(runs, "r1", now=START, mask=_masked, git_facts=git_facts)
+    assert asked == [(Path("/src/app-wt"), "r1")]
+    assert found.branch is not None
+    assert found.branch.git is not None
+    assert [(c.turn, c.subject) for c in found.branch.git.commits] == [(1, "uses the key ***")]
+    shown = plain(found.to_json())["branch"]
+    assert (shown["commits"][0]["sha"], shown["diffstat"]) == ("a" * 40, "1 file changed")
+
+
+def test_status_of_a_committing_run_whose_worktree_is_gone_keeps_the_records_facts() -> None:
+    runs = MemoryRuns(_committing("r1"))
+
+    def gone(_work_dir: Path, _run_id: str) -> dict[str, object]:
+        raise FileNotFoundError("no worktree")
+
+    found = run_status(runs, "r1", now=START, mask=_masked, git_facts=gone)
+    assert found.branch is not None
+    assert (found.branch.name, found.branch.git) == ("claudeloop/r1", None)
+    # Without git, status --json says what it always did: no commits key to read.
+    assert "commits" not in plain(found.to_json())["branch"]

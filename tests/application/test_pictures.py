@@ -25,13 +25,30 @@ def test_each_runs_spend_line_is_named_in_a_legend_in_a_colour_of_its_own() -> N
     assert not set(LINES) & set(COLOURS.values())
 
 
-def test_a_long_run_id_is_whole_beside_its_timeline() -> None:
+def test_a_long_run_id_is_whole_above_its_timeline() -> None:
+    """A run's name starts at the picture's left margin on a line of its own, above its
+    bars: never cut at the left edge, however long (a width guessed from its characters
+    once cut ids of wide digits)."""
     spans = [Span("turn", START, START + timedelta(seconds=30), "turn 1")]
-    drawn = timeline_svg([(LONG_ID, spans)], start=START, end=START + timedelta(seconds=30))
-    label = re.search(rf'<text x="(\d+)"[^>]*>{LONG_ID}</text>', drawn)
+    longer = LONG_ID + "-and-then-some-more-words-still"
+    drawn = timeline_svg([(longer, spans)], start=START, end=START + timedelta(seconds=30))
+    label = re.search(rf'<text x="(\d+)" y="(\d+)"([^>]*)>{longer}</text>', drawn)
     assert label is not None
-    # Room for every character of it (about 6.2 px each at 11 px) left of the axis.
-    assert int(label.group(1)) >= len(LONG_ID) * 6
+    assert int(label.group(1)) > 0
+    assert "text-anchor" not in label.group(3)  # it starts where x says, going right
+    bar = re.search(r'<rect x="[\d.]+" y="(\d+)"[^>]*class="span turn"', drawn)
+    assert bar is not None
+    assert int(label.group(2)) <= int(bar.group(1))  # its line ends where the bars begin
+
+
+def test_a_refused_turn_is_marked_and_its_colour_is_in_the_legend() -> None:
+    spans = [Span("turn_refused", START, START + timedelta(seconds=5), "turn 3: refused")]
+    drawn = timeline_svg([("r1", spans)], start=START, end=START + timedelta(seconds=5))
+    assert f'fill="{COLOURS["turn_refused"]}" class="span turn_refused"' in drawn
+    legend = re.findall(r'<g class="legend">.*?</g>', drawn)
+    assert any("turn refused" in entry for entry in legend)
+    # One swatch per colour: a colour that means two things says both.
+    assert len(legend) == len(set(COLOURS.values()))
 
 
 def test_a_one_second_runs_axis_says_two_instants() -> None:

@@ -14,6 +14,7 @@ from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.loop import Outcome, Phase
 from tests.application.fakes import START, MemoryRuns
 from tests.application.test_fleet import waiting_record
+from tests.json_view import plain
 
 NOW = START + timedelta(hours=8)
 AT = START.isoformat()
@@ -145,13 +146,14 @@ def test_the_night_per_run_and_in_total() -> None:
         ),
     )
     kinds = [span.kind for span in r1.spans]
-    assert kinds == ["turn", "wait", "probe", "turn", "check_failed", "check", "review"]
+    # The turn the window refused is marked, as the failed check is.
+    assert kinds == ["turn", "wait", "probe", "turn_refused", "check_failed", "check", "review"]
     # A wait going on is counted up to now, and what is left is said.
     assert r2.outcome == "waiting"
     assert r2.waited_on == {"credits exhausted": r2.waited_seconds}
     assert r2.waited_seconds > 0
     assert (r2.left, r2.facts.left_from) == (("write the docs",), "model")
-    totals = report_object(report)["totals"]
+    totals = plain(report_object(report))["totals"]
     assert totals["runs"] == 2
     assert totals["outcomes"] == {"done": 1, "waiting": 1}
     assert totals["checks"] == {"passed": 1, "failed": 1}

@@ -34,6 +34,7 @@ from tests.application.fakes import (
     rejected_turn,
     verdict_turn,
 )
+from tests.json_view import plain
 
 WINDOW_REJECTED = TurnSignals(
     rate_limit_status="rejected",
@@ -701,7 +702,7 @@ def test_a_cost_partly_estimated_counts_against_max_dollars_and_is_said_apart() 
     assert final.state.outcome is Outcome.BUDGET_EXHAUSTED  # 0.004 alone would not be
     assert final.state.ledger.dollars == 0.006
     assert final.state.ledger.estimated_dollars == 0.002
-    said = result_object(final)
+    said = plain(result_object(final))
     assert (said["dollars"], said["estimated_dollars"]) == (0.006, 0.002)
     spend = "- Spend: $0.0060 (≈, includes $0.0020 estimated for a turn cut off)"
     assert spend in summary_markdown(final)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from claudeloop.application.summary import result_object, status_object
+from claudeloop.application.summary import result_object
 from claudeloop.domain.budget import BudgetLedger
 from claudeloop.domain.capacity import CreditsExhausted, WindowExhausted
 from claudeloop.domain.loop import Detour, Phase, RunState
 from tests.application.fakes import START
 from tests.application.test_runner import record
+from tests.json_view import plain, status_object
 
 WAITING = RunState(
     phase=Phase.WAITING,
@@ -65,7 +66,7 @@ def test_a_detour_says_what_the_runs_own_backend_awaits_and_when_it_is_asked_aga
 def test_status_and_the_result_tell_the_same_spend() -> None:
     rec = replace(record(), state=WAITING, session_id="s-1")
     status = status_object(rec, now=START, driver_pid=None)
-    result = result_object(rec)
+    result = plain(result_object(rec))
     shared = ("run_id", "session_id", "turns", "attempts", "probes", "dollars", "summary")
     assert {key: status[key] for key in shared} == {key: result[key] for key in shared}
     assert status["dollars"] == 0.012346

@@ -56,8 +56,9 @@ def test_summary_md_carries_the_command() -> None:
 def test_summary_json_and_status_show_each_verification_and_where_its_output_is() -> None:
     from datetime import UTC, datetime
 
-    from claudeloop.application.summary import result_object, status_object
+    from claudeloop.application.summary import result_object
     from tests.application.test_runner_verification import LOGS, STEP_3, verified
+    from tests.json_view import plain, status_object
 
     h = harness([verdict_turn(complete=True), verdict_turn(complete=True)])
     rec, _, _ = verified(h, endings={STEP_3: [1, 0]})
@@ -65,7 +66,7 @@ def test_summary_json_and_status_show_each_verification_and_where_its_output_is(
     summary = summary_markdown(final)
     assert "## Verification" in summary
     assert f"- `{STEP_3}` passed (0s); output in {LOGS / 'turn-2-check-1.log'}" in summary
-    (shown,) = result_object(final)["verification"]
+    (shown,) = plain(result_object(final))["verification"]
     assert shown == {
         "command": STEP_3,
         "passed": True,

@@ -151,7 +151,7 @@ def refused_run(tmp_path: Path, profile: BackendProfile) -> tuple[str, str, str]
         )
     assert ended.state.outcome is Outcome.AUTH_FAILED
     final = screen.getvalue().strip().splitlines()[-1]
-    return final, result_object(ended)["reason"], directory.summary_path.read_text()
+    return final, str(result_object(ended)["reason"]), directory.summary_path.read_text()
 
 
 def test_refused_credentials_end_in_a_line_that_names_the_fix(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ from starlette.testclient import TestClient
 from claudeloop.application.dashboard import front_page, section_of
 from claudeloop.application.ports import ProjectRuns
 from claudeloop.application.records import RunRecord
+from claudeloop.application.run_rows import RunPlace, RunRow
+from claudeloop.application.run_status import run_status_of
 from claudeloop.cli.dashboard import exposure
 from claudeloop.cli.dashboard.app import Sources, cookie_name, dashboard_app
 from claudeloop.domain.loop import ControlCommand, Outcome, Phase
@@ -320,11 +322,18 @@ def test_the_front_page_puts_what_needs_a_person_first_in_red_and_folds_the_gone
     assert page.index("Needs you: 2") < page.index("Waiting: 1") < page.index("Done: 1")
 
 
+def _row(record: RunRecord, driver: int | None = None) -> RunRow:
+    status = run_status_of(record, now=START, driver_pid=driver)
+    return RunRow(record.run_id, RunPlace("/src/app"), status, status.facts.phase)
+
+
 def test_a_run_killed_mid_run_needs_a_person_to_resume_it() -> None:
-    assert section_of({"phase": "running", "outcome": None, "driver_alive": False}) == "needs-you"
-    assert section_of({"phase": "running", "outcome": None, "driver_alive": True}) == "running"
-    assert section_of({"phase": "complete", "outcome": "stopped"}) == "ended"
-    assert section_of({"phase": "unreadable"}) == "needs-you"
+    record = waiting_record("r1")
+    running = replace(record, state=replace(record.state, phase=Phase.RUNNING))
+    assert section_of(_row(running)) == "needs-you"
+    assert section_of(_row(running, driver=7)) == "running"
+    assert section_of(_row(_ended("r1", Outcome.STOPPED, "stopped"))) == "ended"
+    assert section_of(RunRow("r1", None, None, "unreadable", "cannot be read")) == "needs-you"
     assert [s.name for s in front_page([])] == []
 
 
@@ -364,10 +373,116 @@ def test_a_runs_pictures_have_legends_and_a_one_second_run_two_instants() -> Non
     quick = START + timedelta(milliseconds=400)
     timeline = timeline_svg([Span("turn", START, quick, "turn 1: done")])
     spend = spend_svg([(quick, 0.0016)])
-    for drawn in (timeline, spend):
-        assert '<g class="legend">' in drawn
-        instants = re.findall(r"\d\d:\d\d:\d\d", drawn)
-        assert len(instants) == 2
-        assert instants[0] != instants[1]
+    for both in (timeline, spend):
+        # Drawn for a wide window and a narrow one, each with its legend and two instants.
+        pictures = re.findall(r"<svg.*?</svg>", both)
+        assert len(pictures) == 2
+        for drawn in pictures:
+            assert '<g class="legend">' in drawn
+            instants = re.findall(r"\d\d:\d\d:\d\d", drawn)
+            assert len(instants) == 2
+            assert instants[0] != instants[1]
     assert "ended badly" in timeline
     assert "dollars spent so far" in spend
+
+
+def test_a_runs_page_is_found_by_its_run_id_alone_and_an_id_of_two_runs_names_both() -> None:
+    runs, index = machine()
+    client = client_of(runs, index)
+    page = client.get("/run/r1", params={"part": "main"})
+    assert page.status_code == 200
+    assert "<h1>Run r1 " in page.text
+    # The same id in another directory: the id alone names no one run.
+    other = replace(entry("r1"), directory=Path("/elsewhere/.claudeloop/runs/r1"))
+    index.entries[other.key] = other
+    both = client.get("/run/r1")
+    assert both.status_code == 404
+    assert "names 2 runs of this machine" in both.text
+    assert entry("r1").key in both.text
+    assert client.get(f"/run/{entry('r1').key}").status_code == 200
+
+
+def test_a_kept_rehearsal_is_folded_grey_apart_from_the_runs_that_need_a_person() -> None:
+    failed = _ended("r-rehearsed", Outcome.FAILED, "the rehearsal's scenario failed")
+    failed = replace(failed, spec=replace(failed.spec, profile="rehearsal"))
+    runs = MemoryRuns(failed, _ended("r-auth", Outcome.AUTH_FAILED, "log in again"))
+    index = MemoryIndex(entry("r-rehearsed", 1), entry("r-auth", 2))
+    page = client_of(runs, index).get("/", params={"part": "main"}).text
+    needs_you = page[page.index('id="needs-you"') : page.index('id="rehearsals"')]
+    assert "r-auth" in needs_you
+    assert "r-rehearsed" not in needs_you
+    rehearsals = page[page.index('id="rehearsals"') :]
+    assert rehearsals.startswith('id="rehearsals"><summary>Rehearsals kept')
+    assert "r-rehearsed" in rehearsals
+    assert "needs-you" not in rehearsals  # never red
+    assert page.index("Needs you: 1") < page.index("Rehearsals kept (rehearse --keep): 1")
+
+
+def test_the_rehearsals_profiles_are_the_ones_a_rehearsal_runs_on() -> None:
+    from claudeloop.adapters.claude_code.backend import Backend
+    from claudeloop.adapters.claude_code.rehearsal_backends import profile_name
+    from claudeloop.application.run_status import REHEARSAL_PROFILES
+    from claudeloop.cli.kept_rehearsal import LOCAL_PROFILE
+
+    assert profile_name(Backend(env={})) in REHEARSAL_PROFILES
+    assert LOCAL_PROFILE in REHEARSAL_PROFILES
+
+
+def test_only_a_page_that_follows_a_stream_says_whether_it_is_live() -> None:
+    client = client_of(*machine())
+    assert "not live" not in client.get("/").text
+    assert 'id="live">connecting...</span>' in client.get("/").text
+    report = client.get("/report").text
+    assert 'id="live"' not in report  # no stream: it says when it was made instead
+    assert "made " in report
+
+
+def test_a_runs_spend_and_timeline_share_one_time_axis() -> None:
+    runs, index = machine()
+    runs.events["r1"] = (
+        line("run.started", 0)
+        + line("turn.started", 0.1, turn=1)
+        + line("turn.finished", 0.2, turn=1, verdict="continue", cost_usd=0.1)
+        + line("wait.started", 0.3, capacity="window")
+        + line("probe.finished", 3, capacity="open", cost_usd=0.01)
+    )
+    import re
+
+    page = client_of(runs, index).get("/run/r1", params={"part": "main"}).text
+    timeline = page[page.index('<svg class="timeline"') : page.index('<svg class="spend"')]
+    spend = page[page.index('<svg class="spend"') :]
+    axis = r'class="axis"[^>]*>(\d\d:\d\d:\d\d)'
+    # From the first event to the last, in both (each drawn wide and narrow): the spend
+    # is not a picture of its own two costed instants beside a timeline of minutes.
+    start, end = (START.strftime("%H:%M:%S"), (START + timedelta(minutes=3)).strftime("%H:%M:%S"))
+    assert re.findall(axis, timeline) == [start, end] * 2
+    assert re.findall(axis, spend) == [start, end] * 2
+
+
+def test_the_report_page_colours_each_outcome_and_marks_a_refused_turn() -> None:
+    runs = MemoryRuns(
+        _ended("r-auth", Outcome.AUTH_FAILED, "log in again"),
+        _ended("r-done", Outcome.DONE, "all done"),
+        _ended("r-cap", Outcome.BUDGET_EXHAUSTED, "the turns cap"),
+    )
+    for run_id in ("r-auth", "r-done", "r-cap"):
+        runs.events[run_id] = line(
+            "turn.started", 0.1, run_id=run_id, turn=1, session_id=None
+        ) + line(
+            "turn.finished",
+            0.2,
+            turn=1,
+            capacity="5-hour window closed",
+            verdict="refused",
+            summary="",
+            cost_usd=0.0,
+            session_id=None,
+            denied_tools=[],
+        )
+    index = MemoryIndex(entry("r-auth"), entry("r-done", 1), entry("r-cap", 2))
+    page = client_of(runs, index).get("/report", params={"since": "7d", "part": "main"}).text
+    assert '<span class="phase auth_failed needs-you">auth_failed</span>' in page
+    assert '<span class="phase done done">done</span>' in page
+    assert '<span class="phase budget_exhausted ended">budget_exhausted</span>' in page
+    assert 'class="n turns refused"' in page  # 3 sent, 2 answered, 1 refused
+    assert 'class="span turn_refused"' in page

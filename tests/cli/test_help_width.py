@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from claudeloop.cli.main import cli
+from tests.commands import subcommands
 
 WIDTH = 80
 
@@ -17,7 +18,7 @@ WIDTH = 80
 def command_paths(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     yield path
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
+        for name, sub in subcommands(command).items():
             yield from command_paths(sub, (*path, name))
 
 
@@ -43,7 +44,7 @@ def cli_command(path: tuple[str, ...]) -> click.Command:
     command: click.Command = cli
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        command = subcommands(command)[name]
     return command
 
 
@@ -72,10 +73,10 @@ def test_no_command_description_is_cut_in_a_groups_help(path: tuple[str, ...]) -
     group = cli_command(path)
     assert isinstance(group, click.Group)
     described = described_commands(shown.output)
-    assert set(described) == {name for name, c in group.commands.items() if not c.hidden}
+    assert set(described) == {name for name, c in subcommands(group).items() if not c.hidden}
     for name, said in described.items():
         assert not said.endswith(("...", "…")), (name, said)
-        command = group.commands[name]
+        command = subcommands(group)[name]
         if command.short_help is not None:
             assert said == command.short_help
         else:  # the help's first sentence, whole

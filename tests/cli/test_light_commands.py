@@ -19,7 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
+
+from tests.commands import subcommands
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -149,10 +152,11 @@ def test_every_read_only_command_answers_without_the_sdk(
 def test_every_command_s_help_answers_without_the_sdk(tmp_path: Path, env: dict[str, str]) -> None:
     from claudeloop.cli.main import cli
 
-    def helps(group: object, path: list[str]) -> list[list[str]]:
+    def helps(command: click.Command, path: list[str]) -> list[list[str]]:
         found = [[*path, "--help"]]
-        for name, command in getattr(group, "commands", {}).items():
-            found += helps(command, [*path, name])
+        if isinstance(command, click.Group):
+            for name, sub in subcommands(command).items():
+                found += helps(sub, [*path, name])
         return found
 
     lines = helps(cli, [])
@@ -205,3 +209,37 @@ def test_every_refusal_of_bad_input_comes_before_the_sdk(
     allowed = {"stop", f"init --cwd {fresh}", "probe-now 20261202-142547-0c766e"}
     assert set(refused) <= allowed, refused
     assert "still the template" in blamed[f"run {fresh / 'PLAN.md'} --cwd {fresh}"]["said"]
+
+
+def test_each_topic_adds_the_commands_the_table_says_and_each_is_found_by_name() -> None:
+    """`claudeloop NAME` imports NAME's topic from main.TOPICS alone: a command missing
+    from the table could not be typed, one listed under the wrong topic not found."""
+    from claudeloop.cli.main import TOPICS, cli, register_topic
+    from claudeloop.cli.options import HelpGroup
+
+    for topic, names in TOPICS.items():
+        group = HelpGroup()
+        register_topic(topic, group)
+        assert sorted(group.commands) == sorted(names), topic
+    assert sorted(subcommands(cli)) == sorted(name for names in TOPICS.values() for name in names)
+
+
+def test_a_command_loads_its_own_topic_and_no_other() -> None:
+    """`claudeloop status` reads a run without describing `run`'s forty options: the
+    settings, their records and the domain's loop stay unloaded until needed."""
+    probe = (
+        "import sys\n"
+        "from claudeloop.cli.main import main\n"
+        "try:\n"
+        "    main(['status', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('claudeloop.cli.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = done.stdout.splitlines()[-1]
+    assert "claudeloop.cli.inspect_commands" in loaded
+    for other in ("run_commands", "setup_commands", "fleet", "steer_commands", "export"):
+        assert f"claudeloop.cli.{other}'" not in loaded, other

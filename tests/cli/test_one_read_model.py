@@ -39,6 +39,7 @@ from claudeloop.application.ports import IndexedRun, TurnOutcome
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_facts import RunFacts, run_facts
 from claudeloop.application.run_page import run_view
+from claudeloop.application.run_rows import RunRow
 from claudeloop.application.runner import Runner
 from claudeloop.application.summary import result_object
 from claudeloop.cli.bootstrap import project_runs
@@ -59,6 +60,7 @@ from tests.application.fakes import (
     verdict_turn,
 )
 from tests.cli.conftest import Invocation
+from tests.json_view import plain
 
 Invoke = Callable[..., Invocation]
 TURN = 0.0016
@@ -125,10 +127,16 @@ SCRIPTS = {
 
 
 def driven(
-    cwd: Path, run_id: str, script: Script, index: RunIndexDirectory | None = None
+    cwd: Path,
+    run_id: str,
+    script: Script,
+    index: RunIndexDirectory | None = None,
+    *,
+    profile: str = "default",
 ) -> RunRecord:
     """A run of `script`, by the runner, into a real run directory under `cwd`,
-    registered in this machine's index (`index`: another machine's)."""
+    registered in this machine's index (`index`: another machine's), on `profile` (a
+    rehearsal's run is on the rehearsal's)."""
     directory = RunDirectory.create(cwd, run_id)
     clock = FakeClock()
     control = FakeControl()
@@ -141,7 +149,12 @@ def driven(
             raise Killed
 
     gateway.on_turn = during_turn
-    spec = RunSpec(cwd=cwd, task=f"Build the {run_id} thing.\nIn detail.", budget=script.budget)
+    spec = RunSpec(
+        cwd=cwd,
+        task=f"Build the {run_id} thing.\nIn detail.",
+        budget=script.budget,
+        profile=profile,
+    )
     record = RunRecord(
         run_id=run_id,
         spec=spec,
@@ -330,13 +343,13 @@ def test_every_view_says_the_same_turns_and_money(
         summary = (cwd / ".claudeloop" / "runs" / run_id / "summary.md").read_text()
         _assert_says(summary, facts, f"summary.md of {run_id}")
         ended = RunDirectory(cwd / ".claudeloop" / "runs" / run_id).load()
-        _assert_json(result_object(ended), facts, f"the --json result of {run_id}")
+        _assert_json(plain(result_object(ended)), facts, f"the --json result of {run_id}")
         (entry,) = [each for each in index.runs() if each.run_id == run_id]
         _assert_says(_unescaped(front), facts, "the front page", waits=False, left=False)
         page = run_main(run_view(entry, index, project_runs, now=START, mask=no_mask), None)
         _assert_says(_unescaped(page), facts, f"the dashboard's page of {run_id}")
         _assert_says(_unescaped(dashboard_report), facts, "the dashboard's report")
-        (machine_row,) = [row for row in rows if row["run_id"] == run_id]
+        (machine_row,) = [plain(row.to_json()) for row in rows if row.run_id == run_id]
         _assert_json(machine_row, facts, f"the dashboard's row of {run_id}")
 
 
@@ -352,12 +365,14 @@ def test_the_totals_add_the_runs_in_the_same_words(
     index = RunIndexDirectory.of_environment()
     rows = machine_rows(index, project_runs, now=START, mask=lambda _cwd: lambda view: view)
     recent = last_hours([replace_started(row) for row in rows], now=START)
-    assert recent["said"] == totals["said"]
+    assert plain(recent.to_json())["said"] == totals["said"]
 
 
-def replace_started(row: dict[str, object]) -> dict[str, object]:
+def replace_started(row: RunRow) -> RunRow:
     """The fake clock's runs started at START; the front page counts the last hours."""
-    return {**row, "started_at": START.isoformat()}
+    assert row.status is not None
+    facts = replace(row.status.facts, started_at=START)
+    return replace(row, status=replace(row.status, facts=facts))
 
 
 def _unescaped(html: str) -> str:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from claudeloop.cli import reference
 from claudeloop.cli.main import cli
+from tests.commands import subcommands
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "reference" / "cli.md"
@@ -23,7 +24,7 @@ HOW = (
 def _command_paths(command: click.Command, path: str) -> list[str]:
     paths = [path]
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
+        for name, sub in sorted(subcommands(command).items()):
             if not sub.hidden:
                 paths += _command_paths(sub, f"{path} {name}")
     return paths

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import subcommands
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 PACKAGE = ROOT / "src" / "claudeloop"
@@ -98,7 +100,7 @@ def _invocation_problem(words: list[str]) -> str | None:
             if flag not in options:
                 return f"{command.name} has no option {flag}"
         elif isinstance(command, click.Group):
-            sub = command.commands.get(word)
+            sub = subcommands(command).get(word)
             if sub is None:
                 return f"no command {word!r}"
             command = sub

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from claudeloop.cli.main import cli
 from tests.cli.test_help_width import command_paths
+from tests.commands import subcommands
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "src" / "claudeloop"
@@ -98,4 +99,4 @@ def test_no_guide_names_the_bare_cli() -> None:
 
 def test_the_login_commands_exist() -> None:
     assert isinstance(cli, click.Group)
-    assert {"login", "claude"} <= set(cli.commands)
+    assert {"login", "claude"} <= set(subcommands(cli))

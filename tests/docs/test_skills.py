@@ -29,6 +29,7 @@ import click
 import pytest
 
 from claudeloop.cli.main import cli
+from tests.commands import subcommands
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILL = "claudeloop-domain-model"
@@ -205,7 +206,7 @@ def _options(command: click.Command) -> Iterator[str]:
         yield from parameter.opts
         yield from parameter.secondary_opts
     if isinstance(command, click.Group):
-        for sub in command.commands.values():
+        for sub in subcommands(command).values():
             yield from _options(sub)
 
 
@@ -214,7 +215,7 @@ def _is_command(words: list[str]) -> bool:
     for word in words:
         if word.startswith("-") or not isinstance(command, click.Group):
             break
-        sub = command.commands.get(word)
+        sub = subcommands(command).get(word)
         if sub is None:
             return False
         command = sub

@@ -23,6 +23,7 @@ import pytest
 from claudeloop.adapters import credentials
 from claudeloop.adapters.claude_code.transcript import cut_off_turn
 from claudeloop.rehearsal import RehearsalServer, load_scenario
+from tests.e2e.preloaded import run_claudeloop
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 # Wait policy compressed like the scenarios: seconds where a real night has minutes.
@@ -75,13 +76,9 @@ class Rehearsal:
         return self.claudeloop("run", *args, timeout=timeout)
 
     def claudeloop(self, *args: str, timeout: float = 150) -> Finished:
-        completed = subprocess.run(
-            [sys.executable, "-m", "claudeloop", *args, "--cwd", str(self.project), "--json"],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+        """`claudeloop ARGS --cwd PROJECT --json`, to its end (tests/e2e/preloaded.py)."""
+        completed = run_claudeloop(
+            [*args, "--cwd", str(self.project), "--json"], self.env, timeout=timeout
         )
         return Finished(completed.returncode, completed.stdout, completed.stderr, self.project)
 

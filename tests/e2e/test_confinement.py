@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from claudeloop.rehearsal import RehearsalServer, parse_scenario
+from tests.e2e import preloaded
 from tests.e2e.conftest import FAST_WAITS, Finished, cli_env
 
 pytestmark = pytest.mark.e2e
@@ -176,10 +177,10 @@ def run_claudeloop(
         env["MY_SERVICE_TOKEN"] = ENV_SECRET
         if path is not None:
             env["PATH"] = path
-        completed = subprocess.run(
-            [sys.executable, "-m", "claudeloop", "run", "--prompt", "Write step1.txt.",
-             *FAST_WAITS, *args, "--cwd", str(world.project), "--json"],
-            env=env, capture_output=True, text=True, timeout=240, check=False,
+        completed = preloaded.run_claudeloop(
+            ["run", "--prompt", "Write step1.txt.", *FAST_WAITS, *args,
+             "--cwd", str(world.project), "--json"],
+            env, timeout=240,
         )  # fmt: skip
     return Finished(completed.returncode, completed.stdout, completed.stderr, world.project), server
 

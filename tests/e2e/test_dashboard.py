@@ -147,6 +147,37 @@ def _whole_page(browser: Any, width: int) -> None:
     browser.set_window_size(width, min(int(tall) + 140, 3000))
 
 
+def _shown_text_sizes(browser: Any) -> list[float]:
+    """The size, in px on the screen, of each word the page's pictures show: its font
+    size times the scale its picture is drawn at."""
+    sizes: list[float] = browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg text'))"
+        ".filter((t) => t.getClientRects().length > 0)"
+        ".map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);"
+    )
+    assert sizes, "no picture's words shown"
+    return sizes
+
+
+def _overlapping_legends(browser: Any) -> list[str]:
+    """The words of each two entries of a picture's legend that meet on the screen."""
+    met: list[str] = browser.execute_script(
+        "const met = [];"
+        "for (const svg of document.querySelectorAll('svg')) {"
+        "  const boxes = Array.from(svg.querySelectorAll('g.legend'))"
+        "    .filter((g) => g.getClientRects().length > 0)"
+        "    .map((g) => [g.textContent, g.getBoundingClientRect()]);"
+        "  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {"
+        "    const [a, p] = boxes[i], [b, q] = boxes[j];"
+        "    if (p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom)"
+        "      met.push(a + ' / ' + b);"
+        "  }"
+        "}"
+        "return met;"
+    )
+    return met
+
+
 def _phase(project: Path) -> str | None:
     phase = (_state(project) or {}).get("state", {}).get("phase")
     return None if phase is None else str(phase)
@@ -326,6 +357,9 @@ def _the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: 
         driven(tmp_path / name, f"20261130-090000-{name.replace('_', '-')}", SCRIPTS[name], index)
     driven(tmp_path / "removed", "20261130-090000-removed", SCRIPTS["done"], index)
     shutil.rmtree(tmp_path / "removed")
+    # A rehearsal kept with --keep that failed: a tryout, not a run that needs a person.
+    rehearsed = "20261130-090000-rehearsal"
+    driven(tmp_path / "rehearsal", rehearsed, SCRIPTS["auth_failed"], index, profile="rehearsal")
     shown = Dashboard(env)
     try:
         browser.get(shown.url)
@@ -336,7 +370,7 @@ def _the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: 
                 browser, lambda page: page.find_elements(By.CSS_SELECTOR, "#main .section")
             )
             names = [section.get_attribute("id") for section in sections]
-            assert names == ["needs-you", "done", "ended", "gone"]
+            assert names == ["needs-you", "done", "ended", "rehearsals", "gone"]
             tops = [section.location["y"] for section in sections]
             assert tops == sorted(tops)  # read in that order, top to bottom
             needs_you = browser.find_element(By.ID, "needs-you")
@@ -348,6 +382,13 @@ def _the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: 
             done = browser.find_element(By.ID, "done").text
             assert "4 sent, 3 answered, 1 refused" in done
             assert "$0.0058 (turns $0.0048 + probes $0.0010)" in done
+            assert rehearsed not in needs_you.text
+            rehearsals = browser.find_element(By.ID, "rehearsals")
+            assert rehearsals.get_attribute("open") is None  # folded
+            assert "rgba(196, 60, 60" not in rehearsals.value_of_css_property("color")
+            rehearsals.find_element(By.TAG_NAME, "summary").click()
+            badge = rehearsals.find_element(By.CSS_SELECTOR, ".phase.auth_failed")
+            assert "196, 60, 60" not in badge.value_of_css_property("background-color")
             gone = browser.find_element(By.ID, "gone")
             assert gone.get_attribute("open") is None  # folded
             assert "20261130-090000-removed" not in gone.text
@@ -358,7 +399,10 @@ def _the_front_page_reads_in_ten_seconds_at_both_widths(browser: Any, tmp_path: 
             for link in browser.find_elements(By.CSS_SELECTOR, "tr.run td:first-child a"):
                 if link.is_displayed():
                     assert link.size["height"] < 24, f"{link.text} wraps at {width} px"
+            _whole_page(browser, width)
+            browser.execute_script("window.scrollTo(0, 0)")
             _screenshot(browser, f"front-{width}", tmp_path)
+            browser.set_window_size(width, 1000)
     finally:
         shown.close()
 
@@ -398,9 +442,26 @@ def _a_runs_page_and_the_report_read_at_both_widths(browser: Any, tmp_path: Path
             assert json.loads(raw.text)["type"] == "run.finished"
             for picture in ("svg.timeline", "svg.spend"):
                 assert browser.find_elements(By.CSS_SELECTOR, f"{picture} g.legend")
+            # The pictures' words as read on the screen, whatever the picture's scale.
+            smallest = min(_shown_text_sizes(browser))
+            assert smallest >= 11, f"a picture's words are {smallest:.1f} px at {width} px"
+            assert _overlapping_legends(browser) == []
+            # One time axis for both: the spend is not a second of its own.
+            axes = [
+                [label.text for label in picture.find_elements(By.CSS_SELECTOR, "text.axis")]
+                for picture in browser.find_elements(By.CSS_SELECTOR, "svg.timeline, svg.spend")
+                if picture.is_displayed()
+            ]
+            assert len(axes) == 2
+            assert axes[0] == axes[1][-2:], axes
+            _settled(browser, lambda page: page.find_element(By.ID, "live").text == "live")
             _whole_page(browser, width)
             _screenshot(browser, f"run-{width}", tmp_path)
             browser.set_window_size(width, 1000)
+            # A run's page by its run id alone, as `claudeloop runs` says it.
+            browser.get(shown.base + f"/run/{probed}")
+            heading = _settled(browser, lambda page: page.find_element(By.TAG_NAME, "h1"))
+            assert probed in heading.text
 
             browser.get(shown.base + "/report?since=30d")
             table = _settled(browser, lambda page: page.find_element(By.TAG_NAME, "table"))
@@ -412,8 +473,22 @@ def _a_runs_page_and_the_report_read_at_both_widths(browser: Any, tmp_path: Path
             assert any(probed in entry.text for entry in legend)
             timeline = browser.find_element(By.CSS_SELECTOR, 'svg[aria-label="timeline"]')
             left = timeline.location["x"]
+            right = left + timeline.size["width"]
             for label in timeline.find_elements(By.TAG_NAME, "text"):
                 assert label.location["x"] >= left, f"{label.text} cut at the left edge"
+                assert label.location["x"] + label.size["width"] <= right, f"{label.text} cut"
+            names = [label.text for label in timeline.find_elements(By.CSS_SELECTOR, ".run-name")]
+            assert probed in names
+            # The turn the window refused is marked; each outcome in its colour.
+            assert timeline.find_elements(By.CSS_SELECTOR, "rect.span.turn_refused")
+            refused = browser.find_element(By.CSS_SELECTOR, ".phase.auth_failed")
+            assert refused.value_of_css_property("background-color") == "rgba(196, 60, 60, 1)"
+            done = browser.find_element(By.CSS_SELECTOR, ".phase.done")
+            assert done.value_of_css_property("background-color") != "rgba(0, 0, 0, 0)"
+            assert min(_shown_text_sizes(browser)) >= 11
+            assert _overlapping_legends(browser) == []
+            # No stream here, so no word of one: the page says when it was made.
+            assert "live" not in browser.find_element(By.TAG_NAME, "header").text
             assert browser.execute_script("return document.body.scrollWidth") <= width
             _whole_page(browser, width)
             _screenshot(browser, f"report-{width}", tmp_path)

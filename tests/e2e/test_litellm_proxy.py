@@ -36,6 +36,7 @@ import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Finished, cli_env
 from tests.e2e.litellm_stack import FACTS, MASTER_KEY, ROOT, free_port
+from tests.e2e.preloaded import run_claudeloop
 from tests.shared_services import Started, shared_service
 
 pytestmark = pytest.mark.e2e
@@ -154,15 +155,8 @@ def run_through(
     # A wait ends at --max-wait, its one probe due then (the probe intervals are longer):
     # a refused turn, a wait, one probe, exit 4.
     waits = [*FAST_WAITS[:-2], "--max-wait", "1s"]
-    command = [sys.executable, "-m", "claudeloop", "run", "--prompt", "Say done."]
-    completed = subprocess.run(
-        [*command, "--profile", "proxy", *waits, "--cwd", str(project), "--json", *extra],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    command = ["run", "--prompt", "Say done.", "--profile", "proxy", *waits, "--json", *extra]
+    completed = run_claudeloop([*command, "--cwd", str(project)], env, timeout=240)
     return Finished(completed.returncode, completed.stdout, completed.stderr, project)
 
 
@@ -174,14 +168,8 @@ class Doctor:
 
 def doctor(url: str, tmp_path: Path, model: str) -> Doctor:
     project, env = project_env(tmp_path, url, model, MASTER_KEY)
-    command = [sys.executable, "-m", "claudeloop", "doctor", "--profile", "proxy", "--json"]
-    completed = subprocess.run(
-        [*command, "--cwd", str(project)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+    completed = run_claudeloop(
+        ["doctor", "--profile", "proxy", "--json", "--cwd", str(project)], env, timeout=180
     )
     checks = json.loads(completed.stdout)["checks"]
     (model_check,) = [check for check in checks if check["name"] == "model"]

@@ -21,7 +21,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import FAST_WAITS, Finished, cli_env, wait_for
+from tests.e2e.preloaded import run_claudeloop
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BACKENDS = Path(
@@ -196,10 +196,8 @@ class Project:
     env: dict[str, str]
 
     def claudeloop(self, *args: str) -> Finished:
-        command = [sys.executable, "-m", "claudeloop", *args, "--cwd", str(self.path), "--json"]
-        completed = subprocess.run(
-            command, env=self.env, capture_output=True, text=True, timeout=300, check=False
-        )
+        command = [*args, "--cwd", str(self.path), "--json"]
+        completed = run_claudeloop(command, self.env, timeout=300)
         return Finished(completed.returncode, completed.stdout, completed.stderr, self.path)
 
     def run(self, *args: str) -> Finished:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import CREDENTIAL_VARIABLES, FAST_WAITS, Rehearsal, write_plan
+from tests.e2e.preloaded import run_claudeloop
 from tests.notification_receiver import Receiver, notification_receiver
 
 pytestmark = pytest.mark.e2e
@@ -89,13 +88,8 @@ def test_rehearse_sends_its_notifications_to_try_a_setup(tmp_path: Path) -> None
     env = {k: v for k, v in os.environ.items() if k not in CREDENTIAL_VARIABLES}
     env.update({"HOME": str(tmp_path), "NO_PROXY": "127.0.0.1,localhost"})
     with notification_receiver() as receiver:
-        completed = subprocess.run(
-            [sys.executable, "-m", "claudeloop", "rehearse", "--notify", receiver.url(), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            check=False,
+        completed = run_claudeloop(
+            ["rehearse", "--notify", receiver.url(), "--json"], env, timeout=RUN_TIMEOUT
         )
     assert completed.returncode == 0, completed.stderr
     run_id = json.loads(completed.stdout)["run_id"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.patience import COMMAND, STATE
+from tests.e2e.preloaded import run_claudeloop
 
 pytestmark = pytest.mark.e2e
 
@@ -26,14 +27,7 @@ def rehearsal_env(home: Path) -> dict[str, str]:
 
 
 def rehearse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "claudeloop", "rehearse", *args],
-        env=rehearsal_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=COMMAND,
-        check=False,
-    )
+    return run_claudeloop(["rehearse", *args], rehearsal_env(tmp_path), timeout=COMMAND)
 
 
 def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -> None:

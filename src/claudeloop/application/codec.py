@@ -374,7 +374,7 @@ def _default(each: dataclasses.Field[Any]) -> Any:
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, object]:
     return get_type_hints(cls)
 
 

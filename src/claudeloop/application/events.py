@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, ClassVar, cast, get_args
 
 from claudeloop.application.codec import Codec, DecodeError, Shape
+from claudeloop.application.json_form import JsonObject
 from claudeloop.domain.capacity import CapacityKind, kind_in_words
 from claudeloop.domain.confinement import BlockedKind
 from claudeloop.domain.loop import Outcome
@@ -454,9 +455,9 @@ def capacity_kind_of(event: SaysCapacity) -> CapacityKind | None:
     return event.capacity_kind or kind_in_words(event.capacity)
 
 
-def event_fields(event: Event) -> dict[str, Any]:
+def event_fields(event: Event) -> JsonObject:
     """The event's fields as events.jsonl holds them (JSON values, in the class's order)."""
-    return cast(dict[str, Any], EVENT_CODEC.encode(event))
+    return cast(JsonObject, EVENT_CODEC.encode(event))
 
 
 def event_from(line: Mapping[str, Any]) -> Event | None:

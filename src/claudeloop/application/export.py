@@ -104,10 +104,10 @@ def event_row(line: Mapping[str, Any]) -> EventRow:
     return EventRow(
         ts=ts,
         type=event.type,
-        turn=fields.get("turn"),
+        turn=_whole(fields.get("turn")),
         capacity_kind=_kind(event),
-        capacity=fields.get("capacity"),
-        cost_usd=fields.get("cost_usd"),
+        capacity=_words(fields.get("capacity")),
+        cost_usd=_dollars(fields.get("cost_usd")),
         outcome=_ending(event),
         rest={key: value for key, value in fields.items() if key not in _COLUMNED},
     )
@@ -148,6 +148,18 @@ def cells(row: EventRow) -> list[str]:
         _text(row.outcome),
         json.dumps(row.rest, ensure_ascii=False, separators=(",", ":")),
     ]
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _words(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _dollars(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _text(value: object) -> str:

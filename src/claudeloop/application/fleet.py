@@ -18,6 +18,8 @@ from typing import Any, assert_never
 from urllib.parse import urlsplit
 
 from claudeloop.application.errors import UsageError
+from claudeloop.application.json_form import JsonObject
+from claudeloop.application.masking import masked
 from claudeloop.application.ports import (
     AccountCapacity,
     Fleet,
@@ -27,7 +29,8 @@ from claudeloop.application.ports import (
     WorkerHost,
     WorkerOptions,
 )
-from claudeloop.application.summary import status_object, summary_object
+from claudeloop.application.run_status import RunStatus, run_status_of
+from claudeloop.application.summary import summary_object
 from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.steering import AddNote, ProbeNow, RaiseCap, Steer, refusal, waited_now
 
@@ -106,14 +109,26 @@ def look_up(fleet: Fleet, run_id: str) -> FleetRun:
     return FleetRun(run_id, queued, stored)
 
 
-def status_view(found: FleetRun, *, now: datetime, mask: Mask) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class FleetStatus:
+    """What local `status` says of a fleet's run, from its stored record, and where it
+    is in the fleet: its state in the queue and its worker."""
+
+    status: RunStatus
+    state: str
+    worker: str | None
+
+    def to_json(self) -> JsonObject:
+        return {**self.status.to_json(), "state": self.state, "worker": self.worker}
+
+
+def status_view(found: FleetRun, *, now: datetime, mask: Mask) -> FleetStatus | None:
     """What local `status --json` says of the run, from its stored record, and where it
     is in the fleet; None before the run's first record."""
     if found.stored is None or found.stored.record is None:
         return None
-    view = status_object(found.stored.record, now=now, driver_pid=None)
-    view |= {"state": found.state, "worker": found.worker}
-    return dict(mask(view))
+    status = run_status_of(found.stored.record, now=now, driver_pid=None)
+    return FleetStatus(masked(status, mask), found.state, masked(found.worker, mask))
 
 
 def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
@@ -125,7 +140,7 @@ def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
         stored = summaries.get(queued.run_id)
         readable = stored is None or stored.readable
         summary = stored.summary if stored is not None else None
-        data = dict(mask(summary_object(summary, now=now))) if summary is not None else {}
+        data = dict(mask(dict(summary_object(summary, now=now)))) if summary is not None else {}
         holder = stored.holder if stored is not None else None
         rows.append(
             {

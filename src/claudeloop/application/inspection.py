@@ -10,15 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from pathlib import Path
 
 from claudeloop.application.errors import NoRun, UsageError
+from claudeloop.application.masking import Mask, masked, masked_text
 from claudeloop.application.ports import ClaudeSession, ProjectRuns
-from claudeloop.application.summary import row_fields, status_object
+from claudeloop.application.run_rows import RunPlace, RunRow
+from claudeloop.application.run_status import Commit, GitFacts, RunBranch, RunStatus, run_status_of
 from claudeloop.domain.loop import ControlCommand
 
-# What a view shown to the user masks (the run's secrets).
-Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
+__all__ = ["Mask"]  # what a view masks, said in application.masking; named here too
+
+# What git says of a run's branch in its working directory (the `RunBranches` port's
+# `facts`): its name, its commits of the run, their diffstat.
+GitFactsOf = Callable[[Path, str], Mapping[str, object]]
 # How often `logs -f` looks for new events.
 _FOLLOW_SECONDS = 0.3
 
@@ -33,41 +38,62 @@ def takes_effect(command: ControlCommand) -> str:
 
 
 def run_status(
-    runs: ProjectRuns, run_id: str | None, *, now: datetime, mask: Mask
-) -> dict[str, Any]:
-    """`status`: where the run stands now, ended or not, masked. A run that ended
-    without its summary.md (killed after its last save) gets it now."""
+    runs: ProjectRuns,
+    run_id: str | None,
+    *,
+    now: datetime,
+    mask: Mask,
+    git_facts: GitFactsOf | None = None,
+) -> RunStatus:
+    """`status`: where the run stands now, ended or not, masked; with `git_facts`, a run
+    that commits its turns says its commits and their diffstat as git has them. A run
+    that ended without its summary.md (killed after its last save) gets it now."""
     chosen = runs.watched(run_id)
     record = runs.record(chosen)
     runs.finish_summary(chosen, record)
-    # The driver masked what it saved; a state.json of an older claudeloop did not.
-    return dict(mask(status_object(record, now=now, driver_pid=runs.driver(chosen))))
+    status = run_status_of(record, now=now, driver_pid=runs.driver(chosen))
+    if git_facts is not None and status.branch is not None:
+        status = replace(status, branch=_with_git(status, git_facts))
+    # The driver masked what it saved; a state.json of an older claudeloop did not; and
+    # the commits' subjects are the model's summaries.
+    return masked(status, mask)
 
 
-def run_rows(runs: ProjectRuns, *, now: datetime, mask: Mask) -> list[dict[str, Any]]:
+def _with_git(status: RunStatus, git_facts: GitFactsOf) -> RunBranch:
+    branch = status.branch
+    assert branch is not None
+    try:
+        facts = git_facts(Path(branch.work_dir), status.run_id)
+    except OSError:
+        return branch  # a worktree removed: the record's own facts stay
+    listed = facts.get("commits")
+    commits = tuple(
+        Commit(int(str(each["turn"])), str(each["sha"]), str(each["subject"]))
+        for each in (listed if isinstance(listed, list) else [])
+        if isinstance(each, Mapping)
+    )
+    name = facts.get("branch")
+    return replace(
+        branch,
+        name=branch.name or (str(name) if name else None),
+        git=GitFacts(commits, str(facts.get("diffstat") or "")),
+    )
+
+
+def run_rows(runs: ProjectRuns, *, now: datetime, mask: Mask) -> list[RunRow]:
     """`runs`: each run of the directory, newest first, said by the read model
     (application.run_facts), masked (a title is a prompt's first line); one whose
     record cannot be read is a row that says so."""
-    rows: list[dict[str, Any]] = []
+    rows: list[RunRow] = []
     for run_id in runs.run_ids():
         try:
             record = runs.record(run_id)
         except UsageError as error:
-            rows.append(
-                dict(mask({"run_id": run_id, "phase": "unreadable", "problem": str(error)}))
-            )
+            rows.append(masked(RunRow(run_id, None, None, "unreadable", str(error)), mask))
             continue
-        row = {
-            # Where the machine's index puts it, as `runs --all` says: one shape.
-            "key": None,
-            "cwd": str(record.spec.cwd),
-            "directory": None,
-            "host": None,
-            "account": None,
-            "problem": None,
-            **row_fields(record, now=now, driver_pid=runs.driver(run_id)),
-        }
-        rows.append(dict(mask(row)))
+        status = run_status_of(record, now=now, driver_pid=runs.driver(run_id))
+        row = RunRow(run_id, RunPlace(str(record.spec.cwd)), status, status.facts.phase)
+        rows.append(masked(row, mask))
     return rows
 
 
@@ -132,6 +158,6 @@ def claude_sessions(runs: ProjectRuns, limit: int, *, mask: Mask) -> list[Claude
     session's summary is a prompt it was sent, and a run's prompt carries the model's
     remaining work, the output of a failing check, a note."""
     return [
-        replace(session, summary=str(mask({"summary": session.summary})["summary"]))
+        replace(session, summary=masked_text(mask, session.summary))
         for session in runs.claude_sessions(limit)
     ]

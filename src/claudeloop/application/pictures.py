@@ -20,14 +20,33 @@ COLOURS = {
     "check": "#009e73",
     "check_failed": "#d55e00",
     "review": "#56b4e9",
+    # A turn a limit or an error refused: ended badly, as a failed check.
+    "turn_refused": "#d55e00",
 }
 # The runs' spend lines: none of the timeline's colours (a run's line must not read as a
 # failed check), told apart by their dashes too, each named in the legend.
 LINES = ("#000000", "#6a3d9a", "#8c6d1f", "#7f7f7f", "#b2182b", "#1b7837")
 _DASHES = ("", "6 3", "2 2", "8 3 2 3")
-_FONT = 'font-family="sans-serif" font-size="11"'
-# About how wide a character of _FONT is, to leave room for a label.
-_CHAR = 6.2
+_FONT = 'font-family="sans-serif" font-size="12"'
+
+
+# About how wide a character of _FONT is, a little more than most: a legend's entries
+# are laid out by it, and two must never meet.
+_CHAR = 7.2
+
+
+def _flowed(words: Sequence[str], *, left: int, width: int, sample: int) -> list[tuple[int, int]]:
+    """Where each legend entry goes, `(x, row)`: one after another, each its sample
+    (`sample` px) and its words wide, on to a next row where the picture ends."""
+    places: list[tuple[int, int]] = []
+    at, row = left, 0
+    for each in words:
+        wide = sample + round(len(each) * _CHAR) + 18
+        if at + wide > width and at > left:
+            at, row = left, row + 1
+        places.append((at, row))
+        at += wide
+    return places
 
 
 def _line_style(number: int) -> tuple[str, str]:
@@ -62,9 +81,11 @@ def spend_svg(
     a legend naming each run's line."""
     shown = [each for each in series if each.points]
     left, right, top = 60, 10, 10
-    legend_rows = (len(shown) + 1) // 2
+    named = [f"{each.name}: {money(each.points[-1][1])}" for each in shown]
+    places = _flowed(named, left=left, width=width - right, sample=28)
+    legend_rows = max((row for _, row in places), default=-1) + 1
     plot_h = height - top - 30
-    height += legend_rows * 16
+    height += legend_rows * 18
     plot_w = width - left - right
     most = max((p[1] for s in series for p in s.points), default=0.0) or 1.0
     span = max((end - start).total_seconds(), 1.0)
@@ -99,9 +120,9 @@ def spend_svg(
             f'points="{" ".join(coords)}"><title>{escape(each.name)}: {money(level)}'
             "</title></polyline>"
         )
-        # The legend: two runs a row under the axis, each its line's sample and name.
-        at_x = left + (number % 2) * (plot_w // 2)
-        at_y = top + plot_h + 34 + (number // 2) * 16
+        # The legend under the axis, each run its line's sample and name.
+        at_x, row = places[number]
+        at_y = top + plot_h + 34 + row * 18
         parts.append(
             f'<g class="legend"><line x1="{at_x}" x2="{at_x + 22}" y1="{at_y - 4}" '
             f'y2="{at_y - 4}" stroke="{colour}" stroke-width="2"{dashes}/>'
@@ -118,15 +139,17 @@ def timeline_svg(
     start: datetime,
     end: datetime,
     width: int = 720,
-    row_height: int = 22,
+    row_height: int = 36,
 ) -> str:
-    """One row per run: its turns, waits, probes, checks and reviews as bars in time,
-    each with its label as a tooltip, and a legend."""
-    longest = max((len(name) for name, _ in rows), default=0)
-    # Room for the longest run id, whole: a label cut at the left edge names no run.
-    left, right, top = min(max(round(longest * _CHAR) + 12, 80), width // 2), 10, 20
+    """One row per run: its name on a line of its own above its bars (whole, however
+    long: never cut at the picture's edge), then its turns, waits, probes, checks and
+    reviews as bars in time, each with its label as a tooltip; and a legend."""
+    left, right, top = 10, 10, 24
     plot_w = width - left - right
-    height = top + row_height * max(len(rows), 1) + 40
+    legend = _legend_entries()
+    places = _flowed([words for _, words in legend], left=left, width=width - right, sample=14)
+    legend_rows = max((row for _, row in places), default=0) + 1
+    height = top + row_height * max(len(rows), 1) + 12 + legend_rows * 18
     span = max((end - start).total_seconds(), 1.0)
 
     def x(at: datetime) -> float:
@@ -135,36 +158,45 @@ def timeline_svg(
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="timeline">',
-        *_time_labels(start, end, left, plot_w, 12),
+        *_time_labels(start, end, left, plot_w, 14),
     ]
     for number, (name, spans) in enumerate(rows):
         row_y = top + number * row_height
+        bar_y = row_y + 16
         parts.append(
-            f'<text x="{left - 6}" y="{row_y + row_height * 0.65:.1f}" text-anchor="end" '
-            f"{_FONT}>{escape(name)}</text>"
+            f'<text x="{left}" y="{row_y + 12}" class="run-name" {_FONT}>{escape(name)}</text>'
         )
         parts.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{row_y + row_height / 2}" '
-            f'y2="{row_y + row_height / 2}" stroke="#ddd"/>'
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{bar_y + 8}" '
+            f'y2="{bar_y + 8}" stroke="#ddd"/>'
         )
         for each in spans:
             begin, finish = x(each.start), x(each.end)
             colour = COLOURS.get(each.kind, "#777")
             parts.append(
-                f'<rect x="{begin:.1f}" y="{row_y + 3}" width="{max(finish - begin, 1.5):.1f}" '
-                f'height="{row_height - 6}" fill="{colour}"><title>{escape(each.kind)}: '
+                f'<rect x="{begin:.1f}" y="{bar_y}" width="{max(finish - begin, 2.0):.1f}" '
+                f'height="16" fill="{colour}" class="span {escape(each.kind)}">'
+                f"<title>{escape(each.kind.replace('_', ' '))}: "
                 f"{escape(each.label)} ({each.start:%H:%M:%S}-{each.end:%H:%M:%S} UTC)"
                 "</title></rect>"
             )
-    legend_y = top + row_height * max(len(rows), 1) + 20
-    for number, (kind, colour) in enumerate(COLOURS.items()):
-        at = 10 + number * 100
+    legend_y = top + row_height * max(len(rows), 1) + 14
+    for (colour, words), (at, row) in zip(legend, places, strict=True):
+        y = legend_y + row * 18
         parts.append(
-            f'<rect x="{at}" y="{legend_y - 9}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{at + 14}" y="{legend_y}" {_FONT}>{kind.replace("_", " ")}</text>'
+            f'<g class="legend"><rect x="{at}" y="{y - 9}" width="10" height="10" '
+            f'fill="{colour}"/><text x="{at + 14}" y="{y}" {_FONT}>{escape(words)}</text></g>'
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _legend_entries() -> list[tuple[str, str]]:
+    """Each colour of the timeline once, with every kind it is drawn for."""
+    named: dict[str, list[str]] = {}
+    for kind, colour in COLOURS.items():
+        named.setdefault(colour, []).append(kind.replace("_", " "))
+    return [(colour, " / ".join(kinds)) for colour, kinds in named.items()]
 
 
 def _time_labels(start: datetime, end: datetime, left: int, plot_w: int, y: int) -> list[str]:

@@ -19,6 +19,7 @@ from claudeloop.application import events
 from claudeloop.application.durations import duration_said
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import event_from
+from claudeloop.application.json_form import JsonObject
 from claudeloop.application.pictures import Series, Span
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_facts import (
@@ -83,13 +84,106 @@ class Unreadable:
 
 
 @dataclass(frozen=True, slots=True)
+class Totals:
+    """What the report's runs add up to: their outcomes, turns, probes, spend, the time
+    waited and on what, their checks and reviews."""
+
+    of: tuple[RunReport, ...] = ()
+
+    @property
+    def runs(self) -> int:
+        return len(self.of)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        counted: dict[str, int] = {}
+        for run in self.of:
+            counted[run.outcome] = counted.get(run.outcome, 0) + 1
+        return dict(sorted(counted.items()))
+
+    @property
+    def waited_on(self) -> dict[str, int]:
+        waited_on: dict[str, int] = {}
+        for run in self.of:
+            for what, seconds in run.waited_on.items():
+                waited_on[what] = waited_on.get(what, 0) + seconds
+        return dict(sorted(waited_on.items()))
+
+    @property
+    def sent(self) -> int:
+        return sum(run.facts.sent for run in self.of)
+
+    @property
+    def answered(self) -> int:
+        return sum(run.facts.answered for run in self.of)
+
+    @property
+    def probes(self) -> int:
+        return sum(run.facts.probes for run in self.of)
+
+    @property
+    def dollars(self) -> float:
+        return sum(run.facts.dollars for run in self.of)
+
+    @property
+    def probe_dollars(self) -> float:
+        return sum(run.facts.probe_dollars for run in self.of)
+
+    @property
+    def waited_seconds(self) -> int:
+        # Whole seconds, the parts adding up to the total as each run's do.
+        return sum(run.waited_seconds for run in self.of)
+
+    @property
+    def turns_said(self) -> str:
+        return turns_words(self.sent, self.answered)
+
+    @property
+    def dollars_said(self) -> str:
+        estimated = sum(run.facts.estimated_dollars for run in self.of)
+        return dollars_words(self.dollars, self.probe_dollars, estimated)
+
+    @property
+    def waited_said(self) -> str:
+        return duration_said(self.waited_seconds)
+
+    def to_json(self) -> JsonObject:
+        return {
+            "runs": self.runs,
+            "outcomes": self.outcomes,
+            "sent": self.sent,
+            "answered": self.answered,
+            "refused": sum(run.facts.refused for run in self.of),
+            "probes": self.probes,
+            "dollars": round(self.dollars, 6),
+            "turn_dollars": round(max(self.dollars - self.probe_dollars, 0.0), 6),
+            "probe_dollars": round(self.probe_dollars, 6),
+            "said": {
+                "turns": self.turns_said,
+                "dollars": self.dollars_said,
+                "waited": self.waited_said,
+            },
+            "waited_seconds": self.waited_seconds,
+            "waited_on": self.waited_on,
+            "checks": {
+                "passed": sum(run.checks_passed for run in self.of),
+                "failed": sum(run.checks_failed for run in self.of),
+            },
+            "reviews": {
+                "passed": sum(run.reviews_passed for run in self.of),
+                "failed": sum(run.reviews_failed for run in self.of),
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     now: datetime
     # Where the report begins (None: every run there is).
     since: datetime | None
     runs: tuple[RunReport, ...]
     unreadable: tuple[Unreadable, ...] = ()
-    totals: dict[str, Any] = field(default_factory=dict)
+    totals: Totals = field(default_factory=Totals)
 
     @property
     def start(self) -> datetime:
@@ -127,7 +221,7 @@ def night_report(
         if begins is None or run.started_at >= begins or recent >= begins:
             found.append(run)
     found.sort(key=lambda run: run.started_at)
-    return Report(now, begins, tuple(found), tuple(unreadable), _totals(found))
+    return Report(now, begins, tuple(found), tuple(unreadable), Totals(tuple(found)))
 
 
 def merged(reports: list[Report], *, now: datetime, since: timedelta | None) -> Report:
@@ -136,15 +230,15 @@ def merged(reports: list[Report], *, now: datetime, since: timedelta | None) -> 
     runs = sorted((run for each in reports for run in each.runs), key=lambda run: run.started_at)
     unreadable = tuple(u for each in reports for u in each.unreadable)
     begins = now - since if since is not None else None
-    return Report(now, begins, tuple(runs), unreadable, _totals(runs))
+    return Report(now, begins, tuple(runs), unreadable, Totals(tuple(runs)))
 
 
-def report_object(report: Report) -> dict[str, Any]:
+def report_object(report: Report) -> JsonObject:
     """The report as `--json` writes it."""
     return {
         "now": report.now.isoformat(),
         "since": report.since.isoformat() if report.since else None,
-        "totals": report.totals,
+        "totals": report.totals.to_json(),
         "runs": [
             {
                 **run.facts.to_json(),
@@ -158,48 +252,6 @@ def report_object(report: Report) -> dict[str, Any]:
             for run in report.runs
         ],
         "unreadable": [{"run_id": u.run_id, "problem": u.problem} for u in report.unreadable],
-    }
-
-
-def _totals(runs: list[RunReport]) -> dict[str, Any]:
-    outcomes: dict[str, int] = {}
-    waited_on: dict[str, int] = {}
-    for run in runs:
-        outcomes[run.outcome] = outcomes.get(run.outcome, 0) + 1
-        for what, seconds in run.waited_on.items():
-            waited_on[what] = waited_on.get(what, 0) + seconds
-    waited = sum(run.waited_seconds for run in runs)
-    sent = sum(run.facts.sent for run in runs)
-    answered = sum(run.facts.answered for run in runs)
-    dollars = sum(run.facts.dollars for run in runs)
-    probe_dollars = sum(run.facts.probe_dollars for run in runs)
-    estimated = sum(run.facts.estimated_dollars for run in runs)
-    return {
-        "runs": len(runs),
-        "outcomes": dict(sorted(outcomes.items())),
-        "sent": sent,
-        "answered": answered,
-        "refused": sum(run.facts.refused for run in runs),
-        "probes": sum(run.facts.probes for run in runs),
-        "dollars": round(dollars, 6),
-        "turn_dollars": round(max(dollars - probe_dollars, 0.0), 6),
-        "probe_dollars": round(probe_dollars, 6),
-        "said": {
-            "turns": turns_words(sent, answered),
-            "dollars": dollars_words(dollars, probe_dollars, estimated),
-            "waited": duration_said(waited),
-        },
-        # Whole seconds, the parts adding up to the total as each run's do.
-        "waited_seconds": waited,
-        "waited_on": dict(sorted(waited_on.items())),
-        "checks": {
-            "passed": sum(run.checks_passed for run in runs),
-            "failed": sum(run.checks_failed for run in runs),
-        },
-        "reviews": {
-            "passed": sum(run.reviews_passed for run in runs),
-            "failed": sum(run.reviews_failed for run in runs),
-        },
     }
 
 
@@ -220,12 +272,15 @@ class _Tally:
     # What began and has not ended yet: (kind, since, label).
     open: dict[str, tuple[datetime, str]] = field(default_factory=dict)
 
-    def close(self, kind: str, at: datetime, label: str | None = None) -> None:
+    def close(
+        self, kind: str, at: datetime, label: str | None = None, *, refused: bool = False
+    ) -> None:
         began = self.open.pop(kind, None)
         if began is None:
             return
         since, said = began
-        self.spans.append(Span(kind, since, max(at, since), label or said))
+        drawn = "turn_refused" if refused else kind
+        self.spans.append(Span(drawn, since, max(at, since), label or said))
         if kind == "wait":
             seconds = max((at - since).total_seconds(), 0.0)
             # What was waited on, without when it was to end: one line per limit.
@@ -243,9 +298,13 @@ class _Tally:
             case events.TurnStarted(turn=turn):
                 self.close("wait", at)
                 self.open["turn"] = (at, f"turn {turn}")
-            case events.TurnFinished(turn=turn, verdict=verdict, cost_usd=cost):
-                self.close("turn", at, f"turn {turn}: {verdict}")
+            case events.TurnFinished(turn=turn, verdict=verdict, cost_usd=cost, error=error):
+                # A turn a limit or an error refused is marked, as a failed check is.
+                refused = verdict == "refused" or bool(error)
+                self.close("turn", at, f"turn {turn}: {verdict}", refused=refused)
                 self.bill(at, cost)
+            case events.TurnFailed(turn=turn, reason=reason):
+                self.close("turn", at, f"turn {turn}: failed: {reason}", refused=True)
             case events.WaitStarted(capacity=capacity):
                 self.close("wait", at)
                 self.open["wait"] = (at, capacity)

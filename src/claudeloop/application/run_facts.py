@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from claudeloop.application.durations import duration_said, instant_said
+from claudeloop.application.json_form import JsonObject
 from claudeloop.application.records import RunRecord
 from claudeloop.application.waiting import with_time_waited
 from claudeloop.domain.budget import money
@@ -136,7 +137,7 @@ class RunFacts:
             "only with --update-plan)"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The facts as every `--json` carries them, beside its own keys."""
         return {
             "run_id": self.run_id,
@@ -209,6 +210,7 @@ def run_facts(record: RunRecord, *, now: datetime, ended_at: datetime | None = N
         duration = (end - record.started_at).total_seconds() if end is not None else None
     else:
         duration = (now - record.started_at).total_seconds()
+    left, left_from = _left(record)
     return RunFacts(
         run_id=record.run_id,
         title=task_title(record),
@@ -229,23 +231,24 @@ def run_facts(record: RunRecord, *, now: datetime, ended_at: datetime | None = N
         waited_seconds=max(round(with_time_waited(record, now=now).waited_seconds), 0)
         if not terminal
         else max(round(record.waited_seconds), 0),
-        **_left(record),
+        left=left,
+        left_from=left_from,
         plan=record.plan_progress,
         plan_written=record.spec.update_plan,
     )
 
 
-def _left(record: RunRecord) -> dict[str, Any]:
+def _left(record: RunRecord) -> tuple[tuple[str, ...], Literal["plan", "model"] | None]:
     """What is left of `record`, and where that comes from: the plan is the person's
     own list, so its open items come first; the model's remaining work, without one."""
     state = record.state
     if state.outcome is Outcome.DONE:
-        return {"left": (), "left_from": None}
+        return (), None
     if record.plan is not None and record.plan.open_items:
-        return {"left": tuple(item.text for item in record.plan.open_items), "left_from": "plan"}
+        return tuple(item.text for item in record.plan.open_items), "plan"
     if state.remaining_work:
-        return {"left": tuple(state.remaining_work), "left_from": "model"}
-    return {"left": (), "left_from": None}
+        return tuple(state.remaining_work), "model"
+    return (), None
 
 
 def apportioned(total: int, parts: Mapping[str, float]) -> dict[str, int]:

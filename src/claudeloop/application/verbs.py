@@ -10,7 +10,6 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
@@ -170,18 +169,3 @@ VERBS: tuple[Verb, ...] = (
 
 def verb_named(name: str) -> Verb | None:
     return next((verb for verb in VERBS if verb.name == name), None)
-
-
-def verb_forms(verbs: tuple[Verb, ...] = VERBS) -> list[dict[str, Any]]:
-    """The verbs as a page draws their forms: each one's name, label and fields."""
-    return [
-        {
-            "name": verb.name,
-            "label": verb.label,
-            "fields": [
-                {"name": field.name, "label": field.label, "example": field.example}
-                for field in verb.fields
-            ],
-        }
-        for verb in verbs
-    ]

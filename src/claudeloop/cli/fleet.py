@@ -419,19 +419,20 @@ def remote_status(engine: str, run_id: str | None, as_json: bool) -> None:
     found = _look_up(chosen, run_id, "status --engine")
     if found.stored is not None and not found.stored.readable:
         raise UsageError(f"run {run_id}: the record its worker stored cannot be read")
-    data = status_view(found, now=datetime.now(UTC), mask=shown_masked())
-    if data is None:
-        data = {"run_id": run_id, "phase": None, "state": found.state, "worker": found.worker}
+    view = status_view(found, now=datetime.now(UTC), mask=shown_masked())
+    if view is None:
         if as_json:
-            print_json(data)
+            print_json(
+                {"run_id": run_id, "phase": None, "state": found.state, "worker": found.worker}
+            )
         else:
             held = f"; worker {found.worker}" if found.worker else ""
             click.echo(f"run {run_id}: {found.state}, no record yet{held}")
         return
     if as_json:
-        print_json(data)
+        print_json(view.to_json())
         return
-    show_status(data, f"worker {found.worker or '-'} ({found.state})")
+    show_status(view.status, f"worker {view.worker or '-'} ({view.state})")
 
 
 def remote_logs(engine: str, run_id: str, follow: bool, as_json: bool) -> None:

@@ -26,96 +26,81 @@ from claudeloop.domain.text import count, first_line
 
 if TYPE_CHECKING:
     from claudeloop.application.inspection import Mask
+    from claudeloop.application.run_rows import RunRow
+    from claudeloop.application.run_status import RunBranch, RunStatus
 
 
 def status(*, cwd: Path | None, run_id: str | None, as_json: bool) -> None:
     from claudeloop.application.inspection import run_status
-    from claudeloop.cli.bootstrap import project_runs, shown_masked
+    from claudeloop.cli.bootstrap import project_runs, run_branches, shown_masked
 
-    mask = shown_masked()
     try:
-        data = run_status(
-            project_runs(working_directory(cwd)), run_id, now=datetime.now(UTC), mask=mask
+        found = run_status(
+            project_runs(working_directory(cwd)),
+            run_id,
+            now=datetime.now(UTC),
+            mask=shown_masked(),
+            git_facts=run_branches().facts,
         )
     except NoRun as none:
         _say_no_run(none, as_json=as_json)
         return
-    _with_commits(data, mask)
     if as_json:
-        print_json(data)
+        print_json(found.to_json())
         return
-    alive = f"driver alive (pid {data['driver_pid']})" if data["driver_alive"] else "no driver"
-    show_status(data, alive)
+    alive = f"driver alive (pid {found.driver_pid})" if found.driver_alive else "no driver"
+    show_status(found, alive)
 
 
-def _with_commits(data: dict[str, Any], mask: Mask) -> None:
-    """The commits of a run that commits its turns, and their diffstat, from git, masked
-    (their subjects are the model's summaries, and a commit of an older claudeloop holds
-    them as the model wrote them)."""
-    from claudeloop.cli.bootstrap import run_branches
-
-    branch = data.get("branch")
-    if not branch:
-        return
-    try:
-        facts = run_branches().facts(Path(branch["work_dir"]), data["run_id"])
-    except OSError:
-        return  # a worktree removed: the record's own facts stay
-    shown = mask({"commits": facts["commits"], "diffstat": facts["diffstat"]})
-    branch["commits"] = shown["commits"]
-    branch["diffstat"] = shown["diffstat"]
-    branch["name"] = branch["name"] or facts["branch"]
-
-
-def show_status(data: dict[str, Any], driver: str) -> None:
+def show_status(found: RunStatus, driver: str) -> None:
     """`status` as lines; `driver` says who drives the run (a pid here, a worker)."""
+    facts = found.facts
     lines = [
         # An ended run by how it ended: a stop is no failure, whatever its phase.
-        f"run {data['run_id']}: "
-        + (f"{data['outcome']}: {data['reason']}" if data["outcome"] else data["phase"])
+        f"run {facts.run_id}: "
+        + (f"{facts.outcome}: {facts.reason}" if facts.outcome else facts.phase)
         + f" · {driver}",
-        f"task: {data['title']}",
-        f"turns {data['said']['turns']} · {count(data['probes'], 'probe')} · "
-        f"{data['said']['dollars']} · waited {data['said']['waited']}",
-        data["said"]["times"],
-        f"capacity: {data['capacity']}",
+        f"task: {facts.title}",
+        f"turns {facts.turns_said} · {count(facts.probes, 'probe')} · "
+        f"{facts.dollars_said} · waited {facts.waited_said}",
+        facts.times_said,
+        f"capacity: {found.capacity}",
     ]
-    if data["overage_turns"]:
-        now = "in use now" if data["overage_in_use"] else "not in use now"
+    if found.overage_turns:
+        now = "in use now" if found.overage_in_use else "not in use now"
         lines.append(
-            f"paid overage: {data['overage_turns']} turns answered on it (extra usage "
+            f"paid overage: {found.overage_turns} turns answered on it (extra usage "
             f"billed to the account); {now}"
         )
-    if data.get("sandbox"):
-        lines.append(f"{data['sandbox']} · blocked {data['blocked']}")
-    if data.get("lost_sessions"):
-        lines.append(lost_sessions_line(data["lost_sessions"]))
-    if data.get("gone_sessions"):
-        lines.append(gone_sessions_line(data["gone_sessions"]))
-    if data["next_probe_in_seconds"] is not None:
-        in_ = duration_said(data["next_probe_in_seconds"])
-        at = local_instant(datetime.fromisoformat(data["next_probe_at"]), now=datetime.now(UTC))
+    if found.sandbox:
+        lines.append(f"{found.sandbox} · blocked {found.blocked}")
+    if found.lost_sessions:
+        lines.append(lost_sessions_line(found.lost_sessions))
+    if found.gone_sessions:
+        lines.append(gone_sessions_line(found.gone_sessions))
+    if found.next_probe_in_seconds is not None and found.next_probe_at is not None:
+        in_ = duration_said(found.next_probe_in_seconds)
+        at = local_instant(found.next_probe_at, now=datetime.now(UTC))
         lines.append(f"waiting; next probe in {in_} (at {at})")
-    if data["detour"]:
-        detour = data["detour"]
+    if found.detour is not None:
+        detour = found.detour
         lines.append(
-            f"on {detour['to']} while the run's own backend waits: "
-            f"{detour['awaiting']}; next check in {duration_said(detour['check_in_seconds'])}"
+            f"on {detour.to} while the run's own backend waits: "
+            f"{detour.awaiting}; next check in {duration_said(detour.check_in_seconds or 0.0)}"
         )
-    if data["said"]["plan"]:
-        lines.append(f"plan: {data['said']['plan']}")
-    if data["left"]:
-        lines.append(f"left ({data['said']['left_from']}): {'; '.join(data['left'])}")
-    lines += [_note_line(note) for note in data.get("pending_notes", [])]
-    for check in data["verification"]:
-        where = f"; output in {check['output']}" if check["output"] else ""
+    if facts.plan_said:
+        lines.append(f"plan: {facts.plan_said}")
+    if facts.left:
+        lines.append(f"left ({facts.left_from_said}): {'; '.join(facts.left)}")
+    lines += [_note_line(note) for note in found.pending_notes]
+    for check in found.verification:
+        where = f"; output in {check.output}" if check.output else ""
         lines.append(
-            f"verify: {check['command']}: {check['ended']} "
-            f"({duration_said(check['seconds'])}){where}"
+            f"verify: {check.command}: {check.ended} ({duration_said(check.seconds)}){where}"
         )
-    if data["summary"]:
-        lines.append(f"last summary: {first_line(data['summary'], longest=200)}")
-    lines += _branch_status(data.get("branch"))
+    if found.summary:
+        lines.append(f"last summary: {first_line(found.summary, longest=200)}")
+    lines += _branch_status(found.branch)
     click.echo("\n".join(lines))
 
 
@@ -124,16 +109,16 @@ def _note_line(note: str) -> str:
     return f"note waiting for the next turn: {first_line(note, longest=200)}"
 
 
-def _branch_status(branch: dict[str, Any] | None) -> list[str]:
-    if not branch:
+def _branch_status(branch: RunBranch | None) -> list[str]:
+    if branch is None:
         return []
-    commits = branch.get("commits", [])
-    turns = ", ".join(str(commit["turn"]) for commit in commits) or "none yet"
-    lines = [f"branch: {branch['name'] or '-'} · {count(len(commits), 'commit')} (turns {turns})"]
-    if branch.get("worktree"):
-        lines.append(f"worktree: {branch['worktree']}")
-    if branch.get("diffstat"):
-        lines.append(f"changed: {branch['diffstat']}")
+    commits = branch.git.commits if branch.git is not None else ()
+    turns = ", ".join(str(commit.turn) for commit in commits) or "none yet"
+    lines = [f"branch: {branch.name or '-'} · {count(len(commits), 'commit')} (turns {turns})"]
+    if branch.worktree:
+        lines.append(f"worktree: {branch.worktree}")
+    if branch.git is not None and branch.git.diffstat:
+        lines.append(f"changed: {branch.git.diffstat}")
     return lines
 
 
@@ -183,7 +168,7 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
     directory = working_directory(cwd)
     rows = run_rows(project_runs(directory), now=datetime.now(UTC), mask=run_mask(directory))
     if as_json:
-        print_json(rows)
+        print_json([row.to_json() for row in rows])
         return
     if not rows:
         # Runs of this directory may have been started with --cwd from elsewhere, and
@@ -195,24 +180,24 @@ def runs(*, cwd: Path | None, as_json: bool) -> None:
     _echo_rows(rows, [_columns(row) for row in rows])
 
 
-def _said(row: dict[str, Any]) -> str:
+def _said(row: RunRow) -> str:
     """A row's turns, probes, money and title, in the words of the read model."""
-    said = row.get("said")
-    if not said:
+    facts = row.facts
+    if facts is None:
         return "-"
-    probes = count(row["probes"], "probe")
-    return f"turns {said['turns']} · {probes} · {said['dollars']} · {row['title']}"
+    probes = count(facts.probes, "probe")
+    return f"turns {facts.turns_said} · {probes} · {facts.dollars_said} · {facts.title}"
 
 
-def _echo_rows(rows: list[dict[str, Any]], columns: list[list[str]]) -> None:
+def _echo_rows(rows: list[RunRow], columns: list[list[str]]) -> None:
     """Each run's line, aligned, and under it when it started and ended (or how long it
     has been running) and why it stopped."""
     for row, line in zip(rows, aligned(columns), strict=True):
         click.echo(line)
-        said = row.get("said")
-        if said:
-            why = f"; {row['reason']}" if row.get("reason") and row.get("outcome") else ""
-            click.echo(f"  {said['times']}{why}")
+        facts = row.facts
+        if facts is not None:
+            why = f"; {facts.reason}" if facts.reason and facts.outcome else ""
+            click.echo(f"  {facts.times_said}{why}")
 
 
 def machine_runs(*, as_json: bool) -> None:
@@ -221,18 +206,18 @@ def machine_runs(*, as_json: bool) -> None:
 
     rows = machine_rows(run_index(), project_runs, now=datetime.now(UTC), mask=run_masks())
     if as_json:
-        print_json(rows)
+        print_json([row.to_json() for row in rows])
         return
     if not rows:
         click.echo("no claudeloop runs started on this machine")
         return
-    _echo_rows(rows, [[*_columns(row), str(row["cwd"])] for row in rows])
+    _echo_rows(rows, [[*_columns(row), row.place.cwd if row.place else "-"] for row in rows])
 
 
-def _columns(row: dict[str, Any]) -> list[str]:
+def _columns(row: RunRow) -> list[str]:
     """A row of `runs`: its id, its outcome (or phase), its turns, money and title."""
-    live = " (live)" if row.get("driver_alive") else ""
-    return [str(row["run_id"]), str(row.get("outcome") or row["phase"]), f"{_said(row)}{live}"]
+    live = " (live)" if row.driver_alive else ""
+    return [row.run_id, row.outcome or row.phase, f"{_said(row)}{live}"]
 
 
 def aligned(rows: list[list[str]]) -> list[str]:

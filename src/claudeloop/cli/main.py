@@ -2,11 +2,16 @@
 module adds its commands (`register(cli)`): run_commands (run, resume, rehearse),
 inspect_commands (status, logs, runs, sessions, stop, wind-down, report, dashboard),
 steer_commands (probe-now, raise, note), branch_commands (diff, rewind, merge),
-setup_commands (init, config, doctor, login, claude, completion), export and fleet."""
+setup_commands (init, config, doctor, login, claude, completion), export and fleet.
+
+A topic is imported when one of its commands is called, not before: `claudeloop status`
+never loads what `run` needs to describe its options (the settings, the records, the
+domain's loop), a tenth of a second of CPU in every command (bench/commands.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Iterator
@@ -16,20 +21,30 @@ import click
 
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.fleet_seat import take_fleet_seat
-from claudeloop.cli import (
-    branch_commands,
-    export,
-    fleet,
-    inspect_commands,
-    run_commands,
-    setup_commands,
-    steer_commands,
-)
 from claudeloop.cli.options import HelpGroup
 
-# Kept importable from here, where scripts and tests have found them.
-run = run_commands.run
-resume = run_commands.resume
+# Each topic module of claudeloop.cli and the commands its `register` adds, in the order
+# --help lists them. tests/cli/test_light_commands.py holds this table to what each
+# topic registers.
+TOPICS: dict[str, tuple[str, ...]] = {
+    "run_commands": ("run", "resume", "rehearse"),
+    "inspect_commands": (
+        "status",
+        "logs",
+        "runs",
+        "sessions",
+        "stop",
+        "wind-down",
+        "report",
+        "dashboard",
+    ),
+    "steer_commands": ("probe-now", "raise", "note"),
+    "branch_commands": ("diff", "rewind", "merge"),
+    "setup_commands": ("config", "doctor", "init", "completion", "login", "claude"),
+    "export": ("export",),
+    "fleet": ("fleet", "queue", "worker"),
+}
+_TOPIC_OF = {name: topic for topic, names in TOPICS.items() for name in names}
 
 EPILOG = """\b
 Examples:
@@ -67,7 +82,20 @@ def _output_closed_is_no_error() -> Iterator[None]:
 
 
 class _Commands(HelpGroup):
-    """The command line; a closed output ends any command alike, parsing and --help too."""
+    """The command line; a closed output ends any command alike, parsing and --help too.
+    Its commands come from their topic modules when first named (TOPICS); its groups
+    (`fleet`, `queue`) are plain HelpGroups, each holding its own commands."""
+
+    group_class = HelpGroup
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*_TOPIC_OF, *super().list_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        topic = _TOPIC_OF.get(cmd_name)
+        if topic is not None and cmd_name not in self.commands:
+            register_topic(topic, self)
+        return super().get_command(ctx, cmd_name)
 
     def make_context(
         self,
@@ -166,10 +194,24 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(OUTPUT_CLOSED_EXIT)
 
 
-run_commands.register(cli)
-inspect_commands.register(cli)
-steer_commands.register(cli)
-branch_commands.register(cli)
-setup_commands.register(cli)
-export.register(cli)
-fleet.register(cli, run)
+def register_topic(topic: str, group: click.Group) -> None:
+    """Adds the commands of the topic module `topic` to `group`."""
+    module = importlib.import_module(f"claudeloop.cli.{topic}")
+    if topic == "fleet":
+        # `queue add` takes `run`'s options.
+        module.register(group, _run_commands().run)
+    else:
+        module.register(group)
+
+
+def _run_commands() -> Any:
+    return importlib.import_module("claudeloop.cli.run_commands")
+
+
+def __getattr__(name: str) -> click.Command:
+    """`run` and `resume`, kept importable from here, where scripts and tests have found
+    them; loaded when asked for."""
+    if name in ("run", "resume"):
+        command: click.Command = getattr(_run_commands(), name)
+        return command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,7 +44,7 @@ class HelpGroup(click.Group):
     """A group whose --help says each command's description whole, wrapped to the
     terminal, where click's own cuts it with "..." to fit one line. Its groups too."""
 
-    group_class = type
+    group_class: type[click.Group] | type[type] | None = type
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []

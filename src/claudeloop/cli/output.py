@@ -43,8 +43,7 @@ def finish(
     from claudeloop.cli.bootstrap import shown_masked
 
     result = result_object(record)
-    if exit_code is not None:
-        result["exit_code"] = exit_code
+    code = record.state.exit_code if exit_code is None else exit_code
     if as_json:
-        print_json(dict(shown_masked()({**result, **(extra or {})})))
-    sys.exit(result["exit_code"])
+        print_json(dict(shown_masked()({**result, "exit_code": code, **(extra or {})})))
+    sys.exit(code)

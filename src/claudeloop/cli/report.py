@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from claudeloop.application.dashboard import severity
 from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.errors import UsageError
 from claudeloop.application.pictures import spend_svg, timeline_svg
@@ -90,15 +91,15 @@ def _heading(made: Report) -> str:
     since = f"since {instant_said(made.since)}" if made.since else "of every run"
     totals = made.totals
     return (
-        f"claudeloop report {since}: {count(totals['runs'], 'run')}, "
-        f"turns {totals['said']['turns']}, {count(totals['probes'], 'probe')}, "
-        f"{totals['said']['dollars']}, waited {totals['said']['waited']}"
+        f"claudeloop report {since}: {count(totals.runs, 'run')}, "
+        f"turns {totals.turns_said}, {count(totals.probes, 'probe')}, "
+        f"{totals.dollars_said}, waited {totals.waited_said}"
     )
 
 
 def text_lines(made: Report) -> list[str]:
     lines = [_heading(made)]
-    outcomes = ", ".join(f"{n} {what}" for what, n in made.totals["outcomes"].items())
+    outcomes = ", ".join(f"{n} {what}" for what, n in made.totals.outcomes.items())
     if outcomes:
         lines.append(f"  {outcomes}")
     for run in made.runs:
@@ -114,7 +115,10 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 td.n { text-align: right; }
-.done { color: #007a4d; } .failed, .blocked { color: #b00020; }
+.phase { padding: 1px 6px; border-radius: 3px; background: #e8ebef; white-space: nowrap; }
+.phase.needs-you { background: #c43c3c; color: #fff; font-weight: 600; }
+.phase.done { background: #dcefe2; } .phase.ended { background: #fbefcf; }
+.turns.refused { color: #c43c3c; }
 .run-id { white-space: nowrap; } small.path { overflow-wrap: anywhere; }
 """
 
@@ -143,14 +147,18 @@ def report_main(made: Report) -> str:
         left = "<br>".join(escape(item) for item in run.left[:10])
         if run.left:
             left = f"<small>{escape(run.facts.left_from_said)}:</small><br>{left}"
+        # How the outcome reads to a person, in the front page's colours.
+        level = severity(run.outcome) or ""
+        refused = " refused" if run.facts.refused else ""
         rows.append(
             f"<tr><td><strong>{escape(run.facts.title)}</strong><br>"
             f'<span class="run-id">{escape(run.run_id)}</span>'
             f'<br><small class="path">{escape(run.cwd)}</small><br>'
             f"<small>{escape(run.facts.times_said)}</small></td>"
-            f'<td class="{escape(run.outcome)}">{escape(run.outcome)}<br>'
+            f'<td class="outcome"><span class="phase {escape(run.outcome)} {level}">'
+            f"{escape(run.outcome)}</span><br>"
             f"<small>{escape(run.reason)}</small></td>"
-            f'<td class="n turns">{escape(run.facts.turns_said)}</td>'
+            f'<td class="n turns{refused}">{escape(run.facts.turns_said)}</td>'
             f'<td class="n dollars">{escape(run.facts.dollars_said)}</td>'
             f'<td class="n">{run.facts.waited_said}{on}</td>'
             f'<td class="n">{run.checks_passed} / {run.checks_failed}<br>'

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
@@ -46,6 +45,7 @@ from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
 from claudeloop.application.ports import AccountBoards, Fleet, RunIndex
 from claudeloop.application.run_page import run_view
+from claudeloop.application.run_rows import RunRow
 from claudeloop.application.verbs import verb_named
 from claudeloop.cli.dashboard import pages
 from claudeloop.cli.report import report_main
@@ -152,7 +152,7 @@ class _Pages:
     def __init__(self, sources: Sources) -> None:
         self.sources = sources
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[RunRow]:
         return machine_rows(
             self.sources.index, self.sources.runs_of, now=self.sources.now(), mask=self.sources.mask
         )
@@ -183,7 +183,7 @@ class _Pages:
             now=self.sources.now(),
             mask=self.sources.mask,
         )
-        stream = f"/run/{quote(key)}/stream?offset={view['offset']}"
+        stream = f"/run/{quote(key)}/stream?offset={view.offset}"
         main = pages.run_main(view, request.query_params.get("said"))
         return _answer(request, f"run {entry.run_id}", "", main, stream=stream)
 
@@ -314,10 +314,10 @@ def _answer(request: Request, title: str, here: str, main: str, *, stream: str |
     )
 
 
-def _fingerprint(rows: list[dict[str, Any]]) -> str:
+def _fingerprint(rows: list[RunRow]) -> str:
     """The rows without what changes by itself (the countdowns): a change is news."""
     return json.dumps(
-        [{k: v for k, v in row.items() if k != "next_probe_in_seconds"} for row in rows],
+        [{k: v for k, v in row.to_json().items() if k != "next_probe_in_seconds"} for row in rows],
         sort_keys=True,
         default=str,
     )
