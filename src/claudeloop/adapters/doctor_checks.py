@@ -304,14 +304,16 @@ def _login_check(config: Configuration, backend: BackendProfile, cli_path: Path 
         login_warning,
         run_could_end_by,
     )
+    from claudeloop.domain.text import utc_instant
 
-    ends_at = login_ends_at(cli_path, {**os.environ, **backend.env}) if cli_path else None
+    env = claude_cli.environment(backend.env, os.environ)
+    ends_at = login_ends_at(cli_path, env) if cli_path else None
     if ends_at is None:
         return Check("login", "skip", "no stored claude.ai login with a known end")
     now = datetime.now(UTC)
     max_wait = config.get(MAX_WAIT)
     standing = login_standing(ends_at, now=now, could_end_by=run_could_end_by(now, max_wait))
-    said = f"the stored claude.ai login ends by {ends_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    said = f"the stored claude.ai login ends by {utc_instant(ends_at, seconds=False)}"
     fix = "log in again with `claudeloop login`"
     match standing:
         case LoginLasts():

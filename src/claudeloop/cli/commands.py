@@ -21,7 +21,7 @@ from claudeloop.application.launching import (
 )
 from claudeloop.application.summary import raised_flag
 from claudeloop.cli.bootstrap import checked_run_id
-from claudeloop.cli.output import finish
+from claudeloop.cli.output import finish, warn
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
 from claudeloop.domain.budget import ReachedCap, money
@@ -69,10 +69,6 @@ def _above(cap: ReachedCap) -> str:
     return str(int(cap.spent))
 
 
-def _warn(text: str) -> None:
-    click.echo(f"claudeloop: warning: {text}", err=True)
-
-
 def run(
     *,
     plan: Path | None,
@@ -94,7 +90,7 @@ def run(
     from claudeloop.cli.bootstrap import launching
 
     world = launching(seat, quiet=output.quiet or output.as_json, verbose=bool(output.verbose))
-    ended = start_run(world, asked, warn=_warn)
+    ended = start_run(world, asked, warn=warn)
     finish(ended.record, as_json=output.as_json)
 
 
@@ -121,9 +117,9 @@ def resume(
     if kept is not None:
         from claudeloop.cli.rehearse import resume_kept
 
-        launched = resume_kept(kept, asked, quiet=quiet, verbose=verbose, warn=_warn)
+        launched = resume_kept(kept, asked, quiet=quiet, verbose=verbose, warn=warn)
     else:
-        launched = resume_run(launching(seat, quiet=quiet, verbose=verbose), asked, warn=_warn)
+        launched = resume_run(launching(seat, quiet=quiet, verbose=verbose), asked, warn=warn)
     match launched:
         case AlreadyDone(record):
             click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)

@@ -1,5 +1,5 @@
-"""What `--json` prints, the same way for every command: indented, keys sorted; and how a
-run's command ends."""
+"""What `--json` prints, the same way for every command: indented, keys sorted; how a
+warning is said; and how a run's command ends."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ def print_json(data: object) -> None:
     pipe, is no error: the exit code and the run directory still tell what happened."""
     with contextlib.suppress(OSError):
         click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+def warn(text: str) -> None:
+    """A warning on stderr, as every command says one: `claudeloop: warning: TEXT`."""
+    click.echo(f"claudeloop: warning: {text}", err=True)
 
 
 def json_line(data: object) -> str:

@@ -239,6 +239,15 @@ def working_directory(cwd: Path | None) -> Path:
     return chosen.resolve()
 
 
+def located(given: Path, cwd: Path) -> Path:
+    """A file named on the command line (a plan, a prompt file) as `run` finds it: from
+    here, else in the run's directory `cwd` (not resolved, nor checked)."""
+    path = given.expanduser()
+    if not path.is_absolute() and not path.exists() and (cwd / path).exists():
+        return cwd / path
+    return path
+
+
 # `--cwd`, declared once: every command that takes it means the project directory.
 _CWD_HELP = (
     "The project directory: where runs work and are kept, and whose claudeloop.toml "

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Literal, assert_never
 
 from claudeloop.application import events
+from claudeloop.application.durations import instant_said
 from claudeloop.application.events import Event
 from claudeloop.application.settings import NOTIFY_KINDS, NotifyKind
 from claudeloop.domain.budget import money
@@ -213,4 +214,4 @@ def _finished(event: events.RunFinished, run: RunSoFar) -> Notification:
 def _instant(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    return instant_said(moment)
