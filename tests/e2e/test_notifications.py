@@ -80,7 +80,7 @@ def test_a_blocked_run_names_the_blocker_and_how_to_go_on(
     ((blocked),) = receiver.received
     assert "blocked" in blocked["title"]
     assert "the deploy key for the staging server is missing" in blocked["message"]
-    assert f"claudeloop resume --run-id {finished.result['run_id']}" in blocked["message"]
+    assert f"claudeloop resume {finished.result['run_id']}" in blocked["message"]
     assert blocked["type"] == "warning"
 
 

@@ -25,7 +25,19 @@ class ProjectFolder:
             text = self._text(self.root / name)
             if text is not None:
                 texts[name] = text
-        return ProjectFiles(texts, has_tests_directory=(self.root / TESTS_DIRECTORY).is_dir())
+        return ProjectFiles(
+            texts,
+            has_tests_directory=(self.root / TESTS_DIRECTORY).is_dir(),
+            top_files=self._top_files(),
+        )
+
+    def _top_files(self) -> tuple[str, ...]:
+        """The names of the regular files at the top; none when it cannot be listed."""
+        try:
+            with os.scandir(self.root) as entries:
+                return tuple(entry.name for entry in entries if entry.is_file())
+        except OSError:
+            return ()
 
     @staticmethod
     def _text(path: Path) -> str | None:

@@ -159,7 +159,7 @@ def short_duration(value: timedelta) -> str:
 
 _POLICY = WaitPolicyConfig()
 # The largest whole number a setting takes is codec.LARGEST_WHOLE, TOML's largest integer.
-_WHOLE = "a whole number from 1 to 2^63-1"
+_WHOLE = "a whole number above 0"
 _DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
 _TEXT = "non-empty text"
 _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
@@ -198,7 +198,8 @@ PERMISSION_MODE: Setting[str] = Setting(
     "acceptEdits",
     accepted="one of " + ", ".join(PERMISSION_MODES),
     help="Claude Code permission mode (default acceptEdits: edits in the "
-    "working directory, no unapproved shell).",
+    "working directory; shell commands run without asking, inside the sandbox: "
+    "see --sandbox).",
     choices=PERMISSION_MODES,
 )
 MAX_TURNS: Setting[int | None] = Setting(
@@ -385,8 +386,7 @@ STALL_TURNS: Setting[int] = Setting(
     "stall_turns",
     "whole_or_zero",
     DEFAULT_STALL_TURNS,
-    accepted="a whole number up to 2^63-1, 0 for off (turns in a row without progress "
-    "that stop the run)",
+    accepted="a whole number, 0 for off (turns in a row without progress that stop the run)",
     help="Stop (exit 1) after N turns in a row without evidence of progress: no "
     "plan item checked, no file changed, the same remaining work and checks "
     f"(default {DEFAULT_STALL_TURNS}; 0: off).",
@@ -395,7 +395,7 @@ SAME_FAILURE: Setting[int] = Setting(
     "same_failure",
     "whole_or_zero",
     DEFAULT_SAME_FAILURE,
-    accepted="a whole number up to 2^63-1, 0 for off (rounds in a row of one verification failure "
+    accepted="a whole number, 0 for off (rounds in a row of one verification failure "
     "that stop the run)",
     help="Stop (exit 1) when one verification failure repeats N rounds in a row "
     f"(default {DEFAULT_SAME_FAILURE}; 0: off).",

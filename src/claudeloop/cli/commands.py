@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,16 +12,20 @@ import click
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import (
     AlreadyDone,
+    AtItsCaps,
     Driven,
     NewRun,
     RunToResume,
     resume_run,
     start_run,
 )
+from claudeloop.application.summary import raised_flag
 from claudeloop.cli.bootstrap import checked_run_id
 from claudeloop.cli.output import finish, warn
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
+from claudeloop.domain.budget import ReachedCap, money
+from claudeloop.domain.text import count
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +36,37 @@ class Output:
     as_json: bool = False
     verbose: int = 0
     quiet: bool = False
+
+
+def at_its_caps(run_id: str, reached: tuple[ReachedCap, ...], *, cwd: Path | None) -> str:
+    """Why a resume sent nothing, in one line: each cap reached, its value and what was
+    spent against it, and the command that lifts them all."""
+    caps = "; ".join(_spent_against(cap) for cap in reached)
+    words = ["claudeloop", "resume", run_id]
+    if cwd is not None:
+        words += ["--cwd", str(cwd)]
+    words += [word for cap in reached for word in raised_flag(cap)]
+    if len(reached) == 1:
+        at, lift = "its cap", f"raise it above {_above(reached[0])}"
+    else:
+        at, lift = "its caps", "raise each above what was spent"
+    return f"run {run_id} is at {at} ({caps}): no turn was sent. To go on, {lift}: " + (
+        shlex.join(words)
+    )
+
+
+def _spent_against(cap: ReachedCap) -> str:
+    if cap.flag == "max-dollars":
+        return f"--max-dollars {cap.cap:g}, {money(cap.spent)} spent"
+    counted = "answered" if cap.flag == "max-turns" else "sent"
+    noun = "turn" if cap.flag == "max-turns" else "prompt"
+    return f"--{cap.flag} {int(cap.cap)}, {count(int(cap.spent), noun)} {counted}"
+
+
+def _above(cap: ReachedCap) -> str:
+    if cap.flag == "max-dollars":
+        return money(cap.spent)
+    return str(int(cap.spent))
 
 
 def run(
@@ -88,5 +124,10 @@ def resume(
         case AlreadyDone(record):
             click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
             finish(record, as_json=output.as_json)
+        case AtItsCaps(record, reached):
+            told = at_its_caps(record.run_id, reached, cwd=output.cwd)
+            click.echo(f"claudeloop: {told}", err=True)
+            # Exit 3, a budget cap reached, whatever the run had ended on before.
+            finish(record, as_json=output.as_json, extra={"refused": told}, exit_code=3)
         case Driven(record):
             finish(record, as_json=output.as_json)

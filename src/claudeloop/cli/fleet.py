@@ -238,7 +238,8 @@ def remote_control(engine: str, run_id: str, command: ControlCommand, as_json: b
         print_json({"run_id": run_id, "worker": found.worker, "command": command.value})
         return
     click.echo(
-        f"claudeloop: asked run {run_id} (worker {found.worker or '-'}) to {command.value}: "
+        f"claudeloop: asked run {run_id} (worker {found.worker or '-'}) to "
+        f"{command.value.replace('-', ' ')}: "
         f"{takes_effect(command)}"
     )
 

@@ -73,7 +73,7 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
 
     @property
     def accepted(self) -> str:
-        return "a whole number from 1 to 2^63-1" if self.kind is int else "a number above 0"
+        return "a whole number above 0" if self.kind is int else "a number above 0"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
@@ -81,9 +81,31 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number; use {self.accepted}", param, ctx)
         largest = LARGEST_WHOLE if self.kind is int else math.inf
+        if math.isinf(number) or number > largest:
+            self.fail(f"{value!r} is a number too large to hold; use {self.accepted}", param, ctx)
         if not (number > 0 and math.isfinite(number) and number <= largest):
             self.fail(f"{value!r} must be {self.accepted}", param, ctx)
         return number
+
+
+class WholeOrZero(click.ParamType):  # type: ignore[type-arg]
+    """A whole number, 0 for off (a count of turns or rounds that stops a run)."""
+
+    name = "N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a whole number; use one, 0 for off", param, ctx)
+        if number > LARGEST_WHOLE:
+            self.fail(f"{value!r} is a number too large to hold", param, ctx)
+        if number < 0:
+            self.fail(f"{value!r} is below 0; use a whole number, 0 for off", param, ctx)
+        return number
+
+
+WHOLE_OR_ZERO = WholeOrZero()
 
 
 # Letters, dots, dashes: a topic or host name typed without its scheme, never a token.
@@ -161,7 +183,13 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
         try:
             parsed = parse_action(action)
         except ValueError as error:
-            self.fail(str(error), param, ctx)
+            said = str(error)
+            if " names no " in said:
+                # `--on-limit five_hour=switch-profile local` unquoted: the shell cut the
+                # name off into a word of its own.
+                needed = said.rpartition("write ")[2]
+                said += f", quoted as one argument: --on-limit '{name}={needed}'"
+            self.fail(said, param, ctx)
         if isinstance(parsed, GoOn) and kind != PAID_OVERAGE:
             self.fail(f"{value!r}: go-on is only for {PAID_OVERAGE}", param, ctx)
         return (kind, render_action(parsed))

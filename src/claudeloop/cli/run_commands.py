@@ -10,7 +10,6 @@ from typing import assert_never
 
 import click
 
-from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
 from claudeloop.application.settings import SETTINGS, Setting
 from claudeloop.cli.options import JSON_OPTION, F, names_a_run, with_options
@@ -26,6 +25,7 @@ from claudeloop.cli.params import (
     POSITIVE_FLOAT,
     POSITIVE_INT,
     READ_PATH,
+    WHOLE_OR_ZERO,
 )
 
 
@@ -44,14 +44,7 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
         case "whole":
             return click.option(name, key, type=POSITIVE_INT, default=None, help=help_text)
         case "whole_or_zero":
-            return click.option(
-                name,
-                key,
-                type=click.IntRange(0, LARGEST_WHOLE),
-                metavar="N",
-                default=None,
-                help=help_text,
-            )
+            return click.option(name, key, type=WHOLE_OR_ZERO, default=None, help=help_text)
         case "dollars":
             return click.option(name, key, type=POSITIVE_FLOAT, default=None, help=help_text)
         case "duration":
@@ -156,7 +149,8 @@ Examples:
   claudeloop resume --new-session    # Claude Code no longer has the session
 \b
 RUN: the run to continue (default: the most recent); --run-id RUN, the
-older form, is read too.
+older form, is read too. A run at a cap sends nothing (exit 3) until a
+flag raises it above what was spent: resume RUN --max-turns 4.
 """
 )
 @click.option("--session-id", default=None, help="Continue the run of this Claude session.")

@@ -41,7 +41,7 @@ _LONGEST = timedelta(days=365)
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-_WHOLE = "a whole number from 1 to 2^63-1"
+_WHOLE = "a whole number above 0"
 _TEXT = "non-empty text"
 _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
 

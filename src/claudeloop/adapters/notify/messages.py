@@ -185,7 +185,7 @@ def _wait(
 def _finished(event: events.RunFinished, run: RunSoFar) -> Notification:
     outcome = event.outcome
     reason = event.reason.strip() or "no reason given"
-    resume = f"claudeloop resume --run-id {run.run_id} --cwd {shlex.quote(run.cwd)}"
+    resume = f"claudeloop resume {run.run_id} --cwd {shlex.quote(run.cwd)}"
     if outcome is Outcome.DONE:
         return Notification(
             kind="done",
