@@ -13,7 +13,7 @@ from claudeloop.application.project_setup import TESTS_DIRECTORY, ProjectFiles
 _LARGEST_READ = 1024 * 1024
 
 
-class ProjectFolder:
+class FolderOnDisk:
     """The `ProjectFolder` of application/project_setup.py on a real directory."""
 
     def __init__(self, root: Path) -> None:

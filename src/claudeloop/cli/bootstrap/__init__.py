@@ -75,7 +75,7 @@ def notify_flag_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
 def project_folder(cwd: Path) -> ProjectFolder:  # what `init` sets up
     from claudeloop.adapters import project_folder as on_disk
 
-    return on_disk.ProjectFolder(cwd)
+    return on_disk.FolderOnDisk(cwd)
 
 
 def task_files() -> TaskFiles:  # a plan, a prompt file
