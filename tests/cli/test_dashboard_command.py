@@ -201,5 +201,12 @@ def test_with_a_certificate_it_serves_https_and_its_cookie_is_secure_for_a_week(
         refused = connection.getresponse()
         assert refused.status == 403
         assert b"own page" in refused.read()
+        # From its own https origin, the same request passes the guard (no such run).
+        connection.request(
+            "POST", "/run/nosuch/do/stop", headers={"Cookie": session, "Origin": base}
+        )
+        passed = connection.getresponse()
+        assert passed.status != 403, passed.read()
+        passed.read()
     finally:
         started.close()
