@@ -79,6 +79,8 @@ def test_the_token_in_the_url_becomes_a_cookie_and_leaves_the_url() -> None:
     assert f"{cookie_name(8420)}={TOKEN}" in cookie
     assert "HttpOnly" in cookie
     assert "samesite=strict" in cookie.lower()
+    assert "Max-Age=604800" in cookie  # a week, or until the dashboard stops
+    assert "secure" not in cookie.lower()  # plain http here: a Secure cookie would be lost
     assert client.get("/").status_code == 200
 
 

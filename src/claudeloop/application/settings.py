@@ -19,6 +19,7 @@ from typing import Generic, Literal, TypeVar
 
 from claudeloop.application.durations import DURATION_FORMS
 from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS
+from claudeloop.application.run_link import DASHBOARD_URL_ACCEPTED
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.confinement import SANDBOX_SWITCHES
 from claudeloop.domain.limits import LIMIT_KINDS, LimitKind
@@ -97,6 +98,7 @@ ValueKind = Literal[
     "checks",  # commands a Done must pass: list[str]
     "domains",  # domain names, *.example.org: list[str]
     "paths",  # folders, absolute or under ~: list[str]
+    "address",  # an http(s) URL a person reaches: str
 ]
 PYTHON_TYPES: dict[ValueKind, type] = {
     "profile": str,
@@ -115,6 +117,7 @@ PYTHON_TYPES: dict[ValueKind, type] = {
     "checks": list,
     "domains": list,
     "paths": list,
+    "address": str,
 }
 # The kinds whose flag may be given again and again, each adding one item.
 REPEATABLE: frozenset[ValueKind] = frozenset({"urls", "limits", "checks", "domains", "paths"})
@@ -300,6 +303,14 @@ NOTIFY_ON: Setting[list[str]] = Setting(
     flag="",
     choices=NOTIFY_KINDS,
 )
+# Where the person reaches the dashboard: each notification links to the run's page there.
+DASHBOARD_URL: Setting[str | None] = Setting(
+    "dashboard_url",
+    "address",
+    None,
+    accepted=DASHBOARD_URL_ACCEPTED,
+    flag="",
+)
 UPDATE_PLAN: Setting[bool] = Setting(
     "update_plan",
     "switch",
@@ -482,6 +493,7 @@ SETTINGS: tuple[Setting[object], ...] = (
     CONTINUE_PROMPT,
     NOTIFY,
     NOTIFY_ON,
+    DASHBOARD_URL,
     UPDATE_PLAN,
     PAUSE_AT,
     LIMITS,

@@ -15,6 +15,7 @@ import click
 from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
+from claudeloop.application.run_link import dashboard_url_problem
 from claudeloop.domain.confinement import domain_problem, read_path_problem
 
 __all__ = [
@@ -226,6 +227,7 @@ class Problem(click.ParamType):  # type: ignore[type-arg]
 
 
 DOMAIN = Problem("DOMAIN", domain_problem)
+DASHBOARD_URL = Problem("URL", dashboard_url_problem)
 READ_PATH = Problem("PATH", read_path_problem)
 PAUSE_AT = PauseAt()
 ON_LIMIT = OnLimit()

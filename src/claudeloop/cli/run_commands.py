@@ -17,6 +17,7 @@ from claudeloop.cli.params import (
     APPRISE_URL,
     CHECK,
     CWD_OPTION,
+    DASHBOARD_URL,
     DOMAIN,
     DURATION,
     DURATION_OR_ZERO,
@@ -63,6 +64,8 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
             return click.option(name, key, type=DOMAIN, multiple=True, help=help_text)
         case "paths":
             return click.option(name, key, type=READ_PATH, multiple=True, help=help_text)
+        case "address":
+            return click.option(name, key, type=DASHBOARD_URL, default=None, help=help_text)
         case _:
             assert_never(setting.kind)
 

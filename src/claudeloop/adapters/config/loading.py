@@ -331,7 +331,7 @@ def _expected(key: str, value: object, problem: str = "") -> str:
 def _shown(key: str, value: object) -> str:
     if key in _SECRET_KEYS:
         return "****"
-    if key == "notify" and isinstance(value, str):
+    if key in ("notify", "dashboard_url") and isinstance(value, str):
         # apprise URLs hold passwords and tokens: shown with those masked.
         value = " ".join(masked_url(url) for url in value.replace(",", " ").split()) or value
     if isinstance(value, str):

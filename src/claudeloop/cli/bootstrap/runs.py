@@ -98,9 +98,7 @@ def wire_run(
         directory.path, record, account=account(backend, spec.model) if capacity_dir else None
     )
     view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
-    notifier = notifier_for(
-        notify, record, failures=log, redactor=redactor, debug_log=directory.debug_log_path
-    )
+    notifier = notifier_for(notify, record, failures=log, redactor=redactor, directory=directory)
     events = RedactedEvents(Tee(log, view, notifier), redactor)
     gateway_of = functools.partial(make_gateway, directory, capacity_dir=capacity_dir, seat=seat)
     known_at = record.last_turn_started_at
