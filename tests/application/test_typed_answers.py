@@ -15,11 +15,8 @@ APPLICATION = Path(__file__).resolve().parents[2] / "src" / "claudeloop" / "appl
 # A mapping of anything, as an annotation spells it.
 _UNTYPED = re.compile(r"\b(?:dict|Dict|Mapping|MutableMapping)\[str, (?:typing\.)?Any\]")
 
-# Answers another piece of work converts (the branch use cases' port): named here until
-# it lands, each by its function.
-_NOT_YET = {
-    ("branch.py", "events"),
-}
+# Answers another piece of work converts: named here until it lands, each by its function.
+_NOT_YET: set[tuple[str, str]] = set()
 
 
 def untyped_answers(root: Path) -> list[str]:

@@ -3,10 +3,9 @@ repository their branches are in (application/branch.py's `diff`, `rewind`, `mer
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from claudeloop.adapters import git_checkpoint
 from claudeloop.adapters.plan_file import PlanFileOnDisk
@@ -17,6 +16,7 @@ from claudeloop.adapters.run_directory.layout import EventLog
 from claudeloop.adapters.system_clock import SystemClock
 from claudeloop.application.branch import Merged
 from claudeloop.application.events import BranchRewound
+from claudeloop.application.json_form import JsonObject
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.plan import WorkPlan
 
@@ -41,7 +41,7 @@ class RunBranchesOnDisk:
     def rewind(self, work_dir: Path, run_id: str, turn: int, *, own: bool) -> tuple[str, list[int]]:
         return git_checkpoint.rewind_to(work_dir, run_id, turn, own=own)
 
-    def events(self, cwd: Path, run_id: str) -> list[dict[str, Any]]:
+    def events(self, cwd: Path, run_id: str) -> Sequence[JsonObject]:
         return list(self._directory(cwd, run_id).read_events())
 
     def plan_file(self, path: Path) -> WorkPlan | None:

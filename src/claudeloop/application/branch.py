@@ -5,14 +5,15 @@ run `merge --resolve` starts when the merge conflicts (`resolving_run`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import BranchRewound, plan_history
+from claudeloop.application.json_form import JsonObject
 from claudeloop.application.launching import NewRun
 from claudeloop.application.prompts import resolve_task, rewound_prompt
 from claudeloop.application.records import RunRecord
@@ -48,7 +49,7 @@ class RunBranches(Protocol):
         """The branch reset to `turn`'s commit: the commit it is on, the turns undone."""
         ...
 
-    def events(self, cwd: Path, run_id: str) -> list[dict[str, Any]]:
+    def events(self, cwd: Path, run_id: str) -> Sequence[JsonObject]:
         """The run's events, as events.jsonl holds them."""
         ...
 
