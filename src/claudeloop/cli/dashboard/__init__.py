@@ -52,6 +52,7 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
         account_boards,
         every_project_runs,
         fleet_of,
+        run_branches,
         run_index,
         run_masks,
     )
@@ -69,6 +70,7 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
         boards=account_boards(),
         mask=run_masks(),
         fleet=fleet,
+        branches=run_branches(),
     )
     # Every record decoded once before the URL is printed: the first page then costs
     # what the next does (the run directories keep what they decoded).
