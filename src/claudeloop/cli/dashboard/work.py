@@ -168,7 +168,7 @@ class WorkRoutes:
             to_turn = _turn_asked(str(form.get("to_turn", "0")))
             # In a thread: git, and a resume watched for a few seconds, block.
             said = await run_in_threadpool(self._do, action, entry, to_turn)
-        except ClaudeloopError as error:  # a refusal of the use case, said on the page
+        except (ClaudeloopError, OSError) as error:  # a refusal, or git's failure: said
             said = str(error)
         return RedirectResponse(f"/run/{quote(key)}?said={quote(said)}#work", status_code=303)
 
