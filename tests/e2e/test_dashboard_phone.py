@@ -287,3 +287,44 @@ def test_a_runs_work_on_a_phone_merged_conflicting_rewound_and_resumed(
     finally:
         shown.close()
     assert shutil.which("git")
+
+
+@pytest.mark.scenario("windows_at_2_and_3_until_lift")
+def test_a_live_runs_buttons_in_a_hand_and_its_stop_ends_it(
+    rehearsal: Rehearsal, browser: Any, tmp_path: Path
+) -> None:
+    """A run waiting on its window, at 390 px: its buttons and forms fit the screen, each
+    big enough to tap, and its stop button ends it."""
+    from selenium.webdriver.common.by import By
+
+    from tests.e2e.conftest import write_plan
+    from tests.e2e.test_dashboard import _phase, _state
+
+    plan = write_plan(rehearsal.project)
+    process = rehearsal.start(
+        "run", str(plan), *FAST_WAITS, "--window-probe-interval", "1h", "--max-wait", "10h"
+    )
+    shown = Dashboard(rehearsal.env)
+    try:
+        wait_for(lambda: _phase(rehearsal.project) == "waiting", "the run to wait")
+        run_id = str((_state(rehearsal.project) or {})["run_id"])
+        browser.get(shown.url)
+        _on_a_phone(browser)
+        browser.get(f"{shown.base}/run/{run_id}")
+        _settled(browser, lambda page: page.find_element(By.ID, "live").text == "live")
+        for name in ("stop", "wind-down", "probe-now", "raise", "note"):
+            button = browser.find_element(By.CSS_SELECTOR, f"button.{name}")
+            assert button.location["x"] + button.size["width"] <= PHONE[0], name
+        _phone_page(browser, "live-run", tmp_path)
+        _settled(
+            browser, lambda page: page.find_element(By.CSS_SELECTOR, "button.stop").click() or True
+        )
+        _settled(browser, lambda page: "asked run" in page.find_element(By.ID, "main").text)
+        out, err = process.communicate(timeout=60)
+    finally:
+        shown.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.returncode == 130, err
+    assert json.loads(out)["outcome"] == "stopped"
