@@ -14,7 +14,8 @@ from typing import Any
 @dataclass
 class Receiver:
     port: int
-    # Each notification as posted: {"title", "message", "type", ...} and "path".
+    # Each notification as posted: {"title", "message", "type", ...}, "path", and
+    # "click": the X-Click header an ntfy notification's click action travels in.
     received: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
 
@@ -39,7 +40,7 @@ def notification_receiver(status: int = 200) -> Iterator[Receiver]:
             except json.JSONDecodeError:
                 body = {"unreadable": True}
             with lock:
-                received.append({**body, "path": self.path})
+                received.append({**body, "path": self.path, "click": self.headers.get("X-Click")})
             self.send_response(receiver.status)
             self.send_header("Content-Length", "0")
             self.end_headers()

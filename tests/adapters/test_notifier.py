@@ -231,3 +231,50 @@ def test_a_url_apprise_cannot_use_fails_at_send_time_without_raising() -> None:
     assert service.name == "nosuchservice://****/****"
     with pytest.raises(RuntimeError, match="no service"):
         service.send(Notification("done", "t", "b", "success"))
+
+
+PAGE = "https://box.tailnet.ts.net:8420/run/r1.0123456789"
+
+
+def _sent_with_link(url: str, tmp_path: Path) -> Recorder:
+    log = Recorder()
+    sink = Notifier(
+        NotifyTargets(urls=(url,)),
+        RUN,
+        failures=log,
+        redactor=Redactor(),
+        debug_log=tmp_path / "debug.log",
+        flush_seconds=DELIVERED_WITHIN,
+        link=PAGE,
+    )
+    sink.emit(DONE)
+    sink.close()
+    return log
+
+
+def test_a_notification_ends_with_the_link_to_the_runs_page(tmp_path: Path) -> None:
+    with notification_receiver() as receiver:
+        log = _sent_with_link(receiver.url("hook"), tmp_path)
+    ((posted),) = receiver.received
+    assert posted["message"].endswith("\n\n" + PAGE)
+    assert "complete" in posted["message"]
+    assert log.events == []
+
+
+def test_an_ntfy_notification_opens_the_runs_page_when_tapped(tmp_path: Path) -> None:
+    with notification_receiver() as receiver:
+        log = _sent_with_link(f"ntfy://127.0.0.1:{receiver.port}/night", tmp_path)
+    ((posted),) = receiver.received
+    assert posted["topic"] == "night"
+    assert posted["click"] == PAGE  # the click action, not a line of the body
+    assert PAGE not in posted["message"]
+    assert log.events == []
+
+
+def test_an_ntfy_url_that_names_its_own_click_action_keeps_it(tmp_path: Path) -> None:
+    with notification_receiver() as receiver:
+        _sent_with_link(
+            f"ntfy://127.0.0.1:{receiver.port}/night?click=https://example.org/mine", tmp_path
+        )
+    ((posted),) = receiver.received
+    assert posted["click"] == "https://example.org/mine"

@@ -114,7 +114,7 @@ def test_blocked_names_the_blocker_and_how_to_go_on() -> None:
     assert blocked.kind == "blocked"
     assert "blocked" in blocked.title
     assert "the staging database is down" in blocked.body
-    assert "claudeloop resume --run-id 20261130-101500-a1b2c3 --cwd /home/ada/app" in blocked.body
+    assert "claudeloop resume 20261130-101500-a1b2c3 --cwd /home/ada/app" in blocked.body
 
 
 def test_any_other_end_is_a_failure_naming_the_outcome_and_the_reason() -> None:

@@ -12,12 +12,19 @@ from typing import Any
 
 import pytest
 
-from claudeloop.application.branch import Merged, merge_run, rewind_run, show_diff
+from claudeloop.application.branch import (
+    Merged,
+    merge_run,
+    resolving_run,
+    rewind_run,
+    show_diff,
+)
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import BranchRewound, event_fields
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.domain.loop import RunState
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.verification import parse_checks
 from tests.application.fakes import START
 
 CWD = Path("/src/app")
@@ -179,3 +186,53 @@ def test_a_checkpointed_run_has_no_branch_to_merge_into() -> None:
     runs = MemoryBranches({"r1": committing(worktree=False)})
     with pytest.raises(UsageError, match="no branch to merge it into"):
         merge_run(runs, CWD, "r1")
+
+
+def test_a_conflicted_merge_is_resolved_by_a_run_in_a_worktree_checked_as_the_run_was() -> None:
+    record = committing()
+    spec = replace(
+        record.spec,
+        profile="local",
+        permission_mode="acceptEdits",
+        model="opus",
+        verify=replace(record.spec.verify, checks=parse_checks(["make test", "ruff check"])),
+    )
+    runs = MemoryBranches({"r1": replace(record, spec=spec)}, conflicting=("a.py", "b.py"))
+    resolving = resolving_run(merge_run(runs, CWD, "r1"), run_id_used=lambda cwd, run_id: False)
+    assert (resolving.branch, resolving.base, resolving.conflicts) == (
+        "claudeloop/r1",
+        "main",
+        ("a.py", "b.py"),
+    )
+    run = resolving.run
+    assert (run.cwd, run.run_id, run.plan_path, run.merging) == (
+        CWD,
+        "r1-resolve",
+        None,
+        "claudeloop/r1",
+    )
+    assert dict(run.flags) == {
+        "worktree": True,
+        "verify": ("make test", "ruff check"),
+        "profile": "local",
+        "permission_mode": "acceptEdits",
+        "model": "opus",
+    }
+    assert "claudeloop/r1 is being merged into main" in run.task
+    assert "- a.py\n- b.py" in run.task
+
+
+def test_the_resolving_run_takes_the_first_name_its_directory_has_not_used() -> None:
+    runs = MemoryBranches({"r1": committing()}, conflicting=("a.py",))
+    used = {(CWD, "r1-resolve"), (CWD, "r1-resolve-2")}
+    resolving = resolving_run(
+        merge_run(runs, CWD, "r1"), run_id_used=lambda cwd, run_id: (cwd, run_id) in used
+    )
+    assert resolving.run.run_id == "r1-resolve-3"
+    assert "model" not in resolving.run.flags  # the run's own default, as it had
+
+
+def test_a_clean_merge_has_nothing_to_resolve() -> None:
+    asked = merge_run(MemoryBranches({"r1": committing()}), CWD, "r1")
+    with pytest.raises(ValueError, match="nothing to resolve"):
+        resolving_run(asked, run_id_used=lambda cwd, run_id: False)

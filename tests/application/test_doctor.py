@@ -8,7 +8,17 @@ from dataclasses import dataclass, field
 import pytest
 
 from claudeloop.application.doctor import diagnose
-from claudeloop.application.ports import CheckStatus, DoctorCheck
+from claudeloop.application.ports import (
+    Advice,
+    CheckStatus,
+    DoctorCheck,
+    ModelAnswered,
+    ModelProbe,
+    ModelSilent,
+)
+from claudeloop.domain.capacity import CapacityState
+from claudeloop.domain.signals import TurnSignals
+from tests.json_view import plain
 
 
 @dataclass
@@ -47,8 +57,14 @@ class FakeMachine:
     def backend(self) -> DoctorCheck:
         return self._check("backend")
 
-    def model(self) -> DoctorCheck:
-        return self._check("model")
+    def model(self) -> ModelProbe:
+        # A model that failed is one that did not answer within the probe's time.
+        failed = self._check("model").status == "fail"
+        said = ModelSilent(90) if failed else ModelAnswered(TurnSignals(result_text="hi"))
+        return ModelProbe("qwen3", self.fail.get("model") == 78, said)
+
+    def advice(self, capacity: CapacityState, said: str) -> Advice | None:
+        return None
 
     def context(self) -> DoctorCheck | None:
         return self._check("context") if self.llama_server else None
@@ -132,11 +148,13 @@ def test_an_unreachable_llama_server_is_not_asked_its_context() -> None:
     [
         ({"run dir": 1}, 1),
         ({"credentials": 77, "run dir": 1}, 77),
-        ({"model": 78, "login": 77}, 78),
+        ({"model": 78, "login": 77}, 77),
+        ({"model": 78, "run dir": 1}, 78),
+        ({"backend": 78, "credentials": 77}, 77),
         ({"backend": 78, "config": 2}, 2),
     ],
 )
-def test_the_exit_code_is_the_first_of_2_78_77_any_failure_calls_for_else_1(
+def test_the_exit_code_is_the_first_of_2_77_78_any_failure_calls_for_else_1(
     fail: dict[str, int], code: int
 ) -> None:
     assert diagnose(FakeMachine(fail=fail), probe=True).exit_code == code
@@ -144,14 +162,15 @@ def test_the_exit_code_is_the_first_of_2_78_77_any_failure_calls_for_else_1(
 
 def test_a_warning_is_no_failure() -> None:
     class Warned(FakeMachine):
-        def model(self) -> DoctorCheck:
-            return DoctorCheck("model", "warn", "the window is closed", "wait")
+        def model(self) -> ModelProbe:
+            closed = TurnSignals(rate_limit_status="rejected", rate_limit_type="five_hour")
+            return ModelProbe(None, False, ModelAnswered(closed))
 
     diagnosis = diagnose(Warned(), probe=True)
     assert diagnosis.exit_code == 0
-    assert diagnosis.to_json()["checks"][7] == {
+    assert plain(diagnosis.to_json())["checks"][7] == {
         "name": "model",
         "status": "warn",
-        "detail": "the window is closed",
-        "fix": "wait",
+        "detail": "the default model is reachable but 5-hour window closed, no reset announced",
+        "fix": "nothing to configure: a run waits for it and probes",
     }

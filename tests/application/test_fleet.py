@@ -25,6 +25,7 @@ from claudeloop.application.fleet import (
     overview,
     queue_listing,
     queue_run,
+    queued_place,
     serve_worker,
     status_view,
     steer,
@@ -95,12 +96,36 @@ def test_the_overview_is_newest_first_with_each_runs_status_and_the_capacity() -
     fleet = fleet_of_two()
     fleet.sightings = [AccountCapacity("acct", "closed", "t", "probe", "w1", None)]
     seen = overview(fleet, now=START, mask=_shown)
-    assert [row["run_id"] for row in seen.runs] == ["r2", "r1"]
+    assert [row.run_id for row in seen.runs] == ["r2", "r1"]
     r2, r1 = seen.runs
-    assert (r1["state"], r1["phase"], r1["worker"], r1["turns"]) == ("running", "waiting", "w1", 2)
-    assert r1["plan"] == {"done": 1, "total": 2}
-    assert r1["next_probe_in_seconds"] == 300
-    assert (r2["state"], r2["phase"], r2["turns"], r2["cwd"]) == ("queued", None, None, "/src/api")
+    assert (r1.state, r1.phase, r1.worker, r1.turns) == ("running", "waiting", "w1", 2)
+    assert r1.plan == (1, 2)
+    assert r1.to_json()["plan"] == {"done": 1, "total": 2}
+    assert r1.next_probe_in_seconds == 300
+    assert (r2.state, r2.phase, r2.turns, r2.cwd) == ("queued", None, None, "/src/api")
+    assert (r2.to_json()["plan"], r2.to_json()["said"]) == (None, None)
+    # What `status --engine --json` lists, keys in this order, as `status --json` says
+    # the values.
+    assert list(r1.to_json().items()) == [
+        ("run_id", "r1"),
+        ("state", "running"),
+        ("phase", "waiting"),
+        ("worker", "w1"),
+        ("next_probe_at", "2026-11-30T09:05:00+00:00"),
+        ("next_probe_in_seconds", 300.0),
+        ("plan", {"done": 1, "total": 2}),
+        ("turns", 2),
+        ("dollars", 0.42),
+        ("sent", 3),
+        ("answered", 2),
+        ("refused", 1),
+        ("probes", 0),
+        ("turn_dollars", 0.42),
+        ("probe_dollars", 0.0),
+        ("said", {"turns": "3 sent, 2 answered, 1 refused", "dollars": "$0.42"}),
+        ("cwd", "/src/app"),
+        ("account", "acct"),
+    ]
     assert seen.capacity == fleet.sightings
 
 
@@ -108,7 +133,7 @@ def test_a_record_that_cannot_be_read_is_a_row_that_says_so() -> None:
     fleet = fleet_of_two()
     fleet.records["r1"] = StoredRun("w1", "waiting", None, readable=False)
     r1 = overview(fleet, now=START, mask=_shown).runs[1]
-    assert (r1["run_id"], r1["phase"], r1["turns"]) == ("r1", "unreadable", None)
+    assert (r1.run_id, r1.phase, r1.turns) == ("r1", "unreadable", None)
 
 
 def test_a_runs_status_is_masked_and_none_before_its_first_record() -> None:
@@ -123,6 +148,13 @@ def test_a_runs_status_is_masked_and_none_before_its_first_record() -> None:
     assert (view["phase"], view["state"], view["worker"]) == ("waiting", "running", "w1")
     assert view["summary"] == "wrote a; the key is ***"
     assert status_view(look_up(fleet, "r2"), now=START, mask=mask) is None
+
+
+def test_a_runs_record_its_worker_stored_unreadable_is_one_line_not_a_view() -> None:
+    fleet = fleet_of_two()
+    fleet.records["r1"] = StoredRun("w1", "waiting", None, readable=False)
+    with pytest.raises(UsageError, match="run r1: the record its worker stored cannot be read"):
+        status_view(look_up(fleet, "r1"), now=START, mask=_shown)
 
 
 def test_an_unknown_run_is_named_with_the_fleet() -> None:
@@ -282,6 +314,46 @@ def test_a_checkout_is_a_relative_path_under_the_work_root(name: str) -> None:
 def test_the_plan_of_a_run_elsewhere_is_named_relative_to_it(place: RunPlace, what: str) -> None:
     with pytest.raises(UsageError, match=f"name it relative to the {what}"):
         _queue(MemoryFleet(), place, plan=Path("/home/me/PLAN.md"))
+
+
+def _place(**given: Any) -> RunPlace:
+    options: dict[str, Any] = {
+        "plan": Path("PLAN.md"),
+        "prompt": None,
+        "cwd": None,
+        "checkout": None,
+        "repo": None,
+        "branch": None,
+        "directory": lambda cwd: Path("/here") if cwd is None else Path("/src") / cwd,
+    }
+    return queued_place(**(options | given))
+
+
+def test_a_run_is_placed_in_the_directory_found_a_checkout_or_a_clone() -> None:
+    assert _place() == InDirectory(Path("/here"))
+    assert _place(cwd=Path("app"), plan=None, prompt="go") == InDirectory(Path("/src/app"))
+    assert _place(checkout="app") == InCheckout("app")
+    assert _place(repo="git@h:app.git", branch="main") == InClone("git@h:app.git", "main")
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"plan": None}, "say what the run is to do: a PLAN file, or --prompt TEXT"),
+        ({"prompt": "go"}, "give a PLAN file or --prompt TEXT, not both"),
+        ({"branch": "main"}, "--branch names a branch of --repo URL; give --repo too"),
+        ({"checkout": "app", "cwd": Path("app")}, "give one of --cwd PATH, --checkout NAME"),
+        ({"checkout": "app", "repo": "git@h:app.git"}, "give one of --cwd PATH, --checkout"),
+    ],
+)
+def test_a_run_without_one_task_or_one_place_is_refused_in_one_line(
+    given: dict[str, Any], said: str
+) -> None:
+    def nowhere(cwd: Path | None) -> Path:
+        raise AssertionError("no directory is looked for")
+
+    with pytest.raises(UsageError, match=re.escape(said)):
+        _place(**given, directory=nowhere)
 
 
 def _serve(host: FakeWorkerHost, **given: Any) -> int:

@@ -16,6 +16,7 @@ from claudeloop.application.driving import WiredRun
 from claudeloop.application.errors import NoCredentials, UsageError
 from claudeloop.application.launching import (
     AlreadyDone,
+    AtItsCaps,
     Driven,
     Launching,
     NewRun,
@@ -27,7 +28,7 @@ from claudeloop.application.launching import (
 )
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.run_spec import ProfileCheck
-from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.budget import Budget, BudgetLedger, ReachedCap
 from claudeloop.domain.loop import Interrupt, Outcome, Phase, RunState
 from tests.application.fakes import START, FakeGateway
 from tests.application.test_run_spec import Settings, no_check, settings
@@ -316,6 +317,52 @@ def test_a_run_already_done_is_told_never_driven_and_its_lock_released() -> None
     assert isinstance(answer, AlreadyDone)
     assert world.said == ["lock", "load", "summary", "end told"]
     assert world.locks[0].released == 1
+
+
+def capped_at_two_turns(world: World) -> RunRecord:
+    """A run of `world` its cap of two turns stopped, two turns answered."""
+    start_run(handed(world), asked_to_run(), warn=print)
+    record = world.records["r1"]
+    ledger = BudgetLedger(Budget(max_turns=2), turns=2, attempts=2, dollars=0.02)
+    state = replace(
+        record.state, phase=Phase.FAILED, outcome=Outcome.BUDGET_EXHAUSTED, ledger=ledger
+    )
+    world.records["r1"] = replace(
+        record, spec=replace(record.spec, budget=ledger.budget), state=state
+    )
+    world.said.clear()
+    return world.records["r1"]
+
+
+def test_a_resume_at_the_runs_turn_cap_sends_nothing_and_says_the_cap() -> None:
+    world = World()
+    capped = capped_at_two_turns(world)
+    answer = resume_run(handed(world), asked_to_resume(), warn=print)
+    assert answer == AtItsCaps(capped, (ReachedCap("max-turns", 2, 2),))
+    assert not any(step.startswith("drive") for step in world.said)
+    assert "end told" in world.said  # a run.finished the run never wrote
+    assert world.locks[0].released == 1
+    assert world.records["r1"] == capped  # nothing written
+
+
+def test_a_resume_with_the_cap_raised_above_what_was_spent_is_driven() -> None:
+    world = World(given={"default": settings(max_turns=(3, "flag"))})
+    capped_at_two_turns(world)
+    answer = resume_run(handed(world), asked_to_resume(), warn=print)
+    assert isinstance(answer, Driven)
+    assert answer.record.spec.budget.max_turns == 3
+
+
+def test_a_resume_lowering_a_cap_below_what_was_spent_sends_nothing() -> None:
+    world = World(given={"default": settings(max_dollars=(0.01, "flag"))})
+    stopped(world)
+    record = world.records["r1"]
+    world.records["r1"] = replace(
+        record, state=replace(record.state, ledger=BudgetLedger(turns=1, dollars=0.05))
+    )
+    answer = resume_run(handed(world), asked_to_resume(), warn=print)
+    assert isinstance(answer, AtItsCaps)
+    assert answer.reached == (ReachedCap("max-dollars", 0.01, 0.05),)
 
 
 def test_a_resume_refused_after_the_lock_was_taken_releases_it() -> None:

@@ -143,6 +143,19 @@ def test_a_tests_directory_alone_is_no_python_project() -> None:
     assert commands({"go.mod": "module x\n"}, tests=True) == ["go test ./..."]
 
 
+def test_test_files_pytest_finds_at_the_top_are_pytest() -> None:
+    """A project of a few scripts: test_calc.py beside calc.py, no build file."""
+    (found,) = found_checks(ProjectFiles({}, top_files=("calc.py", "test_calc.py")))
+    assert found == FoundCheck("pytest", "test_calc.py, test files pytest finds")
+    (several,) = found_checks(ProjectFiles({}, top_files=("io_test.py", "test_a.py", "t.py")))
+    assert several.because == "io_test.py and 1 more, test files pytest finds"
+
+
+@pytest.mark.parametrize("name", ["testing.py", "test_notes.txt", "contest_x.py", "test.py"])
+def test_a_file_pytest_would_not_collect_is_no_test_file(name: str) -> None:
+    assert found_checks(ProjectFiles({}, top_files=(name,))) == ()
+
+
 # --- npm, cargo, go -----------------------------------------------------------------
 
 

@@ -37,7 +37,7 @@ def test_the_flag_is_the_key_with_dashes_but_where_it_is_named() -> None:
         "sandbox_allow_domains": "--sandbox-allow-domain",
         "sandbox_allow_read": "--sandbox-allow-read",
     }
-    assert [s.key for s in SETTINGS if not s.has_flag] == ["notify_on"]
+    assert [s.key for s in SETTINGS if not s.has_flag] == ["notify_on", "dashboard_url"]
 
 
 def test_every_setting_says_what_it_accepts_and_every_flag_has_help() -> None:

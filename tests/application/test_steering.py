@@ -3,6 +3,7 @@ a cap below what was spent is refused before anything is sent."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from claudeloop.application.errors import UsageError
 from claudeloop.application.steering import add_note, probe_now, raise_caps
 from claudeloop.domain.capacity import describe
+from claudeloop.domain.loop import Outcome, Phase
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from tests.application.fakes import START
 from tests.application.test_inspection import two_runs
@@ -35,13 +37,49 @@ def test_a_probe_now_of_a_run_not_waiting_is_sent_but_said_to_do_nothing() -> No
     assert runs.sent == [("r1", ProbeNow())]
 
 
-def test_no_request_reaches_a_run_without_a_live_driver() -> None:
-    runs = two_runs()
-    with pytest.raises(UsageError, match=r"run r2 has no live driver; nothing to probe"):
-        probe_now(runs, None)
-    with pytest.raises(UsageError, match=r"nothing to leave a note for"):
+def test_no_request_reaches_a_run_cut_off_and_each_answer_says_how_it_goes_on() -> None:
+    runs = two_runs()  # r2 was waiting when its driver died: no outcome
+    probed = probe_now(runs, None)
+    assert (probed.pid, probed.effective) == (None, False)
+    assert probed.will == (
+        "run r2 has no live driver (cut off before it ended): a probe now does nothing; "
+        "`claudeloop resume r2` goes on"
+    )
+    with pytest.raises(UsageError, match=r"no turn will read a note; `claudeloop resume r2`"):
         add_note(runs, None, "hello")
+    with pytest.raises(
+        UsageError,
+        match=r"its caps change as it resumes; `claudeloop resume r2 --max-turns 50 "
+        r"--max-dollars 2.5 --max-wait 3600s` goes on",
+    ):
+        raise_caps(runs, None, {Cap.TURNS: 50, Cap.DOLLARS: 2.5, Cap.WAIT: 3600}, now=NOW)
     assert runs.sent == []
+
+
+def test_a_run_done_is_never_told_to_resume_but_to_start_a_new_run() -> None:
+    runs = two_runs()  # r1 is done
+    new_run = "; more work is a new run (`claudeloop run`)"
+    assert probe_now(runs, "r1").will == "run r1 is done: a probe now does nothing" + new_run
+    for asking in (
+        lambda: add_note(runs, "r1", "hello"),
+        lambda: raise_caps(runs, "r1", {Cap.TURNS: 50}, now=NOW),
+    ):
+        with pytest.raises(UsageError) as refused:
+            asking()
+        assert str(refused.value).startswith("run r1 is done: ")
+        assert str(refused.value).endswith(new_run)
+        assert "resume" not in str(refused.value)
+    assert runs.sent == []
+
+
+def test_a_run_ended_short_of_done_says_its_outcome() -> None:
+    runs = two_runs()
+    record = runs.record("r2")
+    ended = replace(record.state, phase=Phase.FAILED, outcome=Outcome.BUDGET_EXHAUSTED)
+    runs.records["r2"] = replace(record, state=ended)
+    assert probe_now(runs, "r2").will.startswith(
+        "run r2 has ended (budget_exhausted) and nothing drives it: a probe now does nothing"
+    )
 
 
 def test_caps_are_raised_each_as_a_request() -> None:

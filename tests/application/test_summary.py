@@ -25,6 +25,9 @@ def capped(budget: Budget, *, cost: float = 0.01, cwd: Path = Path("/work/my app
 def test_after_the_turn_cap_the_command_allows_as_many_turns_again() -> None:
     words = shlex.split(capped(Budget(max_turns=2)))
     assert words[:2] == ["claudeloop", "resume"]
+    # The run named as `resume --help` names it, not by the older --run-id.
+    assert words[2] == "run-1"
+    assert "--run-id" not in words
     assert words[words.index("--max-turns") + 1] == "4"
     assert "--max-dollars" not in words
 

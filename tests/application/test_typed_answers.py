@@ -15,10 +15,9 @@ APPLICATION = Path(__file__).resolve().parents[2] / "src" / "claudeloop" / "appl
 # A mapping of anything, as an annotation spells it.
 _UNTYPED = re.compile(r"\b(?:dict|Dict|Mapping|MutableMapping)\[str, (?:typing\.)?Any\]")
 
-# Answers another piece of work converts (issue 49, item 3's rehearse and doctor use
-# cases; the branch use cases' port): named here until it lands, each by its function.
+# Answers another piece of work converts (the branch use cases' port): named here until
+# it lands, each by its function.
 _NOT_YET = {
-    ("doctor.py", "to_json"),
     ("branch.py", "events"),
 }
 

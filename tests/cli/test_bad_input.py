@@ -165,12 +165,43 @@ def test_a_whole_number_beyond_toml_is_refused_naming_file_key_and_range(
     assert result.exit_code == 2
     assert result.err.strip() == (
         f"claudeloop: error: {tmp_path / 'claudeloop.toml'}: "
-        "max_turns = 99999999999999999999999999: expected a whole number from 1 to 2^63-1"
+        "max_turns = 99999999999999999999999999: a number too large to hold; expected a "
+        "whole number above 0"
     )
     assert not (tmp_path / ".claudeloop").exists()
     flagged = claudeloop("run", "--prompt", "x", "--cwd", tmp_path, "--stall-turns", "1" + "0" * 19)
     assert flagged.exit_code == 2
     assert "--stall-turns" in flagged.err
+    assert f"'1{'0' * 19}' is a number too large to hold" in flagged.err
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        (
+            "file",
+            "max_dollars = inf: a number too large to hold (TOML reads 1e400 and the like as "
+            "inf); expected a number above 0",
+        ),
+        ("variable", 'CLAUDELOOP_MAX_DOLLARS="1e400": a number too large to hold; expected a '),
+        ("flag", "'1e400' is a number too large to hold; use a number above 0"),
+    ],
+)
+def test_a_number_too_large_to_hold_is_said_to_be_that_not_inf_nor_below_0(
+    claudeloop: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, said: str
+) -> None:
+    args = ["run", "--prompt", "x", "--cwd", tmp_path]
+    if where == "file":
+        (tmp_path / "claudeloop.toml").write_text("max_dollars = 1e400\n")
+    elif where == "variable":
+        monkeypatch.setenv("CLAUDELOOP_MAX_DOLLARS", "1e400")
+    else:
+        args += ["--max-dollars", "1e400"]
+    result = claudeloop(*args)
+    assert result.exit_code == 2
+    (line,) = result.err.splitlines()
+    assert said in line
+    assert not (tmp_path / ".claudeloop").exists()
 
 
 def test_doctor_names_a_file_named_claudeloop(claudeloop: Invoke, tmp_path: Path) -> None:

@@ -79,6 +79,8 @@ def test_the_token_in_the_url_becomes_a_cookie_and_leaves_the_url() -> None:
     assert f"{cookie_name(8420)}={TOKEN}" in cookie
     assert "HttpOnly" in cookie
     assert "samesite=strict" in cookie.lower()
+    assert "Max-Age=604800" in cookie  # a week, or until the dashboard stops
+    assert "secure" not in cookie.lower()  # plain http here: a Secure cookie would be lost
     assert client.get("/").status_code == 200
 
 
@@ -421,8 +423,8 @@ def test_a_kept_rehearsal_is_folded_grey_apart_from_the_runs_that_need_a_person(
 def test_the_rehearsals_profiles_are_the_ones_a_rehearsal_runs_on() -> None:
     from claudeloop.adapters.claude_code.backend import Backend
     from claudeloop.adapters.claude_code.rehearsal_backends import profile_name
+    from claudeloop.application.rehearsal import LOCAL_PROFILE
     from claudeloop.application.run_status import REHEARSAL_PROFILES
-    from claudeloop.cli.kept_rehearsal import LOCAL_PROFILE
 
     assert profile_name(Backend(env={})) in REHEARSAL_PROFILES
     assert LOCAL_PROFILE in REHEARSAL_PROFILES

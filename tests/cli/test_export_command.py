@@ -169,7 +169,8 @@ def test_a_run_that_is_not_there_is_one_line_and_exit_2(claudeloop: Invoke, tmp_
     assert result.out == ""
     (line,) = result.err.splitlines()
     assert line == (
-        f"claudeloop: error: --run-id nope: no such run in {tmp_path / '.claudeloop' / 'runs'}"
+        f"claudeloop: error: RUN nope: no such run in {tmp_path}, nor in this machine's "
+        "index of runs (`claudeloop runs --all` lists every run it knows)"
     )
     assert not target.exists()
     # Nor is the run's own events.jsonl written over.

@@ -15,7 +15,8 @@ import pytest
 
 from claudeloop.adapters.fleet.engine import executor_id
 from claudeloop.adapters.fleet.worker import WorkerLock
-from claudeloop.cli.fleet import forwarded_options, run_arguments
+from claudeloop.cli.fleet import run_arguments
+from claudeloop.cli.fleet_commands import forwarded_options
 from claudeloop.cli.main import run as run_command
 from tests.cli.conftest import Invocation
 from tests.cli.test_user_errors import assert_one_line_error
@@ -166,6 +167,9 @@ def test_queue_add_wants_a_plan_or_a_prompt_and_a_plan_that_exists(
     assert_one_line_error(neither, "what the run is to do", "PLAN", "--prompt")
     missing = claudeloop("queue", "add", tmp_path / "NOPE.md", "--engine", engine)
     assert_one_line_error(missing, "NOPE.md", "not found")
+    # As every command says a --cwd that is no directory.
+    gone = claudeloop("queue", "add", plan, "--cwd", tmp_path / "gone", "--engine", engine)
+    assert_one_line_error(gone, f"--cwd {tmp_path / 'gone'}: no such directory")
     assert not (tmp_path / "fleet").exists()  # refused before the engine was touched
 
 

@@ -78,6 +78,20 @@ def test_no_test_command_found_is_said_and_verify_left_commented(
     assert '# verify = ["make test"]' in (project / "claudeloop.toml").read_text()
 
 
+def test_a_test_file_at_the_top_is_found_and_set_as_verify(
+    claudeloop: Invoke, project: Path
+) -> None:
+    (project / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (project / "test_calc.py").write_text(
+        "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    result = claudeloop("init", "--cwd", project)
+    assert result.exit_code == 0, result.err
+    assert "Found no test command" not in result.out
+    assert "test_calc.py" in result.out
+    assert 'verify = ["pytest"]' in (project / "claudeloop.toml").read_text().splitlines()
+
+
 def test_init_never_replaces_a_file_already_there(claudeloop: Invoke, project: Path) -> None:
     (project / "go.mod").write_text("module example.com/app\n")
     (project / "claudeloop.toml").write_text("max_turns = 7\n")

@@ -45,6 +45,23 @@ def test_an_on_limit_for_a_limit_that_does_not_exist_names_those_that_do(
     assert not (tmp_path / ".claudeloop").exists()
 
 
+def test_a_switch_whose_name_the_shell_cut_off_says_to_quote_it(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    """`--on-limit five_hour=switch-profile local` unquoted: `local` is a word of its own."""
+    result = claudeloop(
+        "run", "--prompt", "x", "--cwd", tmp_path, "--on-limit", "five_hour=switch-profile", "local"
+    )
+    assert result.exit_code == 2
+    (line,) = result.err.splitlines()
+    assert line.endswith(
+        "'switch-profile' names no profile: write switch-profile PROFILE, quoted as one "
+        "argument: --on-limit 'five_hour=switch-profile PROFILE'"
+    )
+    assert "is not an action" not in line
+    assert not (tmp_path / ".claudeloop").exists()
+
+
 def test_config_show_names_the_pause_and_the_policies(claudeloop: Invoke, tmp_path: Path) -> None:
     (tmp_path / "claudeloop.toml").write_text(
         'pause_at = "5h=90%"\n[limits]\ncredits = "wind-down"\n'

@@ -180,6 +180,8 @@ def test_wind_down_reaches_a_live_driver(claudeloop: Invoke, tmp_path: Path) -> 
     finally:
         lock.release()
     assert result.exit_code == 0
+    assert result.out.startswith("claudeloop: asked run 20261130-090000-aaaaaa (pid "), result.out
+    assert ") to wind down: " in result.out  # in words, not the command's name
     assert directory.pending() is ControlCommand.WIND_DOWN
 
 

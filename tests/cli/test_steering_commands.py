@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.adapters.run_directory.lock import acquire
 from claudeloop.application.ports import Request
+from claudeloop.domain.loop import Outcome, Phase
 from claudeloop.domain.steering import AddNote, Cap, ProbeNow, RaiseCap
 from tests.cli.conftest import Invocation
 from tests.cli.test_run_directory_commands import waiting_run
@@ -92,5 +94,63 @@ def test_no_live_driver_nothing_is_sent(claudeloop: Invoke, tmp_path: Path) -> N
     directory = waiting_run(tmp_path)
     result = claudeloop("note", "hello", "--cwd", tmp_path)
     assert result.exit_code == 2
-    assert f"run {RUN} has no live driver; nothing to leave a note for" in result.err
+    (line,) = result.err.splitlines()
+    assert line == (
+        f"claudeloop: error: run {RUN} has no live driver (cut off before it ended): no turn "
+        f"will read a note; `claudeloop resume {RUN}` goes on"
+    )
     assert directory.requests() == ()
+
+
+def done_run(cwd: Path) -> RunDirectory:
+    directory = waiting_run(cwd)
+    record = directory.load()
+    state = replace(record.state, phase=Phase.COMPLETE, outcome=Outcome.DONE)
+    directory.save(replace(record, state=state))
+    return directory
+
+
+def test_probe_now_of_a_run_done_does_nothing_says_so_and_exits_0(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    """As the README says: outside a wait it does nothing, and says so."""
+    directory = done_run(tmp_path)
+    result = claudeloop("probe-now", "--cwd", tmp_path)
+    assert result.exit_code == 0, result.err
+    assert result.out == (
+        f"claudeloop: run {RUN} is done: a probe now does nothing; more work is a new run "
+        "(`claudeloop run`)\n"
+    )
+    said = json.loads(claudeloop("probe-now", RUN, "--cwd", tmp_path, "--json").out)
+    assert (said["pid"], said["effective"]) == (None, False)
+    assert directory.requests() == ()
+
+
+@pytest.mark.parametrize("args", [("raise", "--max-turns", "40"), ("note", "hello")])
+def test_raise_and_note_of_a_run_done_never_advise_a_resume(
+    claudeloop: Invoke, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    directory = done_run(tmp_path)
+    result = claudeloop(*args, "--cwd", tmp_path)
+    assert result.exit_code == 2
+    (line,) = result.err.splitlines()
+    assert line.startswith(f"claudeloop: error: run {RUN} is done: ")
+    assert line.endswith("; more work is a new run (`claudeloop run`)")
+    assert "resume" not in line
+    assert directory.requests() == ()
+
+
+def test_raise_of_a_run_ended_names_the_resume_that_takes_the_caps(
+    claudeloop: Invoke, tmp_path: Path
+) -> None:
+    directory = waiting_run(tmp_path)
+    record = directory.load()
+    ended = replace(record.state, phase=Phase.FAILED, outcome=Outcome.BUDGET_EXHAUSTED)
+    directory.save(replace(record, state=ended))
+    result = claudeloop("raise", "--max-turns", "40", "--max-wait", "2h", "--cwd", tmp_path)
+    assert result.exit_code == 2
+    assert result.err == (
+        f"claudeloop: error: run {RUN} has ended (budget_exhausted) and nothing drives it: "
+        f"its caps change as it resumes; `claudeloop resume {RUN} --max-turns 40 "
+        "--max-wait 7200s` goes on\n"
+    )

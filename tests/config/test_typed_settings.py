@@ -27,6 +27,7 @@ done_marker = "DONE"
 continue_prompt = "Keep going."
 notify = ["json://127.0.0.1:9/hook"]
 notify_on = ["done"]
+dashboard_url = "https://box.tailnet.ts.net:8420"
 update_plan = true
 pause_at = "5h=90%"
 limits = { five_hour = "wind-down" }
@@ -63,6 +64,7 @@ EVERY_VARIABLE = {
     "CLAUDELOOP_CONTINUE_PROMPT": "Keep going.",
     "CLAUDELOOP_NOTIFY": "json://127.0.0.1:9/hook",
     "CLAUDELOOP_NOTIFY_ON": "done,failed",
+    "CLAUDELOOP_DASHBOARD_URL": "http://127.0.0.1:8420/",
     "CLAUDELOOP_UPDATE_PLAN": "true",
     "CLAUDELOOP_PAUSE_AT": "5h=90%",
     "CLAUDELOOP_LIMITS": "five_hour=wind-down",

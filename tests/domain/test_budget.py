@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claudeloop.domain.budget import Budget, BudgetLedger, in_flight_estimate, money
+from claudeloop.domain.budget import (
+    Budget,
+    BudgetLedger,
+    ReachedCap,
+    in_flight_estimate,
+    money,
+)
 from tests.examples import examples
 
 
@@ -116,6 +122,15 @@ def test_an_unknown_cost_does_not_stop_the_dollar_cap_from_tripping() -> None:
 def test_any_exhausted_and_exhausted_caps(ledger: BudgetLedger, caps: tuple[str, ...]) -> None:
     assert ledger.exhausted_caps() == caps
     assert ledger.any_exhausted is bool(caps)
+
+
+def test_each_cap_reached_is_told_with_its_value_what_was_spent_and_as_much_once_more() -> None:
+    ledger = BudgetLedger(Budget(2, 0.5, 9), turns=2, attempts=3, dollars=0.6)
+    assert ledger.reached_caps() == (
+        ReachedCap("max-turns", 2, 2),
+        ReachedCap("max-dollars", 0.5, 0.6),
+    )
+    assert [reached.once_more for reached in ledger.reached_caps()] == [4, pytest.approx(1.1)]
 
 
 caps = st.none() | st.integers(min_value=1, max_value=20)

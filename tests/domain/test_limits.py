@@ -66,11 +66,24 @@ def test_actions_parse_and_render() -> None:
         assert parse_action(render_action(action)) == action
 
 
-@pytest.mark.parametrize("text", ["sleep", "switch-profile", "switch-profile a b", "wind down"])
+@pytest.mark.parametrize("text", ["sleep", "switch-profile a b", "wind down"])
 def test_an_unknown_action_is_refused_naming_what_is_accepted(text: str) -> None:
     accepted = r"go-on \(overage_in_use only\), switch-profile NAME or switch-model MODEL"
     with pytest.raises(ValueError, match=accepted):
         parse_action(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("switch-profile", "'switch-profile' names no profile: write switch-profile PROFILE"),
+        (" switch-model ", "' switch-model ' names no model: write switch-model MODEL"),
+    ],
+)
+def test_a_switch_without_its_name_says_the_name_is_missing(text: str, said: str) -> None:
+    with pytest.raises(ValueError, match="names no") as refused:
+        parse_action(text)
+    assert str(refused.value) == said
 
 
 def test_a_limit_no_policy_can_name_is_refused_naming_those_it_can() -> None:

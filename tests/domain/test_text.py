@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claudeloop.domain.text import count, first_line
+from claudeloop.domain.text import count, first_line, utc_instant
 
 
 def test_the_first_line_that_holds_something_is_shown_stripped() -> None:
@@ -32,3 +34,10 @@ def test_the_line_is_one_line_within_the_bound(text: str, longest: int) -> None:
 @pytest.mark.parametrize(("amount", "said"), [(0, "0 probes"), (1, "1 probe"), (2, "2 probes")])
 def test_a_count_says_its_noun_as_a_person_would(amount: int, said: str) -> None:
     assert count(amount, "probe") == said
+
+
+def test_an_instant_is_said_in_utc_to_the_second_or_to_the_minute() -> None:
+    at = datetime(2026, 11, 30, 10, 0, 12, tzinfo=timezone(timedelta(hours=1)))
+    assert utc_instant(at) == "2026-11-30 09:00:12 UTC"
+    assert utc_instant(at, seconds=False) == "2026-11-30 09:00 UTC"
+    assert utc_instant(at.astimezone(UTC)) == "2026-11-30 09:00:12 UTC"

@@ -216,8 +216,7 @@ def test_doctor_exits_2_on_an_invalid_config_file(rehearsal: Rehearsal) -> None:
     assert code == 2
     assert checks["config"]["status"] == "fail"
     assert checks["config"]["detail"] == (
-        f"{rehearsal.project / 'claudeloop.toml'}: "
-        "max_turns = 0: expected a whole number from 1 to 2^63-1"
+        f"{rehearsal.project / 'claudeloop.toml'}: max_turns = 0: expected a whole number above 0"
     )
     assert checks["cli"]["status"] == "ok"
     assert checks["model"]["status"] == "skip"

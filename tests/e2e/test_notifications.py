@@ -3,8 +3,12 @@ apprise's `json://` service, to a small HTTP receiver on 127.0.0.1."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,7 +84,7 @@ def test_a_blocked_run_names_the_blocker_and_how_to_go_on(
     ((blocked),) = receiver.received
     assert "blocked" in blocked["title"]
     assert "the deploy key for the staging server is missing" in blocked["message"]
-    assert f"claudeloop resume --run-id {finished.result['run_id']}" in blocked["message"]
+    assert f"claudeloop resume {finished.result['run_id']}" in blocked["message"]
     assert blocked["type"] == "warning"
 
 
@@ -96,3 +100,47 @@ def test_rehearse_sends_its_notifications_to_try_a_setup(tmp_path: Path) -> None
     waiting, done = receiver.titles()
     assert waiting.startswith(f"claudeloop: run {run_id} waiting — 5-hour window")
     assert done.startswith(f"claudeloop: run {run_id} done — 3/3 plan items, $")
+
+
+@pytest.mark.scenario("blocked")
+def test_a_notification_links_to_the_runs_page_on_the_dashboard_and_never_holds_its_token(
+    rehearsal: Rehearsal, receiver: Receiver
+) -> None:
+    """With `dashboard_url` set to where the dashboard is reached, the notification
+    carries the link to the run's page: the page the dashboard serves for that run,
+    once signed in. The dashboard's token is in no notification."""
+    dashboard = subprocess.Popen(
+        [sys.executable, "-m", "claudeloop", "dashboard", "--port", "0"],
+        env=rehearsal.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert dashboard.stdout is not None
+        sign_in = dashboard.stdout.readline().split(": ", 1)[1].strip()
+        base, token = sign_in.split("/?token=", 1)
+        rehearsal.env["CLAUDELOOP_NOTIFY"] = receiver.url()
+        rehearsal.env["CLAUDELOOP_NOTIFY_ON"] = "blocked"
+        rehearsal.env["CLAUDELOOP_DASHBOARD_URL"] = base + "/"
+        finished = rehearsal.run("--prompt", "Write step1.txt", *FAST_WAITS, timeout=RUN_TIMEOUT)
+        assert finished.exit_code == 1, finished.stderr
+        ((blocked),) = receiver.received
+        run_id = finished.result["run_id"]
+        last = blocked["message"].splitlines()[-1]
+        assert last.startswith(f"{base}/run/{run_id}."), blocked["message"]
+        assert blocked["click"] is None  # json:// has no click action: the link is in the body
+        assert token not in json.dumps(receiver.received)
+        # The link is the run's page: the dashboard serves it, once signed in.
+        direct = urllib.request.ProxyHandler({})
+        opener = urllib.request.build_opener(
+            direct, urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        with opener.open(f"{last}?token={token}", timeout=30) as page:
+            assert page.url == last  # signed in, the token gone from the address
+            text = page.read().decode()
+        assert run_id in text
+        assert "Write step1.txt" in text or "blocked" in text
+    finally:
+        dashboard.terminate()
+        dashboard.wait(timeout=10)

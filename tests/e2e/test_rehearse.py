@@ -220,3 +220,82 @@ def test_a_full_local_queue_is_waited_out_and_a_kept_rehearsal_stopped_there_res
         assert events.count('"type": "run.resumed"') == 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_the_list_takes_no_scenario(tmp_path: Path) -> None:
+    listed = rehearse(tmp_path, "--list", "extra")
+    assert listed.returncode == 2
+    assert listed.stdout == ""
+    (line,) = listed.stderr.strip().splitlines()
+    assert line == (
+        "claudeloop: error: rehearse --list takes no scenario (got 'extra'); "
+        "`claudeloop rehearse extra` plays it"
+    )
+
+
+def test_a_kept_rehearsal_of_refused_credentials_resumes_saying_it_plays_the_rehearsal(
+    tmp_path: Path,
+) -> None:
+    """A kept `auth` rehearsal ends 77; its resume says, before the run goes on, that it
+    plays against the rehearsal API, and the refusal it meets again is said as the
+    scenario's, what a real one would need said after "in a real run"."""
+    kept = rehearse(tmp_path, "auth", "--keep", "--json")
+    assert kept.returncode == 77, kept.stderr
+    result = json.loads(kept.stdout)
+    project = Path(result["kept"]) / "project"
+    try:
+        # --json says what the text says of the rehearsal, as fields.
+        played = result["rehearsal"]
+        assert played["scenario"] == "auth"
+        assert played["files"] == ["PLAN.md", "step1.txt"]
+        assert played["requests_for_turns"] >= 2
+        assert "the rehearsal API scripts this failure (scenario auth)" in result["reason"]
+        resumed = subprocess.run(
+            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project)],
+            env=rehearsal_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=COMMAND,
+            check=False,
+        )
+        assert resumed.returncode == 77, resumed.stderr
+        lines = resumed.stderr.splitlines()
+        assert lines[0].startswith("rehearsal: resuming a kept rehearsal against the rehearsal API")
+        assert "scenario auth" in lines[0]
+        assert "not your account" in lines[0]
+        final = next(line for line in lines if "(exit 77)" in line)
+        scripted, _, real = final.partition("; in a real run, ")
+        assert "the rehearsal API scripts this failure (scenario auth)" in scripted
+        assert "claudeloop login" not in scripted
+        assert real.startswith("log in again with `claudeloop login`")
+    finally:
+        shutil.rmtree(project.parent, ignore_errors=True)
+
+
+def test_a_kept_rehearsal_of_a_missing_model_resumes_into_the_scenarios_failure_said_as_its(
+    tmp_path: Path,
+) -> None:
+    """A kept `model-missing` rehearsal (a local profile the rehearsal made, not the
+    user's) ends 78; its resume meets the scripted 404 again and says it as the
+    rehearsal's: editing [profiles.rehearsal-local] is what a real run would need."""
+    kept = rehearse(tmp_path, "model-missing", "--keep", "--json")
+    assert kept.returncode == 78, kept.stderr
+    project = Path(json.loads(kept.stdout)["kept"]) / "project"
+    try:
+        resumed = subprocess.run(
+            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project), "--json"],
+            env=rehearsal_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=COMMAND,
+            check=False,
+        )
+        assert resumed.returncode == 78, resumed.stderr
+        reason = json.loads(resumed.stdout)["reason"]
+        scripted, _, real = reason.partition("; in a real run, ")
+        assert "the model 'qwen3' was not found on http://127.0.0.1:" in scripted
+        assert "the rehearsal API scripts this failure (scenario model-missing)" in scripted
+        assert "[profiles.rehearsal-local]" not in scripted
+        assert real.startswith("pull it (`ollama pull qwen3`)")
+    finally:
+        shutil.rmtree(project.parent, ignore_errors=True)

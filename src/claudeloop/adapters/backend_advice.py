@@ -12,14 +12,21 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import assert_never
 
 from claudeloop.adapters.backend_http import NotFound, served_models, why_not_found
 from claudeloop.adapters.claude_code.backend import Backend
 from claudeloop.adapters.config.profiles import DEFAULT_BACKEND, BackendProfile
 from claudeloop.application.errors import UsageError
-from claudeloop.domain.capacity import AuthenticationFailed, AuthFailureKind, BackendMisconfigured
+from claudeloop.application.ports import Advice
+from claudeloop.domain.capacity import (
+    AuthenticationFailed,
+    AuthFailureKind,
+    BackendMisconfigured,
+    CapacityState,
+    CreditsExhausted,
+    WindowExhausted,
+)
 from claudeloop.domain.text import first_line
 
 # For records written before BackendMisconfigured kept its kind: the first words of each
@@ -70,16 +77,6 @@ def misconfiguration_kind(reason: str) -> str | None:
         if reason.startswith(prefix):
             return kind
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Advice:
-    problem: str
-    fix: str = ""
-
-    @property
-    def line(self) -> str:
-        return f"{self.problem}: {self.fix}" if self.fix else self.problem
 
 
 def advise(
@@ -322,6 +319,26 @@ def no_credentials(config_directory: str) -> str:
     return f"no Claude credentials found (none in the environment, {where}): {PROVIDE_CREDENTIALS}"
 
 
+def advice_for(capacity: CapacityState, said: str, profile: BackendProfile | None) -> Advice | None:
+    """The one place a state the backend or the credentials explain is given its words
+    for the profile in use: a run's reason (`ProfileAdvisor`) and doctor's model check
+    (application/model_check.py) say these. `said`: the reason, or the server's words.
+    None for a state no profile changes the words of."""
+    local = profile is not None and profile.local
+    match capacity:
+        case BackendMisconfigured(kind=kind):
+            return advise(said, profile, kind=kind) if profile is not None else Advice(said)
+        case AuthenticationFailed(kind=kind, detail=detail):
+            return Advice(said, auth_fix(profile, kind, detail))
+        case CreditsExhausted(source="proxy_budget") if profile is not None and local:
+            return proxy_budget_advice(profile)
+        case WindowExhausted(rate_limit_type="upstream_unreachable") if profile and local:
+            return upstream_advice(said, profile, timed_out=False)
+        case WindowExhausted(rate_limit_type="timeout") if profile is not None and local:
+            return upstream_advice(said, profile, timed_out=True)
+    return None
+
+
 ProfileInUse = Callable[[str | None], BackendProfile | None]
 
 
@@ -346,6 +363,16 @@ class ProfileAdvisor:
     def __init__(self, profile_of: ProfileInUse) -> None:
         self._profile_of = profile_of
 
+    def advice(
+        self,
+        reason: str,
+        capacity: AuthenticationFailed | BackendMisconfigured,
+        *,
+        detour: str | None,
+    ) -> Advice:
+        """The `Advising` port: the problem and its fix, typed."""
+        return advice_for(capacity, reason, self._profile_of(detour)) or Advice(reason)
+
     def advised(
         self,
         reason: str,
@@ -353,11 +380,4 @@ class ProfileAdvisor:
         *,
         detour: str | None,
     ) -> str:
-        profile = self._profile_of(detour)
-        match capacity:
-            case BackendMisconfigured(kind=kind):
-                return advise(reason, profile, kind=kind).line if profile is not None else reason
-            case AuthenticationFailed(kind=kind, detail=detail):
-                return f"{reason}: {auth_fix(profile, kind, detail)}"
-            case _:
-                assert_never(capacity)
+        return self.advice(reason, capacity, detour=detour).line

@@ -1,7 +1,8 @@
 """The checks of `claudeloop doctor` on this machine (the `DoctorChecks` port): the
 Claude Code CLI, the SDK, the configuration and profile, credentials and login, the
 backend, a model probe, llama-server's context and the run directory. Each is one line
-with the fix when it fails; which are asked is application/doctor.py's.
+with the fix when it fails; which are asked is application/doctor.py's, and what the
+model probe's answer means is application/model_check.py's.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from typing import assert_never
 from claudeloop.adapters import claude_cli
 from claudeloop.adapters.backend_advice import (
     PROVIDE_CREDENTIALS,
+    advice_for,
     advise,
-    auth_fix,
     no_credentials,
-    proxy_budget_advice,
-    upstream_advice,
 )
 from claudeloop.adapters.backend_http import context_size, reach
 from claudeloop.adapters.config.loading import Configuration, load_configuration
@@ -32,10 +31,20 @@ from claudeloop.adapters.credentials import CREDENTIALS, PROVIDERS
 from claudeloop.adapters.run_directory import runs_root
 from claudeloop.adapters.run_directory.writable import why_no_runs_root
 from claudeloop.adapters.sandbox import unavailable
-from claudeloop.application.errors import ConfigError, NotToml
+from claudeloop.application.errors import ConfigError, NotToml, ProfileNotDefined
+from claudeloop.application.ports import (
+    Advice,
+    CliFound,
+    Gateway,
+    ModelAnswered,
+    ModelProbe,
+    ModelSilent,
+    ProbeOutcome,
+)
 from claudeloop.application.ports import DoctorCheck as Check
-from claudeloop.application.ports import Gateway, ProbeOutcome
 from claudeloop.application.settings import MAX_WAIT, MODEL, PERMISSION_MODE, SANDBOX
+from claudeloop.domain.capacity import CapacityState
+from claudeloop.domain.confinement import CommandsRefused, Confined, Unconfined
 from claudeloop.domain.tested_cli import (
     TESTED_CLAUDE_CODE,
     TESTED_SDK,
@@ -132,12 +141,15 @@ class MachineChecks:
     def backend(self) -> Check:
         return _backend_check(self._resolved)
 
-    def model(self) -> Check:
+    def model(self) -> ModelProbe:
         assert self._config is not None
         assert self._cli_path is not None
-        return _model_check(
+        return _model_probe(
             self._config, self._resolved, self._cwd, self._cli_path, self._probe_gateway
         )
+
+    def advice(self, capacity: CapacityState, said: str) -> Advice | None:
+        return advice_for(capacity, said, self._resolved)
 
     def context(self) -> Check | None:
         assert self._config is not None
@@ -200,8 +212,9 @@ def _cli_check(configured: Path | None) -> tuple[Check, Path | None]:
             "point CLAUDELOOP_CLI_PATH at a working Claude Code executable or unset it",
         ), None
     found = f"Claude Code {version} at {path} ({how}): {standing_note(version)}"
-    if cli_standing(version) == "tested":
-        return Check("cli", "ok", found), path
+    facts = CliFound(version, path, how, cli_standing(version))
+    if facts.standing == "tested":
+        return Check("cli", "ok", found, facts=facts), path
     # A note, not a failure: a newer CLI usually works, and nobody here has run it.
     return Check(
         "cli",
@@ -209,6 +222,7 @@ def _cli_check(configured: Path | None) -> tuple[Check, Path | None]:
         found,
         f"if a run misreads what it says, install the tested one: `pip install "
         f"claude-agent-sdk=={TESTED_SDK}` (it bundles Claude Code {TESTED_CLAUDE_CODE})",
+        facts=facts,
     ), path
 
 
@@ -233,6 +247,8 @@ def _config_check(cwd: Path, profile: str | None) -> tuple[Check, Configuration 
             "one key = value a line; https://toml.io)",
             exit_code=2,
         ), None
+    except ProfileNotDefined as error:
+        return Check("config", "fail", str(error), _profiles_fix(error), exit_code=2), None
     except ConfigError as error:
         return Check(
             "config",
@@ -243,6 +259,20 @@ def _config_check(cwd: Path, profile: str | None) -> tuple[Check, Configuration 
         ), None
     files = ", ".join(str(path) for path in config.files) or "no configuration files"
     return Check("config", "ok", f"valid: {files}"), config
+
+
+def _profiles_fix(error: ProfileNotDefined) -> str:
+    """The profiles there are to select, or how to add the one named."""
+    there = (
+        f"select one that is defined ({', '.join(error.defined)}) or"
+        if error.defined
+        else "no profile is defined: select"
+    )
+    return (
+        f"{there} `default` (Claude Code's own environment), or add a "
+        f"[profiles.{error.name}] table with its base_url and model "
+        "(docs/guides/local-models.md)"
+    )
 
 
 def _profile_check(config: Configuration) -> tuple[Check, BackendProfile | None]:
@@ -304,14 +334,16 @@ def _login_check(config: Configuration, backend: BackendProfile, cli_path: Path 
         login_warning,
         run_could_end_by,
     )
+    from claudeloop.domain.text import utc_instant
 
-    ends_at = login_ends_at(cli_path, {**os.environ, **backend.env}) if cli_path else None
+    env = claude_cli.environment(backend.env, os.environ)
+    ends_at = login_ends_at(cli_path, env) if cli_path else None
     if ends_at is None:
         return Check("login", "skip", "no stored claude.ai login with a known end")
     now = datetime.now(UTC)
     max_wait = config.get(MAX_WAIT)
     standing = login_standing(ends_at, now=now, could_end_by=run_could_end_by(now, max_wait))
-    said = f"the stored claude.ai login ends by {ends_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    said = f"the stored claude.ai login ends by {utc_instant(ends_at, seconds=False)}"
     fix = "log in again with `claudeloop login`"
     match standing:
         case LoginLasts():
@@ -348,25 +380,16 @@ def _backend_check(backend: BackendProfile) -> Check:
     return Check("backend", "fail", f"nothing answers at {url} ({answer.problem})", fix, 78)
 
 
-def _model_check(
+def _model_probe(
     config: Configuration,
     backend: BackendProfile,
     cwd: Path,
     cli_path: Path,
     probe_gateway: ProbeGateway,
-) -> Check:
+) -> ModelProbe:
+    """A probe through Claude Code, and what came back of it (what it means is
+    application/model_check.py's)."""
     import anyio
-
-    from claudeloop.domain.capacity import (
-        AuthenticationFailed,
-        Available,
-        BackendMisconfigured,
-        CreditsExhausted,
-        WindowExhausted,
-        auth_failure_reason,
-        describe,
-    )
-    from claudeloop.domain.classify import classify
 
     model = config.get(MODEL)
     # The probe sets the CLI's retries low itself, so a doctor answers in seconds.
@@ -393,78 +416,8 @@ def _model_check(
         try:
             outcome = anyio.run(ask)
         except TimeoutError:
-            return Check(
-                "model",
-                "fail",
-                f"no answer to a probe within {_PROBE_TIMEOUT:g} s",
-                "check that the server is not stuck loading the model",
-                78 if backend.local else 1,
-            )
-        last_words = _last_line(log)
-    signals = outcome.signals
-    detail = first_line(signals.result_text, longest=200, empty="no detail")
-    name = f"'{model}'" if model else "the default model"
-    capacity = classify(signals)
-    match capacity:
-        case Available() if signals.is_error:
-            # An error no rule names (a 400 of the server's own, say) is still no answer.
-            return Check(
-                "model",
-                "fail",
-                f"the probe ended in an error: {detail}",
-                "run `claudeloop claude -p hi` (the same environment) to see why",
-            )
-        case Available() if signals.result_text.strip():
-            return Check("model", "ok", f"{name} answered a probe")
-        case Available():
-            said = f": {last_words}" if last_words else ""
-            return Check(
-                "model",
-                "fail",
-                f"Claude Code ended the probe without an answer{said}",
-                "run `claudeloop claude -p hi` (the same environment) to see why",
-            )
-        case BackendMisconfigured(reason=reason, kind=kind):
-            advice = advise(reason, backend, kind=kind)
-            return Check("model", "fail", advice.problem, advice.fix, 78)
-        case AuthenticationFailed(kind="refused"):
-            return Check(
-                "model",
-                "fail",
-                "the credentials were refused "
-                + ("(401)" if signals.api_error_status == 401 else f"({detail})"),
-                auth_fix(backend),
-                77,
-            )
-        case CreditsExhausted(source="proxy_budget") if backend.local:
-            advice = proxy_budget_advice(backend)
-            return Check("model", "fail", advice.problem, advice.fix)
-        case AuthenticationFailed(kind=kind, detail=said):
-            reason = auth_failure_reason(kind).removeprefix("authentication failed: ")
-            return Check("model", "fail", reason, auth_fix(backend, kind, said), 77)
-        case CreditsExhausted():
-            return Check(
-                "model",
-                "fail",
-                "the account is out of credits",
-                "top up at console.anthropic.com (Plans & Billing)",
-            )
-        case WindowExhausted(rate_limit_type="upstream_unreachable") if backend.local:
-            # A run waits it out (the upstream may come back), but nothing will answer a
-            # run started now: the proxy's own configuration points where nothing listens.
-            advice = upstream_advice(signals.result_text, backend, timed_out=False)
-            return Check("model", "fail", advice.problem, advice.fix, 78)
-        case WindowExhausted(rate_limit_type="timeout") if backend.local:
-            advice = upstream_advice(signals.result_text, backend, timed_out=True)
-            return Check("model", "warn", advice.problem, advice.fix)
-        case WindowExhausted():
-            return Check(
-                "model",
-                "warn",
-                f"{name} is reachable but {describe(capacity)}",
-                "nothing to configure: a run waits for it and probes",
-            )
-    return Check("model", "fail", describe(capacity))
+            return ModelProbe(model, backend.local, ModelSilent(_PROBE_TIMEOUT))
+        return ModelProbe(model, backend.local, ModelAnswered(outcome.signals, _last_line(log)))
 
 
 def _context_check(backend: BackendProfile, model: str | None) -> Check:
@@ -506,15 +459,18 @@ def _sandbox_check(config: Configuration | None) -> Check:
     """Whether the model's commands and the checks run confined here."""
     if config is not None and config.of(SANDBOX).value == "off":
         where = config.of(SANDBOX).origin.describe()
-        return Check("sandbox", "warn", f"off ({where}): commands and checks run unconfined")
+        said = f"off ({where}): commands and checks run unconfined"
+        return Check("sandbox", "warn", said, facts=Unconfined())
     missing = unavailable()
     if missing is None:
-        return Check("sandbox", "ok", "commands and checks run confined (the sandbox runs here)")
+        said = "commands and checks run confined (the sandbox runs here)"
+        return Check("sandbox", "ok", said, facts=Confined())
     return Check(
         "sandbox",
         "warn",
         f"{missing.why}: shell commands are refused and --verify cannot run",
         f"{missing.fix}; or --sandbox off to run them unconfined",
+        facts=CommandsRefused(missing.why, missing.fix),
     )
 
 

@@ -13,7 +13,7 @@ from claudeloop.application.project_setup import TESTS_DIRECTORY, ProjectFiles
 _LARGEST_READ = 1024 * 1024
 
 
-class ProjectFolder:
+class FolderOnDisk:
     """The `ProjectFolder` of application/project_setup.py on a real directory."""
 
     def __init__(self, root: Path) -> None:
@@ -25,7 +25,19 @@ class ProjectFolder:
             text = self._text(self.root / name)
             if text is not None:
                 texts[name] = text
-        return ProjectFiles(texts, has_tests_directory=(self.root / TESTS_DIRECTORY).is_dir())
+        return ProjectFiles(
+            texts,
+            has_tests_directory=(self.root / TESTS_DIRECTORY).is_dir(),
+            top_files=self._top_files(),
+        )
+
+    def _top_files(self) -> tuple[str, ...]:
+        """The names of the regular files at the top; none when it cannot be listed."""
+        try:
+            with os.scandir(self.root) as entries:
+                return tuple(entry.name for entry in entries if entry.is_file())
+        except OSError:
+            return ()
 
     @staticmethod
     def _text(path: Path) -> str | None:

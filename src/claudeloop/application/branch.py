@@ -1,9 +1,11 @@
 """`diff`, `rewind` and `merge`: a run's branch (--worktree, --checkpoint) reviewed,
 turns undone, and merged back into the branch the run came from, on the `RunBranches`
-port (the repository and the run's directory; the composition root fills it)."""
+port (the repository and the run's directory; the composition root fills it); and the
+run `merge --resolve` starts when the merge conflicts (`resolving_run`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -11,7 +13,8 @@ from typing import Any, Protocol
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import BranchRewound, plan_history
-from claudeloop.application.prompts import rewound_prompt
+from claudeloop.application.launching import NewRun
+from claudeloop.application.prompts import resolve_task, rewound_prompt
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.plan import WorkPlan, open_items_at, plan_after_rewind
 
@@ -159,3 +162,49 @@ def merge_run(runs: RunBranches, cwd: Path, run_id: str | None) -> MergeAsked:
         raise UsageError(f"{record.spec.cwd} is no longer in a git repository")
     branch = f"claudeloop/{record.run_id}"
     return MergeAsked(record, branch, base, runs.merge(top, branch, base))
+
+
+@dataclass(frozen=True, slots=True)
+class Resolving:
+    """`merge --resolve` of a merge that conflicted: `run`, the run to start, whose task
+    is to resolve `conflicts`, in a worktree of its own made from `base` with `branch`
+    merged in, its conflicts left in the files."""
+
+    branch: str
+    base: str
+    conflicts: tuple[str, ...]
+    run: NewRun
+
+
+def resolving_run(asked: MergeAsked, *, run_id_used: Callable[[Path, str], bool]) -> Resolving:
+    """The run that resolves a conflicted merge: verified by the merged run's own
+    --verify checks, on its profile, permission mode and model; named after it
+    (`RUN-resolve`, else `RUN-resolve-2`, ... the first no run of its directory uses).
+    Its first commit concludes the merge, and `claudeloop merge` of it then applies
+    cleanly."""
+    if asked.merged.sha is not None:
+        raise ValueError(f"{asked.branch} merged into {asked.base}: nothing to resolve")
+    record, conflicts = asked.record, asked.merged.conflicts
+    spec = record.spec
+    flags: dict[str, object] = {
+        "worktree": True,
+        "verify": tuple(check.text for check in spec.verify.checks),  # as click gives it
+        "profile": spec.profile,
+        "permission_mode": spec.permission_mode,
+    }
+    if spec.model is not None:
+        flags["model"] = spec.model
+    wanted = f"{record.run_id}-resolve"
+    chosen, number = wanted, 1
+    while run_id_used(spec.cwd, chosen):
+        number += 1
+        chosen = f"{wanted}-{number}"
+    run = NewRun(
+        cwd=spec.cwd,
+        task=resolve_task(asked.branch, asked.base, conflicts),
+        plan_path=None,
+        run_id=chosen,
+        flags=flags,
+        merging=asked.branch,
+    )
+    return Resolving(asked.branch, asked.base, conflicts, run)

@@ -3,21 +3,33 @@ the machine (the `DoctorChecks` port), which it skips because an earlier one fai
 and the exit code the failures call for.
 
 Exit 0 when every check passes (a closed usage window is a warning, not a failure),
-78 when the backend or the model is misconfigured (unreachable, model missing, ...),
 77 when there are no credentials or they are refused (the code a run ends with then),
+78 when the backend or the model is misconfigured (unreachable, model missing, ...),
 2 when a configuration file or variable is invalid, 1 for anything else (no Claude
-Code CLI, credits out, a run directory that cannot be written).
+Code CLI, credits out, a run directory that cannot be written). When several fail, the
+first of 2, 77, 78: the code a run started here would end with, as a run refuses a
+machine without credentials before it asks the backend anything (exit 77).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from claudeloop.application.ports import DoctorCheck, DoctorChecks
+from claudeloop.application.json_form import JsonObject
+from claudeloop.application.model_check import model_check
+from claudeloop.application.ports import CliFound, DoctorCheck, DoctorChecks
+from claudeloop.domain.confinement import (
+    CommandsRefused,
+    Confined,
+    Posture,
+    Unconfined,
+    posture_name,
+)
+from claudeloop.domain.tested_cli import TESTED_CLAUDE_CODE
 
 # The exit codes a failure may call for, the first found winning.
-_RANKED_CODES = (2, 78, 77)
+_RANKED_CODES = (2, 77, 78)
+POSTURES = (Confined, CommandsRefused, Unconfined)
 
 
 @dataclass(frozen=True)
@@ -36,15 +48,51 @@ class Diagnosis:
         codes = {check.exit_code for check in self.failed}
         return next((code for code in _RANKED_CODES if code in codes), 1 if self.failed else 0)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def cli(self) -> CliFound | None:
+        """The Claude Code CLI found and run (None: none runs)."""
+        return next((c.facts for c in self.checks if isinstance(c.facts, CliFound)), None)
+
+    @property
+    def sandbox(self) -> Posture | None:
+        """What a run started here gets: confined, commands refused, or off."""
+        found = (c.facts for c in self.checks if isinstance(c.facts, POSTURES))
+        return next(found, None)
+
+    def to_json(self) -> JsonObject:
         return {
             "exit_code": self.exit_code,
             "profile": self.profile,
             "checks": [
-                {k: v for k, v in asdict(check).items() if k != "exit_code"}
+                {k: v for k, v in asdict(check).items() if k not in ("exit_code", "facts")}
                 for check in self.checks
             ],
+            "cli": _cli_json(self.cli),
+            "sandbox": _sandbox_json(self.sandbox),
         }
+
+
+def _cli_json(cli: CliFound | None) -> JsonObject | None:
+    if cli is None:
+        return None
+    return {
+        "version": cli.version,
+        "path": str(cli.path),
+        "found": cli.found,
+        "standing": cli.standing,
+        "tested_version": TESTED_CLAUDE_CODE,
+    }
+
+
+def _sandbox_json(chosen: Posture | None) -> JsonObject | None:
+    if chosen is None:
+        return None
+    refused = chosen if isinstance(chosen, CommandsRefused) else None
+    return {
+        "posture": posture_name(chosen),
+        "why": refused.why if refused is not None else None,
+        "fix": refused.fix if refused is not None else None,
+    }
 
 
 def diagnose(machine: DoctorChecks, *, probe: bool) -> Diagnosis:
@@ -89,7 +137,7 @@ def _backend_checks(machine: DoctorChecks, *, cli_found: bool, probe: bool) -> l
     elif credentials.status == "fail":
         checks.append(DoctorCheck("model", "skip", "not probed: no credentials"))
     else:
-        checks.append(machine.model())
+        checks.append(model_check(machine.model(), machine.advice))
     context = machine.context() if reachable else None
     if context is not None:
         checks.append(context)

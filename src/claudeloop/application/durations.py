@@ -8,7 +8,9 @@ every view (status, runs, report, summary.md, the dashboard) says them the same 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+
+from claudeloop.domain.text import utc_instant
 
 # How a duration is written, in a file, a variable or a flag.
 DURATION_FORMS = "90, 90s, 5m, 1h30m, 1.5h or 2d"
@@ -68,5 +70,6 @@ def duration_said(seconds: float) -> str:
 
 
 def instant_said(at: datetime) -> str:
-    """When something happened, as every view says it: `2026-11-30 09:00:12 UTC`."""
-    return f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    """When something happened, as every view says it: `2026-11-30 09:00:12 UTC`, in
+    the words of the domain's reasons (`utc_instant`)."""
+    return utc_instant(at)

@@ -11,8 +11,10 @@ that code, so no layer translates another's errors just to say them (httpx's
     │   │                           message names it and what would be accepted
     │   ├── ConfigError             a configuration source: the file or variable, the
     │   │   │                       key, the value
-    │   │   └── NotToml             a configuration file that is not TOML at all (its
-    │   │                           line and column)
+    │   │   ├── NotToml             a configuration file that is not TOML at all (its
+    │   │   │                       line and column)
+    │   │   └── ProfileNotDefined   a profile selected that no file defines (the ones
+    │   │                           that are, and where to add it)
     │   ├── BadEngine               a fleet engine URL (`--engine`, CLAUDELOOP_ENGINE)
     │   └── NoRun                   no run to act on; `status`, `stop` and `wind-down`
     │                               say so and exit 0, `resume` and `logs` exit 2
@@ -83,6 +85,16 @@ class ConfigError(UsageError):
 class NotToml(ConfigError):
     """A configuration file that is not TOML at all: no key of it could be read. The
     message names where (line and column) and what the reader met there."""
+
+
+class ProfileNotDefined(ConfigError):
+    """A profile selected (--profile, `profile`, CLAUDELOOP_PROFILE) that no file
+    defines: `name`, and the profiles that are defined (`defined`, sorted)."""
+
+    def __init__(self, message: str, *, name: str, defined: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.name = name
+        self.defined = defined
 
 
 class BadEngine(UsageError, ValueError):

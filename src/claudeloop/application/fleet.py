@@ -70,11 +70,64 @@ class FleetRun:
 
 
 @dataclass(frozen=True)
-class FleetOverview:
-    """Every run of the fleet, newest first (each as `status --json` would say it, with
-    its place in the fleet), and each account's capacity."""
+class FleetRow:
+    """A run of the fleet's overview: its place in the queue, and what the summary its
+    worker stored says of it (masked), in the values `status --json` gives them; None
+    where there is no summary yet, or a worker of before stored none of it. `phase`
+    "unreadable": the summary cannot be read. `said_turns` and `said_dollars`: its
+    turns and money in the words every view says them (run_facts.py)."""
 
-    runs: list[dict[str, Any]]
+    run_id: str
+    state: str
+    phase: str | None
+    worker: str | None
+    cwd: str
+    account: str
+    next_probe_at: str | None = None
+    next_probe_in_seconds: float | None = None
+    plan: tuple[int, int] | None = None  # (done, total)
+    turns: int | None = None
+    dollars: float | None = None
+    sent: int | None = None
+    answered: int | None = None
+    refused: int | None = None
+    probes: int | None = None
+    turn_dollars: float | None = None
+    probe_dollars: float | None = None
+    said_turns: str | None = None
+    said_dollars: str | None = None
+
+    def to_json(self) -> JsonObject:
+        """The row as `status --engine --json` lists it."""
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "phase": self.phase,
+            "worker": self.worker,
+            "next_probe_at": self.next_probe_at,
+            "next_probe_in_seconds": self.next_probe_in_seconds,
+            "plan": None if self.plan is None else {"done": self.plan[0], "total": self.plan[1]},
+            "turns": self.turns,
+            "dollars": self.dollars,
+            "sent": self.sent,
+            "answered": self.answered,
+            "refused": self.refused,
+            "probes": self.probes,
+            "turn_dollars": self.turn_dollars,
+            "probe_dollars": self.probe_dollars,
+            "said": None
+            if self.said_dollars is None
+            else {"turns": self.said_turns, "dollars": self.said_dollars},
+            "cwd": self.cwd,
+            "account": self.account,
+        }
+
+
+@dataclass(frozen=True)
+class FleetOverview:
+    """Every run of the fleet, newest first, and each account's capacity."""
+
+    runs: list[FleetRow]
     capacity: list[AccountCapacity]
 
 
@@ -124,7 +177,10 @@ class FleetStatus:
 
 def status_view(found: FleetRun, *, now: datetime, mask: Mask) -> FleetStatus | None:
     """What local `status --json` says of the run, from its stored record, and where it
-    is in the fleet; None before the run's first record."""
+    is in the fleet; None before the run's first record. A record its worker stored
+    that cannot be read is said in one line."""
+    if found.stored is not None and not found.stored.readable:
+        raise UsageError(f"run {found.run_id}: the record its worker stored cannot be read")
     if found.stored is None or found.stored.record is None:
         return None
     status = run_status_of(found.stored.record, now=now, driver_pid=None)
@@ -142,29 +198,31 @@ def overview(fleet: Fleet, *, now: datetime, mask: Mask) -> FleetOverview:
         summary = stored.summary if stored is not None else None
         data = dict(mask(dict(summary_object(summary, now=now)))) if summary is not None else {}
         holder = stored.holder if stored is not None else None
+        plan, said = data.get("plan"), data.get("said")
         rows.append(
-            {
-                "run_id": queued.run_id,
-                "state": queued.state,
-                "phase": data.get("phase") if readable else "unreadable",
-                "worker": holder if holder is not None else queued.worker,
-                "next_probe_at": data.get("next_probe_at"),
-                "next_probe_in_seconds": data.get("next_probe_in_seconds"),
-                "plan": data.get("plan"),
-                "turns": data.get("turns"),
-                "dollars": data.get("dollars"),
+            FleetRow(
+                run_id=queued.run_id,
+                state=queued.state,
+                phase=data.get("phase") if readable else "unreadable",
+                worker=holder if holder is not None else queued.worker,
+                cwd=queued.cwd,
+                account=queued.account,
+                next_probe_at=data.get("next_probe_at"),
+                next_probe_in_seconds=data.get("next_probe_in_seconds"),
+                plan=None if plan is None else (plan["done"], plan["total"]),
+                turns=data.get("turns"),
+                dollars=data.get("dollars"),
                 # The read model's counts and the probes' share (run_facts.py), as
                 # `status`, `runs` and `report` say them of a run on this machine.
-                "sent": data.get("sent"),
-                "answered": data.get("answered"),
-                "refused": data.get("refused"),
-                "probes": data.get("probes"),
-                "turn_dollars": data.get("turn_dollars"),
-                "probe_dollars": data.get("probe_dollars"),
-                "said": data.get("said"),
-                "cwd": queued.cwd,
-                "account": queued.account,
-            }
+                sent=data.get("sent"),
+                answered=data.get("answered"),
+                refused=data.get("refused"),
+                probes=data.get("probes"),
+                turn_dollars=data.get("turn_dollars"),
+                probe_dollars=data.get("probe_dollars"),
+                said_turns=said["turns"] if said else None,
+                said_dollars=said["dollars"] if said else None,
+            )
         )
     return FleetOverview(rows, fleet.capacity())
 
@@ -266,6 +324,38 @@ class InClone:
 
 
 RunPlace = InDirectory | InCheckout | InClone
+
+
+def queued_place(
+    *,
+    plan: Path | None,
+    prompt: str | None,
+    cwd: Path | None,
+    checkout: str | None,
+    repo: str | None,
+    branch: str | None,
+    directory: Callable[[Path | None], Path],
+) -> RunPlace:
+    """`queue add`: the run has a task (a PLAN file or --prompt TEXT, one of them) and
+    one place: a checkout or a clone on the workers' machines, where nothing of it is
+    looked for here, or else a directory of this machine (`directory` finds --cwd, or
+    the current one, and refuses one that is not a directory)."""
+    if plan is None and prompt is None:
+        raise UsageError("say what the run is to do: a PLAN file, or --prompt TEXT")
+    if plan is not None and prompt is not None:
+        raise UsageError(
+            "give a PLAN file or --prompt TEXT, not both: a plan's checklist is the task"
+        )
+    if branch is not None and repo is None:
+        raise UsageError("--branch names a branch of --repo URL; give --repo too")
+    if checkout is None and repo is None:
+        return InDirectory(directory(cwd))
+    if cwd is not None or (checkout is not None and repo is not None):
+        raise UsageError("give one of --cwd PATH, --checkout NAME and --repo URL")
+    if repo is not None:
+        return InClone(repo, branch)
+    assert checkout is not None  # one of the two, as the test above says
+    return InCheckout(checkout)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from claudeloop.application.run_spec import (
     resumed_record,
 )
 from claudeloop.application.settings import MODEL, PROFILE, WORKTREE, WORKTREE_FROM
+from claudeloop.domain.budget import ReachedCap
 from claudeloop.domain.login import login_standing, login_warning, run_could_end_by
 from claudeloop.domain.loop import Outcome
 
@@ -229,7 +230,17 @@ class AlreadyDone:
     record: RunRecord
 
 
-Launched = Driven | AlreadyDone
+@dataclass(frozen=True, slots=True)
+class AtItsCaps:
+    """The run to resume is at a cap it would go on with (its own, or one a flag
+    lowered): no turn could be sent, so nothing was; `reached` says each cap, its value
+    and what was spent. `record` is the run as it was found."""
+
+    record: RunRecord
+    reached: tuple[ReachedCap, ...]
+
+
+Launched = Driven | AlreadyDone | AtItsCaps
 
 # Where a warning before the first turn is said (the terminal's stderr).
 Warn = Callable[[str], None]
@@ -286,7 +297,8 @@ def resume_run(
     """`resume`: the run continued with the settings it started with; flags and
     CLAUDELOOP_* variables change them (the files were read when it started). Its
     profile changes only when --profile names the new one. A run already done is
-    only told (its missing summary or end written), never sent a turn."""
+    only told (its missing summary or end written), never sent a turn; nor is one at a
+    cap it would go on with, which is told its caps reached."""
     directory = world.runs.find(asked.cwd, asked.run_id, asked.session_id)
     refuse_unwritable_run_files(world.runs.why_not_writable(directory.path))
     lock = world.runs.lock(directory)
@@ -297,6 +309,7 @@ def resume_run(
             world.runs.tell_missing_end(directory, record)
             lock.release()
             return AlreadyDone(record)
+        found = record
         settings = world.config.settings(asked.cwd, asked.flags)
         # A backend given (a kept rehearsal's) stands in for the profile the run named.
         profile = profile_to_resume_with(record, settings) if backend is None else None
@@ -310,6 +323,14 @@ def resume_run(
             marker_fallback=chosen.marker_fallback,
             check_profile=world.config.check_profile(asked.cwd),
         )
+        # Said before anything resumes: a run at its cap would resume only to stop. (A
+        # run cut off mid-way is driven on all the same: the driver writes its end.) Its
+        # end is told if it was not, as a run done's is.
+        reached = record.state.ledger.reached_caps()
+        if reached and found.state.phase.terminal:
+            world.runs.tell_missing_end(directory, found)
+            lock.release()
+            return AtItsCaps(found, reached)
         refuse_unwritable(
             record.spec,
             run_files=world.runs.why_not_writable(directory.path),

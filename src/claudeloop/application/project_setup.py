@@ -11,7 +11,8 @@ Which command from which files, first match first:
    own entry point usually wraps the others);
 2. pytest: `pytest.ini`; `[tool.pytest...]` or a pytest requirement in pyproject.toml;
    `[tool:pytest]` or a pytest requirement in setup.cfg; `[pytest]` in tox.ini; or
-   pyproject.toml or setup.cfg beside a `tests/` directory;
+   pyproject.toml or setup.cfg beside a `tests/` directory; or test files pytest finds
+   at the top (`test_*.py`, `*_test.py`), a project of a few scripts;
 3. package.json whose `scripts.test` is a script of the project's own (not the
    placeholder `npm init` writes, which always fails): `npm test`;
 4. Cargo.toml: `cargo test`;
@@ -52,6 +53,8 @@ PLAN_FILE = "PLAN.md"
 _MAKE_TARGETS = re.compile(r"^(?P<targets>[^\s:=#.][^:=#]*?)\s*::?(?![:=])")
 # A requirement naming pytest: `pytest`, `pytest>=8`, `pytest[psutil]`, `pytest ; ...`.
 _PYTEST_REQUIREMENT = re.compile(r"^\s*pytest\s*(?:$|[\[<>=!~;@ ])")
+# The files pytest collects tests from by default.
+_PYTEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")
 _PYTEST_WORD = re.compile(r"(?<![\w-])pytest(?![\w-])")
 # What `npm init` writes as the test script: it prints an error and fails.
 _NPM_PLACEHOLDER = "no test specified"
@@ -59,11 +62,12 @@ _NPM_PLACEHOLDER = "no test specified"
 
 @dataclass(frozen=True, slots=True)
 class ProjectFiles:
-    """What the rules look at: the text of those of READ_FILES that exist, and whether
-    the project has a `tests/` directory."""
+    """What the rules look at: the text of those of READ_FILES that exist, whether
+    the project has a `tests/` directory, and the names of the files at its top."""
 
     texts: Mapping[str, str]
     has_tests_directory: bool = False
+    top_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +116,18 @@ def _pytest(project: ProjectFiles) -> FoundCheck | None:
         python = next((name for name in ("pyproject.toml", "setup.cfg") if name in texts), None)
         if python is not None:
             because = f"{python} and a {TESTS_DIRECTORY}/ directory"
+    if because is None:
+        because = _top_test_files(project.top_files)
     return None if because is None else FoundCheck("pytest", because)
+
+
+def _top_test_files(names: tuple[str, ...]) -> str | None:
+    """The test files pytest finds at the project's top, in words (None: none is)."""
+    found = sorted(name for name in names if _PYTEST_FILE.fullmatch(name))
+    if not found:
+        return None
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    return f"{found[0]}{more}, test files pytest finds"
 
 
 def _pyproject_names_pytest(text: str) -> bool:

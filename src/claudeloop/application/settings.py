@@ -19,6 +19,7 @@ from typing import Generic, Literal, TypeVar
 
 from claudeloop.application.durations import DURATION_FORMS
 from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS
+from claudeloop.application.run_link import DASHBOARD_URL_ACCEPTED
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.confinement import SANDBOX_SWITCHES
 from claudeloop.domain.limits import LIMIT_KINDS, LimitKind
@@ -97,6 +98,7 @@ ValueKind = Literal[
     "checks",  # commands a Done must pass: list[str]
     "domains",  # domain names, *.example.org: list[str]
     "paths",  # folders, absolute or under ~: list[str]
+    "address",  # an http(s) URL a person reaches: str
 ]
 PYTHON_TYPES: dict[ValueKind, type] = {
     "profile": str,
@@ -115,6 +117,7 @@ PYTHON_TYPES: dict[ValueKind, type] = {
     "checks": list,
     "domains": list,
     "paths": list,
+    "address": str,
 }
 # The kinds whose flag may be given again and again, each adding one item.
 REPEATABLE: frozenset[ValueKind] = frozenset({"urls", "limits", "checks", "domains", "paths"})
@@ -159,7 +162,7 @@ def short_duration(value: timedelta) -> str:
 
 _POLICY = WaitPolicyConfig()
 # The largest whole number a setting takes is codec.LARGEST_WHOLE, TOML's largest integer.
-_WHOLE = "a whole number from 1 to 2^63-1"
+_WHOLE = "a whole number above 0"
 _DURATION = f"a duration above 0 and at most 365 days: {DURATION_FORMS} (a bare number is seconds)"
 _TEXT = "non-empty text"
 _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
@@ -198,7 +201,8 @@ PERMISSION_MODE: Setting[str] = Setting(
     "acceptEdits",
     accepted="one of " + ", ".join(PERMISSION_MODES),
     help="Claude Code permission mode (default acceptEdits: edits in the "
-    "working directory, no unapproved shell).",
+    "working directory; shell commands run without asking, inside the sandbox: "
+    "see --sandbox).",
     choices=PERMISSION_MODES,
 )
 MAX_TURNS: Setting[int | None] = Setting(
@@ -299,6 +303,14 @@ NOTIFY_ON: Setting[list[str]] = Setting(
     flag="",
     choices=NOTIFY_KINDS,
 )
+# Where the person reaches the dashboard: each notification links to the run's page there.
+DASHBOARD_URL: Setting[str | None] = Setting(
+    "dashboard_url",
+    "address",
+    None,
+    accepted=DASHBOARD_URL_ACCEPTED,
+    flag="",
+)
 UPDATE_PLAN: Setting[bool] = Setting(
     "update_plan",
     "switch",
@@ -385,8 +397,7 @@ STALL_TURNS: Setting[int] = Setting(
     "stall_turns",
     "whole_or_zero",
     DEFAULT_STALL_TURNS,
-    accepted="a whole number up to 2^63-1, 0 for off (turns in a row without progress "
-    "that stop the run)",
+    accepted="a whole number, 0 for off (turns in a row without progress that stop the run)",
     help="Stop (exit 1) after N turns in a row without evidence of progress: no "
     "plan item checked, no file changed, the same remaining work and checks "
     f"(default {DEFAULT_STALL_TURNS}; 0: off).",
@@ -395,7 +406,7 @@ SAME_FAILURE: Setting[int] = Setting(
     "same_failure",
     "whole_or_zero",
     DEFAULT_SAME_FAILURE,
-    accepted="a whole number up to 2^63-1, 0 for off (rounds in a row of one verification failure "
+    accepted="a whole number, 0 for off (rounds in a row of one verification failure "
     "that stop the run)",
     help="Stop (exit 1) when one verification failure repeats N rounds in a row "
     f"(default {DEFAULT_SAME_FAILURE}; 0: off).",
@@ -482,6 +493,7 @@ SETTINGS: tuple[Setting[object], ...] = (
     CONTINUE_PROMPT,
     NOTIFY,
     NOTIFY_ON,
+    DASHBOARD_URL,
     UPDATE_PLAN,
     PAUSE_AT,
     LIMITS,

@@ -19,7 +19,7 @@ from claudeloop.application.events import CapRaised, Event, NoteAdded, ProbeAske
 from claudeloop.application.ports import Clock, ControlInbox, EventSink, ProjectRuns, RunStore
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import describe
-from claudeloop.domain.loop import Phase, RunState
+from claudeloop.domain.loop import Outcome, Phase, RunState
 from claudeloop.domain.steering import (
     AddNote,
     Cap,
@@ -41,18 +41,25 @@ class Sent:
     """A request handed to a live run's driver, and what it will do, in words."""
 
     run_id: str
-    pid: int
+    # None: no live driver, and nothing was sent (a probe now of a run that has ended).
+    pid: int | None
     asked: Steer
     will: str
     # False: the run is in no state for it to do anything (a probe now outside a wait);
-    # it is sent all the same, and said as an event.
+    # it is sent all the same, and said as an event, when a driver is live.
     effective: bool = True
 
 
 def probe_now(runs: ProjectRuns, run_id: str | None) -> Sent:
     """`probe-now`: end the wait going on and probe at once; outside a wait it does
-    nothing (the run says so in its events)."""
-    chosen, pid = _live(runs, run_id, "probe")
+    nothing (a live run says so in its events). A run no driver drives waits for
+    nothing: nothing is sent, and the answer says what goes on with it."""
+    chosen = runs.watched(run_id)
+    pid = runs.driver(chosen)
+    if pid is None:
+        record = runs.record(chosen)
+        will = f"{_undriven(record)}: a probe now does nothing{_goes_on(record)}"
+        return Sent(chosen, None, ProbeNow(), will, effective=False)
     phase = runs.record(chosen).state.phase
     waiting = phase is Phase.WAITING
     _send(runs, chosen, pid, ProbeNow())
@@ -75,8 +82,11 @@ def raise_caps(
     spending passed meanwhile is reached, and ends it)."""
     if not caps:
         raise UsageError("give at least one of --max-turns, --max-dollars, --max-wait")
-    chosen, pid = _live(runs, run_id, "raise a cap of")
+    chosen = runs.watched(run_id)
+    pid = runs.driver(chosen)
     record = runs.record(chosen)
+    if pid is None:
+        raise UsageError(_cannot_raise(record, caps))
     state = record.state
     for cap, to in caps.items():
         refused = refusal(cap, to, state.ledger, waited_seconds=waited_now(state, now))
@@ -113,7 +123,11 @@ def add_note(runs: ProjectRuns, run_id: str | None, text: str) -> Sent:
     turn, after the wait for capacity when the run is waiting (and `status` shows it)."""
     if not text.strip():
         raise UsageError("the note is empty; give the text to say to the next turn")
-    chosen, pid = _live(runs, run_id, "leave a note for")
+    chosen = runs.watched(run_id)
+    pid = runs.driver(chosen)
+    if pid is None:
+        record = runs.record(chosen)
+        raise UsageError(f"{_undriven(record)}: no turn will read a note{_goes_on(record)}")
     state = runs.record(chosen).state
     asked = AddNote(text)
     _send(runs, chosen, pid, asked)
@@ -184,15 +198,45 @@ def apply_requests(
     return record, probe_now
 
 
-def _live(runs: ProjectRuns, run_id: str | None, doing: str) -> tuple[str, int]:
-    chosen = runs.watched(run_id)
-    pid = runs.driver(chosen)
-    if pid is None:
-        raise UsageError(
-            f"run {chosen} has no live driver; nothing to {doing} (resume it with "
-            "`claudeloop resume`, whose flags change its caps)"
+def _undriven(record: RunRecord) -> str:
+    """A run no live driver drives, in words: done, ended short of done, or cut off."""
+    state = record.state
+    if state.outcome is Outcome.DONE:
+        return f"run {record.run_id} is done"
+    if state.outcome is not None:
+        return f"run {record.run_id} has ended ({state.outcome.value}) and nothing drives it"
+    return f"run {record.run_id} has no live driver (cut off before it ended)"
+
+
+def _goes_on(record: RunRecord, flags: str = "") -> str:
+    """What the person can do instead, after a semicolon: resume a run that can go on
+    (with `flags`), start a new one after a run done."""
+    if record.state.outcome is Outcome.DONE:
+        return "; more work is a new run (`claudeloop run`)"
+    return f"; `claudeloop resume {record.run_id}{flags}` goes on"
+
+
+def _cannot_raise(record: RunRecord, caps: Mapping[Cap, float]) -> str:
+    """Why caps are not raised on a run no driver drives, and what does it instead."""
+    if record.state.outcome is Outcome.DONE:
+        return f"{_undriven(record)}: it sends no more turns, so no cap is left to raise" + (
+            _goes_on(record)
         )
-    return chosen, pid
+    flags = "".join(f" --{cap.value} {_as_flag(cap, to)}" for cap, to in caps.items())
+    return f"{_undriven(record)}: its caps change as it resumes" + _goes_on(record, flags)
+
+
+def _as_flag(cap: Cap, to: float) -> str:
+    """A cap as its flag of `resume` takes it."""
+    match cap:
+        case Cap.TURNS:
+            return str(int(to))
+        case Cap.DOLLARS:
+            return f"{to:g}"
+        case Cap.WAIT:
+            return f"{int(to)}s"
+        case _:
+            assert_never(cap)
 
 
 def _send(runs: ProjectRuns, run_id: str, pid: int, asked: Steer) -> None:

@@ -12,7 +12,7 @@ from claudeloop.application.ports import RunSummary
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_facts import RunFacts, dollars_words, run_facts, turns_words
 from claudeloop.application.run_status import run_branch, run_status_of, seconds_until
-from claudeloop.domain.budget import BudgetLedger
+from claudeloop.domain.budget import BudgetLedger, ReachedCap
 from claudeloop.domain.capacity import describe
 from claudeloop.domain.loop import Outcome
 from claudeloop.domain.startup import session_gone
@@ -23,7 +23,7 @@ from claudeloop.domain.verification import CheckResult
 def continue_command(record: RunRecord) -> str:
     """The command that goes on: after a budget cap, with the caps it reached raised, or
     `resume` would stop again at once."""
-    words = ["claudeloop", "resume", "--run-id", record.run_id, "--cwd", str(record.spec.cwd)]
+    words = ["claudeloop", "resume", record.run_id, "--cwd", str(record.spec.cwd)]
     if record.state.outcome is Outcome.BUDGET_EXHAUSTED:
         words += _raised_caps(record.state.ledger)
     session = record.session_id
@@ -34,17 +34,17 @@ def continue_command(record: RunRecord) -> str:
 
 def _raised_caps(ledger: BudgetLedger) -> list[str]:
     """Each cap reached, raised to what was spent plus the cap again: as much once more."""
-    budget = ledger.budget
-    raised: list[str] = []
-    if ledger.turns_exhausted and budget.max_turns is not None:
-        raised += ["--max-turns", str(ledger.turns + budget.max_turns)]
-    if ledger.dollars_exhausted and budget.max_dollars is not None:
+    return [word for reached in ledger.reached_caps() for word in raised_flag(reached)]
+
+
+def raised_flag(reached: ReachedCap) -> list[str]:
+    """The flag and value that lift a cap reached, allowing as much once more
+    (`--max-turns 4` for a cap of 2 turns, 2 spent)."""
+    if reached.flag == "max-dollars":
         # Rounded first: 0.6 + 0.5 is 1.1000000000000001, not a cent more.
-        cents = math.ceil(round((ledger.dollars + budget.max_dollars) * 100, 6))
-        raised += ["--max-dollars", f"{cents / 100:.2f}".removesuffix(".00")]
-    if ledger.attempts_exhausted and budget.max_attempts is not None:
-        raised += ["--max-attempts", str(ledger.attempts + budget.max_attempts)]
-    return raised
+        cents = math.ceil(round(reached.once_more * 100, 6))
+        return [f"--{reached.flag}", f"{cents / 100:.2f}".removesuffix(".00")]
+    return [f"--{reached.flag}", str(int(reached.once_more))]
 
 
 def check_line(result: CheckResult) -> str:

@@ -52,7 +52,8 @@ class Verb:
 def _controlled(command: ControlCommand) -> Callable[[ProjectRuns, str, Mapping[str, str]], str]:
     def ask(runs: ProjectRuns, run_id: str, _form: Mapping[str, str]) -> str:
         asked = control(runs, run_id, command)
-        return f"asked run {asked.run_id} to {command.value}: {takes_effect(command)}"
+        doing = command.value.replace("-", " ")
+        return f"asked run {asked.run_id} to {doing}: {takes_effect(command)}"
 
     return ask
 
@@ -60,7 +61,8 @@ def _controlled(command: ControlCommand) -> Callable[[ProjectRuns, str, Mapping[
 def _fleet_controlled(command: ControlCommand) -> Callable[[Fleet, str, Mapping[str, str]], str]:
     def ask(fleet: Fleet, run_id: str, _form: Mapping[str, str]) -> str:
         found = fleet_control(fleet, run_id, command)
-        return f"asked run {run_id} (on {found.worker or 'its worker'}) to {command.value}"
+        doing = command.value.replace("-", " ")  # "to wind down"
+        return f"asked run {run_id} (on {found.worker or 'its worker'}) to {doing}"
 
     return ask
 

@@ -4,15 +4,17 @@ turns undone, and merged back into the branch the run came from."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from claudeloop.application.errors import ClaudeloopError
 from claudeloop.application.fleet_seat import FleetSeat
-from claudeloop.application.prompts import resolve_task
-from claudeloop.application.records import RunRecord
 from claudeloop.cli.output import print_json
 from claudeloop.cli.params import working_directory
+
+if TYPE_CHECKING:
+    from claudeloop.application.branch import Resolving
 
 
 def diff(*, cwd: Path | None, run_id: str | None, turn: int | None, stat: bool) -> None:
@@ -50,16 +52,18 @@ def merge(
     resolve: bool = False,
     seat: FleetSeat | None = None,
 ) -> None:
-    from claudeloop.application.branch import merge_run
-    from claudeloop.cli.bootstrap import run_branches
+    from claudeloop.application.branch import merge_run, resolving_run
+    from claudeloop.cli.bootstrap import run_branches, run_id_used
 
     asked = merge_run(run_branches(), working_directory(cwd), run_id)
-    record, branch, base, merged = asked.record, asked.branch, asked.base, asked.merged
+    branch, base, merged = asked.branch, asked.base, asked.merged
     if merged.sha is None and resolve:
-        _resolve(record, branch, base, merged.conflicts, as_json=as_json, seat=seat)
+        _resolve(resolving_run(asked, run_id_used=run_id_used), as_json=as_json, seat=seat)
         return
     if as_json:
-        print_json({"run_id": record.run_id, "merged": merged.sha, "conflicts": merged.conflicts})
+        print_json(
+            {"run_id": asked.record.run_id, "merged": merged.sha, "conflicts": merged.conflicts}
+        )
     elif merged.sha is not None:
         click.echo(f"merged {branch} into {base}: {merged.sha[:12]}")
     else:
@@ -74,58 +78,17 @@ def merge(
         )
 
 
-def _resolve(
-    record: RunRecord,
-    branch: str,
-    base: str,
-    conflicts: tuple[str, ...],
-    *,
-    as_json: bool,
-    seat: FleetSeat | None,
-) -> None:
-    """A run whose task is to resolve the conflicts: in a worktree of its own made from
-    `base`, `branch` merged in with its conflicts left in the files, verified by the
-    merged run's own --verify checks; its first commit concludes the merge, and
-    `claudeloop merge` of it then applies cleanly."""
-    from claudeloop.application.launching import NewRun, start_run
+def _resolve(resolving: Resolving, *, as_json: bool, seat: FleetSeat | None) -> None:
+    """The run that resolves the conflicts, said, started and its end shown as `run`'s."""
+    from claudeloop.application.launching import start_run
     from claudeloop.cli.bootstrap import launching
-    from claudeloop.cli.output import finish
+    from claudeloop.cli.output import finish, warn
 
-    spec = record.spec
     click.echo(
-        f"claudeloop: {branch} conflicts with {base} in {', '.join(conflicts)}; a run "
-        "resolves them",
+        f"claudeloop: {resolving.branch} conflicts with {resolving.base} in "
+        f"{', '.join(resolving.conflicts)}; a run resolves them",
         err=True,
     )
-    flags: dict[str, object] = {
-        "worktree": True,
-        "verify": tuple(check.text for check in spec.verify.checks),  # as click gives it
-        "profile": spec.profile,
-        "permission_mode": spec.permission_mode,
-    }
-    if spec.model is not None:
-        flags["model"] = spec.model
-    asked = NewRun(
-        cwd=spec.cwd,
-        task=resolve_task(branch, base, conflicts),
-        plan_path=None,
-        run_id=_free_run_id(spec.cwd, f"{record.run_id}-resolve"),
-        flags=flags,
-        merging=branch,
-    )
 
-    def warn(text: str) -> None:
-        click.echo(f"claudeloop: warning: {text}", err=True)
-
-    ended = start_run(launching(seat or FleetSeat(), quiet=as_json), asked, warn=warn)
+    ended = start_run(launching(seat or FleetSeat(), quiet=as_json), resolving.run, warn=warn)
     finish(ended.record, as_json=as_json)
-
-
-def _free_run_id(cwd: Path, wanted: str) -> str:
-    from claudeloop.cli.bootstrap import run_id_used
-
-    chosen, number = wanted, 1
-    while run_id_used(cwd, chosen):
-        number += 1
-        chosen = f"{wanted}-{number}"
-    return chosen

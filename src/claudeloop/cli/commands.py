@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,16 +12,20 @@ import click
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import (
     AlreadyDone,
+    AtItsCaps,
     Driven,
     NewRun,
     RunToResume,
     resume_run,
     start_run,
 )
+from claudeloop.application.summary import raised_flag
 from claudeloop.cli.bootstrap import checked_run_id
-from claudeloop.cli.output import finish
+from claudeloop.cli.output import finish, warn
 from claudeloop.cli.params import working_directory
 from claudeloop.cli.prompt_source import task_from_options
+from claudeloop.domain.budget import ReachedCap, money
+from claudeloop.domain.text import count
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +38,35 @@ class Output:
     quiet: bool = False
 
 
-def _warn(text: str) -> None:
-    click.echo(f"claudeloop: warning: {text}", err=True)
+def at_its_caps(run_id: str, reached: tuple[ReachedCap, ...], *, cwd: Path | None) -> str:
+    """Why a resume sent nothing, in one line: each cap reached, its value and what was
+    spent against it, and the command that lifts them all."""
+    caps = "; ".join(_spent_against(cap) for cap in reached)
+    words = ["claudeloop", "resume", run_id]
+    if cwd is not None:
+        words += ["--cwd", str(cwd)]
+    words += [word for cap in reached for word in raised_flag(cap)]
+    if len(reached) == 1:
+        at, lift = "its cap", f"raise it above {_above(reached[0])}"
+    else:
+        at, lift = "its caps", "raise each above what was spent"
+    return f"run {run_id} is at {at} ({caps}): no turn was sent. To go on, {lift}: " + (
+        shlex.join(words)
+    )
+
+
+def _spent_against(cap: ReachedCap) -> str:
+    if cap.flag == "max-dollars":
+        return f"--max-dollars {cap.cap:g}, {money(cap.spent)} spent"
+    counted = "answered" if cap.flag == "max-turns" else "sent"
+    noun = "turn" if cap.flag == "max-turns" else "prompt"
+    return f"--{cap.flag} {int(cap.cap)}, {count(int(cap.spent), noun)} {counted}"
+
+
+def _above(cap: ReachedCap) -> str:
+    if cap.flag == "max-dollars":
+        return money(cap.spent)
+    return str(int(cap.spent))
 
 
 def run(
@@ -58,7 +90,7 @@ def run(
     from claudeloop.cli.bootstrap import launching
 
     world = launching(seat, quiet=output.quiet or output.as_json, verbose=bool(output.verbose))
-    ended = start_run(world, asked, warn=_warn)
+    ended = start_run(world, asked, warn=warn)
     finish(ended.record, as_json=output.as_json)
 
 
@@ -85,12 +117,17 @@ def resume(
     if kept is not None:
         from claudeloop.cli.rehearse import resume_kept
 
-        launched = resume_kept(kept, asked, quiet=quiet, verbose=verbose, warn=_warn)
+        launched = resume_kept(kept, asked, quiet=quiet, verbose=verbose, warn=warn)
     else:
-        launched = resume_run(launching(seat, quiet=quiet, verbose=verbose), asked, warn=_warn)
+        launched = resume_run(launching(seat, quiet=quiet, verbose=verbose), asked, warn=warn)
     match launched:
         case AlreadyDone(record):
             click.echo(f"claudeloop: run {record.run_id} already finished: done", err=True)
             finish(record, as_json=output.as_json)
+        case AtItsCaps(record, reached):
+            told = at_its_caps(record.run_id, reached, cwd=output.cwd)
+            click.echo(f"claudeloop: {told}", err=True)
+            # Exit 3, a budget cap reached, whatever the run had ended on before.
+            finish(record, as_json=output.as_json, extra={"refused": told}, exit_code=3)
         case Driven(record):
             finish(record, as_json=output.as_json)

@@ -27,7 +27,7 @@ def doctor(*, cwd: Path | None, profile: str | None, as_json: bool, probe: bool)
     # A check names a backend's URL (its password too) and says what the model answered.
     mask = run_mask(directory)
     if as_json:
-        print_json(dict(mask(diagnosis.to_json())))
+        print_json(dict(mask(dict(diagnosis.to_json()))))
     else:
         for check in diagnosis.checks:
             click.echo(mask({"line": _line(check)})["line"])

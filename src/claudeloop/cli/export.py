@@ -14,6 +14,7 @@ import click
 
 from claudeloop.application.errors import UsageError
 from claudeloop.cli.options import names_a_run
+from claudeloop.cli.output import warn
 from claudeloop.cli.params import CWD_OPTION, working_directory
 
 if TYPE_CHECKING:
@@ -77,10 +78,7 @@ def export_events(*, cwd: Path | None, run_id: str | None, output: Path | None) 
             raise UsageError(f"--output {output}: cannot be written ({error.strerror})") from None
         click.echo(f"claudeloop: {count(written, 'event')} of run {exported.run_id} in {output}")
     for number in skipped:
-        click.echo(
-            f"claudeloop: warning: {exported.source}: line {number} is no event; left out",
-            err=True,
-        )
+        warn(f"{exported.source}: line {number} is no event; left out")
 
 
 def write_csv(rows: Iterable[EventRow], stream: TextIO) -> int:

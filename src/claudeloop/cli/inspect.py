@@ -246,7 +246,8 @@ def control(
         print_json({"run_id": asked.run_id, "pid": asked.pid, "command": command.value})
         return
     click.echo(
-        f"claudeloop: asked run {asked.run_id} (pid {asked.pid}) to {command.value}: "
+        f"claudeloop: asked run {asked.run_id} (pid {asked.pid}) to "
+        f"{command.value.replace('-', ' ')}: "
         f"{takes_effect(command)}"
     )
 

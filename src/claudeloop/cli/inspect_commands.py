@@ -241,6 +241,9 @@ Examples:
   claudeloop dashboard --port 8420
   claudeloop dashboard --engine         the fleet's runs too
   claudeloop dashboard --host 0.0.0.0   reachable by others (it warns)
+  claudeloop dashboard --qr             the sign-in URL as a QR code
+  claudeloop dashboard --host 100.64.0.1 --certfile b.crt --keyfile b.key
+                                        https, on a tailnet's address
 """,
 )
 @click.option(
@@ -264,15 +267,50 @@ Examples:
     show_default=True,
     help="The address to listen on; another than 127.0.0.1 exposes the runs.",
 )
-def dashboard(engine: str | None, port: int, host: str) -> None:
+@click.option(
+    "--qr",
+    is_flag=True,
+    help="Also draw the sign-in URL as a QR code, to open it on a phone (the "
+    "dashboard_url address when set).",
+)
+@click.option(
+    "--certfile",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Serve https with this PEM certificate (with --keyfile), e.g. from `tailscale cert`.",
+)
+@click.option(
+    "--keyfile",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The private key of --certfile (PEM).",
+)
+def dashboard(
+    *,
+    engine: str | None,
+    port: int,
+    host: str,
+    qr: bool,
+    certfile: Path | None,
+    keyfile: Path | None,
+) -> None:
     """A live web page of every run of this machine: phase, waits, plan, spend,
     timeline, events, the accounts' capacity, and stop and wind-down buttons.
 
-    It prints its URL, with a token every request needs; Ctrl-C stops it.
+    It prints its URL, with a token every request needs, and, when dashboard_url is
+    set (claudeloop.toml, the user config or CLAUDELOOP_DASHBOARD_URL), the same at
+    that address. Opening it signs the browser in for 7 days or until the dashboard
+    stops: each start makes a new token. Ctrl-C stops it.
     """
-    from claudeloop.cli.dashboard import serve
+    from claudeloop.application.settings import DASHBOARD_URL
+    from claudeloop.cli.bootstrap import configuration
+    from claudeloop.cli.dashboard import Tls, serve
 
-    serve(engine=engine, host=host, port=port)
+    if (certfile is None) != (keyfile is None):
+        raise UsageError("--certfile and --keyfile: give both, or neither (plain http)")
+    tls = Tls(certfile, keyfile) if certfile is not None and keyfile is not None else None
+    phone_url = configuration(Path.cwd(), {}).get(DASHBOARD_URL)
+    serve(engine=engine, host=host, port=port, qr=qr, tls=tls, phone_url=phone_url)
 
 
 def register(cli: click.Group) -> None:

@@ -2,7 +2,8 @@
 module adds its commands (`register(cli)`): run_commands (run, resume, rehearse),
 inspect_commands (status, logs, runs, sessions, stop, wind-down, report, dashboard),
 steer_commands (probe-now, raise, note), branch_commands (diff, rewind, merge),
-setup_commands (init, config, doctor, login, claude, completion), export and fleet.
+setup_commands (init, config, doctor, login, claude, completion), export and
+fleet_commands (fleet init, queue, worker).
 
 A topic is imported when one of its commands is called, not before: `claudeloop status`
 never loads what `run` needs to describe its options (the settings, the records, the
@@ -42,7 +43,7 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "branch_commands": ("diff", "rewind", "merge"),
     "setup_commands": ("config", "doctor", "init", "completion", "login", "claude"),
     "export": ("export",),
-    "fleet": ("fleet", "queue", "worker"),
+    "fleet_commands": ("fleet", "queue", "worker"),
 }
 _TOPIC_OF = {name: topic for topic, names in TOPICS.items() for name in names}
 
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
 def register_topic(topic: str, group: click.Group) -> None:
     """Adds the commands of the topic module `topic` to `group`."""
     module = importlib.import_module(f"claudeloop.cli.{topic}")
-    if topic == "fleet":
+    if topic == "fleet_commands":
         # `queue add` takes `run`'s options.
         module.register(group, _run_commands().run)
     else:

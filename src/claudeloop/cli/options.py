@@ -23,6 +23,23 @@ def with_options(options: list[Callable[[Any], Any]], command: F) -> F:
     return command
 
 
+# A hyphen held while --help is wrapped: click's wrapper breaks lines after a hyphen,
+# which cuts a flag or a word a person copies in two ("wind-" / "down",
+# "--sandbox-allow-" / "read"). U+2011 is one column wide, as the hyphen it holds.
+_HELD_HYPHEN = "\u2011"
+
+
+def _whole_at_hyphens(wrap: Callable[..., str]) -> Callable[..., str]:
+    @functools.wraps(wrap)
+    def wrapped(text: str, *args: Any, **kwargs: Any) -> str:
+        return wrap(text.replace("-", _HELD_HYPHEN), *args, **kwargs).replace(_HELD_HYPHEN, "-")
+
+    return wrapped
+
+
+click.formatting.wrap_text = _whole_at_hyphens(click.formatting.wrap_text)
+
+
 class HelpGroup(click.Group):
     """A group whose --help says each command's description whole, wrapped to the
     terminal, where click's own cuts it with "..." to fit one line. Its groups too."""
@@ -73,14 +90,37 @@ def names_a_run(command: F) -> F:
     """`command` takes the run it acts on as `[RUN]`, or as `--run-id ID` as before; it is
     called with one `run` (None: the command's default run).
 
+    A run named that this folder (or --cwd's) does not hold is looked for in the
+    machine's index of runs: found in another project folder, the command acts there,
+    as with --cwd of that folder (`run_folder`).
+
     Put it right above the function, under the command's other options and arguments."""
 
     @functools.wraps(command)
     def merged(*args: Any, run: str | None, run_id_alias: str | None, **kwargs: Any) -> Any:
-        return command(*args, run=one_run(run, run_id_alias), **kwargs)
+        run = one_run(run, run_id_alias)
+        if run is not None and "cwd" in kwargs and kwargs.get("engine") is None:
+            kwargs["cwd"] = run_folder(run, kwargs["cwd"])
+        return command(*args, run=run, **kwargs)
 
     named = click.argument("run", required=False, metavar="[RUN]")(RUN_ID_ALIAS(merged))
     return cast("F", named)
+
+
+def run_folder(run: str, cwd: Path | None) -> Path | None:
+    """The --cwd a command on run `run` acts with: `cwd` when its folder holds the run,
+    else the project folder the machine's index of runs knows it in (said on stderr);
+    one line naming both places looked when neither has it."""
+    from claudeloop.application.locating import project_of_run
+    from claudeloop.cli.bootstrap import checked_run_id, project_runs, run_index
+    from claudeloop.cli.params import working_directory
+
+    here = working_directory(cwd)
+    found = project_of_run(checked_run_id(run), runs=project_runs(here), index=run_index())
+    if found == here:
+        return cwd
+    click.echo(f"claudeloop: run {run} is in {found} (from this machine's index of runs)", err=True)
+    return found
 
 
 def in_fleet(engine: str | None, cwd: Path | None, run: str | None, *, listed: bool) -> bool:

@@ -1,5 +1,5 @@
-"""What `--json` prints, the same way for every command: indented, keys sorted; and how a
-run's command ends."""
+"""What `--json` prints, the same way for every command: indented, keys sorted; how a
+warning is said; and how a run's command ends."""
 
 from __future__ import annotations
 
@@ -21,21 +21,34 @@ def print_json(data: object) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
+def warn(text: str) -> None:
+    """A warning on stderr, as every command says one: `claudeloop: warning: TEXT`."""
+    click.echo(f"claudeloop: warning: {text}", err=True)
+
+
 def json_line(data: object) -> str:
     """`data` as one line of JSON, as events.jsonl holds an event (`logs --json` of a
     line it masked)."""
     return json.dumps(data, ensure_ascii=False)
 
 
-def finish(record: RunRecord, *, as_json: bool, extra: dict[str, object] | None = None) -> NoReturn:
-    """End the command with the run's exit code, its result printed first with --json
-    (with `extra`'s fields after the result's own), masked as every view of a run is: the
+def finish(
+    record: RunRecord,
+    *,
+    as_json: bool,
+    extra: dict[str, object] | None = None,
+    exit_code: int | None = None,
+) -> NoReturn:
+    """End the command with the run's exit code (or `exit_code`, the command's own when
+    it is not the run's), its result printed first with --json (with `extra`'s fields
+    after the result's own, and that exit code), masked as every view of a run is: the
     run masked the model's words in it, and its checks are named as the user wrote them."""
     # Here, not above: every command imports this module, and --help needs no domain.
     from claudeloop.application.summary import result_object
     from claudeloop.cli.bootstrap import shown_masked
 
     result = result_object(record)
+    code = record.state.exit_code if exit_code is None else exit_code
     if as_json:
-        print_json(dict(shown_masked()({**result, **(extra or {})})))
-    sys.exit(record.state.exit_code)
+        print_json(dict(shown_masked()({**result, "exit_code": code, **(extra or {})})))
+    sys.exit(code)

@@ -15,6 +15,7 @@ import click
 from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.durations import parse_duration
 from claudeloop.application.errors import UsageError
+from claudeloop.application.run_link import dashboard_url_problem
 from claudeloop.domain.confinement import domain_problem, read_path_problem
 
 __all__ = [
@@ -73,7 +74,7 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
 
     @property
     def accepted(self) -> str:
-        return "a whole number from 1 to 2^63-1" if self.kind is int else "a number above 0"
+        return "a whole number above 0" if self.kind is int else "a number above 0"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
@@ -81,9 +82,31 @@ class Positive(click.ParamType):  # type: ignore[type-arg]
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number; use {self.accepted}", param, ctx)
         largest = LARGEST_WHOLE if self.kind is int else math.inf
+        if math.isinf(number) or number > largest:
+            self.fail(f"{value!r} is a number too large to hold; use {self.accepted}", param, ctx)
         if not (number > 0 and math.isfinite(number) and number <= largest):
             self.fail(f"{value!r} must be {self.accepted}", param, ctx)
         return number
+
+
+class WholeOrZero(click.ParamType):  # type: ignore[type-arg]
+    """A whole number, 0 for off (a count of turns or rounds that stops a run)."""
+
+    name = "N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a whole number; use one, 0 for off", param, ctx)
+        if number > LARGEST_WHOLE:
+            self.fail(f"{value!r} is a number too large to hold", param, ctx)
+        if number < 0:
+            self.fail(f"{value!r} is below 0; use a whole number, 0 for off", param, ctx)
+        return number
+
+
+WHOLE_OR_ZERO = WholeOrZero()
 
 
 # Letters, dots, dashes: a topic or host name typed without its scheme, never a token.
@@ -161,7 +184,13 @@ class OnLimit(click.ParamType):  # type: ignore[type-arg]
         try:
             parsed = parse_action(action)
         except ValueError as error:
-            self.fail(str(error), param, ctx)
+            said = str(error)
+            if " names no " in said:
+                # `--on-limit five_hour=switch-profile local` unquoted: the shell cut the
+                # name off into a word of its own.
+                needed = said.rpartition("write ")[2]
+                said += f", quoted as one argument: --on-limit '{name}={needed}'"
+            self.fail(said, param, ctx)
         if isinstance(parsed, GoOn) and kind != PAID_OVERAGE:
             self.fail(f"{value!r}: go-on is only for {PAID_OVERAGE}", param, ctx)
         return (kind, render_action(parsed))
@@ -198,6 +227,7 @@ class Problem(click.ParamType):  # type: ignore[type-arg]
 
 
 DOMAIN = Problem("DOMAIN", domain_problem)
+DASHBOARD_URL = Problem("URL", dashboard_url_problem)
 READ_PATH = Problem("PATH", read_path_problem)
 PAUSE_AT = PauseAt()
 ON_LIMIT = OnLimit()
@@ -209,6 +239,15 @@ def working_directory(cwd: Path | None) -> Path:
     if not chosen.is_dir():
         raise UsageError(f"--cwd {chosen}: no such directory")
     return chosen.resolve()
+
+
+def located(given: Path, cwd: Path) -> Path:
+    """A file named on the command line (a plan, a prompt file) as `run` finds it: from
+    here, else in the run's directory `cwd` (not resolved, nor checked)."""
+    path = given.expanduser()
+    if not path.is_absolute() and not path.exists() and (cwd / path).exists():
+        return cwd / path
+    return path
 
 
 # `--cwd`, declared once: every command that takes it means the project directory.

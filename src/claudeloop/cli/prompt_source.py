@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-import click
-
 from claudeloop.application.errors import UsageError
 from claudeloop.application.project_setup import TEMPLATE_STEPS, still_the_template
 from claudeloop.application.prompts import plan_task
@@ -25,6 +23,8 @@ from claudeloop.application.task_files import (
     NotATaskFile,
     TaskTooLarge,
 )
+from claudeloop.cli.output import warn
+from claudeloop.cli.params import located
 from claudeloop.domain.plan import WorkPlan
 
 STDIN = "-"
@@ -53,11 +53,9 @@ def task_from_options(
                 "replace its items with your task's steps, then run it"
             )
         if parsed.total == 0:
-            click.echo(
-                f"claudeloop: warning: {plan_path.name} has no checklist items (- [ ] ...): "
-                "plan progress is not tracked, the model's verdict (and --verify) decide "
-                "when it is done",
-                err=True,
+            warn(
+                f"{plan_path.name} has no checklist items (- [ ] ...): plan progress is not "
+                "tracked, the model's verdict (and --verify) decide when it is done"
             )
         return plan_path, plan_task(plan_path.name)
     given = task_prompt(prompt, prompt_file, cwd=cwd)
@@ -86,9 +84,7 @@ def read_task_file(
     relative to the cwd when it is not where the shell is; one line when it cannot be
     used. `named` is how the message names it, `kind` what was expected of it, `empty`
     what to write in an empty one."""
-    path = given.expanduser()
-    if not path.is_absolute() and not path.exists() and (cwd / path).exists():
-        path = cwd / path
+    path = located(given, cwd)
     where = f"{named} {given}"
     from claudeloop.cli.bootstrap import task_files
 

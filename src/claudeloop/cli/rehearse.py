@@ -12,7 +12,6 @@ import shutil
 import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,8 +20,21 @@ import click
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.launching import Launched, RunToResume, resume_run
-from claudeloop.application.prompts import plan_task
 from claudeloop.application.records import RunSpec
+from claudeloop.application.rehearsal import (
+    DEFAULT_SCENARIO,
+    LOCAL_SCENARIO,
+    SWITCHES_PROFILE,
+    Rehearsal,
+    RehearsalRun,
+    RehearsalServers,
+    RehearsalStarted,
+    RequestsAnswered,
+    resume_rehearsal,
+)
+from claudeloop.application.rehearsal import (
+    rehearse as rehearse_use_case,
+)
 from claudeloop.application.summary import ended_facts
 from claudeloop.cli.bootstrap import notify_flag_targets
 from claudeloop.cli.bootstrap.rehearsal import (
@@ -30,38 +42,12 @@ from claudeloop.cli.bootstrap.rehearsal import (
     rehearsal_launching,
     rehearsing,
 )
-from claudeloop.cli.kept_rehearsal import LOCAL_PROFILE, KeptRehearsal, RehearsalServers
+from claudeloop.cli.kept_rehearsal import KeptRehearsal
 from claudeloop.cli.output import finish
-from claudeloop.domain.limits import LimitPolicies, SwitchProfile
-from claudeloop.domain.loop import VerifyRules
-from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.text import count
-from claudeloop.domain.verification import CheckCommand
-from claudeloop.domain.waiting import WaitPolicyConfig
 
 if TYPE_CHECKING:
     from claudeloop.rehearsal import Scenario
-
-# What `rehearse --keep` writes beside the project: the scenario to serve on a resume.
-
-# Probing a compressed window every few seconds plays what minutes are in a real night.
-REHEARSAL_POLICY = WaitPolicyConfig(
-    window_probe_interval=timedelta(seconds=4),
-    reset_grace=timedelta(seconds=1),
-    credits_probe_interval=timedelta(seconds=2),
-    credits_probe_factor=1.5,
-    credits_probe_ceiling=timedelta(seconds=6),
-    max_wait=timedelta(minutes=2),
-)
-# What the pause and switch-profile rehearsals set, as a user would in claudeloop.toml.
-PAUSE_AT = PauseThresholds.parse("5h=90%")
-SWITCH_TO_LOCAL = LimitPolicies((("five_hour", SwitchProfile(LOCAL_PROFILE)),))
-LOCAL_SCENARIO = "switch-profile-local"
-# What the verify rehearsal sets, as `--verify 'test -f step3.txt' --review` would.
-VERIFY = VerifyRules(checks=(CheckCommand.parse("test -f step3.txt"),), review=True)
-# Scenarios of a local server's failures, played through a local profile as a user on
-# Ollama meets them (a 500 there is a model that failed to load, not an outage).
-ON_A_LOCAL_PROFILE = ("local-busy", "local-load-failed", "model-missing")
 
 
 def example_plan() -> str:
@@ -69,83 +55,94 @@ def example_plan() -> str:
 
 
 def rehearse(
-    *, scenario: str, list_them: bool, keep: bool, as_json: bool, notify: tuple[str, ...] = ()
+    *,
+    scenario: str | None,
+    list_them: bool,
+    keep: bool,
+    as_json: bool,
+    notify: tuple[str, ...] = (),
 ) -> None:
-    from claudeloop.rehearsal import BUILTIN_SCENARIOS
-
     if list_them:
+        if scenario is not None:
+            raise UsageError(
+                f"rehearse --list takes no scenario (got {scenario!r}); "
+                f"`claudeloop rehearse {scenario}` plays it"
+            )
         click.echo(scenario_list())
         return
-    played = _played(scenario)
-    # --notify URLs, checked as `run` checks them (the config files are not read: a
-    # rehearsal plays the same whatever the project says), before anything starts.
-    targets = notify_flag_targets(notify)
-    workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
-    try:
-        project = workdir / "project"
-        project.mkdir()
-        plan = project / "PLAN.md"
-        plan.write_text(example_plan(), encoding="utf-8")
-        kept = KeptRehearsal(
-            workdir, scenario if scenario in BUILTIN_SCENARIOS else str(Path(scenario).resolve())
-        )
-        if keep:
-            kept.write()  # before the first turn: a rehearsal stopped midway resumes too
-        with served(kept, played) as servers:
-            server, local = servers.base_url, servers.local_url
-            if not as_json:
-                click.echo(
-                    f"rehearsal: scenario {scenario} on {server}; working in {project}",
-                    err=True,
-                )
-                if local is not None:
-                    click.echo(f"rehearsal: the local profile's model on {local}", err=True)
-            spec = RunSpec(
-                cwd=project,
-                task=plan_task("PLAN.md"),
-                plan_path=plan,
-                wait_policy=REHEARSAL_POLICY,
-                permission_mode="acceptEdits",
-                pause_at=PAUSE_AT if scenario == "pause" else PauseThresholds(),
-                limits=SWITCH_TO_LOCAL if local is not None else LimitPolicies(),
-                verify=VERIFY if scenario == "verify" else VerifyRules(),
-            )
-            rehearsed = rehearsing(servers, notify=targets, quiet=as_json)(spec, keep)
-            ended = rehearsed.record
-            state = servers.state()
-        if not as_json:
-            facts = ended_facts(ended)
-            # The run's words for its turns and probes; the API's count of requests in
-            # another noun: a probe of the run is one request, a turn may be several,
-            # and a check before the first turn is a request no probe of the run made.
-            click.echo(
-                f"rehearsal: {facts.state} after turns {facts.turns_said}, "
-                f"{count(facts.probes, 'probe')}, waited {facts.waited_said}; the rehearsal "
-                f"API answered {count(state.get('turn_requests', 0), 'request')} for turns "
-                f"and {count(state.get('probes', 0), 'request')} for probes or checks",
-                err=True,
-            )
-            written = sorted(p.name for p in project.iterdir() if p.is_file())
-            click.echo(f"rehearsal: files in the project: {', '.join(written)}", err=True)
-            click.echo("", err=True)
-            click.echo(
-                _summary_shown(rehearsed.directory.summary_path, workdir, keep=keep), err=True
-            )
-        finish(ended, as_json=as_json, extra={"kept": str(workdir)} if keep else None)
-    finally:
-        if not keep:
-            # Removed on purpose: `rehearse_run` took it out of the machine's index.
-            shutil.rmtree(workdir, ignore_errors=True)
+    stage = Stage(notify=notify, quiet=as_json)
+    said = _say(quiet=as_json)
+    rehearsal = rehearse_use_case(
+        stage, scenario or DEFAULT_SCENARIO, plan=example_plan(), keep=keep, say=said
+    )
+    if not as_json:
+        click.echo(_ended(rehearsal), err=True)
+    kept = {"kept": str(rehearsal.workdir)} if keep else {}
+    finish(rehearsal.record, as_json=as_json, extra={**kept, "rehearsal": _json(rehearsal)})
 
 
-def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
+def _json(rehearsal: Rehearsal) -> dict[str, object]:
+    """What --json adds of the rehearsal to the run's result: what the text says."""
+    return {
+        "scenario": rehearsal.scenario,
+        "requests_for_turns": rehearsal.requests.turns,
+        "requests_for_probes": rehearsal.requests.probes,
+        "files": list(rehearsal.files),
+    }
+
+
+def _say(*, quiet: bool) -> Callable[[RehearsalStarted], None]:
+    def say(started: RehearsalStarted) -> None:
+        if not quiet:
+            click.echo(_started(started), err=True)
+
+    return say
+
+
+def _started(started: RehearsalStarted) -> str:
+    if started.resumed:
+        lines = [
+            f"rehearsal: resuming a kept rehearsal against the rehearsal API on "
+            f"{started.base_url}, scenario {started.scenario} played again from its first "
+            "request: not your account, no network; what fails is what the scenario scripts"
+        ]
+    else:
+        lines = [
+            f"rehearsal: scenario {started.scenario} on {started.base_url}; "
+            f"working in {started.project}"
+        ]
+    if started.local_url is not None:
+        lines.append(f"rehearsal: the local profile's model on {started.local_url}")
+    return "\n".join(lines)
+
+
+def _ended(rehearsal: Rehearsal) -> str:
+    facts = ended_facts(rehearsal.record)
+    requests = rehearsal.requests
+    # The run's words for its turns and probes; the API's count of requests in
+    # another noun: a probe of the run is one request, a turn may be several,
+    # and a check before the first turn is a request no probe of the run made.
+    return "\n".join(
+        [
+            f"rehearsal: {facts.state} after turns {facts.turns_said}, "
+            f"{count(facts.probes, 'probe')}, waited {facts.waited_said}; the rehearsal "
+            f"API answered {count(requests.turns, 'request')} for turns "
+            f"and {count(requests.probes, 'request')} for probes or checks",
+            f"rehearsal: files in the project: {', '.join(rehearsal.files)}",
+            "",
+            _summary_shown(rehearsal),
+        ]
+    )
+
+
+def _summary_shown(rehearsal: Rehearsal) -> str:
     """The run's summary.md, and where its folder is. Without --keep the folder is gone
     once the rehearsal ends: no command to resume it, and its paths said to be gone."""
-    text = path.read_text(encoding="utf-8")
-    if keep:
+    text, workdir = rehearsal.summary, rehearsal.workdir
+    if rehearsal.kept:
         return (
             f"{text}\nrehearsal: kept {workdir} (the project, the run directory, check logs); "
-            f"a run short of done goes on with `claudeloop resume --cwd {workdir / 'project'}`, "
+            f"a run short of done goes on with `claudeloop resume --cwd {rehearsal.project}`, "
             "against a new rehearsal API of the same scenario"
         )
     text = text.split("\n## To continue\n", 1)[0].rstrip("\n") + "\n"
@@ -153,6 +150,50 @@ def _summary_shown(path: Path, workdir: Path, *, keep: bool) -> str:
         f"{text}\nrehearsal: {workdir} is removed as the rehearsal ends, with every path "
         "above; `claudeloop rehearse --keep` keeps it (to resume the run or read its logs)"
     )
+
+
+class Stage:
+    """The `RehearsalStage` on this machine: temporary folders, the rehearsal API in this
+    process, the run wired by the composition root. `notify`: the --notify targets."""
+
+    def __init__(self, *, notify: tuple[str, ...] = (), quiet: bool = False) -> None:
+        # --notify URLs, checked as `run` checks them (the config files are not read: a
+        # rehearsal plays the same whatever the project says), before anything starts.
+        self._notify = notify_flag_targets(notify)
+        self._quiet = quiet
+
+    def scenario(self, named: str) -> str:
+        from claudeloop.rehearsal import BUILTIN_SCENARIOS
+
+        _played(named)
+        return named if named in BUILTIN_SCENARIOS else str(Path(named).resolve())
+
+    def folder(self, plan: str) -> Path:
+        workdir = Path(tempfile.mkdtemp(prefix="claudeloop-rehearsal-"))
+        project = workdir / "project"
+        project.mkdir()
+        (project / "PLAN.md").write_text(plan, encoding="utf-8")
+        return workdir
+
+    def keep(self, workdir: Path, scenario: str) -> None:
+        KeptRehearsal(workdir, scenario).write()
+
+    def serve(
+        self, workdir: Path, scenario: str
+    ) -> contextlib.AbstractContextManager[RehearsalServers]:
+        return served(workdir, scenario)
+
+    def drive(self, servers: RehearsalServers, spec: RunSpec, *, keep: bool) -> RehearsalRun:
+        rehearsed = rehearsing(servers, notify=self._notify, quiet=self._quiet)(spec, keep)
+        summary = rehearsed.directory.summary_path.read_text(encoding="utf-8")
+        return RehearsalRun(rehearsed.record, summary)
+
+    def files(self, project: Path) -> tuple[str, ...]:
+        return tuple(sorted(p.name for p in project.iterdir() if p.is_file()))
+
+    def remove(self, workdir: Path) -> None:
+        # Removed on purpose: `rehearse_run` took it out of the machine's index.
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _played(scenario: str) -> Scenario:
@@ -176,26 +217,32 @@ def _played(scenario: str) -> Scenario:
 
 
 @contextlib.contextmanager
-def served(kept: KeptRehearsal, played: Scenario | None = None) -> Iterator[RehearsalServers]:
-    """The rehearsal API of `kept`'s scenario (and the local profile's, for the
-    switch-profile one) on 127.0.0.1 while the block runs, with the folder's own home
-    and capacity record, never the machine's."""
+def served(workdir: Path, scenario: str) -> Iterator[RehearsalServers]:
+    """The rehearsal API of `scenario` (and the local profile's, for the switch-profile
+    one) on 127.0.0.1 while the block runs, with the folder's own home and capacity
+    record, never the machine's."""
     from claudeloop.rehearsal import RehearsalServer, builtin_scenario
 
-    scenario = kept.scenario
     with contextlib.ExitStack() as stack:
-        server = stack.enter_context(RehearsalServer(played or _played(scenario)))
+        server = stack.enter_context(RehearsalServer(_played(scenario)))
         local = (
             stack.enter_context(RehearsalServer(builtin_scenario(LOCAL_SCENARIO)))
-            if scenario == "switch-profile"
+            if scenario == SWITCHES_PROFILE
             else None
         )
+
+        def answered() -> RequestsAnswered:
+            state = server.state()
+            return RequestsAnswered(
+                turns=int(state.get("turn_requests", 0)), probes=int(state.get("probes", 0))
+            )
+
         yield RehearsalServers(
+            scenario=scenario,
             base_url=server.base_url,
             local_url=local.base_url if local is not None else None,
-            on_local_profile=scenario in ON_A_LOCAL_PROFILE,
-            workdir=kept.workdir,
-            state=server.state,
+            workdir=workdir,
+            answered=answered,
         )
 
 
@@ -211,9 +258,14 @@ def resume_kept(
     does (its ledger, session and plan kept), against a new rehearsal API of the same
     scenario, wired as the rehearsal wired it (its own capacity record, its local
     profile). The API starts afresh: its scenario plays again from its first request."""
-    with served(kept) as servers:
-        rehearsing = rehearsal_launching(servers, quiet=quiet, verbose=verbose)
-        return resume_run(rehearsing, asked, warn=warn, backend=rehearsal_backend(servers))
+
+    def resume(servers: RehearsalServers) -> Launched:
+        launching = rehearsal_launching(servers, quiet=quiet, verbose=verbose)
+        return resume_run(launching, asked, warn=warn, backend=rehearsal_backend(servers))
+
+    return resume_rehearsal(
+        Stage(quiet=quiet), kept.workdir, kept.scenario, resume=resume, say=_say(quiet=quiet)
+    )
 
 
 def scenario_list(width: int = 80) -> str:

@@ -10,7 +10,6 @@ from typing import assert_never
 
 import click
 
-from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.fleet_seat import NO_SEAT, FleetSeat
 from claudeloop.application.settings import SETTINGS, Setting
 from claudeloop.cli.options import JSON_OPTION, F, names_a_run, with_options
@@ -18,6 +17,7 @@ from claudeloop.cli.params import (
     APPRISE_URL,
     CHECK,
     CWD_OPTION,
+    DASHBOARD_URL,
     DOMAIN,
     DURATION,
     DURATION_OR_ZERO,
@@ -26,6 +26,7 @@ from claudeloop.cli.params import (
     POSITIVE_FLOAT,
     POSITIVE_INT,
     READ_PATH,
+    WHOLE_OR_ZERO,
 )
 
 
@@ -44,14 +45,7 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
         case "whole":
             return click.option(name, key, type=POSITIVE_INT, default=None, help=help_text)
         case "whole_or_zero":
-            return click.option(
-                name,
-                key,
-                type=click.IntRange(0, LARGEST_WHOLE),
-                metavar="N",
-                default=None,
-                help=help_text,
-            )
+            return click.option(name, key, type=WHOLE_OR_ZERO, default=None, help=help_text)
         case "dollars":
             return click.option(name, key, type=POSITIVE_FLOAT, default=None, help=help_text)
         case "duration":
@@ -70,6 +64,8 @@ def setting_option(setting: Setting[object]) -> Callable[[F], F]:
             return click.option(name, key, type=DOMAIN, multiple=True, help=help_text)
         case "paths":
             return click.option(name, key, type=READ_PATH, multiple=True, help=help_text)
+        case "address":
+            return click.option(name, key, type=DASHBOARD_URL, default=None, help=help_text)
         case _:
             assert_never(setting.kind)
 
@@ -156,7 +152,8 @@ Examples:
   claudeloop resume --new-session    # Claude Code no longer has the session
 \b
 RUN: the run to continue (default: the most recent); --run-id RUN, the
-older form, is read too.
+older form, is read too. A run at a cap sends nothing (exit 3) until a
+flag raises it above what was spent: resume RUN --max-turns 4.
 """
 )
 @click.option("--session-id", default=None, help="Continue the run of this Claude session.")
@@ -201,7 +198,7 @@ Examples:
   claudeloop rehearse --notify ntfy://ntfy.sh/my-topic    try notifications
 """
 )
-@click.argument("scenario", required=False, default="window")
+@click.argument("scenario", required=False)
 @click.option("--list", "list_them", is_flag=True, help="List the built-in scenarios.")
 @click.option("--keep", is_flag=True, help="Keep the folder; `resume --cwd` there goes on.")
 @click.option(
@@ -212,7 +209,7 @@ Examples:
 )
 @JSON_OPTION
 def rehearse(
-    scenario: str, list_them: bool, keep: bool, notify: tuple[str, ...], as_json: bool
+    scenario: str | None, list_them: bool, keep: bool, notify: tuple[str, ...], as_json: bool
 ) -> None:
     """A complete run against the built-in rehearsal API: no Claude account needed.
 

@@ -53,14 +53,19 @@ Examples:
   claudeloop doctor --profile local
   claudeloop doctor --no-probe --json
 
-Exit codes: 0 every check passed · 78 the backend or the model is misconfigured ·
-77 no credentials, or they were refused · 2 a configuration file or variable is
-invalid · 1 anything else failed.
+Exit codes: 0 every check passed · 77 no credentials, or they were refused ·
+78 the backend or the model is misconfigured · 2 a configuration file or variable
+is invalid · 1 anything else failed. When several fail: the first of 2, 77, 78.
 """,
 )
 @CWD_OPTION
 @click.option("--profile", default=None, help="Check this profile instead of the selected one.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object with every check.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object: every check, the CLI found, the sandbox's posture.",
+)
 @click.option(
     "--no-probe", is_flag=True, help="Do not send the model a probe (no request, no cost)."
 )

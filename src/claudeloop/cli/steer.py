@@ -121,4 +121,7 @@ def _said(sent: Sent, as_json: bool) -> None:
     if as_json:
         print_json(_json(sent))
         return
+    if sent.pid is None:  # nothing was sent: what it says names the run
+        click.echo(f"claudeloop: {sent.will}")
+        return
     click.echo(f"claudeloop: asked run {sent.run_id} (pid {sent.pid}): {sent.will}")

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 import click
 
 from claudeloop.application.errors import UsageError
-from claudeloop.cli.options import FLEET_SELECTION, JSON_OPTION, RUN_ID_ALIAS, names_a_run, one_run
+from claudeloop.cli.options import (
+    FLEET_SELECTION,
+    JSON_OPTION,
+    RUN_ID_ALIAS,
+    names_a_run,
+    one_run,
+    run_folder,
+)
 from claudeloop.cli.params import CWD_OPTION, DURATION, POSITIVE_FLOAT, POSITIVE_INT
 
 if TYPE_CHECKING:
@@ -25,6 +32,7 @@ Examples:
   claudeloop probe-now nightly --engine      its worker passes it on
 \b
 Outside a wait it does nothing; the run says so in its events (probe.asked).
+A run that has ended is sent nothing: the command says so, exit 0.
 """,
 )
 @CWD_OPTION
@@ -48,7 +56,8 @@ Examples:
   claudeloop raise nightly --engine --max-dollars 40
 \b
 A cap lower than what the run spent is refused (exit 2). The run's record
-keeps the new cap, so a resume keeps it too.
+keeps the new cap, so a resume keeps it too. A run that has ended is refused
+(exit 2): its caps change as it resumes (resume RUN --max-turns N).
 """,
 )
 @click.option("--max-turns", type=POSITIVE_INT, default=None, help="The new turn cap.")
@@ -117,6 +126,8 @@ def note(
         )
     run, text = (words[0], words[1]) if len(words) == 2 else (None, words[0])
     run = one_run(run, run_id_alias)
+    if run is not None and engine is None:
+        cwd = run_folder(run, cwd)
     steer.note(cwd=cwd, run_id=run, text=text, engine=engine, as_json=as_json)
 
 

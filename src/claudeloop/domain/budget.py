@@ -37,6 +37,21 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True)
+class ReachedCap:
+    """A cap the ledger reached: its flag's name (`max-turns`), the cap, and what was
+    spent against it (turns, dollars or attempts), at or above the cap."""
+
+    flag: str
+    cap: float
+    spent: float
+
+    @property
+    def once_more(self) -> float:
+        """The cap that allows as much again as was allowed: what was spent plus the cap."""
+        return self.spent + self.cap
+
+
+@dataclass(frozen=True, slots=True)
 class BudgetLedger:
     """What a run has spent. Immutable: spending returns a new ledger.
 
@@ -126,12 +141,21 @@ class BudgetLedger:
 
     def exhausted_caps(self) -> tuple[str, ...]:
         """The caps reached, in the words of their flags."""
-        reached = (
-            ("max-turns", self.turns_exhausted),
-            ("max-dollars", self.dollars_exhausted),
-            ("max-attempts", self.attempts_exhausted),
+        return tuple(reached.flag for reached in self.reached_caps())
+
+    def reached_caps(self) -> tuple[ReachedCap, ...]:
+        """Each cap reached, with its value and what was spent against it: a run at one
+        can send no turn until it is raised above what was spent."""
+        caps = (
+            ("max-turns", self.budget.max_turns, self.turns),
+            ("max-dollars", self.budget.max_dollars, self.dollars),
+            ("max-attempts", self.budget.max_attempts, self.attempts),
         )
-        return tuple(name for name, hit in reached if hit)
+        return tuple(
+            ReachedCap(flag, cap, spent)
+            for flag, cap, spent in caps
+            if cap is not None and spent >= cap
+        )
 
 
 def _cost(cost_usd: float) -> float:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final, Literal, assert_never, get_args
+
+from claudeloop.domain.text import utc_instant
 
 # The usage windows the service reports and rejects by (a `rateLimitType` of the bundled
 # CLI, 2.1.332): the plan's 5-hour and 7-day windows and the weekly windows of one model.
@@ -251,7 +253,7 @@ def usage_warning(
         return None
     name = f"the {window_name(window)}" if window else "a usage window"
     used = f"is {round(utilization * 100)}% used" if utilization is not None else "is nearly used"
-    reset = f"; it resets {resets_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if resets_at else ""
+    reset = f"; it resets {utc_instant(resets_at, seconds=False)}" if resets_at else ""
     return f"{name} {used}{reset}"
 
 
@@ -262,7 +264,7 @@ def grace_warning(
     window is past its limit (110% used), answered in a grace period; it resets ...`."""
     name = f"the {window_name(window)}" if window else "a usage window"
     used = f" ({round(utilization * 100)}% used)" if utilization is not None else ""
-    reset = f"; it resets {resets_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if resets_at else ""
+    reset = f"; it resets {utc_instant(resets_at, seconds=False)}" if resets_at else ""
     return f"{name} is past its limit{used}, answered in a grace period{reset}"
 
 
@@ -313,22 +315,18 @@ def describe(state: CapacityState) -> str:
             return AVAILABLE
         case WindowExhausted(rate_limit_type="overage_in_use", resets_at=reset):
             # domain.overage.PAID_OVERAGE: answers that spend the account's extra usage.
-            until = (
-                f"; the window resets {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
-                if reset
-                else ""
-            )
+            until = f"; the window resets {utc_instant(reset)}" if reset else ""
             return f"paid overage in use{until}"
         case WindowExhausted(rate_limit_type=kind, paused_at=float() as used, resets_at=reset):
-            until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
+            until = f" until {utc_instant(reset)}" if reset else ""
             return f"{window_name(kind)} {used:.0%} used: paused{until}"
         case WindowExhausted(rate_limit_type="offline", detail=str() as detail):
             return f"no network: {detail}"
         case WindowExhausted(resets_at=reset) if wait_kind(state) in _WAITS_SAID:
-            until = f" until {reset.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if reset else ""
+            until = f" until {utc_instant(reset)}" if reset else ""
             return f"{_WAITS_SAID[wait_kind(state)]}{until or ', no reset announced'}"
         case WindowExhausted(rate_limit_type=kind, resets_at=datetime() as resets_at):
-            when = f"{resets_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+            when = utc_instant(resets_at)
             return f"{window_name(kind)} closed until {when}"
         case WindowExhausted(rate_limit_type=kind):
             return f"{window_name(kind)} closed, no reset announced"

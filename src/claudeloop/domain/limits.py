@@ -26,6 +26,8 @@ LimitKind = Literal[WaitKind, "credits"]
 LIMIT_KINDS: tuple[LimitKind, ...] = get_args(LimitKind)
 _SWITCH = re.compile(r"^switch-profile\s+(?P<name>[A-Za-z0-9_-]{1,64})$")
 # A model name or alias as Claude Code takes it (`sonnet`, `claude-sonnet-4-5`, `opus[1m]`).
+# The actions that take a name, and what it names.
+_NAMED = {"switch-profile": "profile", "switch-model": "model"}
 _SWITCH_MODEL = re.compile(r"^switch-model\s+(?P<model>[A-Za-z0-9._:/\[\]-]{1,100})$")
 
 
@@ -79,6 +81,10 @@ def parse_action(text: str) -> LimitAction:
     model = _SWITCH_MODEL.match(words)
     if model is not None:
         return SwitchModel(model["model"])
+    if words in _NAMED:
+        raise ValueError(
+            f"{text!r} names no {_NAMED[words]}: write {words} {_NAMED[words].upper()}"
+        )
     raise ValueError(
         f"{text!r} is not an action; use wait, wind-down, go-on ({PAID_OVERAGE} only), "
         "switch-profile NAME or switch-model MODEL"

@@ -22,7 +22,7 @@ The rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import assert_never
 
 from claudeloop.domain.capacity import WaitableState, WindowExhausted
@@ -35,6 +35,7 @@ from claudeloop.domain.loop import (
     SendTurn,
     Transition,
 )
+from claudeloop.domain.text import utc_instant
 
 # The longest usage window a run can wait out (seven_day): a run with no --max-wait
 # could wait that long for it.
@@ -88,13 +89,13 @@ def login_warning(standing: LoginStanding) -> str | None:
             return None
         case LoginEndsFirst(ends_at=ends_at):
             return (
-                f"the Claude login ends by {_instant(ends_at)}, before this run could end; "
+                f"the Claude login ends by {utc_instant(ends_at)}, before this run could end; "
                 f"log in again now with `{LOGIN_COMMAND}`, or use a long-lived token "
                 "(CLAUDE_CODE_OAUTH_TOKEN) for unattended runs"
             )
         case LoginEnded(ends_at=ends_at):
             return (
-                f"the Claude login has probably ended (its end, {_instant(ends_at)}, has "
+                f"the Claude login has probably ended (its end, {utc_instant(ends_at)}, has "
                 f"passed); log in again with `{LOGIN_COMMAND}`"
             )
         case _:
@@ -109,10 +110,10 @@ def within_login(transition: Transition, *, ends_at: datetime | None, now: datet
     decision = transition.decision
     match decision:
         case SendTurn() | RunProbe() if now >= ends_at:
-            why = f"the Claude login ended at {_instant(ends_at)}"
+            why = f"the Claude login ended at {utc_instant(ends_at)}"
         case ScheduleProbe(at=at, awaiting=awaiting) if _wait_outlasts(at, awaiting, ends_at):
             why = (
-                f"the Claude login ends at {_instant(ends_at)}, before the capacity this "
+                f"the Claude login ends at {utc_instant(ends_at)}, before the capacity this "
                 "run would wait for is back"
             )
         case _:
@@ -131,7 +132,3 @@ def within_login(transition: Transition, *, ends_at: datetime | None, now: datet
 def _wait_outlasts(at: datetime, awaiting: WaitableState, ends_at: datetime) -> bool:
     reset = awaiting.resets_at if isinstance(awaiting, WindowExhausted) else None
     return at >= ends_at or (reset is not None and reset >= ends_at)
-
-
-def _instant(value: datetime) -> str:
-    return f"{value.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"

@@ -1,6 +1,9 @@
-"""How a long text (an error, a summary) is shown where one line is room for it."""
+"""How a long text (an error, a summary) is shown where one line is room for it, and
+how an instant is said in words (a reason, a warning, every view)."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 # What ends a text cut short.
 CUT = "\u2026"
@@ -21,3 +24,14 @@ def first_line(text: str, *, longest: int, empty: str = "") -> str:
 def count(amount: int, noun: str) -> str:
     """`1 probe`, `2 probes`: what a person would write (nouns that add an s)."""
     return f"{amount} {noun}" if amount == 1 else f"{amount} {noun}s"
+
+
+def utc_instant(at: datetime, *, seconds: bool = True) -> str:
+    """An instant as every view and every reason says it, `2026-11-30 09:00:12 UTC`;
+    without `seconds`, `2026-11-30 09:00 UTC` (when a window the service warns of
+    resets)."""
+    return (
+        f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        if seconds
+        else f"{at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    )

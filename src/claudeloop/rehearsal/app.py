@@ -63,7 +63,7 @@ class _QuietAboutCuts(logging.Filter):
 logging.getLogger("uvicorn.error").addFilter(_QuietAboutCuts())
 
 
-class Rehearsal:
+class RehearsalState:
     """One rehearsal's state: the scenario, its clock, its gates and its ledger."""
 
     def __init__(self, scenario: Scenario, *, time_scale: float = 1.0) -> None:
@@ -96,7 +96,7 @@ class Rehearsal:
         return {"lifted": lifted, "lifted_at": self.ledger.snapshot()["lifted_at"]}
 
 
-def build_app(rehearsal: Rehearsal) -> Starlette:
+def build_app(rehearsal: RehearsalState) -> Starlette:
     async def messages(request: Request) -> Response:
         return await _messages(rehearsal, request)
 
@@ -139,7 +139,7 @@ def build_app(rehearsal: Rehearsal) -> Starlette:
     )
 
 
-async def _messages(rehearsal: Rehearsal, request: Request) -> Response:
+async def _messages(rehearsal: RehearsalState, request: Request) -> Response:
     received = rehearsal.ledger.now()
     request_id = new_request_id()
     credentials = credentials_kind(request.headers)
@@ -247,7 +247,7 @@ def _error(failure: HttpFailure, request_id: str) -> Response:
 
 def _broken(
     answer: BrokenStream,
-    rehearsal: Rehearsal,
+    rehearsal: RehearsalState,
     conversation: Conversation,
     headers: dict[str, str],
     message_id: str,

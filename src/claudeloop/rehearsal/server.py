@@ -17,7 +17,7 @@ from typing import Any, Self
 import anyio.to_thread
 import uvicorn
 
-from claudeloop.rehearsal.app import Rehearsal, build_app
+from claudeloop.rehearsal.app import RehearsalState, build_app
 from claudeloop.rehearsal.scenario import Scenario
 
 HOST = "127.0.0.1"
@@ -81,7 +81,7 @@ class RehearsalServer:
         self.scenario = scenario
         self.time_scale = time_scale
         self._requested_port = port
-        self._rehearsal: Rehearsal | None = None
+        self._rehearsal: RehearsalState | None = None
         self._server: _PromptServer | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
@@ -107,7 +107,7 @@ class RehearsalServer:
     def start(self) -> None:
         if self._server is not None:
             raise RuntimeError("the rehearsal server is already running")
-        rehearsal = Rehearsal(self.scenario, time_scale=self.time_scale)
+        rehearsal = RehearsalState(self.scenario, time_scale=self.time_scale)
         config = uvicorn.Config(
             build_app(rehearsal),
             host=HOST,
@@ -162,7 +162,7 @@ class RehearsalServer:
     ) -> None:
         await anyio.to_thread.run_sync(self.stop)
 
-    def _running(self) -> Rehearsal:
+    def _running(self) -> RehearsalState:
         if self._rehearsal is None:
             raise RuntimeError("the rehearsal server has not been started")
         return self._rehearsal

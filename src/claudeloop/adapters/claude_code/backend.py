@@ -56,9 +56,10 @@ def cli_path_from_environment() -> Path | None:
 def login_ends(backend: Backend) -> datetime | None:
     """When the stored claude.ai login the backend's CLI would use ends (None: none
     known), as the CLI reports it with the environment a run gives it."""
+    from claudeloop.adapters import claude_cli
     from claudeloop.adapters.claude_code.login import login_ends_at
 
-    return login_ends_at(backend.cli_path, {**os.environ, **backend.env})
+    return login_ends_at(backend.cli_path, claude_cli.environment(backend.env, os.environ))
 
 
 def refuse_no_credentials(backend: Backend, cwd: Path) -> None:
@@ -85,9 +86,10 @@ def refuse_no_credentials(backend: Backend, cwd: Path) -> None:
 def account(backend: Backend, model: str | None) -> str:
     """The account the backend's turns are sent on (the CLI's environment is ours with
     the backend's over it), with `model`: whose capacity loops on it share."""
+    from claudeloop.adapters import claude_cli
     from claudeloop.adapters.shared_capacity.board import account_key
 
-    return account_key({**os.environ, **backend.env}, model)
+    return account_key(claude_cli.environment(backend.env, os.environ), model)
 
 
 def backend_for(profile: BackendProfile) -> Backend:
@@ -125,6 +127,7 @@ def claude_code(
     `responses_log`: where each answer's usage is kept as it streams in, for a turn a
     crash cuts off (None: nowhere)."""
     # The SDK is imported only where a turn runs: --help and status stay fast.
+    from claudeloop.adapters import claude_cli
     from claudeloop.adapters.claude_code import ClaudeCodeGateway, GatewaySettings
     from claudeloop.application.billing import UnbilledGateway
 
@@ -143,7 +146,7 @@ def claude_code(
         read_only=read_only,
         sandbox_settings=boundary.settings if boundary is not None else None,
         lines=boundary.lines if boundary is not None else None,
-        address={**os.environ, **backend.env}.get("ANTHROPIC_BASE_URL") or None,
+        address=claude_cli.environment(backend.env, os.environ).get("ANTHROPIC_BASE_URL") or None,
         silence_seconds=silence_seconds,
     )
     gateway = ClaudeCodeGateway(settings, control=control, events=events)

@@ -53,6 +53,7 @@ from claude_agent_sdk import (
     query,
 )
 
+from claudeloop.adapters import claude_cli
 from claudeloop.adapters.claude_code.cut_off import NOTHING_LOST, CutOffBilling
 from claudeloop.adapters.claude_code.options import (
     PROBE_PROMPT,
@@ -326,7 +327,7 @@ class ClaudeCodeGateway:
         return replace(self._unanswered(reason), silent=silent, interrupted=interrupted)
 
     def _config_directory(self) -> Path:
-        return config_directory({**os.environ, **self._settings.env})
+        return config_directory(claude_cli.environment(self._settings.env, os.environ))
 
     async def _watched(self, stream: AsyncIterator[Message], watched: Watched) -> Exception | None:
         """Reads `stream` to its end under the watch (domain.watchdog), giving each

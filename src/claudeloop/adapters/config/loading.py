@@ -10,6 +10,7 @@ knows which models its server has. Profiles are whole tables: a project's
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -34,7 +35,7 @@ from claudeloop.adapters.config.schema import (
     defined_profiles,
 )
 from claudeloop.adapters.notify.urls import masked_url
-from claudeloop.application.errors import ConfigError, NotToml
+from claudeloop.application.errors import ConfigError, NotToml, ProfileNotDefined
 from claudeloop.application.fleet_seat import SEAT_VARIABLES
 from claudeloop.application.settings import (
     BY_KEY,
@@ -237,7 +238,7 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, object]:
         shown = _shown(key, raw.get(key))
         raise ConfigError(
             f"environment variable {BY_KEY[key].variable}={shown}: "
-            f"expected {ACCEPTED.get(key, 'a valid value')}"
+            f"{_expected(key, raw.get(key), first['type'])}"
         ) from None
     return _set_values(parsed)
 
@@ -306,14 +307,31 @@ def file_error(path: Path, error: ValidationError) -> str:
     if first["type"] == "value_error" and len(loc) == 2 and loc[0] == "profiles":
         reason = str(first["msg"]).removeprefix("Value error, ")
         return f"{path}: [profiles.{loc[1]}]: {reason}"
-    shown = _shown(key, first.get("input"))
-    return f"{path}: {dotted} = {shown}: expected {ACCEPTED.get(key, 'a valid value')}"
+    value = first.get("input")
+    return f"{path}: {dotted} = {_shown(key, value)}: {_expected(key, value, first['type'])}"
+
+
+def _expected(key: str, value: object, problem: str = "") -> str:
+    """What a key accepts, said after its value; a number too large to be held (TOML
+    reads 1e400 as inf, a variable's text is read the same; a whole number past TOML's
+    largest, `problem` less_than_equal) is said to be that."""
+    accepted = f"expected {ACCEPTED.get(key, 'a valid value')}"
+    try:
+        infinite = isinstance(value, float | str) and math.isinf(float(value))
+    except ValueError:
+        infinite = False
+    if problem == "less_than_equal" and isinstance(value, int | str):
+        return f"a number too large to hold; {accepted}"
+    if infinite:
+        read = " (TOML reads 1e400 and the like as inf)" if isinstance(value, float) else ""
+        return f"a number too large to hold{read}; {accepted}"
+    return accepted
 
 
 def _shown(key: str, value: object) -> str:
     if key in _SECRET_KEYS:
         return "****"
-    if key == "notify" and isinstance(value, str):
+    if key in ("notify", "dashboard_url") and isinstance(value, str):
         # apprise URLs hold passwords and tokens: shown with those masked.
         value = " ".join(masked_url(url) for url in value.replace(",", " ").split()) or value
     if isinstance(value, str):
@@ -336,8 +354,10 @@ def _check_profile(
     if name in profiles:
         return profiles[name]
     defined = ", ".join(sorted(profiles)) or "none"
-    raise ConfigError(
+    raise ProfileNotDefined(
         f"profile {name!r} (from {chosen.origin.describe()}) is not defined; "
         f"defined profiles: {defined}; add a [profiles.{name}] table to {PROJECT_FILE} "
-        f"or to the user {USER_FILE}"
+        f"or to the user {USER_FILE}",
+        name=name,
+        defined=tuple(sorted(profiles)),
     )

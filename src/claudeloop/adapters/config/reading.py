@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from claudeloop.application.errors import ConfigError, UsageError
 from claudeloop.application.settings import (
+    DASHBOARD_URL,
     MODEL,
     NOTIFY,
     NOTIFY_ON,
@@ -106,7 +107,11 @@ def notify_targets(config: Configuration) -> NotifyTargets | None:
     except NotifyUnavailable as error:
         where = config.of(NOTIFY).origin.describe()
         raise UsageError(f"notify (from {where}): {error}") from None
-    return NotifyTargets(urls=tuple(urls), on=frozenset(config.get(NOTIFY_ON)))
+    return NotifyTargets(
+        urls=tuple(urls),
+        on=frozenset(config.get(NOTIFY_ON)),
+        dashboard_url=config.get(DASHBOARD_URL),
+    )
 
 
 def shared_capacity_dir(config: Configuration) -> Path | None:

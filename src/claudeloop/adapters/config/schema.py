@@ -30,6 +30,7 @@ from pydantic import (
 from claudeloop.adapters.notify.urls import looks_like_apprise_url
 from claudeloop.application.codec import LARGEST_WHOLE
 from claudeloop.application.durations import parse_duration
+from claudeloop.application.run_link import dashboard_url_problem
 from claudeloop.application.settings import SETTINGS, NotifyKind, Setting
 from claudeloop.domain.confinement import domain_problem, read_path_problem
 from claudeloop.domain.limits import LimitKind, parse_action, render_action
@@ -41,7 +42,7 @@ _LONGEST = timedelta(days=365)
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-_WHOLE = "a whole number from 1 to 2^63-1"
+_WHOLE = "a whole number above 0"
 _TEXT = "non-empty text"
 _MODEL = "a model name, such as qwen3 or claude-sonnet-4-5"
 
@@ -126,6 +127,12 @@ def _apprise_url(value: str) -> str:
     return value
 
 
+def _dashboard_url(value: str) -> str:
+    if (problem := dashboard_url_problem(value)) is not None:
+        raise ValueError(problem)
+    return value.strip().rstrip("/")
+
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("blank")
@@ -152,6 +159,7 @@ Text = Annotated[str, AfterValidator(_not_blank)]
 ProfileName = Annotated[str, AfterValidator(_profile_name)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 Url = Annotated[str, AfterValidator(_url)]
+DashboardUrl = Annotated[str, AfterValidator(_dashboard_url)]
 AppriseUrls = Annotated[
     list[Annotated[str, AfterValidator(_apprise_url)]], BeforeValidator(_listed)
 ]
@@ -254,6 +262,8 @@ def pydantic_type(setting: Setting[object]) -> Any:
             return Domains
         case "paths":
             return ReadPaths
+        case "address":
+            return DashboardUrl
         case _:
             assert_never(setting.kind)
 

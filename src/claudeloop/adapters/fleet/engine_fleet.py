@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 from claudeloop.adapters.fleet import queue, run_archive
 from claudeloop.adapters.fleet.engine import Engine, engine_error
-from claudeloop.adapters.fleet.leases import Leases, StoredRow
-from claudeloop.adapters.fleet.leases import StoredSummary as SummaryRow
+from claudeloop.adapters.fleet.leases import Leases, StoredRow, SummaryRow
 from claudeloop.adapters.run_directory.codec import CorruptRecordError, record_from_json
 from claudeloop.adapters.run_directory.control import steer_to_json
 from claudeloop.application.errors import FleetUnavailable, UsageError

@@ -90,7 +90,7 @@ class StoredRow:
 
 
 @dataclass(frozen=True)
-class StoredSummary:
+class SummaryRow:
     """A run's summary as the engine holds it (`record`: only for a row without one)."""
 
     holder: str | None
@@ -358,7 +358,7 @@ class Leases(LeaseTables):
             transcript = run_archive.grown_transcript(transcript, chunks[TRANSCRIPT])
         return StoredRow(int(row[0]), row[1], row[2], row[3], record, transcript)
 
-    def summaries(self) -> dict[str, StoredSummary]:
+    def summaries(self) -> dict[str, SummaryRow]:
         """Every run's holder, phase and summary, by run id (the fleet's view), without
         its record: only a row stored before summaries were kept (none in its column)
         has its record read, to sum it up."""
@@ -370,7 +370,7 @@ class Leases(LeaseTables):
                 " THEN record END FROM claudeloop_runs"
             )
         return {
-            str(row[0]): StoredSummary(
+            str(row[0]): SummaryRow(
                 row[1],
                 row[2],
                 row[3],

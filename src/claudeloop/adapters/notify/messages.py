@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Literal, assert_never
 
 from claudeloop.application import events
+from claudeloop.application.durations import instant_said
 from claudeloop.application.events import Event
 from claudeloop.application.settings import NOTIFY_KINDS, NotifyKind
 from claudeloop.domain.budget import money
@@ -184,7 +185,7 @@ def _wait(
 def _finished(event: events.RunFinished, run: RunSoFar) -> Notification:
     outcome = event.outcome
     reason = event.reason.strip() or "no reason given"
-    resume = f"claudeloop resume --run-id {run.run_id} --cwd {shlex.quote(run.cwd)}"
+    resume = f"claudeloop resume {run.run_id} --cwd {shlex.quote(run.cwd)}"
     if outcome is Outcome.DONE:
         return Notification(
             kind="done",
@@ -213,4 +214,4 @@ def _finished(event: events.RunFinished, run: RunSoFar) -> Notification:
 def _instant(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    return instant_said(moment)

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from claudeloop.adapters.installation import extra_hint
 from claudeloop.adapters.notify.messages import (
@@ -27,9 +28,11 @@ from claudeloop.adapters.notify.messages import (
 from claudeloop.adapters.notify.urls import MASK, masked_url, url_secrets
 from claudeloop.adapters.private_file import append_line
 from claudeloop.adapters.redaction import Redactor
+from claudeloop.adapters.run_directory import RunDirectory
 from claudeloop.application.events import Event, NotifyFailed
 from claudeloop.application.ports import EventSink
 from claudeloop.application.records import RunRecord
+from claudeloop.application.run_link import run_page_link
 from claudeloop.application.settings import NOTIFY_KINDS
 from claudeloop.domain.text import first_line
 
@@ -46,6 +49,9 @@ class NotifyTargets:
 
     urls: tuple[str, ...]
     on: frozenset[str] = frozenset(NOTIFY_KINDS)
+    # Where the person reaches the dashboard (`dashboard_url`): each notification then
+    # links to the run's page there. None: no link.
+    dashboard_url: str | None = None
 
 
 class NotifyUnavailable(Exception):
@@ -65,27 +71,53 @@ class Service(Protocol):
         ...
 
 
-class AppriseService:
-    """One apprise URL. apprise is imported on the first send, never before."""
+# The services whose notifications open a link when tapped (apprise's `click`).
+_CLICKABLE_SCHEMES = ("ntfy", "ntfys")
 
-    def __init__(self, url: str) -> None:
+
+class AppriseService:
+    """One apprise URL. apprise is imported on the first send, never before. `link`:
+    the run's page, the click action of an ntfy notification, else the body's last
+    line."""
+
+    def __init__(self, url: str, link: str | None = None) -> None:
         self._url = url
+        self._link = link
         self.name = masked_url(url)
         self._apprise: Any = None
 
     def send(self, notification: Notification) -> None:
+        clickable = self._link is not None and _clickable(self._url)
         if self._apprise is None:
             import apprise
 
             service = apprise.Apprise()
-            if not service.add(self._url):
+            url = _with_click(self._url, self._link) if clickable and self._link else self._url
+            if not service.add(url):
                 raise RuntimeError(f"apprise has no service for this URL (see {SERVICES_PAGE})")
             self._apprise = service
+        body = notification.body
+        if self._link is not None and not clickable:
+            body = f"{body}\n\n{self._link}"
         delivered = self._apprise.notify(
-            body=notification.body, title=notification.title, notify_type=notification.level
+            body=body, title=notification.title, notify_type=notification.level
         )
         if not delivered:
             raise RuntimeError("the service did not accept it (apprise's reason is in debug.log)")
+
+
+def _clickable(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in _CLICKABLE_SCHEMES
+
+
+def _with_click(url: str, link: str) -> str:
+    """The ntfy URL with the run's page as its click action, unless it names one."""
+    query = urlsplit(url).query
+    if any(name.lower() == "click" for name, _ in parse_qsl(query, keep_blank_values=True)):
+        return url
+    base, _, fragment = url.partition("#")
+    joined = f"{base}{'&' if '?' in base else '?'}click={quote(link, safe='')}"
+    return f"{joined}#{fragment}" if fragment else joined
 
 
 def check_urls(urls: Sequence[str]) -> None:
@@ -119,6 +151,7 @@ class Notifier:
         debug_log: Path | None = None,
         services: Sequence[Service] | None = None,
         flush_seconds: float = FLUSH_SECONDS,
+        link: str | None = None,
     ) -> None:
         self._run = run
         self._on: Collection[str] = targets.on
@@ -127,7 +160,7 @@ class Notifier:
         self._services = (
             list(services)
             if services is not None
-            else [AppriseService(url) for url in targets.urls]
+            else [AppriseService(url, link) for url in targets.urls]
         )
         self._flush_seconds = flush_seconds
         self._outbox: queue.Queue[Notification | None] = queue.Queue()
@@ -280,10 +313,11 @@ def notifier_for(
     *,
     failures: EventSink,
     redactor: Redactor,
-    debug_log: Path,
+    directory: RunDirectory,
 ) -> Notifier | NoNotifications:
     """The run's notifier when notifications are configured; what failed to go is told
-    to `failures`."""
+    to `failures`. With a dashboard address, each notification links to the page of
+    the run kept in `directory`, and apprise's warnings go to its debug log."""
     if notify is None or not notify.urls:
         return NoNotifications()
     so_far = RunSoFar(
@@ -292,4 +326,16 @@ def notifier_for(
         dollars=record.state.ledger.dollars,
         plan=record.plan_progress,
     )
-    return Notifier(notify, so_far, failures=failures, redactor=redactor, debug_log=debug_log)
+    link = (
+        run_page_link(notify.dashboard_url, record.run_id, directory.path)
+        if notify.dashboard_url
+        else None
+    )
+    return Notifier(
+        notify,
+        so_far,
+        failures=failures,
+        redactor=redactor,
+        debug_log=directory.debug_log_path,
+        link=link,
+    )

@@ -9,7 +9,15 @@ from claudeloop.application.ports.capacity import (
     Source,
     Standing,
 )
-from claudeloop.application.ports.doctor import CheckStatus, DoctorCheck, DoctorChecks
+from claudeloop.application.ports.doctor import (
+    CheckStatus,
+    CliFound,
+    DoctorCheck,
+    DoctorChecks,
+    ModelAnswered,
+    ModelProbe,
+    ModelSilent,
+)
 from claudeloop.application.ports.fleet import (
     AccountCapacity,
     Fleet,
@@ -29,6 +37,8 @@ from claudeloop.application.ports.machine_runs import (
 )
 from claudeloop.application.ports.project_runs import ClaudeSession, ProjectRuns
 from claudeloop.application.ports.run import (
+    Advice,
+    Advising,
     Advisor,
     Checkpoint,
     Checkpoints,
@@ -50,6 +60,8 @@ __all__ = [
     "AccountBoards",
     "AccountCapacity",
     "AccountSighting",
+    "Advice",
+    "Advising",
     "Advisor",
     "CapacityBoard",
     "CheckStatus",
@@ -57,6 +69,7 @@ __all__ = [
     "Checkpoints",
     "Checks",
     "ClaudeSession",
+    "CliFound",
     "Clock",
     "ControlInbox",
     "DoctorCheck",
@@ -65,6 +78,9 @@ __all__ = [
     "Fleet",
     "Gateway",
     "IndexedRun",
+    "ModelAnswered",
+    "ModelProbe",
+    "ModelSilent",
     "PlanFiles",
     "ProbeHold",
     "ProbeOutcome",

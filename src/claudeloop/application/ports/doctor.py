@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
+
+from claudeloop.application.ports.run import Advice
+from claudeloop.domain.capacity import CapacityState
+from claudeloop.domain.confinement import Posture
+from claudeloop.domain.signals import TurnSignals
+from claudeloop.domain.tested_cli import Standing
 
 CheckStatus = Literal["ok", "warn", "fail", "skip"]
 
 
 @dataclass(frozen=True, slots=True)
+class CliFound:
+    """The Claude Code CLI a run starts: its version, its path, how it was found
+    (bundled with claude-agent-sdk, on PATH, CLAUDELOOP_CLI_PATH) and where it stands
+    to the version this claudeloop was tested with."""
+
+    version: str
+    path: Path
+    found: str
+    standing: Standing
+
+
+@dataclass(frozen=True, slots=True)
 class DoctorCheck:
-    """One line of `doctor`: what was checked, how it went, and the fix when it failed."""
+    """One line of `doctor`: what was checked, how it went, and the fix when it failed;
+    `facts`: what a script reads of it as fields (the CLI found, the sandbox's posture)."""
 
     name: str
     status: CheckStatus
@@ -18,6 +38,34 @@ class DoctorCheck:
     fix: str = ""
     # The exit code this check's failure calls for.
     exit_code: int = 1
+    facts: CliFound | Posture | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAnswered:
+    """A model probe through Claude Code came back: its signals, and the last line
+    Claude Code wrote on stderr (why it ended without an answer, when it says)."""
+
+    signals: TurnSignals
+    last_words: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSilent:
+    """Nothing came back to the probe within `seconds`."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProbe:
+    """The probe of the profile's model: which model (None: Claude Code's default),
+    whether the backend is a local server, and what came back. What it means is the use
+    case's (application/model_check.py)."""
+
+    model: str | None
+    local: bool
+    answer: ModelAnswered | ModelSilent
 
 
 class DoctorChecks(Protocol):
@@ -54,8 +102,14 @@ class DoctorChecks(Protocol):
         """The backend's URL answers."""
         ...
 
-    def model(self) -> DoctorCheck:
-        """A probe through Claude Code answered by the model."""
+    def model(self) -> ModelProbe:
+        """A probe through Claude Code, and what came back of it."""
+        ...
+
+    def advice(self, capacity: CapacityState, said: str) -> Advice | None:
+        """The profile's problem and fix for a state the backend or the credentials
+        explain (`said`: the server's words), as a run that ended in it says them; None
+        for a state no profile changes the words of."""
         ...
 
     def context(self) -> DoctorCheck | None:

@@ -142,6 +142,34 @@ class Gateway(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """A failure of the backend or the credentials said for a person: what is wrong
+    (`problem`, naming the model, the server, the profile) and what mends it (`fix`,
+    empty when nothing known does). A run's reason and doctor's checks say the same."""
+
+    problem: str
+    fix: str = ""
+
+    @property
+    def line(self) -> str:
+        return f"{self.problem}: {self.fix}" if self.fix else self.problem
+
+
+class Advising(Protocol):
+    """The advice for the profile in use, typed: what `Advisor` says in a line."""
+
+    def advice(
+        self,
+        reason: str,
+        capacity: AuthenticationFailed | BackendMisconfigured,
+        *,
+        detour: str | None,
+    ) -> Advice:
+        """The problem and its fix for the profile in use (`detour`'s, while on one)."""
+        ...
+
+
 class Advisor(Protocol):
     """The fix a person needs when the backend or the credentials end a run."""
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from claudeloop.adapters.claude_code.backend import Backend
@@ -75,7 +75,7 @@ def notify_flag_targets(urls: tuple[str, ...]) -> NotifyTargets | None:
 def project_folder(cwd: Path) -> ProjectFolder:  # what `init` sets up
     from claudeloop.adapters import project_folder as on_disk
 
-    return on_disk.ProjectFolder(cwd)
+    return on_disk.FolderOnDisk(cwd)
 
 
 def task_files() -> TaskFiles:  # a plan, a prompt file
@@ -201,6 +201,7 @@ class Surroundings(TypedDict):
     detours: Callable[[str], Backend] | None
     capacity_dir: Path | None
     seat: FleetSeat
+    advisor: NotRequired[ports.Advisor]  # a rehearsal's; left out: the profile in use's
 
 
 def launching(

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from claudeloop.adapters import run_index
+from claudeloop.adapters.backend_advice import ProfileAdvisor, profile_in_use
 from claudeloop.adapters.claude_code import rehearsal_backends
 from claudeloop.adapters.claude_code.backend import Backend
 from claudeloop.adapters.config.loading import Configuration
+from claudeloop.adapters.notify.sender import NotifyTargets
 from claudeloop.adapters.run_directory import RunDirectory, starting
 from claudeloop.application.fleet_seat import NO_SEAT
 from claudeloop.application.launching import Launching, Rehearsed, rehearse_run
 from claudeloop.application.records import RunSpec
+from claudeloop.application.rehearsal import LOCAL_PROFILE, RehearsalAdvisor, RehearsalServers
 from claudeloop.cli.bootstrap import Surroundings, launching_with
-from claudeloop.cli.kept_rehearsal import LOCAL_PROFILE, RehearsalServers
-
-if TYPE_CHECKING:
-    from claudeloop.adapters.notify.sender import NotifyTargets
 
 
 def rehearsal_backend(servers: RehearsalServers) -> Backend:
@@ -29,20 +27,21 @@ def rehearsal_backend(servers: RehearsalServers) -> Backend:
 
 
 def _surroundings(servers: RehearsalServers, notify: NotifyTargets | None) -> Surroundings:
-    return Surroundings(
+    detours = rehearsal_backends.local_detours(servers.local_url, servers.home, LOCAL_PROFILE)
+    in_use = ProfileAdvisor(profile_in_use(rehearsal_backend(servers), detours))
+    return Surroundings(  # its own record: it shares capacity with no real run, no fleet
         notify=notify,
-        detours=rehearsal_backends.local_detours(servers.local_url, servers.home, LOCAL_PROFILE),
-        # Its own record: a rehearsal never shares capacity with real runs, nor is a fleet's.
+        detours=detours,
         capacity_dir=servers.capacity_dir,
         seat=NO_SEAT,
+        advisor=RehearsalAdvisor(in_use, servers.scenario),
     )
 
 
 def rehearsing(
     servers: RehearsalServers, *, notify: NotifyTargets | None, quiet: bool
 ) -> Callable[[RunSpec, bool], Rehearsed[RunDirectory]]:
-    """`rehearse_run` on `servers`, of a spec and whether its folder is kept; `notify`:
-    the --notify targets, checked."""
+    """`rehearse_run` on `servers` of a spec, kept or not; `notify`: --notify's, checked."""
     from claudeloop.cli.bootstrap.runs import wire_run
 
     own = rehearsal_backend(servers)
@@ -64,8 +63,7 @@ def rehearsing(
 def rehearsal_launching(
     servers: RehearsalServers, *, quiet: bool, verbose: bool = False
 ) -> Launching[Configuration, Backend, RunDirectory]:
-    """A kept rehearsal's resume: driven on the rehearsal's own capacity record and
-    detours, told nothing of the files' notifications."""
+    """A kept rehearsal's resume: its own capacity record and detours, no notifications."""
     return launching_with(
         lambda _record, _settings: _surroundings(servers, None), quiet=quiet, verbose=verbose
     )

@@ -33,7 +33,7 @@ from claudeloop.adapters.working_tree import WorkingTreeOnDisk
 from claudeloop.application.driving import WiredRun
 from claudeloop.application.fleet_seat import FleetSeat
 from claudeloop.application.launching import RunLock
-from claudeloop.application.ports import EventSink, Gateway
+from claudeloop.application.ports import Advisor, EventSink, Gateway
 from claudeloop.application.records import RunRecord, RunSpec
 from claudeloop.application.runner import Runner
 from claudeloop.cli.display import ConsoleView, Screen, Tee
@@ -82,6 +82,7 @@ def wire_run(
     lock: RunLock | None = None,
     login_ends_at: datetime | None = None,
     seat: FleetSeat,
+    advisor: Advisor | None = None,
 ) -> WiredRun:
     """The run's parts, its lock held (`lock`, a resume's, or taken here): the event log,
     the screen and notifications, the gateway stack, the runner. `seat`: the run's seat
@@ -97,9 +98,7 @@ def wire_run(
         directory.path, record, account=account(backend, spec.model) if capacity_dir else None
     )
     view = Screen(ConsoleView(quiet=quiet, verbose=verbose))
-    notifier = notifier_for(
-        notify, record, failures=log, redactor=redactor, debug_log=directory.debug_log_path
-    )
+    notifier = notifier_for(notify, record, failures=log, redactor=redactor, directory=directory)
     events = RedactedEvents(Tee(log, view, notifier), redactor)
     gateway_of = functools.partial(make_gateway, directory, capacity_dir=capacity_dir, seat=seat)
     known_at = record.last_turn_started_at
@@ -120,7 +119,7 @@ def wire_run(
         else None,
         # A switch-model detour: the run's own backend and session, another model.
         models=lambda model: gateway_of(replace(spec, model=model), backend),
-        advisor=ProfileAdvisor(profile_in_use(backend, detours)),
+        advisor=advisor or ProfileAdvisor(profile_in_use(backend, detours)),
         checks=run_checks(spec, directory.path / "checks", redactor.text),
         check_logs=directory.path / "checks",
         # A review's session shares no capacity record: it is read-only, never waits.

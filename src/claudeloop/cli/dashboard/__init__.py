@@ -10,13 +10,26 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import socket
+import ssl
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
 
 import click
 
 LOOPBACK = "127.0.0.1"
 
 
-def exposure(host: str, port: int) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """The certificate and key the dashboard serves https with (`--certfile`)."""
+
+    certfile: Path
+    keyfile: Path
+
+
+def exposure(host: str, port: int, *, tls: bool = False) -> str | None:
     """What listening on `host` exposes, in a line; None for a loopback address."""
     try:
         if ipaddress.ip_address(host).is_loopback:
@@ -24,15 +37,37 @@ def exposure(host: str, port: int) -> str | None:
     except ValueError:
         if host == "localhost":
             return None
-    return (
+    reach = (
         f"listening on {host}:{port}, not only this machine: whoever reaches it and has "
-        "the token sees every run's plan, events and spend and can stop them, over plain "
-        "http (the token travels in clear); bind 127.0.0.1 and use an SSH tunnel instead"
+        "the token sees every run's plan, events and spend and can stop them"
+    )
+    if tls:
+        return f"{reach}; over https, the token never travels in clear"
+    return (
+        f"{reach}, over plain http (the token travels in clear); give it a certificate "
+        "(--certfile, --keyfile), or bind 127.0.0.1 and use an SSH tunnel instead"
     )
 
 
-def serve(*, engine: str | None, host: str, port: int) -> None:
-    """Serve the dashboard until Ctrl-C; print its URL, the token in it."""
+def draw_qr(url: str, out: TextIO) -> None:
+    """`url` as a QR code of the terminal's characters, for a phone's camera."""
+    import segno
+
+    segno.make(url, error="m").terminal(out=out, compact=True)
+
+
+def serve(
+    *,
+    engine: str | None,
+    host: str,
+    port: int,
+    qr: bool = False,
+    tls: Tls | None = None,
+    phone_url: str | None = None,
+) -> None:
+    """Serve the dashboard until Ctrl-C; print its URL, the token in it (`phone_url`:
+    the address the person reaches it at, its sign-in URL said too; `qr`: the sign-in
+    URL drawn as a QR code)."""
     from claudeloop.application.errors import UsageError
 
     try:
@@ -77,17 +112,35 @@ def serve(*, engine: str | None, host: str, port: int) -> None:
     machine_rows(sources.index, sources.runs_of, now=sources.now(), mask=sources.mask)
     bound = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
-    warning = exposure(host, bound)
-    if warning is not None:
-        click.echo(f"claudeloop: warning: {warning}", err=True)
-    shown = f"[{host}]" if ":" in host else host
-    click.echo(f"claudeloop dashboard: http://{shown}:{bound}/?token={token}")
-    click.echo("(Ctrl-C stops it)")
     config = uvicorn.Config(
         dashboard_app(sources, token, port=bound),
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=1,
         lifespan="off",
+        ssl_certfile=str(tls.certfile) if tls else None,
+        ssl_keyfile=str(tls.keyfile) if tls else None,
     )
+    try:
+        config.load()  # the certificate read now: a wrong one is a line, not a traceback
+    except (ssl.SSLError, OSError) as error:
+        listener.close()
+        reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
+        raise UsageError(
+            f"--certfile {tls.certfile if tls else ''} --keyfile {tls.keyfile if tls else ''}: "
+            f"not a PEM certificate and its private key ({reason})"
+        ) from None
+    warning = exposure(host, bound, tls=tls is not None)
+    if warning is not None:
+        click.echo(f"claudeloop: warning: {warning}", err=True)
+    shown = f"[{host}]" if ":" in host else host
+    scheme = "https" if tls else "http"
+    sign_in = f"{scheme}://{shown}:{bound}/?token={token}"
+    click.echo(f"claudeloop dashboard: {sign_in}")
+    if phone_url:
+        sign_in = f"{phone_url.rstrip('/')}/?token={token}"
+        click.echo(f"from your phone (dashboard_url): {sign_in}")
+    if qr:
+        draw_qr(sign_in, sys.stdout)
+    click.echo("(Ctrl-C stops it; a new start makes a new token, signing every browser out)")
     uvicorn.Server(config).run(sockets=[listener])

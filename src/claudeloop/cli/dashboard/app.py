@@ -74,6 +74,12 @@ class Sources:
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
 
 
+# How long a browser stays signed in: a week, or until the dashboard stops (each start
+# makes a new token, which every cookie given before fails). A phone's browser drops a
+# cookie without an age when its tab closes; this one outlives that, not the token.
+COOKIE_SECONDS = 7 * 24 * 3600
+
+
 def cookie_name(port: int) -> str:
     """The token's cookie, one per port: two dashboards on one host keep theirs apart."""
     return f"claudeloop_dashboard_{port}"
@@ -101,7 +107,14 @@ class Guard:
             target = request.url.path + (f"?{query}" if query else "")
             answer: Response = RedirectResponse(target, status_code=303)
             answer.set_cookie(
-                self.cookie, self.token.decode(), httponly=True, samesite="strict", path="/"
+                self.cookie,
+                self.token.decode(),
+                max_age=COOKIE_SECONDS,
+                httponly=True,
+                samesite="strict",
+                path="/",
+                # Served over TLS (--certfile), the cookie never travels in clear.
+                secure=request.url.scheme == "https",
             )
             await answer(scope, receive, send)
             return
