@@ -170,11 +170,12 @@ def report_main(made: Report) -> str:
     )
     return (
         f"<h1>{escape(_heading(made))}</h1>"
-        "<h2>Runs</h2><table><tr><th>run</th><th>outcome</th><th>turns</th>"
+        "<h2>Runs</h2><table class=report-runs><tr><th>run</th><th>outcome</th><th>turns</th>"
         "<th>dollars</th><th>waited (on what)</th>"
         "<th>checks, then reviews: passed / failed</th><th>left</th></tr>"
         f"{''.join(rows)}</table>"
         + (f"<h2>Unreadable</h2><ul>{unreadable}</ul>" if unreadable else "")
-        + f"<h2>Spend over time</h2>{spend}<h2>Timeline</h2>{timeline}"
+        + f'<h2>Spend over time</h2><div class="scrolls">{spend}</div>'
+        f'<h2>Timeline</h2><div class="scrolls">{timeline}</div>'
         f"<p><small>made {instant_said(made.now)}</small></p>"
     )

@@ -87,6 +87,7 @@ def serve(
         account_boards,
         every_project_runs,
         fleet_of,
+        run_branches,
         run_index,
         run_masks,
     )
@@ -104,6 +105,7 @@ def serve(
         boards=account_boards(),
         mask=run_masks(),
         fleet=fleet,
+        branches=run_branches(),
     )
     # Every record decoded once before the URL is printed: the first page then costs
     # what the next does (the run directories keep what they decoded).

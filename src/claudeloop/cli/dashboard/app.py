@@ -31,6 +31,7 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from claudeloop.application.branch import RunBranches
 from claudeloop.application.dashboard import (
     MaskOf,
     RunsOf,
@@ -48,6 +49,7 @@ from claudeloop.application.run_page import run_view
 from claudeloop.application.run_rows import RunRow
 from claudeloop.application.verbs import verb_named
 from claudeloop.cli.dashboard import pages
+from claudeloop.cli.dashboard.work import WorkRoutes, work_section
 from claudeloop.cli.report import report_main
 
 # How often a run's stream looks for new events, and the list's for changed rows.
@@ -67,6 +69,8 @@ class Sources:
     boards: AccountBoards
     mask: MaskOf
     fleet: Fleet | None = None
+    # A run's branch (`diff`, `rewind`, `merge`): its work on its page, and the buttons.
+    branches: RunBranches | None = None
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
 
 
@@ -143,6 +147,7 @@ def _same_origin(request: Request) -> bool:
 def dashboard_app(sources: Sources, token: str, *, port: int) -> ASGIApp:
     """The dashboard on `sources`, behind the guard of `token`."""
     pages_of = _Pages(sources)
+    work = pages_of.work
     app = Starlette(
         routes=[
             Route("/", pages_of.overview),
@@ -153,6 +158,8 @@ def dashboard_app(sources: Sources, token: str, *, port: int) -> ASGIApp:
             Route("/run/{key}/stream", pages_of.run_stream),
             Route("/run/{key}/do/{verb}", pages_of.verb, methods=["POST"]),
             Route("/fleet/{run_id}/do/{verb}", pages_of.fleet_verb, methods=["POST"]),
+            Route("/run/{key}/confirm/{action}", work.confirm),
+            Route("/run/{key}/do-branch/{action}", work.act, methods=["POST"]),
             Route("/static/{name}", _asset),
         ]
     )
@@ -164,6 +171,7 @@ class _Pages:
 
     def __init__(self, sources: Sources) -> None:
         self.sources = sources
+        self.work = WorkRoutes(sources.index, sources.branches, sources.mask, pages.page)
 
     def rows(self) -> list[RunRow]:
         return machine_rows(
@@ -197,7 +205,8 @@ class _Pages:
             mask=self.sources.mask,
         )
         stream = f"/run/{quote(key)}/stream?offset={view.offset}"
-        main = pages.run_main(view, request.query_params.get("said"))
+        work = work_section(self.work.work_of(entry), key, live=view.row.driver_alive)
+        main = pages.run_main(view, request.query_params.get("said"), work=work)
         return _answer(request, f"run {entry.run_id}", "", main, stream=stream)
 
     def report(self, request: Request) -> Response:

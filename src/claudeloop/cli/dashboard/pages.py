@@ -250,8 +250,9 @@ def _form(action: str, verb: Verb) -> str:
     )
 
 
-def run_main(view: RunView, said: str | None) -> str:
-    """One run: where it stands, its buttons, plan, pictures, checks and events."""
+def run_main(view: RunView, said: str | None, *, work: str = "") -> str:
+    """One run: where it stands, its buttons, its work on its branch (`work`, drawn by
+    work.py), plan, pictures, checks and events."""
     row, facts, status = view.row, view.row.facts, view.row.status
     key = quote(row.key or "")
     body = [f"<h1>Run {_e(row.run_id)} {_phase(row)}</h1>"]
@@ -291,6 +292,7 @@ def run_main(view: RunView, said: str | None) -> str:
     if row.driver_alive:
         buttons = _buttons(f"/run/{key}/do/", view.verbs)
         body.append(f'<div class="verbs">{buttons}</div>')
+    body.append(work)
     if view.plan:
         items = "".join(
             f'<li class="{"done" if item.done else "open"}">'
