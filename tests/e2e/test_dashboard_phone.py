@@ -270,7 +270,7 @@ def test_a_runs_work_on_a_phone_merged_conflicting_rewound_and_resumed(
         # was done: resumed, it says so again at once (the rewind told its record).
         browser.find_element(By.CSS_SELECTOR, "button.resume").click()
         said = _yes(browser, "resume")
-        assert "`claudeloop resume --run-id p2`" in said
+        assert "`claudeloop resume p2`" in said
         assert "resumed run p2" in said, said
 
         def finished() -> list[str]:

@@ -6,11 +6,13 @@ say they will do before they do it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from claudeloop.application.branch import RunBranches, committing_run
 from claudeloop.application.errors import UsageError
+from claudeloop.application.json_form import JsonObject
 from claudeloop.application.masking import Mask, masked
 
 # The most of one turn's patch a page shows, and the most turns (the last ones) a page
@@ -102,7 +104,7 @@ def run_work(runs: RunBranches, cwd: Path, run_id: str, *, mask: Mask) -> RunWor
     return masked(work, mask)
 
 
-def _verdicts(events: list[dict[str, object]]) -> dict[int, tuple[CheckVerdict, ...]]:
+def _verdicts(events: Sequence[JsonObject]) -> dict[int, tuple[CheckVerdict, ...]]:
     """Each turn's last verification round: the checks a Done of that turn ran (a
     command met again in the same turn begins a new round)."""
     rounds: dict[int, list[CheckVerdict]] = {}

@@ -141,7 +141,7 @@ class WorkRoutes:
                 "merge": lambda: merge_said(work),
                 "rewind": lambda: rewind_said(work, to_turn),
                 "resume": lambda: (
-                    f"Resume run {work.run_id}: `claudeloop resume --run-id {work.run_id}` "
+                    f"Resume run {work.run_id}: `claudeloop resume {work.run_id}` "
                     f"in {entry.cwd}, in the background; its page follows it."
                 ),
             }[action]()
@@ -224,7 +224,7 @@ def _resume(entry: IndexedRun) -> str:
     command does. A refusal in its first seconds is said; else it goes on."""
     with tempfile.TemporaryFile() as said:  # a file, not a pipe: the run never blocks on it
         process = subprocess.Popen(
-            [sys.executable, "-m", "claudeloop", "resume", "--run-id", entry.run_id, "--quiet"],
+            [sys.executable, "-m", "claudeloop", "resume", entry.run_id, "--quiet"],
             cwd=Path(entry.cwd),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
