@@ -369,11 +369,11 @@ def test_the_forms_say_in_words_what_each_field_is() -> None:
 def test_a_runs_pictures_have_legends_and_a_one_second_run_two_instants() -> None:
     import re
 
-    from claudeloop.application.run_page import Span
+    from claudeloop.application.run_page import Stretch
     from claudeloop.cli.dashboard.svg import spend_svg, timeline_svg
 
     quick = START + timedelta(milliseconds=400)
-    timeline = timeline_svg([Span("turn", START, quick, "turn 1: done")])
+    timeline = timeline_svg([Stretch("turn", START, quick, "turn 1: done")])
     spend = spend_svg([(quick, 0.0016)])
     for both in (timeline, spend):
         # Drawn for a wide window and a narrow one, each with its legend and two instants.

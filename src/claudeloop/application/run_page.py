@@ -24,7 +24,7 @@ EVENT_TAIL = 400
 
 
 @dataclass(frozen=True)
-class Span:
+class Stretch:
     """A stretch of a run's timeline: a turn, a wait, a check, a review; or a probe (an
     instant: `end` equals `start`). `ok` False: it ended badly (a refused turn, a
     failed check)."""
@@ -64,7 +64,7 @@ class RunView:
     plan: tuple[PlanItem, ...] = ()
     checks: tuple[CheckTail, ...] = ()
     events: tuple[JsonObject, ...] = ()
-    timeline: tuple[Span, ...] = ()
+    timeline: tuple[Stretch, ...] = ()
     spend: tuple[tuple[datetime, float], ...] = ()
     offset: int = 0
     notes: tuple[str, ...] = ()
@@ -140,11 +140,11 @@ _OPENERS = {
 }
 
 
-def timeline(events: list[JsonObject], *, now: datetime) -> list[Span]:
+def timeline(events: list[JsonObject], *, now: datetime) -> list[Stretch]:
     """The stretches the events show, in order: each opened by its start event and
     closed by the first event that ends it (one still open ends now); a probe is an
     instant of its own."""
-    spans: list[Span] = []
+    spans: list[Stretch] = []
     open_spans: dict[str, tuple[datetime, JsonObject]] = {}
     for event in events:
         at = _instant(event)
@@ -154,13 +154,13 @@ def timeline(events: list[JsonObject], *, now: datetime) -> list[Span]:
         for name, (started, opener) in list(open_spans.items()):
             if kind in _OPENERS[str(opener["type"])][1]:
                 del open_spans[name]
-                spans.append(Span(name, started, at, _label(opener, event), _ok(event)))
+                spans.append(Stretch(name, started, at, _label(opener, event), _ok(event)))
         if kind in _OPENERS:
             open_spans[_OPENERS[kind][0]] = (at, event)
         if kind == "probe.finished":
-            spans.append(Span("probe", at, at, f"probe: {event.get('capacity')}", True))
+            spans.append(Stretch("probe", at, at, f"probe: {event.get('capacity')}", True))
     for name, (started, opener) in open_spans.items():
-        spans.append(Span(name, started, max(now, started), _label(opener, None), True))
+        spans.append(Stretch(name, started, max(now, started), _label(opener, None), True))
     return sorted(spans, key=lambda span: span.start)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from html import escape
 
-from claudeloop.application.run_page import Span
+from claudeloop.application.run_page import Stretch
 
 # The two widths a picture is drawn at: shown at most this wide (the stylesheet), and
 # in a window of 800 px about as wide as the page.
@@ -26,7 +26,7 @@ _CHAR = 7.0
 
 
 def axis_of(
-    spans: Sequence[Span], series: Sequence[tuple[datetime, float]]
+    spans: Sequence[Stretch], series: Sequence[tuple[datetime, float]]
 ) -> tuple[datetime, datetime] | None:
     """The stretch both pictures of a run span: from the first instant either shows to
     the last (None: they show nothing)."""
@@ -79,7 +79,7 @@ def _twice(draw: Callable[[int], str]) -> str:
     )
 
 
-def timeline_svg(spans: Sequence[Span], axis: tuple[datetime, datetime] | None = None) -> str:
+def timeline_svg(spans: Sequence[Stretch], axis: tuple[datetime, datetime] | None = None) -> str:
     """One lane per kind; a stretch is a bar (red when it ended badly), a probe a tick;
     each says what it was when pointed at. `axis`: the stretch to draw (else the
     spans')."""
@@ -89,7 +89,7 @@ def timeline_svg(spans: Sequence[Span], axis: tuple[datetime, datetime] | None =
     return _twice(lambda width: _timeline(spans, first, last, width))
 
 
-def _timeline(spans: Sequence[Span], first: datetime, last: datetime, width: int) -> str:
+def _timeline(spans: Sequence[Stretch], first: datetime, last: datetime, width: int) -> str:
     origin, per_second = _scale(first, last, width)
     axis_y = _LANE_HEIGHT * len(_LANES) + 20
     legend = [(f"span {lane} ok", lane) for lane in _LANES]
