@@ -46,6 +46,14 @@ def test_a_run_killed_in_its_first_turn_before_the_prompt_was_kept_resumes_and_f
         "the session id to be recorded",
         timeout=STATE,
     )
+    # Killed in the stall the scenario puts on the first turn's request: killed before
+    # that request arrived, the run left the stall to its resume, which then waited out
+    # the minute (the test took 60 s instead of 12, depending on the machine's load).
+    wait_for(
+        lambda: any(request["kind"] == "turn" for request in rehearsal.requests()),
+        "the first turn's request to reach the rehearsal API",
+        timeout=STATE,
+    )
     kill_hard(process)
     session = recorded_session(rehearsal)
     # What the CLI had written of the session by the instant it was named: its lines
