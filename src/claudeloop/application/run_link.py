@@ -13,8 +13,6 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from claudeloop.application.ports import IndexedRun
-
 DASHBOARD_URL_ACCEPTED = (
     "the address you reach `claudeloop dashboard` at: an http(s) URL with a host and "
     'no query, such as "https://box.tailnet.ts.net:8420"'
@@ -39,5 +37,9 @@ def dashboard_url_problem(value: str) -> str | None:
 
 def run_page_link(dashboard_url: str, run_id: str, directory: Path) -> str:
     """The link to the page of the run `run_id` kept in `directory`."""
+    # Imported here: every command's parameters check an address with this module, and
+    # the ports bring in every event and the domain's loop (a tenth of a second).
+    from claudeloop.application.ports import IndexedRun
+
     key = IndexedRun(run_id, directory.absolute(), directory, None, "", datetime.min).key
     return f"{dashboard_url.strip().rstrip('/')}/run/{quote(key, safe='')}"
