@@ -31,7 +31,12 @@ def _mask(_cwd: Path) -> Any:
 
 
 def client_of(
-    runs: MemoryRuns, index: MemoryIndex, *, fleet: Any = None, signed_in: bool = True
+    runs: MemoryRuns,
+    index: MemoryIndex,
+    *,
+    fleet: Any = None,
+    branches: Any = None,
+    signed_in: bool = True,
 ) -> TestClient:
     def runs_of(cwd: Path) -> ProjectRuns:
         assert cwd == APP
@@ -43,6 +48,7 @@ def client_of(
         boards=MemoryBoards(),
         mask=_mask,
         fleet=fleet,
+        branches=branches,
         now=lambda: START + timedelta(minutes=1),
     )
     client = TestClient(dashboard_app(sources, TOKEN, port=8420))

@@ -6,7 +6,6 @@ every new action refused without the cookie or from another origin."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -14,13 +13,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from claudeloop.application.branch import Merged
-from claudeloop.application.ports import ProjectRuns
-from claudeloop.cli.dashboard.app import Sources, cookie_name, dashboard_app
-from tests.application.fakes import START, MemoryBoards
 from tests.application.test_branch import committing
-from tests.application.test_dashboard import APP, entry
+from tests.application.test_dashboard import entry
 from tests.application.test_run_work import GitLikeBranches
-from tests.cli.test_dashboard_app import TOKEN, _mask, machine
+from tests.cli.test_dashboard_app import client_of, machine
 
 SAME = {"Origin": "http://testserver"}
 
@@ -35,24 +31,7 @@ class CountedBranches(GitLikeBranches):
 
 
 def client_with(branches: CountedBranches, *, signed_in: bool = True) -> TestClient:
-    runs, index = machine()
-
-    def runs_of(cwd: Path) -> ProjectRuns:
-        assert cwd == APP
-        return runs
-
-    sources = Sources(
-        index=index,
-        runs_of=runs_of,
-        boards=MemoryBoards(),
-        mask=_mask,
-        branches=branches,
-        now=lambda: START + timedelta(minutes=1),
-    )
-    client = TestClient(dashboard_app(sources, TOKEN, port=8420))
-    if signed_in:
-        client.cookies.set(cookie_name(8420), TOKEN)
-    return client
+    return client_of(*machine(), branches=branches, signed_in=signed_in)
 
 
 def _branches() -> CountedBranches:
