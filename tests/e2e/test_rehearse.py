@@ -30,6 +30,13 @@ def rehearse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_claudeloop(["rehearse", *args], rehearsal_env(tmp_path), timeout=COMMAND)
 
 
+def resume(tmp_path: Path, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`claudeloop resume` of a kept rehearsal's project, as its user would type it."""
+    return run_claudeloop(
+        ["resume", "--cwd", str(project), *args], rehearsal_env(tmp_path), timeout=COMMAND
+    )
+
+
 def test_the_default_rehearsal_waits_out_a_window_and_finishes(tmp_path: Path) -> None:
     finished = rehearse(tmp_path)
     assert finished.returncode == 0, finished.stderr
@@ -189,14 +196,7 @@ def test_a_full_local_queue_is_waited_out_and_a_kept_rehearsal_stopped_there_res
     try:
         assert f"claudeloop resume --cwd {project}" in rest
         # What a person sees: the resume's lines, as the rehearsal's own would be.
-        resumed = subprocess.run(
-            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project)],
-            env=rehearsal_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=COMMAND,
-            check=False,
-        )
+        resumed = resume(tmp_path, project)
         assert resumed.returncode == 0, resumed.stderr
         lines = resumed.stderr.splitlines()
         refused = next(
@@ -250,14 +250,7 @@ def test_a_kept_rehearsal_of_refused_credentials_resumes_saying_it_plays_the_reh
         assert played["files"] == ["PLAN.md", "step1.txt"]
         assert played["requests_for_turns"] >= 2
         assert "the rehearsal API scripts this failure (scenario auth)" in result["reason"]
-        resumed = subprocess.run(
-            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project)],
-            env=rehearsal_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=COMMAND,
-            check=False,
-        )
+        resumed = resume(tmp_path, project)
         assert resumed.returncode == 77, resumed.stderr
         lines = resumed.stderr.splitlines()
         assert lines[0].startswith("rehearsal: resuming a kept rehearsal against the rehearsal API")
@@ -282,14 +275,7 @@ def test_a_kept_rehearsal_of_a_missing_model_resumes_into_the_scenarios_failure_
     assert kept.returncode == 78, kept.stderr
     project = Path(json.loads(kept.stdout)["kept"]) / "project"
     try:
-        resumed = subprocess.run(
-            [sys.executable, "-m", "claudeloop", "resume", "--cwd", str(project), "--json"],
-            env=rehearsal_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=COMMAND,
-            check=False,
-        )
+        resumed = resume(tmp_path, project, "--json")
         assert resumed.returncode == 78, resumed.stderr
         reason = json.loads(resumed.stdout)["reason"]
         scripted, _, real = reason.partition("; in a real run, ")
