@@ -217,6 +217,14 @@ def test_the_verbs_ask_a_live_run_and_say_when_it_takes_effect() -> None:
     assert [verb.name for verb in VERBS] == ALL_VERBS
 
 
+def test_probe_now_on_a_run_nothing_drives_says_nothing_was_asked() -> None:
+    _, runs = machine()
+    said = asked_verb("probe-now").ask(runs, "r1", {})
+    assert not said.startswith("asked run")
+    assert "a probe now does nothing" in said
+    assert runs.sent == []
+
+
 def test_accounts_show_their_windows_and_which_runs_wait_on_them() -> None:
     signals = TurnSignals(
         rate_limit_status="rejected",

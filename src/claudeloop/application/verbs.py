@@ -69,6 +69,8 @@ def _fleet_controlled(command: ControlCommand) -> Callable[[Fleet, str, Mapping[
 
 def _probe_now(runs: ProjectRuns, run_id: str, _form: Mapping[str, str]) -> str:
     sent = probe_now(runs, run_id)
+    if sent.pid is None:  # nothing was sent: what it says names the run, as the command's
+        return sent.will
     return f"asked run {sent.run_id} to probe now: {sent.will}"
 
 
