@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, assert_never
+from typing import assert_never
 from urllib.parse import urlsplit
 
 from claudeloop.application.errors import UsageError
 from claudeloop.application.json_form import JsonObject
-from claudeloop.application.masking import masked
+from claudeloop.application.masking import Mask, masked
 from claudeloop.application.ports import (
     AccountCapacity,
     Fleet,
@@ -35,7 +35,6 @@ from claudeloop.domain.loop import ControlCommand
 from claudeloop.domain.steering import AddNote, ProbeNow, RaiseCap, Steer, refusal, waited_now
 
 # What `status` shows of a view: masks what must not be shown (the run's secrets).
-Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
 _ENDED_PHASES = ("complete", "failed")
 _WORKER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 

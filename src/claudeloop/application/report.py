@@ -10,16 +10,16 @@ that reads the same way (the dashboard's index of every run of the machine).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from claudeloop.application import events
 from claudeloop.application.durations import duration_said
 from claudeloop.application.errors import UsageError
 from claudeloop.application.events import event_from
 from claudeloop.application.json_form import JsonObject
+from claudeloop.application.masking import Mask
 from claudeloop.application.pictures import Series, Span
 from claudeloop.application.records import RunRecord
 from claudeloop.application.run_facts import (
@@ -29,8 +29,6 @@ from claudeloop.application.run_facts import (
     run_facts,
     turns_words,
 )
-
-Mask = Callable[[dict[str, Any]], Mapping[str, Any]]
 
 
 class ReportSource(Protocol):

@@ -243,8 +243,10 @@ def worker(
     fleet.worker(engine, slots, per_account, name, lease=lease, work_root=work_root)
 
 
-def register(cli: click.Group, run: click.Command) -> None:
+def register(cli: click.Group) -> None:
     """Add the fleet's commands to `cli`; `queue add` takes `run`'s run options."""
+    from claudeloop.cli.run_commands import run
+
     queue_group.add_command(queue_add(run))
     for command in (fleet_group, queue_group, worker):
         cli.add_command(command)

@@ -197,22 +197,15 @@ def main(argv: list[str] | None = None) -> None:
 
 def register_topic(topic: str, group: click.Group) -> None:
     """Adds the commands of the topic module `topic` to `group`."""
-    module = importlib.import_module(f"claudeloop.cli.{topic}")
-    if topic == "fleet_commands":
-        # `queue add` takes `run`'s options.
-        module.register(group, _run_commands().run)
-    else:
-        module.register(group)
-
-
-def _run_commands() -> Any:
-    return importlib.import_module("claudeloop.cli.run_commands")
+    importlib.import_module(f"claudeloop.cli.{topic}").register(group)
 
 
 def __getattr__(name: str) -> click.Command:
     """`run` and `resume`, kept importable from here, where scripts and tests have found
     them; loaded when asked for."""
     if name in ("run", "resume"):
-        command: click.Command = getattr(_run_commands(), name)
+        from claudeloop.cli import run_commands
+
+        command: click.Command = getattr(run_commands, name)
         return command
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
