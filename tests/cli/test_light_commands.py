@@ -243,3 +243,45 @@ def test_a_command_loads_its_own_topic_and_no_other() -> None:
     assert "claudeloop.cli.inspect_commands" in loaded
     for other in ("run_commands", "setup_commands", "fleet", "steer_commands", "export"):
         assert f"claudeloop.cli.{other}'" not in loaded, other
+
+
+@pytest.mark.parametrize(
+    ("line", "unloaded"),
+    [
+        # The settings as the files hold them: no run's record, no loop, no port.
+        (["config", "show"], ("claudeloop.application.records", "claudeloop.domain.loop")),
+        # A profile that is not defined is refused before a run's events or ports load.
+        (
+            ["run", "--prompt", "x", "--profile", "nosuch"],
+            ("claudeloop.application.ports", "claudeloop.application.events"),
+        ),
+    ],
+    ids=["config show", "run --profile nosuch"],
+)
+def test_the_commands_nearest_their_bar_leave_the_run_s_machinery_unloaded(
+    tmp_path: Path, env: dict[str, str], line: list[str], unloaded: tuple[str, ...]
+) -> None:
+    """The two costliest of these commands (0.3 s of CPU, the bar 0.35 s: bench/commands.py)
+    read the configuration through its pydantic schema; what keeps them under the bar is
+    that nothing a run needs loads beside it."""
+    probe = (
+        "import json, sys\n"
+        "from claudeloop.cli.main import main\n"
+        "try:\n"
+        "    main(json.loads(sys.argv[1]))\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(line)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "claudeloop.adapters.config.loading" in loaded  # it did read the configuration
+    assert loaded.isdisjoint(unloaded), sorted(loaded & set(unloaded))

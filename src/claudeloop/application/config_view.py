@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from claudeloop.application.run_spec import Settings
+if TYPE_CHECKING:
+    from claudeloop.application.run_spec import Settings
 
 
 @dataclass(frozen=True, slots=True)

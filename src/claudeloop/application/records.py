@@ -13,10 +13,8 @@ from claudeloop.domain.limits import LimitPolicies
 from claudeloop.domain.loop import RunState, VerifyRules
 from claudeloop.domain.pause import PauseThresholds
 from claudeloop.domain.plan import WorkPlan
+from claudeloop.domain.verification import DEFAULT_VERIFY_TIMEOUT_SECONDS
 from claudeloop.domain.waiting import WaitPolicyConfig
-
-# How long one verification command may run, by default: ten minutes.
-DEFAULT_VERIFY_TIMEOUT_SECONDS = 600.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ from datetime import timedelta
 from typing import Generic, Literal, TypeVar
 
 from claudeloop.application.durations import DURATION_FORMS
-from claudeloop.application.records import DEFAULT_VERIFY_TIMEOUT_SECONDS
 from claudeloop.application.run_link import DASHBOARD_URL_ACCEPTED
 from claudeloop.domain.completion import DEFAULT_DONE_MARKER
 from claudeloop.domain.confinement import SANDBOX_SWITCHES
@@ -26,6 +25,7 @@ from claudeloop.domain.limits import LIMIT_KINDS, LimitKind
 from claudeloop.domain.overage import PAID_OVERAGE
 from claudeloop.domain.pause import WINDOW_SHORT_NAMES
 from claudeloop.domain.stagnation import DEFAULT_SAME_FAILURE, DEFAULT_STALL_TURNS
+from claudeloop.domain.verification import DEFAULT_VERIFY_TIMEOUT_SECONDS
 from claudeloop.domain.waiting import WaitPolicyConfig
 from claudeloop.domain.watchdog import DEFAULT_SILENCE, LOCAL_SILENCE
 

@@ -19,7 +19,6 @@ from claudeloop.application.launching import (
     resume_run,
     start_run,
 )
-from claudeloop.application.summary import raised_flag
 from claudeloop.cli.bootstrap import checked_run_id
 from claudeloop.cli.output import finish, warn
 from claudeloop.cli.params import working_directory
@@ -41,6 +40,9 @@ class Output:
 def at_its_caps(run_id: str, reached: tuple[ReachedCap, ...], *, cwd: Path | None) -> str:
     """Why a resume sent nothing, in one line: each cap reached, its value and what was
     spent against it, and the command that lifts them all."""
+    # Imported here: the summary loads every port, which `run` refusing its input needs not.
+    from claudeloop.application.summary import raised_flag
+
     caps = "; ".join(_spent_against(cap) for cap in reached)
     words = ["claudeloop", "resume", run_id]
     if cwd is not None:

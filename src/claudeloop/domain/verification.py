@@ -12,6 +12,9 @@ from typing import assert_never
 
 from claudeloop.domain.completion import Blocked, CompletionVerdict, Continue, Done
 
+# How long one verification command may run, by default: ten minutes.
+DEFAULT_VERIFY_TIMEOUT_SECONDS = 600.0
+
 
 @dataclass(frozen=True, slots=True)
 class CheckCommand:
