@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +22,7 @@ import pytest
 from claudeloop.adapters import credentials
 from claudeloop.adapters.claude_code.transcript import cut_off_turn
 from claudeloop.rehearsal import RehearsalServer, load_scenario
-from tests.e2e.preloaded import run_claudeloop
+from tests.e2e.preloaded import Running, run_claudeloop, start_claudeloop
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 # Wait policy compressed like the scenarios: seconds where a real night has minutes.
@@ -85,16 +84,11 @@ class Rehearsal:
     def command(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "claudeloop", *args, "--cwd", str(self.project)]
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
+    def start(self, *args: str) -> Running:
         """`claudeloop ARGS` in the background, in its own process group (so a test can
         kill it and its Claude Code child at once, as a crash or a reboot would)."""
-        return subprocess.Popen(
-            [sys.executable, "-m", "claudeloop", *args, "--cwd", str(self.project), "--json"],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+        return start_claudeloop(
+            [*args, "--cwd", str(self.project), "--json"], self.env, cwd=self.project
         )
 
     def requests(self) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     write_plan,
 )
 from tests.e2e.patience import COMMAND, STATE
+from tests.e2e.preloaded import Running
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +59,7 @@ def stalled(rehearsal: Rehearsal) -> int:
     return len([r for r in rehearsal.requests() if r["gate"] == "stall"])
 
 
-def kill_hard(process: subprocess.Popen[str]) -> None:
+def kill_hard(process: Running) -> None:
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
 
@@ -158,7 +159,7 @@ def test_a_waiting_run_is_shown_refuses_a_second_driver_and_stop_ends_it_without
     plan = write_plan(rehearsal.project)
     runs = rehearsal.project / ".claudeloop" / "runs"
     process = rehearsal.start("run", str(plan), *FAST_WAITS, *AN_HOUR_TO_THE_PROBE)
-    named: subprocess.Popen[str] | None = None
+    named: Running | None = None
     try:
         wait_for(lambda: phase(rehearsal.project) == "waiting", "the run to wait", timeout=STATE)
         (live,) = list(runs.iterdir())

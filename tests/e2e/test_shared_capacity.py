@@ -34,6 +34,7 @@ import pytest
 
 from claudeloop.adapters.shared_capacity import account_key
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, cli_env, wait_for, write_plan
+from tests.e2e.preloaded import Running, start_claudeloop
 
 pytestmark = pytest.mark.e2e
 
@@ -77,7 +78,7 @@ def test_loops_on_one_account_send_nothing_into_a_window_another_found_closed(
 ) -> None:
     state = tmp_path / "shared-state"
     projects = [tmp_path / f"loop{n}" for n in range(1, LOOPS + 1)]
-    loops: list[subprocess.Popen[str]] = []
+    loops: list[Running] = []
 
     def start(number: int) -> None:
         project = projects[number - 1]
@@ -86,18 +87,9 @@ def test_loops_on_one_account_send_nothing_into_a_window_another_found_closed(
         # Each its own HOME (its own Claude Code config), the same account.
         env = cli_env(rehearsal.server.base_url, tmp_path / f"home{number}")
         env["CLAUDELOOP_STATE_DIR"] = str(state)
-        command = [sys.executable, "-m", "claudeloop", "run", str(plan), *FAST_WAITS]
+        command = ["run", str(plan), *FAST_WAITS]
         command += ["--window-probe-interval", "2s", "--cwd", str(project), "--json"]
-        loops.append(
-            subprocess.Popen(
-                command,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
-        )
+        loops.append(start_claudeloop(command, env, cwd=project))
 
     try:
         # Two loops start together and race into the window as it closes; the third
@@ -206,7 +198,7 @@ def test_a_run_beside_a_stuck_holder_of_the_capacity_lock_goes_on_and_answers_si
     lock_path = state / "capacity" / f"{account_key(rehearsal.env, None)}.lock"
     descriptor = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
     fcntl.flock(descriptor, fcntl.LOCK_EX)
-    process: subprocess.Popen[str] | None = None
+    process: Running | None = None
     try:
         plan = write_plan(rehearsal.project)
         process = rehearsal.start("run", str(plan), *FAST_WAITS, "--window-probe-interval", "60s")

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from tests.adapters.test_verification_commands import live_in_group, once_running, until_gone
 from tests.e2e.conftest import Rehearsal, wait_for
+from tests.e2e.preloaded import Running
 from tests.e2e.test_run_directory import kill_hard
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +37,7 @@ def events_of(project: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for log in logs for line in log.read_text().splitlines() if line]
 
 
-def stop_by(how: str, process: subprocess.Popen[str], rehearsal: Rehearsal) -> None:
+def stop_by(how: str, process: Running, rehearsal: Rehearsal) -> None:
     if how == "stop":
         asked = rehearsal.claudeloop("stop")
         assert asked.exit_code == 0, asked.stderr
