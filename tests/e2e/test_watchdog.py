@@ -24,6 +24,7 @@ from tests.e2e.conftest import (
     write_plan,
 )
 from tests.e2e.patience import COMMAND, STATE
+from tests.e2e.preloaded import start_claudeloop
 
 pytestmark = pytest.mark.e2e
 
@@ -153,13 +154,8 @@ def stopped_mid_turn(
 ) -> subprocess.CompletedProcess[str]:
     """`claudeloop COMMAND` on the screen a person sees (no --json), stopped by `how`
     once the rehearsal holds its `in_flight`-th request of turn 2 (its answer hangs)."""
-    process = subprocess.Popen(
-        rehearsal.command(*command),
-        env=rehearsal.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    process = start_claudeloop(
+        [*command, "--cwd", str(rehearsal.project)], rehearsal.env, cwd=rehearsal.project
     )
     try:
         wait_for(
@@ -179,7 +175,7 @@ def stopped_mid_turn(
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    return subprocess.CompletedProcess(list(command), process.wait(), out, err)
 
 
 SIGNALS = [
