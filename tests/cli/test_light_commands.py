@@ -246,24 +246,35 @@ def test_a_command_loads_its_own_topic_and_no_other() -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "unloaded"),
+    ("line", "needed", "unloaded"),
     [
         # The settings as the files hold them: no run's record, no loop, no port.
-        (["config", "show"], ("claudeloop.application.records", "claudeloop.domain.loop")),
+        (
+            ["config", "show"],
+            "claudeloop.adapters.config.loading",
+            ("claudeloop.application.records", "claudeloop.domain.loop"),
+        ),
         # A profile that is not defined is refused before a run's events or ports load.
         (
             ["run", "--prompt", "x", "--profile", "nosuch"],
+            "claudeloop.adapters.config.loading",
             ("claudeloop.application.ports", "claudeloop.application.events"),
         ),
+        # A run's state, without the screen a run draws (rich's live display).
+        (["status"], "claudeloop.cli.inspect", ("claudeloop.cli.display", "rich.live")),
     ],
-    ids=["config show", "run --profile nosuch"],
+    ids=["config show", "run --profile nosuch", "status"],
 )
 def test_the_commands_nearest_their_bar_leave_the_run_s_machinery_unloaded(
-    tmp_path: Path, env: dict[str, str], line: list[str], unloaded: tuple[str, ...]
+    project: Path,
+    env: dict[str, str],
+    line: list[str],
+    needed: str,
+    unloaded: tuple[str, ...],
 ) -> None:
-    """The two costliest of these commands (0.3 s of CPU, the bar 0.35 s: bench/commands.py)
-    read the configuration through its pydantic schema; what keeps them under the bar is
-    that nothing a run needs loads beside it."""
+    """The costliest of these commands (0.3 s of CPU, the bar 0.35 s: bench/commands.py)
+    load what they read; what keeps them under the bar is that nothing a run needs
+    loads beside it."""
     probe = (
         "import json, sys\n"
         "from claudeloop.cli.main import main\n"
@@ -275,7 +286,7 @@ def test_the_commands_nearest_their_bar_leave_the_run_s_machinery_unloaded(
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, json.dumps(line)],
-        cwd=tmp_path,
+        cwd=project,
         env=env,
         capture_output=True,
         text=True,
@@ -283,5 +294,5 @@ def test_the_commands_nearest_their_bar_leave_the_run_s_machinery_unloaded(
         timeout=60,
     )
     loaded = set(json.loads(done.stdout.splitlines()[-1]))
-    assert "claudeloop.adapters.config.loading" in loaded  # it did read the configuration
+    assert needed in loaded  # it did its work
     assert loaded.isdisjoint(unloaded), sorted(loaded & set(unloaded))

@@ -17,7 +17,6 @@ import click
 from claudeloop.application.durations import duration_said, instant_said
 from claudeloop.application.errors import NoRun
 from claudeloop.application.summary import gone_sessions_line, lost_sessions_line
-from claudeloop.cli.display import log_line
 from claudeloop.cli.instants import local_instant
 from claudeloop.cli.output import json_line, print_json
 from claudeloop.cli.params import working_directory
@@ -153,6 +152,10 @@ def print_event_lines(lines: Iterable[bytes], source: str, *, as_json: bool, mas
         if as_json:
             click.echo(text)
         elif isinstance(event, dict):
+            # Here, not above: the screen's renderer loads rich's live display and every
+            # event, which `status` and `runs` (this module's too) need not.
+            from claudeloop.cli.display import log_line
+
             click.echo(log_line(event))
         else:
             click.echo(

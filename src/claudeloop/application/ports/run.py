@@ -8,9 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from claudeloop.application.events import Event
 from claudeloop.application.records import RunRecord
 from claudeloop.domain.capacity import AuthenticationFailed, BackendMisconfigured
 from claudeloop.domain.completion import StructuredVerdict
@@ -22,6 +21,11 @@ from claudeloop.domain.steering import Steer
 from claudeloop.domain.verification import CheckCommand, CheckResult
 from claudeloop.domain.waiting import AnnouncedReset
 from claudeloop.domain.watchdog import SilentTurn
+
+if TYPE_CHECKING:
+    # Only named: the 48 events load with the runner that emits them, not with every
+    # command that reads a port (a read-only command's CPU, bench/commands.py).
+    from claudeloop.application.events import Event
 
 
 @dataclass(frozen=True, slots=True)
