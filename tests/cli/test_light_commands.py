@@ -227,22 +227,37 @@ def test_each_topic_adds_the_commands_the_table_says_and_each_is_found_by_name()
 def test_a_command_loads_its_own_topic_and_no_other() -> None:
     """`claudeloop status` reads a run without describing `run`'s forty options: the
     settings, their records and the domain's loop stay unloaded until needed."""
-    probe = (
-        "import sys\n"
-        "from claudeloop.cli.main import main\n"
-        "try:\n"
-        "    main(['status', '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('claudeloop.cli.')))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = done.stdout.splitlines()[-1]
+    loaded = _modules_loaded(["status", "--help"])
     assert "claudeloop.cli.inspect_commands" in loaded
     for other in ("run_commands", "setup_commands", "fleet", "steer_commands", "export"):
-        assert f"claudeloop.cli.{other}'" not in loaded, other
+        assert f"claudeloop.cli.{other}" not in loaded, other
+
+
+_LOADED = """
+import json, sys
+from claudeloop.cli.main import main
+try:
+    main(json.loads(sys.argv[1]))
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules_loaded(
+    line: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> set[str]:
+    """The modules `claudeloop LINE` had loaded when it ended, in an interpreter of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, json.dumps(line)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
 
 
 @pytest.mark.parametrize(
@@ -275,24 +290,6 @@ def test_the_commands_nearest_their_bar_leave_the_run_s_machinery_unloaded(
     """The costliest of these commands (0.3 s of CPU, the bar 0.35 s: bench/commands.py)
     load what they read; what keeps them under the bar is that nothing a run needs
     loads beside it."""
-    probe = (
-        "import json, sys\n"
-        "from claudeloop.cli.main import main\n"
-        "try:\n"
-        "    main(json.loads(sys.argv[1]))\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe, json.dumps(line)],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    loaded = _modules_loaded(line, cwd=project, env=env)
     assert needed in loaded  # it did its work
     assert loaded.isdisjoint(unloaded), sorted(loaded & set(unloaded))
