@@ -58,13 +58,16 @@ class Machine:
         except (OSError, ValueError):
             return None
 
-    def kinds(self, run_id: str) -> list[str]:
+    def events(self, run_id: str) -> list[dict[str, Any]]:
         try:
             path = self.checkout / ".claudeloop" / "runs" / run_id / "events.jsonl"
             lines = path.read_text().splitlines()
         except OSError:
             return []
-        return [json.loads(line)["type"] for line in lines if line.strip()]
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def kinds(self, run_id: str) -> list[str]:
+        return [event["type"] for event in self.events(run_id)]
 
 
 def machine(of: Fleet, name: str, credentials: str = "oauth") -> Machine:
@@ -352,7 +355,10 @@ def test_a_worker_killed_right_after_a_turn_finished_leaves_that_turn_done_and_p
     turns = [r for r in served["requests"] if r["kind"] == "turn"]
     # Turn 1 was sent once, in one session that B goes on with: B sent turns 2 and 3.
     assert [r["turn"] for r in turns if r["step"] == 0] == [1, 2, 3]
-    assert "turn.interrupted" not in b.kinds(run_id)
+    # Turn 1 is never sent again. On a loaded machine A's run may have begun turn 2 (saved
+    # in flight, its request not sent) before the kill reached it: B says so and sends it.
+    interrupted = [e["turn"] for e in b.events(run_id) if e["type"] == "turn.interrupted"]
+    assert interrupted in ([], [2]), interrupted
     assert finished_turns(b, run_id)[-2:] == [2, 3]
     a_events = [
         json.loads(line)
