@@ -91,6 +91,24 @@ def answered(at: str, request: str, answer_id: str) -> dict[str, Any]:
     return {**answer(at, answer_id), "requestRef": request}
 
 
+def failed(at: str) -> dict[str, Any]:
+    """The CLI's placeholder for an API error, a 429's (measured, CLI 2.1.337)."""
+    entry = answer(at, "req_err", model="<synthetic>")
+    return {**entry, "error": "rate_limit", "isApiErrorMessage": True, "apiErrorStatus": 429}
+
+
+def closed(at: str) -> dict[str, Any]:
+    """What a CLI resuming the session writes, as it starts, for the request its last
+    process sent and never heard answered (measured, CLI 2.1.337)."""
+    entry = answer(at, "req_none", model="<synthetic>")
+    content = [{"type": "text", "text": "No response requested."}]
+    return {
+        **entry,
+        "isApiErrorMessage": False,
+        "message": {**entry["message"], "content": content},
+    }
+
+
 def test_a_request_sent_whose_answer_never_came_is_in_flight(tmp_path: Path) -> None:
     transcript(
         tmp_path,
@@ -115,7 +133,7 @@ def test_a_request_that_failed_and_was_sent_again_is_not_in_flight(tmp_path: Pat
         sent("2026-12-01T12:03:37.100Z", "r2"),
         answered("2026-12-01T12:03:37.200Z", "r2", "req_a"),
         sent("2026-12-01T12:03:37.300Z", "r3"),
-        {**answer("2026-12-01T12:03:37.400Z", "req_err", model="<synthetic>")},  # a 429
+        failed("2026-12-01T12:03:37.400Z"),  # a 429
     )
     cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
     assert cut.in_flight == 0
@@ -226,7 +244,7 @@ def test_a_request_the_crash_cut_off_stays_in_flight_after_a_refused_resend(
         sent("2026-12-01T12:03:33.100Z", "r1"),
         said("2026-12-01T12:03:40.000Z"),  # the prompt of the turn sent again
         sent("2026-12-01T12:03:40.100Z", "r2"),
-        {**answer("2026-12-01T12:03:40.200Z", "req_err", model="<synthetic>")},  # a 429
+        failed("2026-12-01T12:03:40.200Z"),  # a 429
     )
     cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
     assert cut.in_flight == 1
@@ -247,3 +265,29 @@ def test_a_tool_result_while_its_request_is_about_to_go_is_no_new_prompt(
     cut = cut_off_turn(tmp_path, SESSION, CUT_OFF)
     assert cut.in_flight == 0
     assert [request.request_id for request in cut.served] == ["req_a", "req_b"]
+
+
+@pytest.mark.parametrize("closed_first", [True, False], ids=["closed-first", "prompt-first"])
+def test_a_request_the_next_process_closes_itself_was_in_flight_whichever_line_comes_first(
+    tmp_path: Path, closed_first: bool
+) -> None:
+    # Ctrl-C with r1 unanswered; the resume's CLI closes r1 with its own placeholder
+    # (written as it starts, landing before or after its prompt), sends r2, and is
+    # killed; the last resume's CLI has closed r2 too by the time the transcript is read.
+    resumed = [closed("2026-12-01T12:03:40.000Z"), said("2026-12-01T12:03:40.100Z")]
+    transcript(
+        tmp_path,
+        said("2026-12-01T12:03:33.050Z"),
+        sent("2026-12-01T12:03:33.100Z", "r1"),
+        {
+            "type": "queue-operation",
+            "operation": "enqueue",
+            "timestamp": "2026-12-01T12:03:40.050Z",
+        },
+        *(resumed if closed_first else reversed(resumed)),
+        sent("2026-12-01T12:03:40.200Z", "r2"),
+    )
+    assert cut_off_turn(tmp_path, SESSION, CUT_OFF).in_flight == 2
+    with (tmp_path / "projects" / "-tmp-project" / f"{SESSION}.jsonl").open("a") as file:
+        file.write(json.dumps(closed("2026-12-01T12:03:50.000Z")) + "\n")
+    assert cut_off_turn(tmp_path, SESSION, CUT_OFF).in_flight == 2

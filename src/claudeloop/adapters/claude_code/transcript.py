@@ -20,6 +20,12 @@ CLI writes its lines about a tenth of a second late, so a kill can leave the req
 line unwritten: a turn whose last line is a prompt or a tool's result (unless it ended
 the turn, `toolEndsTurn`), or an answer calling a tool, was about to send a request,
 or had sent it, and it counts as in flight too (an estimate errs on the side of spend).
+
+The process that resumes a session whose last request was never answered closes that
+request itself, with a `<synthetic>` answer of its own that names no request and is no
+API error ("No response requested.", measured with CLI 2.1.337, written as it starts
+and landing before or after its prompt's line): that request was in flight when its
+process died, and counts as such whichever line comes first.
 """
 
 from __future__ import annotations
@@ -90,6 +96,12 @@ def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
         main = not entry.get("isSidechain")
         if entry.get("type") == "api-request" and isinstance(entry.get("id"), str):
             waiting[_thread(entry)] = entry["id"]
+        elif entry.get("type") == "assistant" and main and _closes_a_cut_off_request(entry):
+            # The next process's own close of the request a dead one left waiting: that
+            # request went out and no answer came (unless the prompt above counted it).
+            if waiting.get(_MAIN, _RESENT) != _RESENT:
+                abandoned += 1
+                waiting.pop(_MAIN)
         elif entry.get("type") == "assistant":
             reference = entry.get("requestRef")
             threads = [thread for thread, sent in waiting.items() if sent == reference]
@@ -108,7 +120,7 @@ def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
                 # that request died. Its request was in flight, not sent again (a
                 # request the CLI retries itself comes with no new prompt).
                 abandoned += 1
-                waiting[_MAIN] = _FOLLOWS
+                waiting[_MAIN] = _RESENT
             else:
                 waiting.setdefault(_MAIN, _FOLLOWS)  # a prompt or a tool's result
         if answered is not None and answered.request_id not in seen:
@@ -120,6 +132,9 @@ def cut_off_turn(config_dir: Path, session_id: str, since: datetime) -> CutOff:
 _MAIN = json.dumps({"type": "none"})
 # What the main conversation waits for when the next request's own line is not written.
 _FOLLOWS = ""
+# What the main conversation waits for after the prompt of a process that found a request
+# waiting (counted as cut off then): its own request, which no close of that one ends.
+_RESENT = "resent"
 # The tool whose call is the turn's verdict: it ends the turn, no request follows.
 _VERDICT_TOOL = "StructuredOutput"
 
@@ -135,6 +150,17 @@ def _calls_a_tool(entry: Mapping[str, Any]) -> bool:
         and block.get("name") != _VERDICT_TOOL
         for block in content
     )
+
+
+def _closes_a_cut_off_request(entry: Mapping[str, Any]) -> bool:
+    """The CLI's placeholder answer ("No response requested.", measured with 2.1.337)
+    for a request the session's last process sent and never heard answered, written by
+    the process that resumes the session, at its start: a `<synthetic>` answer that
+    names no request and is no API error's (those say `isApiErrorMessage`, `error`)."""
+    message = entry.get("message")
+    model = message.get("model") if isinstance(message, Mapping) else None
+    error = entry.get("isApiErrorMessage") or entry.get("error")
+    return model == _NO_MODEL and not entry.get("requestRef") and not error
 
 
 def _is_prompt(entry: Mapping[str, Any]) -> bool:
