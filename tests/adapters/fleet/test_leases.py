@@ -12,18 +12,28 @@ import pytest
 
 from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.engine import parse_engine
-from claudeloop.adapters.fleet.leases import EVENTS, TRANSCRIPT, Fenced, Leases
+from claudeloop.adapters.fleet.leases import (
+    EVENTS,
+    TRANSCRIPT,
+    Cancelled,
+    Fenced,
+    Leases,
+    NoRoom,
+)
 
 LONG = 3_600_000  # a lease no heartbeat of a test outlives
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def leases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Leases]:
+def engine_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'fleet.sqlite'}"
-    else:
-        url = request.getfixturevalue("postgres_dsn")
-    made = Leases(parse_engine(url, "test"))
+        return f"sqlite:///{tmp_path / 'fleet.sqlite'}"
+    return str(request.getfixturevalue("postgres_dsn"))
+
+
+@pytest.fixture
+def leases(engine_url: str) -> Iterator[Leases]:
+    made = Leases(parse_engine(engine_url, "test"))
     made.ensure_schema()
     made.ensure_schema()  # safe to repeat
     yield made
@@ -92,6 +102,80 @@ def test_a_worker_that_dies_after_winning_a_takeover_passes_those_runs_on_too(
     leases.let_go("w2")  # died before DBOS recovered w1's runs
     assert leases.take_over("w2", "w3", LONG) == ["w2", "w1"]
     assert leases.claim("r1", "w3") > run
+
+
+def test_an_accounts_runs_past_its_limit_wait_until_one_of_them_ends(leases: Leases) -> None:
+    for worker in ("w1", "w2"):
+        leases.start(worker)
+    order = '{"cwd": "/p"}'
+    for run_id in ("r1", "r2", "r3", "other"):
+        leases.add_to_queue(run_id, order, "other" if run_id == "other" else "a", lambda _: None)
+    assert leases.claim("r1", "w1", order, "a", per_account=2) == 1
+    assert leases.claim("r2", "w2", order, "a", per_account=2, driving={"r2"}) == 1
+    with pytest.raises(NoRoom) as full:
+        leases.claim("r3", "w1", order, "a", per_account=2, driving={"r1"})
+    assert (full.value.account, full.value.running) == ("a", 2)
+    assert leases.queue_rows("r3")[0].status == "queued"  # nothing of the claim is kept
+    assert leases.claim("other", "w1", order, "other", per_account=1) == 1  # its own limit
+    leases.mark_cancelled("r3")
+    with pytest.raises(Cancelled):  # cancelled, it is not waiting for anything
+        leases.claim("r3", "w1", order, "a", per_account=2)
+    leases.add_to_queue("r4", order, "a", lambda _: None)
+    leases.ended("r2", "w2", 0)
+    assert leases.claim("r4", "w1", order, "a", per_account=2, driving={"r1"}) == 1
+    # Without a limit (a claudeloop of before, or none asked) nothing is counted.
+    leases.add_to_queue("r5", order, "a", lambda _: None)
+    assert leases.claim("r5", "w2", order, "a") == 1
+
+
+def test_a_worker_back_for_its_own_runs_counts_only_those_it_claimed_again(
+    leases: Leases,
+) -> None:
+    # w1 ran r1 and r2 of one account, stopped, and starts again with a limit of 1: its
+    # runs of before are claimed again one at a time, never both waiting on each other.
+    leases.start("w1")
+    order = '{"cwd": "/p"}'
+    for run_id in ("r1", "r2"):
+        leases.claim(run_id, "w1", order, "a", per_account=2)
+    leases.start("w1")
+    assert leases.claim("r1", "w1", order, "a", per_account=1, driving=set()) == 2
+    with pytest.raises(NoRoom):
+        leases.claim("r2", "w1", order, "a", per_account=1, driving={"r1"})
+    leases.ended("r1", "w1", 0)
+    assert leases.claim("r2", "w1", order, "a", per_account=1, driving=set()) == 2
+
+
+def test_workers_claiming_one_accounts_runs_at_once_start_no_more_than_its_limit(
+    leases: Leases, engine_url: str
+) -> None:
+    # Each worker on a pool of its own, as each worker process has; all at one instant.
+    workers = [Leases(parse_engine(engine_url, "test")) for _ in range(4)]
+    order = '{"cwd": "/p"}'
+    for number in range(len(workers)):
+        leases.start(f"w{number}")
+        leases.add_to_queue(f"r{number}", order, "a", lambda _: None)
+    together = threading.Barrier(len(workers))
+    started: list[str] = []
+    refused: list[str] = []
+
+    def claim(number: int) -> None:
+        together.wait()
+        try:
+            workers[number].claim(f"r{number}", f"w{number}", order, "a", per_account=2)
+            started.append(f"r{number}")
+        except NoRoom:
+            refused.append(f"r{number}")
+
+    racing = [threading.Thread(target=claim, args=(number,)) for number in range(len(workers))]
+    for thread in racing:
+        thread.start()
+    for thread in racing:
+        thread.join()
+    for worker in workers:
+        worker.close()
+    assert (len(started), len(refused)) == (2, 2)
+    running = [row.run_id for row in leases.queue_rows() if row.status == "running"]
+    assert sorted(running) == sorted(started)
 
 
 def test_setting_up_a_fresh_sqlite_file_while_another_connection_writes_waits_for_it(

@@ -4,6 +4,7 @@ directory holds a record, and a directory left without one set aside, never dele
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,32 @@ def test_a_run_whose_directory_is_gone_ends_with_exit_2_and_says_why(tmp_path: P
         f"run r1: cannot start in {tmp_path / 'gone'}: No such file or directory",
         "run r1: exit 2",
     ]
+
+
+def test_a_run_whose_account_is_at_its_limit_waits_for_another_worker_s_run_to_end(
+    tmp_path: Path,
+) -> None:
+    said: list[str] = []
+    mine = drivers(tmp_path, said)  # one run per account
+    other = Leases(parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test"))
+    other.start("w2")
+    other.claim("r1", "w2", '{"cwd": "/elsewhere"}', "a")  # w2 runs the account's one
+    gone = Order(str(tmp_path / "gone"), ["--prompt", "x"], account="a")
+    codes: list[int] = []
+    driving = threading.Thread(target=lambda: codes.append(mine.drive("r2", gone)))
+    driving.start()
+    waiting = "run r2: waits for a slot of account 'a' (1 of its runs running)"
+    deadline = threading.Event()
+    while waiting not in said and driving.is_alive():
+        deadline.wait(0.05)
+    assert said == [waiting]
+    assert other.queue_rows("r2") == []  # not claimed: nothing of it written
+    other.ended("r1", "w2", 0)
+    driving.join(timeout=60)
+    assert codes == [2]
+    assert said[1:] == [f"run r2: cannot start in {tmp_path / 'gone'}: No such file or directory",
+                        "run r2: exit 2"]  # fmt: skip
+    other.close()
 
 
 def test_a_checkout_is_driven_under_the_work_root_and_refused_without_one(

@@ -26,7 +26,7 @@ from typing import NoReturn, TypeVar
 from claudeloop.adapters.fleet import repo, run_archive
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, engine_error
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, lease_holds
-from claudeloop.adapters.fleet.leases import Cancelled, Fenced, Leases
+from claudeloop.adapters.fleet.leases import Cancelled, Fenced, Leases, NoRoom
 from claudeloop.adapters.fleet.queue import Order
 from claudeloop.adapters.fleet.record_sync import RecordSync
 from claudeloop.adapters.fleet.repo import RepoFailed
@@ -116,17 +116,23 @@ class Drivers:
         settings: WorkerSettings,
         leases: Leases,
         boards: BoardRelay | None = None,
+        *,
+        per_account: Callable[[], int | None] | None = None,
     ) -> None:
         """`boards`: the fleet's capacity board this worker serves its runs on
-        PostgreSQL (None: each run shares its machine's file)."""
+        PostgreSQL (None: each run shares its machine's file). `per_account`: the
+        queue's limit of one account's runs at once, as set now (None: this worker's
+        own setting)."""
         self._say = say
         self._settings = settings
         self._leases = leases
         self._boards = boards
+        self._per_account = per_account or (lambda: settings.per_account)
         self._child_env = {**environ, **FleetSeat(lease=settings.lease_file).environment()}
         self._lock = threading.Lock()
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.places: dict[str, Path] = {}  # each running run's directory
+        self.claimed: set[str] = set()  # the runs this life of the worker claimed
         self.cancelled: set[str] = set()
         self.stopping = threading.Event()
 
@@ -145,6 +151,13 @@ class Drivers:
         except Cancelled:
             self._say(f"run {run_id}: cancelled before it started")
             return STOPPED_EXIT
+        try:
+            return self._drive_claimed(run_id, order, cwd, epoch)
+        finally:
+            with self._lock:
+                self.claimed.discard(run_id)
+
+    def _drive_claimed(self, run_id: str, order: Order, cwd: Path, epoch: int) -> int:
         if order.repo is not None:
             try:
                 repo.prepare(order.repo, order.branch, run_id, cwd)
@@ -275,15 +288,43 @@ class Drivers:
         return progress
 
     def _claim(self, run_id: str, order: Order) -> int:
-        """The run this worker's from now (its epoch); Cancelled when it was cancelled."""
+        """The run this worker's from now (its epoch), once its account has room for it
+        (`--per-account`, counted across the fleet); Cancelled when it was cancelled."""
         me = self._settings.executor_id
         data = json.dumps(order.to_json())
-        try:
-            return self._retried(
-                run_id, lambda: self._leases.claim(run_id, me, data, order.account)
-            )
-        except Fenced:
-            self._hold()
+        told = False
+        while True:
+            try:
+                epoch = self._retried(
+                    run_id,
+                    lambda: self._leases.claim(
+                        run_id,
+                        me,
+                        data,
+                        order.account,
+                        per_account=self._per_account(),
+                        driving=self._claimed(),
+                    ),
+                )
+            except Fenced:
+                self._hold()
+            except NoRoom as full:
+                if not told:
+                    self._say(
+                        f"run {run_id}: waits for a slot of account {order.account!r}"
+                        f" ({full.running} of its runs running)"
+                    )
+                    told = True
+                if self.stopping.wait(POLL_SECONDS):
+                    self._hold()  # not started: the next worker takes it from the queue
+                continue
+            with self._lock:
+                self.claimed.add(run_id)
+            return epoch
+
+    def _claimed(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self.claimed)
 
     def _still_holds(self, run_id: str, epoch: int) -> bool:
         return self._retried(run_id, lambda: self._leases.holds(run_id, epoch))
@@ -293,7 +334,7 @@ class Drivers:
         while True:
             try:
                 return ask()
-            except (Fenced, Cancelled):
+            except (Fenced, Cancelled, NoRoom):
                 raise
             except Exception as error:  # SQLAlchemy's errors, of either driver
                 self._say(

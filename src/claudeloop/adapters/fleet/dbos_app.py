@@ -245,6 +245,15 @@ def launch(settings: WorkerSettings) -> None:
             ) from None
 
 
+def per_account() -> int | None:
+    """The runs of one account the queue lets run at once, as its database holds it
+    now (the worker started last set it); None: no limit."""
+    from dbos import DBOS
+
+    queue = DBOS.retrieve_queue(QUEUE)
+    return None if queue is None else queue.partition_concurrency
+
+
 def hand_back(workers: list[str]) -> list[str]:
     """Hand the runs pending under these (dead) workers' executor ids back to the runs'
     queue, for any live worker to take; returns their ids. Each is looked at again just
@@ -314,6 +323,9 @@ class DbosQueue:
 
     def launch(self, settings: WorkerSettings) -> None:
         launch(settings)
+
+    def per_account(self) -> int | None:
+        return per_account()
 
     def hand_back(self, workers: list[str]) -> list[str]:
         return hand_back(workers)

@@ -37,17 +37,27 @@ alone import this module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.lease_tables import DEFAULT_LEASE_MS, REQUESTS_TABLE, LeaseTables
 from claudeloop.application.ports import AccountCapacity
 
+if TYPE_CHECKING:
+    from claudeloop.adapters.fleet.connections import Transaction
+
 # Dead: let go on purpose (its heartbeat set to 0), or silent past its own lease while
 # the judge (`:up_for` ms without a break on its side) could have seen it beat.
 _DEAD = "taken_by IS NULL AND (beat_at = 0 OR (beat_at < :now - lease_ms AND lease_ms <= :up_for))"
+
+
+def _account_lock(account: str) -> int:
+    """The PostgreSQL advisory lock (a signed 64-bit key) its account's claims take."""
+    digest = hashlib.blake2b(f"claudeloop account {account}".encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 class Fenced(RuntimeError):
@@ -56,6 +66,15 @@ class Fenced(RuntimeError):
 
 class Cancelled(RuntimeError):
     """The run was cancelled before this worker could start it."""
+
+
+class NoRoom(RuntimeError):
+    """The run's account has as many runs running as its limit allows: the run waits."""
+
+    def __init__(self, account: str, running: int) -> None:
+        super().__init__(f"account {account!r} has {running} runs running")
+        self.account = account
+        self.running = running
 
 
 # A run's status in claudeloop_queue (the module's docstring says who writes each).
@@ -194,17 +213,36 @@ class Leases(LeaseTables):
 
     # Runs
 
-    def claim(self, run_id: str, me: str, order: str | None = None, account: str = "") -> int:
+    def claim(
+        self,
+        run_id: str,
+        me: str,
+        order: str | None = None,
+        account: str = "",
+        *,
+        per_account: int | None = None,
+        driving: Collection[str] = (),
+    ) -> int:
         """This worker drives the run from now: a new epoch, and the run `running` under
         it in the queue; Fenced when this worker itself was taken over, Cancelled when
         the run was. `order` (its JSON) and `account`: the run's row is made with them
-        when the queue has none (a run queued by a claudeloop of before)."""
+        when the queue has none (a run queued by a claudeloop of before).
+
+        `per_account`: NoRoom, nothing changed, when the account already has that many
+        runs running, counted under the database's write lock. The engine's queue hands
+        out no more than that, but on SQLite it counts outside its transaction, so
+        workers taking at the same instant can each see room: this count is the one
+        that holds. A run this worker holds from a life before (`driving` lacks it) is
+        not counted: it is being claimed again, one at a time, like this one."""
         with self._begin() as c:
+            # A write first: on SQLite it takes the database's write lock for the whole
+            # transaction (a read first would not), so no other claim counts meanwhile.
             alive = c.execute(
-                ("SELECT 1 FROM claudeloop_workers WHERE worker = :me AND taken_by IS NULL"),
+                "UPDATE claudeloop_workers SET beat_at = beat_at"
+                " WHERE worker = :me AND taken_by IS NULL",
                 {"me": me},
-            ).first()
-            if alive is None:
+            ).rowcount
+            if alive != 1:
                 raise Fenced(f"worker {me} was taken over")
             cancelled = c.execute(
                 f"SELECT 1 FROM claudeloop_queue WHERE run_id = :r AND status = '{CANCELLED}'",
@@ -212,6 +250,10 @@ class Leases(LeaseTables):
             ).first()
             if cancelled is not None:
                 raise Cancelled(f"run {run_id} was cancelled")
+            if per_account is not None:
+                running = self._running_for(c, account, run_id, me, driving)
+                if running >= per_account:
+                    raise NoRoom(account, running)
             if order is None:
                 c.execute(
                     f"UPDATE claudeloop_queue SET status = '{RUNNING}', worker = :me,"
@@ -240,6 +282,19 @@ class Leases(LeaseTables):
                 ("SELECT epoch FROM claudeloop_runs WHERE run_id = :r"), {"r": run_id}
             ).scalar_one()
             return int(epoch)
+
+    def _running_for(
+        self, c: Transaction, account: str, run_id: str, me: str, driving: Collection[str]
+    ) -> int:
+        """The account's other runs running: under other workers, or driven by `me`."""
+        if self.kind == "postgresql":  # one claim of the account at a time
+            c.execute("SELECT pg_advisory_xact_lock(:key)", {"key": _account_lock(account)})
+        rows = c.execute(
+            f"SELECT run_id, worker FROM claudeloop_queue WHERE account = :a"
+            f" AND status = '{RUNNING}' AND run_id <> :r",
+            {"a": account, "r": run_id},
+        )
+        return sum(1 for other, worker in rows if worker != me or other in driving)
 
     def holds(self, run_id: str, epoch: int) -> bool:
         rows = self._rows(

@@ -81,6 +81,11 @@ class QueueEngine(Protocol):
         unfinished runs first. FleetUnavailable."""
         ...
 
+    def per_account(self) -> int | None:
+        """The runs of one account the queue lets run at once, as set now (by the worker
+        started last; None: no limit); the database's errors as they come."""
+        ...
+
     def hand_back(self, workers: list[str]) -> list[str]:
         """The runs these dead workers had taken, back in the queue for any live worker;
         their ids."""

@@ -135,11 +135,16 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         raise FleetUnavailable(
             f"engine {settings.engine.masked_url}: {engine_error(error)}"
         ) from None
+    engine = queue_engine(settings.engine)
     drivers = Drivers(
-        say, child_environment(os.environ), settings, leases, _board_relay(settings.engine)
+        say,
+        child_environment(os.environ),
+        settings,
+        leases,
+        _board_relay(settings.engine),
+        per_account=engine.per_account,
     )
     pool = leases.pool if settings.engine.kind == "postgresql" else None
-    engine = queue_engine(settings.engine)
 
     def drive(run_id: str, order: dict[str, Any]) -> int:
         """The run driven; its end said in claudeloop's queue (failed: it raised)."""
