@@ -58,9 +58,12 @@ class Interrupts:
     signal: Interrupt = Interrupt.CTRL_C
     go: anyio.Event = field(default_factory=anyio.Event)
 
+    yielded: int = 0
+
     async def each(self) -> AsyncIterator[Interrupt]:
         await self.go.wait()
         for _ in range(self.count):
+            self.yielded += 1
             yield self.signal
         await anyio.sleep_forever()
 
@@ -184,6 +187,28 @@ def test_a_second_interrupt_ends_the_run_at_once_with_the_saved_state_kept(
     assert p.files.saved[-1].state.outcome is None
     assert p.summaries == [ended]
     assert (p.closed, p.gateway.closed) == (1, True)
+
+
+def test_a_second_interrupt_while_the_processes_are_ended_lets_them_be_ended() -> None:
+    # A worker's stop reaches its run twice as the run closes: the gateway still ends
+    # its Claude Code processes (inside the event loop that started them), and the run
+    # that was done stays done.
+    p = parts(verdict_turn(complete=True))
+    interrupts = Interrupts(2)
+
+    async def close() -> tuple[str, ...]:
+        interrupts.go.set()
+        while interrupts.yielded < 2:  # the second came: the drive is cancelled
+            await anyio.sleep(0)
+        await anyio.sleep(0)  # ending a process takes a moment
+        p.gateway.closed = True
+        return ()
+
+    p.gateway.close = close  # type: ignore[method-assign]
+    ended = drive_run(wired(p, interrupts), record(), resumed=False)
+    assert p.gateway.closed
+    assert (ended.state.outcome, ended.state.exit_code) == (Outcome.DONE, 0)
+    assert p.summaries == [ended]
 
 
 def test_a_full_disk_ends_the_run_failed_and_says_so_where_it_can() -> None:

@@ -550,6 +550,25 @@ def test_a_second_interrupt_keeps_the_first_signals_exit_code() -> None:
     assert transition.state.exit_code == 143
 
 
+@pytest.mark.parametrize(
+    ("interrupt", "code"), [(None, 0), (Interrupt.TERMINATE, 143)], ids=["done", "stopped"]
+)
+def test_a_second_interrupt_after_the_runs_end_was_saved_leaves_that_end(
+    interrupt: Interrupt | None, code: int
+) -> None:
+    # The second signal came as the run closed: its end saved, it stays the run's end.
+    ended = (
+        after_turn(RUNNING, Available(), Done("shipped it")).state
+        if interrupt is None
+        else decide_on_interrupt(RUNNING, interrupt).state
+    )
+    transition = decide_on_second_interrupt(ended, Interrupt.CTRL_C)
+    assert transition.state == ended
+    assert ended.outcome is not None
+    assert transition.decision == Finish(ended.outcome, ended.reason, interrupt)
+    assert transition.state.exit_code == code
+
+
 def test_a_run_that_has_not_ended_would_exit_as_failed() -> None:
     assert RUNNING.exit_code == 1
 

@@ -94,7 +94,13 @@ def drive_run(
             except OSError as error:
                 final.append(_failed(run, record, error))
             finally:
-                await run.gateway.close()
+                # Shielded from a second interrupt, which ends the drive at once: the
+                # Claude Code processes are still ended (at once, or within the exit
+                # grace the gateway gives them) inside this event loop. One left to the
+                # loop's end is reaped by nobody, and its transport's finalizer prints
+                # a traceback where the run's output goes.
+                with anyio.CancelScope(shield=True):
+                    await run.gateway.close()
                 group.cancel_scope.cancel()
 
     try:

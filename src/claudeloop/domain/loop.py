@@ -670,7 +670,11 @@ def decide_on_second_interrupt(state: RunState, interrupt: Interrupt | None = No
     """A second Ctrl-C (or SIGTERM) ends the run at once, wherever it was: a turn is cut
     off, a wait left. The state saved before it stays the truth a resume continues from;
     this is what the run tells of its end (the summary, the exit code: `interrupt`'s,
-    the first signal's)."""
+    the first signal's). A run whose end was saved already (the second came as it
+    closed) ended as it was saved: done is not undone by a signal after it."""
+    if state.outcome is not None:
+        saved = Finish(outcome=state.outcome, reason=state.reason, interrupt=state.interrupt)
+        return Transition(state, saved)
     return _finish(
         replace(state, interrupt=interrupt),
         Outcome.STOPPED,

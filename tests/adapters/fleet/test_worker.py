@@ -4,6 +4,8 @@ directory holds a record, and a directory left without one set aside, never dele
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -113,6 +115,43 @@ def test_a_run_whose_account_is_at_its_limit_waits_for_another_worker_s_run_to_e
     assert said[1:] == [f"run r2: cannot start in {tmp_path / 'gone'}: No such file or directory",
                         "run r2: exit 2"]  # fmt: skip
     other.close()
+
+
+HEARS = """
+import signal, sys, time
+def heard(number, _frame):
+    with open(sys.argv[1], "a") as out:
+        out.write(signal.Signals(number).name + "\\n")
+signal.signal(signal.SIGTERM, heard)
+signal.signal(signal.SIGINT, heard)
+open(sys.argv[1], "a").close()
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_workers_stop_reaches_its_runs_as_sigterm_then_sigint(tmp_path: Path) -> None:
+    # A run takes a SIGTERM after the first for the same stop (a stop sent to the
+    # worker's whole group reaches it twice); the second stop must end it at once.
+    mine = drivers(tmp_path, [])
+    heard = tmp_path / "heard"
+    child = subprocess.Popen([sys.executable, "-c", HEARS, str(heard)])
+    try:
+        while not heard.exists():
+            threading.Event().wait(0.05)
+        mine.children["r1"] = child
+        mine.stop(forward=True)
+        while heard.read_text().splitlines() != ["SIGTERM"]:
+            threading.Event().wait(0.05)
+        mine.stop(forward=True)
+        while len(heard.read_text().splitlines()) < 2:
+            threading.Event().wait(0.05)
+        assert heard.read_text().splitlines() == ["SIGTERM", "SIGINT"]
+        mine.stop(forward=False)  # the terminal's Ctrl-C reached the run itself
+        assert heard.read_text().splitlines() == ["SIGTERM", "SIGINT"]
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_checkout_is_driven_under_the_work_root_and_refused_without_one(

@@ -376,13 +376,16 @@ class Drivers:
 
     def stop(self, *, forward: bool) -> None:
         """Take no new run; bring the running ones to a safe point (a second time: end
-        them at once, as a second Ctrl-C does). `forward`: send the children SIGTERM,
-        unless the signal reached them already."""
+        them at once, as a second Ctrl-C does). `forward`: send the children the stop,
+        unless the signal reached them already: SIGTERM, and the second time SIGINT (a
+        run of a worker takes a SIGTERM after the first for the same stop, which a
+        signal to the worker's whole process group delivers twice: adapters/interrupts.py)."""
         with self._lock:
+            again = self.stopping.is_set()
             self.stopping.set()
             if forward:
                 for child in self.children.values():
-                    _signal(child, signal.SIGTERM)
+                    _signal(child, signal.SIGINT if again else signal.SIGTERM)
 
     def cancel(self, run_id: str) -> None:
         with self._lock:

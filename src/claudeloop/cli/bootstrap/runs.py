@@ -148,7 +148,7 @@ def wire_run(
         runner=runner,
         gateway=chosen_gateway,
         files=directory,
-        interrupts=SignalInterrupts(),
+        interrupts=SignalInterrupts(terminate_once=seat.unattended),
         failure_sinks=(log, view),
         write_summary=directory.write_summary,
         # What the run tells from here (summary.md, --json) is what state.json says.
