@@ -159,6 +159,12 @@ def fleet(rehearsal: Rehearsal, engine: str, tmp_path: Path) -> Iterator[Fleet]:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait(timeout=10)
+    # What a worker and its runs said is lines, never a traceback (a run stopped as it
+    # closed once printed asyncio's, of a Claude Code process its event loop outlived).
+    for log in sorted(root.glob("worker-*.log")):
+        said = log.read_text()
+        assert "Traceback" not in said, f"{log}:\n{said}"
+        assert "Exception ignored" not in said, f"{log}:\n{said}"
 
 
 def run_record(project: Path, run_id: str) -> dict[str, Any]:

@@ -68,6 +68,40 @@ def quiet_dbos() -> Iterator[None]:
         logger.disabled = was
 
 
+class _OneLine(logging.Filter):
+    """What DBOS logs while a worker runs, in one line each, no traceback; a run's
+    cancel, which the worker says itself, not at all."""
+
+    def __init__(self, cancelled: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self._cancelled = cancelled
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is None:
+            return True
+        _, error, _ = record.exc_info
+        if isinstance(error, self._cancelled):
+            return False
+        if error is not None:
+            record.msg = f"{record.getMessage()} {engine_error(error)}"
+            record.args = None
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+def logs_in_one_line() -> None:
+    """DBOS's logger (stdlib logging, under its name) says its failures in one line."""
+    from dbos import error as dbos_errors
+
+    cancelled = (
+        dbos_errors.DBOSAwaitedWorkflowCancelledError,
+        dbos_errors.DBOSWorkflowCancelledError,
+    )
+    logger = logging.getLogger("dbos")
+    if not any(isinstance(each, _OneLine) for each in logger.filters):
+        logger.addFilter(_OneLine(cancelled))
+
+
 def migrate(engine: Engine) -> None:
     """DBOS's own tables in the engine's database; safe to repeat and to race."""
     from dbos import DBOS
@@ -229,6 +263,7 @@ def launch(settings: WorkerSettings) -> None:
     queue, `slots` at once and `per_account` per account."""
     from dbos import DBOS
 
+    logs_in_one_line()
     with quiet_dbos():
         try:
             DBOS.launch()
