@@ -44,6 +44,8 @@ tree above, a run's outcome with its reason, or something the loop goes on witho
   one name; the run is handed back, or the worker says so in one line.
 - `Cancelled`: a fleet's run cancelled before its worker could start it; the worker
   says so in one line and does not start it.
+- `NoRoom`: a fleet's run whose account has its limit of runs running; the worker
+  says so in one line and starts it once one of them ends.
 - `BoardBusy`, `BoardUnavailable`: the capacity board could not be read or written; the
   loop goes on alone and says so.
 - `NotifyUnavailable`: notifications configured that cannot be sent; a UsageError at
