@@ -25,6 +25,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from claudeloop.adapters.fleet.engine import parse_engine
+from claudeloop.adapters.fleet.leases import CANCELLED, FAILED, FINISHED, Leases
 from claudeloop.adapters.fleet.worker import WORKER_APPLICATION
 from claudeloop.adapters.shared_capacity import account_key
 from tests.e2e.conftest import FAST_WAITS, Rehearsal, cli_env, wait_for, write_plan
@@ -33,6 +35,7 @@ from tests.postgres_server import PostgresServer
 pytestmark = pytest.mark.e2e
 
 RUN_OPTIONS = ["--permission-mode", "bypassPermissions", *FAST_WAITS]
+ENDED = (FINISHED, FAILED, CANCELLED)  # a run's status in claudeloop's queue, ended
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -148,6 +151,20 @@ class Fleet:
         runs = self.runs()
         return [runs[run_id]["state"] for run_id in run_ids]
 
+    def ended(self, run_ids: list[str]) -> bool:
+        """Whether the queue has each run ended (finished, failed or cancelled), read
+        from its table in the engine: what to poll, where polling `queue ls` would start
+        a process every tenth of a second, a CPU's worth beside the runs it waits for.
+        What the user sees of them is asserted once after, with `states`."""
+        looking = Leases(parse_engine(self.engine, "test"), pooled=False)
+        try:
+            statuses = {row.run_id: row.status for row in looking.queue_rows()}
+        except Exception:  # the database set up by the first `queue add`, or away
+            return False
+        finally:
+            looking.close()
+        return all(statuses.get(run_id) in ENDED for run_id in run_ids)
+
 
 @pytest.fixture
 def fleet(rehearsal: Rehearsal, engine: str, tmp_path: Path) -> Iterator[Fleet]:
@@ -214,7 +231,8 @@ def test_one_worker_with_two_slots_finishes_three_runs_never_more_than_two_at_on
     assert cancelled.returncode == 0, cancelled.stderr
     worker = fleet.worker("--slots", "2", "--per-account", "2")
     try:
-        wait_for(lambda: fleet.states(run_ids[:3]) == ["done"] * 3, "the three runs to finish", 120)
+        wait_for(lambda: fleet.ended(run_ids[:3]), "the three runs to finish", 120)
+        assert fleet.states(run_ids) == ["done"] * 3 + ["cancelled"]
     finally:
         code = stop(worker)
     assert code == 130
@@ -277,7 +295,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_resumes_on_its_session(
     second = fleet.worker()
     try:
         wait_for(lambda: finished(project, run_id), "the run to finish", 120)
-        wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
+        wait_for(lambda: fleet.ended([run_id]), "the queue to say so", 30)
+        assert fleet.states([run_id]) == ["done"]
     finally:
         stop(second)
     after = run_record(project, run_id)
@@ -327,7 +346,8 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
     assert asked.returncode == 0, asked.stderr
     wait_for(lambda: finished(cancelled, cancelled_id), "the cancelled run to stop")
     assert run_record(cancelled, cancelled_id)["state"]["outcome"] == "stopped"
-    wait_for(lambda: fleet.states([stopped_id]) == ["exit 130"], "the stopped run to end", 60)
+    wait_for(lambda: fleet.ended([stopped_id]), "the stopped run to end", 60)
+    assert fleet.states([stopped_id]) == ["exit 130"]
     assert run_record(stopped, stopped_id)["state"]["outcome"] == "stopped"
 
     # Followed from the other machine across the hand-back, to its end on the second worker.
@@ -352,7 +372,8 @@ def test_a_cancelled_run_and_one_stopped_from_elsewhere_end_and_sigterm_hands_on
     try:
         fleet.rehearsal.server.lift()
         wait_for(lambda: finished(kept, kept_id), "the run to finish", 120)
-        wait_for(lambda: fleet.states([kept_id]) == ["done"], "the queue to say so", 30)
+        wait_for(lambda: fleet.ended([kept_id]), "the queue to say so", 30)
+        assert fleet.states([kept_id]) == ["done"]
         _, err = following.communicate(timeout=30)  # ended on its own with the run
     finally:
         stop(second)

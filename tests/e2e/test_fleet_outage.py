@@ -133,7 +133,8 @@ def test_workers_outlive_database_outages_and_every_run_finishes_once(
         back = outage(own_server, url, 6)
         wait_for(lambda: all(finished(p, r) for p, r in pairs), "every run to finish", 180)
         watched(url, back)
-        wait_for(lambda: fleet.states(run_ids) == ["done"] * 3, "the queue to say so", 60)
+        wait_for(lambda: fleet.ended(run_ids), "the queue to say so", 60)
+        assert fleet.states(run_ids) == ["done"] * 3
         assert [worker.poll() for worker in workers] == [None] * WORKERS  # all serving
         logs = "".join((root / f"worker-{n}.log").read_text() for n in range(WORKERS))
         assert "fenced" not in logs

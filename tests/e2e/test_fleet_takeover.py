@@ -199,7 +199,8 @@ def test_a_paused_workers_waiting_run_is_taken_over_and_the_paused_one_is_fenced
             "B to take runs again",
             60,
         )
-        wait_for(lambda: fleet.states([run_id]) == ["done"], "the queue to say so", 30)
+        wait_for(lambda: fleet.ended([run_id]), "the queue to say so", 30)
+        assert fleet.states([run_id]) == ["done"]
         assert first.poll() is None
         os.killpg(first.pid, signal.SIGTERM)
         assert first.wait(timeout=60) == 130
@@ -281,7 +282,8 @@ def test_a_repo_run_works_in_a_clone_and_pushes_its_branch_after_each_turn(
             lambda: any(r["gate"] for r in fleet.rehearsal.requests()), "turn 2 to be refused", 90
         )
         fleet.rehearsal.server.lift()
-        wait_for(lambda: fleet.states([run_id]) == ["done"], "the run to finish", 120)
+        wait_for(lambda: fleet.ended([run_id]), "the run to finish", 120)
+        assert fleet.states([run_id]) == ["done"]
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=60)
