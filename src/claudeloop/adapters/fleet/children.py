@@ -25,6 +25,7 @@ from typing import NoReturn, TypeVar
 
 from claudeloop.adapters.fleet import repo, run_archive
 from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE, engine_error
+from claudeloop.adapters.fleet.forks import Child, ForkServer
 from claudeloop.adapters.fleet.lease_file import FENCED_EXIT, lease_holds
 from claudeloop.adapters.fleet.leases import Cancelled, Fenced, Leases, NoRoom
 from claudeloop.adapters.fleet.queue import Order
@@ -43,7 +44,12 @@ from claudeloop.adapters.run_directory.control import steer_from_json
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.shared_capacity.board_link import BoardRelay
-from claudeloop.application.fleet_seat import SEAT_VARIABLES, FleetSeat
+from claudeloop.application.fleet_seat import (
+    BOARD_VARIABLE,
+    SEAT_VARIABLES,
+    SYNC_VARIABLE,
+    FleetSeat,
+)
 from claudeloop.domain.loop import ControlCommand
 
 T = TypeVar("T")
@@ -118,19 +124,22 @@ class Drivers:
         boards: BoardRelay | None = None,
         *,
         per_account: Callable[[], int | None] | None = None,
+        forks: ForkServer | None = None,
     ) -> None:
         """`boards`: the fleet's capacity board this worker serves its runs on
         PostgreSQL (None: each run shares its machine's file). `per_account`: the
         queue's limit of one account's runs at once, as set now (None: this worker's
-        own setting)."""
+        own setting). `forks`: where its runs are forked from, ready (forks.py; None,
+        or a run it cannot fork: started afresh)."""
         self._say = say
         self._settings = settings
         self._leases = leases
         self._boards = boards
         self._per_account = per_account or (lambda: settings.per_account)
+        self._forks = forks
         self._child_env = {**environ, **FleetSeat(lease=settings.lease_file).environment()}
         self._lock = threading.Lock()
-        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.children: dict[str, Child] = {}
         self.places: dict[str, Path] = {}  # each running run's directory
         self.claimed: set[str] = set()  # the runs this life of the worker claimed
         self.cancelled: set[str] = set()
@@ -203,17 +212,23 @@ class Drivers:
         )
         passed = tuple(end.fileno() for end in (theirs, board_theirs) if end is not None)
         env = {**self._child_env, **seat.environment()}
+        told = {SYNC_VARIABLE: theirs.fileno()}
+        if board_theirs is not None:
+            told[BOARD_VARIABLE] = board_theirs.fileno()
         with self._lock, theirs, board_theirs or contextlib.nullcontext():
-            child = None
+            child: Child | None = None
             if not self.stopping.is_set():
                 try:
-                    child = subprocess.Popen(
-                        command,
-                        cwd=cwd,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        pass_fds=passed,
-                    )
+                    if self._forks is not None:
+                        child = self._forks.start(command, env=env, cwd=cwd, told=told)
+                    if child is None:
+                        child = subprocess.Popen(
+                            command,
+                            cwd=cwd,
+                            env=env,
+                            stdin=subprocess.DEVNULL,
+                            pass_fds=passed,
+                        )
                 except OSError as error:  # its directory is gone, or not on this machine
                     _close(ours, board_ours)
                     self._say(f"run {run_id}: cannot start in {cwd}: {error.strerror}")
@@ -454,6 +469,6 @@ def _close(*ends: socket.socket | None) -> None:
             end.close()
 
 
-def _signal(child: subprocess.Popen[bytes], which: signal.Signals) -> None:
+def _signal(child: Child, which: signal.Signals) -> None:
     if child.poll() is None:
         child.send_signal(which)

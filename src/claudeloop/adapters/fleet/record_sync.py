@@ -8,7 +8,6 @@ import gzip
 import json
 import os
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from claudeloop.adapters.fleet import run_archive
 from claudeloop.adapters.fleet.engine import engine_error
+from claudeloop.adapters.fleet.forks import Child
 from claudeloop.adapters.fleet.lease_file import REFUSED, STORED, stop_tree
 from claudeloop.adapters.fleet.leases import EVENTS, TRANSCRIPT, Fenced, Leases
 from claudeloop.adapters.fleet.worker_settings import POLL_SECONDS
@@ -51,7 +51,7 @@ class RecordSync:
         run_id: str,
         cwd: Path,
         epoch: int,
-        child: subprocess.Popen[bytes],
+        child: Child,
     ) -> None:
         self._leases = leases
         self._executor_id = executor_id

@@ -47,6 +47,7 @@ from typing import Any, NoReturn
 
 from claudeloop.adapters.fleet.children import Drivers, child_environment
 from claudeloop.adapters.fleet.engine import Engine, engine_error
+from claudeloop.adapters.fleet.forks import ForkServer
 from claudeloop.adapters.fleet.heartbeat import Heartbeat, answer_within
 from claudeloop.adapters.fleet.lease_file import stop_tree
 from claudeloop.adapters.fleet.leases import Leases
@@ -136,6 +137,8 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
             f"engine {settings.engine.masked_url}: {engine_error(error)}"
         ) from None
     engine = queue_engine(settings.engine)
+    # Its runs forked ready from a process with their environment, not the worker's.
+    forks = ForkServer(child_environment(os.environ))
     drivers = Drivers(
         say,
         child_environment(os.environ),
@@ -143,6 +146,7 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         leases,
         _board_relay(settings.engine),
         per_account=engine.per_account,
+        forks=forks,
     )
     pool = leases.pool if settings.engine.kind == "postgresql" else None
 
@@ -176,7 +180,10 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
         f"lease {settings.lease_seconds:g} s); stop with Ctrl-C or SIGTERM"
     )
 
-    return _until_stopped(settings, drivers, heartbeat, leases, say, engine=engine)
+    try:
+        return _until_stopped(settings, drivers, heartbeat, leases, say, engine=engine)
+    finally:
+        forks.close()
 
 
 def _board_relay(engine: Engine) -> BoardRelay | None:
