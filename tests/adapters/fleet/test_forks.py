@@ -123,3 +123,24 @@ def test_neither_the_server_nor_its_runs_hold_the_workers_secret_environment(
         assert run.wait(timeout=60) == 143
     finally:
         server.close()
+
+
+def test_a_closed_server_ends_and_a_run_asked_after_is_left_to_start_afresh(
+    tmp_path: Path,
+) -> None:
+    server = ForkServer({**os.environ, "PYTHONPATH": str(Path.cwd())})
+    assert server.pid is None  # nothing started until a run is asked for
+    said = tmp_path / "said.json"
+    run = server.start(
+        [sys.executable, "-m", RUN, str(said), "-1"], env=dict(os.environ), cwd=tmp_path
+    )
+    assert run is not None
+    report(said)
+    pid = server.pid
+    assert pid is not None
+    server.close()
+    with pytest.raises(ProcessLookupError):  # ended, and waited for
+        os.kill(pid, 0)
+    assert run.poll() is None  # the run it forked goes on
+    assert server.start([sys.executable, "-m", RUN, "x", "0"], env={}, cwd=tmp_path) is None
+    os.kill(run.pid, signal.SIGTERM)

@@ -165,13 +165,12 @@ class ForkServer:
         return answer
 
     def close(self) -> None:
-        """The server ends (the runs it forked go on); it is waited for."""
-        with self._lock:
-            self._gone = True
-            if self._socket is not None:
-                with contextlib.suppress(OSError):
-                    self._socket.shutdown(socket.SHUT_RDWR)
-                self._socket.close()
+        """The server ends (the runs it forked go on); it is waited for. Not under the
+        lock: a run being started as the worker stops is answered None by the end."""
+        self._gone = True
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.shutdown(socket.SHUT_RDWR)
         if self._server is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._server.wait(timeout=5)
@@ -234,6 +233,17 @@ def serve(control_fd: int) -> None:
     watching = selectors.DefaultSelector()
     watching.register(control, selectors.EVENT_READ)
     watching.register(wake_read, selectors.EVENT_READ)
+    closed = (control_fd, wake_read, wake_write, watching.fileno())  # in each run
+    with contextlib.suppress(OSError):  # the worker's end closed: the server ends
+        _serve(control, watching, wake_read, closed)
+
+
+def _serve(
+    control: socket.socket,
+    watching: selectors.BaseSelector,
+    wake_read: int,
+    closed: tuple[int, ...],
+) -> None:
     running = 0
     while True:
         for key, _ in watching.select():
@@ -243,7 +253,6 @@ def serve(control_fd: int) -> None:
                     return
                 for fd in fds:
                     os.set_inheritable(fd, False)  # the run's, not its own processes'
-                closed = (control_fd, wake_read, wake_write, watching.fileno())
                 answer = _fork(json.loads(message), fds, keep_closed=closed)
                 running += "started" in answer
                 control.send(json.dumps(answer).encode())
