@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from claudeloop.adapters.fleet.children import child_environment
+from claudeloop.adapters.fleet.engine import ENGINE_VARIABLE
 from claudeloop.adapters.fleet.forks import ForkServer
 
 RUN = "tests.adapters.fleet.forked_run"
@@ -101,18 +103,15 @@ def test_a_run_whose_folder_is_gone_is_refused_as_popen_would(
 
 
 def test_neither_the_server_nor_its_runs_hold_the_workers_secret_environment(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    worker_only = "CLAUDELOOP_ENGINE"
-    runs = {k: v for k, v in os.environ.items() if k != worker_only}
-    server = ForkServer({**runs, "PYTHONPATH": str(Path.cwd())})
+    # The worker's environment holds the engine's URL, as the worker wires the server.
+    monkeypatch.setenv(ENGINE_VARIABLE, "postgresql://fleet:s3cret@db/x")
+    runs = {**child_environment(os.environ), "PYTHONPATH": str(Path.cwd())}
+    server = ForkServer(runs)
     try:
         said = tmp_path / "said.json"
-        run = server.start(
-            [sys.executable, "-m", RUN, str(said), "-1"],
-            env={**runs, worker_only: "postgresql://fleet:s3cret@db/x"},
-            cwd=tmp_path,
-        )
+        run = server.start([sys.executable, "-m", RUN, str(said), "-1"], env=runs, cwd=tmp_path)
         assert run is not None
         report(said)
         # A forked process keeps its parent's initial environment block: the server's.

@@ -44,12 +44,7 @@ from claudeloop.adapters.run_directory.control import steer_from_json
 from claudeloop.adapters.run_directory.layout import RunDirectory, runs_root
 from claudeloop.adapters.run_directory.lock import live_driver
 from claudeloop.adapters.shared_capacity.board_link import BoardRelay
-from claudeloop.application.fleet_seat import (
-    BOARD_VARIABLE,
-    SEAT_VARIABLES,
-    SYNC_VARIABLE,
-    FleetSeat,
-)
+from claudeloop.application.fleet_seat import SEAT_VARIABLES, FleetSeat
 from claudeloop.domain.loop import ControlCommand
 
 T = TypeVar("T")
@@ -212,9 +207,7 @@ class Drivers:
         )
         passed = tuple(end.fileno() for end in (theirs, board_theirs) if end is not None)
         env = {**self._child_env, **seat.environment()}
-        told = {SYNC_VARIABLE: theirs.fileno()}
-        if board_theirs is not None:
-            told[BOARD_VARIABLE] = board_theirs.fileno()
+        told = {name: int(fd) for name, fd in seat.environment().items()}  # forked
         with self._lock, theirs, board_theirs or contextlib.nullcontext():
             child: Child | None = None
             if not self.stopping.is_set():
