@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from claudeloop.adapters.fleet import run_archive
@@ -28,16 +29,44 @@ from tests.cli.test_run_directory_commands import waiting_run
 from tests.postgres_server import PostgresServer
 
 
+@pytest.fixture(scope="module")
+def fleet_database(postgres_server: PostgresServer) -> str:
+    """This process's fleet on PostgreSQL for the module: a database of its own, which
+    set-up creates (DBOS keeps its tables in a schema of its own name, whatever the
+    search path). Made once and emptied for each test: a database made and set up for
+    each took the server 0.7 s of CPU, emptying it 0.2 s."""
+    url = f"{postgres_server.dsn.rsplit('/', 1)[0]}/fleet_{uuid.uuid4().hex[:12]}"
+    init_schema(parse_engine(url, "test"))
+    return url
+
+
+def emptied(url: str) -> None:
+    """Every row of the fleet's tables gone, as in a database just set up; DBOS's
+    record of the versions its tables are at kept. The next set-up makes again any
+    table a test dropped."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        # A connection an earlier test left in a transaction fails this test at once.
+        connection.execute("SET lock_timeout = '10s'")
+        tables = [
+            row[0]
+            for row in connection.execute(
+                "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables"
+                " WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+                " AND tablename <> 'dbos_migrations'"
+            )
+        ]
+        if tables:
+            connection.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
     if request.param == "sqlite":
         chosen = parse_engine(f"sqlite:///{tmp_path / 'fleet.sqlite'}", "test")
     else:
-        # A database of its own, which set-up creates: DBOS keeps its tables in a schema
-        # of its own name, whatever the search path.
-        server: PostgresServer = request.getfixturevalue("postgres_server")
-        base = server.dsn.rsplit("/", 1)[0]
-        chosen = parse_engine(f"{base}/fleet_{uuid.uuid4().hex[:12]}", "test")
+        url: str = request.getfixturevalue("fleet_database")
+        emptied(url)
+        chosen = parse_engine(url, "test")
     init_schema(chosen)
     return chosen
 
