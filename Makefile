@@ -39,12 +39,15 @@ gates: $(LITELLM_STAMP) $(STAMP) lint typecheck contracts pytest
 # with at most 20 examples per Hypothesis property (tests/examples.py). Three processes
 # on two cores: a fifth of the tests' time is waits (PostgreSQL's notices, processes that
 # end, the gateway's watchdog), and a third process fills it (46 s with two, 37 s with
-# three, measured on this machine idle). CI: `make test`.
+# three, measured on this machine idle). As in CI, each process starts with the slowest
+# of its share (tests/slowest.txt) and steals from the others once its own runs out.
+# CI: `make test`.
 check: $(STAMP) lint typecheck contracts
 	@# PYTHONDONTWRITEBYTECODE emptied for the tests: pytest keeps each test module with
 	@# its asserts rewritten in __pycache__ and reads it back next time; with it set (this
 	@# machine sets it) each worker rewrites all 170 modules at every start, 8 s of CPU.
-	PYTHONDONTWRITEBYTECODE= HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 3 -q -m "not slow" \
+	PYTHONDONTWRITEBYTECODE= HYPOTHESIS_PROFILE=check $(VENV)/bin/pytest -n 3 --dist worksteal \
+		-q -m "not slow" \
 		--ignore=tests/e2e --ignore=tests/contract tests
 
 $(UV): requirements/uv.txt
