@@ -17,9 +17,9 @@ from claudeloop.adapters.fleet import dbos_app, queue
 from claudeloop.adapters.fleet.engine import Engine
 from claudeloop.adapters.fleet.leases import Leases
 from claudeloop.adapters.fleet.queue import Order, add
-from tests.adapters.fleet.test_engine_fleet import engine
+from tests.adapters.fleet.test_engine_fleet import engine, fleet_database
 
-__all__ = ["engine"]  # the fixture, on both databases
+__all__ = ["engine", "fleet_database"]  # the fixture, on both databases, and what it needs
 
 # A worker's workflow of the same name, application and version, whose outcome the
 # order's cwd says; the one that hangs is left running (PENDING under the executor)
