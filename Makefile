@@ -33,7 +33,7 @@ test:
 
 gates: $(LITELLM_STAMP) $(STAMP) lint typecheck contracts pytest
 
-# The fast gate while working (under a minute on 2 cores): lint, formatting, types,
+# The fast gate while working (under 45 s on 2 cores): lint, formatting, types,
 # import contracts and every test but the end-to-end ones (tests/e2e and tests/contract
 # start the real Claude Code CLI; those marked slow take seconds in real processes),
 # with at most 20 examples per Hypothesis property (tests/examples.py). Four processes

@@ -37,7 +37,7 @@ else:
 # A test process, once its results are reported and every exit function of pytest and
 # its plugins has run, leaves without the collector's last passes over every object it
 # made (registered first, this runs last): an xdist worker took 1.1 s of CPU to end,
-# 0.07 s so, and the fast gate waits for its three workers to end.
+# 0.07 s so, and the fast gate waits for each of its workers to end.
 atexit.register(gc.freeze)
 
 # Instants shown to people are in their own time zone (cli/instants.py): the expected

@@ -45,7 +45,7 @@ def emptied(url: str) -> None:
     record of the versions its tables are at kept. The next set-up makes again any
     table a test dropped."""
     with psycopg.connect(url, autocommit=True) as connection:
-        # A connection an earlier test left in a transaction fails this test at once.
+        # A connection an earlier test left in a transaction fails this test, not hangs it.
         connection.execute("SET lock_timeout = '10s'")
         tables = [
             row[0]
